@@ -1,0 +1,40 @@
+/**
+ * The broker's catalogue of coded errors. Wire codes (what a caller sees as an
+ * invocation's answer) come from the shared wire; the codes below are the
+ * broker's own failures, each with a message that says what to do next.
+ */
+import { ErrorCode as WireCode, ERROR_CODES as WIRE_CODES } from "../jail-runtime/wire/codes.js";
+
+export { WireCode, WIRE_CODES };
+
+export const BrokerCode = {
+  /** bubblewrap is missing and the operator did not choose the insecure mode. */
+  sandboxUnavailable: "sandbox_unavailable",
+  /** The Deno binary could not be found or run. */
+  denoUnavailable: "deno_unavailable",
+  /** The satellite did not say hello in time, or exited first. */
+  bootFailed: "boot_failed",
+  /** The hello's boot token was wrong. */
+  bootTokenMismatch: "boot_token_mismatch",
+  /** What the artifact serves is not what the manifest declares. */
+  servedMismatch: "served_mismatch",
+  /** The satellite broke the wire protocol and was disconnected. */
+  protocolViolation: "protocol_violation",
+  /** An install step failed: manifest, bundle or an import outside the extension. */
+  installFailed: "install_failed",
+  /** The satellite slot is closed and takes no more calls. */
+  closed: "closed",
+} as const;
+export type BrokerCode = (typeof BrokerCode)[keyof typeof BrokerCode];
+export const BROKER_CODES: readonly BrokerCode[] = Object.values(BrokerCode);
+
+/** A broker failure with a stable code. */
+export class TetherError extends Error {
+  override readonly name = "TetherError";
+  constructor(
+    readonly code: BrokerCode | WireCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The extension manifest (`manifest.toml`), defined once as a valibot schema.
+ * Every error names the file, the field path and what was expected.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse as parseToml, TomlError } from "smol-toml";
+import * as v from "valibot";
+import { HOOK_EVENTS } from "../../jail-runtime/ext/hook.js";
+import { BrokerCode, TetherError } from "../errors.js";
+
+const Identifier = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
+const ToolName = v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, "expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)"));
+
+export const ToolRow = v.strictObject({
+  name: ToolName,
+  description: v.pipe(v.string(), v.maxLength(4096)),
+  parameters: v.optional(v.record(v.string(), v.unknown()), { type: "object" }),
+  deadline_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3_600_000))),
+});
+
+export const HookRow = v.strictObject({
+  event: v.picklist(HOOK_EVENTS),
+  priority: v.optional(v.pipe(v.number(), v.integer())),
+  on_error: v.optional(v.picklist(["note", "block"])),
+});
+
+export const CommandRow = v.strictObject({
+  name: Identifier,
+  description: v.pipe(v.string(), v.maxLength(4096)),
+});
+
+export const Limits = v.strictObject({
+  memory_mb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(8192)), 128),
+  deadline_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3_600_000)), 30_000),
+  idle_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(86_400)), 300),
+  kv_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 1_048_576),
+});
+
+export const Manifest = v.strictObject({
+  name: Identifier,
+  version: v.pipe(v.string(), v.regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, "expected a semver version like 1.2.3")),
+  description: v.pipe(v.string(), v.maxLength(4096)),
+  entry: v.pipe(v.string(), v.regex(/^[^/].*\.(?:ts|js|mjs|mts)$/, "expected a relative path to a .ts or .js file")),
+  requires: v.optional(v.array(Identifier), []),
+  tool: v.optional(v.array(ToolRow), []),
+  hook: v.optional(v.array(HookRow), []),
+  command: v.optional(v.array(CommandRow), []),
+  net: v.optional(v.strictObject({ allow: v.optional(v.array(v.string()), []) }), { allow: [] }),
+  limits: v.optional(Limits, {}),
+});
+export type Manifest = v.InferOutput<typeof Manifest>;
+
+function describe(issue: v.BaseIssue<unknown>): string {
+  const path = v.getDotPath(issue) ?? "(top level)";
+  if (issue.kind === "schema" && issue.received === "undefined") return `${path}: missing; ${issue.expected ? `expected ${issue.expected}` : issue.message}`;
+  return `${path}: ${issue.message}`;
+}
+
+/** Parses and validates manifest text; `file` is only for messages. */
+export function parseManifest(text: string, file: string): Manifest {
+  let raw: unknown;
+  try {
+    raw = parseToml(text);
+  } catch (err) {
+    const where = err instanceof TomlError ? ` (line ${err.line}, column ${err.column})` : "";
+    throw new TetherError(BrokerCode.installFailed, `${file}${where}: not valid TOML: ${(err as Error).message.split("\n")[0]}`);
+  }
+  const parsed = v.safeParse(Manifest, raw, { abortEarly: false });
+  if (!parsed.success) {
+    throw new TetherError(BrokerCode.installFailed, `${file}: ${parsed.issues.map(describe).join("; ")}`);
+  }
+  const m = parsed.output;
+  const seen = new Set<string>();
+  for (const tool of m.tool) {
+    if (seen.has(tool.name)) throw new TetherError(BrokerCode.installFailed, `${file}: tool '${tool.name}' is declared twice`);
+    seen.add(tool.name);
+  }
+  const events = new Set<string>();
+  for (const row of m.hook) {
+    if (events.has(row.event)) throw new TetherError(BrokerCode.installFailed, `${file}: hook '${row.event}' is declared twice`);
+    events.add(row.event);
+  }
+  return m;
+}
+
+/** Reads `<dir>/manifest.toml`. */
+export function readManifest(dir: string): Manifest {
+  const file = join(dir, "manifest.toml");
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    throw new TetherError(BrokerCode.installFailed, `${file}: cannot read the manifest (is this an extension folder?)`);
+  }
+  return parseManifest(text, file);
+}

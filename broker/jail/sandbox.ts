@@ -1,0 +1,113 @@
+/**
+ * The command line that starts a satellite inside both jail layers:
+ * Deno's own permission flags, inside a bubblewrap namespace sandbox.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { BrokerCode, TetherError } from "../errors.js";
+import { realPath, sharedLibraries } from "./libraries.js";
+
+/** Which OS isolation layer is active. `none` is an explicit, insecure operator choice. */
+export type SandboxMode = "bwrap" | "none";
+
+/** Paths the satellite sees inside the sandbox. */
+export const JAIL_DENO = "/opt/tether/deno";
+export const JAIL_ARTIFACT = "/opt/tether/satellite.js";
+export const JAIL_SOCKET_DIR = "/run/tether";
+export const JAIL_SOCKET = `${JAIL_SOCKET_DIR}/s.sock`;
+
+let bwrapPath: string | null | undefined;
+
+/** The bubblewrap binary, or null when it is not installed. */
+export function findBwrap(): string | null {
+  if (bwrapPath !== undefined) return bwrapPath;
+  for (const candidate of ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"]) {
+    if (existsSync(candidate)) return (bwrapPath = candidate);
+  }
+  try {
+    const found = execFileSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8" }).trim();
+    return (bwrapPath = found || null);
+  } catch {
+    return (bwrapPath = null);
+  }
+}
+
+/**
+ * The sandbox mode to use: bwrap when installed; `none` only when the operator
+ * asked for it (`TETHER_INSECURE_NO_SANDBOX=1` or the option). Otherwise refuse.
+ */
+export function resolveSandbox(requested?: SandboxMode): SandboxMode {
+  if (requested === "none" || process.env.TETHER_INSECURE_NO_SANDBOX === "1") return "none";
+  if (findBwrap() !== null) return "bwrap";
+  throw new TetherError(
+    BrokerCode.sandboxUnavailable,
+    "bubblewrap (bwrap) is not installed, so satellites cannot be jailed by the OS. Install it (apt-get install -y bubblewrap), " +
+      "or set TETHER_INSECURE_NO_SANDBOX=1 to run with Deno's permissions alone (local files become importable)",
+  );
+}
+
+export interface LaunchSpec {
+  readonly sandbox: SandboxMode;
+  readonly deno: string;
+  readonly artifact: string;
+  /** The satellite's own fresh directory holding its socket. */
+  readonly socketDir: string;
+  readonly memoryMb: number;
+}
+
+export interface Launch {
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+}
+
+function denoArgs(deno: string, artifact: string, socket: string, memoryMb: number): string[] {
+  return [
+    deno,
+    "run",
+    "--no-prompt",
+    "--no-config",
+    "--no-lock",
+    "--no-remote",
+    "--no-npm",
+    `--allow-net=unix:${socket}`,
+    `--allow-read=${socket}`,
+    `--allow-write=${socket}`,
+    `--v8-flags=--max-old-space-size=${memoryMb}`,
+    artifact,
+    socket,
+  ];
+}
+
+// The child's whole environment: nothing inherited, so DENO_PERMISSION_BROKER_PATH,
+// DENO_V8_FLAGS, proxies and secrets in the broker's environment never reach it.
+const CHILD_ENV = { HOME: "/tmp", DENO_DIR: "/tmp/deno", NO_COLOR: "1", PATH: "/nonexistent" } as const;
+
+/** Builds the command line for one satellite. */
+export function launchCommand(spec: LaunchSpec): Launch {
+  if (spec.sandbox === "none") {
+    const [file, ...args] = denoArgs(spec.deno, spec.artifact, `${spec.socketDir}/s.sock`, spec.memoryMb);
+    return { file: file!, args, env: { ...CHILD_ENV, HOME: spec.socketDir, DENO_DIR: `${spec.socketDir}/deno` } };
+  }
+  const bwrap = findBwrap();
+  if (bwrap === null) throw new TetherError(BrokerCode.sandboxUnavailable, "bubblewrap (bwrap) is not installed");
+  const args: string[] = [
+    "--unshare-all",
+    "--die-with-parent",
+    "--new-session",
+    "--clearenv",
+    "--cap-drop",
+    "ALL",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
+  ];
+  for (const lib of sharedLibraries(spec.deno)) args.push("--ro-bind", realPath(lib), lib);
+  args.push("--ro-bind", spec.deno, JAIL_DENO, "--ro-bind", spec.artifact, JAIL_ARTIFACT, "--bind", spec.socketDir, JAIL_SOCKET_DIR);
+  for (const [key, value] of Object.entries(CHILD_ENV)) args.push("--setenv", key, value);
+  args.push("--chdir", "/tmp", "--", ...denoArgs(JAIL_DENO, JAIL_ARTIFACT, JAIL_SOCKET, spec.memoryMb));
+  return { file: bwrap, args, env: {} };
+}

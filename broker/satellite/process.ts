@@ -1,0 +1,466 @@
+/**
+ * One satellite process, from spawn to death: boot and the hello handshake,
+ * one invocation at a time with a fresh token each, the deadline, and the
+ * shutdown ladder (stdin EOF → SIGTERM → SIGKILL).
+ *
+ * States: booting → ready ⇄ busy → draining → dead (see docs/satellite.md).
+ */
+import { mkdtempSync, rmSync, unlinkSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa, type ResultPromise } from "execa";
+import * as v from "valibot";
+import { DEFAULT_MAX_FRAME_BYTES } from "../../jail-runtime/wire/codec.js";
+import { describeIssues, ToolValue, type Cap, type CallKind, type Hello, type SatelliteFrame, type WireError } from "../../jail-runtime/wire/frames.js";
+import { BrokerCode, TetherError, WireCode } from "../errors.js";
+import { denoBinary } from "../jail/deno-binary.js";
+import { launchCommand, type SandboxMode } from "../jail/sandbox.js";
+import type { Logger } from "../log.js";
+import { SatelliteConnection } from "./connection.js";
+import { captureOutput, type OutputTail } from "./output.js";
+import { mintToken, tokensEqual } from "./tokens.js";
+
+export type SatelliteState = "booting" | "ready" | "busy" | "draining" | "dead";
+
+export interface SatelliteSpec {
+  /** For logs and messages, e.g. "echo". */
+  readonly name: string;
+  /** The bundled artifact, one JS file. */
+  readonly artifact: string;
+  /** What the approved manifest declares; the hello must match exactly. */
+  readonly declared: { readonly tools: readonly string[]; readonly hooks: readonly string[] };
+  readonly sandbox: SandboxMode;
+  readonly memoryMb: number;
+  readonly bootTimeoutMs: number;
+  /** Added to an invocation's deadline before the broker gives up on it. */
+  readonly graceMs: number;
+  /** Bounded waits between the steps of the shutdown ladder. */
+  readonly ladderStepMs: number;
+  readonly maxFrameBytes?: number;
+  readonly log: Logger;
+}
+
+export interface InvocationRequest {
+  readonly kind: CallKind;
+  readonly name: string;
+  /** JSON text, forwarded as is. */
+  readonly args: string;
+  readonly strand: string;
+  readonly deadlineMs: number;
+}
+
+export type InvocationOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: WireError };
+
+export type CapReply = { readonly ok: true; readonly value?: unknown } | { readonly ok: false; readonly error: WireError };
+
+/** Judges and serves one capability call made under a valid token. */
+export type CapHandler = (cap: Cap) => Promise<CapReply>;
+
+/** Told about capability calls refused before any handler saw them (for the audit). */
+export type CapRefusalObserver = (cap: Cap, reason: WireError) => void;
+
+export interface RunningInvocation {
+  readonly id: number;
+  /** The caller's answer; may settle before the satellite is free (on cancel). */
+  readonly outcome: Promise<InvocationOutcome>;
+  /** Settles when the satellite is done with this invocation (result, death or kill). */
+  readonly settled: Promise<void>;
+  /** Best effort: asks the satellite to stop; the caller gets `cancelled` now. */
+  cancel(reason?: string): void;
+}
+
+interface Open {
+  readonly id: number;
+  readonly token: string;
+  readonly kind: CallKind;
+  readonly name: string;
+  readonly onCap: CapHandler;
+  answered: boolean;
+  readonly settled: Promise<void>;
+  resolveOutcome(outcome: InvocationOutcome): void;
+  resolveSettled(): void;
+  timer: NodeJS.Timeout;
+}
+
+function failure(code: string, msg: string): InvocationOutcome {
+  return { ok: false, error: { code, msg } };
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  const sa = [...new Set(a)].sort();
+  const sb = [...new Set(b)].sort();
+  return a.length === sa.length && sa.length === sb.length && sa.every((x, i) => x === sb[i]);
+}
+
+function describeExit(code: number | undefined, signal: string | undefined, memoryMb: number): string {
+  // V8 aborts with SIGTRAP (exit 133) when --max-old-space-size is exceeded.
+  if (code === 133 || signal === "SIGTRAP") return `ran out of memory (limit ${memoryMb} MiB) and exited`;
+  return signal ? `exited with signal ${signal}` : `exited with code ${code}`;
+}
+
+function list(names: readonly string[]): string {
+  return `[${[...names].sort().join(", ")}]`;
+}
+
+export class SatelliteProcess {
+  readonly spec: SatelliteSpec;
+  readonly #log: Logger;
+  #state: SatelliteState = "booting";
+  #child: ResultPromise | null = null;
+  #conn: SatelliteConnection | null = null;
+  #server: Server | null = null;
+  #dir: string | null = null;
+  #open: Open | null = null;
+  #nextId = 1;
+  #stderr: OutputTail | null = null;
+  #exited: Promise<void> = Promise.resolve();
+  #deathReason = "";
+  #closing: Promise<void> | null = null;
+  #observeRefusal: CapRefusalObserver = () => {};
+  readonly #deathListeners: Array<(reason: string) => void> = [];
+  /** Set once the hello proved the boot token and the served set. */
+  hello: Hello | null = null;
+  pid: number | undefined;
+
+  private constructor(spec: SatelliteSpec) {
+    this.spec = spec;
+    this.#log = spec.log.child({ satellite: spec.name });
+  }
+
+  get state(): SatelliteState {
+    return this.#state;
+  }
+
+  /** Registers a callback for when the process dies, with the reason. */
+  onDeath(listener: (reason: string) => void): void {
+    if (this.#state === "dead") listener(this.#deathReason);
+    else this.#deathListeners.push(listener);
+  }
+
+  /** Registers the observer told about capability calls refused for their token. */
+  observeRefusals(observer: CapRefusalObserver): void {
+    this.#observeRefusal = observer;
+  }
+
+  /** Spawns a satellite and waits for a valid hello. Rejects with a TetherError naming what failed. */
+  static async boot(spec: SatelliteSpec): Promise<SatelliteProcess> {
+    const sat = new SatelliteProcess(spec);
+    try {
+      await sat.#boot();
+    } catch (err) {
+      await sat.destroy((err as Error).message);
+      throw err;
+    }
+    return sat;
+  }
+
+  async #boot(): Promise<void> {
+    const spec = this.spec;
+    const dir = mkdtempSync(join(tmpdir(), "tether-sat-"));
+    this.#dir = dir;
+    const socketPath = join(dir, "s.sock");
+    const bootToken = mintToken();
+
+    const connected = new Promise<Socket>((resolve, reject) => {
+      const server = createServer({ allowHalfOpen: false });
+      this.#server = server;
+      server.maxConnections = 1;
+      server.once("connection", (socket) => {
+        // Exactly one connection: stop listening before anything else can connect.
+        server.close();
+        resolve(socket);
+      });
+      server.once("error", reject);
+      server.listen(socketPath);
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.#server!.once("listening", resolve);
+      this.#server!.once("error", reject);
+    });
+
+    const launch = launchCommand({ sandbox: spec.sandbox, deno: denoBinary(), artifact: spec.artifact, socketDir: dir, memoryMb: spec.memoryMb });
+    const child = execa(launch.file, launch.args, {
+      env: launch.env,
+      extendEnv: false,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      buffer: false,
+      reject: false,
+      cleanup: true,
+      forceKillAfterDelay: false,
+      encoding: "buffer",
+    });
+    this.#child = child;
+    this.pid = child.pid;
+    captureOutput(child.stdout, "stdout", this.#log);
+    this.#stderr = captureOutput(child.stderr, "stderr", this.#log);
+    child.stdin?.on("error", () => {});
+    child.stdin?.write(`${bootToken}\n`);
+    this.#exited = child.then(
+      (r) => this.#onExit(describeExit(r.exitCode, r.signal, spec.memoryMb)),
+      (err: Error) => this.#onExit(`could not run: ${err.message}`),
+    );
+
+    const exitedEarly = this.#exited.then(() => {
+      throw new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' ${this.#deathReason} before saying hello${this.#stderrNote()}`);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' did not say hello within ${spec.bootTimeoutMs} ms${this.#stderrNote()}`)),
+        spec.bootTimeoutMs,
+      );
+    });
+    try {
+      const socket = await Promise.race([connected, exitedEarly, timedOut]);
+      const hello = await Promise.race([this.#awaitHello(socket), exitedEarly, timedOut]);
+      if (!tokensEqual(hello.boot, bootToken)) {
+        throw new TetherError(BrokerCode.bootTokenMismatch, `Satellite '${spec.name}' presented a wrong boot token`);
+      }
+      // Proven: nobody else may ever connect or be connected to here.
+      try {
+        unlinkSync(socketPath);
+      } catch {
+        // the satellite may have removed it itself; nothing listens there either way
+      }
+      const { tools, hooks } = spec.declared;
+      if (!sameSet(hello.tools, tools) || !sameSet(hello.hooks, hooks)) {
+        throw new TetherError(
+          BrokerCode.servedMismatch,
+          `Extension '${spec.name}' is broken: the manifest declares tools ${list(tools)} and hooks ${list(hooks)}, ` +
+            `but the artifact serves tools ${list(hello.tools)} and hooks ${list(hello.hooks)}. Reinstall it`,
+        );
+      }
+      this.hello = hello;
+      this.#state = "ready";
+      this.#log.debug("satellite ready", { pid: this.pid });
+    } finally {
+      clearTimeout(timer);
+      exitedEarly.catch(() => {});
+    }
+  }
+
+  #stderrNote(): string {
+    const tail = this.#stderr?.tail().trim();
+    return tail ? `; its stderr ended with: ${tail.slice(-1000)}` : "";
+  }
+
+  #awaitHello(socket: Socket): Promise<Hello> {
+    return new Promise<Hello>((resolve, reject) => {
+      let greeted = false;
+      this.#conn = new SatelliteConnection(
+        socket,
+        {
+          frame: (frame) => {
+            if (!greeted) {
+              if (frame.t !== "hello") {
+                this.#conn?.close(new TetherError(BrokerCode.protocolViolation, `Expected 'hello' as the first frame, got '${frame.t}'`));
+                return;
+              }
+              greeted = true;
+              resolve(frame);
+              return;
+            }
+            this.#onFrame(frame);
+          },
+          closed: (err) => {
+            if (!greeted) reject(err ?? new TetherError(BrokerCode.bootFailed, `Satellite '${this.spec.name}' closed its socket before saying hello`));
+            else this.#onDisconnect(err);
+          },
+        },
+        this.spec.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      );
+    });
+  }
+
+  /** Runs one invocation. The caller must wait for the previous one's `settled`. */
+  run(req: InvocationRequest, onCap: CapHandler): RunningInvocation {
+    if (this.#state !== "ready" || this.#conn === null) {
+      throw new TetherError(BrokerCode.closed, `Satellite '${this.spec.name}' is ${this.#state}, not ready`);
+    }
+    const id = this.#nextId++;
+    const token = mintToken();
+    let resolveOutcome!: (o: InvocationOutcome) => void;
+    let resolveSettled!: () => void;
+    const outcome = new Promise<InvocationOutcome>((r) => (resolveOutcome = r));
+    const settled = new Promise<void>((r) => (resolveSettled = r));
+    const open: Open = {
+      id,
+      token,
+      kind: req.kind,
+      name: req.name,
+      onCap,
+      answered: false,
+      settled,
+      resolveOutcome: (o) => {
+        if (open.answered) return;
+        open.answered = true;
+        resolveOutcome(o);
+      },
+      resolveSettled,
+      timer: setTimeout(() => this.#onDeadline(open, req.deadlineMs), req.deadlineMs + this.spec.graceMs),
+    };
+    this.#open = open;
+    this.#state = "busy";
+    this.#conn.send({ t: "call", id, token, kind: req.kind, name: req.name, args: req.args, strand: req.strand, deadline_ms: req.deadlineMs });
+    return {
+      id,
+      outcome,
+      settled,
+      cancel: (reason = "Cancelled by the caller") => {
+        if (this.#open !== open || open.answered) return;
+        // The token dies with the caller's interest: no capability after this.
+        open.resolveOutcome(failure(WireCode.cancelled, reason));
+        this.#conn?.send({ t: "cancel", id });
+      },
+    };
+  }
+
+  #finishOpen(outcome: InvocationOutcome): void {
+    const open = this.#open;
+    if (open === null) return;
+    clearTimeout(open.timer);
+    this.#open = null;
+    open.resolveOutcome(outcome);
+    open.resolveSettled();
+    if (this.#state === "busy") this.#state = "ready";
+  }
+
+  #onDeadline(open: Open, deadlineMs: number): void {
+    if (this.#open !== open) return;
+    this.#log.warn("invocation passed its deadline; killing the satellite", { name: open.name, deadlineMs });
+    this.#finishOpen(failure(WireCode.timeout, `'${open.name}' did not answer within its ${deadlineMs} ms deadline; the satellite was stopped`));
+    void this.destroy(`killed after '${open.name}' passed its deadline`);
+  }
+
+  #onFrame(frame: SatelliteFrame): void {
+    switch (frame.t) {
+      case "hello":
+        this.#violation("a second 'hello'");
+        return;
+      case "result":
+        this.#onResult(frame.id, frame.ok, frame.value, frame.error);
+        return;
+      case "cap":
+        this.#onCap(frame);
+        return;
+    }
+  }
+
+  #onResult(id: number, ok: boolean, value: unknown, error: WireError | undefined): void {
+    const open = this.#open;
+    if (open === null || open.id !== id) {
+      this.#violation(`a 'result' for invocation ${id}, which is not open`);
+      return;
+    }
+    this.#finishOpen(this.#checkAnswer(open, ok, value, error));
+  }
+
+  /** Never trust the extension's output: a malformed answer becomes `crashed`. */
+  #checkAnswer(open: Open, ok: boolean, value: unknown, error: WireError | undefined): InvocationOutcome {
+    if (!ok) {
+      if (error === undefined) return failure(WireCode.crashed, `'${open.name}' answered a failure with no error`);
+      return { ok: false, error };
+    }
+    if (open.kind === "tool" || open.kind === "command") {
+      const parsed = v.safeParse(ToolValue, value);
+      if (!parsed.success) return failure(WireCode.crashed, `'${open.name}' answered a malformed tool value: ${describeIssues(parsed.issues)}`);
+      return { ok: true, value: parsed.output };
+    }
+    if (typeof value !== "string") return failure(WireCode.crashed, `'${open.name}' answered an event with ${typeof value}, not JSON text`);
+    return { ok: true, value };
+  }
+
+  #onCap(frame: Cap): void {
+    const open = this.#open;
+    const conn = this.#conn;
+    if (conn === null) return;
+    if (open === null || open.answered || !tokensEqual(frame.token, open.token)) {
+      const error = { code: WireCode.tokenRevoked, msg: `Capability '${frame.cap}' was called outside an open invocation; it is refused` };
+      this.#observeRefusal(frame, error);
+      conn.send({ t: "cap_result", id: frame.id, ok: false, error });
+      return;
+    }
+    open.onCap(frame).then(
+      (reply) => {
+        // The answer goes back only if the satellite is still alive to read it.
+        if (reply.ok) conn.send({ t: "cap_result", id: frame.id, ok: true, value: reply.value ?? null });
+        else conn.send({ t: "cap_result", id: frame.id, ok: false, error: reply.error });
+      },
+      (err: Error) => {
+        this.#log.error("capability handler failed", { cap: frame.cap, err: err.message });
+        conn.send({ t: "cap_result", id: frame.id, ok: false, error: { code: WireCode.crashed, msg: `The broker failed serving '${frame.cap}'` } });
+      },
+    );
+  }
+
+  #violation(what: string): void {
+    this.#log.warn("protocol violation; disconnecting the satellite", { what });
+    this.#conn?.close(new TetherError(BrokerCode.protocolViolation, `Satellite '${this.spec.name}' sent ${what}`));
+  }
+
+  #onDisconnect(err: Error | null): void {
+    if (this.#state === "dead") return;
+    const why = err ? `broke the protocol (${err.message})` : "closed its connection";
+    void this.destroy(`${why}`);
+  }
+
+  #onExit(reason: string): void {
+    this.#deathReason ||= reason;
+    this.#die();
+  }
+
+  #die(): void {
+    if (this.#state === "dead") return;
+    this.#state = "dead";
+    const reason = this.#deathReason || "died";
+    this.#finishOpen(failure(WireCode.crashed, `Satellite '${this.spec.name}' ${reason} during '${this.#open?.name ?? "the call"}'`));
+    this.#conn?.close();
+    this.#server?.close();
+    if (this.#dir !== null) rmSync(this.#dir, { recursive: true, force: true });
+    for (const listener of this.#deathListeners.splice(0)) listener(reason);
+  }
+
+  /**
+   * Lets the open invocation finish, then walks the shutdown ladder:
+   * stdin EOF, then SIGTERM, then SIGKILL, each after a bounded wait.
+   */
+  async close(): Promise<void> {
+    if (this.#state === "dead") return this.#exited;
+    if (this.#closing !== null) return this.#closing;
+    const open = this.#open;
+    this.#state = "draining";
+    this.#closing = (async () => {
+      if (open !== null) await open.settled;
+      this.#deathReason ||= "was shut down";
+      await this.#ladder();
+    })();
+    return this.#closing;
+  }
+
+  async #ladder(): Promise<void> {
+    const child = this.#child;
+    if (child === null) return this.#die();
+    const step = this.spec.ladderStepMs;
+    const exited = (ms: number) => Promise.race([this.#exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
+    child.stdin?.end();
+    if (await exited(step)) return;
+    this.#log.debug("satellite ignored stdin EOF; sending SIGTERM");
+    child.kill("SIGTERM");
+    if (await exited(step)) return;
+    this.#log.warn("satellite ignored SIGTERM; sending SIGKILL");
+    child.kill("SIGKILL");
+    await this.#exited;
+  }
+
+  /** Aborts now: the open invocation fails `crashed` with `reason`, the process is killed. Safe to call twice. */
+  async destroy(reason = "was destroyed"): Promise<void> {
+    this.#deathReason ||= reason;
+    const child = this.#child;
+    if (child !== null && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    this.#die();
+    await this.#exited;
+  }
+}

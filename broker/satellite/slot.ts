@@ -1,0 +1,247 @@
+/**
+ * The satellite of one (session, extension): a queue in front of one process,
+ * booted on first use, replaced after a death or a timeout, reaped when idle.
+ *
+ * A caller who can wait never sees `busy`: calls wait their turn here.
+ */
+import { WireCode, BrokerCode, TetherError } from "../errors.js";
+import type { Cap } from "../../jail-runtime/wire/frames.js";
+import {
+  SatelliteProcess,
+  type CapRefusalObserver,
+  type CapReply,
+  type InvocationOutcome,
+  type InvocationRequest,
+  type RunningInvocation,
+  type SatelliteSpec,
+  type SatelliteState,
+} from "./process.js";
+
+/** What a capability handler is told about the invocation a `cap` came from. */
+export interface InvocationInfo {
+  readonly extension: string;
+  readonly kind: InvocationRequest["kind"];
+  readonly name: string;
+  readonly strand: string;
+  /** Partials go to the caller of this invocation. */
+  readonly report: (text: string) => void;
+}
+
+/** Serves every capability other than `report.emit` (which the slot serves itself). */
+export type CapDispatcher = (cap: Cap, invocation: InvocationInfo) => Promise<CapReply>;
+
+export interface InvokeOptions {
+  /** Aborting cancels the call: the satellite's `ctx.signal` aborts and the call ends `cancelled`. */
+  readonly signal?: AbortSignal;
+  /** Called with each partial report, in order. */
+  readonly onReport?: (text: string) => void;
+}
+
+export interface SlotOptions {
+  readonly spec: SatelliteSpec;
+  /** Idle time after which the process is shut down (it boots again on the next call). 0 = never. */
+  readonly idleMs: number;
+  readonly dispatch?: CapDispatcher;
+  readonly observeRefusals?: CapRefusalObserver;
+  /** Told each time a process boots, for metrics and tests. */
+  readonly onBoot?: (process: SatelliteProcess) => void;
+}
+
+interface Job {
+  readonly req: InvocationRequest;
+  readonly options: InvokeOptions;
+  resolve(outcome: InvocationOutcome): void;
+  started: boolean;
+  running: RunningInvocation | null;
+  detach(): void;
+}
+
+const noDispatcher: CapDispatcher = async (cap) => ({
+  ok: false,
+  error: { code: WireCode.denied, msg: `Capability '${cap.cap}' is not available (rule: no capability dispatcher)` },
+});
+
+function failure(code: string, msg: string): InvocationOutcome {
+  return { ok: false, error: { code, msg } };
+}
+
+export class SatelliteSlot {
+  readonly #options: SlotOptions;
+  readonly #queue: Job[] = [];
+  #process: SatelliteProcess | null = null;
+  #pumping = false;
+  #closed = false;
+  #idleTimer: NodeJS.Timeout | null = null;
+  #drained: Array<() => void> = [];
+  /** How many processes this slot has booted. */
+  boots = 0;
+
+  constructor(options: SlotOptions) {
+    this.#options = options;
+  }
+
+  get name(): string {
+    return this.#options.spec.name;
+  }
+
+  /** The live process's state, or "dead" when there is none. */
+  get state(): SatelliteState {
+    return this.#process?.state ?? "dead";
+  }
+
+  /** The live process, if any (for tests and diagnostics). */
+  get process(): SatelliteProcess | null {
+    return this.#process;
+  }
+
+  /** Queues one invocation and resolves with its outcome; never rejects. */
+  invoke(req: InvocationRequest, options: InvokeOptions = {}): Promise<InvocationOutcome> {
+    if (this.#closed) return Promise.resolve(failure(BrokerCode.closed, `The satellite of '${this.name}' is closed`));
+    if (options.signal?.aborted) return Promise.resolve(failure(WireCode.cancelled, "Cancelled before it started"));
+    return new Promise<InvocationOutcome>((resolve) => {
+      const job: Job = {
+        req,
+        options,
+        started: false,
+        running: null,
+        resolve: (o) => {
+          job.detach();
+          resolve(o);
+        },
+        detach: () => {},
+      };
+      const signal = options.signal;
+      if (signal !== undefined) {
+        const onAbort = () => {
+          if (!job.started) {
+            const at = this.#queue.indexOf(job);
+            if (at >= 0) this.#queue.splice(at, 1);
+            job.resolve(failure(WireCode.cancelled, "Cancelled while waiting its turn"));
+          } else {
+            job.running?.cancel();
+          }
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        job.detach = () => signal.removeEventListener("abort", onAbort);
+      }
+      this.#queue.push(job);
+      this.#clearIdle();
+      void this.#pump();
+    });
+  }
+
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      while (this.#queue.length > 0) {
+        let process: SatelliteProcess;
+        try {
+          process = await this.#ready();
+        } catch (err) {
+          // Everyone waiting was waiting on this boot: tell them all why it failed.
+          const code = err instanceof TetherError ? err.code : BrokerCode.bootFailed;
+          for (const job of this.#queue.splice(0)) job.resolve(failure(code, (err as Error).message));
+          break;
+        }
+        const job = this.#queue.shift();
+        if (job === undefined) break;
+        await this.#runJob(process, job);
+      }
+    } finally {
+      this.#pumping = false;
+    }
+    if (this.#queue.length === 0) this.#onIdle();
+  }
+
+  async #runJob(process: SatelliteProcess, job: Job): Promise<void> {
+    job.started = true;
+    const info: InvocationInfo = {
+      extension: this.name,
+      kind: job.req.kind,
+      name: job.req.name,
+      strand: job.req.strand,
+      report: (text) => job.options.onReport?.(text),
+    };
+    const dispatch = this.#options.dispatch ?? noDispatcher;
+    const onCap = async (cap: Cap): Promise<CapReply> => {
+      if (cap.cap === "report.emit") {
+        const text = (cap.args as { text?: unknown } | null)?.text;
+        if (typeof text === "string") info.report(text);
+        return { ok: true };
+      }
+      return dispatch(cap, info);
+    };
+    let running: RunningInvocation;
+    try {
+      running = process.run(job.req, onCap);
+    } catch (err) {
+      job.resolve(failure(WireCode.crashed, (err as Error).message));
+      return;
+    }
+    job.running = running;
+    if (job.options.signal?.aborted) running.cancel();
+    job.resolve(await running.outcome);
+    await running.settled;
+  }
+
+  async #ready(): Promise<SatelliteProcess> {
+    const live = this.#process;
+    if (live !== null && (live.state === "ready" || live.state === "busy")) return live;
+    this.#process = null;
+    const process = await SatelliteProcess.boot(this.#options.spec);
+    this.boots++;
+    if (this.#options.observeRefusals) process.observeRefusals(this.#options.observeRefusals);
+    process.onDeath(() => {
+      if (this.#process === process) this.#process = null;
+    });
+    this.#options.onBoot?.(process);
+    if (this.#closed) {
+      await process.destroy("the slot closed while it booted");
+      throw new TetherError(BrokerCode.closed, `The satellite of '${this.name}' is closed`);
+    }
+    this.#process = process;
+    return process;
+  }
+
+  #onIdle(): void {
+    for (const done of this.#drained.splice(0)) done();
+    if (this.#closed || this.#options.idleMs <= 0 || this.#process === null) return;
+    this.#clearIdle();
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = null;
+      const process = this.#process;
+      if (process !== null && this.#queue.length === 0 && !this.#pumping) {
+        this.#process = null;
+        void process.close();
+      }
+    }, this.#options.idleMs);
+    this.#idleTimer.unref();
+  }
+
+  #clearIdle(): void {
+    if (this.#idleTimer !== null) clearTimeout(this.#idleTimer);
+    this.#idleTimer = null;
+  }
+
+  /** Takes no new calls, lets queued and open ones finish, then shuts the process down. Safe to call twice. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#clearIdle();
+    if (this.#pumping || this.#queue.length > 0) await new Promise<void>((r) => this.#drained.push(r));
+    const process = this.#process;
+    this.#process = null;
+    await process?.close();
+  }
+
+  /** Aborts now: queued calls fail `closed`, the open one fails, the process is killed. Safe to call twice. */
+  async destroy(reason = "was destroyed"): Promise<void> {
+    this.#closed = true;
+    this.#clearIdle();
+    for (const job of this.#queue.splice(0)) job.resolve(failure(BrokerCode.closed, `The satellite of '${this.name}' ${reason}`));
+    const process = this.#process;
+    this.#process = null;
+    await process?.destroy(reason);
+    for (const done of this.#drained.splice(0)) done();
+  }
+}

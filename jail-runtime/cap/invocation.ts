@@ -1,0 +1,89 @@
+/**
+ * The one invocation open on this satellite, and the capability calls made
+ * under its token. Every `cap` frame carries the token of the invocation that
+ * is open *now*; between invocations it carries none and the broker refuses it.
+ */
+import type { CapResult } from "../wire/frames.js";
+import type { Channel } from "./channel.js";
+
+/** A capability call the broker refused; `code` is the wire code, e.g. `denied`. */
+export class CapError extends Error {
+  override readonly name = "CapError";
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+}
+
+interface Open {
+  readonly id: number;
+  readonly token: string;
+  readonly controller: AbortController;
+}
+
+let channel: Channel | null = null;
+let open: Open | null = null;
+let nextCapId = 1;
+const pending = new Map<number, Pending>();
+
+export function attach(c: Channel): void {
+  channel = c;
+}
+
+export function begin(id: number, token: string): AbortController {
+  const controller = new AbortController();
+  open = { id, token, controller };
+  return controller;
+}
+
+export function end(id: number): void {
+  if (open?.id === id) open = null;
+}
+
+export function current(): Open | null {
+  return open;
+}
+
+/** Settles the pending capability call that `frame` answers; unknown ids are ignored. */
+export function settle(frame: CapResult): void {
+  const waiter = pending.get(frame.id);
+  if (waiter === undefined) return;
+  pending.delete(frame.id);
+  if (frame.ok) waiter.resolve(frame.value);
+  else waiter.reject(new CapError(frame.error?.code ?? "denied", frame.error?.msg ?? "Refused"));
+}
+
+/** Fails every pending capability call: the channel is gone. */
+export function failAll(reason: string): void {
+  for (const waiter of pending.values()) waiter.reject(new CapError("crashed", reason));
+  pending.clear();
+}
+
+/**
+ * Sends a capability call under the open invocation's token and waits for the
+ * broker's answer. Rejects with {@linkcode CapError} when refused.
+ */
+export function callCap(cap: string, args: unknown): Promise<unknown> {
+  if (channel === null) return Promise.reject(new CapError("denied", "No broker channel: capabilities are reachable only inside a satellite"));
+  const id = nextCapId++;
+  const token = open?.token ?? "";
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject });
+    channel!.send({ t: "cap", id, token, cap, args }).catch((err: Error) => {
+      pending.delete(id);
+      reject(new CapError("crashed", err.message));
+    });
+  });
+}
+
+/** Sends a capability call and does not wait; the broker's answer is dropped. */
+export function castCap(cap: string, args: unknown): void {
+  callCap(cap, args).catch(() => {});
+}

@@ -1,0 +1,23 @@
+/**
+ * The capability prelude: what a jailed program may reach. Every call here is
+ * a `cap` frame judged by the broker under the open invocation's token.
+ */
+export { CapError, callCap } from "./invocation.js";
+export { serveLoop, RUNTIME_NAME } from "./runtime.js";
+import { castCap } from "./invocation.js";
+
+/** Partial progress, best effort. */
+export const report = {
+  /**
+   * Emits a partial report; never throws and never waits.
+   *
+   * @example
+   * ```ts
+   * import { report } from "@tether/cap";
+   * report.emit("Fetched 3 of 10 pages");
+   * ```
+   */
+  emit(text: string): void {
+    castCap("report.emit", { text: String(text) });
+  },
+};

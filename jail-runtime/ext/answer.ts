@@ -1,0 +1,114 @@
+/**
+ * The whole dispatch, as a function you can call with no channel and no socket.
+ */
+import { ErrorCode } from "../wire/codes.js";
+import { isRefusal, type Outcome } from "./content.js";
+import { testCtx, type Ctx } from "./ctx.js";
+import { BadArguments } from "./decode_args.js";
+import type { Declared } from "./hook.js";
+import type { Command, Tool } from "./tool.js";
+
+/** What the broker asked: one invocation. `args` is JSON text. */
+export interface Asked {
+  readonly kind: string;
+  readonly name: string;
+  readonly args: string;
+  readonly strand?: string;
+  readonly deadlineMs?: number;
+}
+
+/** The reply to one invocation, as it travels in a `result` frame. */
+export type Answer =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
+
+/** What an extension serves. */
+export interface Served {
+  readonly tools?: Readonly<Record<string, Tool>>;
+  readonly hooks?: readonly Declared[];
+  readonly commands?: Readonly<Record<string, Command>>;
+}
+
+function fail(code: string, msg: string): Answer {
+  return { ok: false, error: { code, msg } };
+}
+
+function parseArgs(text: string, what: string): { ok: true; value: unknown } | { ok: false; answer: Answer } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, answer: fail(ErrorCode.badArguments, `Arguments for ${what} are not JSON`) };
+  }
+}
+
+function toolValue(result: Outcome): Answer {
+  return { ok: true, value: { content: result.content, terminate: result.terminate === "terminate" } };
+}
+
+async function runTool(tool: Tool | Command, args: unknown, ctx: Ctx, what: string): Promise<Answer> {
+  try {
+    const result = await (tool as Tool)(args, ctx);
+    if (isRefusal(result)) return fail(ErrorCode.refused, result.refusal);
+    return toolValue(result);
+  } catch (err) {
+    if (err instanceof BadArguments) return fail(ErrorCode.badArguments, `${what}: ${err.message}`);
+    throw err;
+  }
+}
+
+/**
+ * Answers one invocation against a table of tools, hooks and commands. A tool
+ * that throws anything but {@linkcode BadArguments} throws out of `answer`;
+ * the serving loop turns that into a `crashed` answer.
+ *
+ * @example
+ * ```ts
+ * import { answer, outcome, text } from "@tether/ext";
+ * const tools = { echo: (args: unknown) => outcome([text(JSON.stringify(args))]) };
+ * const reply = await answer({ tools }, { kind: "tool", name: "echo", args: '{"a":1}' });
+ * // reply = { ok: true, value: { content: [{ type: "text", text: '{"a":1}' }], terminate: false } }
+ * ```
+ */
+export async function answer(served: Served, asked: Asked, ctx: Ctx = testCtx()): Promise<Answer> {
+  switch (asked.kind) {
+    case "tool": {
+      const tools = served.tools ?? {};
+      const tool = Object.hasOwn(tools, asked.name) ? tools[asked.name] : undefined;
+      if (tool === undefined) {
+        const names = Object.keys(tools).sort();
+        return fail(ErrorCode.unknownTool, `Unknown tool '${asked.name}'; this extension serves [${names.join(", ")}]`);
+      }
+      const args = parseArgs(asked.args, `tool '${asked.name}'`);
+      if (!args.ok) return args.answer;
+      return runTool(tool, args.value, ctx, `tool '${asked.name}'`);
+    }
+    case "command": {
+      const commands = served.commands ?? {};
+      const command = Object.hasOwn(commands, asked.name) ? commands[asked.name] : undefined;
+      if (command === undefined) {
+        const names = Object.keys(commands).sort();
+        return fail(ErrorCode.unknownTool, `Unknown command '${asked.name}'; this extension serves [${names.join(", ")}]`);
+      }
+      return runTool(command, asked.args, ctx, `command '${asked.name}'`);
+    }
+    case "event": {
+      const row = (served.hooks ?? []).find(([event]) => event === asked.name);
+      if (row === undefined) return fail(ErrorCode.unhandled, `No hook for '${asked.name}'`);
+      const [declared, hook] = row;
+      if (hook.event !== declared) {
+        return fail(ErrorCode.mismatchedHook, `The manifest declares '${declared}' but the module's hook answers '${hook.event}'`);
+      }
+      const payload = parseArgs(asked.args, `event '${asked.name}'`);
+      if (!payload.ok) return payload.answer;
+      try {
+        const verdict = await hook.run(payload.value, ctx);
+        return { ok: true, value: JSON.stringify(verdict ?? {}) };
+      } catch (err) {
+        if (err instanceof BadArguments) return fail(ErrorCode.badArguments, `event '${asked.name}': ${err.message}`);
+        throw err;
+      }
+    }
+    default:
+      return fail(ErrorCode.badKind, `This extension does not serve kind '${asked.kind}'`);
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * The author SDK: the vocabulary an extension's tools and hooks are written in.
+ *
+ * @example
+ * ```ts
+ * import { decodeArgs, outcome, text, v, type Tool } from "@tether/ext";
+ * export const tools: Record<string, Tool> = {
+ *   greet: (args, ctx) => {
+ *     const { name } = decodeArgs(v.object({ name: v.string() }), args);
+ *     ctx.report(`greeting ${name}`);
+ *     return outcome([text(`Hello, ${name}`)]);
+ *   },
+ * };
+ * ```
+ */
+export { text, json, outcome, refuse, isRefusal, type Content, type Outcome, type Refusal, type Terminate } from "./content.js";
+export { testCtx, type Ctx } from "./ctx.js";
+export { decodeArgs, describeArgIssues, BadArguments } from "./decode_args.js";
+export { hook, proceed, HOOK_EVENTS, type Hook, type HookEvent, type Verdict, type Declared } from "./hook.js";
+export { answer, type Answer, type Asked, type Served } from "./answer.js";
+export { serve, serving } from "./runtime.js";
+export type { Tool, Command } from "./tool.js";
+export { ErrorCode } from "../wire/codes.js";
+export * as v from "valibot";

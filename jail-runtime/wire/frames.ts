@@ -1,0 +1,107 @@
+/**
+ * The broker ⇄ satellite frames, defined once as valibot schemas.
+ *
+ * Plain TypeScript with no runtime-specific imports: the broker (Node) and the
+ * capability prelude (Deno) both import this file. Field `t` names the frame.
+ */
+import * as v from "valibot";
+
+const Id = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
+const Name = v.pipe(v.string(), v.maxLength(256));
+const Token = v.pipe(v.string(), v.maxLength(128));
+
+export const WireError = v.object({
+  code: Name,
+  msg: v.pipe(v.string(), v.maxLength(64 * 1024)),
+});
+export type WireError = v.InferOutput<typeof WireError>;
+
+/** S→B, first frame: proves the boot token and says what the artifact serves. */
+export const Hello = v.object({
+  t: v.literal("hello"),
+  boot: Token,
+  runtime: Name,
+  tools: v.pipe(v.array(Name), v.maxLength(1024)),
+  hooks: v.pipe(v.array(Name), v.maxLength(1024)),
+});
+export type Hello = v.InferOutput<typeof Hello>;
+
+export const CallKind = v.picklist(["tool", "event", "command", "route"]);
+export type CallKind = v.InferOutput<typeof CallKind>;
+
+/** B→S: answer this invocation. `args` is JSON text, the exact bytes the caller sent. */
+export const Call = v.object({
+  t: v.literal("call"),
+  id: Id,
+  token: Token,
+  kind: CallKind,
+  name: Name,
+  args: v.string(),
+  strand: v.string(),
+  deadline_ms: Id,
+});
+export type Call = v.InferOutput<typeof Call>;
+
+/** S→B: reach a capability inside the open invocation. */
+export const Cap = v.object({
+  t: v.literal("cap"),
+  id: Id,
+  token: Token,
+  cap: Name,
+  args: v.unknown(),
+});
+export type Cap = v.InferOutput<typeof Cap>;
+
+/** B→S: the answer to one `cap`. */
+export const CapResult = v.object({
+  t: v.literal("cap_result"),
+  id: Id,
+  ok: v.boolean(),
+  value: v.optional(v.unknown()),
+  error: v.optional(WireError),
+});
+export type CapResult = v.InferOutput<typeof CapResult>;
+
+export const TextBlock = v.object({ type: v.literal("text"), text: v.string() });
+export const JsonBlock = v.object({ type: v.literal("json"), json: v.unknown() });
+export const ContentBlock = v.variant("type", [TextBlock, JsonBlock]);
+export type ContentBlock = v.InferOutput<typeof ContentBlock>;
+
+/** A tool's successful value: content blocks and whether the run should end. */
+export const ToolValue = v.object({
+  content: v.array(ContentBlock),
+  terminate: v.boolean(),
+});
+export type ToolValue = v.InferOutput<typeof ToolValue>;
+
+/** S→B: the one terminal frame of an invocation. */
+export const Result = v.object({
+  t: v.literal("result"),
+  id: Id,
+  ok: v.boolean(),
+  value: v.optional(v.unknown()),
+  error: v.optional(WireError),
+});
+export type Result = v.InferOutput<typeof Result>;
+
+/** B→S: best effort; the tool's `ctx.signal` aborts. */
+export const Cancel = v.object({ t: v.literal("cancel"), id: Id });
+export type Cancel = v.InferOutput<typeof Cancel>;
+
+/** Frames a satellite may send. */
+export const SatelliteFrame = v.variant("t", [Hello, Cap, Result]);
+export type SatelliteFrame = v.InferOutput<typeof SatelliteFrame>;
+
+/** Frames the broker may send. */
+export const BrokerFrame = v.variant("t", [Call, CapResult, Cancel]);
+export type BrokerFrame = v.InferOutput<typeof BrokerFrame>;
+
+/** Renders valibot issues as one line that names each field, e.g. `expected string at .city`. */
+export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
+  return issues
+    .map((issue) => {
+      const path = v.getDotPath(issue);
+      return `${issue.message}${path ? ` at .${path}` : ""}`;
+    })
+    .join("; ");
+}

@@ -1,0 +1,59 @@
+/**
+ * Test support: bundle an extension folder into a temporary artifact and open
+ * a satellite slot on it, inside the real jail.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { bundleExtension } from "../../broker/install/bundle.js";
+import { readManifest, type Manifest } from "../../broker/install/manifest.js";
+import { resolveSandbox, type SandboxMode } from "../../broker/jail/sandbox.js";
+import { silentLogger, type Logger } from "../../broker/log.js";
+import type { SatelliteSpec } from "../../broker/satellite/process.js";
+import { SatelliteSlot, type SlotOptions } from "../../broker/satellite/slot.js";
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+export interface Bundled {
+  readonly manifest: Manifest;
+  readonly artifact: string;
+  readonly cleanup: () => void;
+}
+
+/** Bundles `dir` (absolute, or relative to the repo) into a temp file. */
+export async function bundleToTemp(dir: string): Promise<Bundled> {
+  const abs = resolve(REPO, dir);
+  const manifest = readManifest(abs);
+  const { code } = await bundleExtension(abs, manifest);
+  const tmp = mkdtempSync(join(tmpdir(), "tether-art-"));
+  const artifact = join(tmp, `${manifest.name}.js`);
+  writeFileSync(artifact, code);
+  return { manifest, artifact, cleanup: () => rmSync(tmp, { recursive: true, force: true }) };
+}
+
+/** A satellite spec for a bundled extension, with test-friendly limits. */
+export function specFor(bundled: Bundled, overrides: Partial<SatelliteSpec> = {}): SatelliteSpec {
+  return {
+    name: bundled.manifest.name,
+    artifact: bundled.artifact,
+    declared: { tools: bundled.manifest.tool.map((t) => t.name), hooks: bundled.manifest.hook.map((h) => h.event) },
+    sandbox: resolveSandbox(),
+    memoryMb: bundled.manifest.limits.memory_mb,
+    bootTimeoutMs: 10_000,
+    graceMs: 200,
+    ladderStepMs: 1_000,
+    log: silentLogger as Logger,
+    ...overrides,
+  };
+}
+
+/** A slot over a bundled extension. */
+export function slotFor(bundled: Bundled, spec: Partial<SatelliteSpec> = {}, options: Partial<Omit<SlotOptions, "spec">> = {}): SatelliteSlot {
+  return new SatelliteSlot({ idleMs: 0, ...options, spec: specFor(bundled, spec) });
+}
+
+/** The sandbox every test uses unless it says otherwise. */
+export function defaultSandbox(): SandboxMode {
+  return resolveSandbox();
+}
