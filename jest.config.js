@@ -6,6 +6,7 @@ const common = {
   moduleNameMapper: { "^(\\.{1,2}/.*)\\.js$": "$1" },
   transform: { "^.+\\.ts$": ["ts-jest", { useESM: true }] },
   testEnvironment: "node",
+  testTimeout: 60_000,
 };
 export default {
   projects: [

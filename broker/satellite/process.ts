@@ -403,8 +403,14 @@ export class SatelliteProcess {
 
   #onDisconnect(err: Error | null): void {
     if (this.#state === "dead") return;
-    const why = err ? `broke the protocol (${err.message})` : "closed its connection";
-    void this.destroy(`${why}`);
+    if (err) {
+      void this.destroy(`broke the protocol (${err.message})`);
+      return;
+    }
+    // The socket usually closes just before the process exits: give the exit a
+    // moment so the answer can say why (exit code, out of memory).
+    const grace = new Promise<void>((r) => setTimeout(r, 1_000).unref());
+    void Promise.race([this.#exited, grace]).then(() => this.destroy("closed its connection"));
   }
 
   #onExit(reason: string): void {

@@ -71,6 +71,7 @@ export class SatelliteSlot {
   #process: SatelliteProcess | null = null;
   #pumping = false;
   #closed = false;
+  #destroyed = false;
   #idleTimer: NodeJS.Timeout | null = null;
   #drained: Array<() => void> = [];
   /** How many processes this slot has booted. */
@@ -196,8 +197,8 @@ export class SatelliteSlot {
       if (this.#process === process) this.#process = null;
     });
     this.#options.onBoot?.(process);
-    if (this.#closed) {
-      await process.destroy("the slot closed while it booted");
+    if (this.#destroyed) {
+      await process.destroy("the slot was destroyed while it booted");
       throw new TetherError(BrokerCode.closed, `The satellite of '${this.name}' is closed`);
     }
     this.#process = process;
@@ -237,6 +238,7 @@ export class SatelliteSlot {
   /** Aborts now: queued calls fail `closed`, the open one fails, the process is killed. Safe to call twice. */
   async destroy(reason = "was destroyed"): Promise<void> {
     this.#closed = true;
+    this.#destroyed = true;
     this.#clearIdle();
     for (const job of this.#queue.splice(0)) job.resolve(failure(BrokerCode.closed, `The satellite of '${this.name}' ${reason}`));
     const process = this.#process;

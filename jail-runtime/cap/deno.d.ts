@@ -12,3 +12,6 @@ declare namespace Deno {
   const version: { deno: string };
   function exit(code?: number): never;
 }
+declare namespace Deno {
+  function addSignalListener(signal: string, handler: () => void): void;
+}
