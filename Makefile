@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_MODULES := node_modules/.package-lock.json
 JEST := node --experimental-vm-modules node_modules/jest/bin/jest.js
 
-.PHONY: all install build typecheck test unit integration jail-test bench demo doctor clean
+.PHONY: sandbox all install build typecheck test unit integration jail-test bench demo doctor clean
 
 all: build
 
@@ -13,28 +13,34 @@ $(NODE_MODULES): package.json package-lock.json
 
 install: $(NODE_MODULES)
 
+# The OS sandbox layer. Installed when missing and we may (root); otherwise say how.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
+	  else echo "bubblewrap is missing: run 'sudo apt-get install -y bubblewrap' (or set TETHER_INSECURE_NO_SANDBOX=1)"; exit 1; fi; }
+
 build: $(NODE_MODULES)
 	npx tsc -p tsconfig.build.json
 
 typecheck: $(NODE_MODULES)
 	npx tsc -p tsconfig.json --noEmit
 
-test: $(NODE_MODULES) typecheck
+test: $(NODE_MODULES) sandbox typecheck
 	$(JEST) --selectProjects unit integration jail
 
 unit: $(NODE_MODULES)
 	$(JEST) --selectProjects unit
 
-integration: $(NODE_MODULES)
+integration: $(NODE_MODULES) sandbox
 	$(JEST) --selectProjects integration
 
-jail-test: $(NODE_MODULES)
+jail-test: $(NODE_MODULES) sandbox
 	$(JEST) --selectProjects jail
 
-bench: $(NODE_MODULES)
+bench: $(NODE_MODULES) sandbox
 	npx tsx bench/invoke.ts
 
-demo: $(NODE_MODULES)
+demo: $(NODE_MODULES) sandbox
 	npx tsx broker/demo/run.ts
 
 clean:

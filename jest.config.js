@@ -9,6 +9,7 @@ const common = {
   testTimeout: 60_000,
 };
 export default {
+  reporters: ["default", "<rootDir>/tests/support/summary-reporter.cjs"],
   projects: [
     { ...common, displayName: "unit", testMatch: ["<rootDir>/tests/unit/**/*.test.ts"] },
     { ...common, displayName: "integration", testMatch: ["<rootDir>/tests/integration/**/*.test.ts"] },
