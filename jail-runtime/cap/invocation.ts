@@ -6,7 +6,19 @@
 import type { CapResult } from "../wire/frames.js";
 import type { Channel } from "./channel.js";
 
-/** A capability call the broker refused; `code` is the wire code, e.g. `denied`. */
+/**
+ * A capability call the broker refused; `code` is the wire code, e.g. `denied`.
+ *
+ * @example
+ * ```ts
+ * import { CapError, callCap } from "@tether/cap";
+ * try {
+ *   await callCap("kv.get", { key: "k" });
+ * } catch (err) {
+ *   if (err instanceof CapError && err.code === "denied") console.error(err.message);
+ * }
+ * ```
+ */
 export class CapError extends Error {
   override readonly name = "CapError";
   constructor(
@@ -69,6 +81,12 @@ export function failAll(reason: string): void {
 /**
  * Sends a capability call under the open invocation's token and waits for the
  * broker's answer. Rejects with {@linkcode CapError} when refused.
+ *
+ * @example
+ * ```ts
+ * import { callCap } from "@tether/cap";
+ * const value = await callCap("kv.get", { key: "last-city" });
+ * ```
  */
 export function callCap(cap: string, args: unknown): Promise<unknown> {
   if (channel === null) return Promise.reject(new CapError("denied", "No broker channel: capabilities are reachable only inside a satellite"));
