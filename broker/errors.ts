@@ -22,6 +22,12 @@ export const BrokerCode = {
   protocolViolation: "protocol_violation",
   /** An install step failed: manifest, bundle or an import outside the extension. */
   installFailed: "install_failed",
+  /** No extension of that name is installed. */
+  notInstalled: "not_installed",
+  /** The extension is not approved, was revoked, or changed since its approval. */
+  notApproved: "not_approved",
+  /** An approval asked for something the manifest does not request. */
+  approvalInvalid: "approval_invalid",
   /** The satellite slot is closed and takes no more calls. */
   closed: "closed",
 } as const;

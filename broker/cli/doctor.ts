@@ -4,6 +4,8 @@
 import { execFileSync } from "node:child_process";
 import { denoBinary } from "../jail/deno-binary.js";
 import { findBwrap } from "../jail/sandbox.js";
+import { prepareHome, resolveHome } from "../store/home.js";
+import { openStore } from "../store/open.js";
 
 export interface Check {
   readonly name: string;
@@ -19,7 +21,7 @@ function tryRun(file: string, args: string[]): string | Error {
   }
 }
 
-export function runChecks(): Check[] {
+export function runChecks(home?: string): Check[] {
   const checks: Check[] = [];
   let deno: string | null = null;
   try {
@@ -50,6 +52,16 @@ export function runChecks(): Check[] {
         ? { name: "sandbox", ok: false, detail: `bubblewrap at ${bwrap} cannot create namespaces here: ${probe.message.split("\n")[0]}` }
         : { name: "sandbox", ok: true, detail: `bubblewrap at ${bwrap}: both layers active (namespaces + Deno permissions)` },
     );
+  }
+  try {
+    const paths = prepareHome(resolveHome(home));
+    const store = openStore(paths.db);
+    const journal = store.sqlite.pragma("journal_mode", { simple: true });
+    const applied = store.sqlite.prepare("select count(*) as n from __drizzle_migrations").get() as { n: number };
+    store.close();
+    checks.push({ name: "store", ok: true, detail: `${paths.db}: journal ${String(journal)}, ${applied.n} migrations applied` });
+  } catch (err) {
+    checks.push({ name: "store", ok: false, detail: `cannot open the store: ${(err as Error).message}` });
   }
   return checks;
 }

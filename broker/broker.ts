@@ -1,0 +1,193 @@
+/**
+ * The broker as a library: open it on a home folder, call approved extensions'
+ * tools, close it. It refuses anything an operator did not approve.
+ */
+import { readFileSync } from "node:fs";
+import { BrokerCode, TetherError, WireCode } from "./errors.js";
+import { resolveSandbox, type SandboxMode } from "./jail/sandbox.js";
+import { createLogger, type Logger } from "./log.js";
+import { Registry, sha256, type Approval, type Installed } from "./registry/registry.js";
+import type { InvocationOutcome } from "./satellite/process.js";
+import { SatelliteSlot, type CapDispatcher, type InvokeOptions } from "./satellite/slot.js";
+import { prepareHome, resolveHome } from "./store/home.js";
+import { Ledger } from "./store/ledger.js";
+import { openStore, type Store } from "./store/open.js";
+import { checkToolArgs } from "./tool-args.js";
+
+export interface BrokerOptions {
+  /** The home folder; default `TETHER_HOME` or `~/.tether`. */
+  readonly home?: string;
+  readonly sandbox?: SandboxMode;
+  readonly log?: Logger;
+  readonly bootTimeoutMs?: number;
+  readonly graceMs?: number;
+  readonly ladderStepMs?: number;
+  /** Serves capabilities other than report.emit. */
+  readonly dispatch?: CapDispatcher;
+}
+
+export interface CallOptions extends InvokeOptions {
+  readonly session?: string;
+  readonly strand?: string;
+}
+
+interface Live {
+  readonly slot: SatelliteSlot;
+  readonly installed: Installed;
+  readonly approval: Approval;
+}
+
+const DEFAULT_SESSION = "default";
+
+export class Broker {
+  readonly home: string;
+  readonly store: Store;
+  readonly registry: Registry;
+  readonly ledger: Ledger;
+  readonly #options: BrokerOptions;
+  readonly #log: Logger;
+  readonly #live = new Map<string, Live>();
+  #dataVersion = -1;
+  #closed = false;
+
+  private constructor(options: BrokerOptions) {
+    this.#options = options;
+    this.#log = options.log ?? createLogger();
+    const paths = prepareHome(resolveHome(options.home));
+    this.home = paths.home;
+    this.store = openStore(paths.db);
+    this.registry = new Registry(this.store, paths.artifacts);
+    this.ledger = new Ledger(this.store);
+  }
+
+  static open(options: BrokerOptions = {}): Broker {
+    return new Broker(options);
+  }
+
+  /**
+   * The approval that lets `name` run now, or an error that names the command
+   * that fixes it.
+   */
+  approved(name: string): { installed: Installed; approval: Approval } {
+    const installed = this.registry.require(name);
+    const approval = this.registry.latestApproval(name);
+    if (approval === null) {
+      throw new TetherError(BrokerCode.notApproved, `Extension '${name}' is not approved. Run: tether review ${name}, then tether approve ${name}`);
+    }
+    if (approval.revokedAt !== null) {
+      throw new TetherError(BrokerCode.notApproved, `Extension '${name}' was revoked. Run: tether review ${name}, then tether approve ${name} to allow it again`);
+    }
+    if (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash) {
+      throw new TetherError(
+        BrokerCode.notApproved,
+        `Extension '${name}' changed since it was approved. Run: tether review ${name} to see what changed, then tether approve ${name}`,
+      );
+    }
+    return { installed, approval };
+  }
+
+  /** Stops satellites whose approval is gone or replaced (another process may have revoked it). */
+  #enforceApprovals(): void {
+    const version = this.store.sqlite.pragma("data_version", { simple: true }) as number;
+    if (version === this.#dataVersion) return;
+    this.#dataVersion = version;
+    for (const [key, live] of this.#live) {
+      const name = live.slot.name;
+      const current = this.registry.latestApproval(name);
+      const installed = this.registry.get(name);
+      if (current === null || current.id !== live.approval.id || current.revokedAt !== null || installed?.manifestHash !== live.installed.manifestHash) {
+        this.#log.warn("approval changed; stopping the extension's satellite", { extension: name });
+        this.#live.delete(key);
+        void live.slot.destroy("was stopped: its approval was revoked or replaced");
+      }
+    }
+  }
+
+  #slot(session: string, name: string): Live {
+    this.#enforceApprovals();
+    const key = `${session}\u0000${name}`;
+    const existing = this.#live.get(key);
+    if (existing !== undefined) return existing;
+    const { installed, approval } = this.approved(name);
+    let code: string;
+    try {
+      code = readFileSync(installed.artifactPath, "utf8");
+    } catch {
+      throw new TetherError(BrokerCode.notApproved, `The artifact of '${name}' is missing (${installed.artifactPath}). Run: tether install ${installed.sourceDir}`);
+    }
+    if (sha256(code) !== approval.artifactHash) {
+      throw new TetherError(BrokerCode.notApproved, `The artifact of '${name}' was modified on disk since it was approved. Run: tether install ${installed.sourceDir}, then tether review ${name}`);
+    }
+    const limits = approval.grants.limits;
+    const slot = new SatelliteSlot({
+      idleMs: limits.idle_s * 1000,
+      ...(this.#options.dispatch ? { dispatch: this.#options.dispatch } : {}),
+      spec: {
+        name,
+        artifact: installed.artifactPath,
+        declared: { tools: installed.manifest.tool.map((t) => t.name), hooks: installed.manifest.hook.map((h) => h.event) },
+        sandbox: resolveSandbox(this.#options.sandbox),
+        memoryMb: limits.memory_mb,
+        bootTimeoutMs: this.#options.bootTimeoutMs ?? 10_000,
+        graceMs: this.#options.graceMs ?? 500,
+        ladderStepMs: this.#options.ladderStepMs ?? 2_000,
+        log: this.#log,
+      },
+    });
+    const live = { slot, installed, approval };
+    this.#live.set(key, live);
+    return live;
+  }
+
+  /** Calls one tool of an approved extension. Never rejects for the extension's faults: they are answers. */
+  async callTool(extension: string, tool: string, args: string, options: CallOptions = {}): Promise<InvocationOutcome> {
+    if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
+    const session = options.session ?? DEFAULT_SESSION;
+    const strand = options.strand ?? "";
+    const { slot, installed, approval } = this.#slot(session, extension);
+    const row = installed.manifest.tool.find((t) => t.name === tool);
+    if (row === undefined || !approval.grants.tools.includes(tool)) {
+      const served = [...approval.grants.tools].sort();
+      return { ok: false, error: { code: WireCode.unknownTool, msg: `Unknown tool '${tool}'; '${extension}' serves [${served.join(", ")}]` } };
+    }
+    const checked = checkToolArgs(`${installed.manifestHash}:${tool}`, row.parameters, args);
+    if (!checked.ok) {
+      // Refused before it reached the satellite; the ledger still shows it.
+      this.ledger.finish(this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand }), WireCode.badArguments);
+      return { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${checked.msg}` } };
+    }
+    const deadlineMs = Math.min(row.deadline_ms ?? approval.grants.limits.deadline_ms, approval.grants.limits.deadline_ms);
+    const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand });
+    let outcome: InvocationOutcome;
+    try {
+      outcome = await slot.invoke({ kind: "tool", name: tool, args, strand, deadlineMs }, options);
+    } catch (err) {
+      this.ledger.finish(id, WireCode.crashed);
+      throw err;
+    }
+    this.ledger.finish(id, outcome.ok ? "ok" : outcome.error.code);
+    return outcome;
+  }
+
+  /** Lets in-flight calls finish, stops every satellite, writes the ledger, closes the store. Safe twice. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.#live.values()].map((l) => l.slot.close()));
+    this.#live.clear();
+    this.ledger.flush();
+    this.store.close();
+  }
+
+  /** Aborts in-flight calls and kills every satellite now. Safe twice. */
+  async destroy(): Promise<void> {
+    const wasClosed = this.#closed;
+    this.#closed = true;
+    await Promise.all([...this.#live.values()].map((l) => l.slot.destroy("the broker was destroyed")));
+    this.#live.clear();
+    if (!wasClosed) {
+      this.ledger.flush();
+      this.store.close();
+    }
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Grants: what an extension may do, as requested by its manifest and as an
+ * operator approved it (an approval may be narrower, never wider).
+ */
+import * as v from "valibot";
+import { Limits, type Manifest } from "../install/manifest.js";
+
+export const Grants = v.object({
+  net: v.array(v.string()),
+  tools: v.array(v.string()),
+  hooks: v.array(v.string()),
+  commands: v.array(v.string()),
+  limits: v.required(Limits),
+});
+export type Grants = v.InferOutput<typeof Grants>;
+
+/** What the manifest asks for. */
+export function requestedGrants(manifest: Manifest): Grants {
+  return {
+    net: [...manifest.net.allow],
+    tools: manifest.tool.map((t) => t.name).sort(),
+    hooks: manifest.hook.map((h) => h.event).sort(),
+    commands: manifest.command.map((c) => c.name).sort(),
+    limits: {
+      memory_mb: manifest.limits.memory_mb,
+      deadline_ms: manifest.limits.deadline_ms,
+      idle_s: manifest.limits.idle_s,
+      kv_bytes: manifest.limits.kv_bytes,
+    },
+  };
+}
+
+export function parseGrants(json: string): Grants {
+  return v.parse(Grants, JSON.parse(json));
+}
+
+export interface GrantDiff {
+  readonly addedNet: string[];
+  readonly removedNet: string[];
+  readonly addedTools: string[];
+  readonly removedTools: string[];
+  readonly addedHooks: string[];
+  readonly removedHooks: string[];
+  readonly addedCommands: string[];
+  readonly removedCommands: string[];
+  /** Limits raised: [name, approved, requested]. */
+  readonly raisedLimits: Array<[string, number, number]>;
+  readonly loweredLimits: Array<[string, number, number]>;
+}
+
+const minus = (a: readonly string[], b: readonly string[]) => a.filter((x) => !b.includes(x));
+
+/** How `requested` differs from what was `approved`. */
+export function diffGrants(approved: Grants, requested: Grants): GrantDiff {
+  const raised: Array<[string, number, number]> = [];
+  const lowered: Array<[string, number, number]> = [];
+  for (const key of Object.keys(requested.limits) as Array<keyof Grants["limits"]>) {
+    const was = approved.limits[key];
+    const now = requested.limits[key];
+    if (now > was) raised.push([key, was, now]);
+    if (now < was) lowered.push([key, was, now]);
+  }
+  return {
+    addedNet: minus(requested.net, approved.net),
+    removedNet: minus(approved.net, requested.net),
+    addedTools: minus(requested.tools, approved.tools),
+    removedTools: minus(approved.tools, requested.tools),
+    addedHooks: minus(requested.hooks, approved.hooks),
+    removedHooks: minus(approved.hooks, requested.hooks),
+    addedCommands: minus(requested.commands, approved.commands),
+    removedCommands: minus(approved.commands, requested.commands),
+    raisedLimits: raised,
+    loweredLimits: lowered,
+  };
+}
+
+/** True when the diff asks for anything the approval did not grant. */
+export function widens(diff: GrantDiff): boolean {
+  return diff.addedNet.length + diff.addedTools.length + diff.addedHooks.length + diff.addedCommands.length + diff.raisedLimits.length > 0;
+}

@@ -1,0 +1,71 @@
+/**
+ * `tether review`: what an extension can reach, in plain words, and on an
+ * upgrade the diff against what was approved, so a widening cannot be missed.
+ */
+import type { Approval, Installed, InstallStatus } from "./registry.js";
+import { diffGrants, requestedGrants, widens, type GrantDiff, type Grants } from "./grants.js";
+
+export interface Review {
+  readonly name: string;
+  readonly version: string;
+  readonly description: string;
+  readonly status: InstallStatus;
+  readonly requested: Grants;
+  readonly approved: Grants | null;
+  readonly diff: GrantDiff | null;
+  readonly widens: boolean;
+}
+
+export function buildReview(installed: Installed, status: InstallStatus, approval: Approval | null): Review {
+  const requested = requestedGrants(installed.manifest);
+  const diff = approval !== null && status !== "approved" ? diffGrants(approval.grants, requested) : null;
+  return {
+    name: installed.name,
+    version: installed.version,
+    description: installed.description,
+    status,
+    requested,
+    approved: approval?.grants ?? null,
+    diff,
+    widens: diff !== null && widens(diff),
+  };
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+export function renderReview(review: Review, installed: Installed): string {
+  const lines: string[] = [];
+  const r = review.requested;
+  lines.push(`${review.name} ${review.version} — ${review.description}`);
+  lines.push(`status: ${review.status}`);
+  lines.push("");
+  lines.push("It can reach:");
+  if (r.net.length === 0) lines.push("  the network: nothing (no egress rules)");
+  else for (const rule of r.net) lines.push(`  the network: ${rule}${review.approved && !review.approved.net.includes(rule) ? "   [NEW]" : ""}`);
+  lines.push("  files, environment, processes: nothing (jailed; only capabilities the broker serves)");
+  lines.push("");
+  lines.push(`It adds ${plural(r.tools.length, "tool")}:`);
+  for (const tool of installed.manifest.tool) lines.push(`  ${tool.name} — ${tool.description}${review.diff?.addedTools.includes(tool.name) ? "   [NEW]" : ""}`);
+  lines.push(r.hooks.length === 0 ? "It hooks no events." : `It hooks ${plural(r.hooks.length, "event")}: ${r.hooks.join(", ")}`);
+  if (r.commands.length > 0) lines.push(`It adds commands: ${r.commands.map((c) => `/${c}`).join(", ")}`);
+  lines.push("");
+  lines.push(`Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes`);
+  const d = review.diff;
+  if (d !== null) {
+    lines.push("");
+    lines.push(review.widens ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:" : "Changed since approval (nothing widened):");
+    for (const rule of d.addedNet) lines.push(`  + network: ${rule}`);
+    for (const tool of d.addedTools) lines.push(`  + tool: ${tool}`);
+    for (const hook of d.addedHooks) lines.push(`  + hook: ${hook}`);
+    for (const command of d.addedCommands) lines.push(`  + command: /${command}`);
+    for (const [key, was, now] of d.raisedLimits) lines.push(`  + limit ${key}: ${was} → ${now}`);
+    for (const rule of d.removedNet) lines.push(`  - network: ${rule}`);
+    for (const tool of d.removedTools) lines.push(`  - tool: ${tool}`);
+    for (const hook of d.removedHooks) lines.push(`  - hook: ${hook}`);
+    for (const command of d.removedCommands) lines.push(`  - command: /${command}`);
+    for (const [key, was, now] of d.loweredLimits) lines.push(`  - limit ${key}: ${was} → ${now}`);
+  }
+  lines.push("");
+  if (review.status !== "approved") lines.push(`To allow it: tether approve ${review.name}${r.net.length > 0 ? "   (narrow egress with --only <rule>)" : ""}`);
+  return lines.join("\n");
+}

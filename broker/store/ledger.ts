@@ -1,0 +1,107 @@
+/**
+ * The one writer of the invocation ledger and the capability audit.
+ *
+ * `begin` inserts the invocation row at once (its id is needed by audit rows
+ * made during the call; in WAL mode with synchronous=NORMAL a commit is a
+ * write to the WAL, not an fsync — `make bench` measures it). Finishes and
+ * audit rows are queued and written together in one transaction on the next
+ * turn of the event loop, off the caller's path. Rows left "running" by a
+ * broker that died are closed as `lost` when the next broker opens the store.
+ */
+import { eq, sql } from "drizzle-orm";
+import type { Store } from "./open.js";
+import { capAudit, invocations } from "./schema.js";
+
+export interface InvocationStart {
+  readonly sessionId: string;
+  readonly extension: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly strand: string;
+}
+
+export interface AuditRow {
+  readonly invocationId: number | null;
+  readonly sessionId: string;
+  readonly extension: string;
+  readonly capability: string;
+  readonly target: string;
+  readonly decision: "allowed" | "denied";
+  readonly rule: string;
+  readonly bytes: number;
+}
+
+export const RUNNING = "running";
+export const LOST = "lost";
+
+export class Ledger {
+  readonly #store: Store;
+  #finishes: Array<{ id: number; finishedAt: number; durationMs: number; outcome: string }> = [];
+  #audits: Array<AuditRow & { at: number }> = [];
+  #scheduled = false;
+  readonly #starts = new Map<number, number>();
+
+  constructor(store: Store) {
+    this.#store = store;
+    // A broker that died mid-call left rows running: nobody will finish them.
+    store.orm.update(invocations).set({ outcome: LOST, finishedAt: Date.now() }).where(eq(invocations.outcome, RUNNING)).run();
+  }
+
+  /** Records that an invocation started; returns its ledger id. */
+  begin(start: InvocationStart): number {
+    const startedAt = Date.now();
+    const row = this.#store.orm
+      .insert(invocations)
+      .values({ ...start, startedAt, outcome: RUNNING })
+      .returning({ id: invocations.id })
+      .get();
+    this.#starts.set(row.id, startedAt);
+    return row.id;
+  }
+
+  /** Records how an invocation ended ("ok" or its error code). */
+  finish(id: number, outcome: string): void {
+    const finishedAt = Date.now();
+    const startedAt = this.#starts.get(id) ?? finishedAt;
+    this.#starts.delete(id);
+    this.#finishes.push({ id, finishedAt, durationMs: finishedAt - startedAt, outcome });
+    this.#schedule();
+  }
+
+  /** Records one capability decision. */
+  audit(row: AuditRow): void {
+    this.#audits.push({ ...row, at: Date.now() });
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** Writes everything queued, in one transaction. */
+  flush(): void {
+    this.#scheduled = false;
+    if (this.#finishes.length === 0 && this.#audits.length === 0) return;
+    const finishes = this.#finishes;
+    const audits = this.#audits;
+    this.#finishes = [];
+    this.#audits = [];
+    const orm = this.#store.orm;
+    orm.transaction((tx) => {
+      for (const f of finishes) {
+        tx.update(invocations).set({ finishedAt: f.finishedAt, durationMs: f.durationMs, outcome: f.outcome }).where(eq(invocations.id, f.id)).run();
+      }
+      if (audits.length > 0) tx.insert(capAudit).values(audits).run();
+    });
+  }
+
+  /** Counts rows (for tests and `tether doctor`). */
+  counts(): { invocations: number; audits: number } {
+    const orm = this.#store.orm;
+    const inv = orm.select({ n: sql<number>`count(*)` }).from(invocations).get()?.n ?? 0;
+    const aud = orm.select({ n: sql<number>`count(*)` }).from(capAudit).get()?.n ?? 0;
+    return { invocations: inv, audits: aud };
+  }
+}

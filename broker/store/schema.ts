@@ -1,0 +1,109 @@
+/**
+ * The store's tables, defined once with drizzle. `drizzle-kit generate` turns
+ * changes here into SQL migrations in drizzle/ (see docs/operators.md).
+ */
+import { sql } from "drizzle-orm";
+import { blob, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+const now = sql`(unixepoch('subsec') * 1000)`;
+
+/** One row per installed extension: the manifest as installed and its artifact. */
+export const installs = sqliteTable("installs", {
+  name: text("name").primaryKey(),
+  version: text("version").notNull(),
+  description: text("description").notNull(),
+  manifestText: text("manifest_text").notNull(),
+  manifestHash: text("manifest_hash").notNull(),
+  artifactPath: text("artifact_path").notNull(),
+  artifactHash: text("artifact_hash").notNull(),
+  sourceDir: text("source_dir").notNull(),
+  installedAt: integer("installed_at").notNull().default(now),
+  updatedAt: integer("updated_at").notNull().default(now),
+});
+
+/** Operator approvals, pinned to a manifest hash; the grants may be narrower than requested. */
+export const approvals = sqliteTable(
+  "approvals",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    extension: text("extension").notNull(),
+    manifestHash: text("manifest_hash").notNull(),
+    artifactHash: text("artifact_hash").notNull(),
+    /** JSON: the grants as approved (net rules, tools, hooks, limits). */
+    grants: text("grants").notNull(),
+    approvedBy: text("approved_by").notNull(),
+    approvedAt: integer("approved_at").notNull().default(now),
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [index("approvals_extension").on(t.extension)],
+);
+
+/** Enabled or not, globally (scope "global") or per session (scope = session id). */
+export const preferences = sqliteTable(
+  "preferences",
+  {
+    scope: text("scope").notNull(),
+    extension: text("extension").notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    updatedAt: integer("updated_at").notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.scope, t.extension] })],
+);
+
+export const sessions = sqliteTable("sessions", {
+  id: text("id").primaryKey(),
+  workspace: text("workspace").notNull(),
+  /** JSON: the session's policy (offline, narrower allow list). */
+  policy: text("policy").notNull().default("{}"),
+  openedAt: integer("opened_at").notNull().default(now),
+  closedAt: integer("closed_at"),
+});
+
+/** The invocation ledger: one row per call into a satellite. */
+export const invocations = sqliteTable(
+  "invocations",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    sessionId: text("session_id").notNull(),
+    extension: text("extension").notNull(),
+    kind: text("kind").notNull(),
+    name: text("name").notNull(),
+    strand: text("strand").notNull().default(""),
+    startedAt: integer("started_at").notNull(),
+    finishedAt: integer("finished_at"),
+    durationMs: integer("duration_ms"),
+    /** "ok" or the error code. */
+    outcome: text("outcome").notNull(),
+  },
+  (t) => [index("invocations_session").on(t.sessionId), index("invocations_extension").on(t.extension)],
+);
+
+/** The capability-call audit: every decision, allowed or denied, with the rule that decided. */
+export const capAudit = sqliteTable(
+  "cap_audit",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    invocationId: integer("invocation_id"),
+    sessionId: text("session_id").notNull(),
+    extension: text("extension").notNull(),
+    capability: text("capability").notNull(),
+    target: text("target").notNull().default(""),
+    decision: text("decision", { enum: ["allowed", "denied"] }).notNull(),
+    rule: text("rule").notNull(),
+    bytes: integer("bytes").notNull().default(0),
+    at: integer("at").notNull(),
+  },
+  (t) => [index("cap_audit_extension").on(t.extension), index("cap_audit_at").on(t.at)],
+);
+
+/** Per-extension durable storage. */
+export const kv = sqliteTable(
+  "kv",
+  {
+    extension: text("extension").notNull(),
+    key: text("key").notNull(),
+    value: blob("value", { mode: "buffer" }).notNull(),
+    updatedAt: integer("updated_at").notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.extension, t.key] })],
+);

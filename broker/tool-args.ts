@@ -1,0 +1,45 @@
+/**
+ * Checks a tool call's arguments against the tool's JSON Schema before the
+ * call reaches a satellite. Schemas are compiled once per (extension, hash).
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+const compiled = new Map<string, ValidateFunction>();
+
+function where(err: ErrorObject): string {
+  const path = err.instancePath.replace(/\//g, ".").replace(/~1/g, "/").replace(/~0/g, "~");
+  return path === "" ? "" : ` at ${path}`;
+}
+
+function describe(err: ErrorObject): string {
+  switch (err.keyword) {
+    case "type":
+      return `expected ${String(err.params.type)}${where(err)}`;
+    case "required":
+      return `missing ${String(err.params.missingProperty)}${where(err) || " at ."}`;
+    case "additionalProperties":
+      return `unexpected field ${String(err.params.additionalProperty)}${where(err) || " at ."}`;
+    default:
+      return `${err.message ?? "invalid"}${where(err)}`;
+  }
+}
+
+export type ArgsCheck = { ok: true } | { ok: false; msg: string };
+
+/** Checks `args` (JSON text) against `schema`; `cacheKey` identifies the schema. */
+export function checkToolArgs(cacheKey: string, schema: object, args: string): ArgsCheck {
+  let value: unknown;
+  try {
+    value = JSON.parse(args);
+  } catch {
+    return { ok: false, msg: "Arguments are not JSON" };
+  }
+  let validate = compiled.get(cacheKey);
+  if (validate === undefined) {
+    validate = ajv.compile(schema);
+    compiled.set(cacheKey, validate);
+  }
+  if (validate(value)) return { ok: true };
+  return { ok: false, msg: (validate.errors ?? []).map(describe).join("; ") };
+}
