@@ -1,16 +1,16 @@
 /**
  * `make demo`: the whole story in one readable run, on real jailed satellites.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleExtension } from "../install/bundle.js";
-import { readManifest } from "../install/manifest.js";
+import { Broker } from "../broker.js";
+import { createLogger } from "../log.js";
+import { queryAudit, renderAudit } from "../cli/audit.js";
 import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
-import { silentLogger } from "../log.js";
+import { buildReview, renderReview } from "../registry/review.js";
 import type { InvocationOutcome } from "../satellite/process.js";
-import { SatelliteSlot } from "../satellite/slot.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const home = mkdtempSync(join(tmpdir(), "tether-demo-"));
@@ -25,29 +25,7 @@ function show(outcome: InvocationOutcome): string {
   return value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ");
 }
 
-async function install(name: string): Promise<SatelliteSlot> {
-  const dir = join(REPO, "manifests", name);
-  const manifest = readManifest(dir);
-  const started = Date.now();
-  const artifact = await bundleExtension(dir, manifest);
-  const path = join(home, `${name}.js`);
-  writeFileSync(path, artifact.code);
-  console.log(`installed ${name}@${manifest.version}: ${manifest.tool.length} tools, artifact ${(artifact.code.length / 1024).toFixed(0)} KiB sha256:${artifact.sha256.slice(0, 12)} (${Date.now() - started} ms)`);
-  return new SatelliteSlot({
-    idleMs: 0,
-    spec: {
-      name,
-      artifact: path,
-      declared: { tools: manifest.tool.map((t) => t.name), hooks: manifest.hook.map((h) => h.event) },
-      sandbox: resolveSandbox(),
-      memoryMb: manifest.limits.memory_mb,
-      bootTimeoutMs: 10_000,
-      graceMs: 250,
-      ladderStepMs: 1_000,
-      log: silentLogger,
-    },
-  });
-}
+const indent = (text: string) => text.split("\n").map((l) => `  ${l}`).join("\n");
 
 async function main(): Promise<void> {
   step("The jail");
@@ -56,38 +34,56 @@ async function main(): Promise<void> {
 
   step("Install the example extensions into a temporary home");
   console.log(`home: ${home}`);
-  const echo = await install("echo");
-  const misbehave = await install("misbehave");
-
+  const broker = Broker.open({ home, graceMs: 250, log: createLogger({ level: "error" }) });
   try {
+    for (const name of ["echo", "misbehave"]) {
+      const { installed, status } = await broker.registry.install(join(REPO, "manifests", name), (line) => console.log(`  … ${line}`));
+      console.log(`  ${installed.name} ${installed.version}: ${status}`);
+    }
+
+    step("Calling before approval is refused");
+    await broker.callTool("echo", "echo", '{"text":"hi"}').catch((err: Error) => console.log(`  ${err.message}`));
+
+    step("Review (what the operator sees), then approve");
+    const echo = broker.registry.require("echo");
+    console.log(indent(renderReview(buildReview(echo, broker.registry.status(echo), null), echo)));
+    for (const name of ["echo", "misbehave"]) {
+      broker.registry.approve(name, { by: "demo" });
+      console.log(`  approved ${name}`);
+    }
+
     step("A jailed extension answers tool calls, with partial reports");
     let started = Date.now();
-    const counted = await echo.invoke(
-      { kind: "tool", name: "count", args: '{"n":3}', strand: "demo", deadlineMs: 5_000 },
-      { onReport: (text) => console.log(`  partial: ${text}`) },
-    );
+    const counted = await broker.callTool("echo", "count", '{"n":3}', { strand: "demo", onReport: (text) => console.log(`  partial: ${text}`) });
     console.log(`  count → ${show(counted)}   (cold: boot + call ${Date.now() - started} ms)`);
     started = Date.now();
-    const echoed = await echo.invoke({ kind: "tool", name: "echo", args: '{"text":"hello from the jail"}', strand: "demo", deadlineMs: 5_000 });
+    const echoed = await broker.callTool("echo", "echo", '{"text":"hello from the jail"}');
     console.log(`  echo → ${show(echoed)}   (warm: ${Date.now() - started} ms)`);
-    const wrong = await echo.invoke({ kind: "tool", name: "echo", args: '{"text":42}', strand: "demo", deadlineMs: 5_000 });
-    console.log(`  echo with a number → ${show(wrong)}`);
+    console.log(`  echo with a number → ${show(await broker.callTool("echo", "echo", '{"text":42}'))}`);
 
     step("A tool that throws is answered crashed; the satellite keeps serving");
-    console.log(`  throw → ${show(await misbehave.invoke({ kind: "tool", name: "throw", args: "{}", strand: "demo", deadlineMs: 2_000 }))}`);
-    console.log(`  sleep → ${show(await misbehave.invoke({ kind: "tool", name: "sleep", args: '{"ms":10}', strand: "demo", deadlineMs: 2_000 }))}  (same satellite: ${misbehave.boots} boot)`);
+    console.log(`  throw → ${show(await broker.callTool("misbehave", "throw", "{}"))}`);
+    console.log(`  sleep → ${show(await broker.callTool("misbehave", "sleep", '{"ms":10}'))}`);
 
     step("A tool that loops forever is answered timeout; the next call is served by a fresh satellite");
     started = Date.now();
-    console.log(`  loop → ${show(await misbehave.invoke({ kind: "tool", name: "loop", args: "{}", strand: "demo", deadlineMs: 500 }))}  (${Date.now() - started} ms)`);
-    console.log(`  sleep → ${show(await misbehave.invoke({ kind: "tool", name: "sleep", args: '{"ms":10}', strand: "demo", deadlineMs: 2_000 }))}  (boots so far: ${misbehave.boots})`);
+    console.log(`  loop → ${show(await broker.callTool("misbehave", "loop", "{}"))}  (${Date.now() - started} ms)`);
+    console.log(`  sleep → ${show(await broker.callTool("misbehave", "sleep", '{"ms":10}'))}`);
 
     step("A heap bomb kills only its own satellite");
-    console.log(`  bomb → ${show(await misbehave.invoke({ kind: "tool", name: "bomb", args: "{}", strand: "demo", deadlineMs: 20_000 }))}`);
-    console.log(`  sleep → ${show(await misbehave.invoke({ kind: "tool", name: "sleep", args: '{"ms":10}', strand: "demo", deadlineMs: 2_000 }))}`);
+    console.log(`  bomb → ${show(await broker.callTool("misbehave", "bomb", "{}"))}`);
+    console.log(`  sleep → ${show(await broker.callTool("misbehave", "sleep", '{"ms":10}'))}`);
+
+    step("Revoke: the next call is refused");
+    broker.registry.revoke("misbehave");
+    await broker.callTool("misbehave", "sleep", '{"ms":10}', { session: "later" }).catch((err: Error) => console.log(`  ${err.message}`));
+
+    step("The audit trail");
+    broker.ledger.flush();
+    console.log(indent(renderAudit(queryAudit(broker.store, {}))));
   } finally {
     step("Shut down (drain, then stdin EOF → SIGTERM → SIGKILL)");
-    await Promise.all([echo.close(), misbehave.close()]);
+    await broker.close();
     rmSync(home, { recursive: true, force: true });
     console.log("  all satellites stopped; temporary home removed");
   }
