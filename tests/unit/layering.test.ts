@@ -1,0 +1,192 @@
+/**
+ * Import boundaries, re-checked from the source: `jail-runtime/` never imports
+ * `broker/`; the shared wire imports nothing runtime-specific; the broker reaches
+ * into `jail-runtime/` only for the wire and the hook vocabulary.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** Repo-relative paths (with `/`) of every .ts file under `dir`. */
+function sourcesUnder(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (abs: string): void => {
+    for (const entry of readdirSync(abs, { withFileTypes: true })) {
+      const path = join(abs, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith(".ts")) out.push(relative(REPO, path).split(sep).join("/"));
+    }
+  };
+  walk(join(REPO, dir));
+  return out.sort();
+}
+
+const parsed = new Map<string, ts.SourceFile>();
+
+/** Parses a repo file (cached), or `text` under the name `file`. */
+function parse(file: string, text?: string): ts.SourceFile {
+  if (text !== undefined) return ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+  let source = parsed.get(file);
+  if (source === undefined) {
+    source = ts.createSourceFile(file, readFileSync(join(REPO, file), "utf8"), ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+    parsed.set(file, source);
+  }
+  return source;
+}
+
+/**
+ * Every module specifier a file names: static imports, re-exports (`export * as`
+ * included), `import x = require()`, dynamic `import()`, `require()` and
+ * `import("x").T` types. Strings that merely look like imports are not counted.
+ */
+function specifiers(source: ts.SourceFile): string[] {
+  const out: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      out.push(node.moduleSpecifier.text);
+    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
+      const expr = node.moduleReference.expression;
+      if (ts.isStringLiteral(expr)) out.push(expr.text);
+    } else if (ts.isCallExpression(node)) {
+      const callee = node.expression;
+      const isImport = callee.kind === ts.SyntaxKind.ImportKeyword;
+      const isRequire = ts.isIdentifier(callee) && callee.text === "require";
+      const [first] = node.arguments;
+      if ((isImport || isRequire) && first !== undefined && ts.isStringLiteralLike(first)) out.push(first.text);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      out.push(node.argument.literal.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
+/** Where a relative specifier points, repo-relative with a .ts extension; null for packages and `node:`. */
+function target(file: string, specifier: string): string | null {
+  if (!specifier.startsWith(".")) return null;
+  const abs = resolve(REPO, dirname(file), specifier).replace(/\.js$/, ".ts");
+  return relative(REPO, abs).split(sep).join("/");
+}
+
+/** Identifiers naming one of `globals` as a value, not as a property name or a declaration. */
+function globalReferences(source: ts.SourceFile, globals: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isIdentifier(node) && globals.has(node.text)) {
+      const parent = node.parent;
+      const isMemberName =
+        (ts.isPropertyAccessExpression(parent) && parent.name === node) ||
+        ((ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent) || ts.isPropertySignature(parent) || ts.isMethodDeclaration(parent)) &&
+          parent.name === node);
+      if (!isMemberName) out.push(`${node.text} (line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1})`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
+interface Edge {
+  readonly from: string;
+  readonly specifier: string;
+  readonly to: string | null;
+}
+
+function edges(files: readonly string[]): Edge[] {
+  return files.flatMap((from) => specifiers(parse(from)).map((specifier) => ({ from, specifier, to: target(from, specifier) })));
+}
+
+const RUNTIME_GLOBALS = new Set(["Deno", "process", "Buffer", "require", "__dirname", "__filename", "Bun"]);
+
+describe("the import scanner", () => {
+  test("specifiers() finds every import form and ignores strings that only look like imports", () => {
+    const source = parse(
+      "x.ts",
+      [
+        'import a from "./a.js";',
+        'import type { B } from "./b.js";',
+        'export { c } from "./c.js";',
+        'export * as d from "./d.js";',
+        'import e = require("./e.js");',
+        'const f = await import("./f.js");',
+        'const g = require("./g.js");',
+        'type H = import("./h.js").H;',
+        'const fake = `import x from "../broker/errors.js"`;',
+        '// import y from "../broker/log.js";',
+      ].join("\n"),
+    );
+    expect(specifiers(source)).toEqual(["./a.js", "./b.js", "./c.js", "./d.js", "./e.js", "./f.js", "./g.js", "./h.js"]);
+  });
+
+  test("globalReferences() finds a runtime global used as a value but not as a property name or in a comment", () => {
+    const source = parse("x.ts", "// Deno is mentioned\nconst o = { Deno: 1 };\no.Deno;\nconst n = Deno.args;\nprocess.exit(1);");
+    expect(globalReferences(source, RUNTIME_GLOBALS)).toEqual(["Deno (line 4)", "process (line 5)"]);
+  });
+});
+
+describe("layering", () => {
+  const jailFiles = sourcesUnder("jail-runtime");
+  const brokerFiles = sourcesUnder("broker");
+  const wireFiles = sourcesUnder("jail-runtime/wire");
+
+  test("the trees being checked are not empty", () => {
+    expect(jailFiles).toEqual(expect.arrayContaining(["jail-runtime/ext/answer.ts", "jail-runtime/cap/runtime.ts", "jail-runtime/wire/codec.ts"]));
+    expect(brokerFiles).toEqual(expect.arrayContaining(["broker/errors.ts", "broker/satellite/connection.ts"]));
+    expect(wireFiles).toEqual(["jail-runtime/wire/codec.ts", "jail-runtime/wire/codes.ts", "jail-runtime/wire/frames.ts"]);
+  });
+
+  test("nothing under jail-runtime/ imports from broker/", () => {
+    const offending = edges(jailFiles).filter((e) => e.to?.startsWith("broker/") || /(^|\/)broker(\/|$)/.test(e.specifier));
+    expect(offending).toEqual([]);
+  });
+
+  test("jail-runtime/ imports only its own files, valibot and msgpackr", () => {
+    const outside = edges(jailFiles).filter((e) => (e.to === null ? !["valibot", "msgpackr"].includes(e.specifier) : !e.to.startsWith("jail-runtime/")));
+    expect(outside).toEqual([]);
+  });
+
+  test("jail-runtime/wire/ imports only valibot, msgpackr and other wire files", () => {
+    const offending = edges(wireFiles).filter((e) =>
+      e.to === null ? !["valibot", "msgpackr"].includes(e.specifier) : !e.to.startsWith("jail-runtime/wire/"),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  test("jail-runtime/wire/ uses no runtime's globals (no Deno, process, Buffer, require)", () => {
+    const uses = wireFiles.flatMap((file) => globalReferences(parse(file), RUNTIME_GLOBALS).map((ref) => `${file}: ${ref}`));
+    expect(uses).toEqual([]);
+  });
+
+  // What the broker imports from jail-runtime/ today: the wire, and the hook
+  // event list (`HOOK_EVENTS`, for the manifest schema) from ext/hook.ts.
+  const BROKER_MAY_IMPORT = (to: string): boolean => to.startsWith("jail-runtime/wire/") || to === "jail-runtime/ext/hook.ts";
+
+  test("broker/ imports jail-runtime/ only for the wire and ext/hook.ts", () => {
+    const intoJail = edges(brokerFiles).filter((e) => e.to?.startsWith("jail-runtime/"));
+    expect(intoJail.filter((e) => !BROKER_MAY_IMPORT(e.to!))).toEqual([]);
+    // The rule matches reality: each allowed door is actually used.
+    const used = new Set(intoJail.map((e) => e.to));
+    expect([...used].sort()).toEqual(
+      expect.arrayContaining(["jail-runtime/ext/hook.ts", "jail-runtime/wire/codec.ts", "jail-runtime/wire/codes.ts", "jail-runtime/wire/frames.ts"]),
+    );
+  });
+
+  test("everything the broker loads from jail-runtime/, followed transitively, stays out of cap/ and uses no Deno", () => {
+    const seen = new Set<string>();
+    const queue = edges(brokerFiles).flatMap((e) => (e.to?.startsWith("jail-runtime/") ? [e.to] : []));
+    while (queue.length > 0) {
+      const file = queue.shift()!;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      for (const e of edges([file])) if (e.to !== null) queue.push(e.to);
+    }
+    expect(seen.has("jail-runtime/ext/hook.ts")).toBe(true);
+    expect([...seen].filter((f) => !f.startsWith("jail-runtime/wire/") && !f.startsWith("jail-runtime/ext/"))).toEqual([]);
+    const denoUses = [...seen].flatMap((file) => globalReferences(parse(file), new Set(["Deno"])).map((ref) => `${file}: ${ref}`));
+    expect(denoUses).toEqual([]);
+  });
+});
