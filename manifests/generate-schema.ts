@@ -1,0 +1,120 @@
+/**
+ * Generates `manifests/schema.json`, the published JSON Schema of
+ * `manifest.toml`, from the valibot `Manifest` schema (the one definition).
+ * Editors use it through taplo (`#:schema` comment); the broker itself
+ * validates with `parseManifest`, never with this file.
+ *
+ * Regenerate after any change to `broker/install/manifest.ts`:
+ *
+ *     npx tsx manifests/generate-schema.ts
+ *
+ * `tests/unit/manifest-schema.test.ts` fails while the committed file is stale.
+ */
+import { realpathSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { toJsonSchema, type JsonSchema } from "@valibot/to-json-schema";
+import { Manifest } from "../broker/install/manifest.js";
+
+/** Where the published schema lives. */
+export const SCHEMA_PATH = fileURLToPath(new URL("./schema.json", import.meta.url));
+
+/** A URN, not a URL: the schema is published in the repository, not hosted. */
+export const SCHEMA_ID = "urn:tether:schema:manifest";
+
+/**
+ * Hover text for every field, keyed by its path (`tool.name` is a field of each
+ * `[[tool]]` row). valibot has no place for these in the manifest schema
+ * itself, so they live here; generation fails when a field has none or when a
+ * description names a field that no longer exists.
+ */
+const DESCRIPTIONS: Record<string, string> = {
+  name: "The extension's name: a-z, 0-9, _ and -, at most 64 characters, starting with a letter. Unique per broker.",
+  version: "The extension's version, semver (1.2.3, 1.2.3-beta.1, 1.2.3+build).",
+  description: "One line for operators and the model, at most 4096 characters.",
+  entry: "The entry module, a path relative to the extension folder ending in .ts, .js, .mts or .mjs.",
+  requires: "Names of other extensions this one needs; it is inactive while any of them is.",
+  tool: "Model-callable tools, one [[tool]] row each. The entry module must serve exactly these.",
+  "tool.name": "The tool's name: letters, digits, _ . and -, at most 64, starting with a letter. Unique in the manifest.",
+  "tool.description": "What the tool does, for the model; at most 4096 characters.",
+  "tool.parameters": "A JSON Schema for the tool's arguments. The broker checks every call against it before it reaches the satellite; it must compile (ajv) or install fails.",
+  "tool.deadline_ms": "This tool's deadline in milliseconds. It can only shorten [limits] deadline_ms, never extend it.",
+  hook: "Hook-bus events this extension answers, one [[hook]] row each, at most one row per event.",
+  "hook.event": "The lifecycle event to hook.",
+  "hook.priority": "An integer ordering hint for the hook bus.",
+  "hook.on_error": "What a crash or timeout of this hook becomes: note (reported, the event proceeds) or block.",
+  command: "Commands (/name) this extension adds, one [[command]] row each.",
+  "command.name": "The command's name: a-z, 0-9, _ and -, at most 64, starting with a letter.",
+  "command.description": "What the command does; at most 4096 characters.",
+  net: "Network egress this extension requests. The operator approves it (and may narrow it).",
+  "net.allow": "Egress rules, stored verbatim and shown to the operator at review. Empty: no network.",
+  limits: "Resource limits of the extension's satellite.",
+  "limits.memory_mb": "V8 old-space limit of the satellite in MiB (16 to 8192).",
+  "limits.deadline_ms": "Deadline of one invocation in milliseconds (1 to 3600000); past it the satellite is killed.",
+  "limits.idle_s": "Seconds an idle satellite is kept before it is reaped (0 to 86400).",
+  "limits.kv_bytes": "Bytes of durable key-value storage the extension may use (0 or more).",
+};
+
+/** The manifest's JSON Schema (draft-07), with `$id`, title and field descriptions. */
+export function manifestJsonSchema(): JsonSchema {
+  // "throw": a valibot construct with no JSON Schema equivalent must fail here,
+  // not silently publish a schema looser than the manifest.
+  const generated = toJsonSchema(Manifest, { errorMode: "throw" });
+  const { $schema, ...body } = generated;
+  const unused = new Set(Object.keys(DESCRIPTIONS));
+  const described = describe(body, "", unused);
+  if (unused.size > 0) {
+    throw new Error(`manifests/generate-schema.ts: descriptions for fields the manifest no longer has: ${[...unused].join(", ")}`);
+  }
+  return {
+    $schema,
+    $id: SCHEMA_ID,
+    title: "Tether extension manifest (manifest.toml)",
+    description:
+      "The manifest.toml of a Tether extension. Generated from broker/install/manifest.ts by manifests/generate-schema.ts; the reference is docs/manifest.md.",
+    ...described,
+  };
+}
+
+/** Copies `schema`, adding the description of each property found under `path`. */
+function describe(schema: JsonSchema, path: string, unused: Set<string>): JsonSchema {
+  const out: JsonSchema = { ...schema };
+  if (schema.properties !== undefined) {
+    const properties: Record<string, JsonSchema> = {};
+    for (const [key, value] of Object.entries(schema.properties)) {
+      const field = path === "" ? key : `${path}.${key}`;
+      if (typeof value === "boolean") throw new Error(`manifests/generate-schema.ts: ${field}: unexpected boolean schema`);
+      const text = DESCRIPTIONS[field];
+      if (text === undefined) {
+        throw new Error(`manifests/generate-schema.ts: the manifest field '${field}' has no description; add one to DESCRIPTIONS`);
+      }
+      unused.delete(field);
+      properties[key] = { description: text, ...describe(value, field, unused) };
+    }
+    out.properties = properties;
+  }
+  // Rows of [[tool]], [[hook]], [[command]]: their fields are `tool.name` etc.
+  if (schema.items !== undefined && typeof schema.items === "object" && !Array.isArray(schema.items)) {
+    out.items = describe(schema.items, path, unused);
+  }
+  return out;
+}
+
+/** The published file's exact text: pretty JSON and a trailing newline. */
+export function manifestJsonSchemaText(): string {
+  return `${JSON.stringify(manifestJsonSchema(), null, 2)}\n`;
+}
+
+function isMain(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
+  writeFileSync(SCHEMA_PATH, manifestJsonSchemaText());
+  console.log(`wrote ${SCHEMA_PATH}`);
+}
