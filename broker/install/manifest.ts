@@ -39,7 +39,7 @@ export const Limits = v.strictObject({
 
 export const Manifest = v.strictObject({
   name: Identifier,
-  version: v.pipe(v.string(), v.regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, "expected a semver version like 1.2.3")),
+  version: v.pipe(v.string(), v.regex(/^(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, "expected a semver version like 1.2.3")),
   description: v.pipe(v.string(), v.maxLength(4096)),
   entry: v.pipe(v.string(), v.regex(/^[^/].*\.(?:ts|js|mjs|mts)$/, "expected a relative path to a .ts or .js file")),
   requires: v.optional(v.array(Identifier), []),
@@ -75,6 +75,11 @@ export function parseManifest(text: string, file: string): Manifest {
   for (const tool of m.tool) {
     if (seen.has(tool.name)) throw new TetherError(BrokerCode.installFailed, `${file}: tool '${tool.name}' is declared twice`);
     seen.add(tool.name);
+  }
+  const commands = new Set<string>();
+  for (const command of m.command) {
+    if (commands.has(command.name)) throw new TetherError(BrokerCode.installFailed, `${file}: command '${command.name}' is declared twice`);
+    commands.add(command.name);
   }
   const events = new Set<string>();
   for (const row of m.hook) {

@@ -21,6 +21,15 @@ import { SatelliteConnection } from "./connection.js";
 import { captureOutput, type OutputTail } from "./output.js";
 import { mintToken, tokensEqual } from "./tokens.js";
 
+/** A content block as the broker hands it to callers: JSON blocks parsed. */
+export type ToolContent = { readonly type: "text"; readonly text: string } | { readonly type: "json"; readonly json: unknown };
+
+/** A tool's or command's successful value, as callers receive it. */
+export interface ToolReply {
+  readonly content: readonly ToolContent[];
+  readonly terminate: boolean;
+}
+
 export type SatelliteState = "booting" | "ready" | "busy" | "draining" | "dead";
 
 export interface SatelliteSpec {
@@ -367,7 +376,20 @@ export class SatelliteProcess {
     if (open.kind === "tool" || open.kind === "command") {
       const parsed = v.safeParse(ToolValue, value);
       if (!parsed.success) return failure(WireCode.crashed, `'${open.name}' answered a malformed tool value: ${describeIssues(parsed.issues)}`);
-      return { ok: true, value: parsed.output };
+      const content: ToolContent[] = [];
+      for (const [i, block] of parsed.output.content.entries()) {
+        if (block.type === "text") {
+          content.push(block);
+          continue;
+        }
+        try {
+          content.push({ type: "json", json: JSON.parse(block.json) as unknown });
+        } catch {
+          return failure(WireCode.crashed, `'${open.name}' answered a JSON block that is not JSON text at .content.${i}.json`);
+        }
+      }
+      const reply: ToolReply = { content, terminate: parsed.output.terminate };
+      return { ok: true, value: reply };
     }
     if (typeof value !== "string") return failure(WireCode.crashed, `'${open.name}' answered an event with ${typeof value}, not JSON text`);
     return { ok: true, value };

@@ -27,8 +27,14 @@ export interface InvocationInfo {
   readonly report: (text: string) => void;
 }
 
+/** One capability call, its JSON arguments parsed. */
+export interface CapCall {
+  readonly cap: string;
+  readonly args: unknown;
+}
+
 /** Serves every capability other than `report.emit` (which the slot serves itself). */
-export type CapDispatcher = (cap: Cap, invocation: InvocationInfo) => Promise<CapReply>;
+export type CapDispatcher = (call: CapCall, invocation: InvocationInfo) => Promise<CapReply>;
 
 export interface InvokeOptions {
   /** Aborting cancels the call: the satellite's `ctx.signal` aborts and the call ends `cancelled`. */
@@ -166,12 +172,18 @@ export class SatelliteSlot {
     };
     const dispatch = this.#options.dispatch ?? noDispatcher;
     const onCap = async (cap: Cap): Promise<CapReply> => {
+      let args: unknown;
+      try {
+        args = JSON.parse(cap.args);
+      } catch {
+        return { ok: false, error: { code: WireCode.badArguments, msg: `Capability '${cap.cap}' arguments are not JSON text` } };
+      }
       if (cap.cap === "report.emit") {
-        const text = (cap.args as { text?: unknown } | null)?.text;
+        const text = (args as { text?: unknown } | null)?.text;
         if (typeof text === "string") info.report(text);
         return { ok: true };
       }
-      return dispatch(cap, info);
+      return dispatch({ cap: cap.cap, args }, info);
     };
     let running: RunningInvocation;
     try {

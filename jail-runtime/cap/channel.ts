@@ -25,7 +25,13 @@ export class Channel {
   /** Queues one frame; frames go out in the order they were sent. */
   send(frame: object): Promise<void> {
     if (this.#closed) return Promise.reject(new Error("Channel is closed"));
-    const bytes = encodeFrame(frame);
+    let bytes: Uint8Array;
+    try {
+      bytes = encodeFrame(frame);
+    } catch (err) {
+      // Too large or unencodable: the caller decides what to answer instead.
+      return Promise.reject(err as Error);
+    }
     const write = this.#writing.then(() => this.#writeAll(bytes));
     this.#writing = write.catch(() => {});
     return write;

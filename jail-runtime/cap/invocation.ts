@@ -92,9 +92,15 @@ export function callCap(cap: string, args: unknown): Promise<unknown> {
   if (channel === null) return Promise.reject(new CapError("denied", "No broker channel: capabilities are reachable only inside a satellite"));
   const id = nextCapId++;
   const token = open?.token ?? "";
+  let text: string;
+  try {
+    text = JSON.stringify(args ?? null) ?? "null";
+  } catch (err) {
+    return Promise.reject(new CapError("bad_arguments", `Capability '${cap}' arguments are not JSON: ${(err as Error).message}`));
+  }
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
-    channel!.send({ t: "cap", id, token, cap, args }).catch((err: Error) => {
+    channel!.send({ t: "cap", id, token, cap, args: text }).catch((err: Error) => {
       pending.delete(id);
       reject(new CapError("crashed", err.message));
     });

@@ -39,6 +39,18 @@ async function exitOnStdinEof(channel: Channel): Promise<void> {
   Deno.exit(0);
 }
 
+/** JSON blocks travel as JSON text (see the wire's JsonBlock). */
+function serializeJsonBlocks(value: unknown): Answer {
+  const tool = value as { content: Array<{ type: string; json?: unknown }>; terminate: boolean };
+  if (!Array.isArray(tool?.content)) return { ok: true, value };
+  try {
+    const content = tool.content.map((block) => (block?.type === "json" ? { type: "json", json: JSON.stringify(block.json) ?? "null" } : block));
+    return { ok: true, value: { ...tool, content } };
+  } catch (err) {
+    return { ok: false, error: { code: ErrorCode.crashed, msg: `A JSON block could not be serialized: ${crashMessage(err)}` } };
+  }
+}
+
 function crashMessage(err: unknown): string {
   // Name and message only: the stack goes to stderr, which the broker logs.
   if (err instanceof Error) return `${err.name}: ${err.message}`.slice(0, 4096);
@@ -64,6 +76,7 @@ async function runInvocation(channel: Channel, call: Call, answerer: Answerer): 
     clearTimeout(timer);
   }
   invocation.end(call.id);
+  if (reply.ok && (call.kind === "tool" || call.kind === "command")) reply = serializeJsonBlocks(reply.value);
   await channel.send({ t: "result", id: call.id, ...reply }).catch((err: Error) => {
     // An answer that cannot be encoded (too large, unencodable value) is still an answer.
     return channel.send({ t: "result", id: call.id, ok: false, error: { code: ErrorCode.crashed, msg: `Reply could not be sent: ${err.message}` } });

@@ -42,13 +42,13 @@ export const Call = v.object({
 });
 export type Call = v.InferOutput<typeof Call>;
 
-/** S→B: reach a capability inside the open invocation. */
+/** S→B: reach a capability inside the open invocation. `args` is JSON text (see JsonBlock for why). */
 export const Cap = v.object({
   t: v.literal("cap"),
   id: Id,
   token: Token,
   cap: Name,
-  args: v.unknown(),
+  args: v.string(),
 });
 export type Cap = v.InferOutput<typeof Cap>;
 
@@ -63,11 +63,16 @@ export const CapResult = v.object({
 export type CapResult = v.InferOutput<typeof CapResult>;
 
 export const TextBlock = v.object({ type: v.literal("text"), text: v.string() });
-export const JsonBlock = v.object({ type: v.literal("json"), json: v.unknown() });
+/**
+ * A JSON block travels as its serialization (JSON text), not as a msgpack map:
+ * a round trip through two structured encodings is a place for the two sides to
+ * disagree (numbers, `__proto__` keys, which msgpackr renames).
+ */
+export const JsonBlock = v.object({ type: v.literal("json"), json: v.string() });
 export const ContentBlock = v.variant("type", [TextBlock, JsonBlock]);
 export type ContentBlock = v.InferOutput<typeof ContentBlock>;
 
-/** A tool's successful value: content blocks and whether the run should end. */
+/** A tool's successful value on the wire: content blocks and whether the run should end. */
 export const ToolValue = v.object({
   content: v.array(ContentBlock),
   terminate: v.boolean(),
@@ -98,10 +103,15 @@ export type BrokerFrame = v.InferOutput<typeof BrokerFrame>;
 
 /** Renders valibot issues as one line that names each field, e.g. `expected string at .city`. */
 export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
-  return issues
+  // Bounded: a peer's value is quoted in valibot's messages, and these messages
+  // end up in answers and logs.
+  const text = issues
+    .slice(0, 8)
     .map((issue) => {
       const path = v.getDotPath(issue);
-      return `${issue.message}${path ? ` at .${path}` : ""}`;
+      const message = issue.message.length > 200 ? `${issue.message.slice(0, 200)}…` : issue.message;
+      return `${message}${path ? ` at .${path.slice(0, 200)}` : ""}`;
     })
     .join("; ");
+  return issues.length > 8 ? `${text}; and ${issues.length - 8} more` : text;
 }

@@ -28,7 +28,7 @@ function rejection(schema: v.GenericSchema, input: unknown): string {
 
 const call = { t: "call", id: 1, token: "tok", kind: "tool", name: "weather", args: '{"city":"Lisbon"}', strand: "s1", deadline_ms: 30_000 };
 const hello = { t: "hello", boot: "b".repeat(64), runtime: "tether-deno/1", tools: ["a", "b"], hooks: ["tool_call"] };
-const cap = { t: "cap", id: 2, token: "tok", cap: "net.fetch", args: { url: "https://example.org" } };
+const cap = { t: "cap", id: 2, token: "tok", cap: "net.fetch", args: JSON.stringify({ url: "https://example.org" }) };
 
 describe("frame schemas accept what the wire carries", () => {
   test("SatelliteFrame accepts every valid satellite frame and returns it unchanged", () => {
@@ -71,7 +71,7 @@ describe("frame schemas accept what the wire carries", () => {
   test("Result and CapResult leave value and error optional", () => {
     expect(v.is(Result, { t: "result", id: 1, ok: true })).toBe(true);
     expect(v.is(CapResult, { t: "cap_result", id: 1, ok: false, error: { code: "denied", msg: "rule r1" } })).toBe(true);
-    expect(v.is(Cap, { t: "cap", id: 1, token: "x", cap: "kv.get", args: undefined })).toBe(true);
+    expect(v.is(Cap, { t: "cap", id: 1, token: "x", cap: "kv.get", args: undefined })).toBe(false); // args is JSON text, always present
   });
 });
 

@@ -149,7 +149,7 @@ describe("parseManifest() errors", () => {
 
   // Commands dispatch by name from one table, like tools; a second row with the
   // same name is silently merged away. See the report: BUG manifest-duplicate-command.
-  test.failing("a command declared twice is refused, naming it", () => {
+  test("a command declared twice is refused, naming it", () => {
     expect(refusal(`${HEAD}[[command]]\nname = "reset"\ndescription = "a"\n[[command]]\nname = "reset"\ndescription = "b"\n`)).toBe(
       `${FILE}: command 'reset' is declared twice`,
     );
@@ -161,7 +161,7 @@ describe("parseManifest() errors", () => {
 
   // Semver forbids leading zeros in numeric identifiers ("01.2.3" is not a version).
   // See the report: BUG manifest-semver-leading-zero.
-  test.failing("version 01.2.3 is refused as not semver", () => {
+  test("version 01.2.3 is refused as not semver", () => {
     expect(refusal(HEAD.replace('"1.2.3"', '"01.2.3"'))).toBe(`${FILE}: version: expected a semver version like 1.2.3`);
   });
 

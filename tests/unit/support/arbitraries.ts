@@ -42,7 +42,7 @@ export const wireError = fc.record({ code: wireName, msg: wireString(2048) }, { 
 
 const contentBlock = fc.oneof(
   fc.record({ type: fc.constant("text" as const), text: wireString(512) }, { noNullPrototype: true }),
-  fc.record({ type: fc.constant("json" as const), json: wireJson }, { noNullPrototype: true }),
+  fc.record({ type: fc.constant("json" as const), json: fc.json({ maxDepth: 3 }) }, { noNullPrototype: true }),
 );
 
 /** A tool's value: `{content, terminate}`. */
@@ -77,7 +77,7 @@ export const callFrame = fc.record(
 );
 
 export const capFrame = fc.record(
-  { t: fc.constant("cap" as const), id: wireId, token: wireToken, cap: wireName, args: wireJson },
+  { t: fc.constant("cap" as const), id: wireId, token: wireToken, cap: wireName, args: fc.json({ maxDepth: 3 }) },
   { noNullPrototype: true },
 );
 
