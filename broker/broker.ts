@@ -2,13 +2,18 @@
  * The broker as a library: open it on a home folder, call approved extensions'
  * tools, close it. It refuses anything an operator did not approve.
  */
+import { lookup } from "node:dns/promises";
 import { readFileSync } from "node:fs";
+import { capDispatcher, noHooks, type CapEnvironment, type CapHookStage } from "./caps/dispatcher.js";
+import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";
+import { closeEgressAgents } from "./egress/fetch.js";
+import type { Resolver } from "./egress/judge.js";
 import { BrokerCode, TetherError, WireCode } from "./errors.js";
 import { resolveSandbox, type SandboxMode } from "./jail/sandbox.js";
 import { createLogger, type Logger } from "./log.js";
 import { Registry, sha256, type Approval, type Installed } from "./registry/registry.js";
 import type { InvocationOutcome } from "./satellite/process.js";
-import { SatelliteSlot, type CapDispatcher, type InvokeOptions } from "./satellite/slot.js";
+import { SatelliteSlot, type InvokeOptions } from "./satellite/slot.js";
 import { prepareHome, resolveHome } from "./store/home.js";
 import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
@@ -22,8 +27,10 @@ export interface BrokerOptions {
   readonly bootTimeoutMs?: number;
   readonly graceMs?: number;
   readonly ladderStepMs?: number;
-  /** Serves capabilities other than report.emit. */
-  readonly dispatch?: CapDispatcher;
+  /** Resolves names for egress (tests inject one so a name can "resolve" anywhere). */
+  readonly resolve?: Resolver;
+  /** The `cap_call` hook stage (the hook bus plugs in here). */
+  readonly capHooks?: CapHookStage;
 }
 
 export interface CallOptions extends InvokeOptions {
@@ -39,6 +46,11 @@ interface Live {
 
 const DEFAULT_SESSION = "default";
 
+const defaultResolver: Resolver = async (name) => {
+  const answers = await lookup(name, { all: true, verbatim: true });
+  return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+};
+
 export class Broker {
   readonly home: string;
   readonly store: Store;
@@ -47,6 +59,8 @@ export class Broker {
   readonly #options: BrokerOptions;
   readonly #log: Logger;
   readonly #live = new Map<string, Live>();
+  readonly #sessionPolicies = new Map<string, SessionPolicy>();
+  readonly #caps: CapEnvironment;
   #dataVersion = -1;
   #closed = false;
 
@@ -58,6 +72,19 @@ export class Broker {
     this.store = openStore(paths.db);
     this.registry = new Registry(this.store, paths.artifacts);
     this.ledger = new Ledger(this.store);
+    this.#caps = {
+      store: this.store,
+      ledger: this.ledger,
+      log: this.#log,
+      operator: new OperatorPolicySource(this.home),
+      resolve: options.resolve ?? defaultResolver,
+      hooks: options.capHooks ?? noHooks,
+    };
+  }
+
+  /** Sets a session's policy (offline, a narrower allow list); the next capability call obeys it. */
+  setSessionPolicy(session: string, policy: SessionPolicy): void {
+    this.#sessionPolicies.set(session, policy);
   }
 
   static open(options: BrokerOptions = {}): Broker {
@@ -121,7 +148,6 @@ export class Broker {
     const limits = approval.grants.limits;
     const slot = new SatelliteSlot({
       idleMs: limits.idle_s * 1000,
-      ...(this.#options.dispatch ? { dispatch: this.#options.dispatch } : {}),
       spec: {
         name,
         artifact: installed.artifactPath,
@@ -158,9 +184,21 @@ export class Broker {
     }
     const deadlineMs = Math.min(row.deadline_ms ?? approval.grants.limits.deadline_ms, approval.grants.limits.deadline_ms);
     const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand });
+    const dispatch = capDispatcher(this.#caps, {
+      sessionId: session,
+      invocationId: id,
+      deadlineAt: Date.now() + deadlineMs,
+      grants: () => {
+        // Read at dispatch: a narrowed approval applies to the next call; a revoked one allows nothing.
+        const now = this.registry.latestApproval(extension);
+        if (now === null || now.revokedAt !== null) return { ...approval.grants, net: [] };
+        return now.grants;
+      },
+      session: () => this.#sessionPolicies.get(session) ?? {},
+    });
     let outcome: InvocationOutcome;
     try {
-      outcome = await slot.invoke({ kind: "tool", name: tool, args, strand, deadlineMs }, options);
+      outcome = await slot.invoke({ kind: "tool", name: tool, args, strand, deadlineMs }, { ...options, dispatch });
     } catch (err) {
       this.ledger.finish(id, WireCode.crashed);
       throw err;
@@ -177,6 +215,7 @@ export class Broker {
     this.#live.clear();
     this.ledger.flush();
     this.store.close();
+    await closeEgressAgents();
   }
 
   /** Aborts in-flight calls and kills every satellite now. Safe twice. */

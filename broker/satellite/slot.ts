@@ -41,6 +41,8 @@ export interface InvokeOptions {
   readonly signal?: AbortSignal;
   /** Called with each partial report, in order. */
   readonly onReport?: (text: string) => void;
+  /** Serves this invocation's capability calls (overrides the slot's dispatcher). */
+  readonly dispatch?: CapDispatcher;
 }
 
 export interface SlotOptions {
@@ -62,10 +64,15 @@ interface Job {
   detach(): void;
 }
 
-const noDispatcher: CapDispatcher = async (cap) => ({
-  ok: false,
-  error: { code: WireCode.denied, msg: `Capability '${cap.cap}' is not available (rule: no capability dispatcher)` },
-});
+/** Serves only `report.emit`: what a slot with no broker behind it offers. */
+export const reportOnlyDispatcher: CapDispatcher = async (call, info) => {
+  if (call.cap === "report.emit") {
+    const text = (call.args as { text?: unknown } | null)?.text;
+    if (typeof text === "string") info.report(text);
+    return { ok: true };
+  }
+  return { ok: false, error: { code: WireCode.denied, msg: `Capability '${call.cap.slice(0, 64)}' is not available (rule: no capability dispatcher)` } };
+};
 
 function failure(code: string, msg: string): InvocationOutcome {
   return { ok: false, error: { code, msg } };
@@ -170,18 +177,13 @@ export class SatelliteSlot {
       strand: job.req.strand,
       report: (text) => job.options.onReport?.(text),
     };
-    const dispatch = this.#options.dispatch ?? noDispatcher;
+    const dispatch = job.options.dispatch ?? this.#options.dispatch ?? reportOnlyDispatcher;
     const onCap = async (cap: Cap): Promise<CapReply> => {
       let args: unknown;
       try {
         args = JSON.parse(cap.args);
       } catch {
         return { ok: false, error: { code: WireCode.badArguments, msg: `Capability '${cap.cap}' arguments are not JSON text` } };
-      }
-      if (cap.cap === "report.emit") {
-        const text = (args as { text?: unknown } | null)?.text;
-        if (typeof text === "string") info.report(text);
-        return { ok: true };
       }
       return dispatch({ cap: cap.cap, args }, info);
     };

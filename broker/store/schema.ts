@@ -103,6 +103,8 @@ export const kv = sqliteTable(
     extension: text("extension").notNull(),
     key: text("key").notNull(),
     value: blob("value", { mode: "buffer" }).notNull(),
+    /** "json" (UTF-8 JSON text) or "bytes". */
+    encoding: text("encoding", { enum: ["json", "bytes"] }).notNull().default("bytes"),
     updatedAt: integer("updated_at").notNull().default(now),
   },
   (t) => [primaryKey({ columns: [t.extension, t.key] })],

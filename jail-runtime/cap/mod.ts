@@ -5,6 +5,10 @@
 export { CapError, callCap } from "./invocation.js";
 export { serveLoop, RUNTIME_NAME } from "./runtime.js";
 import { castCap } from "./invocation.js";
+export * as net from "./net.js";
+export * as kv from "./kv.js";
+export * as log from "./log.js";
+export { FetchResult, type FetchInit } from "./net.js";
 
 /** Partial progress, best effort. */
 export const report = {

@@ -27,6 +27,8 @@ export const ErrorCode = {
   denied: "denied",
   /** A capability call carried a token that is not the open invocation's. */
   tokenRevoked: "token_revoked",
+  /** A capability was allowed but its target could not be reached (network error, deadline). */
+  unreachable: "unreachable",
   /** The caller cancelled the invocation. */
   cancelled: "cancelled",
 } as const;

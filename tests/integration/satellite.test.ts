@@ -143,6 +143,7 @@ test("a caller who can wait never sees busy: concurrent calls queue and all succ
 
 test("cancelling a running call aborts ctx.signal and ends the call cancelled; the satellite goes on", async () => {
   const slot = track(slotFor(misbehave));
+  await slot.invoke(call("sleep", { ms: 1 })); // booted: the next call starts at once
   const controller = new AbortController();
   const pending = slot.invoke(call("sleep", { ms: 30_000 }, 60_000), { signal: controller.signal });
   await new Promise((r) => setTimeout(r, 300));
@@ -257,6 +258,7 @@ test("close() drains queued calls before shutting down; later calls are refused"
 
 test("destroy() aborts: the open call fails at once and queued calls fail closed", async () => {
   const slot = track(slotFor(misbehave));
+  await slot.invoke(call("sleep", { ms: 1 })); // booted: the next call starts at once
   const open = slot.invoke(call("sleep", { ms: 30_000 }, 60_000));
   await new Promise((r) => setTimeout(r, 400));
   const queued = slot.invoke(call("sleep", { ms: 1 }));

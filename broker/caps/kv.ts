@@ -1,0 +1,71 @@
+/**
+ * `kv.get/put/delete/list`: per-extension durable storage in the store, with
+ * the size quota from the manifest's `[limits] kv_bytes`. Values are JSON or bytes.
+ */
+import { and, eq, like, sql } from "drizzle-orm";
+import * as v from "valibot";
+import type { Store } from "../store/open.js";
+import { kv } from "../store/schema.js";
+import type { CapReply } from "../satellite/process.js";
+
+const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(512));
+export const KvGetArgs = v.object({ key: Key });
+export const KvPutArgs = v.union([v.object({ key: Key, json: v.unknown() }), v.object({ key: Key, bytes: v.pipe(v.string(), v.base64()) })]);
+export const KvListArgs = v.object({ prefix: v.optional(v.pipe(v.string(), v.maxLength(512)), ""), limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 100) });
+
+const denied = (msg: string): CapReply => ({ ok: false, error: { code: "denied", msg } });
+
+function used(store: Store, extension: string, exceptKey?: string): number {
+  const row = store.orm
+    .select({ n: sql<number>`coalesce(sum(length(${kv.value}) + length(${kv.key})), 0)` })
+    .from(kv)
+    .where(exceptKey === undefined ? eq(kv.extension, extension) : and(eq(kv.extension, extension), sql`${kv.key} <> ${exceptKey}`))
+    .get();
+  return row?.n ?? 0;
+}
+
+export function kvGet(store: Store, extension: string, args: v.InferOutput<typeof KvGetArgs>): CapReply {
+  const row = store.orm.select().from(kv).where(and(eq(kv.extension, extension), eq(kv.key, args.key))).get();
+  if (row === undefined) return { ok: true, value: null };
+  if (row.encoding === "json") return { ok: true, value: { json: row.value.toString("utf8") } };
+  return { ok: true, value: { bytes: new Uint8Array(row.value) } };
+}
+
+export function kvPut(store: Store, extension: string, quota: number, args: v.InferOutput<typeof KvPutArgs>): { reply: CapReply; bytes: number } {
+  let value: Buffer;
+  let encoding: "json" | "bytes";
+  if ("json" in args) {
+    const text = JSON.stringify(args.json);
+    if (text === undefined) return { reply: denied("kv.put: the value is not JSON"), bytes: 0 };
+    value = Buffer.from(text, "utf8");
+    encoding = "json";
+  } else {
+    value = Buffer.from(args.bytes, "base64");
+    encoding = "bytes";
+  }
+  const after = used(store, extension, args.key) + value.length + Buffer.byteLength(args.key);
+  if (after > quota) return { reply: denied(`kv.put: storage quota of ${quota} bytes would be exceeded (${after} bytes) (rule: limits.kv_bytes)`), bytes: value.length };
+  store.orm
+    .insert(kv)
+    .values({ extension, key: args.key, value, encoding, updatedAt: Date.now() })
+    .onConflictDoUpdate({ target: [kv.extension, kv.key], set: { value, encoding, updatedAt: Date.now() } })
+    .run();
+  return { reply: { ok: true, value: null }, bytes: value.length };
+}
+
+export function kvDelete(store: Store, extension: string, args: v.InferOutput<typeof KvGetArgs>): CapReply {
+  const r = store.orm.delete(kv).where(and(eq(kv.extension, extension), eq(kv.key, args.key))).run();
+  return { ok: true, value: r.changes > 0 };
+}
+
+export function kvList(store: Store, extension: string, args: v.InferOutput<typeof KvListArgs>): CapReply {
+  const escaped = args.prefix.replace(/[\\%_]/g, (c) => `\\${c}`);
+  const rows = store.orm
+    .select({ key: kv.key })
+    .from(kv)
+    .where(and(eq(kv.extension, extension), like(kv.key, `${escaped}%`)))
+    .orderBy(kv.key)
+    .limit(args.limit)
+    .all();
+  return { ok: true, value: rows.map((r) => r.key) };
+}

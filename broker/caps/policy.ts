@@ -1,0 +1,93 @@
+/**
+ * The operator's policy (`$TETHER_HOME/policy.toml`) and a session's policy.
+ * Read at dispatch: the operator file is re-read when it changes on disk.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { parse as parseToml } from "smol-toml";
+import * as v from "valibot";
+import { parseRule, type EgressRule } from "../egress/rules.js";
+
+export const OperatorPolicyFile = v.strictObject({
+  net: v.optional(
+    v.strictObject({
+      /** Rules refused whatever an approval says (wildcards may be broad here). */
+      deny: v.optional(v.array(v.string()), []),
+      /** May non-public addresses be reached at all, when a rule names them? */
+      allow_private: v.optional(v.boolean(), false),
+      /** Largest response body a satellite may receive. */
+      max_body_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10 * 1024 * 1024),
+      /** Redirects followed at most. */
+      max_redirects: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(20)), 5),
+    }),
+    {},
+  ),
+});
+
+export interface OperatorPolicy {
+  readonly deny: readonly EgressRule[];
+  readonly allowPrivate: boolean;
+  readonly maxBodyBytes: number;
+  readonly maxRedirects: number;
+}
+
+export interface SessionPolicy {
+  /** No egress at all. */
+  readonly offline?: boolean;
+  /** A narrower allow list, in rule syntax. */
+  readonly allow?: readonly string[];
+}
+
+const DEFAULTS: OperatorPolicy = { deny: [], allowPrivate: false, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5 };
+
+export function parseOperatorPolicy(text: string, file: string): OperatorPolicy {
+  let raw: unknown;
+  try {
+    raw = parseToml(text);
+  } catch (err) {
+    throw new Error(`${file}: not valid TOML: ${(err as Error).message.split("\n")[0]}`);
+  }
+  const parsed = v.safeParse(OperatorPolicyFile, raw);
+  if (!parsed.success) throw new Error(`${file}: ${parsed.issues.map((i) => `${v.getDotPath(i) ?? "(top)"}: ${i.message}`).join("; ")}`);
+  const net = parsed.output.net;
+  return {
+    deny: (net.deny ?? []).map((r) => parseRule(r, { allowBroad: true })),
+    allowPrivate: net.allow_private ?? false,
+    maxBodyBytes: net.max_body_bytes ?? DEFAULTS.maxBodyBytes,
+    maxRedirects: net.max_redirects ?? DEFAULTS.maxRedirects,
+  };
+}
+
+/** Reads the operator policy, caching it until the file's mtime changes. A broken file denies all egress. */
+export class OperatorPolicySource {
+  readonly #file: string;
+  #mtime = -1;
+  #policy: OperatorPolicy | Error = DEFAULTS;
+
+  constructor(home: string) {
+    this.#file = join(home, "policy.toml");
+  }
+
+  get file(): string {
+    return this.#file;
+  }
+
+  current(): OperatorPolicy | Error {
+    let mtime: number;
+    try {
+      mtime = statSync(this.#file).mtimeMs;
+    } catch {
+      this.#mtime = -1;
+      return (this.#policy = DEFAULTS);
+    }
+    if (mtime !== this.#mtime) {
+      this.#mtime = mtime;
+      try {
+        this.#policy = parseOperatorPolicy(readFileSync(this.#file, "utf8"), this.#file);
+      } catch (err) {
+        this.#policy = err as Error;
+      }
+    }
+    return this.#policy;
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The egress decision for one request hop, composed at dispatch:
+ * the manifest's rules as approved ∩ the operator's policy ∩ the session's
+ * policy — then every resolved address judged. Pure but for the resolver.
+ */
+import { classifyAddress, parseIpLiteral, type AddressClass } from "./address.js";
+import { normaliseHost } from "./hostname.js";
+import { allowsAddress, matchesUrl, namesAddress, type EgressRule, type Target } from "./rules.js";
+
+export interface EgressPolicy {
+  /** Whose rules these are, for messages. */
+  readonly extension: string;
+  /** The manifest's `[net] allow` as the operator approved it. */
+  readonly approved: readonly EgressRule[];
+  /** Operator policy: rules that are refused whatever an approval says. */
+  readonly operatorDeny: readonly EgressRule[];
+  /** Operator policy: may non-public addresses ever be reached (when a rule names them)? */
+  readonly allowPrivate: boolean;
+  /** Session policy: no egress at all. */
+  readonly offline: boolean;
+  /** Session policy: a narrower allow list (null = no narrowing). */
+  readonly sessionAllow: readonly EgressRule[] | null;
+}
+
+/** Resolves a name to every address it has (injected in tests). */
+export type Resolver = (name: string) => Promise<ReadonlyArray<{ address: string; family: 4 | 6 }>>;
+
+export type Verdict =
+  | { readonly allowed: true; readonly rule: string; readonly address: string; readonly family: 4 | 6; readonly target: Target }
+  | { readonly allowed: false; readonly rule: string; readonly reason: string };
+
+const DEFAULT_PORT = { "http:": 80, "https:": 443 } as const;
+
+function deny(rule: string, reason: string): Verdict {
+  return { allowed: false, rule, reason };
+}
+
+/** Parses a URL once and derives the judged target; the same URL object is what gets sent. */
+export function targetOf(url: URL, method: string): Target | { error: string } {
+  if (url.protocol !== "http:" && url.protocol !== "https:") return { error: `scheme '${url.protocol.replace(/:$/, "")}' is not allowed` };
+  if (url.username !== "" || url.password !== "") return { error: "credentials in the URL (userinfo) are not allowed" };
+  const ip = parseIpLiteral(url.hostname);
+  let name: string | null = null;
+  if (ip === null) {
+    try {
+      name = normaliseHost(url.hostname);
+    } catch (err) {
+      return { error: `bad host: ${(err as Error).message}` };
+    }
+  }
+  const port = url.port === "" ? DEFAULT_PORT[url.protocol] : Number(url.port);
+  return { method: method.toUpperCase(), scheme: url.protocol === "http:" ? "http" : "https", name, port, path: url.pathname };
+}
+
+const where = (url: URL) => `${url.protocol}//${url.host}${url.pathname}`;
+
+/** Judges one hop. `ip` hosts are judged without a lookup; names are resolved once. */
+export async function judge(url: URL, method: string, policy: EgressPolicy, resolve: Resolver): Promise<Verdict> {
+  const target = targetOf(url, method);
+  if ("error" in target) return deny("url", `${target.error} (${url.protocol}//${url.host})`);
+  if (policy.offline) return deny("session:offline", "this session is offline: no egress");
+  for (const rule of policy.operatorDeny) {
+    if (matchesUrl(rule, target) && (rule.host.kind === "name" || rule.host.kind === "wildcard")) {
+      return deny(`operator:deny ${rule.text}`, `the operator's policy denies ${where(url)}`);
+    }
+  }
+  const approved = policy.approved.find((rule) => matchesUrl(rule, target));
+  if (approved === undefined) {
+    return deny("manifest:no-match", `no approved rule of '${policy.extension}' allows ${target.method} ${where(url)}`);
+  }
+  if (policy.sessionAllow !== null && !policy.sessionAllow.some((rule) => matchesUrl(rule, target))) {
+    return deny("session:allow", `the session's allow list does not include ${where(url)}`);
+  }
+
+  const literal = target.name === null ? parseIpLiteral(url.hostname) : null;
+  let answers: ReadonlyArray<{ address: string; family: 4 | 6 }>;
+  if (literal !== null) {
+    answers = [{ address: literal, family: literal.includes(":") ? 6 : 4 }];
+  } else {
+    try {
+      answers = await resolve(target.name!);
+    } catch (err) {
+      return deny("dns", `cannot resolve ${target.name}: ${(err as Error).message}`);
+    }
+    if (answers.length === 0) return deny("dns", `${target.name} has no addresses`);
+  }
+
+  // Every answer is judged: one bad answer refuses the name (a rebinding
+  // resolver can mix a public address with an internal one).
+  let chosen: { address: string; family: 4 | 6 } | null = null;
+  for (const answer of answers) {
+    let info;
+    try {
+      info = classifyAddress(answer.address);
+    } catch {
+      return deny("dns", `${target.name ?? url.hostname} resolved to a malformed address`);
+    }
+    const { address, family, class: cls } = info;
+    for (const rule of policy.operatorDeny) {
+      if (namesAddress(rule, address)) return deny(`operator:deny ${rule.text}`, `the operator's policy denies address ${address}`);
+    }
+    if (literal !== null && !policy.approved.some((rule) => matchesUrl(rule, target) && allowsAddress(rule, target, address))) {
+      return deny("manifest:no-match", `no approved rule of '${policy.extension}' names the address ${address}`);
+    }
+    if (cls !== "public") {
+      const named = policy.approved.some((rule) => matchesUrl(rule, target) && namesAddress(rule, address));
+      if (!named) return deny(`address:${cls}`, `${target.name ?? address} resolves to ${address}, a ${describe(cls)} address; only a rule naming that IP or CIDR may reach it`);
+      if (!policy.allowPrivate) return deny("operator:no-private", `the operator's policy forbids ${describe(cls)} addresses (${address})`);
+    }
+    chosen ??= { address, family };
+  }
+  return { allowed: true, rule: approved.text, address: chosen!.address, family: chosen!.family, target };
+}
+
+function describe(cls: AddressClass): string {
+  return cls.replace(/_/g, "-");
+}

@@ -1,0 +1,1 @@
+ALTER TABLE `kv` ADD `encoding` text DEFAULT 'bytes' NOT NULL;

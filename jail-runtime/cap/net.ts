@@ -1,0 +1,63 @@
+/**
+ * `net.fetch`: the satellite has no network; the broker makes the request,
+ * judged against the approved rules, and hands back the response.
+ */
+import { callCap } from "./invocation.js";
+import { toBase64 } from "./base64.js";
+
+export interface FetchInit {
+  readonly method?: string;
+  readonly headers?: Readonly<Record<string, string>> | ReadonlyArray<readonly [string, string]>;
+  readonly body?: string | Uint8Array | null;
+}
+
+/** A brokered response: the whole body, already read (bounded by the operator's policy). */
+export class FetchResult {
+  constructor(
+    readonly status: number,
+    readonly url: string,
+    readonly headers: ReadonlyArray<readonly [string, string]>,
+    readonly body: Uint8Array,
+  ) {}
+
+  get ok(): boolean {
+    return this.status >= 200 && this.status < 300;
+  }
+
+  /** The first value of a header (names are case-insensitive), or null. */
+  header(name: string): string | null {
+    const key = name.toLowerCase();
+    return this.headers.find(([n]) => n === key)?.[1] ?? null;
+  }
+
+  text(): string {
+    return new TextDecoder().decode(this.body);
+  }
+
+  json(): unknown {
+    return JSON.parse(this.text());
+  }
+}
+
+/**
+ * Fetches a URL through the broker. Rejects with `CapError` (code `denied`,
+ * the message naming the rule) when policy refuses it.
+ *
+ * @example
+ * ```ts
+ * import { net } from "@tether/cap";
+ * const res = await net.fetch("https://api.example.com/v1/weather?city=Lisbon");
+ * if (res.ok) console.log(res.json());
+ * ```
+ */
+export async function fetch(url: string, init: FetchInit = {}): Promise<FetchResult> {
+  const headers = Array.isArray(init.headers) ? init.headers : Object.entries(init.headers ?? {});
+  const body = init.body === undefined || init.body === null ? null : toBase64(typeof init.body === "string" ? new TextEncoder().encode(init.body) : init.body);
+  const value = (await callCap("net.fetch", { url: String(url), method: init.method ?? "GET", headers, body })) as {
+    status: number;
+    url: string;
+    headers: Array<[string, string]>;
+    body: Uint8Array;
+  };
+  return new FetchResult(value.status, value.url, value.headers, value.body);
+}
