@@ -21,13 +21,15 @@ export interface EgressRule {
   /** The rule as written (what audit rows and denials name). */
   readonly text: string;
   readonly methods: readonly string[] | null;
-  readonly scheme: "http" | "https";
+  /** "*" only in an operator's host-only deny rule. */
+  readonly scheme: "http" | "https" | "*";
   readonly host:
     | { readonly kind: "name"; readonly name: string }
     | { readonly kind: "wildcard"; readonly suffix: string }
     | { readonly kind: "ip"; readonly address: string }
     | { readonly kind: "cidr"; readonly cidr: string };
-  readonly port: number;
+  /** null only in an operator's host-only deny rule: any port. */
+  readonly port: number | null;
   /** "" for no prefix; otherwise starts with "/" and has no trailing "/". */
   readonly pathPrefix: string;
 }
@@ -39,9 +41,18 @@ export class RuleError extends Error {
 const METHOD = /^[A-Z]+$/;
 const DEFAULT_PORT = { http: 80, https: 443 } as const;
 
-/** Parses one rule; throws RuleError naming what is wrong. `allowBroad` is for operator denies. */
+/**
+ * Parses one rule; throws RuleError naming what is wrong. `allowBroad` is for
+ * operator denies, which may also be a bare host pattern (`*.evil.example`):
+ * any scheme, any port, any path.
+ */
 export function parseRule(text: string, options: { allowBroad?: boolean } = {}): EgressRule {
   const trimmed = text.trim();
+  if (options.allowBroad && !trimmed.includes("://") && !trimmed.includes(" ")) {
+    const probe = parseRule(`http://${trimmed}`, options);
+    if (probe.pathPrefix !== "" || /:\d+$/.test(trimmed)) throw new RuleError(`egress rule '${text}': a host-only rule has no port or path`);
+    return { ...probe, text: trimmed, scheme: "*", port: null };
+  }
   const fail = (why: string): never => {
     throw new RuleError(`egress rule '${text}': ${why}`);
   };
@@ -160,7 +171,7 @@ function pathMatches(prefix: string, path: string): boolean {
 
 /** Does `rule` allow `target` by its URL parts (not yet its address)? */
 export function matchesUrl(rule: EgressRule, target: Target): boolean {
-  if (rule.scheme !== target.scheme || rule.port !== target.port) return false;
+  if ((rule.scheme !== "*" && rule.scheme !== target.scheme) || (rule.port !== null && rule.port !== target.port)) return false;
   if (rule.methods !== null && !rule.methods.includes(target.method)) return false;
   if (!pathMatches(rule.pathPrefix, target.path)) return false;
   const host = rule.host;

@@ -10,6 +10,7 @@ import { and, desc, eq, isNull } from "drizzle-orm";
 import { BrokerCode, TetherError } from "../errors.js";
 import { bundleExtension } from "../install/bundle.js";
 import { parseManifest, type Manifest } from "../install/manifest.js";
+import { parseRule, RuleError } from "../egress/rules.js";
 import type { Store } from "../store/open.js";
 import { approvals, installs } from "../store/schema.js";
 import { parseGrants, requestedGrants, type Grants } from "./grants.js";
@@ -56,6 +57,18 @@ export function checkToolSchemas(manifest: Manifest, file: string): void {
   }
 }
 
+/** Checks each `[net] allow` rule parses and is not too broad to mean anything. */
+export function checkNetRules(manifest: Manifest, file: string): void {
+  for (const [i, rule] of manifest.net.allow.entries()) {
+    try {
+      parseRule(rule);
+    } catch (err) {
+      if (err instanceof RuleError) throw new TetherError(BrokerCode.installFailed, `${file}: net.allow.${i}: ${err.message}`);
+      throw err;
+    }
+  }
+}
+
 export type Progress = (line: string) => void;
 
 export class Registry {
@@ -80,6 +93,7 @@ export class Registry {
     }
     const manifest = parseManifest(text, file);
     checkToolSchemas(manifest, file);
+    checkNetRules(manifest, file);
     progress(`bundling ${manifest.name}@${manifest.version} (${manifest.entry})`);
     const artifact = await bundleExtension(source, manifest);
     const artifactPath = join(this.#artifacts, `${manifest.name}-${artifact.sha256.slice(0, 16)}.js`);

@@ -5,6 +5,7 @@ import { ErrorCode } from "../wire/codes.js";
 import { isRefusal, type Outcome } from "./content.js";
 import { testCtx, type Ctx } from "./ctx.js";
 import { BadArguments } from "./decode_args.js";
+import { CapError } from "../cap/invocation.js";
 import type { Declared } from "./hook.js";
 import type { Command, Tool } from "./tool.js";
 
@@ -52,6 +53,8 @@ async function runTool(tool: Tool | Command, args: unknown, ctx: Ctx, what: stri
     return toolValue(result);
   } catch (err) {
     if (err instanceof BadArguments) return fail(ErrorCode.badArguments, `${what}: ${err.message}`);
+    // A capability the broker refused, left uncaught: the answer says so, with the rule.
+    if (err instanceof CapError) return fail(err.code === ErrorCode.denied ? ErrorCode.denied : err.code, `${what}: ${err.message}`);
     throw err;
   }
 }
