@@ -14,7 +14,7 @@
  *
  * See docs/egress.md for the reasoning.
  */
-import { cidrContains, parseCidr, parseIpLiteral } from "./address.js";
+import { cidrContains, InvalidAddressError, parseCidr, parseIpLiteral as parseIpStrict } from "./address.js";
 import { isTooBroad, normaliseHost } from "./hostname.js";
 
 export interface EgressRule {
@@ -36,6 +36,16 @@ export interface EgressRule {
 
 export class RuleError extends Error {
   override readonly name = "RuleError";
+}
+
+/** An IP literal's canonical form, null for a name, and a RuleError for a malformed literal. */
+function parseIpLiteral(host: string): string | null {
+  try {
+    return parseIpStrict(host);
+  } catch (err) {
+    if (err instanceof InvalidAddressError) throw new RuleError(`'${host}' is not a valid IP address: ${err.message}`);
+    throw err;
+  }
 }
 
 const METHOD = /^[A-Z]+$/;
