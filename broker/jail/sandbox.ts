@@ -57,9 +57,19 @@ export interface LaunchSpec {
 
 export interface Launch {
   readonly file: string;
+  /** The whole argument list. */
   readonly args: readonly string[];
+  /**
+   * True when the arguments should reach the program through file descriptor 3
+   * (`bwrap --args 3`): then pid 1 inside the jail, whose /proc/1/cmdline the
+   * satellite can read, names no host path.
+   */
+  readonly argsViaFd: boolean;
   readonly env: Readonly<Record<string, string>>;
 }
+
+/** Bytes of the jail's private /tmp (Deno's cache, localStorage): a bound, not a disk. */
+export const JAIL_TMP_BYTES = 16 * 1024 * 1024;
 
 function denoArgs(deno: string, artifact: string, socket: string, memoryMb: number): string[] {
   return [
@@ -87,7 +97,7 @@ const CHILD_ENV = { HOME: "/tmp", DENO_DIR: "/tmp/deno", NO_COLOR: "1", PATH: "/
 export function launchCommand(spec: LaunchSpec): Launch {
   if (spec.sandbox === "none") {
     const [file, ...args] = denoArgs(spec.deno, spec.artifact, `${spec.socketDir}/s.sock`, spec.memoryMb);
-    return { file: file!, args, env: { ...CHILD_ENV, HOME: spec.socketDir, DENO_DIR: `${spec.socketDir}/deno` } };
+    return { file: file!, args, argsViaFd: false, env: { ...CHILD_ENV, HOME: spec.socketDir, DENO_DIR: `${spec.socketDir}/deno` } };
   }
   const bwrap = findBwrap();
   if (bwrap === null) throw new TetherError(BrokerCode.sandboxUnavailable, "bubblewrap (bwrap) is not installed");
@@ -100,14 +110,22 @@ export function launchCommand(spec: LaunchSpec): Launch {
     "ALL",
     "--proc",
     "/proc",
+    // Kernel settings stay read-only even if the jail's uid 0 is the host's root.
+    "--ro-bind",
+    "/proc/sys",
+    "/proc/sys",
     "--dev",
     "/dev",
+    "--size",
+    String(JAIL_TMP_BYTES),
     "--tmpfs",
     "/tmp",
   ];
   for (const lib of sharedLibraries(spec.deno)) args.push("--ro-bind", realPath(lib), lib);
-  args.push("--ro-bind", spec.deno, JAIL_DENO, "--ro-bind", spec.artifact, JAIL_ARTIFACT, "--bind", spec.socketDir, JAIL_SOCKET_DIR);
+  // Only the socket itself is bound, not its directory: once the broker unlinks
+  // the host path, nothing the satellite does at that path reaches the host.
+  args.push("--ro-bind", spec.deno, JAIL_DENO, "--ro-bind", spec.artifact, JAIL_ARTIFACT, "--bind", `${spec.socketDir}/s.sock`, JAIL_SOCKET);
   for (const [key, value] of Object.entries(CHILD_ENV)) args.push("--setenv", key, value);
   args.push("--chdir", "/tmp", "--", ...denoArgs(JAIL_DENO, JAIL_ARTIFACT, JAIL_SOCKET, spec.memoryMb));
-  return { file: bwrap, args, env: {} };
+  return { file: bwrap, args, argsViaFd: true, env: {} };
 }

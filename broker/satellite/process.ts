@@ -18,6 +18,7 @@ import { denoBinary } from "../jail/deno-binary.js";
 import { launchCommand, type SandboxMode } from "../jail/sandbox.js";
 import type { Logger } from "../log.js";
 import { SatelliteConnection } from "./connection.js";
+import { rssLimitBytes, watchMemory } from "./memory-watch.js";
 import { captureOutput, type OutputTail } from "./output.js";
 import { mintToken, tokensEqual } from "./tokens.js";
 
@@ -126,6 +127,7 @@ export class SatelliteProcess {
   #exited: Promise<void> = Promise.resolve();
   #deathReason = "";
   #closing: Promise<void> | null = null;
+  #stopWatch: () => void = () => {};
   #observeRefusal: CapRefusalObserver = () => {};
   readonly #deathListeners: Array<(reason: string) => void> = [];
   /** Set once the hello proved the boot token and the served set. */
@@ -139,6 +141,11 @@ export class SatelliteProcess {
 
   get state(): SatelliteState {
     return this.#state;
+  }
+
+  /** The host directory that held this satellite's socket (for diagnostics and the escape suite). */
+  get socketDir(): string | null {
+    return this.#dir;
   }
 
   /** Registers a callback for when the process dies, with the reason. */
@@ -189,12 +196,15 @@ export class SatelliteProcess {
     });
 
     const launch = launchCommand({ sandbox: spec.sandbox, deno: denoBinary(), artifact: spec.artifact, socketDir: dir, memoryMb: spec.memoryMb });
-    const child = execa(launch.file, launch.args, {
+    // bwrap reads its options from fd 3 but wants the command itself on argv
+    // (the command names only jail paths).
+    const split = launch.args.indexOf("--");
+    const options = launch.argsViaFd ? launch.args.slice(0, split) : [];
+    const argv = launch.argsViaFd ? ["--args", "3", ...launch.args.slice(split)] : launch.args;
+    const child = execa(launch.file, argv, {
       env: launch.env,
       extendEnv: false,
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
+      stdio: launch.argsViaFd ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
       buffer: false,
       reject: false,
       cleanup: true,
@@ -203,10 +213,22 @@ export class SatelliteProcess {
     });
     this.#child = child;
     this.pid = child.pid;
+    if (child.pid !== undefined) {
+      const limit = rssLimitBytes(spec.memoryMb);
+      this.#stopWatch = watchMemory(child.pid, limit, (rss) => {
+        this.#log.warn("satellite passed its memory bound; stopping it", { rssMiB: Math.round(rss / 2 ** 20), limitMiB: limit / 2 ** 20 });
+        void this.destroy(`used ${Math.round(rss / 2 ** 20)} MiB, over its ${limit / 2 ** 20} MiB memory bound (memory_mb ${spec.memoryMb}), and was stopped`);
+      });
+    }
     captureOutput(child.stdout, "stdout", this.#log);
     this.#stderr = captureOutput(child.stderr, "stderr", this.#log);
     child.stdin?.on("error", () => {});
     child.stdin?.write(`${bootToken}\n`);
+    if (launch.argsViaFd) {
+      const argsPipe = child.stdio[3] as NodeJS.WritableStream | undefined;
+      argsPipe?.on("error", () => {});
+      argsPipe?.end(options.map((a) => `${a}\0`).join(""));
+    }
     this.#exited = child.then(
       (r) => this.#onExit(describeExit(r.exitCode, r.signal, spec.memoryMb)),
       (err: Error) => this.#onExit(`could not run: ${err.message}`),
@@ -443,6 +465,7 @@ export class SatelliteProcess {
   #die(): void {
     if (this.#state === "dead") return;
     this.#state = "dead";
+    this.#stopWatch();
     const reason = this.#deathReason || "died";
     this.#finishOpen(failure(WireCode.crashed, `Satellite '${this.spec.name}' ${reason} during '${this.#open?.name ?? "the call"}'`));
     this.#conn?.close();

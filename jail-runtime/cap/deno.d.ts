@@ -13,5 +13,6 @@ declare namespace Deno {
   function exit(code?: number): never;
 }
 declare namespace Deno {
+  const permissions: { revokeSync(descriptor: { name: "read" | "write" | "net" }): { state: string } };
   function addSignalListener(signal: string, handler: () => void): void;
 }

@@ -100,6 +100,15 @@ export async function serveLoop(answerer: Answerer, served: { tools: string[]; h
   }
   const boot = await readBootToken();
   const channel = await Channel.open(socketPath);
+  // Connected: the three socket grants are no longer needed; drop them so
+  // nothing here can unlink, chmod or re-listen on the path.
+  for (const name of ["net", "read", "write"] as const) {
+    try {
+      Deno.permissions.revokeSync({ name });
+    } catch {
+      // best effort: the OS sandbox confines the path either way
+    }
+  }
   invocation.attach(channel);
   void exitOnStdinEof(channel);
   await channel.send({ t: "hello", boot, runtime: RUNTIME_NAME, tools: [...served.tools].sort(), hooks: [...served.hooks].sort() });

@@ -236,22 +236,15 @@ export const CASES: readonly JailCase[] = [
     refusal: 'TypeError: Module not found "file://<host tmp>/secret.js" (plain Deno runs it)',
     check: (seen, env) => MODULE_NOT_FOUND(`file://${env.files.js}`)(seen),
     control: loadedDefault("host js, never for the jail") },
-  { kind: A, id: "J14-literal-proc-cmdline", group: "literal", layer: "nothing", verdict: "escaped", finding: "F3",
+  { kind: A, id: "J14-literal-proc-cmdline", group: "literal", layer: "os", verdict: "contained",
     title: "a literal import of file:///proc/1/cmdline as text in the artifact itself",
-    refusal: "nothing: pid 1 in the jail is bwrap, whose command line names host paths (artifact, socket dir, libraries)",
+    refusal: "contained: pid 1 in the jail is bwrap, given its options on fd 3 (--args), so its command line names only jail paths (fixed F3)",
     check: (seen, env) => {
       // Secure: refused, or readable but naming no host path.
       if (seen.answered && seen.obs.outcome === "refused") return;
       const text = JSON.stringify(seen);
       expect(text).not.toContain(dirname(env.artifact));
       expect(text).not.toContain(jail(env).socketDir);
-    },
-    evidence: (seen, env) => {
-      const detail = succeeded(seen) as { default: string };
-      const args = detail.default.split("\0");
-      expect(args[0]).toMatch(/bwrap$/);
-      expect(args).toContain(env.artifact);
-      expect(args).toContain(jail(env).socketDir);
     },
     control: "skip" },
   { kind: A, id: "J15-node-fs", group: "shared", layer: "deno", verdict: "refused",
@@ -280,7 +273,7 @@ export const CASES: readonly JailCase[] = [
     check: notCapable("read", "/dev/urandom") },
   { kind: H, id: "J21-jail-filesystem", group: "host", layer: "os", verdict: "refused",
     title: "what exists in the jail at all: its root, /opt/tether, and which mounts are writable",
-    refusal: "bwrap: the root holds only dev, lib*, opt, proc, run, tmp; Deno, libraries and artifact are read-only binds; the one writable host path is /run/tether (F1)",
+    refusal: "bwrap: the root holds only dev, lib*, opt, proc, run, tmp; Deno, libraries and artifact are read-only binds; the one writable host path is the socket inode /run/tether/s.sock (fixed F1: no longer its directory)",
     inspect: (env) => {
       const { root, denoPid } = jail(env);
       const top = listing(root) ?? [];
@@ -288,10 +281,11 @@ export const CASES: readonly JailCase[] = [
       expect(listing(`${root}/opt/tether`)).toEqual(["deno", "satellite.js"]);
       expect(listing(`${root}/run`)).toEqual(["tether"]);
       const m = mounts(denoPid);
-      // Writable: bwrap's own tmpfs root, /dev (its device nodes), /proc, the /tmp tmpfs, and the one host directory /run/tether.
+      // Writable: bwrap's own tmpfs root, /dev (its device nodes), /proc, the /tmp tmpfs, and the socket inode itself.
       const writable = [...m].filter(([, options]) => options.includes("rw")).map(([point]) => point);
-      expect(writable.filter((p) => !["/", "/dev", "/proc", "/tmp", "/run/tether"].includes(p) && !p.startsWith("/dev/"))).toEqual([]);
-      expect(writable).toContain("/run/tether");
+      expect(writable.filter((p) => !["/", "/dev", "/proc", "/tmp", "/run/tether/s.sock"].includes(p) && !p.startsWith("/dev/"))).toEqual([]);
+      expect(writable).toContain("/run/tether/s.sock");
+      expect(m.get("/proc/sys")).toContain("ro");
       for (const point of ["/opt/tether/deno", "/opt/tether/satellite.js"]) expect(m.get(point)).toContain("ro");
       for (const [point, options] of m) if (point.startsWith("/lib")) expect(options).toContain("ro");
     } },
@@ -581,45 +575,45 @@ export const CASES: readonly JailCase[] = [
     refusal: "the broker unlinked it after the boot token was proven: the host socket dir is empty",
     inspect: (env) => expect(listing(jail(env).socketDir)).toEqual([]) },
   { kind: A, id: "J75-sock-stat", group: "socket", layer: "broker", verdict: "refused",
-    title: 'Deno.stat("/run/tether/s.sock") (read is granted there)',
-    refusal: "NotFound: stat '/run/tether/s.sock' — already unlinked",
+    title: 'Deno.stat("/run/tether/s.sock") (read was granted there until the runtime connected)',
+    refusal: "NotCapable: the runtime revoked its socket grants once connected (and the host path is already unlinked)",
     check: async (seen, env) => {
-      notFound("stat")(seen);
+      refusedWith(seen, "NotCapable", /^Requires read access to /);
       await servedNext(env, "same process");
     } },
   { kind: A, id: "J76-sock-reconnect", group: "socket", layer: "broker", verdict: "refused",
-    title: "a second connection to the broker's socket path (net is granted there)",
-    refusal: "NotFound: No such file or directory — nothing listens there any more",
+    title: "a second connection to the broker's socket path (net was granted there until the runtime connected)",
+    refusal: "NotCapable: grants revoked once connected; nothing listens there any more either",
     check: async (seen, env) => {
-      notFound()(seen);
+      refusedWith(seen, "NotCapable", /^Requires (net|read|write) access to /);
       await servedNext(env, "same process");
     } },
   { kind: A, id: "J77-sock-unlink", group: "socket", layer: "broker", verdict: "refused",
     title: 'Deno.remove("/run/tether/s.sock") (write is granted there)',
-    refusal: "NotFound: remove '/run/tether/s.sock'; the next call on the same satellite is served",
+    refusal: "NotCapable: grants revoked once connected; the next call on the same satellite is served",
     check: async (seen, env) => {
-      notFound("remove")(seen);
+      refusedWith(seen, "NotCapable", /^Requires write access to /);
       await servedNext(env, "same process");
     } },
   { kind: A, id: "J78-sock-chmod", group: "socket", layer: "broker", verdict: "refused",
     title: 'Deno.chmod("/run/tether/s.sock", 0o777)',
-    refusal: "NotFound: chmod '/run/tether/s.sock'; the next call is served",
+    refusal: "NotCapable: grants revoked once connected; the next call is served",
     check: async (seen, env) => {
-      notFound("chmod")(seen);
+      refusedWith(seen, "NotCapable", /^Requires write access to /);
       await servedNext(env, "same process");
     } },
-  { kind: A, id: "J79-sock-relisten", group: "socket", layer: "broker", verdict: "contained",
-    title: "Deno.listen on /run/tether/s.sock (allowed by the grants) and wait for the broker",
-    refusal: "contained: it listens, but the broker never connects again (0 accepted); the next call is served on the original connection",
+  { kind: A, id: "J79-sock-relisten", group: "socket", layer: "deno", verdict: "refused",
+    title: "Deno.listen on /run/tether/s.sock (allowed by the grants until the runtime connected) and wait for the broker",
+    refusal: "NotCapable: grants revoked once connected (and the broker never connects there again); the next call is served on the original connection",
     args: () => ({ ms: 300 }),
     check: async (seen, env) => {
-      expect(succeeded(seen)).toEqual({ listened: true, accepted: 0, leftBehind: expect.any(Boolean) });
+      refusedWith(seen, "NotCapable", /^Requires (net|read|write) access to /);
       await servedNext(env, "same process");
       expect(listing(jail(env).socketDir)).toEqual([]);
     } },
-  { kind: A, id: "J80-sock-write-host", group: "socket", layer: "nothing", verdict: "escaped", finding: "F1",
+  { kind: A, id: "J80-sock-write-host", group: "socket", layer: "os", verdict: "refused",
     title: "mkdir at /run/tether/s.sock, write 1 MiB and a directory tree under it (all inside the grants)",
-    refusal: "nothing: the writes land in the host's socket dir (host /tmp), unbounded until the satellite dies",
+    refusal: "the runtime revokes its socket grants once connected (NotCapable), and only the socket inode is bound, never its host directory (fixed F1)",
     args: () => ({ mb: 1 }),
     check: async (seen, env) => {
       const socketDir = jail(env).socketDir;
@@ -629,12 +623,7 @@ export const CASES: readonly JailCase[] = [
       expect(written).toEqual([]);
       expect(seen).toMatchObject({ answered: true, obs: { outcome: "refused" } });
     },
-    evidence: (seen, env) => {
-      expect(succeeded(seen)).toEqual({ wrote: 1024 * 1024 });
-      const socketDir = jail(env).socketDir;
-      expect(tree(socketDir)).toEqual(["s.sock", "s.sock/a", "s.sock/a/b", "s.sock/a/b/c", "s.sock/filler"]);
-      expect(statSync(`${socketDir}/s.sock/filler`).size).toBe(1024 * 1024);
-    } },
+  },
   { kind: H, id: "J81-proc-pidns", group: "host", layer: "os", verdict: "refused",
     title: "which processes the jail's /proc shows",
     refusal: "bwrap --unshare-pid: its own pid namespace; /proc lists pid 1 (bwrap's init) and 2 (Deno) only",
@@ -688,9 +677,9 @@ export const CASES: readonly JailCase[] = [
       observed(seen, Object.fromEntries(["read", "write", "net", "env", "run", "ffi", "sys", "import"].map((n) => [n, ok("denied")]))) },
   { kind: A, id: "J90-perm-query", group: "shared", layer: "deno", verdict: "refused",
     title: "Deno.permissions.querySync: what the satellite holds",
-    refusal: 'read and net "prompt" (i.e. not granted); only the socket path is "granted" for read, write and net',
+    refusal: 'nothing is "granted": the socket grants were revoked once the runtime connected; everything reads "prompt" (refused under --no-prompt)',
     check: (seen) =>
-      observed(seen, { read: ok("prompt"), readSocket: ok("granted"), writeSocket: ok("granted"), netSocket: ok("granted"), net: ok("prompt") }),
+      observed(seen, { read: ok("prompt"), readSocket: ok("prompt"), writeSocket: ok("prompt"), netSocket: ok("prompt"), net: ok("prompt") }),
     control: "skip" },
 
   // Other surfaces
@@ -752,22 +741,23 @@ export const CASES: readonly JailCase[] = [
       expect(seen).toEqual({ answered: false, code: "crashed", msg: "Satellite 'escape' ran out of memory (limit 64 MiB) and exited during 'attempt'" });
       await servedNext(env, "fresh process");
     } },
-  { kind: A, id: "J98-offheap-bomb", group: "crash", layer: "nothing", verdict: "escaped", finding: "F2",
+  { kind: A, id: "J98-offheap-bomb", group: "crash", layer: "broker", verdict: "refused",
     title: "hold 256 MiB in ArrayBuffers (off the V8 heap) with memory_mb = 64",
-    refusal: "nothing: --max-old-space-size bounds only the JS heap; the satellite keeps 256 MiB and answers",
+    refusal: "the broker's RSS watchdog (2 × memory_mb + 128 MiB for the tree) stops it: answered crashed, the next call boots a fresh one (fixed F2)",
     args: () => ({ mb: 256 }),
     deadlineMs: 20_000,
     check: async (seen, env) => {
-      const answered = seen;
-      await servedNext(env, answered.answered ? "same process" : "fresh process");
-      // Secure: past its memory limit the satellite is stopped.
-      expect(answered).toMatchObject({ answered: false, code: "crashed" });
+      // Secure: past its bound the satellite is stopped — during the call (crashed),
+      // or within a few watchdog polls after it answered while still holding the memory.
+      if (seen.answered) {
+        for (let i = 0; i < 40 && env.slot.process?.pid === env.before.pid; i++) await new Promise((r) => setTimeout(r, 100));
+        expect(env.slot.process?.pid).not.toBe(env.before.pid);
+      } else {
+        expect(seen).toMatchObject({ answered: false, code: "crashed", msg: expect.stringContaining("memory bound") });
+      }
+      await servedNext(env, "fresh process");
     },
-    evidence: (seen) => {
-      const detail = succeeded(seen) as { heldMb: number; rssMb: number };
-      expect(detail.heldMb).toBe(256);
-      expect(detail.rssMb).toBeGreaterThan(256);
-    } },
+  },
   { kind: A, id: "J99-infinite-loop", group: "crash", layer: "broker", verdict: "refused",
     title: "for (;;) {} — block the satellite's event loop",
     refusal: "the broker's deadline: answered timeout, the satellite killed, the next call boots a fresh one",
@@ -782,15 +772,14 @@ export const CASES: readonly JailCase[] = [
     title: "open a kernel sysctl (/proc/sys/kernel/printk_ratelimit) for writing; nothing is written",
     refusal: 'NotCapable: Requires write access to "/proc/sys/kernel/printk_ratelimit"',
     check: notCapable("write", "/proc/sys/kernel/printk_ratelimit") },
-  { kind: H, id: "J101-proc-sys-os-alone", group: "bypass", layer: "nothing", verdict: "escaped", finding: "F4",
-    findingWhen: () => process.getuid?.() === 0,
+  { kind: H, id: "J101-proc-sys-os-alone", group: "bypass", layer: "os", verdict: "refused",
     title: "J100 again in the same bwrap jail around a Deno with --allow-all (as a Deno permission bypass would leave it)",
-    refusal: "nothing when the broker runs as root: the jail's uid 0 is host uid 0, and /proc/sys is writable by uid 0 without capabilities",
+    refusal: "bwrap --ro-bind /proc/sys /proc/sys: read-only even when the jail's uid 0 is the host's root (fixed F4)",
     inspect: (env) => {
       // Secure: the OS layer alone refuses the open (read-only /proc/sys, or a jail uid that is not host root).
       expect(bypassProbe(env)).toEqual({ openedForWriting: false, error: { name: expect.stringMatching(/^(PermissionDenied|Error)$/), message: expect.stringMatching(/Permission denied|Read-only file system/) } });
     },
-    evidence: (env) => expect(bypassProbe(env)).toEqual({ openedForWriting: true }) },
+  },
 ];
 
 /**
@@ -801,6 +790,7 @@ export const CASES: readonly JailCase[] = [
 function bypassProbe(env: CaseEnv): unknown {
   const dir = mkdtempSync(join(env.files.dir, "bypass-"));
   const probe = join(dir, "probe.js");
+  writeFileSync(join(dir, "s.sock"), ""); // the jail binds the socket file itself
   writeFileSync(
     probe,
     `try { const f = await Deno.open("/proc/sys/kernel/printk_ratelimit", { write: true }); f.close(); console.log(JSON.stringify({ openedForWriting: true })); }

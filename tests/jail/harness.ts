@@ -145,7 +145,7 @@ export interface JailView {
   readonly bwrapPid: number;
   readonly initPid: number;
   readonly denoPid: number;
-  /** The host directory bound at /run/tether. */
+  /** The host directory that held the socket bound at /run/tether/s.sock. */
   readonly socketDir: string;
   /** The jail's root, seen from the host. */
   readonly root: string;
@@ -162,10 +162,9 @@ function children(pid: number): number[] {
 export function jailView(slot: SatelliteSlot): JailView {
   const bwrapPid = slot.process?.pid;
   if (bwrapPid === undefined) throw new Error("the slot has no live process");
-  const args = readFileSync(`/proc/${bwrapPid}/cmdline`, "utf8").split("\0");
-  const at = args.indexOf("/run/tether");
-  const socketDir = args[at - 1];
-  if (at < 2 || args[at - 2] !== "--bind" || socketDir === undefined) throw new Error(`no --bind … /run/tether in ${args.join(" ")}`);
+  // bwrap reads its options from fd 3, so its command line no longer names the host dir: ask the process.
+  const socketDir = slot.process?.socketDir;
+  if (socketDir == null) throw new Error("the satellite has no socket directory");
   const [initPid] = children(bwrapPid);
   if (initPid === undefined) throw new Error(`bwrap ${bwrapPid} has no child`);
   const [denoPid] = children(initPid);
