@@ -62,6 +62,7 @@ export class Broker {
   readonly #sessionPolicies = new Map<string, SessionPolicy>();
   readonly #caps: CapEnvironment;
   #dataVersion = -1;
+  #registryVersion = -1;
   #closed = false;
 
   private constructor(options: BrokerOptions) {
@@ -115,17 +116,30 @@ export class Broker {
 
   /** Stops satellites whose approval is gone or replaced (another process may have revoked it). */
   #enforceApprovals(): void {
+    // data_version moves with other processes' commits; the registry's own counter with ours.
     const version = this.store.sqlite.pragma("data_version", { simple: true }) as number;
-    if (version === this.#dataVersion) return;
+    if (version === this.#dataVersion && this.registry.version === this.#registryVersion) return;
     this.#dataVersion = version;
+    this.#registryVersion = this.registry.version;
     for (const [key, live] of this.#live) {
       const name = live.slot.name;
       const current = this.registry.latestApproval(name);
       const installed = this.registry.get(name);
-      if (current === null || current.id !== live.approval.id || current.revokedAt !== null || installed?.manifestHash !== live.installed.manifestHash) {
-        this.#log.warn("approval changed; stopping the extension's satellite", { extension: name });
+      const sameArtifact =
+        current !== null &&
+        installed !== null &&
+        current.revokedAt === null &&
+        installed.manifestHash === live.installed.manifestHash &&
+        current.manifestHash === live.installed.manifestHash &&
+        current.artifactHash === live.installed.artifactHash;
+      if (!sameArtifact) {
+        this.#log.warn("approval revoked or the install changed; stopping the extension's satellite", { extension: name });
         this.#live.delete(key);
-        void live.slot.destroy("was stopped: its approval was revoked or replaced");
+        void live.slot.destroy("was stopped: its approval was revoked or the install changed");
+      } else if (current.id !== live.approval.id) {
+        // Re-approved (perhaps narrower) for the same artifact: the satellite keeps running;
+        // capability calls read the grants at dispatch anyway.
+        this.#live.set(key, { ...live, approval: current });
       }
     }
   }

@@ -193,9 +193,21 @@ export function capDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatch
           policy,
           env.resolve,
           { maxBodyBytes: operator.maxBodyBytes, maxRedirects: operator.maxRedirects, deadlineAt: ctx.deadlineAt },
-          (url, verdict) => {
-            // One audit row per hop that was refused; the allowed final hop is audited with its bytes below.
-            if (!verdict.allowed) audit("denied", verdict.rule, url);
+          {
+            // One audit row per hop: refused hops when judged, redirecting hops when answered,
+            // the final hop with its bytes below.
+            judged: (url, verdict) => {
+              if (!verdict.allowed) audit("denied", verdict.rule, url);
+            },
+            redirected: (url, verdict) => audit("allowed", verdict.rule, url),
+            // The hook stage is asked about every hop, not only the first.
+            gate: async (url) => {
+              const verdict = await env.hooks({ extension: info.extension, capability: call.cap, target: url, within: `${info.kind}:${info.name}`, args: call.args });
+              if (verdict === null) return null;
+              const rule = `hook:${verdict.by}`;
+              audit("denied", rule, url);
+              return { rule, reason: `Blocked by a hook: ${verdict.block}` };
+            },
           },
         );
         if (outcome.ok) {

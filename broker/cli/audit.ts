@@ -2,7 +2,10 @@
  * `tether audit`: the invocation ledger and the capability audit, filtered.
  */
 import { and, desc, eq, gte, type SQL } from "drizzle-orm";
-import { TetherError, BrokerCode } from "../errors.js";
+/** A --since value that is neither a duration nor a date (a usage error). */
+export class SinceError extends Error {
+  override readonly name = "SinceError";
+}
 import type { Store } from "../store/open.js";
 import { capAudit, invocations } from "../store/schema.js";
 
@@ -11,7 +14,7 @@ export interface AuditQuery {
   readonly session?: string;
   /** "30m", "2h", "7d", or an ISO date. */
   readonly since?: string;
-  /** Only refused capability calls and failed invocations. */
+  /** Only refused capability calls (invocations are left out). */
   readonly denied?: boolean;
 }
 
@@ -26,7 +29,7 @@ export function parseSince(since: string, now = Date.now()): number {
     return now - Number(rel[1]) * unit;
   }
   const abs = Date.parse(since);
-  if (Number.isNaN(abs)) throw new TetherError(BrokerCode.approvalInvalid, `--since '${since}': expected a duration like 30m, 2h, 7d or a date like 2026-11-29T10:00`);
+  if (Number.isNaN(abs)) throw new SinceError(`--since '${since}': expected a duration like 30m, 2h, 7d or a date like 2026-11-29T10:00`);
   return abs;
 }
 
@@ -66,7 +69,7 @@ export function renderAudit(entries: readonly AuditEntry[]): string {
       const at = new Date(e.at).toISOString();
       return e.type === "invocation"
         ? `${at} ${e.session} ${e.extension} ${e.kind} ${e.name} → ${e.outcome}${e.durationMs !== null ? ` (${e.durationMs} ms)` : ""}`
-        : `${at} ${e.session} ${e.extension} cap ${e.capability} ${e.target} → ${e.decision.toUpperCase()} by ${e.rule}${e.bytes ? ` (${e.bytes} bytes)` : ""}`;
+        : `${at} ${e.session} ${e.extension} cap ${e.capability}${e.target ? ` ${e.target}` : ""} → ${e.decision.toUpperCase()} by ${e.rule}${e.bytes ? ` (${e.bytes} bytes)` : ""}`;
     })
     .join("\n");
 }

@@ -4,11 +4,8 @@
  */
 import { createInterface } from "node:readline/promises";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { Broker } from "../broker.js";
+import type { Broker } from "../broker.js";
 import { TetherError } from "../errors.js";
-import { buildReview, renderReview } from "../registry/review.js";
-import { queryAudit, renderAudit } from "./audit.js";
-import { runChecks } from "./doctor.js";
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, declined: 3, callFailed: 4 } as const;
 
@@ -86,6 +83,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return EXIT.ok;
   }
   if (command === "doctor") {
+    const { runChecks } = await import("./doctor.js");
     const checks = runChecks(values.home);
     out(checks, checks.map((c) => `${c.ok ? "ok  " : "FAIL"} ${c.name}: ${c.detail}`).join("\n"));
     return checks.every((c) => c.ok) ? EXIT.ok : EXIT.failed;
@@ -97,6 +95,27 @@ export async function main(argv: readonly string[]): Promise<number> {
     return EXIT.usage;
   }
 
+  // Usage first: a missing argument never opens (or creates) a home.
+  const usage: Record<string, [number, string]> = {
+    install: [1, "the extension folder: tether install <dir>"],
+    review: [1, "the extension name: tether review <name>"],
+    approve: [1, "the extension name: tether approve <name>"],
+    revoke: [1, "the extension name: tether revoke <name>"],
+    uninstall: [1, "the extension name: tether uninstall <name>"],
+    call: [2, "the extension and tool names: tether call <name> <tool> [json]"],
+  };
+  const needed = usage[command];
+  if (needed !== undefined && args.length < needed[0]) {
+    console.error(`tether ${command}: missing ${needed[1]}`);
+    return EXIT.usage;
+  }
+
+  // Loaded only for commands that use them: help and usage errors stay fast.
+  const [{ Broker }, { buildReview, renderReview }, { queryAudit, renderAudit, SinceError }] = await Promise.all([
+    import("../broker.js"),
+    import("../registry/review.js"),
+    import("./audit.js"),
+  ]);
   let broker: Broker | null = null;
   try {
     broker = Broker.open(values.home !== undefined ? { home: values.home } : {});
@@ -182,7 +201,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     return EXIT.usage;
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof SinceError) {
       console.error(`tether ${command}: ${err.message}`);
       return EXIT.usage;
     }

@@ -37,6 +37,18 @@ export type FetchOutcome =
 /** Told about every hop's verdict (the audit writes one row per hop). */
 export type HopObserver = (url: string, verdict: Verdict) => void;
 
+/** Asked before each redirect hop is sent (the hook stage); a string refuses it, naming the rule. */
+export type HopGate = (url: string) => Promise<{ rule: string; reason: string } | null>;
+
+export interface HopCallbacks {
+  /** Every hop's policy verdict. */
+  readonly judged?: HopObserver;
+  /** A hop that was sent and answered with a redirect (so it is audited too). */
+  readonly redirected?: (url: string, verdict: Verdict & { allowed: true }, status: number) => void;
+  /** Asked for every hop after the first (the first was asked by the caller). */
+  readonly gate?: HopGate;
+}
+
 // Never forwarded: hop-by-hop and proxy headers, and what undici sets itself.
 const STRIPPED = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length", "expect", "forwarded", "via", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"]);
 // Dropped when a redirect crosses origins.
@@ -104,7 +116,7 @@ async function readBounded(body: AsyncIterable<Uint8Array>, max: number): Promis
   return out;
 }
 
-export async function brokeredFetch(req: BrokeredRequest, policy: EgressPolicy, resolve: Resolver, limits: FetchLimits, onHop: HopObserver = () => {}): Promise<FetchOutcome> {
+export async function brokeredFetch(req: BrokeredRequest, policy: EgressPolicy, resolve: Resolver, limits: FetchLimits, hops: HopCallbacks = {}): Promise<FetchOutcome> {
   let url: URL;
   try {
     url = new URL(req.url);
@@ -116,8 +128,15 @@ export async function brokeredFetch(req: BrokeredRequest, policy: EgressPolicy, 
   let headers = cleanHeaders(req.headers);
   for (let hop = 0; ; hop++) {
     const verdict = await judge(url, method, policy, resolve);
-    onHop(url.href, verdict);
+    hops.judged?.(url.href, verdict);
     if (!verdict.allowed) return { ok: false, verdict };
+    if (hop > 0 && hops.gate !== undefined) {
+      const blocked = await hops.gate(url.href);
+      if (blocked !== null) {
+        const denial = { allowed: false as const, rule: blocked.rule, reason: blocked.reason };
+        return { ok: false, verdict: denial };
+      }
+    }
     const remaining = limits.deadlineAt - Date.now();
     if (remaining <= 0) return { ok: false, failure: "the invocation's deadline passed before the request was sent", rule: "limit:deadline" };
     let res;
@@ -127,8 +146,9 @@ export async function brokeredFetch(req: BrokeredRequest, policy: EgressPolicy, 
         headers: Object.fromEntries(headers),
         body: body ?? null,
         dispatcher: pinnedAgent(url.origin, verdict.address, verdict.family),
-        headersTimeout: remaining,
-        bodyTimeout: remaining,
+        // undici's own timers are coarse (they can fire ~0.5 s early): the signal is exact.
+        headersTimeout: 0,
+        bodyTimeout: 0,
         signal: AbortSignal.timeout(remaining),
       });
     } catch (err) {
@@ -137,6 +157,7 @@ export async function brokeredFetch(req: BrokeredRequest, policy: EgressPolicy, 
     const location = res.headers.location;
     if (res.statusCode >= 300 && res.statusCode < 400 && location !== undefined) {
       res.body.resume();
+      hops.redirected?.(url.href, verdict, res.statusCode);
       if (hop + 1 > limits.maxRedirects) return { ok: false, failure: `more than ${limits.maxRedirects} redirects`, rule: "limit:redirects" };
       let next: URL;
       try {

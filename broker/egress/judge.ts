@@ -64,11 +64,14 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
       return deny(`operator:deny ${rule.text}`, `the operator's policy denies ${where(url)}`);
     }
   }
-  const approved = policy.approved.find((rule) => matchesUrl(rule, target));
+  // An IP/CIDR rule allows only URLs written with an address; a name rule only names.
+  // (IP rules still *name* the addresses a name may resolve to, below.)
+  const sameKind = (rule: EgressRule) => (rule.host.kind === "ip" || rule.host.kind === "cidr") === (target.name === null);
+  const approved = policy.approved.find((rule) => sameKind(rule) && matchesUrl(rule, target));
   if (approved === undefined) {
     return deny("manifest:no-match", `no approved rule of '${policy.extension}' allows ${target.method} ${where(url)}`);
   }
-  if (policy.sessionAllow !== null && !policy.sessionAllow.some((rule) => matchesUrl(rule, target))) {
+  if (policy.sessionAllow !== null && !policy.sessionAllow.some((rule) => sameKind(rule) && matchesUrl(rule, target))) {
     return deny("session:allow", `the session's allow list does not include ${where(url)}`);
   }
 

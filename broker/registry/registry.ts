@@ -27,6 +27,7 @@ export interface Installed {
   readonly artifactPath: string;
   readonly artifactHash: string;
   readonly sourceDir: string;
+  readonly installedAt: number;
 }
 
 export interface Approval {
@@ -74,6 +75,8 @@ export type Progress = (line: string) => void;
 export class Registry {
   readonly #store: Store;
   readonly #artifacts: string;
+  /** Bumped by every change this process makes (other processes show in PRAGMA data_version). */
+  version = 0;
 
   constructor(store: Store, artifactsDir: string) {
     this.#store = store;
@@ -116,6 +119,7 @@ export class Registry {
       .values(row)
       .onConflictDoUpdate({ target: installs.name, set: row })
       .run();
+    this.version++;
     progress(`stored ${manifest.name} (${(artifact.code.length / 1024).toFixed(0)} KiB artifact)`);
     const installed = this.get(manifest.name)!;
     return { installed, status: this.status(installed) };
@@ -134,6 +138,7 @@ export class Registry {
       artifactPath: row.artifactPath,
       artifactHash: row.artifactHash,
       sourceDir: row.sourceDir,
+      installedAt: row.installedAt,
     };
   }
 
@@ -163,7 +168,8 @@ export class Registry {
   status(installed: Installed): InstallStatus {
     const approval = this.latestApproval(installed.name);
     if (approval === null) return "pending";
-    if (approval.revokedAt !== null) return "revoked";
+    // Revoked — unless the install came after the revocation (uninstall, then install again).
+    if (approval.revokedAt !== null) return installed.installedAt > approval.revokedAt ? "pending" : "revoked";
     if (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash) return "changed";
     return "approved";
   }
@@ -189,6 +195,7 @@ export class Registry {
         .values({ extension: name, manifestHash: installed.manifestHash, artifactHash: installed.artifactHash, grants: JSON.stringify(grants), approvedBy: options.by ?? defaultApprover() })
         .run();
     });
+    this.version++;
     return this.latestApproval(name)!;
   }
 
@@ -196,6 +203,7 @@ export class Registry {
   revoke(name: string): boolean {
     this.require(name);
     const changed = this.#store.orm.update(approvals).set({ revokedAt: Date.now() }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
+    this.version++;
     return changed.changes > 0;
   }
 
@@ -204,6 +212,7 @@ export class Registry {
     this.require(name);
     this.revoke(name);
     this.#store.orm.delete(installs).where(eq(installs.name, name)).run();
+    this.version++;
   }
 }
 

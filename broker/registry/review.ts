@@ -18,7 +18,9 @@ export interface Review {
 
 export function buildReview(installed: Installed, status: InstallStatus, approval: Approval | null): Review {
   const requested = requestedGrants(installed.manifest);
-  const diff = approval !== null && status !== "approved" ? diffGrants(approval.grants, requested) : null;
+  // A diff only when what is installed is not what was approved (an upgrade).
+  const changed = approval !== null && (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash);
+  const diff = changed ? diffGrants(approval!.grants, requested) : null;
   return {
     name: installed.name,
     version: installed.version,
@@ -41,7 +43,11 @@ export function renderReview(review: Review, installed: Installed): string {
   lines.push("");
   lines.push("It can reach:");
   if (r.net.length === 0) lines.push("  the network: nothing (no egress rules)");
-  else for (const rule of r.net) lines.push(`  the network: ${rule}${review.approved && !review.approved.net.includes(rule) ? "   [NEW]" : ""}`);
+  else
+    for (const rule of r.net) {
+      const tag = review.diff?.addedNet.includes(rule) ? "   [NEW]" : review.approved !== null && review.diff === null && !review.approved.net.includes(rule) ? "   (requested, not granted)" : "";
+      lines.push(`  the network: ${rule}${tag}`);
+    }
   lines.push("  files, environment, processes: nothing (jailed; only capabilities the broker serves)");
   lines.push("");
   lines.push(`It adds ${plural(r.tools.length, "tool")}:`);

@@ -8,7 +8,8 @@
  * turn of the event loop, off the caller's path. Rows left "running" by a
  * broker that died are closed as `lost` when the next broker opens the store.
  */
-import { eq, sql } from "drizzle-orm";
+import { readFileSync } from "node:fs";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Store } from "./open.js";
 import { capAudit, invocations } from "./schema.js";
 
@@ -34,6 +35,27 @@ export interface AuditRow {
 export const RUNNING = "running";
 export const LOST = "lost";
 
+/** "pid:starttime" of a process, or null when it is gone (the start time defeats pid reuse). */
+function processIdentity(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return `${pid}:${fields[19] ?? "?"}`;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the broker that owns a running row is still alive. */
+function ownerAlive(owner: string | null): boolean {
+  if (owner === null) return false;
+  const pid = Number(owner.split(":")[0]);
+  return Number.isInteger(pid) && pid > 0 && processIdentity(pid) === owner;
+}
+
+const SELF = processIdentity(process.pid) ?? `${process.pid}:?`;
+
 export class Ledger {
   readonly #store: Store;
   #finishes: Array<{ id: number; finishedAt: number; durationMs: number; outcome: string }> = [];
@@ -44,7 +66,16 @@ export class Ledger {
   constructor(store: Store) {
     this.#store = store;
     // A broker that died mid-call left rows running: nobody will finish them.
-    store.orm.update(invocations).set({ outcome: LOST, finishedAt: Date.now() }).where(eq(invocations.outcome, RUNNING)).run();
+    // Rows of brokers still alive (another `tether serve`) are theirs to finish.
+    const running = store.orm.select({ id: invocations.id, owner: invocations.owner }).from(invocations).where(eq(invocations.outcome, RUNNING)).all();
+    const dead = running.filter((r) => !ownerAlive(r.owner)).map((r) => r.id);
+    if (dead.length > 0) {
+      store.orm
+        .update(invocations)
+        .set({ outcome: LOST, finishedAt: Date.now() })
+        .where(and(eq(invocations.outcome, RUNNING), inArray(invocations.id, dead)))
+        .run();
+    }
   }
 
   /** Records that an invocation started; returns its ledger id. */
@@ -52,7 +83,7 @@ export class Ledger {
     const startedAt = Date.now();
     const row = this.#store.orm
       .insert(invocations)
-      .values({ ...start, startedAt, outcome: RUNNING })
+      .values({ ...start, startedAt, outcome: RUNNING, owner: SELF })
       .returning({ id: invocations.id })
       .get();
     this.#starts.set(row.id, startedAt);

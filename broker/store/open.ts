@@ -37,7 +37,22 @@ export function openStore(path: string, options: { migrations?: string } = {}): 
   sqlite.pragma("busy_timeout = 5000");
   sqlite.pragma("foreign_keys = ON");
   const orm = drizzle(sqlite, { schema });
-  migrate(orm, { migrationsFolder: options.migrations ?? migrationsFolder() });
+  // drizzle reads which migrations are applied before it takes the write lock, so two
+  // processes opening a new home at once can both try to apply one; the loser's
+  // transaction rolls back whole. Try again: then it sees the migration applied.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      migrate(orm, { migrationsFolder: options.migrations ?? migrationsFolder() });
+      break;
+    } catch (err) {
+      const message = String((err as Error).message) + String((err as { cause?: Error }).cause?.message ?? "");
+      if (attempt >= 5 || !/already exists|duplicate column|SQLITE_BUSY|database is locked/i.test(message)) {
+        sqlite.close();
+        throw err;
+      }
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50 * attempt);
+    }
+  }
   let closed = false;
   return {
     orm,

@@ -74,6 +74,8 @@ export const invocations = sqliteTable(
     durationMs: integer("duration_ms"),
     /** "ok" or the error code. */
     outcome: text("outcome").notNull(),
+    /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
+    owner: text("owner"),
   },
   (t) => [index("invocations_session").on(t.sessionId), index("invocations_extension").on(t.extension)],
 );

@@ -196,7 +196,7 @@ describe("the operator's story, in order, on one home", () => {
   // "Changed since approval (nothing widened):" over an empty list. Fix: compute
   // the diff only when the approval's manifest or artifact hash differs from the
   // installed one (status "changed", or revoked after an upgrade).
-  test.failing("review of a revoked, unchanged extension says it is revoked and shows no change", async () => {
+  test("review of a revoked, unchanged extension says it is revoked and shows no change", async () => {
     const review = await tether(home, "review", "echo");
     expect(review.code).toBe(0);
     expect(review.stdout).toContain("status: revoked");
@@ -365,7 +365,7 @@ describe("bad input, doctor and known bugs, each on fresh homes", () => {
   // reach" and tagged [NEW] although the approval covers this very manifest: it
   // is neither reachable nor new. Fix: tag [NEW] only rules in `review.diff.addedNet`,
   // and when `review.approved` lacks a rule say "(requested, not granted)".
-  test.concurrent.failing("review of an approval narrowed with --only says which requested rules are not granted, not [NEW]", () =>
+  test.concurrent("review of an approval narrowed with --only says which requested rules are not granted, not [NEW]", () =>
     inTemp(async (root) => {
       const home = join(root, "home");
       const src = copyExtension(root, "echo");
@@ -387,7 +387,7 @@ describe("bad input, doctor and known bugs, each on fresh homes", () => {
   // (a migration adding `broker_pid`, plus a start time or random broker id against
   // pid reuse) and sweep only rows whose owner is gone (`process.kill(pid, 0)`
   // throws ESRCH); the store is a local file, so owners share the host.
-  test.concurrent.failing("a call in flight in another broker stays running in tether audit; only a dead broker's rows are lost", () =>
+  test.concurrent("a call in flight in another broker stays running in tether audit; only a dead broker's rows are lost", () =>
     inTemp(async (root) => {
       const home = join(root, "home");
       const src = copyExtension(root, "misbehave");
