@@ -162,6 +162,9 @@ export class Broker {
     const limits = approval.grants.limits;
     const slot = new SatelliteSlot({
       idleMs: limits.idle_s * 1000,
+      // A capability call outside an open invocation is refused before any handler: audit it too.
+      observeRefusals: (cap) =>
+        this.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
       spec: {
         name,
         artifact: installed.artifactPath,
