@@ -206,10 +206,11 @@ export class Broker {
       invocationId: id,
       deadlineAt: Date.now() + deadlineMs,
       grants: () => {
-        // Read at dispatch: a narrowed approval applies to the next call; a revoked one allows nothing.
-        const now = this.registry.latestApproval(extension);
-        if (now === null || now.revokedAt !== null) return { ...approval.grants, net: [] };
-        return now.grants;
+        // Read at dispatch (cheaply: the approvals are re-read only when the store changed):
+        // a narrowed approval applies to the next capability call; a revoked one allows nothing.
+        this.#enforceApprovals();
+        const live = this.#live.get(`${session}\u0000${extension}`);
+        return live === undefined ? { ...approval.grants, net: [] } : live.approval.grants;
       },
       session: () => this.#sessionPolicies.get(session) ?? {},
     });

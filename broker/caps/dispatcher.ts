@@ -91,15 +91,24 @@ class Rate {
   }
 }
 
+// Parsed rules by their text: a rule's meaning never changes, and parsing is not free (IDN, public suffixes).
+const parsedRules = new Map<string, EgressRule | null>();
+
 function rulesOf(texts: readonly string[]): EgressRule[] {
   // Approved rules were validated at install; one that no longer parses allows nothing.
   const out: EgressRule[] = [];
   for (const text of texts) {
-    try {
-      out.push(parseRule(text));
-    } catch {
-      // skipped: it cannot match
+    let rule = parsedRules.get(text);
+    if (rule === undefined) {
+      try {
+        rule = parseRule(text);
+      } catch {
+        rule = null;
+      }
+      if (parsedRules.size > 10_000) parsedRules.clear();
+      parsedRules.set(text, rule);
     }
+    if (rule !== null) out.push(rule);
   }
   return out;
 }

@@ -2,7 +2,8 @@
  * `kv.get/put/delete/list`: per-extension durable storage in the store, with
  * the size quota from the manifest's `[limits] kv_bytes`. Values are JSON or bytes.
  */
-import { and, eq, like, sql } from "drizzle-orm";
+import type { Statement } from "better-sqlite3";
+import { and, eq, like } from "drizzle-orm";
 import * as v from "valibot";
 import type { Store } from "../store/open.js";
 import { kv } from "../store/schema.js";
@@ -15,17 +16,32 @@ export const KvListArgs = v.object({ prefix: v.optional(v.pipe(v.string(), v.max
 
 const denied = (msg: string): CapReply => ({ ok: false, error: { code: "denied", msg } });
 
-function used(store: Store, extension: string, exceptKey?: string): number {
-  const row = store.orm
-    .select({ n: sql<number>`coalesce(sum(length(${kv.value}) + length(${kv.key})), 0)` })
-    .from(kv)
-    .where(exceptKey === undefined ? eq(kv.extension, extension) : and(eq(kv.extension, extension), sql`${kv.key} <> ${exceptKey}`))
-    .get();
-  return row?.n ?? 0;
+/** Statements prepared once per store: kv calls sit on the capability hot path. */
+interface KvStatements {
+  readonly get: Statement<[string, string], { value: Buffer; encoding: string }>;
+  readonly usedExcept: Statement<[string, string], { n: number }>;
+}
+const prepared = new WeakMap<Store, KvStatements>();
+
+function statements(store: Store): KvStatements {
+  let s = prepared.get(store);
+  if (s === undefined) {
+    s = {
+      get: store.sqlite.prepare("select value, encoding from kv where extension = ? and key = ?"),
+      usedExcept: store.sqlite.prepare("select coalesce(sum(length(value) + length(cast(key as blob))), 0) as n from kv where extension = ? and key <> ?"),
+    };
+    prepared.set(store, s);
+  }
+  return s;
+}
+
+/** Bytes `extension` stores under every key but `exceptKey` (keys count by their UTF-8 length). */
+function used(store: Store, extension: string, exceptKey: string): number {
+  return statements(store).usedExcept.get(extension, exceptKey)?.n ?? 0;
 }
 
 export function kvGet(store: Store, extension: string, args: v.InferOutput<typeof KvGetArgs>): CapReply {
-  const row = store.orm.select().from(kv).where(and(eq(kv.extension, extension), eq(kv.key, args.key))).get();
+  const row = statements(store).get.get(extension, args.key);
   if (row === undefined) return { ok: true, value: null };
   if (row.encoding === "json") return { ok: true, value: { json: row.value.toString("utf8") } };
   return { ok: true, value: { bytes: new Uint8Array(row.value) } };

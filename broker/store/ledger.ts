@@ -10,6 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { and, eq, inArray, sql } from "drizzle-orm";
+import type { Statement } from "better-sqlite3";
 import type { Store } from "./open.js";
 import { capAudit, invocations } from "./schema.js";
 
@@ -56,8 +57,15 @@ function ownerAlive(owner: string | null): boolean {
 
 const SELF = processIdentity(process.pid) ?? `${process.pid}:?`;
 
+/** How long finishes and audit rows may wait to be written together. */
+export const FLUSH_EVERY_MS = 20;
+
 export class Ledger {
   readonly #store: Store;
+  // Prepared once: these run on every call and every capability call.
+  readonly #insertStart: Statement;
+  readonly #updateFinish: Statement;
+  readonly #insertAudit: Statement;
   #finishes: Array<{ id: number; finishedAt: number; durationMs: number; outcome: string }> = [];
   #audits: Array<AuditRow & { at: number }> = [];
   #scheduled = false;
@@ -65,6 +73,14 @@ export class Ledger {
 
   constructor(store: Store) {
     this.#store = store;
+    const db = store.sqlite;
+    this.#insertStart = db.prepare(
+      "insert into invocations (session_id, extension, kind, name, strand, started_at, outcome, owner) values (?, ?, ?, ?, ?, ?, ?, ?)",
+    );
+    this.#updateFinish = db.prepare("update invocations set finished_at = ?, duration_ms = ?, outcome = ? where id = ?");
+    this.#insertAudit = db.prepare(
+      "insert into cap_audit (invocation_id, session_id, extension, capability, target, decision, rule, bytes, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    );
     // A broker that died mid-call left rows running: nobody will finish them.
     // Rows of brokers still alive (another `tether serve`) are theirs to finish.
     const running = store.orm.select({ id: invocations.id, owner: invocations.owner }).from(invocations).where(eq(invocations.outcome, RUNNING)).all();
@@ -81,13 +97,9 @@ export class Ledger {
   /** Records that an invocation started; returns its ledger id. */
   begin(start: InvocationStart): number {
     const startedAt = Date.now();
-    const row = this.#store.orm
-      .insert(invocations)
-      .values({ ...start, startedAt, outcome: RUNNING, owner: SELF })
-      .returning({ id: invocations.id })
-      .get();
-    this.#starts.set(row.id, startedAt);
-    return row.id;
+    const id = Number(this.#insertStart.run(start.sessionId, start.extension, start.kind, start.name, start.strand, startedAt, RUNNING, SELF).lastInsertRowid);
+    this.#starts.set(id, startedAt);
+    return id;
   }
 
   /** Records how an invocation ended ("ok" or its error code). */
@@ -108,7 +120,8 @@ export class Ledger {
   #schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
-    setImmediate(() => this.flush());
+    // A short batch window: one transaction for many rows, off every caller's path.
+    setTimeout(() => this.flush(), FLUSH_EVERY_MS).unref();
   }
 
   /** Writes everything queued, in one transaction. */
@@ -119,13 +132,10 @@ export class Ledger {
     const audits = this.#audits;
     this.#finishes = [];
     this.#audits = [];
-    const orm = this.#store.orm;
-    orm.transaction((tx) => {
-      for (const f of finishes) {
-        tx.update(invocations).set({ finishedAt: f.finishedAt, durationMs: f.durationMs, outcome: f.outcome }).where(eq(invocations.id, f.id)).run();
-      }
-      if (audits.length > 0) tx.insert(capAudit).values(audits).run();
-    });
+    this.#store.sqlite.transaction(() => {
+      for (const f of finishes) this.#updateFinish.run(f.finishedAt, f.durationMs, f.outcome, f.id);
+      for (const a of audits) this.#insertAudit.run(a.invocationId, a.sessionId, a.extension, a.capability, a.target, a.decision, a.rule, a.bytes, a.at);
+    })();
   }
 
   /** Counts rows (for tests and `tether doctor`). */
