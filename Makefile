@@ -39,6 +39,8 @@ jail-test: $(NODE_MODULES) sandbox
 
 bench: $(NODE_MODULES) sandbox
 	npx tsx bench/invoke.ts
+	npx tsx bench/ledger.ts
+	npx tsx bench/egress.ts
 
 demo: $(NODE_MODULES) sandbox
 	npx tsx broker/demo/run.ts
