@@ -1,0 +1,91 @@
+/** Finding a satellite's Deno process and reading its memory from /proc. */
+import { readFileSync, readdirSync } from "node:fs";
+
+function read(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/** Direct children of `pid`: /proc/<pid>/task/<tid>/children when the kernel has it, else a /proc scan. */
+export function childrenOf(pid: number): number[] {
+  const tasks = (() => {
+    try {
+      return readdirSync(`/proc/${pid}/task`);
+    } catch {
+      return [];
+    }
+  })();
+  const out = new Set<number>();
+  let haveChildrenFile = false;
+  for (const tid of tasks) {
+    const text = read(`/proc/${pid}/task/${tid}/children`);
+    if (text === null) continue;
+    haveChildrenFile = true;
+    for (const c of text.trim().split(/\s+/)) if (c) out.add(Number(c));
+  }
+  if (haveChildrenFile) return [...out];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    if (parentOf(Number(entry)) === pid) out.add(Number(entry));
+  }
+  return [...out];
+}
+
+/** The parent pid of `pid`, or 0 when it is gone. */
+export function parentOf(pid: number): number {
+  const stat = read(`/proc/${pid}/stat`);
+  if (stat === null) return 0;
+  // Fields after the last ')' (the command name may hold spaces or parens): state ppid ...
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+}
+
+export function comm(pid: number): string {
+  return (read(`/proc/${pid}/comm`) ?? "").trim();
+}
+
+/** `pid` and all its descendants, breadth first. */
+export function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const p = queue.shift()!;
+    out.push(p);
+    queue.push(...childrenOf(p));
+  }
+  return out;
+}
+
+/** The Deno process at or under `pid` (under bwrap, `pid` is bwrap's and Deno is a grandchild). */
+export function findDeno(pid: number): number | null {
+  return descendants(pid).find((p) => comm(p) === "deno") ?? null;
+}
+
+/** VmRSS of `pid` in KiB, or NaN when the process is gone. */
+export function rssKiB(pid: number): number {
+  return statusKiB(pid, "VmRSS");
+}
+
+/** A kB field of /proc/<pid>/status (VmRSS, RssAnon, RssFile, ...), or NaN. */
+export function statusKiB(pid: number, field: string): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m").exec(read(`/proc/${pid}/status`) ?? "");
+  return m ? Number(m[1]) : Number.NaN;
+}
+
+/** CPU time used so far by all threads of `pid`, in ns (from /proc/<pid>/task/<tid>/schedstat). */
+export function cpuNs(pid: number): number {
+  let total = 0;
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return Number.NaN;
+  }
+  for (const tid of tids) {
+    const text = read(`/proc/${pid}/task/${tid}/schedstat`);
+    if (text !== null) total += Number(text.split(" ")[0]);
+  }
+  return total;
+}
