@@ -143,7 +143,9 @@ export function capDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatch
         const args = v.safeParse(LogArgs, call.args);
         if (!args.success) return refuse(WireCode.badArguments, "args", "log takes {level, msg}");
         if (!logs.take()) return { ok: false, error: { code: WireCode.denied, msg: `log: more than ${LOGS_PER_SECOND} lines a second; dropped (rule: rate:log)` } };
-        env.log[args.output.level](`[${info.extension}] ${args.output.msg.slice(0, MAX_TEXT)}`, { extension: info.extension, session: ctx.sessionId });
+        // Control characters escaped: an extension cannot forge a broker log line.
+        const line = args.output.msg.slice(0, MAX_TEXT).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+        env.log[args.output.level](`[${info.extension}] ${line}`, { extension: info.extension, session: ctx.sessionId });
         audit("allowed", "builtin:log", "", args.output.msg.length);
         return { ok: true };
       }

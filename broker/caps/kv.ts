@@ -3,7 +3,7 @@
  * the size quota from the manifest's `[limits] kv_bytes`. Values are JSON or bytes.
  */
 import type { Statement } from "better-sqlite3";
-import { and, eq, like } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import * as v from "valibot";
 import type { Store } from "../store/open.js";
 import { kv } from "../store/schema.js";
@@ -75,11 +75,11 @@ export function kvDelete(store: Store, extension: string, args: v.InferOutput<ty
 }
 
 export function kvList(store: Store, extension: string, args: v.InferOutput<typeof KvListArgs>): CapReply {
-  const escaped = args.prefix.replace(/[\\%_]/g, (c) => `\\${c}`);
+  // An exact, case-sensitive prefix: LIKE would treat % and _ as wildcards and fold ASCII case.
   const rows = store.orm
     .select({ key: kv.key })
     .from(kv)
-    .where(and(eq(kv.extension, extension), like(kv.key, `${escaped}%`)))
+    .where(and(eq(kv.extension, extension), sql`substr(cast(${kv.key} as blob), 1, ${Buffer.byteLength(args.prefix)}) = cast(${args.prefix} as blob)`))
     .orderBy(kv.key)
     .limit(args.limit)
     .all();

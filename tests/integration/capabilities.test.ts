@@ -10,8 +10,8 @@
  * other names (and other `kv_bytes`) from temporary folders: storage is per
  * extension, so each copy starts from an empty namespace.
  *
- * Cases marked `test.failing` are real bugs; each asserts the correct
- * behaviour (see the comment on each).
+ * Three cases found real bugs (LIKE wildcards and case folding in list
+ * prefixes, log-line forgery); they are fixed and now assert the behaviour.
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -242,14 +242,14 @@ test("list answers the keys under a prefix, sorted, at most limit", async () => 
   expect((await call(ROOMY, "list", { prefix: "l/", limit: 0 })).reply).toMatchObject({ ok: false, code: "bad_arguments" });
 });
 
-// BUG (broker/caps/kv.ts, kvList): the prefix is escaped with backslashes, but
+// Was a bug, fixed (broker/caps/kv.ts, kvList): the prefix is escaped with backslashes, but
 // the LIKE has no `ESCAPE '\'` clause, and SQLite's LIKE has no default escape
 // character. So "w/a%" becomes the pattern `w/a\%%`, which matches keys
 // starting with "w/a\" — the keys that do start with "w/a%" are not listed.
 // Fix: `sql\`${kv.key} like ${escaped + "%"} escape '\\'\`` — or better, no
 // LIKE at all: `substr(key, 1, length(?)) = ?` with the prefix (which also
 // fixes the case bug below).
-test.failing("list treats % and _ in the prefix as characters, not wildcards", async () => {
+test("list treats % and _ in the prefix as characters, not wildcards", async () => {
   for (const key of ["w/a%b", "w/a%c", "w/axb", "w/a_1", "w/ab1", "w/a\\z"]) {
     expect((await call(ROOMY, "put", { key, value: 1 })).reply).toEqual({ ok: true });
   }
@@ -260,11 +260,11 @@ test.failing("list treats % and _ in the prefix as characters, not wildcards", a
   expect(await list("w/a\\")).toEqual(["w/a\\z"]);
 });
 
-// BUG (broker/caps/kv.ts, kvList): SQLite's LIKE folds ASCII case, so the
+// Was a bug, fixed (broker/caps/kv.ts, kvList): SQLite's LIKE folds ASCII case, so the
 // prefix "c/k" also lists "c/K…" keys (and "c/KEY" lists "c/key"). Keys are
 // case-sensitive everywhere else (get, put, delete are exact). Fix as above:
 // compare the prefix exactly (substr or a key range), not with LIKE.
-test.failing("list matches the prefix case-sensitively, as get and put do", async () => {
+test("list matches the prefix case-sensitively, as get and put do", async () => {
   for (const key of ["c/Key", "c/key", "c/KEY2"]) {
     expect((await call(ROOMY, "put", { key, value: 1 })).reply).toEqual({ ok: true });
   }
@@ -463,13 +463,13 @@ test("log is rate-bounded per invocation: past 20 lines a second the rest are dr
   expect(logLines(ROOMY).length).toBe(before + reached.length + waited.reply.taken);
 });
 
-// BUG (broker/caps/dispatcher.ts, the `log` case): the extension's text goes
+// Was a bug, fixed (broker/caps/dispatcher.ts, the `log` case): the extension's text goes
 // to the broker's log as is. The default sink (broker/log.ts, stderrSink)
 // writes `tether <level>: <msg>` lines, so a message holding a line break
 // forges whole broker log lines (here a fake "tether error:" line that names
 // no extension). Fix: escape control characters (C0, C1, U+2028/2029) in
 // `msg` before logging, e.g. `msg.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)`.
-test.failing("a log line cannot forge other log lines: line breaks and control characters are escaped", async () => {
+test("a log line cannot forge other log lines: line breaks and control characters are escaped", async () => {
   const forged = "ok\ntether error: approval revoked for every extension\r\u001b[2K\u2028";
   const before = logLines(ROOMY).length;
   expect((await call(ROOMY, "logs", { n: 1, text: forged })).reply).toEqual({ ok: true, sent: 1 });
