@@ -45,11 +45,13 @@ export class Channel {
   /** Reads frames until the broker closes the connection. */
   async readLoop(onFrame: (frame: BrokerFrameT) => void): Promise<void> {
     const reader = new FrameReader();
+    // One read buffer for the connection's life; each read's bytes are copied
+    // out (the reader may hold them), which costs n bytes, not a fresh 256 KiB.
+    const buf = new Uint8Array(256 * 1024);
     for (;;) {
-      const buf = new Uint8Array(256 * 1024);
       const n = await this.#conn.read(buf);
       if (n === null) break;
-      for (const body of reader.push(buf.subarray(0, n))) onFrame(decodeFrame(body, BrokerFrame));
+      for (const body of reader.push(buf.slice(0, n))) onFrame(decodeFrame(body, BrokerFrame));
     }
     this.close();
   }
