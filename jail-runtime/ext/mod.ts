@@ -21,4 +21,4 @@ export { answer, type Answer, type Asked, type Served } from "./answer.js";
 export { serve, serving } from "./runtime.js";
 export type { Tool, Command } from "./tool.js";
 export { ErrorCode } from "../wire/codes.js";
-export * as v from "valibot";
+export * as v from "./v.js";
