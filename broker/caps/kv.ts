@@ -8,6 +8,8 @@ import * as v from "valibot";
 import type { Store } from "../store/open.js";
 import { kv } from "../store/schema.js";
 import type { CapReply } from "../satellite/process.js";
+import type { CallScope } from "./context.js";
+import { askHooks } from "./hook-stage.js";
 
 const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(512));
 export const KvGetArgs = v.object({ key: Key });
@@ -84,4 +86,31 @@ export function kvList(store: Store, extension: string, args: v.InferOutput<type
     .limit(args.limit)
     .all();
   return { ok: true, value: rows.map((r) => r.key) };
+}
+
+/** `kv.get` / `kv.delete`: the hook stage sees the key. */
+export async function kvReadHandler(scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Promise<CapReply> {
+  const blocked = await askHooks(scope, args.key);
+  if (blocked) return blocked;
+  const { env, info, call } = scope;
+  const reply = call.cap === "kv.get" ? kvGet(env.store, info.extension, args) : kvDelete(env.store, info.extension, args);
+  scope.audit("allowed", "builtin:kv", args.key);
+  return reply;
+}
+
+/** `kv.list`. */
+export async function kvListHandler(scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Promise<CapReply> {
+  const blocked = await askHooks(scope, args.prefix);
+  if (blocked) return blocked;
+  scope.audit("allowed", "builtin:kv", args.prefix);
+  return kvList(scope.env.store, scope.info.extension, args);
+}
+
+/** `kv.put`: the quota is the policy stage here. */
+export async function kvPutHandler(scope: CallScope, args: v.InferOutput<typeof KvPutArgs>): Promise<CapReply> {
+  const blocked = await askHooks(scope, args.key);
+  if (blocked) return blocked;
+  const { reply, bytes } = kvPut(scope.env.store, scope.info.extension, scope.ctx.grants().limits.kv_bytes, args);
+  scope.audit(reply.ok ? "allowed" : "denied", reply.ok ? "builtin:kv" : "limits.kv_bytes", args.key, bytes);
+  return reply;
 }

@@ -1,0 +1,43 @@
+/**
+ * The policy stage of `net.fetch`: the effective rule set, composed at dispatch
+ * from the approval as it stands now, the operator's file and the session.
+ */
+import type { EgressPolicy } from "../egress/judge.js";
+import { parseRule, type EgressRule } from "../egress/rules.js";
+import type { CallScope } from "./context.js";
+import type { OperatorPolicy } from "./policy.js";
+
+// Parsed rules by their text: a rule's meaning never changes, and parsing is not free (IDN, public suffixes).
+const parsedRules = new Map<string, EgressRule | null>();
+
+export function rulesOf(texts: readonly string[]): EgressRule[] {
+  // Approved rules were validated at install; one that no longer parses allows nothing.
+  const out: EgressRule[] = [];
+  for (const text of texts) {
+    let rule = parsedRules.get(text);
+    if (rule === undefined) {
+      try {
+        rule = parseRule(text);
+      } catch {
+        rule = null;
+      }
+      if (parsedRules.size > 10_000) parsedRules.clear();
+      parsedRules.set(text, rule);
+    }
+    if (rule !== null) out.push(rule);
+  }
+  return out;
+}
+
+/** Approval ∩ operator ∩ session, as they are at this call. */
+export function composeEgressPolicy(scope: CallScope, operator: OperatorPolicy): EgressPolicy {
+  const session = scope.ctx.session();
+  return {
+    extension: scope.info.extension,
+    approved: rulesOf(scope.ctx.grants().net),
+    operatorDeny: operator.deny,
+    allowPrivate: operator.allowPrivate,
+    offline: session.offline === true,
+    sessionAllow: session.allow === undefined ? null : rulesOf(session.allow),
+  };
+}
