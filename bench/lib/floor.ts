@@ -12,7 +12,9 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { Packr, Unpackr } from "msgpackr";
+import { ARTIFACT_BUILD_OPTIONS } from "../../broker/install/bundle.js";
 import { denoBinary } from "../../broker/jail/deno-binary.js";
+import { denoRunArgs } from "../../broker/jail/sandbox.js";
 
 /** bench/fixtures, from bench/lib (tsx) or from dist/bench/lib (compiled by `make build`). */
 const FIXTURES = [resolve(dirname(fileURLToPath(import.meta.url)), "../fixtures"), resolve(dirname(fileURLToPath(import.meta.url)), "../../../bench/fixtures")].find((dir) =>
@@ -24,37 +26,11 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
 
 /** The same Deno flags the broker passes (minus the bwrap layer and the cleared-env details). */
-function denoArgs(script: string, socket: string, memoryMb: number): string[] {
-  return [
-    "run",
-    "--no-prompt",
-    "--no-config",
-    "--no-lock",
-    "--no-remote",
-    "--no-npm",
-    `--allow-net=unix:${socket}`,
-    `--allow-read=${socket}`,
-    `--allow-write=${socket}`,
-    `--v8-flags=--max-old-space-size=${memoryMb}`,
-    script,
-    socket,
-  ];
-}
+const denoArgs = denoRunArgs;
 
 /** Bundles bench/fixtures/floor-echo.js (msgpackr inlined, as in an artifact) into a temp folder with no package.json. */
 export async function bundleFloorEcho(): Promise<{ script: string; cleanup: () => void }> {
-  const result = await esbuild.build({
-    entryPoints: [join(FIXTURES, "floor-echo.js")],
-    bundle: true,
-    write: false,
-    format: "esm",
-    platform: "neutral",
-    target: "es2022",
-    mainFields: ["module", "main"],
-    conditions: ["deno", "import", "default"],
-    logLevel: "silent",
-    legalComments: "none",
-  });
+  const result = await esbuild.build({ ...ARTIFACT_BUILD_OPTIONS, entryPoints: [join(FIXTURES, "floor-echo.js")] });
   const dir = mkdtempSync(join(tmpdir(), "tether-bench-floor-"));
   const script = join(dir, "floor-echo.js");
   writeFileSync(script, result.outputFiles[0]!.text);

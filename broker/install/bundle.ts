@@ -30,6 +30,19 @@ function inside(root: string, path: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
 }
 
+/** How every artifact is built: one ESM file for Deno, nothing written to disk by esbuild. */
+export const ARTIFACT_BUILD_OPTIONS = {
+  bundle: true,
+  write: false,
+  format: "esm",
+  platform: "neutral",
+  target: "es2022",
+  mainFields: ["module", "main"],
+  conditions: ["deno", "import", "default"],
+  logLevel: "silent",
+  legalComments: "none",
+} as const satisfies esbuild.BuildOptions;
+
 export interface Artifact {
   readonly code: string;
   readonly sha256: string;
@@ -104,17 +117,9 @@ export async function bundleExtension(dir: string, manifest: Manifest): Promise<
   try {
     result = await esbuild.build({
       stdin: { contents: generatedEntry(entryPath, manifest), resolveDir: root, sourcefile: "tether-entry.js", loader: "js" },
-      bundle: true,
-      write: false,
-      format: "esm",
-      platform: "neutral",
-      target: "es2022",
-      mainFields: ["module", "main"],
-      conditions: ["deno", "import", "default"],
+      ...ARTIFACT_BUILD_OPTIONS,
       nodePaths: [],
       plugins: [guard],
-      logLevel: "silent",
-      legalComments: "none",
       absWorkingDir: root,
     });
   } catch (err) {

@@ -72,8 +72,12 @@ export interface Launch {
 export const JAIL_TMP_BYTES = 16 * 1024 * 1024;
 
 function denoArgs(deno: string, artifact: string, socket: string, memoryMb: number): string[] {
+  return [deno, ...denoRunArgs(artifact, socket, memoryMb)];
+}
+
+/** The Deno half of the jail: `run` and its flags, for `artifact` connecting to `socket`. */
+export function denoRunArgs(artifact: string, socket: string, memoryMb: number): string[] {
   return [
-    deno,
     "run",
     "--no-prompt",
     "--no-config",
