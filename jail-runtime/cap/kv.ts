@@ -20,7 +20,15 @@ export async function get(key: string): Promise<unknown> {
   return JSON.parse(value.json);
 }
 
-/** Reads bytes (or null when the key is absent or holds JSON). */
+/**
+ * Reads bytes (or null when the key is absent or holds JSON).
+ *
+ * @example
+ * ```ts
+ * import { kv } from "@tether/cap";
+ * const icon = await kv.getBytes("icon.png");
+ * ```
+ */
 export async function getBytes(key: string): Promise<Uint8Array | null> {
   const value = (await callCap("kv.get", { key })) as { json?: string; bytes?: Uint8Array } | null;
   return value?.bytes ?? null;
@@ -40,12 +48,28 @@ export async function put(key: string, value: unknown): Promise<void> {
   else await callCap("kv.put", { key, json: value });
 }
 
-/** Deletes `key`; true when it existed. */
+/**
+ * Deletes `key`; true when it existed.
+ *
+ * @example
+ * ```ts
+ * import { kv } from "@tether/cap";
+ * await kv.del("last-city");
+ * ```
+ */
 export async function del(key: string): Promise<boolean> {
   return (await callCap("kv.delete", { key })) === true;
 }
 
-/** Keys starting with `prefix`, sorted, at most `limit`. */
+/**
+ * Keys starting with `prefix` (exactly, case-sensitively), sorted, at most `limit`.
+ *
+ * @example
+ * ```ts
+ * import { kv } from "@tether/cap";
+ * const cities = await kv.list("city/", 50);
+ * ```
+ */
 export async function list(prefix = "", limit = 100): Promise<string[]> {
   return (await callCap("kv.list", { prefix, limit })) as string[];
 }

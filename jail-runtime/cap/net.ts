@@ -11,7 +11,17 @@ export interface FetchInit {
   readonly body?: string | Uint8Array | null;
 }
 
-/** A brokered response: the whole body, already read (bounded by the operator's policy). */
+/**
+ * A brokered response: the whole body, already read (bounded by the operator's policy).
+ *
+ * @example
+ * ```ts
+ * import { net } from "@tether/cap";
+ * const res = await net.fetch("https://api.example.com/v1/status");
+ * const type = res.header("content-type");
+ * const data = res.ok ? res.json() : null;
+ * ```
+ */
 export class FetchResult {
   constructor(
     readonly status: number,

@@ -13,7 +13,15 @@ import type { Ctx } from "../ext/ctx.js";
 import { Channel } from "./channel.js";
 import * as invocation from "./invocation.js";
 
-/** The runtime's name in `hello`. */
+/**
+ * The runtime's name in `hello`.
+ *
+ * @example
+ * ```ts
+ * import { RUNTIME_NAME } from "@tether/cap";
+ * console.log(RUNTIME_NAME); // "tether-deno/1"
+ * ```
+ */
 export const RUNTIME_NAME = "tether-deno/1";
 
 export type Answerer = (asked: Asked, ctx: Ctx) => Promise<Answer>;

@@ -77,7 +77,15 @@ export function refuse(reason: string): Refusal {
   return { refusal: reason };
 }
 
-/** True when a tool's answer is a refusal. */
+/**
+ * True when a tool's answer is a refusal.
+ *
+ * @example
+ * ```ts
+ * import { isRefusal, refuse } from "@tether/ext";
+ * isRefusal(refuse("no")); // true
+ * ```
+ */
 export function isRefusal(value: unknown): value is Refusal {
   return typeof value === "object" && value !== null && typeof (value as { refusal?: unknown }).refusal === "string";
 }

@@ -4,7 +4,15 @@
  */
 import * as v from "valibot";
 
-/** Thrown by {@linkcode decodeArgs}; `answer` turns it into a `bad_arguments` answer. */
+/**
+ * Thrown by {@linkcode decodeArgs}; `answer` turns it into a `bad_arguments` answer.
+ *
+ * @example
+ * ```ts
+ * import { BadArguments } from "@tether/ext";
+ * throw new BadArguments("expected string at .city, got 5");
+ * ```
+ */
 export class BadArguments extends Error {
   override readonly name = "BadArguments";
 }
@@ -20,7 +28,16 @@ function describeIssue(issue: v.BaseIssue<unknown>): string {
   return `${issue.message}${where}`;
 }
 
-/** Renders every issue valibot found, one clause each. */
+/**
+ * Renders every issue valibot found, one clause each.
+ *
+ * @example
+ * ```ts
+ * import { describeArgIssues, v } from "@tether/ext";
+ * const r = v.safeParse(v.object({ city: v.string() }), { city: 5 });
+ * if (!r.success) describeArgIssues(r.issues); // "expected string at .city, got 5"
+ * ```
+ */
 export function describeArgIssues(issues: readonly v.BaseIssue<unknown>[]): string {
   return issues.map(describeIssue).join("; ");
 }

@@ -6,7 +6,15 @@
  */
 import type { Ctx } from "./ctx.js";
 
-/** The events an extension can declare in `[[hook]] event = …`. */
+/**
+ * The events an extension can declare in `[[hook]] event = …`.
+ *
+ * @example
+ * ```ts
+ * import { HOOK_EVENTS } from "@tether/ext";
+ * HOOK_EVENTS.includes("tool_call"); // true
+ * ```
+ */
 export const HOOK_EVENTS = [
   "session_start",
   "before_agent_start",
@@ -24,7 +32,15 @@ export type HookEvent = (typeof HOOK_EVENTS)[number];
 /** A verdict: every field optional; an empty verdict means "proceed". */
 export type Verdict = Readonly<Record<string, unknown>>;
 
-/** The verdict that changes nothing. */
+/**
+ * The verdict that changes nothing.
+ *
+ * @example
+ * ```ts
+ * import { hook, proceed } from "@tether/ext";
+ * export const hooks = { session_start: hook("session_start", () => proceed) };
+ * ```
+ */
 export const proceed: Verdict = Object.freeze({});
 
 /** One hook: the event it answers and the handler. */
