@@ -178,3 +178,16 @@ function findChildPid(parent: number, name: string): number {
   }
   return 0;
 }
+
+test("install refuses an egress rule too broad to mean anything, naming the rule", async () => {
+  const dir = copyExtension("echo");
+  writeFileSync(join(dir, "manifest.toml"), readFileSync(join(dir, "manifest.toml"), "utf8") + '\n[net]\nallow = ["https://api.example.com", "https://*.com"]\n');
+  const broker = Broker.open({ home: join(tmp, "home") });
+  try {
+    await expect(broker.registry.install(dir)).rejects.toThrow(/net\.allow\.1: egress rule 'https:\/\/\*\.com': .*top-level domain 'com'/);
+    expect(broker.registry.get("echo")).toBeNull();
+  } finally {
+    await broker.destroy();
+  }
+});
+
