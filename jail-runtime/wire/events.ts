@@ -1,0 +1,71 @@
+/**
+ * The hook bus's events: each event's payload and the verdict it may answer,
+ * defined once as valibot schemas (issue 5 groundwork). The broker validates
+ * every verdict against its event's answer schema; the SDK derives the typed
+ * handler for each event from the payload schema.
+ *
+ * Payloads and verdicts travel as JSON text (see frames.ts).
+ */
+import * as v from "valibot";
+
+const Text = v.pipe(v.string(), v.maxLength(64 * 1024));
+const Notes = v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(4096))), v.maxLength(16)));
+const Count = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+/** Payloads, one per event. */
+export const EventPayloads = {
+  session_start: v.object({ session_id: v.string(), workspace: v.string(), source: v.string() }),
+  before_agent_start: v.object({ prompt: v.string() }),
+  context: v.object({ messages: v.array(v.unknown()) }),
+  tool_call: v.object({ tool: v.string(), call_id: v.string(), arguments: v.unknown() }),
+  tool_result: v.object({
+    tool: v.string(),
+    call_id: v.string(),
+    arguments: v.unknown(),
+    ok: v.boolean(),
+    result: v.unknown(),
+    started_ms: v.number(),
+    finished_ms: v.number(),
+  }),
+  agent_end: v.object({ reply: v.string(), held: Count }),
+  agent_settled: v.object({}),
+  /** `reason` is text ("threshold", "overflow", "requested" today), so a new word breaks no extension. */
+  before_compact: v.object({ reason: v.string() }),
+  /** Notify-only: the committed cost row's numbers and coordinates, nothing else. */
+  usage: v.object({
+    seq: Count,
+    origin: v.picklist(["provider_reported", "reconciliation"]),
+    model: v.string(),
+    input_tokens: Count,
+    output_tokens: Count,
+    cost_usd: v.optional(v.number()),
+  }),
+  /** A capability call made inside an invocation; `within` names that invocation (e.g. "tool:forecast"). */
+  cap_call: v.object({ extension: v.string(), capability: v.string(), target: v.string(), within: v.string() }),
+} as const;
+
+export type EventName = keyof typeof EventPayloads;
+export type EventPayload<E extends EventName> = v.InferOutput<(typeof EventPayloads)[E]>;
+
+const Base = { notes: Notes };
+const Block = { block: v.optional(Text) };
+const Halt = { halt: v.optional(Text) };
+const Context = { context: v.optional(Text) };
+
+/** What each event's hook may answer; fields an event does not take are refused, not ignored. */
+export const EventVerdicts = {
+  session_start: v.strictObject({ ...Base, ...Context }),
+  before_agent_start: v.strictObject({ ...Base, ...Block, ...Halt, ...Context }),
+  context: v.strictObject({ ...Base, ...Context, messages: v.optional(v.array(v.unknown())) }),
+  tool_call: v.strictObject({ ...Base, ...Block, ...Halt, ...Context, arguments: v.optional(v.unknown()), result: v.optional(v.unknown()) }),
+  tool_result: v.strictObject({ ...Base, ...Block, ...Halt, ...Context }),
+  agent_end: v.strictObject({ ...Base, ...Block, ...Halt, ...Context }),
+  agent_settled: v.strictObject({ ...Base }),
+  /** Can add bounded text, never veto. */
+  before_compact: v.strictObject({ ...Base, text: v.optional(v.pipe(v.string(), v.maxLength(16 * 1024))) }),
+  /** Notify-only: any answer is ignored, so any object is accepted. */
+  usage: v.looseObject({}),
+  cap_call: v.strictObject({ ...Base, ...Block }),
+} as const satisfies Record<EventName, v.GenericSchema>;
+
+export type EventVerdict<E extends EventName> = v.InferOutput<(typeof EventVerdicts)[E]>;
