@@ -18,6 +18,7 @@ export { testCtx, type Ctx } from "./ctx.js";
 export { decodeArgs, describeArgIssues, BadArguments } from "./decode_args.js";
 export { hook, proceed, HOOK_EVENTS, type Hook, type HookEvent, type Verdict, type Declared } from "./hook.js";
 export { answer, type Answer, type Asked, type Served } from "./answer.js";
+export { rendered, type Rendered } from "./rendered.js";
 export { serve, serving } from "./runtime.js";
 export type { Tool, Command } from "./tool.js";
 export { ErrorCode } from "../wire/codes.js";
