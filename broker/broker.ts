@@ -36,7 +36,18 @@ export interface BrokerOptions {
 export interface CallOptions extends InvokeOptions {
   readonly session?: string;
   readonly strand?: string;
+  /** Told the invocation's ledger id as soon as its row exists. */
+  readonly onInvocation?: (id: number) => void;
 }
+
+/** A hook's answer as it came back, with its own ledger row. */
+export interface HookOutcome {
+  readonly outcome: InvocationOutcome;
+  readonly invocationId: number | null;
+}
+
+/** A hook's time limit when its `[[hook]]` row sets none. */
+export const DEFAULT_HOOK_DEADLINE_MS = 5_000;
 
 interface Live {
   readonly slot: SatelliteSlot;
@@ -60,8 +71,10 @@ export class Broker {
   readonly #log: Logger;
   readonly #live = new Map<string, Live>();
   readonly #sessionPolicies = new Map<string, SessionPolicy>();
+  readonly #sessionCapHooks = new Map<string, CapHookStage>();
   readonly #caps: CapEnvironment;
   #dataVersion = -1;
+  #approvalEpoch = 0;
   #registryVersion = -1;
   #closed = false;
 
@@ -79,8 +92,28 @@ export class Broker {
       log: this.#log,
       operator: new OperatorPolicySource(this.home),
       resolve: options.resolve ?? defaultResolver,
-      hooks: options.capHooks ?? noHooks,
+      hooks: async (event) => {
+        // The library caller's stage first (tests, embedders), then the session's bus.
+        const own = await (options.capHooks ?? noHooks)(event);
+        if (own !== null) return own;
+        return (this.#sessionCapHooks.get(event.sessionId) ?? noHooks)(event);
+      },
     };
+  }
+
+  /** Routes a session's `cap_call` events to its hook bus; `null` detaches it. */
+  setSessionCapHooks(session: string, stage: CapHookStage | null): void {
+    if (stage === null) this.#sessionCapHooks.delete(session);
+    else this.#sessionCapHooks.set(session, stage);
+  }
+
+  /**
+   * Moves whenever the broker stopped a satellite because its approval was
+   * revoked or its install changed; sessions re-plan when it moves.
+   */
+  get approvalEpoch(): number {
+    this.#enforceApprovals();
+    return this.#approvalEpoch;
   }
 
   /** Sets a session's policy (offline, a narrower allow list); the next capability call obeys it. */
@@ -121,6 +154,7 @@ export class Broker {
     if (version === this.#dataVersion && this.registry.version === this.#registryVersion) return;
     this.#dataVersion = version;
     this.#registryVersion = this.registry.version;
+    this.#approvalEpoch++;
     for (const [key, live] of this.#live) {
       const name = live.slot.name;
       const current = this.registry.latestApproval(name);
@@ -168,7 +202,11 @@ export class Broker {
       spec: {
         name,
         artifact: installed.artifactPath,
-        declared: { tools: installed.manifest.tool.map((t) => t.name), hooks: installed.manifest.hook.map((h) => h.event) },
+        declared: {
+          tools: installed.manifest.tool.map((t) => t.name),
+          hooks: installed.manifest.hook.map((h) => h.event),
+          commands: installed.manifest.command.map((c) => c.name),
+        },
         sandbox: resolveSandbox(this.#options.sandbox),
         memoryMb: limits.memory_mb,
         bootTimeoutMs: this.#options.bootTimeoutMs ?? 10_000,
@@ -182,12 +220,31 @@ export class Broker {
     return live;
   }
 
+  /**
+   * Boots the satellite of `extension` for `session` now (activation does, so a
+   * failed boot or a served/declared mismatch is known before anything is asked).
+   * Rejects with a TetherError naming what failed.
+   */
+  async activate(session: string, extension: string): Promise<void> {
+    if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
+    await this.#slot(session, extension).slot.boot();
+  }
+
+  /** Stops the satellite of `extension` in `session`, letting its open call finish. */
+  async deactivate(session: string, extension: string): Promise<void> {
+    const key = `${session}\u0000${extension}`;
+    const live = this.#live.get(key);
+    if (live === undefined) return;
+    this.#live.delete(key);
+    await live.slot.close();
+  }
+
   /** Calls one tool of an approved extension. Never rejects for the extension's faults: they are answers. */
   async callTool(extension: string, tool: string, args: string, options: CallOptions = {}): Promise<InvocationOutcome> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
     const session = options.session ?? DEFAULT_SESSION;
-    const strand = options.strand ?? "";
-    const { slot, installed, approval } = this.#slot(session, extension);
+    const live = this.#slot(session, extension);
+    const { installed, approval } = live;
     const row = installed.manifest.tool.find((t) => t.name === tool);
     if (row === undefined || !approval.grants.tools.includes(tool)) {
       const served = [...approval.grants.tools].sort();
@@ -196,11 +253,71 @@ export class Broker {
     const checked = checkToolArgs(`${installed.manifestHash}:${tool}`, row.parameters, args);
     if (!checked.ok) {
       // Refused before it reached the satellite; the ledger still shows it.
-      this.ledger.finish(this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand }), WireCode.badArguments);
+      const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand: options.strand ?? "" });
+      options.onInvocation?.(id);
+      this.ledger.finish(id, WireCode.badArguments);
       return { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${checked.msg}` } };
     }
     const deadlineMs = Math.min(row.deadline_ms ?? approval.grants.limits.deadline_ms, approval.grants.limits.deadline_ms);
-    const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand });
+    return (await this.#invoke(live, session, "tool", tool, args, deadlineMs, options)).outcome;
+  }
+
+  /**
+   * Runs a `[[command]]` of an approved extension: `/name args`, with the raw
+   * argument text. Never rejects for the extension's faults.
+   */
+  async runCommand(extension: string, name: string, argsText: string, options: CallOptions = {}): Promise<InvocationOutcome> {
+    if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
+    const session = options.session ?? DEFAULT_SESSION;
+    const live = this.#slot(session, extension);
+    if (!live.installed.manifest.command.some((c) => c.name === name)) {
+      const served = live.installed.manifest.command.map((c) => c.name).sort();
+      return { ok: false, error: { code: WireCode.unknownTool, msg: `Unknown command '/${name}'; '${extension}' serves [${served.map((c) => `/${c}`).join(", ")}]` } };
+    }
+    const limits = live.approval.grants.limits;
+    return (await this.#invoke(live, session, "command", name, argsText, limits.deadline_ms, options)).outcome;
+  }
+
+  /**
+   * Asks one extension's hook about one event (`payload` is JSON text). The
+   * hook's time limit is its row's `deadline_ms` (default 5 s, never more than
+   * the extension's deadline), counted from when it is asked — waiting behind
+   * the satellite's open call included.
+   */
+  async callHook(extension: string, event: string, payload: string, options: CallOptions = {}): Promise<HookOutcome> {
+    if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
+    const session = options.session ?? DEFAULT_SESSION;
+    const live = this.#slot(session, extension);
+    const row = live.installed.manifest.hook.find((h) => h.event === event);
+    if (row === undefined || !live.approval.grants.hooks.includes(event)) {
+      return { outcome: { ok: false, error: { code: WireCode.unhandled, msg: `'${extension}' has no approved hook for '${event}'` } }, invocationId: null };
+    }
+    const limits = live.approval.grants.limits;
+    const deadlineMs = Math.min(row.deadline_ms ?? DEFAULT_HOOK_DEADLINE_MS, limits.deadline_ms);
+    // The limit covers the wait for the satellite too: a hook queued behind a long call is late.
+    const late = AbortSignal.timeout(deadlineMs + (this.#options.graceMs ?? 500));
+    const signal = options.signal === undefined ? late : AbortSignal.any([options.signal, late]);
+    const result = await this.#invoke(live, session, "event", event, payload, deadlineMs, { ...options, signal });
+    if (!result.outcome.ok && result.outcome.error.code === WireCode.cancelled && late.aborted) {
+      return { ...result, outcome: { ok: false, error: { code: WireCode.timeout, msg: `The hook passed its time limit of ${deadlineMs} ms` } } };
+    }
+    return result;
+  }
+
+  /** One invocation of a live satellite, with its ledger row and capability dispatcher. */
+  async #invoke(
+    live: Live,
+    session: string,
+    kind: "tool" | "event" | "command",
+    name: string,
+    args: string,
+    deadlineMs: number,
+    options: CallOptions,
+  ): Promise<{ outcome: InvocationOutcome; invocationId: number }> {
+    const extension = live.slot.name;
+    const strand = options.strand ?? "";
+    const id = this.ledger.begin({ sessionId: session, extension, kind, name, strand });
+    options.onInvocation?.(id);
     const dispatch = capDispatcher(this.#caps, {
       sessionId: session,
       invocationId: id,
@@ -209,20 +326,20 @@ export class Broker {
         // Read at dispatch (cheaply: the approvals are re-read only when the store changed):
         // a narrowed approval applies to the next capability call; a revoked one allows nothing.
         this.#enforceApprovals();
-        const live = this.#live.get(`${session}\u0000${extension}`);
-        return live === undefined ? { ...approval.grants, net: [] } : live.approval.grants;
+        const current = this.#live.get(`${session}\u0000${extension}`);
+        return current === undefined ? { ...live.approval.grants, net: [] } : current.approval.grants;
       },
       session: () => this.#sessionPolicies.get(session) ?? {},
     });
     let outcome: InvocationOutcome;
     try {
-      outcome = await slot.invoke({ kind: "tool", name: tool, args, strand, deadlineMs }, { ...options, dispatch });
+      outcome = await live.slot.invoke({ kind, name, args, strand, deadlineMs }, { ...options, dispatch });
     } catch (err) {
       this.ledger.finish(id, WireCode.crashed);
       throw err;
     }
     this.ledger.finish(id, outcome.ok ? "ok" : outcome.error.code);
-    return outcome;
+    return { outcome, invocationId: id };
   }
 
   /** Lets in-flight calls finish, stops every satellite, writes the ledger, closes the store. Safe twice. */

@@ -30,6 +30,10 @@ export const BrokerCode = {
   approvalInvalid: "approval_invalid",
   /** The satellite slot is closed and takes no more calls. */
   closed: "closed",
+  /** A hook refused the call (or withheld its result); the message is the hook's reason and names the extension. */
+  blocked: "blocked",
+  /** The tool or command is not served by any active extension of the session; the message names the inactive one and why. */
+  inactive: "inactive",
 } as const;
 export type BrokerCode = (typeof BrokerCode)[keyof typeof BrokerCode];
 export const BROKER_CODES: readonly BrokerCode[] = Object.values(BrokerCode);

@@ -13,6 +13,9 @@ import type { OperatorPolicySource, SessionPolicy } from "./policy.js";
 
 /** What the `cap_call` hook stage is shown. */
 export interface CapCallEvent {
+  readonly sessionId: string;
+  /** The ledger row of the invocation making the call. */
+  readonly invocationId: number | null;
   readonly extension: string;
   readonly capability: string;
   readonly target: string;

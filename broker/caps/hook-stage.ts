@@ -5,7 +5,7 @@ import type { CallScope } from "./context.js";
 
 /** Asks the hooks about `target`; a block is audited and returned as the refusal. */
 export async function askHooks(scope: CallScope, target: string): Promise<CapReply | null> {
-  const { env, info, call } = scope;
-  const verdict = await env.hooks({ extension: info.extension, capability: call.cap, target, within: `${info.kind}:${info.name}`, args: call.args });
+  const { env, info, call, ctx } = scope;
+  const verdict = await env.hooks({ sessionId: ctx.sessionId, invocationId: ctx.invocationId, extension: info.extension, capability: call.cap, target, within: `${info.kind}:${info.name}`, args: call.args });
   return verdict === null ? null : scope.refuse(WireCode.denied, `hook:${verdict.by}`, `Blocked by a hook: ${verdict.block}`, target);
 }

@@ -48,10 +48,11 @@ export interface Verdict {
   readonly text?: string;
 }
 
+/** `invocationId`: the hook's own ledger row, when it ran in a satellite. */
 export type HookAnswer =
-  | { readonly kind: "verdict"; readonly verdict: Verdict }
-  | { readonly kind: "unhandled" }
-  | { readonly kind: "failed"; readonly reason: string };
+  | { readonly kind: "verdict"; readonly verdict: Verdict; readonly invocationId?: number }
+  | { readonly kind: "unhandled"; readonly invocationId?: number }
+  | { readonly kind: "failed"; readonly reason: string; readonly invocationId?: number };
 
 export interface BusHook {
   readonly extension: string;
@@ -64,6 +65,10 @@ export interface TraceRow {
   readonly extension: string;
   readonly answer: "unhandled" | "failed" | "proceed" | "block" | "rewrite" | "halt" | "result" | "context" | "notes" | "ignored" | "refused-rewrite";
   readonly durationMs: number;
+  /** Why: the block or halt reason, the failure, the refused rewrite's problem, the context or notes. */
+  readonly detail: string;
+  /** The hook's own ledger row, when it ran in a satellite. */
+  readonly invocationId: number | null;
 }
 
 export interface Composed {
@@ -113,13 +118,16 @@ export async function compose(event: BusEvent, hooks: readonly BusHook[], option
       answer = { kind: "failed", reason: (err as Error).message };
     }
     const durationMs = now() - started;
-    const row = (what: TraceRow["answer"]) => trace.push({ extension: hook.extension, answer: what, durationMs });
+    const invocationId = answer.invocationId ?? null;
+    let detail = "";
+    const row = (what: TraceRow["answer"]) => trace.push({ extension: hook.extension, answer: what, durationMs, detail, invocationId });
 
     if (answer.kind === "unhandled") {
       row("unhandled");
       continue;
     }
     if (answer.kind === "failed") {
+      detail = answer.reason;
       row("failed");
       // usage is notify-only and before_compact can never veto: a failure there is always a note.
       if (hook.onError === "block" && event !== "usage" && event !== "before_compact" && block === null) {
@@ -139,14 +147,17 @@ export async function compose(event: BusEvent, hooks: readonly BusHook[], option
       if (v.text !== undefined && compactText.length < compactLimit) {
         compactText = (compactText + (compactText ? "\n" : "") + v.text).slice(0, compactLimit);
         what = "context";
+        detail = v.text;
       }
       if (v.notes) notes.push(...v.notes);
       row(what);
       continue;
     }
+    const why: string[] = [];
     if (v.block !== undefined && block === null) {
       block = { reason: v.block, by: hook.extension };
       what = "block";
+      why.push(v.block);
     }
     if (v.arguments !== undefined && rewrite === null && event === "tool_call") {
       const invalid = options.validateArguments?.(v.arguments) ?? null;
@@ -156,11 +167,13 @@ export async function compose(event: BusEvent, hooks: readonly BusHook[], option
       } else {
         notes.push(`${hook.extension}'s rewrite was refused: ${invalid}`);
         if (what === "proceed") what = "refused-rewrite";
+        why.push(`rewrite refused: ${invalid}`);
       }
     }
     if (v.halt !== undefined && halt === null) {
       halt = { reason: v.halt, by: hook.extension };
       if (what === "proceed") what = "halt";
+      why.push(`halt: ${v.halt}`);
     }
     if (v.result !== undefined && result === null && event === "tool_call") {
       result = { value: v.result, by: hook.extension };
@@ -169,12 +182,15 @@ export async function compose(event: BusEvent, hooks: readonly BusHook[], option
     if (v.context !== undefined) {
       context.push(v.context);
       if (what === "proceed") what = "context";
+      why.push(v.context);
     }
     if (v.messages !== undefined && event === "context") messages = v.messages;
     if (v.notes !== undefined && v.notes.length > 0) {
       notes.push(...v.notes);
       if (what === "proceed") what = "notes";
+      why.push(...v.notes);
     }
+    detail = why.join(" | ");
     row(what);
   }
   return { block, rewrite, halt, result, context, notes, messages, compactText, trace };

@@ -21,8 +21,9 @@ export const ToolRow = v.strictObject({
 
 export const HookRow = v.strictObject({
   event: v.picklist(HOOK_EVENTS),
-  priority: v.optional(v.pipe(v.number(), v.integer())),
   on_error: v.optional(v.picklist(["note", "block"])),
+  /** The hook's time limit; past it the hook counts as failed (a note, or a block with on_error = "block"). */
+  deadline_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(600_000))),
 });
 
 export const CommandRow = v.strictObject({
@@ -43,6 +44,8 @@ export const Manifest = v.strictObject({
   description: v.pipe(v.string(), v.maxLength(4096)),
   entry: v.pipe(v.string(), v.regex(/^[^/].*\.(?:ts|js|mjs|mts)$/, "expected a relative path to a .ts or .js file")),
   requires: v.optional(v.array(Identifier), []),
+  /** Registry order after dependency order: lower first, then the name. */
+  priority: v.optional(v.pipe(v.number(), v.integer(), v.minValue(-1_000_000), v.maxValue(1_000_000)), 0),
   tool: v.optional(v.array(ToolRow), []),
   hook: v.optional(v.array(HookRow), []),
   command: v.optional(v.array(CommandRow), []),
@@ -50,6 +53,11 @@ export const Manifest = v.strictObject({
   limits: v.optional(Limits, {}),
 });
 export type Manifest = v.InferOutput<typeof Manifest>;
+
+/** The built-in extension that runs operator-written command hooks (broker/hooks/builtin-hooks.ts). */
+export const BUILTIN_HOOKS_NAME = "hooks";
+/** Names an installed extension may not take: they belong to built-ins. */
+export const RESERVED_NAMES: readonly string[] = [BUILTIN_HOOKS_NAME];
 
 function describe(issue: v.BaseIssue<unknown>): string {
   const path = v.getDotPath(issue) ?? "(top level)";
@@ -71,6 +79,9 @@ export function parseManifest(text: string, file: string): Manifest {
     throw new TetherError(BrokerCode.installFailed, `${file}: ${parsed.issues.map(describe).join("; ")}`);
   }
   const m = parsed.output;
+  if (RESERVED_NAMES.includes(m.name)) {
+    throw new TetherError(BrokerCode.installFailed, `${file}: name: '${m.name}' is reserved for the built-in extension of that name; choose another`);
+  }
   const seen = new Set<string>();
   for (const tool of m.tool) {
     if (seen.has(tool.name)) throw new TetherError(BrokerCode.installFailed, `${file}: tool '${tool.name}' is declared twice`);

@@ -39,7 +39,7 @@ export interface SatelliteSpec {
   /** The bundled artifact, one JS file. */
   readonly artifact: string;
   /** What the approved manifest declares; the hello must match exactly. */
-  readonly declared: { readonly tools: readonly string[]; readonly hooks: readonly string[] };
+  readonly declared: { readonly tools: readonly string[]; readonly hooks: readonly string[]; readonly commands?: readonly string[] };
   readonly sandbox: SandboxMode;
   readonly memoryMb: number;
   readonly bootTimeoutMs: number;
@@ -257,11 +257,13 @@ export class SatelliteProcess {
         // the satellite may have removed it itself; nothing listens there either way
       }
       const { tools, hooks } = spec.declared;
-      if (!sameSet(hello.tools, tools) || !sameSet(hello.hooks, hooks)) {
+      const commands = spec.declared.commands ?? [];
+      if (!sameSet(hello.tools, tools) || !sameSet(hello.hooks, hooks) || !sameSet(hello.commands, commands)) {
+        const cmds = (names: readonly string[]) => (names.length > 0 || commands.length > 0 ? ` and commands ${list(names)}` : "");
         throw new TetherError(
           BrokerCode.servedMismatch,
-          `Extension '${spec.name}' is broken: the manifest declares tools ${list(tools)} and hooks ${list(hooks)}, ` +
-            `but the artifact serves tools ${list(hello.tools)} and hooks ${list(hello.hooks)}. Reinstall it`,
+          `Extension '${spec.name}' is broken: the manifest declares tools ${list(tools)} and hooks ${list(hooks)}${cmds(commands)}, ` +
+            `but the artifact serves tools ${list(hello.tools)} and hooks ${list(hello.hooks)}${cmds(hello.commands)}. Reinstall it`,
         );
       }
       this.hello = hello;

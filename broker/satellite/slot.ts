@@ -200,9 +200,32 @@ export class SatelliteSlot {
     await running.settled;
   }
 
-  async #ready(): Promise<SatelliteProcess> {
+  /**
+   * Boots the process now rather than on the first call (session activation
+   * does, to learn of a failed boot or a served/declared mismatch up front).
+   * Rejects with the boot's TetherError.
+   */
+  async boot(): Promise<void> {
+    if (this.#closed) throw new TetherError(BrokerCode.closed, `The satellite of '${this.name}' is closed`);
+    await this.#ready();
+    if (!this.#pumping && this.#queue.length === 0) this.#onIdle();
+  }
+
+  #booting: Promise<SatelliteProcess> | null = null;
+
+  /** The live process, booting one if needed; concurrent callers share one boot. */
+  #ready(): Promise<SatelliteProcess> {
     const live = this.#process;
-    if (live !== null && (live.state === "ready" || live.state === "busy")) return live;
+    if (live !== null && (live.state === "ready" || live.state === "busy")) return Promise.resolve(live);
+    if (this.#booting === null) {
+      this.#booting = this.#bootProcess().finally(() => {
+        this.#booting = null;
+      });
+    }
+    return this.#booting;
+  }
+
+  async #bootProcess(): Promise<SatelliteProcess> {
     this.#process = null;
     const process = await SatelliteProcess.boot(this.#options.spec);
     this.boots++;

@@ -33,6 +33,19 @@ export interface AuditRow {
   readonly bytes: number;
 }
 
+/** One hook's answer to one event, as the bus traced it. */
+export interface HookTrace {
+  readonly sessionId: string;
+  readonly event: string;
+  readonly subject: string;
+  readonly aboutInvocationId: number | null;
+  readonly hookInvocationId: number | null;
+  readonly extension: string;
+  readonly answer: string;
+  readonly detail: string;
+  readonly durationMs: number;
+}
+
 export const RUNNING = "running";
 export const LOST = "lost";
 
@@ -66,6 +79,8 @@ export class Ledger {
   readonly #insertStart: Statement;
   readonly #updateFinish: Statement;
   readonly #insertAudit: Statement;
+  readonly #insertTrace: Statement;
+  #traces: Array<HookTrace & { at: number }> = [];
   #finishes: Array<{ id: number; finishedAt: number; durationMs: number; outcome: string }> = [];
   #audits: Array<AuditRow & { at: number }> = [];
   #scheduled = false;
@@ -80,6 +95,9 @@ export class Ledger {
     this.#updateFinish = db.prepare("update invocations set finished_at = ?, duration_ms = ?, outcome = ? where id = ?");
     this.#insertAudit = db.prepare(
       "insert into cap_audit (invocation_id, session_id, extension, capability, target, decision, rule, bytes, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    );
+    this.#insertTrace = db.prepare(
+      "insert into hook_traces (session_id, event, subject, about_invocation_id, hook_invocation_id, extension, answer, detail, duration_ms, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     // A broker that died mid-call left rows running: nobody will finish them.
     // Rows of brokers still alive (another `tether serve`) are theirs to finish.
@@ -117,6 +135,13 @@ export class Ledger {
     this.#schedule();
   }
 
+  /** Records the hooks' answers to one event (bounded texts). */
+  trace(rows: readonly HookTrace[]): void {
+    const at = Date.now();
+    for (const row of rows) this.#traces.push({ ...row, subject: row.subject.slice(0, 512), detail: row.detail.slice(0, 1024), at });
+    if (rows.length > 0) this.#schedule();
+  }
+
   #schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
@@ -127,14 +152,19 @@ export class Ledger {
   /** Writes everything queued, in one transaction. */
   flush(): void {
     this.#scheduled = false;
-    if (this.#finishes.length === 0 && this.#audits.length === 0) return;
+    if (this.#finishes.length === 0 && this.#audits.length === 0 && this.#traces.length === 0) return;
     const finishes = this.#finishes;
     const audits = this.#audits;
+    const traces = this.#traces;
     this.#finishes = [];
     this.#audits = [];
+    this.#traces = [];
     this.#store.sqlite.transaction(() => {
       for (const f of finishes) this.#updateFinish.run(f.finishedAt, f.durationMs, f.outcome, f.id);
       for (const a of audits) this.#insertAudit.run(a.invocationId, a.sessionId, a.extension, a.capability, a.target, a.decision, a.rule, a.bytes, a.at);
+      for (const t of traces) {
+        this.#insertTrace.run(t.sessionId, t.event, t.subject, t.aboutInvocationId, t.hookInvocationId, t.extension, t.answer, t.detail, t.durationMs, t.at);
+      }
     })();
   }
 

@@ -3,7 +3,7 @@
  * changes here into SQL migrations in drizzle/ (see docs/operators.md).
  */
 import { sql } from "drizzle-orm";
-import { blob, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { blob, index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 const now = sql`(unixepoch('subsec') * 1000)`;
 
@@ -110,4 +110,32 @@ export const kv = sqliteTable(
     updatedAt: integer("updated_at").notNull().default(now),
   },
   (t) => [primaryKey({ columns: [t.extension, t.key] })],
+);
+
+/**
+ * The hook bus's trace: one row per hook asked about one event (which
+ * extension, what it answered, how long it took), so an operator can see why a
+ * call was blocked or rewritten.
+ */
+export const hookTraces = sqliteTable(
+  "hook_traces",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    sessionId: text("session_id").notNull(),
+    event: text("event").notNull(),
+    /** What the event was about: the tool name, "capability target", the command… */
+    subject: text("subject").notNull().default(""),
+    /** The ledger row the event was about (the tool call, the invocation making a capability call). */
+    aboutInvocationId: integer("about_invocation_id"),
+    /** The hook's own invocation row (null for the built-in command hooks, which run on the host). */
+    hookInvocationId: integer("hook_invocation_id"),
+    extension: text("extension").notNull(),
+    /** proceed, block, rewrite, refused-rewrite, halt, result, context, notes, unhandled, failed, ignored. */
+    answer: text("answer").notNull(),
+    /** The block or halt reason, the failure, or the refused rewrite's problem (bounded). */
+    detail: text("detail").notNull().default(""),
+    durationMs: real("duration_ms").notNull(),
+    at: integer("at").notNull(),
+  },
+  (t) => [index("hook_traces_session").on(t.sessionId), index("hook_traces_about").on(t.aboutInvocationId)],
 );

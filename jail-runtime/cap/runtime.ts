@@ -100,7 +100,7 @@ async function runInvocation(channel: Channel, call: Call, answerer: Answerer): 
  * await serveLoop((asked, ctx) => answer({ tools }, asked, ctx), { tools: ["echo"], hooks: [] });
  * ```
  */
-export async function serveLoop(answerer: Answerer, served: { tools: string[]; hooks: string[] }): Promise<never> {
+export async function serveLoop(answerer: Answerer, served: { tools: string[]; hooks: string[]; commands?: string[] }): Promise<never> {
   const socketPath = Deno.args[0];
   if (socketPath === undefined) {
     console.error("tether satellite: no socket path given");
@@ -119,7 +119,7 @@ export async function serveLoop(answerer: Answerer, served: { tools: string[]; h
   }
   invocation.attach(channel);
   void exitOnStdinEof(channel);
-  await channel.send({ t: "hello", boot, runtime: RUNTIME_NAME, tools: [...served.tools].sort(), hooks: [...served.hooks].sort() });
+  await channel.send({ t: "hello", boot, runtime: RUNTIME_NAME, tools: [...served.tools].sort(), hooks: [...served.hooks].sort(), commands: [...(served.commands ?? [])].sort() });
 
   let busy = false;
   try {

@@ -26,6 +26,7 @@ export function serving(served: {
   return serveLoop((asked, ctx) => answer(table, asked, ctx), {
     tools: Object.keys(served.tools ?? {}),
     hooks: (served.hooks ?? []).map(([event]) => event),
+    commands: Object.keys(served.commands ?? {}),
   });
 }
 

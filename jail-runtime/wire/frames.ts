@@ -23,6 +23,7 @@ export const Hello = v.object({
   runtime: Name,
   tools: v.pipe(v.array(Name), v.maxLength(1024)),
   hooks: v.pipe(v.array(Name), v.maxLength(1024)),
+  commands: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
 });
 export type Hello = v.InferOutput<typeof Hello>;
 

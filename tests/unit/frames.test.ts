@@ -27,7 +27,7 @@ function rejection(schema: v.GenericSchema, input: unknown): string {
 }
 
 const call = { t: "call", id: 1, token: "tok", kind: "tool", name: "weather", args: '{"city":"Lisbon"}', strand: "s1", deadline_ms: 30_000 };
-const hello = { t: "hello", boot: "b".repeat(64), runtime: "tether-deno/1", tools: ["a", "b"], hooks: ["tool_call"] };
+const hello = { t: "hello", boot: "b".repeat(64), runtime: "tether-deno/1", tools: ["a", "b"], hooks: ["tool_call"], commands: [] };
 const cap = { t: "cap", id: 2, token: "tok", cap: "net.fetch", args: JSON.stringify({ url: "https://example.org" }) };
 
 describe("frame schemas accept what the wire carries", () => {

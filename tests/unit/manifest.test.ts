@@ -37,6 +37,7 @@ describe("parseManifest() on a valid manifest", () => {
       description: "Weather for a city",
       entry: "src/mod.ts",
       requires: [],
+      priority: 0,
       tool: [],
       hook: [],
       command: [],
@@ -61,7 +62,7 @@ description = "Five days"
 
 [[hook]]
 event = "tool_call"
-priority = -10
+deadline_ms = 750
 on_error = "block"
 
 [[command]]
@@ -86,10 +87,20 @@ memory_mb = 256
       },
       { name: "forecast", description: "Five days", parameters: { type: "object" } },
     ]);
-    expect(m.hook).toEqual([{ event: "tool_call", priority: -10, on_error: "block" }]);
+    expect(m.hook).toEqual([{ event: "tool_call", deadline_ms: 750, on_error: "block" }]);
+    expect(m.priority).toBe(0);
     expect(m.command).toEqual([{ name: "weather-reset", description: "Forget the cache" }]);
     expect(m.net).toEqual({ allow: ["api.open-meteo.com"] });
     expect(m.limits).toEqual({ memory_mb: 256, deadline_ms: 30_000, idle_s: 300, kv_bytes: 1_048_576 });
+  });
+
+  test("parseManifest() refuses the built-in extension's reserved name", () => {
+    expect(() => parseManifest(HEAD.replace('name = "weather"', 'name = "hooks"'), FILE)).toThrow(`${FILE}: name: 'hooks' is reserved for the built-in extension of that name; choose another`);
+  });
+
+  test("parseManifest() reads the registry priority and bounds it", () => {
+    expect(parseManifest(`${HEAD}priority = -5\n`, FILE).priority).toBe(-5);
+    expect(() => parseManifest(`${HEAD}priority = 1.5\n`, FILE)).toThrow(/priority/);
   });
 
   test("parseManifest() accepts every hook event the SDK knows", () => {
@@ -144,7 +155,7 @@ describe("parseManifest() errors", () => {
   });
 
   test("a hook declared twice is refused, naming it", () => {
-    expect(refusal(`${HEAD}[[hook]]\nevent = "usage"\n[[hook]]\nevent = "usage"\npriority = 2\n`)).toBe(`${FILE}: hook 'usage' is declared twice`);
+    expect(refusal(`${HEAD}[[hook]]\nevent = "usage"\n[[hook]]\nevent = "usage"\non_error = "note"\n`)).toBe(`${FILE}: hook 'usage' is declared twice`);
   });
 
   // Commands dispatch by name from one table, like tools; a second row with the

@@ -58,6 +58,7 @@ export const helloFrame = fc.record(
     runtime: wireName,
     tools: fc.array(wireName, { maxLength: 6 }),
     hooks: fc.array(wireName, { maxLength: 6 }),
+    commands: fc.array(wireName, { maxLength: 6 }),
   },
   { noNullPrototype: true },
 );
