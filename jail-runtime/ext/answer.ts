@@ -7,6 +7,7 @@ import { testCtx, type Ctx } from "./ctx.js";
 import { BadArguments } from "./decode_args.js";
 import { CapError } from "../cap/invocation.js";
 import type { Declared } from "./hook.js";
+import { rendered } from "./rendered.js";
 import type { Command, Tool } from "./tool.js";
 
 /** What the broker asked: one invocation. `args` is JSON text. */
@@ -60,9 +61,37 @@ async function runTool(tool: Tool | Command, args: unknown, ctx: Ctx, what: stri
 }
 
 /**
+ * A hook's verdict as JSON text, or `crashed` naming the part JSON cannot hold.
+ * Top-level fields left `undefined` (`{ block: cond ? "why" : undefined }`)
+ * are dropped, as JSON.stringify would; anywhere deeper they are an error,
+ * since JSON.stringify would silently turn them into `null` or nothing.
+ */
+function verdictAnswer(event: string, verdict: unknown): Answer {
+  // A hook written in plain JS that returns nothing proceeds, as before.
+  if (verdict === undefined || verdict === null) return { ok: true, value: "{}" };
+  if (typeof verdict !== "object" || Array.isArray(verdict)) {
+    return fail(ErrorCode.crashed, `hook '${event}' answered ${Array.isArray(verdict) ? "an array" : `a ${typeof verdict}`}, not a verdict object`);
+  }
+  const proto: unknown = Object.getPrototypeOf(verdict);
+  const plain = proto === Object.prototype || proto === null;
+  // Only a plain object is stripped: copying a class instance's fields would hide that it is one.
+  const stripped = plain ? Object.fromEntries(Object.entries(verdict).filter(([, value]) => value !== undefined)) : verdict;
+  if (plain && Object.getOwnPropertySymbols(verdict).length > 0) {
+    return fail(ErrorCode.crashed, `hook '${event}' answered a verdict JSON cannot hold: the value has symbol keys`);
+  }
+  const json = rendered(stripped);
+  if (!json.ok) return fail(ErrorCode.crashed, `hook '${event}' answered a verdict JSON cannot hold: ${json.error}`);
+  return { ok: true, value: json.json };
+}
+
+/**
  * Answers one invocation against a table of tools, hooks and commands. A tool
  * that throws anything but {@linkcode BadArguments} throws out of `answer`;
- * the serving loop turns that into a `crashed` answer.
+ * the serving loop turns that into a `crashed` answer. An event is answered
+ * with the hook's verdict as JSON text; a payload that does not match the
+ * event's schema is `bad_arguments` naming the field, a hook that answers
+ * `unhandled` is `unhandled`, and a verdict JSON cannot hold is `crashed`
+ * naming the part.
  *
  * @example
  * ```ts
@@ -104,8 +133,9 @@ export async function answer(served: Served, asked: Asked, ctx: Ctx = testCtx())
       const payload = parseArgs(asked.args, `event '${asked.name}'`);
       if (!payload.ok) return payload.answer;
       try {
-        const verdict = await hook.run(payload.value, ctx);
-        return { ok: true, value: JSON.stringify(verdict ?? {}) };
+        const outcome = await hook.answer(payload.value, ctx);
+        if (outcome.unhandled) return fail(ErrorCode.unhandled, `The hook for '${asked.name}' does nothing for this event`);
+        return verdictAnswer(asked.name, outcome.verdict);
       } catch (err) {
         if (err instanceof BadArguments) return fail(ErrorCode.badArguments, `event '${asked.name}': ${err.message}`);
         throw err;

@@ -16,7 +16,21 @@
 export { text, json, outcome, refuse, isRefusal, type Content, type Outcome, type Refusal, type Terminate } from "./content.js";
 export { testCtx, type Ctx } from "./ctx.js";
 export { decodeArgs, describeArgIssues, BadArguments } from "./decode_args.js";
-export { hook, proceed, HOOK_EVENTS, type Hook, type HookEvent, type Verdict, type Declared } from "./hook.js";
+export {
+  hook,
+  proceed,
+  unhandled,
+  HOOK_EVENTS,
+  type Hook,
+  type AnyHook,
+  type HookEvent,
+  type HookReply,
+  type HookOutcome,
+  type Verdict,
+  type Declared,
+  type EventPayload,
+  type EventVerdict,
+} from "./hook.js";
 export { answer, type Answer, type Asked, type Served } from "./answer.js";
 export { rendered, type Rendered } from "./rendered.js";
 export { serve, serving } from "./runtime.js";

@@ -184,10 +184,13 @@ describe("answer() for tools", () => {
 });
 
 describe("answer() for events", () => {
-  const allow: Hook = hook("tool_call", () => proceed);
+  const allow: Hook<"tool_call"> = hook("tool_call", () => proceed);
+  const call = { tool: "sh", call_id: "c1", arguments: { command: "ls" } };
+  const start = { session_id: "s1", workspace: "/w", source: "cli" };
+  const usage = { seq: 1, origin: "provider_reported", model: "m", input_tokens: 10, output_tokens: 2 };
 
   test("answer() answers unhandled for an event with no hook", async () => {
-    expect(await answer({ hooks: [["tool_call", allow]] }, { kind: "event", name: "usage", args: "{}" })).toEqual({
+    expect(await answer({ hooks: [["tool_call", allow]] }, { kind: "event", name: "usage", args: JSON.stringify(usage) })).toEqual({
       ok: false,
       error: { code: "unhandled", msg: "No hook for 'usage'" },
     });
@@ -203,16 +206,15 @@ describe("answer() for events", () => {
   });
 
   test("answer() renders a hook's verdict as JSON text, and proceed as {}", async () => {
-    const block = hook("tool_call", (payload) => ({ block: true, reason: `saw ${JSON.stringify(payload)}` }));
-    const payload = { tool: "rm", args: { path: "/" } };
-    const reply = await answer({ hooks: [["tool_call", block]] }, { kind: "event", name: "tool_call", args: JSON.stringify(payload) });
-    expect(reply).toEqual({ ok: true, value: JSON.stringify({ block: true, reason: `saw ${JSON.stringify(payload)}` }) });
-    expect(await answer({ hooks: [["tool_call", allow]] }, { kind: "event", name: "tool_call", args: "{}" })).toEqual({ ok: true, value: "{}" });
+    const block = hook("tool_call", (payload) => ({ block: `saw ${JSON.stringify(payload)}`, notes: ["guarded"] }));
+    const reply = await answer({ hooks: [["tool_call", block]] }, { kind: "event", name: "tool_call", args: JSON.stringify(call) });
+    expect(reply).toEqual({ ok: true, value: JSON.stringify({ block: `saw ${JSON.stringify(call)}`, notes: ["guarded"] }) });
+    expect(await answer({ hooks: [["tool_call", allow]] }, { kind: "event", name: "tool_call", args: JSON.stringify(call) })).toEqual({ ok: true, value: "{}" });
   });
 
   test("answer() awaits an async hook", async () => {
     const slow = hook("usage", async () => ({ noted: 1 }));
-    expect(valueOf(await answer({ hooks: [["usage", slow]] }, { kind: "event", name: "usage", args: "{}" }))).toBe('{"noted":1}');
+    expect(valueOf(await answer({ hooks: [["usage", slow]] }, { kind: "event", name: "usage", args: JSON.stringify(usage) }))).toBe('{"noted":1}');
   });
 
   test("answer() calls an event payload that is not JSON bad_arguments naming the event", async () => {
@@ -225,14 +227,15 @@ describe("answer() for events", () => {
     expect(ran).toBe(false);
   });
 
-  test("answer() renders a hook's decodeArgs failure as bad_arguments naming the event and field", async () => {
+  test("answer() renders a hook's own decodeArgs failure (of a tool call's arguments) as bad_arguments naming the event and field", async () => {
     const h = hook("tool_call", (payload) => {
-      decodeArgs(v.object({ tool: v.string() }), payload);
+      decodeArgs(v.object({ command: v.string() }), payload.arguments);
       return proceed;
     });
-    expect(errorOf(await answer({ hooks: [["tool_call", h]] }, { kind: "event", name: "tool_call", args: '{"tool":1}' }))).toEqual({
+    const args = JSON.stringify({ ...call, arguments: { command: 1 } });
+    expect(errorOf(await answer({ hooks: [["tool_call", h]] }, { kind: "event", name: "tool_call", args }))).toEqual({
       code: "bad_arguments",
-      msg: "event 'tool_call': expected string at .tool, got 1",
+      msg: "event 'tool_call': expected string at .command, got 1",
     });
   });
 
@@ -240,14 +243,15 @@ describe("answer() for events", () => {
     const h = hook("agent_end", () => {
       throw new Error("hook failed");
     });
-    await expect(answer({ hooks: [["agent_end", h]] }, { kind: "event", name: "agent_end", args: "{}" })).rejects.toThrow("hook failed");
+    const args = JSON.stringify({ reply: "done", held: 0 });
+    await expect(answer({ hooks: [["agent_end", h]] }, { kind: "event", name: "agent_end", args })).rejects.toThrow("hook failed");
   });
 
   test("answer() hands the hook's ctx.report to the caller's callback", async () => {
     const seen: string[] = [];
-    const h = hook("session_start", (_p, ctx) => (ctx.report("hello"), proceed));
-    await answer({ hooks: [["session_start", h]] }, { kind: "event", name: "session_start", args: "{}" }, testCtx({ report: (t) => seen.push(t) }));
-    expect(seen).toEqual(["hello"]);
+    const h = hook("session_start", (p, ctx) => (ctx.report(`hello ${p.session_id}`), proceed));
+    await answer({ hooks: [["session_start", h]] }, { kind: "event", name: "session_start", args: JSON.stringify(start) }, testCtx({ report: (t) => seen.push(t) }));
+    expect(seen).toEqual(["hello s1"]);
   });
 });
 
