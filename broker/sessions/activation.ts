@@ -20,6 +20,8 @@ export interface Candidate {
   readonly commands: readonly string[];
   /** Wanted in this session (the effective preference). */
   readonly enabled: boolean;
+  /** Why it is not wanted, when it is not (default: "disabled in this session"). */
+  readonly disabledReason?: string;
   /** Null when approved for what is installed; otherwise why not (names the command that fixes it). */
   readonly notApproved: string | null;
   /** Set when it failed to activate (boot failure, served/declared mismatch). */
@@ -41,7 +43,7 @@ export interface Plan {
 export function planActivation(candidates: readonly Candidate[]): Plan {
   const inactive = new Map<string, string>();
   const eligible = candidates.filter((c) => {
-    if (!c.enabled) inactive.set(c.name, "disabled in this session");
+    if (!c.enabled) inactive.set(c.name, c.disabledReason ?? "disabled in this session");
     else if (c.notApproved !== null) inactive.set(c.name, c.notApproved);
     else if (c.failed !== undefined) inactive.set(c.name, c.failed);
     else return true;

@@ -211,21 +211,44 @@ export class Session {
     return known;
   }
 
-  #wanted(k: Known): boolean {
+  #preference(k: Known): Preference {
     // The built-in command hooks are off unless an operator turns them on.
-    return this.#preferences.effective(this.id, k.name, !k.builtin).enabled;
+    return this.#preferences.effective(this.id, k.name, !k.builtin);
   }
 
+  #wanted(k: Known): boolean {
+    return this.#preference(k).enabled;
+  }
+
+  /** Why an extension is not wanted, by where the preference came from. */
+  #unwantedReason(k: Known): string {
+    switch (this.#preference(k).source) {
+      case "session":
+        return "disabled in this session";
+      case "global":
+        return `disabled by the global default; turn it on with: tether session enable ${k.name}`;
+      case "default":
+        return `off by default; enable it with: tether session enable ${k.name}`;
+    }
+  }
+
+  /** Plans from `known`; with `only`, nothing outside it becomes active (a refresh adds nothing). */
   #plan(known: ReadonlyMap<string, Known>, failed: ReadonlyMap<string, string>, only?: ReadonlySet<string>): Plan {
     const candidates: Candidate[] = [...known.values()].map((k) => {
       const failure = failed.get(k.name);
+      const wanted = this.#wanted(k);
+      const allowed = only === undefined || only.has(k.name);
+      const disabledReason = !wanted
+        ? this.#unwantedReason(k)
+        : (this.#applied.plan.inactive.get(k.name) ?? "not active yet; reload the session to activate it");
       return {
         name: k.name,
         requires: k.requires,
         priority: k.priority,
         tools: k.tools,
         commands: k.commands,
-        enabled: this.#wanted(k) && (only === undefined || only.has(k.name)),
+        enabled: wanted && allowed,
+        disabledReason,
         notApproved: k.notApproved,
         ...(failure !== undefined ? { failed: failure } : {}),
       };
@@ -298,13 +321,9 @@ export class Session {
     const known = this.#known();
     const before = new Set(this.#applied.plan.active);
     const plan = this.#plan(known, this.#applied.failed, before);
-    // Anything that was active and is not now: say why in its status (the plan's reason), stop its satellite.
+    // Anything that was active and is not now: its status says why (the plan's reason); its satellite stops.
     const dropped = [...before].filter((name) => !plan.active.includes(name));
-    const inactive = new Map(plan.inactive);
-    for (const [name, why] of inactive) {
-      if (why === "disabled in this session" && !before.has(name)) inactive.set(name, this.#applied.plan.inactive.get(name) ?? why);
-    }
-    this.#applied = { plan: { ...plan, inactive }, known, failed: this.#applied.failed };
+    this.#applied = { plan, known, failed: this.#applied.failed };
     for (const name of dropped) void this.#broker.deactivate(this.id, name).catch(() => {});
   }
 
@@ -342,7 +361,7 @@ export class Session {
       state,
       reason,
       builtin: k.builtin,
-      preference: this.#preferences.effective(this.id, k.name, !k.builtin),
+      preference: this.#preference(k),
       priority: k.priority,
       requires: k.requires,
       tools: k.tools,
@@ -354,8 +373,8 @@ export class Session {
       .filter((k) => !plan.active.includes(k.name))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .map((k) => {
-        const reason = plan.inactive.get(k.name) ?? "not active";
         const wanted = this.#wanted(k);
+        const reason = wanted ? (plan.inactive.get(k.name) ?? "not active") : this.#unwantedReason(k);
         const state: ExtensionState = wanted ? "inactive" : "disabled";
         const retry = wanted && this.#applied.failed.has(k.name) ? " (still wanted: the next reload retries it)" : "";
         return row(k, state, `${reason}${retry}`);

@@ -1,0 +1,265 @@
+/**
+ * Sessions and bundle activation over real satellites: each activation
+ * failure (failed boot, served/declared mismatch, name collision, missing or
+ * lost requirement, lost approval) produces the documented state, dependents
+ * go inactive with a reason naming the root, unrelated extensions keep working;
+ * preferences apply on reload, a failed apply keeps the wish saved for retry;
+ * the built-in `hooks` extension runs real command hooks through the same bus.
+ */
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Broker } from "../../broker/broker.js";
+import { createLogger } from "../../broker/log.js";
+import { Preferences } from "../../broker/sessions/preferences.js";
+import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
+import { REPO } from "../support/satellites.js";
+
+const FIXTURES = join(REPO, "tests/integration/fixtures/bus");
+
+let tmp: string;
+let broker: Broker;
+const open: Session[] = [];
+
+/** Copies a fixture under another name, editing its manifest. */
+function variant(fixture: string, name: string, edit: (manifest: string) => string = (m) => m, editCode: (code: string) => string = (c) => c): string {
+  const dir = join(tmp, "src", name);
+  mkdirSync(join(tmp, "src"), { recursive: true });
+  cpSync(join(FIXTURES, fixture), dir, { recursive: true });
+  const file = join(dir, "manifest.toml");
+  const text = edit(readFileSync(file, "utf8").replace(/^name = ".*"$/m, `name = ${JSON.stringify(name)}`));
+  writeFileSync(file, text);
+  const code = join(dir, "index.ts");
+  writeFileSync(code, editCode(readFileSync(code, "utf8")));
+  return dir;
+}
+
+async function install(dir: string): Promise<void> {
+  const { installed } = await broker.registry.install(dir);
+  broker.registry.approve(installed.manifest.name);
+}
+
+async function openSession(id: string): Promise<Session> {
+  const session = await Session.open(broker, { id, workspace: tmp });
+  open.push(session);
+  return session;
+}
+
+function byName(status: readonly ExtensionStatus[]): Record<string, { state: string; reason: string | null }> {
+  return Object.fromEntries(status.map((s) => [s.name, { state: s.state, reason: s.reason }]));
+}
+
+function text(outcome: { ok: boolean; value?: unknown }): string {
+  const content = (outcome.value as { content?: { type: string; text?: string }[] } | undefined)?.content ?? [];
+  return content.map((c) => c.text ?? "").join("");
+}
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "tether-sessions-"));
+  broker = Broker.open({ home: join(tmp, "home"), log: createLogger({ level: "error" }) });
+  for (const name of ["worker", "hooker", "broken", "needs-broken", "mismatch"]) await install(join(FIXTURES, name));
+  // Collides with worker's tool `run`; priority 5 puts it after worker (0), so it is the one made inactive.
+  await install(variant("worker", "worker-two", (m) => m.replace('entry = "index.ts"', 'entry = "index.ts"\npriority = 5')));
+  // Requires worker: inactive whenever worker is.
+  await install(variant("needs-broken", "needs-worker", (m) => m.replace('requires = ["broken"]', 'requires = ["worker"]').replace('name = "dependent"', 'name = "dependent_w"'), (c) => c.replace("dependent:", "dependent_w:")));
+  // Requires something never installed.
+  await install(variant("needs-broken", "needs-ghost", (m) => m.replace('requires = ["broken"]', 'requires = ["ghost"]').replace('name = "dependent"', 'name = "dependent_g"'), (c) => c.replace("dependent:", "dependent_g:")));
+});
+
+afterAll(async () => {
+  for (const s of open) await s.close();
+  await broker?.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+describe("bundle activation", () => {
+  let status: Record<string, { state: string; reason: string | null }>;
+  let session: Session;
+
+  beforeAll(async () => {
+    session = await openSession("act-1");
+    status = byName(session.status());
+  });
+
+  test("a failed boot makes the extension inactive with the boot's error, kept as wanted for the next reload", () => {
+    expect(status["broken"]?.state).toBe("inactive");
+    expect(status["broken"]?.reason).toMatch(/^failed to start \(boot_failed\): Satellite 'broken' exited with code 1 before saying hello.*broken on purpose: missing configuration/s);
+    expect(status["broken"]?.reason).toMatch(/still wanted: the next reload retries it\)$/);
+  });
+
+  test("an extension that requires a failed one is inactive with a reason naming the chain and the root", () => {
+    expect(status["needs-broken"]?.state).toBe("inactive");
+    expect(status["needs-broken"]?.reason).toMatch(/^needs 'broken' \(needs-broken → broken\), which is inactive: failed to start \(boot_failed\)/);
+  });
+
+  test("a served/declared mismatch is an activation failure naming both lists", () => {
+    expect(status["mismatch"]?.reason).toMatch(/failed to start \(served_mismatch\): Extension 'mismatch' is broken: the manifest declares tools \[one, two\].*serves tools \[one\]/);
+  });
+
+  test("a tool name collision leaves the later extension (registry order) inactive whole", () => {
+    expect(status["worker-two"]).toEqual({ state: "inactive", reason: "its tool 'run' collides with 'worker', which comes earlier in registry order" });
+    expect(status["worker"]?.state).toBe("active");
+  });
+
+  test("a requirement that is not installed names it", () => {
+    expect(status["needs-ghost"]?.reason).toBe("requires 'ghost', which is not installed (needs-ghost → ghost)");
+  });
+
+  test("unrelated extensions keep working, and the built-in hooks extension is off by default", async () => {
+    expect(status["hooker"]?.state).toBe("active");
+    expect(status["needs-worker"]?.state).toBe("active");
+    expect(status["hooks"]).toEqual({ state: "disabled", reason: "off by default; enable it with: tether session enable hooks" });
+    expect(text((await session.callTool("dependent_w", "{}")).outcome)).toBe("dependent ran");
+  });
+
+  test("a tool of an inactive extension is answered `inactive` with the reason, not unknown_tool", async () => {
+    const report = await session.callTool("dependent", "{}");
+    expect(report.outcome.ok).toBe(false);
+    expect(!report.outcome.ok && report.outcome.error.code).toBe("inactive");
+    expect(!report.outcome.ok && report.outcome.error.msg).toMatch(/^The tool 'dependent' belongs to 'needs-broken', which is inactive in this session: needs 'broken'/);
+  });
+
+  test("a lost approval removes the extension and its dependents on the next call; the rest keep working", async () => {
+    const other = await openSession("act-lost");
+    expect(byName(other.status())["needs-worker"]?.state).toBe("active");
+    broker.registry.revoke("worker");
+    try {
+      const now = byName(other.status());
+      expect(now["worker"]?.state).toBe("inactive");
+      expect(now["worker"]?.reason).toMatch(/was revoked/);
+      expect(now["needs-worker"]?.reason).toMatch(/^needs 'worker' \(needs-worker → worker\), which is inactive: Extension 'worker' was revoked/);
+      expect(now["hooker"]?.state).toBe("active");
+      expect((await other.callTool("run", '{"text":"x"}')).outcome).toMatchObject({ ok: false, error: { code: "inactive" } });
+    } finally {
+      broker.registry.approve("worker");
+    }
+    // Approved again: the session does not take it back on its own; reload does.
+    const reloaded = await other.reload();
+    expect(reloaded.activated).toEqual(expect.arrayContaining(["worker", "needs-worker"]));
+    expect(text((await other.callTool("run", '{"text":"back"}')).outcome)).toBe("ran: back");
+  });
+});
+
+describe("preferences and reload", () => {
+  test("a session override disables an extension in that session only; reload applies it", async () => {
+    const a = await openSession("pref-a");
+    const b = await openSession("pref-b");
+    expect(text((await a.callTool("run", '{"text":"1"}')).outcome)).toBe("ran: 1");
+
+    a.prefer("worker", false);
+    // Saved, not applied until reload.
+    expect(byName(a.status())["worker"]?.state).toBe("active");
+    const report = await a.reload();
+    expect(report.deactivated).toEqual(expect.arrayContaining(["worker", "needs-worker"]));
+    expect(report.activated).toEqual(["worker-two"]);
+    const status = byName(a.status());
+    expect(status["worker"]).toEqual({ state: "disabled", reason: "disabled in this session" });
+    expect(status["needs-worker"]?.reason).toMatch(/^needs 'worker'.*disabled in this session/);
+    // worker-two no longer collides: it becomes active in a.
+    expect(status["worker-two"]?.state).toBe("active");
+    expect(byName(b.status())["worker"]?.state).toBe("active");
+    expect(new Preferences(broker.store).effective("pref-a", "worker")).toEqual({ enabled: false, source: "session" });
+  });
+
+  test("a failed apply leaves the wish saved and says why; a retry after the fix activates it", async () => {
+    const s = await openSession("pref-retry");
+    const dir = variant("broken", "late-bloomer");
+    await install(dir);
+    const first = await s.reload();
+    expect(first.failed.map((f) => f.name)).toContain("late-bloomer");
+    expect(byName(s.status())["late-bloomer"]?.reason).toMatch(/failed to start \(boot_failed\).*still wanted: the next reload retries it/s);
+    // Fix it: the module no longer throws.
+    writeFileSync(join(dir, "index.ts"), readFileSync(join(dir, "index.ts"), "utf8").replace(/^if .*throw.*$/m, ""));
+    await install(dir);
+    const second = await s.reload();
+    expect(second.activated).toContain("late-bloomer");
+    expect(text((await s.callTool("never", "{}")).outcome)).toBe("unreachable");
+  });
+
+  test("the global default applies to sessions without an override; the built-in hooks extension turns on", async () => {
+    const prefs = new Preferences(broker.store);
+    prefs.setGlobal("hooks", true);
+    try {
+      const s = await openSession("pref-global");
+      expect(byName(s.status())["hooks"]).toEqual({ state: "active", reason: null });
+    } finally {
+      prefs.setGlobal("hooks", false);
+    }
+  });
+});
+
+describe("the built-in hooks extension over real command hooks", () => {
+  let session: Session;
+  const log = () => join(tmp, "hooks.log");
+
+  beforeAll(async () => {
+    const home = broker.home;
+    const script = join(tmp, "guard.sh");
+    writeFileSync(
+      script,
+      [
+        "#!/bin/sh",
+        "input=$(cat)",
+        `printf '%s\\n' "$input" >> ${JSON.stringify(log())}`,
+        'case "$input" in *"rm -rf"*) echo "no rm -rf here (from guard.sh)" >&2; exit 2;; esac',
+        "exit 0",
+      ].join("\n"),
+    );
+    chmodSync(script, 0o755);
+    writeFileSync(
+      join(home, "hooks.json"),
+      JSON.stringify({
+        hooks: {
+          PreToolUse: [{ matcher: "run", hooks: [{ type: "command", command: script }] }],
+          SessionStart: [{ hooks: [{ type: "command", command: "echo 'from SessionStart: be terse'" }] }],
+          SessionEnd: [{ hooks: [{ type: "command", command: `echo ended >> ${JSON.stringify(log())}` }] }],
+        },
+      }),
+    );
+    session = await openSession("cmd-hooks");
+    session.prefer("hooks", true);
+    await session.reload();
+  });
+
+  afterAll(() => {
+    rmSync(join(broker.home, "hooks.json"), { force: true });
+  });
+
+  test("it is asked first (the operator's word first) and a PreToolUse exit 2 blocks with stderr as the reason", async () => {
+    const report = await session.callTool("run", '{"text":"rm -rf /"}');
+    expect(report.outcome).toEqual({ ok: false, error: { code: "blocked", msg: "Blocked by 'hooks': no rm -rf here (from guard.sh)" } });
+    expect(report.trace[0]?.extension).toBe("hooks");
+    const input = JSON.parse(readFileSync(log(), "utf8").trim().split("\n").pop()!) as Record<string, unknown>;
+    expect(input).toMatchObject({ hook_event_name: "PreToolUse", tool_name: "run", tool_input: { text: "rm -rf /" }, session_id: "cmd-hooks", cwd: tmp });
+  });
+
+  test("the matcher decides: another tool is not asked", async () => {
+    const lines = readFileSync(log(), "utf8").split("\n").length;
+    expect(text((await session.callTool("dependent_w", "{}")).outcome)).toBe("dependent ran");
+    expect(readFileSync(log(), "utf8").split("\n").length).toBe(lines);
+  });
+
+  test("SessionStart stdout becomes context", async () => {
+    const composed = await session.fire("session_start", { source: "startup" });
+    expect(composed.context[0]).toBe("from SessionStart: be terse");
+  });
+
+  test("a hooks.json that does not parse makes the extension inactive at the next reload, naming the field", async () => {
+    const s = await openSession("cmd-broken");
+    s.prefer("hooks", true);
+    const file = join(broker.home, "hooks.json");
+    const good = readFileSync(file, "utf8");
+    writeFileSync(file, JSON.stringify({ hooks: { PreToolUse: [{ hooks: [{ type: "prompt" }] }] } }));
+    try {
+      await s.reload();
+      expect(byName(s.status())["hooks"]?.reason).toMatch(/hooks\.json: hooks\.PreToolUse\.0\.hooks\.0\.type: expected "command"/);
+    } finally {
+      writeFileSync(file, good);
+    }
+  });
+
+  test("SessionEnd hooks run when the session closes", async () => {
+    await session.close();
+    expect(readFileSync(log(), "utf8").trim().split("\n").pop()).toBe("ended");
+  });
+});
