@@ -109,6 +109,13 @@ describe("registry order and the harness's events", () => {
     expect((await session.fire("agent_end", { reply: "done", held: 2 })).block).toBeNull();
   });
 
+  test("agent_end: after 8 holds the bus lets the turn end, whatever the hook says", async () => {
+    expect((await session.fire("agent_end", { reply: "forever", held: 7 })).block?.reason).toBe("keep going forever");
+    const composed = await session.fire("agent_end", { reply: "forever", held: 8 });
+    expect(composed.block).toBeNull();
+    expect(composed.notes).toEqual(["hooker asked to keep the turn going again; it was already held 8 times, so the turn ends"]);
+  });
+
   test("agent_settled: notes come back", async () => {
     expect((await session.fire("agent_settled", {})).notes).toEqual(["hooker: settled"]);
   });
@@ -170,6 +177,13 @@ describe("tool_call and tool_result around a real tool call", () => {
     expect(report.notes).toEqual(["hooker's rewrite was refused: expected string at .text"]);
     expect(report.rewrittenBy).toBeNull();
     expect(report.trace[0]).toMatchObject({ extension: "hooker", answer: "refused-rewrite" });
+  });
+
+  test("unhandled: nothing happened — the tool runs and the trace says unhandled", async () => {
+    const report = await session.callTool("run", '{"text":"hi","hook":"unhandled"}');
+    expect(text(report.outcome)).toBe("ran: hi [unhandled]");
+    expect(report.trace[0]).toMatchObject({ extension: "hooker", answer: "unhandled" });
+    expect(report.notes).toEqual([]);
   });
 
   test("substitute: the hook's result is answered and the tool does not run", async () => {
