@@ -41,6 +41,7 @@ bench: $(NODE_MODULES) sandbox
 	npx tsx bench/invoke.ts
 	npx tsx bench/ledger.ts
 	npx tsx bench/egress.ts
+	npx tsx bench/hooks.ts
 
 demo: $(NODE_MODULES) sandbox
 	npx tsx broker/demo/run.ts
