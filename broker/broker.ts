@@ -101,6 +101,11 @@ export class Broker {
     };
   }
 
+  /** Whether `close()` or `destroy()` was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** Routes a session's `cap_call` events to its hook bus; `null` detaches it. */
   setSessionCapHooks(session: string, stage: CapHookStage | null): void {
     if (stage === null) this.#sessionCapHooks.delete(session);

@@ -621,6 +621,11 @@ export class Session {
   /** Stops the session's satellites (SessionEnd command hooks first) and marks it closed. Safe twice. */
   async close(reason = "other"): Promise<string[]> {
     if (this.#closed) return [];
+    if (this.#broker.closed) {
+      // The broker already stopped every satellite and closed the store.
+      this.#closed = true;
+      return [];
+    }
     let notes: string[] = [];
     if (this.#applied.plan.active.includes(BUILTIN_HOOKS_NAME)) {
       notes = await this.#builtin.sessionEnd({ sessionId: this.id, workspace: this.workspace }, reason);

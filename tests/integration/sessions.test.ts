@@ -188,6 +188,14 @@ describe("preferences and reload", () => {
   });
 });
 
+test("closing a session after its broker is harmless; a closed session refuses calls", async () => {
+  const other = Broker.open({ home: join(tmp, "home2"), log: createLogger({ level: "error" }) });
+  const s = await Session.open(other, { id: "late-close", workspace: tmp });
+  await other.close();
+  await expect(s.close()).resolves.toEqual([]);
+  await expect(s.callTool("run", "{}")).rejects.toThrow("Session 'late-close' is closed");
+});
+
 describe("the built-in hooks extension over real command hooks", () => {
   let session: Session;
   const log = () => join(tmp, "hooks.log");
