@@ -1,6 +1,6 @@
 /**
  * The `tether` command line: the operator's review/approve workflow, calls,
- * the audit trail and doctor.
+ * sessions and their preferences, the audit trail and doctor.
  */
 import { createInterface } from "node:readline/promises";
 import { parseArgs, type ParseArgsConfig } from "node:util";
@@ -22,8 +22,18 @@ Commands:
   uninstall <name>               Remove an extension (its approval is revoked)
   list                           Installed extensions: pending / approved / revoked / changed
   call <name> <tool> [json]      Call a tool once and print the answer (partials on stderr)
-  audit [--ext <name>] [--session <id>] [--since <when>] [--denied]
+  session status [--session <id>] [--workspace <dir>]
+                                 Open a session here (real boots): each extension's state and why
+          enable <name> [--session <id>]
+          disable <name> [--session <id>]
+                                 Turn an extension on or off: the global default, or one session's
+                                 override (a live session applies it on reload)
+          reset <name> --session <id>
+                                 Remove a session's override: the global default applies again
+  audit [--ext <name>] [--session <id>] [--since <when>] [--limit <n>] [--denied]
                                  The invocation ledger and capability audit
+        --hooks [--ext <name>] [--session <id>] [--since <when>] [--limit <n>]
+                                 Each hook's answer to each event (the hook traces)
   doctor                         Check Deno, the sandbox layers and the store
   help                           Show this help
 
@@ -44,6 +54,9 @@ const OPTIONS = {
   session: { type: "string" },
   since: { type: "string" },
   denied: { type: "boolean" },
+  hooks: { type: "boolean" },
+  limit: { type: "string" },
+  workspace: { type: "string" },
   help: { type: "boolean", short: "h" },
 } satisfies ParseArgsConfig["options"];
 
@@ -89,7 +102,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return checks.every((c) => c.ok) ? EXIT.ok : EXIT.failed;
   }
 
-  const known = ["install", "review", "approve", "revoke", "uninstall", "list", "call", "audit"];
+  const known = ["install", "review", "approve", "revoke", "uninstall", "list", "call", "session", "audit"];
   if (!known.includes(command)) {
     console.error(`tether: unknown command '${command}'. Run 'tether help'`);
     return EXIT.usage;
@@ -109,9 +122,19 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.error(`tether ${command}: missing ${needed[1]}`);
     return EXIT.usage;
   }
+  const sessionCli = command === "session" ? await import("./session.js") : null;
+  const sessionArgs = sessionCli?.parseSessionArgs(args, values) ?? null;
+  if (typeof sessionArgs === "string") {
+    console.error(`tether session: ${sessionArgs}`);
+    return EXIT.usage;
+  }
+  if (command === "audit" && values.hooks === true && values.denied === true) {
+    console.error("tether audit: --hooks and --denied do not combine: --denied keeps refused capability calls, --hooks lists hook traces");
+    return EXIT.usage;
+  }
 
   // Loaded only for commands that use them: help and usage errors stay fast.
-  const [{ Broker }, { buildReview, renderReview }, { queryAudit, renderAudit, SinceError }] = await Promise.all([
+  const [{ Broker }, { buildReview, renderReview }, { queryAudit, renderAudit, queryHookTraces, renderHookTraces, parseLimit, SinceError, LimitError }] = await Promise.all([
     import("../broker.js"),
     import("../registry/review.js"),
     import("./audit.js"),
@@ -188,20 +211,38 @@ export async function main(argv: readonly string[]): Promise<number> {
         else console.error(`${outcome.error.code}: ${outcome.error.msg}`);
         return EXIT.callFailed;
       }
+      case "session": {
+        if (sessionCli === null || sessionArgs === null) return EXIT.usage;
+        if (sessionArgs.action === "status") {
+          const result = await sessionCli.sessionStatus(broker, sessionArgs.session ?? sessionCli.DEFAULT_SESSION, sessionArgs.workspace);
+          for (const note of result.closeNotes) process.stderr.write(`… SessionEnd hook: ${note}\n`);
+          out(result.statuses, sessionCli.renderStatus(result.statuses));
+          return EXIT.ok;
+        }
+        const change = sessionCli.changePreference(broker, sessionArgs.action, sessionArgs.extension ?? "", sessionArgs.session);
+        out(change, sessionCli.renderChange(change));
+        return EXIT.ok;
+      }
       case "audit": {
-        const rows = queryAudit(broker.store, {
+        const filters = {
           ...(values.ext !== undefined ? { extension: values.ext } : {}),
           ...(values.session !== undefined ? { session: values.session } : {}),
           ...(values.since !== undefined ? { since: values.since } : {}),
-          denied: values.denied === true,
-        });
+          ...(values.limit !== undefined ? { limit: parseLimit(values.limit) } : {}),
+        };
+        if (values.hooks === true) {
+          const traces = queryHookTraces(broker.store, filters);
+          out(traces, renderHookTraces(traces));
+          return EXIT.ok;
+        }
+        const rows = queryAudit(broker.store, { ...filters, denied: values.denied === true });
         out(rows, renderAudit(rows));
         return EXIT.ok;
       }
     }
     return EXIT.usage;
   } catch (err) {
-    if (err instanceof UsageError || err instanceof SinceError) {
+    if (err instanceof UsageError || err instanceof SinceError || err instanceof LimitError) {
       console.error(`tether ${command}: ${err.message}`);
       return EXIT.usage;
     }
