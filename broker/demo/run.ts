@@ -1,17 +1,18 @@
 /**
  * `make demo`: the whole story in one readable run, on real jailed satellites.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Broker } from "../broker.js";
 import { createLogger } from "../log.js";
-import { queryAudit, renderAudit } from "../cli/audit.js";
+import { queryAudit, queryHookTraces, renderAudit, type HookTraceEntry } from "../cli/audit.js";
 import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
 import { buildReview, renderReview } from "../registry/review.js";
 import type { InvocationOutcome } from "../satellite/process.js";
+import { Session, type ExtensionStatus } from "../sessions/session.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const home = mkdtempSync(join(tmpdir(), "tether-demo-"));
@@ -20,8 +21,16 @@ function step(title: string): void {
   console.log(`\n== ${title}`);
 }
 
+/** The first line of a message (a boot failure carries the satellite's stderr), with what it ends in when that is a hint. */
+function brief(message: string): string {
+  const lines = message.split("\n");
+  if (lines.length === 1) return message;
+  const hint = /\((still wanted[^)]*)\)$/.exec(message);
+  return `${lines[0]} …${hint !== null ? ` (${hint[1]})` : ""}`;
+}
+
 function show(outcome: InvocationOutcome): string {
-  if (!outcome.ok) return `error ${outcome.error.code}: ${outcome.error.msg}`;
+  if (!outcome.ok) return `error ${outcome.error.code}: ${brief(outcome.error.msg)}`;
   const value = outcome.value as { content: Array<{ type: string; text?: string; json?: unknown }> };
   return value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ");
 }
@@ -46,6 +55,44 @@ function startWeatherService(): Promise<Server> {
 
 const indent = (text: string) => text.split("\n").map((l) => `  ${l}`).join("\n");
 
+const EXTENSIONS = ["echo", "misbehave", "weather", "guard", "briefing", "flaky", "flaky-digest"];
+
+/** One line per extension: what an active one serves, or why one is not active. */
+function renderStatus(rows: readonly ExtensionStatus[]): string {
+  const width = Math.max(...rows.map((r) => r.name.length));
+  return rows
+    .map((r) => {
+      const head = `${r.name.padEnd(width)}  ${r.state.padEnd(8)}`;
+      if (r.state !== "active") return `${head}  ${brief(r.reason ?? "")}`;
+      const parts = [
+        r.tools.length > 0 ? `tools ${r.tools.join(", ")}` : "",
+        r.hooks.length > 0 ? `hooks ${r.hooks.join(", ")}` : "",
+        r.commands.length > 0 ? `commands ${r.commands.map((c) => `/${c}`).join(", ")}` : "",
+      ].filter((p) => p !== "");
+      return `${head}  ${parts.join("; ")}${r.priority !== 0 ? ` (priority ${r.priority})` : ""}`;
+    })
+    .join("\n");
+}
+
+/** A session's per-hook trace (`tether audit --hooks`), as a table: every hook asked, what it answered, how long it took. */
+function renderTrace(rows: readonly HookTraceEntry[]): string {
+  const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+  const cells = rows.map((r) => [
+    r.aboutInvocation === null ? "" : `#${r.aboutInvocation}`,
+    r.event,
+    clip(r.subject, 60),
+    r.extension,
+    r.answer,
+    r.durationMs.toFixed(1),
+    clip(r.detail.replace(/\s+/g, " "), 90),
+  ]);
+  const header = ["call", "event", "subject", "extension", "answer", "ms", "detail"];
+  const right = new Set([0, 5]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: readonly string[]) => c.map((cell, i) => (right.has(i) ? cell.padStart(widths[i]!) : i === c.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ").trimEnd();
+  return [line(header), ...cells.map(line)].join("\n");
+}
+
 async function main(): Promise<void> {
   step("The jail");
   const sandbox = resolveSandbox();
@@ -58,8 +105,9 @@ async function main(): Promise<void> {
   console.log("  operator policy: allow_private = true (rules may name loopback), deny *.evil.example");
   const weatherService = await startWeatherService();
   const broker = Broker.open({ home, graceMs: 250, log: createLogger({ level: "error" }) });
+  let session: Session | null = null;
   try {
-    for (const name of ["echo", "misbehave", "weather"]) {
+    for (const name of EXTENSIONS) {
       const { installed, status } = await broker.registry.install(join(REPO, "manifests", name), (line) => console.log(`  … ${line}`));
       console.log(`  ${installed.name} ${installed.version}: ${status}`);
     }
@@ -68,51 +116,105 @@ async function main(): Promise<void> {
     await broker.callTool("echo", "echo", '{"text":"hi"}').catch((err: Error) => console.log(`  ${err.message}`));
 
     step("Review (what the operator sees), then approve");
-    for (const name of ["echo", "weather"]) {
+    for (const name of ["echo", "weather", "guard"]) {
       const installed = broker.registry.require(name);
       console.log(indent(renderReview(buildReview(installed, broker.registry.status(installed), null), installed)));
       console.log("");
     }
-    for (const name of ["echo", "misbehave", "weather"]) {
+    for (const name of EXTENSIONS) {
       broker.registry.approve(name, { by: "demo" });
       console.log(`  approved ${name}`);
     }
 
-    step("A jailed extension answers tool calls, with partial reports");
+    step("Open a session: each extension boots whole or not at all");
+    const workspace = join(home, "acme-app");
+    mkdirSync(workspace);
     let started = Date.now();
-    const counted = await broker.callTool("echo", "count", '{"n":3}', { strand: "demo", onReport: (text) => console.log(`  partial: ${text}`) });
-    console.log(`  count → ${show(counted)}   (cold: boot + call ${Date.now() - started} ms)`);
+    session = await Session.open(broker, { id: "demo", workspace });
+    console.log(`  session '${session.id}' in ${workspace}: booted in ${Date.now() - started} ms`);
+    console.log(indent(renderStatus(session.status())));
+
+    step("A failing extension: it and its dependents are inactive, the rest keep working");
+    console.log(`  feed_digest → ${show((await session.callTool("feed_digest", "{}")).outcome)}`);
+    console.log(`  feed_items → ${show((await session.callTool("feed_items", "{}")).outcome)}`);
+    console.log(`  echo → ${show((await session.callTool("echo", '{"text":"still here"}')).outcome)}`);
+
+    step("The harness's events: a context extension briefs the model");
+    const opened = await session.fire("session_start", { source: "startup" });
+    console.log(`  session_start → context: ${JSON.stringify(opened.context)}`);
+    const prompt = "What's the weather in Lisbon tomorrow?";
+    const turn = await session.fire("before_agent_start", { prompt });
+    console.log(`  before_agent_start "${prompt}" → context: ${JSON.stringify(turn.context)}${turn.block !== null ? `, blocked by ${turn.block.by}` : ""}`);
+    const messages = [{ role: "user", content: prompt }];
+    const ctx = await session.fire("context", { messages });
+    console.log(`  context (${messages.length} message) → ${ctx.messages?.length ?? messages.length} messages; added: ${JSON.stringify((ctx.messages ?? []).slice(messages.length))}`);
+
+    step("A jailed extension answers tool calls, with partial reports");
     started = Date.now();
-    const echoed = await broker.callTool("echo", "echo", '{"text":"hello from the jail"}');
-    console.log(`  echo → ${show(echoed)}   (warm: ${Date.now() - started} ms)`);
-    console.log(`  echo with a number → ${show(await broker.callTool("echo", "echo", '{"text":42}'))}`);
+    const counted = await session.callTool("count", '{"n":3}', { strand: "demo", onReport: (text) => console.log(`  partial: ${text}`) });
+    console.log(`  count → ${show(counted.outcome)}   (${Date.now() - started} ms, guard asked first)`);
+    started = Date.now();
+    const echoed = await session.callTool("echo", '{"text":"hello from the jail"}');
+    console.log(`  echo → ${show(echoed.outcome)}   (warm: ${Date.now() - started} ms)`);
+    console.log(`  echo with a number → ${show((await session.callTool("echo", '{"text":42}')).outcome)}`);
+
+    step("The guard blocks a dangerous tool call before it runs; the model reads why");
+    const dangerous = await session.callTool("echo", '{"text":"cleaning up: rm -rf /"}');
+    console.log(`  echo "cleaning up: rm -rf /" → ${show(dangerous.outcome)}`);
+    console.log(`  blocked by: ${dangerous.blockedBy}; ledger row ${dangerous.invocationId} (outcome blocked)`);
+    console.log(`  echo "rm notes.txt" → ${show((await session.callTool("echo", '{"text":"rm notes.txt"}')).outcome)}`);
 
     step("A tool that throws is answered crashed; the satellite keeps serving");
-    console.log(`  throw → ${show(await broker.callTool("misbehave", "throw", "{}"))}`);
-    console.log(`  sleep → ${show(await broker.callTool("misbehave", "sleep", '{"ms":10}'))}`);
+    console.log(`  throw → ${show((await session.callTool("throw", "{}")).outcome)}`);
+    console.log(`  sleep → ${show((await session.callTool("sleep", '{"ms":10}')).outcome)}`);
 
     step("A tool that loops forever is answered timeout; the next call is served by a fresh satellite");
     started = Date.now();
-    console.log(`  loop → ${show(await broker.callTool("misbehave", "loop", "{}"))}  (${Date.now() - started} ms)`);
-    console.log(`  sleep → ${show(await broker.callTool("misbehave", "sleep", '{"ms":10}'))}`);
+    console.log(`  loop → ${show((await session.callTool("loop", "{}")).outcome)}  (${Date.now() - started} ms)`);
+    console.log(`  sleep → ${show((await session.callTool("sleep", '{"ms":10}')).outcome)}`);
 
     step("A heap bomb kills only its own satellite");
-    console.log(`  bomb → ${show(await broker.callTool("misbehave", "bomb", "{}"))}`);
-    console.log(`  sleep → ${show(await broker.callTool("misbehave", "sleep", '{"ms":10}'))}`);
+    console.log(`  bomb → ${show((await session.callTool("bomb", "{}")).outcome)}`);
+    console.log(`  sleep → ${show((await session.callTool("sleep", '{"ms":10}')).outcome)}`);
 
     step("Brokered egress: the satellite has no network; the broker fetches what the approval allows");
-    console.log(`  forecast → ${show(await broker.callTool("weather", "forecast", '{"city":"Lisbon"}', { onReport: (t) => console.log(`  partial: ${t}`) }))}`);
-    console.log(`  fetch http://127.0.0.1:47311/admin → ${show(await broker.callTool("weather", "fetch_url", '{"url":"http://127.0.0.1:47311/admin"}'))}`);
-    console.log(`  fetch https://api.evil.example/ → ${show(await broker.callTool("weather", "fetch_url", '{"url":"https://api.evil.example/"}'))}`);
-    console.log(`  fetch http://169.254.169.254/latest/meta-data/ → ${show(await broker.callTool("weather", "fetch_url", '{"url":"http://169.254.169.254/latest/meta-data/"}'))}`);
-    console.log(`  fetch http://2130706433:47311/v1/forecast?city=Porto (the rule's own address, written in decimal) → ${show(await broker.callTool("weather", "fetch_url", '{"url":"http://2130706433:47311/v1/forecast?city=Porto"}'))}`);
-    broker.setSessionPolicy("default", { offline: true });
-    console.log(`  the session goes offline; forecast → ${show(await broker.callTool("weather", "forecast", '{"city":"Lisbon"}'))}`);
-    broker.setSessionPolicy("default", {});
+    const fetchUrl = async (url: string) => show((await session!.callTool("fetch_url", JSON.stringify({ url }))).outcome);
+    console.log(`  forecast → ${show((await session.callTool("forecast", '{"city":"Lisbon"}', { onReport: (t) => console.log(`  partial: ${t}`) })).outcome)}`);
+    console.log(`  fetch http://127.0.0.1:47311/admin → ${await fetchUrl("http://127.0.0.1:47311/admin")}`);
+    console.log(`  fetch https://api.evil.example/ → ${await fetchUrl("https://api.evil.example/")}`);
+    console.log(`  fetch http://169.254.169.254/latest/meta-data/ → ${await fetchUrl("http://169.254.169.254/latest/meta-data/")}`);
+    console.log(`  fetch http://2130706433:47311/v1/forecast?city=Porto (the rule's own address, written in decimal) → ${await fetchUrl("http://2130706433:47311/v1/forecast?city=Porto")}`);
 
-    step("Revoke: the next call is refused");
+    step("The operator flags a host: the guard's cap_call hook refuses what policy and approval allow");
+    const porto = "http://127.0.0.1:47311/v1/forecast?city=Porto";
+    console.log(`  fetch ${porto} → ${await fetchUrl(porto)}`);
+    console.log(`  /flag 127.0.0.1 → ${show((await session.runCommand("/flag 127.0.0.1")).outcome)}`);
+    console.log(`  fetch ${porto} → ${await fetchUrl(porto)}`);
+    console.log(`  forecast → ${show((await session.callTool("forecast", '{"city":"Porto"}')).outcome)}`);
+    console.log(`  /unflag 127.0.0.1 → ${show((await session.runCommand("/unflag 127.0.0.1")).outcome)}`);
+    console.log(`  fetch ${porto} → ${await fetchUrl(porto)}`);
+
+    step("An offline session: every fetch is refused");
+    session.setPolicy({ offline: true });
+    console.log(`  the session goes offline; forecast → ${show((await session.callTool("forecast", '{"city":"Lisbon"}')).outcome)}`);
+    session.setPolicy({});
+
+    step("Revoke: the extension drops out of the session; the rest keep working");
     broker.registry.revoke("misbehave");
-    await broker.callTool("misbehave", "sleep", '{"ms":10}', { session: "later" }).catch((err: Error) => console.log(`  ${err.message}`));
+    console.log(`  sleep → ${show((await session.callTool("sleep", '{"ms":10}')).outcome)}`);
+    const misbehave = session.status().find((s) => s.name === "misbehave");
+    console.log(`  misbehave: ${misbehave?.state} — ${misbehave?.reason}`);
+    console.log(`  echo → ${show((await session.callTool("echo", '{"text":"unaffected"}')).outcome)}`);
+    await broker.callTool("misbehave", "sleep", '{"ms":10}', { session: "later" }).catch((err: Error) => console.log(`  another session: ${err.message}`));
+
+    step("The per-hook trace (tether audit --hooks): every hook asked, in the order asked, what it answered, how long it took");
+    console.log("  call = the ledger row the event was about (the tool call; for cap_call, the invocation making it)");
+    broker.ledger.flush();
+    // In the order the hooks were asked (their own ledger rows): a tool_call verdict is
+    // written once its call has a ledger row, after that call's cap_calls.
+    const asked = (e: HookTraceEntry) => e.hookInvocation ?? Number.MAX_SAFE_INTEGER;
+    const trace = queryHookTraces(broker.store, { session: session.id }).sort((a, b) => asked(a) - asked(b));
+    console.log(indent(renderTrace(trace)));
 
     step("The audit trail (tether audit)");
     broker.ledger.flush();
@@ -121,6 +223,7 @@ async function main(): Promise<void> {
     console.log(indent(renderAudit(queryAudit(broker.store, { denied: true }))));
   } finally {
     step("Shut down (drain, then stdin EOF → SIGTERM → SIGKILL)");
+    if (session !== null) await session.close();
     await broker.close();
     weatherService.close();
     rmSync(home, { recursive: true, force: true });

@@ -1,0 +1,101 @@
+/**
+ * guard: asked before every tool call and every capability call in a session.
+ *
+ * - `tool_call`: blocks arguments that hold a destructive shell command, with a
+ *   reason the model can act on (what was found, what to do instead).
+ * - `cap_call`: blocks a capability call whose target host the operator flagged
+ *   with `/flag <host>` (kept in the guard's kv).
+ */
+import { kv } from "@tether/cap";
+import { hook, outcome, proceed, refuse, text, type Command } from "@tether/ext";
+
+/** Reads one field of a value of unknown shape (works whether the payload is typed or not). */
+function field(value: unknown, name: string): unknown {
+  return typeof value === "object" && value !== null ? (value as Record<string, unknown>)[name] : undefined;
+}
+
+/** Destructive commands, each with what the model should do instead. */
+const DANGEROUS: readonly { readonly pattern: RegExp; readonly what: string; readonly instead: string }[] = [
+  { pattern: /\brm\s+-(?:[a-z]*r[a-z]*f|[a-z]*f[a-z]*r)[a-z]*\b/i, what: "`rm -rf`", instead: "delete specific files by name, or ask the user to run it themselves" },
+  { pattern: /\bmkfs(?:\.\w+)?\b/, what: "`mkfs` (formats a filesystem)", instead: "ask the user; formatting is never done on their behalf" },
+  { pattern: /\bdd\b[^\n]*\bof=\/dev\//, what: "`dd` onto a device", instead: "ask the user; writing raw devices is never done on their behalf" },
+  { pattern: /:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:/, what: "a fork bomb", instead: "do not run it" },
+  { pattern: /\bgit\s+push\b[^\n]*(?:--force\b|\s-f\b)/, what: "`git push --force`", instead: "push without --force, or ask the user" },
+];
+
+/** Every string in the arguments (keys too), so `rm -rf` is found wherever it sits and however JSON escapes it. */
+function strings(value: unknown, depth = 0): string[] {
+  if (typeof value === "string") return [value];
+  if (depth > 16 || typeof value !== "object" || value === null) return [];
+  if (Array.isArray(value)) return value.flatMap((item) => strings(item, depth + 1));
+  return Object.entries(value).flatMap(([key, item]) => [key, ...strings(item, depth + 1)]);
+}
+
+const FLAGGED = "flagged";
+
+async function flagged(): Promise<string[]> {
+  const value = await kv.get(FLAGGED);
+  return Array.isArray(value) ? value.filter((h): h is string => typeof h === "string") : [];
+}
+
+/** The host a target names: a URL's hostname (IPv4 written as one number is normalised by URL), else null. */
+function hostOf(target: string): string | null {
+  try {
+    return new URL(target).hostname.toLowerCase();
+  } catch {
+    return null;
+  }
+}
+
+/** `api.evil.example`, `https://api.evil.example/x` and `API.EVIL.EXAMPLE` all flag the same host. */
+function normaliseHost(input: string): string | null {
+  const trimmed = input.trim().toLowerCase();
+  if (trimmed === "" || /\s/.test(trimmed)) return null;
+  return hostOf(trimmed.includes("://") ? trimmed : `http://${trimmed}`);
+}
+
+const covers = (flaggedHost: string, host: string) => host === flaggedHost || host.endsWith(`.${flaggedHost}`);
+
+export const tools = {};
+
+export const hooks = {
+  tool_call: hook("tool_call", (call) => {
+    const argsText = strings(field(call, "arguments")).join("\n");
+    for (const rule of DANGEROUS) {
+      if (rule.pattern.test(argsText)) {
+        return { block: `guard: the arguments to '${String(field(call, "tool"))}' contain ${rule.what}, which this workspace does not allow; ${rule.instead}.` };
+      }
+    }
+    return proceed;
+  }),
+  cap_call: hook("cap_call", async (call) => {
+    if (field(call, "capability") !== "net.fetch") return proceed;
+    const host = hostOf(String(field(call, "target")));
+    if (host === null) return proceed;
+    const hit = (await flagged()).find((h) => covers(h, host));
+    if (hit === undefined) return proceed;
+    return { block: `guard: ${host} is flagged by the operator (/flag ${hit}); '${String(field(call, "extension"))}' may not reach it from ${String(field(call, "within"))}. Tell the user instead of retrying.` };
+  }),
+};
+
+export const commands: Record<string, Command> = {
+  flag: async (args) => {
+    if (args.trim() === "") {
+      const list = await flagged();
+      return outcome([text(list.length === 0 ? "no hosts are flagged" : `flagged: ${list.join(", ")}`)]);
+    }
+    const host = normaliseHost(args);
+    if (host === null) return refuse(`not a host: '${args.trim().slice(0, 100)}' (expected /flag api.example.com)`);
+    const list = await flagged();
+    if (!list.includes(host)) await kv.put(FLAGGED, [...list, host]);
+    return outcome([text(`flagged ${host}: capability calls that reach it are refused`)]);
+  },
+  unflag: async (args) => {
+    const host = normaliseHost(args);
+    if (host === null) return refuse(`not a host: '${args.trim().slice(0, 100)}' (expected /unflag api.example.com)`);
+    const list = await flagged();
+    if (!list.includes(host)) return refuse(`${host} is not flagged`);
+    await kv.put(FLAGGED, list.filter((h) => h !== host));
+    return outcome([text(`unflagged ${host}`)]);
+  },
+};
