@@ -235,13 +235,14 @@ export class Broker {
     await this.#slot(session, extension).slot.boot();
   }
 
-  /** Stops the satellite of `extension` in `session`, letting its open call finish. */
-  async deactivate(session: string, extension: string): Promise<void> {
+  /** Stops the satellite of `extension` in `session`: letting its open call finish, or with `abort`, now. */
+  async deactivate(session: string, extension: string, options: { abort?: boolean } = {}): Promise<void> {
     const key = `${session}\u0000${extension}`;
     const live = this.#live.get(key);
     if (live === undefined) return;
     this.#live.delete(key);
-    await live.slot.close();
+    if (options.abort === true) await live.slot.destroy("was stopped: its session was destroyed");
+    else await live.slot.close();
   }
 
   /** Calls one tool of an approved extension. Never rejects for the extension's faults: they are answers. */

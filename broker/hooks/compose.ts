@@ -63,7 +63,7 @@ export interface BusHook {
 
 export interface TraceRow {
   readonly extension: string;
-  readonly answer: "unhandled" | "failed" | "proceed" | "block" | "rewrite" | "halt" | "result" | "context" | "notes" | "ignored" | "refused-rewrite";
+  readonly answer: "unhandled" | "failed" | "proceed" | "block" | "rewrite" | "halt" | "result" | "context" | "messages" | "notes" | "ignored" | "refused-rewrite";
   readonly durationMs: number;
   /** Why: the block or halt reason, the failure, the refused rewrite's problem, the context or notes. */
   readonly detail: string;
@@ -184,7 +184,11 @@ export async function compose(event: BusEvent, hooks: readonly BusHook[], option
       if (what === "proceed") what = "context";
       why.push(v.context);
     }
-    if (v.messages !== undefined && event === "context") messages = v.messages;
+    if (v.messages !== undefined && event === "context") {
+      messages = v.messages;
+      if (what === "proceed") what = "messages";
+      why.push(`${v.messages.length} messages`);
+    }
     if (v.notes !== undefined && v.notes.length > 0) {
       notes.push(...v.notes);
       if (what === "proceed") what = "notes";

@@ -30,6 +30,7 @@ import { checkToolArgs } from "../tool-args.js";
 import { planActivation, type Candidate, type Plan } from "./activation.js";
 import { Preferences, type Preference } from "./preferences.js";
 import { SessionRecords } from "./session-records.js";
+import { streamed, type Step } from "./stream.js";
 
 /** How often hooks may keep one turn going (`agent_end` blocks) before the bus stops honouring them. */
 export const MAX_HELD = 8;
@@ -591,6 +592,15 @@ export class Session {
     };
   }
 
+  /**
+   * `callTool` as an async iterator: each partial report, in order, then the
+   * report. Leaving the loop early cancels the call (the satellite's
+   * `ctx.signal` aborts and the call ends `cancelled`).
+   */
+  stream(tool: string, args: string, options: Omit<CallOptions, "session" | "onReport"> & { callId?: string } = {}): AsyncGenerator<Step<ToolCallReport>, void, undefined> {
+    return streamed((onReport, signal) => this.callTool(tool, args, { ...options, onReport, signal }), options.signal);
+  }
+
   /** Runs `/name args` (the leading slash optional). Never rejects for an extension's faults. */
   async runCommand(line: string, options: Omit<CallOptions, "session"> = {}): Promise<{ outcome: InvocationOutcome; extension: string | null }> {
     this.#refresh();
@@ -618,7 +628,17 @@ export class Session {
     return { ok: false, error: { code: WireCode.unknownTool, msg: `Unknown ${what} '${name}'; this session serves [${list.join(", ")}]` } };
   }
 
-  /** Stops the session's satellites (SessionEnd command hooks first) and marks it closed. Safe twice. */
+  /** Aborts now: open calls end `closed`, satellites are killed; no SessionEnd hooks. Safe twice. */
+  async destroy(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#broker.closed) return;
+    this.#broker.setSessionCapHooks(this.id, null);
+    await Promise.all(this.#applied.plan.active.map((name) => this.#broker.deactivate(this.id, name, { abort: true })));
+    this.#records.close(this.id);
+  }
+
+  /** Lets open calls finish, runs the SessionEnd command hooks, stops the session's satellites and marks it closed. Safe twice. */
   async close(reason = "other"): Promise<string[]> {
     if (this.#closed) return [];
     if (this.#broker.closed) {

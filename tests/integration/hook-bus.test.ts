@@ -101,6 +101,10 @@ describe("registry order and the harness's events", () => {
       { role: "system", content: "hooker was here" },
       { role: "system", content: "ctxadd saw 2 messages" },
     ]);
+    expect(traces("context").map((t) => [t.extension, t.answer, t.detail])).toEqual([
+      ["hooker", "messages", "2 messages"],
+      ["ctxadd", "messages", "3 messages"],
+    ]);
   });
 
   test("agent_end: a block keeps the turn going until the hook lets it end", async () => {
@@ -212,7 +216,7 @@ describe("tool_call and tool_result around a real tool call", () => {
 
   test("a tool no active extension serves is unknown_tool, naming what the session serves", async () => {
     const report = await session.callTool("nope", "{}");
-    expect(report.outcome).toEqual({ ok: false, error: { code: "unknown_tool", msg: "Unknown tool 'nope'; this session serves [fetch, run, secret, seen]" } });
+    expect(report.outcome).toEqual({ ok: false, error: { code: "unknown_tool", msg: "Unknown tool 'nope'; this session serves [fetch, run, secret, seen, ticks]" } });
   });
 });
 

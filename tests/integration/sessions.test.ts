@@ -188,6 +188,47 @@ describe("preferences and reload", () => {
   });
 });
 
+describe("calling from a harness", () => {
+  let session: Session;
+  beforeAll(async () => {
+    session = await openSession("harness-1");
+  });
+
+  test("stream() yields every partial in order, then the report", async () => {
+    const steps: string[] = [];
+    for await (const step of session.stream("ticks", '{"n":3}')) steps.push(step.type === "partial" ? step.text : `result: ${text(step.result.outcome)}`);
+    expect(steps).toEqual(["tick 1", "tick 2", "tick 3", "result: ticked 3"]);
+  });
+
+  test("leaving the loop early cancels the call: the satellite's ctx.signal aborts and it keeps serving", async () => {
+    const seen: string[] = [];
+    for await (const step of session.stream("ticks", '{"n":200}')) {
+      if (step.type === "partial") seen.push(step.text);
+      if (seen.length === 2) break;
+    }
+    expect(seen).toEqual(["tick 1", "tick 2"]);
+    expect(text((await session.callTool("run", '{"text":"still here"}')).outcome)).toBe("ran: still here");
+  });
+
+  test("an AbortSignal cancels a running call: it ends cancelled", async () => {
+    const report = await session.callTool("ticks", '{"n":200}', { signal: AbortSignal.timeout(150) });
+    expect(report.outcome).toMatchObject({ ok: false, error: { code: "cancelled" } });
+  });
+
+  test("destroy() aborts an open call at once and refuses later ones", async () => {
+    const doomed = await openSession("harness-doomed");
+    const pending = doomed.callTool("ticks", '{"n":200}');
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    await doomed.destroy();
+    const report = await pending;
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(report.outcome.ok).toBe(false);
+    expect(!report.outcome.ok && report.outcome.error).toEqual({ code: "crashed", msg: "Satellite 'worker' was stopped: its session was destroyed during 'ticks'" });
+    await expect(doomed.callTool("run", '{"text":"x"}')).rejects.toThrow("Session 'harness-doomed' is closed");
+  });
+});
+
 test("closing a session after its broker is harmless; a closed session refuses calls", async () => {
   const other = Broker.open({ home: join(tmp, "home2"), log: createLogger({ level: "error" }) });
   const s = await Session.open(other, { id: "late-close", workspace: tmp });

@@ -1,0 +1,33 @@
+/**
+ * Tether as a library: the one import a Node harness needs.
+ *
+ * @example
+ * ```ts
+ * import { Broker, Session } from "tether";
+ * const broker = Broker.open({ home: "/tmp/tether-home" });
+ * const session = await Session.open(broker, { id: "s1", workspace: process.cwd() });
+ * const report = await session.callTool("echo", '{"text":"hi"}');
+ * await session.close();
+ * await broker.close();
+ * ```
+ *
+ * See docs/harness.md.
+ */
+export { Broker, type BrokerOptions, type CallOptions, type HookOutcome } from "./broker.js";
+export {
+  Session,
+  MAX_HELD,
+  type SessionOptions,
+  type ExtensionStatus,
+  type ExtensionState,
+  type ReloadReport,
+  type ToolCallReport,
+  type HarnessEvent,
+  type HarnessPayload,
+} from "./sessions/session.js";
+export type { Step } from "./sessions/stream.js";
+export type { Composed, TraceRow } from "./hooks/compose.js";
+export type { InvocationOutcome, ToolContent } from "./satellite/process.js";
+export type { SessionPolicy } from "./caps/policy.js";
+export { TetherError, BrokerCode, WireCode } from "./errors.js";
+export type { EventName, EventPayload, EventVerdict } from "../jail-runtime/wire/events.js";
