@@ -17,6 +17,7 @@ import { execa } from "execa";
 import { Broker } from "../../broker/broker.js";
 import type { AuditEntry, HookTraceEntry } from "../../broker/cli/audit.js";
 import type { PreferenceChange } from "../../broker/cli/session.js";
+import { readManifest } from "../../broker/install/manifest.js";
 import { silentLogger } from "../../broker/log.js";
 import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
@@ -24,6 +25,10 @@ import { REPO } from "../support/satellites.js";
 const BIN = join(REPO, "bin", "tether.js");
 const FIXTURES = join(REPO, "tests/integration/fixtures/bus");
 const INSTALLED = ["broken", "ctxadd", "hooker", "mismatch", "needs-broken", "worker"];
+/** What worker declares (run, fetch, secret, …; read from its manifest, which other tests' needs may grow). */
+const WORKER = readManifest(join(FIXTURES, "worker"));
+const WORKER_TOOLS = WORKER.tool.map((t) => t.name);
+const WORKER_COMMANDS = WORKER.command.map((c) => c.name);
 /** Per test: a few spawns, each paying tsx start-up and (status) the satellites' boots. */
 const SLOW = 120_000;
 
@@ -102,7 +107,8 @@ describe("tether session and tether audit --hooks, in order, on one home", () =>
     const lines = text.stdout.split("\n");
     expect(lines).toHaveLength(INSTALLED.length + 1); // one per extension, the built-in hooks included
     const line = (name: string) => lines.find((l) => l.split(/\s+/)[1] === name) ?? `(no line for ${name})`;
-    expect(line("worker")).toMatch(/^active\s+worker\s+tools: run, fetch, secret; commands: \/echo$/);
+    expect(WORKER_TOOLS).toEqual(expect.arrayContaining(["run", "fetch", "secret"]));
+    expect(line("worker")).toMatch(new RegExp(`^active\\s+worker\\s+tools: ${WORKER_TOOLS.join(", ")}; commands: ${WORKER_COMMANDS.map((c) => `/${c}`).join(", ")}$`));
     expect(line("ctxadd")).toMatch(/^active\s+ctxadd\s+hooks: session_start, context, before_agent_start$/);
     expect(line("broken")).toMatch(/^inactive\s+broken\s+failed to start \(boot_failed\): /);
     expect(line("broken")).toContain("broken on purpose: missing configuration"); // the satellite's own stderr, on one line
@@ -112,7 +118,7 @@ describe("tether session and tether audit --hooks, in order, on one home", () =>
 
     const s = byName(json);
     expect(Object.keys(s).sort()).toEqual([...INSTALLED, "hooks"].sort());
-    expect(s["worker"]).toMatchObject({ state: "active", reason: null, tools: ["run", "fetch", "secret"], commands: ["echo"], preference: { enabled: true, source: "default" } });
+    expect(s["worker"]).toMatchObject({ state: "active", reason: null, tools: WORKER_TOOLS, commands: WORKER_COMMANDS, preference: { enabled: true, source: "default" } });
     expect(s["hooker"]).toMatchObject({ state: "active", hooks: expect.arrayContaining(["tool_call", "cap_call"]) });
     expect(s["broken"]).toMatchObject({ state: "inactive", reason: expect.stringMatching(/^failed to start \(boot_failed\)/) });
     expect(s["needs-broken"]).toMatchObject({ state: "inactive", requires: ["broken"], reason: expect.stringContaining("'broken'") });
@@ -277,10 +283,23 @@ describe("tether session and tether audit --hooks, in order, on one home", () =>
     expect(withDenied.stderr).toContain("--hooks and --denied do not combine");
   }, SLOW);
 
-  test("audit --limit keeps the newest entries of the plain audit too", async () => {
+  test("audit --limit keeps the newest entries of the plain audit too, across the ledger and the capability audit", async () => {
+    // Capability rows newer than every invocation, so the newest two of both tables together are these.
+    const db = new Database(join(home, "tether.db"));
+    try {
+      const cap = db.prepare(
+        "insert into cap_audit (invocation_id, session_id, extension, capability, target, decision, rule, bytes, at) values (null, 'late', 'worker', 'net.fetch', ?, 'denied', 'manifest:no-match', 0, ?)",
+      );
+      cap.run("https://a.example/", Date.now() + 1_000);
+      cap.run("https://b.example/", Date.now() + 2_000);
+    } finally {
+      db.close();
+    }
     const [all, two] = await Promise.all([tether(home, "audit", "--json"), tether(home, "audit", "--limit", "2", "--json")]);
     const entries = parse<AuditEntry[]>(all);
     expect(entries.length).toBeGreaterThan(2);
+    expect(entries.filter((e) => e.type === "invocation").length).toBeGreaterThan(2);
     expect(parse<AuditEntry[]>(two)).toEqual(entries.slice(-2));
+    expect(entries.slice(-2)).toEqual([expect.objectContaining({ target: "https://a.example/" }), expect.objectContaining({ target: "https://b.example/" })]);
   }, SLOW);
 });
