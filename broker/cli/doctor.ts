@@ -2,10 +2,14 @@
  * `tether doctor`: which jail layers are active, and whether the pieces work.
  */
 import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseHooksFile } from "../hooks/command-hooks.js";
 import { denoBinary } from "../jail/deno-binary.js";
 import { findBwrap } from "../jail/sandbox.js";
 import { prepareHome, resolveHome } from "../store/home.js";
-import { openStore } from "../store/open.js";
+import { migrationsFolder, openStore } from "../store/open.js";
 
 export interface Check {
   readonly name: string;
@@ -53,15 +57,66 @@ export function runChecks(home?: string): Check[] {
         : { name: "sandbox", ok: true, detail: `bubblewrap at ${bwrap}: both layers active (namespaces + Deno permissions)` },
     );
   }
+  let homeDir: string | null = null;
   try {
     const paths = prepareHome(resolveHome(home));
+    homeDir = paths.home;
     const store = openStore(paths.db);
     const journal = store.sqlite.pragma("journal_mode", { simple: true });
     const applied = store.sqlite.prepare("select count(*) as n from __drizzle_migrations").get() as { n: number };
     store.close();
-    checks.push({ name: "store", ok: true, detail: `${paths.db}: journal ${String(journal)}, ${applied.n} migrations applied` });
+    const shipped = (JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
+    checks.push(
+      applied.n === shipped
+        ? { name: "store", ok: true, detail: `${paths.db}: journal ${String(journal)}, ${applied.n} of ${shipped} migrations applied` }
+        : { name: "store", ok: false, detail: `${paths.db}: ${applied.n} migrations applied but this broker ships ${shipped}: the store was made by a newer broker, or a migration failed` },
+    );
   } catch (err) {
     checks.push({ name: "store", ok: false, detail: `cannot open the store: ${(err as Error).message}` });
   }
+  if (homeDir !== null) checks.push(homeCheck(homeDir), hooksCheck(homeDir));
+  checks.push(socketCheck());
   return checks;
+}
+
+/** The home holds approvals and artifacts: nobody else may write there. */
+function homeCheck(dir: string): Check {
+  const mode = statSync(dir).mode & 0o777;
+  const octal = mode.toString(8).padStart(3, "0");
+  if ((mode & 0o022) !== 0) {
+    return { name: "home", ok: false, detail: `${dir} is writable by others (mode ${octal}): anyone who can write there can swap an approved artifact. Run: chmod go-w ${dir}` };
+  }
+  return { name: "home", ok: true, detail: `${dir}: mode ${octal}, writable only by its owner` };
+}
+
+/** The built-in hooks extension's file, when there is one. */
+function hooksCheck(dir: string): Check {
+  const file = join(dir, "hooks.json");
+  if (!existsSync(file)) return { name: "hooks", ok: true, detail: `no ${file}: the built-in hooks extension has nothing to run` };
+  try {
+    const parsed = parseHooksFile(readFileSync(file, "utf8"), file);
+    return { name: "hooks", ok: true, detail: `${file}: ${parsed.rows.length} command hooks (they run when the built-in hooks extension is enabled: tether session enable hooks)` };
+  } catch (err) {
+    return { name: "hooks", ok: false, detail: (err as Error).message };
+  }
+}
+
+/** Satellite sockets live in private directories under the temp folder. */
+function socketCheck(): Check {
+  const base = tmpdir();
+  try {
+    const st = statSync(base);
+    const worldWritable = (st.mode & 0o002) !== 0;
+    const sticky = (st.mode & 0o1000) !== 0;
+    if (worldWritable && !sticky) {
+      return { name: "sockets", ok: false, detail: `${base} is world-writable without the sticky bit: another user could replace a satellite's socket directory. Set TMPDIR to a private folder` };
+    }
+    const probe = mkdtempSync(join(base, "tether-sat-"));
+    const mode = statSync(probe).mode & 0o777;
+    rmdirSync(probe);
+    if (mode !== 0o700) return { name: "sockets", ok: false, detail: `a socket directory under ${base} was created with mode ${mode.toString(8)}, not 700 (check the umask)` };
+    return { name: "sockets", ok: true, detail: `satellite sockets go in private directories (mode 700) under ${base}${worldWritable ? " (sticky)" : ""}` };
+  } catch (err) {
+    return { name: "sockets", ok: false, detail: `cannot create a socket directory under ${base}: ${(err as Error).message}` };
+  }
 }

@@ -6,7 +6,7 @@
  * Every spawn pays tsx's start-up, so steps are grouped and independent spawns
  * run side by side. The story's tests share one home and run in order.
  */
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import Database from "better-sqlite3";
@@ -333,15 +333,33 @@ describe("bad input, doctor and known bugs, each on fresh homes", () => {
       expect(plain.code).toBe(0);
       expect(plain.stdout).toMatch(/^ok {3}sandbox: bubblewrap at \S+: both layers active/m);
       expect(plain.stdout).toMatch(/^ok {3}deno: /m);
-      expect(plain.stdout).toContain(`ok   store: ${join(root, "home", "tether.db")}: journal wal`);
+      expect(plain.stdout).toMatch(new RegExp(`^ok {3}store: ${join(root, "home", "tether.db")}: journal wal, (\\d+) of \\1 migrations applied$`, "m"));
+      expect(plain.stdout).toMatch(/^ok {3}sockets: satellite sockets go in private directories \(mode 700\)/m);
+      expect(plain.stdout).toContain(`ok   hooks: no ${join(root, "home", "hooks.json")}`);
       expect(json.code).toBe(0);
       const checks = parse<Array<{ name: string; ok: boolean; detail: string }>>(json);
       expect(checks.map((c) => [c.name, c.ok])).toEqual([
         ["deno", true],
         ["sandbox", true],
         ["store", true],
+        ["home", true],
+        ["hooks", true],
+        ["sockets", true],
       ]);
       expect(checks[2]!.detail).toContain(join(other, "tether.db"));
+    }),
+  SLOW);
+
+  test.concurrent("doctor fails on a hooks.json that does not parse and on a home others can write, naming the fix", () =>
+    inTemp(async (root) => {
+      const home = join(root, "home");
+      mkdirSync(home, { recursive: true });
+      writeFileSync(join(home, "hooks.json"), '{"hooks":{"PreToolUse":[{"hooks":[{"type":"prompt"}]}]}}');
+      chmodSync(home, 0o777);
+      const run = await tether(home, "doctor");
+      expect(run.code).toBe(1);
+      expect(run.stdout).toContain(`FAIL hooks: ${join(home, "hooks.json")}: hooks.PreToolUse.0.hooks.0.type: expected "command"`);
+      expect(run.stdout).toContain(`FAIL home: ${home} is writable by others (mode 777): anyone who can write there can swap an approved artifact. Run: chmod go-w ${home}`);
     }),
   SLOW);
 
