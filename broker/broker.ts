@@ -106,6 +106,11 @@ export class Broker {
     return this.#closed;
   }
 
+  /** Whether a live session of this id routes `cap_call` events here (one live session per id). */
+  hasSession(session: string): boolean {
+    return this.#sessionCapHooks.has(session);
+  }
+
   /** Routes a session's `cap_call` events to its hook bus; `null` detaches it. */
   setSessionCapHooks(session: string, stage: CapHookStage | null): void {
     if (stage === null) this.#sessionCapHooks.delete(session);

@@ -32,6 +32,8 @@ export const BrokerCode = {
   closed: "closed",
   /** A hook refused the call (or withheld its result); the message is the hook's reason and names the extension. */
   blocked: "blocked",
+  /** A session with that id is already open on this broker (close it first, or use another id). */
+  sessionInUse: "session_in_use",
   /** The tool or command is not served by any active extension of the session; the message names the inactive one and why. */
   inactive: "inactive",
 } as const;

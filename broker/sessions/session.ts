@@ -147,13 +147,22 @@ export class Session {
    * session), booted whole or not at all.
    */
   static async open(broker: Broker, options: SessionOptions): Promise<Session> {
+    if (broker.hasSession(options.id)) {
+      throw new TetherError(BrokerCode.sessionInUse, `Session '${options.id}' is already open on this broker; close it first or use another id`);
+    }
     const records = new SessionRecords(broker.store);
     const record = records.open(options.id, options.workspace, options.policy ?? {});
     broker.setSessionPolicy(record.id, record.policy);
     const session = new Session(broker, { ...options, id: record.id, policy: record.policy }, emptyApplied(), broker.approvalEpoch);
-    const { applied } = await session.#activate(new Set());
-    session.#applied = applied;
+    // Claimed before the boots, so a second open of the id during them is refused too.
     broker.setSessionCapHooks(session.id, (event) => session.#capCall(event));
+    try {
+      const { applied } = await session.#activate(new Set());
+      session.#applied = applied;
+    } catch (err) {
+      broker.setSessionCapHooks(session.id, null);
+      throw err;
+    }
     return session;
   }
 

@@ -194,6 +194,14 @@ describe("calling from a harness", () => {
     session = await openSession("harness-1");
   });
 
+  test("a second open of a live session's id is refused; after close it opens again", async () => {
+    await expect(Session.open(broker, { id: "harness-1", workspace: tmp })).rejects.toThrow("Session 'harness-1' is already open on this broker; close it first or use another id");
+    const again = await openSession("harness-again");
+    await again.close();
+    const reopened = await openSession("harness-again");
+    expect(reopened.status().some((s) => s.state === "active")).toBe(true);
+  });
+
   test("stream() yields every partial in order, then the report", async () => {
     const steps: string[] = [];
     for await (const step of session.stream("ticks", '{"n":3}')) steps.push(step.type === "partial" ? step.text : `result: ${text(step.result.outcome)}`);
