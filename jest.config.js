@@ -6,9 +6,14 @@ const common = {
   moduleNameMapper: { "^(\\.{1,2}/.*)\\.js$": "$1" },
   transform: { "^.+\\.ts$": ["ts-jest", { useESM: true }] },
   testEnvironment: "node",
-  testTimeout: 60_000,
+  // Libraries that keep process-wide state (execa's signal-exit emitter) outlive one test
+  // file's globals; jest 30's default "soft" cleanup then recursed in its setter and broke
+  // the next file in that worker. Each file still gets a fresh global object.
+  testEnvironmentOptions: { globalsCleanup: "off" },
 };
 export default {
+  // A global option: inside a project it is ignored (and the default is 5 s).
+  testTimeout: 60_000,
   reporters: ["default", "<rootDir>/tests/support/summary-reporter.cjs"],
   projects: [
     { ...common, displayName: "unit", testMatch: ["<rootDir>/tests/unit/**/*.test.ts"] },
