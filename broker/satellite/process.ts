@@ -129,6 +129,8 @@ export class SatelliteProcess {
   #closing: Promise<void> | null = null;
   #stopWatch: () => void = () => {};
   #observeRefusal: CapRefusalObserver = () => {};
+  /** Why the connection ended after the hello but before the boot finished (frames coalesced with the hello). */
+  #lostAtBoot: Error | null = null;
   readonly #deathListeners: Array<(reason: string) => void> = [];
   /** Set once the hello proved the boot token and the served set. */
   hello: Hello | null = null;
@@ -266,6 +268,12 @@ export class SatelliteProcess {
             `but the artifact serves tools ${list(hello.tools)} and hooks ${list(hello.hooks)}${cmds(hello.commands)}. Reinstall it`,
         );
       }
+      if (this.#state === "dead") {
+        // It broke the protocol (or hung up) in the bytes right after its hello, and
+        // was killed for it: it must not become ready.
+        const lost = this.#lostAtBoot;
+        throw lost instanceof TetherError ? lost : new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' ${this.#deathReason} before it was ready`);
+      }
       this.hello = hello;
       this.#state = "ready";
       this.#log.debug("satellite ready", { pid: this.pid });
@@ -300,7 +308,10 @@ export class SatelliteProcess {
           },
           closed: (err) => {
             if (!greeted) reject(err ?? new TetherError(BrokerCode.bootFailed, `Satellite '${this.spec.name}' closed its socket before saying hello`));
-            else this.#onDisconnect(err);
+            else {
+              if (this.#state === "booting") this.#lostAtBoot = err;
+              this.#onDisconnect(err);
+            }
           },
         },
         this.spec.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
