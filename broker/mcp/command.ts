@@ -1,0 +1,177 @@
+/**
+ * `tether mcp --session <id> [--workspace <dir>]`: the session's active tools
+ * as an MCP server on stdio (docs/mcp.md).
+ *
+ * stdout is the MCP channel and nothing else writes there: the broker's log,
+ * hooks' notes and this command's own lines go to stderr, and `console.log`
+ * is pointed at stderr for as long as the server runs. The server stops when
+ * the client closes stdin, or on SIGTERM / SIGINT: the session closes (open
+ * calls are cancelled first), then the broker, and the exit code is 0.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import * as v from "valibot";
+import type { Broker } from "../broker.js";
+import { TetherError } from "../errors.js";
+import type { Session } from "../sessions/session.js";
+
+export interface McpOptions {
+  readonly home?: string;
+  readonly session?: string;
+  readonly workspace?: string;
+}
+
+const EXIT_OK = 0;
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+
+const say = (line: string) => process.stderr.write(`tether mcp: ${line}\n`);
+
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+    return typeof pkg.version === "string" ? pkg.version : "0.0.0";
+  } catch {
+    return "0.0.0";
+  }
+}
+
+/** Points console.log/info/debug at stderr; returns the undo. */
+function consoleToStderr(): () => void {
+  const saved = { log: console.log, info: console.info, debug: console.debug };
+  console.log = console.info = console.debug = (...args: unknown[]) => console.error(...args);
+  return () => Object.assign(console, saved);
+}
+
+export async function runMcp(options: McpOptions): Promise<number> {
+  if (options.session === undefined || options.session.trim() === "") {
+    say("missing --session <id>: the session whose active tools to serve (tether mcp --session <id> [--workspace <dir>])");
+    return EXIT_USAGE;
+  }
+  const { SessionId } = await import("../sessions/session-records.js");
+  const id = v.safeParse(SessionId, options.session);
+  if (!id.success) {
+    say(`--session '${options.session}': ${id.issues[0].message}`);
+    return EXIT_USAGE;
+  }
+  const workspace = resolve(options.workspace ?? process.cwd());
+  let isDir = false;
+  try {
+    isDir = statSync(workspace).isDirectory();
+  } catch {
+    // Not there: said below.
+  }
+  if (!isDir) {
+    say(`--workspace '${options.workspace ?? workspace}': not a folder`);
+    return EXIT_USAGE;
+  }
+
+  const restoreConsole = consoleToStderr();
+  // Listened for from the start: a signal while the satellites boot still closes them cleanly.
+  let stop!: (reason: string) => void;
+  let stopReason: string | null = null;
+  const stopped = new Promise<string>((resolveStop) => {
+    stop = (reason) => {
+      stopReason ??= reason;
+      resolveStop(reason);
+    };
+  });
+  /** Set once the session is open: a second signal while closing aborts instead of waiting. */
+  let hurry: (() => void) | null = null;
+  const onStdinEnd = () => stop("the client closed stdin");
+  // `on`, not `once`, until the end: execa's signal-exit re-raises a signal nobody else listens for.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopReason === null) stop(signal);
+    else hurry?.();
+  };
+  // The client went away mid-write: nothing more can be said to it.
+  const onStdoutError = (err: Error) => stop(`stdout failed (${err.message})`);
+  process.stdin.once("end", onStdinEnd);
+  process.stdin.once("close", onStdinEnd);
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  process.stdout.on("error", onStdoutError);
+  const unlisten = () => {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+    process.stdin.off("end", onStdinEnd);
+    process.stdin.off("close", onStdinEnd);
+    process.stdout.off("error", onStdoutError);
+  };
+  const [{ Broker }, { Session }, { SessionRecords }, { createLogger }, { createMcpServer }] = await Promise.all([
+    import("../broker.js"),
+    import("../sessions/session.js"),
+    import("../sessions/session-records.js"),
+    import("../log.js"),
+    import("./server.js"),
+  ]);
+
+  let broker: Broker | null = null;
+  let session: Session | null = null;
+  try {
+    // The logger writes to stderr (its default sink); said explicitly, as stdout is the MCP channel.
+    broker = Broker.open({ ...(options.home !== undefined ? { home: options.home } : {}), log: createLogger() });
+    // The session's saved policy is kept (opening with none would widen it back).
+    const record = new SessionRecords(broker.store).get(options.session);
+    session = await Session.open(broker, { id: options.session, workspace, ...(record !== null ? { policy: record.policy } : {}) });
+  } catch (err) {
+    const code = err instanceof TetherError ? ` (${err.code})` : "";
+    say(`could not open session '${options.session}'${code}: ${(err as Error).message}`);
+    await session?.destroy().catch(() => {});
+    await broker?.close().catch(() => {});
+    unlisten();
+    restoreConsole();
+    return EXIT_FAILED;
+  }
+
+  const opened = session;
+  const oneLine = (text: string) => text.replace(/\s+/g, " ").trim();
+  const statuses = opened.status().filter((s) => !s.builtin);
+  const active = statuses.filter((s) => s.state === "active");
+  const inactive = statuses.filter((s) => s.state !== "active");
+  say(
+    `session '${opened.id}' in ${workspace}: serving ${opened.tools().length} tool(s) of ${active.map((s) => s.name).join(", ") || "no extension"}` +
+      (inactive.length > 0 ? `; not active: ${inactive.map((s) => `${s.name} (${oneLine(s.reason ?? s.state)})`).join("; ")}` : ""),
+  );
+
+  const server = createMcpServer(opened, { version: packageVersion(), onNote: (line) => say(line) });
+  const transport = new StdioServerTransport();
+  server.onerror = (err) => say(`protocol error: ${err.message}`);
+  server.onclose = () => stop("the connection closed");
+
+  let code = EXIT_OK;
+  try {
+    // Asked to stop while the session opened: no connection is made.
+    if (stopReason === null) await server.connect(transport);
+    const reason = await stopped;
+    say(`${reason}; closing session '${opened.id}'`);
+  } catch (err) {
+    say(`failed: ${(err as Error).message}`);
+    code = EXIT_FAILED;
+  }
+
+  // A second signal while closing: abort instead of waiting for open calls and SessionEnd hooks.
+  hurry = () => {
+    say("asked again: aborting");
+    void opened.destroy().catch(() => {});
+  };
+  try {
+    // Closing the server aborts every open handler's signal: calls in flight end `cancelled`.
+    await server.close().catch(() => {});
+    for (const note of await opened.close()) say(`SessionEnd hook: ${note}`);
+  } catch (err) {
+    say(`closing the session failed: ${(err as Error).message}`);
+    code = EXIT_FAILED;
+  } finally {
+    await broker.close().catch((err: unknown) => {
+      say(`closing the broker failed: ${(err as Error).message}`);
+      code = EXIT_FAILED;
+    });
+    unlisten();
+    // Nothing more is read: the process may exit even if the client keeps stdin open (SIGTERM).
+    process.stdin.destroy();
+    restoreConsole();
+  }
+  return code;
+}

@@ -1,0 +1,181 @@
+/**
+ * A session's active tools as an MCP server (the low-level SDK `Server`: it
+ * takes each tool's JSON Schema as it is, where `McpServer.registerTool`
+ * wants zod).
+ *
+ * - `tools/list`: each active tool, its description, its manifest
+ *   `parameters` as `inputSchema` (with `type: "object"` at the top).
+ * - `tools/call`: `session.callTool`, so the hook bus applies. Every failure of
+ *   the call itself (blocked, refused, crashed, timeout, bad_arguments,
+ *   inactive, unknown_tool…) is a result with `isError: true` and the text
+ *   `<code>: <message>`, never a JSON-RPC error: the model reads it and can
+ *   correct itself. Hooks' context lines follow as more text blocks.
+ * - Partials become `notifications/progress` when the request carries a
+ *   `progressToken`; `notifications/cancelled` aborts the satellite's call.
+ * - Hooks' notes (for the user, not the model) go to `onNote` and to the
+ *   client as `notifications/message` logging.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { TetherError } from "../errors.js";
+import { replyOf } from "../outcome.js";
+import type { InvocationOutcome } from "../satellite/process.js";
+import type { Session, ToolCallReport } from "../sessions/session.js";
+
+export interface McpServerOptions {
+  /** The server's version (the `serverInfo` an MCP client shows). */
+  readonly version: string;
+  /** Hooks' notes and what the server itself has to say: for the user or the operator, never the model. */
+  readonly onNote?: (line: string) => void;
+}
+
+type InputSchema = Tool["inputSchema"];
+
+/**
+ * A manifest's `parameters` as an MCP `inputSchema`, or null when no object
+ * could ever satisfy it (MCP arguments are always an object).
+ *
+ * - no `type`: `type: "object"` is added (the schema still applies whole);
+ * - `type` a list that holds `"object"`: narrowed to `"object"`, the only
+ *   kind of value MCP can send;
+ * - boolean property schemas (`true` / `false`, valid JSON Schema the SDK's
+ *   `Tool` type rejects) become their object forms `{}` and `{ "not": {} }`.
+ */
+export function inputSchemaOf(parameters: Readonly<Record<string, unknown>>): InputSchema | null {
+  const type = parameters["type"];
+  if (type !== undefined && type !== "object" && !(Array.isArray(type) && type.includes("object"))) return null;
+  const schema: Record<string, unknown> = { ...parameters, type: "object" };
+  const properties = parameters["properties"];
+  if (typeof properties === "object" && properties !== null && !Array.isArray(properties)) {
+    schema["properties"] = Object.fromEntries(
+      Object.entries(properties as Record<string, unknown>).map(([key, value]) => [key, value === true ? {} : value === false ? { not: {} } : value]),
+    );
+  }
+  return schema as InputSchema;
+}
+
+/** The MCP `tools/list` entries for the session's active tools; `skipped` are tools no MCP call could reach. */
+export function listedTools(session: Session): { tools: Tool[]; skipped: { name: string; extension: string }[] } {
+  const tools: Tool[] = [];
+  const skipped: { name: string; extension: string }[] = [];
+  for (const t of session.tools()) {
+    const inputSchema = inputSchemaOf(t.parameters);
+    if (inputSchema === null) skipped.push({ name: t.name, extension: t.extension });
+    else tools.push({ name: t.name, description: t.description, inputSchema });
+  }
+  return { tools, skipped };
+}
+
+/** The content of an outcome: text blocks as they are, JSON blocks as JSON text. */
+function contentOf(outcome: InvocationOutcome & { ok: true }): { type: "text"; text: string }[] {
+  const reply = replyOf(outcome);
+  if (reply === null) return [{ type: "text", text: JSON.stringify(outcome.value) ?? "null" }];
+  return reply.content.map((c) => ({ type: "text" as const, text: c.type === "text" ? c.text : (JSON.stringify(c.json) ?? "null") }));
+}
+
+/**
+ * One tool call's report as an MCP `CallToolResult`. A failure is
+ * `isError: true` with `<code>: <message>`; hooks' context lines follow the
+ * tool's own content, each its own text block. `_meta` carries what a harness
+ * may want and a model does not need (which extension answered, the ledger
+ * row, a tool's `terminate`, a hook's halt).
+ */
+export function resultOf(report: ToolCallReport): CallToolResult {
+  const { outcome } = report;
+  const content: CallToolResult["content"] = outcome.ok ? contentOf(outcome) : [{ type: "text", text: `${outcome.error.code}: ${outcome.error.msg}` }];
+  for (const line of report.context) content.push({ type: "text", text: line });
+  const reply = outcome.ok ? replyOf(outcome) : null;
+  const meta: Record<string, unknown> = {
+    "tether/extension": report.extension,
+    "tether/invocation": report.invocationId,
+  };
+  if (reply?.terminate === true) meta["tether/terminate"] = true;
+  if (report.halt !== null) meta["tether/halt"] = report.halt;
+  if (report.blockedBy !== null) meta["tether/blockedBy"] = report.blockedBy;
+  return { content, ...(outcome.ok ? {} : { isError: true }), _meta: meta };
+}
+
+/** What a throw (not an outcome: the session closed under the call, say) reads as. */
+function thrownResult(err: unknown): CallToolResult {
+  const code = err instanceof TetherError ? err.code : "internal";
+  const message = err instanceof Error ? err.message : String(err);
+  return { content: [{ type: "text", text: `${code}: ${message}` }], isError: true };
+}
+
+const sameNames = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((name, i) => name === b[i]);
+
+/** An MCP server over `session` (not connected: `connect` it to a transport). */
+export function createMcpServer(session: Session, options: McpServerOptions): Server {
+  const note = options.onNote ?? (() => {});
+  const server = new Server(
+    { name: "tether", version: options.version },
+    {
+      capabilities: { tools: { listChanged: true }, logging: {} },
+      instructions:
+        `Tools of the Tether session '${session.id}', each run by a jailed extension. Hooks may block a call or withhold its result; ` +
+        `a failed call answers "<code>: <message>" (for example "blocked: …" with the hook's reason, or "bad_arguments: …" naming the field).`,
+    },
+  );
+
+  /** The tool names the client last saw (null: it has not listed them yet); a change is announced after the call that shows it. */
+  let listed: string[] | null = null;
+  const announced = new Set<string>();
+
+  server.setRequestHandler(ListToolsRequestSchema, () => {
+    const { tools, skipped } = listedTools(session);
+    for (const s of skipped) {
+      const key = `${s.extension}:${s.name}`;
+      if (announced.has(key)) continue;
+      announced.add(key);
+      note(`tool '${s.name}' of '${s.extension}' is not listed: its parameters schema does not describe an object, and MCP arguments always are one`);
+    }
+    listed = tools.map((t) => t.name);
+    return { tools };
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name } = request.params;
+    const args = JSON.stringify(request.params.arguments ?? {});
+    const token = request.params._meta?.progressToken;
+    let progress = 0;
+    // Sent in order: each partial's notification is queued behind the one before it.
+    let sent: Promise<void> = Promise.resolve();
+    const onReport =
+      token === undefined
+        ? undefined
+        : (text: string) => {
+            progress += 1;
+            const params = { progressToken: token, progress, message: text };
+            sent = sent.then(() => extra.sendNotification({ method: "notifications/progress", params })).catch((err: unknown) => note(`progress not sent: ${(err as Error).message}`));
+          };
+    let result: CallToolResult;
+    try {
+      const report = await session.callTool(name, args, { signal: extra.signal, ...(onReport !== undefined ? { onReport } : {}) });
+      for (const line of report.notes) {
+        note(`${name}: ${line}`);
+        await server.sendLoggingMessage({ level: "info", logger: "tether", data: `${name}: ${line}` }).catch(() => {});
+      }
+      if (extra.signal.aborted) note(`${name}: cancelled by the client (${report.outcome.ok ? "it had finished" : report.outcome.error.code})`);
+      result = resultOf(report);
+    } catch (err) {
+      result = thrownResult(err);
+    }
+    await sent;
+    // A hook may have dropped an extension (its approval was revoked, say): tell the client its list changed.
+    if (listed !== null && !extra.signal.aborted) {
+      let now: string[] | null = null;
+      try {
+        now = listedTools(session).tools.map((t) => t.name);
+      } catch {
+        // The session closed: the client is about to see the connection end anyway.
+      }
+      if (now !== null && !sameNames(listed, now)) {
+        listed = now;
+        await server.sendToolListChanged().catch(() => {});
+      }
+    }
+    return result;
+  });
+
+  return server;
+}
