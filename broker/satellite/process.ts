@@ -435,7 +435,7 @@ export class SatelliteProcess {
     const conn = this.#conn;
     if (conn === null) return;
     if (open === null || open.answered || !tokensEqual(frame.token, open.token)) {
-      const error = { code: WireCode.tokenRevoked, msg: `Capability '${frame.cap}' was called outside an open invocation; it is refused` };
+      const error = { code: WireCode.tokenRevoked, msg: `Capability '${frame.cap}' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused` };
       this.#observeRefusal(frame, error);
       conn.send({ t: "cap_result", id: frame.id, ok: false, error });
       return;

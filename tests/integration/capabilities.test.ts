@@ -581,7 +581,7 @@ test("a capability call made after the invocation answered is refused token_revo
   const rows = auditSince(before);
   expect(rows).toEqual([expect.objectContaining({ invocation_id: null, session_id: "default", extension: ROOMY, capability: "kv.put", target: "", decision: "denied", rule: "token", bytes: 0 })]);
   expect((await call(ROOMY, "late_result")).reply).toEqual({
-    result: { ok: false, code: "token_revoked", message: "Capability 'kv.put' was called outside an open invocation; it is refused" },
+    result: { ok: false, code: "token_revoked", message: "Capability 'kv.put' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused" },
   });
   expect(stored(ROOMY, "late")).toBeUndefined();
   expect((await call(ROOMY, "get", { key: "late" })).reply).toEqual({ ok: true, value: null });

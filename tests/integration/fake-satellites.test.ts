@@ -268,7 +268,7 @@ describe("capability tokens", () => {
     const refusedA: Cap[] = [];
     const { slot: a } = fakeSlot("serve", {}, { observeRefusals: (cap) => refusedA.push(cap) });
     const { slot: b } = fakeSlot("serve", { name: "serve-b" });
-    const revoked = { code: "token_revoked", msg: "Capability 'report.emit' was called outside an open invocation; it is refused" };
+    const revoked = { code: "token_revoked", msg: "Capability 'report.emit' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused" };
 
     // Its own token, while its invocation is open: served (report.emit reaches the caller).
     const reports: string[] = [];
@@ -362,7 +362,7 @@ describe("through a real Broker: the broker keeps serving every other session", 
 
   test("forged, stale and another session's tokens are refused token_revoked and audited", async () => {
     await otherServes("before");
-    const revoked = { code: "token_revoked", msg: "Capability 'report.emit' was called outside an open invocation; it is refused" };
+    const revoked = { code: "token_revoked", msg: "Capability 'report.emit' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused" };
     const leaked: string[] = [];
     await call2(fakes, "leak_token", {}, { onReport: (t) => leaked.push(t) });
     expect(jsonOf(await call2(fakes, "cap_with_token", { token: leaked[0] }))).toMatchObject({ got: { ok: false, error: revoked } });
