@@ -55,17 +55,21 @@ export async function runMcp(options: McpOptions): Promise<number> {
     say(`--session '${options.session}': ${id.issues[0].message}`);
     return EXIT_USAGE;
   }
-  const workspace = resolve(options.workspace ?? process.cwd());
-  let isDir = false;
-  try {
-    isDir = statSync(workspace).isDirectory();
-  } catch {
-    // Not there: said below.
-  }
-  if (!isDir) {
-    say(`--workspace '${options.workspace ?? workspace}': not a folder`);
+  const isFolder = (path: string): boolean => {
+    try {
+      return statSync(path).isDirectory();
+    } catch {
+      return false;
+    }
+  };
+  const given = options.workspace !== undefined ? resolve(options.workspace) : null;
+  if (given !== null && !isFolder(given)) {
+    say(`--workspace '${options.workspace}': not a folder`);
     return EXIT_USAGE;
   }
+  // Without --workspace: the one the session was last opened with (MCP clients often start
+  // servers in /), else the current folder.
+  let workspace = given ?? resolve(process.cwd());
 
   const restoreConsole = consoleToStderr();
   // Listened for from the start: a signal while the satellites boot still closes them cleanly.
@@ -114,6 +118,7 @@ export async function runMcp(options: McpOptions): Promise<number> {
     broker = Broker.open({ ...(options.home !== undefined ? { home: options.home } : {}), log: createLogger() });
     // The session's saved policy is kept (opening with none would widen it back).
     const record = new SessionRecords(broker.store).get(options.session);
+    if (given === null && record !== null && isFolder(record.workspace)) workspace = record.workspace;
     session = await Session.open(broker, { id: options.session, workspace, ...(record !== null ? { policy: record.policy } : {}) });
   } catch (err) {
     const code = err instanceof TetherError ? ` (${err.code})` : "";
