@@ -16,7 +16,7 @@
 import { randomUUID } from "node:crypto";
 import * as v from "valibot";
 import { EventPayloads, type EventName, type EventPayload } from "../../jail-runtime/wire/events.js";
-import { ToolValue, describeIssues } from "../../jail-runtime/wire/frames.js";
+import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import type { Broker, CallOptions } from "../broker.js";
 import type { CapCallEvent } from "../caps/context.js";
 import type { SessionPolicy } from "../caps/policy.js";
@@ -25,7 +25,8 @@ import { BUILTIN_HOOKS_NAME, BUILTIN_HOOKS_PRIORITY, BUILTIN_HOOK_EVENTS, Builti
 import { compose, type BusHook, type Composed, type TraceRow } from "../hooks/compose.js";
 import { satelliteBusHook } from "../hooks/satellite-hooks.js";
 import type { Installed } from "../registry/registry.js";
-import type { InvocationOutcome } from "../satellite/process.js";
+import { replyOf } from "../outcome.js";
+import type { InvocationOutcome, ToolReply } from "../satellite/process.js";
 import { checkToolArgs } from "../tool-args.js";
 import { planActivation, type Candidate, type Plan } from "./activation.js";
 import { Preferences, type Preference } from "./preferences.js";
@@ -111,10 +112,12 @@ interface Applied {
   readonly failed: ReadonlyMap<string, string>;
 }
 
-function toolValueOf(substitute: unknown): unknown {
-  if (v.is(ToolValue, substitute)) return substitute;
+/** A hook's substitute result as callers receive a tool's reply (JSON blocks parsed, as the broker hands them out). */
+function toolValueOf(substitute: unknown): ToolReply {
+  const reply = replyOf({ ok: true, value: substitute });
+  if (reply !== null) return reply;
   if (typeof substitute === "string") return { content: [{ type: "text", text: substitute }], terminate: false };
-  return { content: [{ type: "json", json: JSON.stringify(substitute) }], terminate: false };
+  return { content: [{ type: "json", json: substitute }], terminate: false };
 }
 
 export class Session {
@@ -554,7 +557,7 @@ export class Session {
     if (before.result !== null) {
       invocationId = ledger.begin({ sessionId: this.id, extension, kind: "tool", name: tool, strand: options.strand ?? "" });
       ledger.finish(invocationId, "substituted");
-      outcome = { ok: true, value: toolValueOf(before.result.value) } as InvocationOutcome;
+      outcome = { ok: true, value: toolValueOf(before.result.value) };
     } else {
       outcome = await this.#broker.callTool(extension, tool, finalArgs, {
         ...options,

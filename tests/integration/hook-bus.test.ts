@@ -194,6 +194,8 @@ describe("tool_call and tool_result around a real tool call", () => {
     const report = await session.callTool("run", '{"text":"hi","hook":"substitute"}');
     expect(report.outcome).toEqual({ ok: true, value: { content: [{ type: "text", text: "hooker answered instead" }], terminate: false } });
     expect(report.substitutedBy).toBe("hooker");
+    const json = await session.callTool("run", '{"text":"hi","hook":"substitute-json"}');
+    expect(json.outcome).toEqual({ ok: true, value: { content: [{ type: "json", json: { answer: 42 } }], terminate: false } });
   });
 
   test("a hook that crashes blocks the call when its row says on_error = block", async () => {
