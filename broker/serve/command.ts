@@ -1,0 +1,97 @@
+/**
+ * `tether serve [--socket <path> | --port <n>] [--token-file <path>]`: the
+ * JSON-RPC 2.0 API over a WebSocket (docs/api.md), until SIGTERM or SIGINT.
+ *
+ * Prints one line on start — where it listens and where the token is — and
+ * exits 0 after a clean shutdown; 1 when it cannot start, 2 for bad usage.
+ */
+import { join, resolve } from "node:path";
+import { Broker } from "../broker.js";
+import { createLogger } from "../log.js";
+import { resolveHome } from "../store/home.js";
+import { ServeServer } from "./server.js";
+import { TokenFileError, loadOrCreateToken } from "./token.js";
+import { ListenError, type Where } from "./transport.js";
+
+export interface ServeCommandOptions {
+  readonly home?: string;
+  readonly socket?: string;
+  readonly port?: string;
+  readonly tokenFile?: string;
+}
+
+const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** Where to listen, or a usage error. */
+function whereOf(options: ServeCommandOptions, home: string): Where | string {
+  if (options.socket !== undefined && options.port !== undefined) return "--socket and --port do not combine: choose one";
+  if (options.port !== undefined) {
+    const port = /^\d{1,5}$/.test(options.port) ? Number(options.port) : NaN;
+    if (!(port >= 0 && port <= 65535)) return `--port takes a port number 0-65535 (0 picks a free one), not '${options.port}'`;
+    return { port };
+  }
+  if (options.socket !== undefined && options.socket.trim() === "") return "--socket takes a path";
+  return { socket: resolve(options.socket ?? join(home, "tether.sock")) };
+}
+
+export async function runServe(options: { home?: string; socket?: string; port?: string; tokenFile?: string }): Promise<number> {
+  const home = resolveHome(options.home);
+  const where = whereOf(options, home);
+  if (typeof where === "string") {
+    console.error(`tether serve: ${where}. Run 'tether help'`);
+    return EXIT.usage;
+  }
+  const tokenFile = resolve(options.tokenFile ?? join(home, "serve.token"));
+  const log = createLogger();
+
+  let broker: Broker;
+  try {
+    broker = Broker.open({ home, log });
+  } catch (err) {
+    console.error(`tether serve: cannot open the home ${home}: ${(err as Error).message}`);
+    return EXIT.failed;
+  }
+  let server: ServeServer;
+  let url: string;
+  try {
+    const { token } = loadOrCreateToken(tokenFile);
+    server = new ServeServer({ broker, token, log });
+    ({ url } = await server.listen(where));
+  } catch (err) {
+    await broker.close();
+    const known = err instanceof TokenFileError || err instanceof ListenError;
+    console.error(`tether serve: ${known ? "" : "cannot start: "}${(err as Error).message}`);
+    return EXIT.failed;
+  }
+
+  // The first signal shuts down gracefully; a second one hurries it.
+  let hurry: () => void = () => {};
+  const hurried = new Promise<void>((resolve) => (hurry = resolve));
+  let stopping: (() => void) | null = null;
+  const stop = new Promise<void>((resolve) => (stopping = resolve));
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping !== null) {
+      process.stderr.write(`tether serve: ${signal}: shutting down\n`);
+      const once = stopping;
+      stopping = null;
+      once();
+    } else {
+      process.stderr.write(`tether serve: ${signal} again: not waiting any longer\n`);
+      hurry();
+    }
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+
+  process.stdout.write(`tether serve: listening on ${url} (token file: ${tokenFile})\n`);
+  await stop;
+  try {
+    await server.shutdown(hurried);
+  } finally {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+  }
+  // Everything is closed; should a stray handle keep the loop alive, do not hang on it.
+  setTimeout(() => process.exit(process.exitCode ?? EXIT.ok), 2_000).unref();
+  return EXIT.ok;
+}
