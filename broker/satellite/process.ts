@@ -210,6 +210,10 @@ export class SatelliteProcess {
       buffer: false,
       reject: false,
       cleanup: true,
+      // Its own process group: a Ctrl-C or a group-wide signal to the broker (systemd's
+      // default kill mode) must not kill satellites mid-call; the broker's shutdown ladder
+      // stops them. If the broker dies, bwrap's --die-with-parent and stdin EOF still do.
+      detached: true,
       forceKillAfterDelay: false,
       encoding: "buffer",
     });

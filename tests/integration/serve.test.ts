@@ -40,8 +40,18 @@ interface Ended {
   readonly stderr: string;
 }
 
-function spawnServe(home: string, args: string[]): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
-  const child = spawn(process.execPath, [BIN, "serve", "--home", home, ...args], { cwd: REPO, env: { ...process.env, TETHER_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
+function spawnServe(
+  home: string,
+  args: string[],
+  ownGroup = false,
+): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
+  const child = spawn(process.execPath, [BIN, "serve", "--home", home, ...args], {
+    cwd: REPO,
+    env: { ...process.env, TETHER_HOME: home },
+    stdio: ["ignore", "pipe", "pipe"],
+    // A process group of its own, as a terminal or systemd gives it: a group-wide signal reaches only it.
+    detached: ownGroup,
+  });
   let out = "";
   let err = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
@@ -52,7 +62,11 @@ function spawnServe(home: string, args: string[]): { child: ChildProcess; out: (
 
 /** Starts `tether serve` and waits for its start line. */
 async function serve(home: string, ...args: string[]): Promise<Served> {
-  const s = spawnServe(home, args);
+  return serveIn(false, home, ...args);
+}
+
+async function serveIn(ownGroup: boolean, home: string, ...args: string[]): Promise<Served> {
+  const s = spawnServe(home, args, ownGroup);
   const started = Date.now();
   for (;;) {
     const line = /^tether serve: listening on (\S+) \(token file: (.+)\)$/m.exec(s.out());
@@ -494,6 +508,19 @@ describe("tether serve on a Unix socket, and shutting down", () => {
     expect(existsSync(sock)).toBe(false);
     expect(s.stderr()).toMatch(/shutting down; 1 request\(s\) in flight/);
     expect(s.stderr()).toMatch(/tether serve: stopped\n$/);
+  }, SLOW);
+
+  test("a signal to the whole process group (Ctrl-C, systemd) drains too: satellites are not in the group, the call in flight finishes", async () => {
+    const dir = mkdtempSync(join(root, "s-"));
+    const s = await serveIn(true, home, "--socket", join(dir, "t.sock"));
+    const c = await client(s);
+    await openSession(c, "group");
+    const id = c.start("tool.call", { session: "group", tool: "ticks", arguments: { n: 20 } });
+    await until("a first partial", () => c.partials(id).length > 0);
+    process.kill(-s.child.pid!, "SIGINT");
+    const answer = await c.answer(id);
+    expect(textOf(answer.result.outcome)).toBe("ticked 20");
+    expect(await s.exited).toEqual({ code: 0, signal: null });
   }, SLOW);
 
   test("a second signal stops waiting: the call in flight is cancelled, the session destroyed, and the server still exits 0", async () => {
