@@ -34,6 +34,10 @@ Commands:
                                  The invocation ledger and capability audit
         --hooks [--ext <name>] [--session <id>] [--since <when>] [--limit <n>]
                                  Each hook's answer to each event (the hook traces)
+  serve [--socket <path> | --port <n>] [--token-file <path>]
+                                 Serve the JSON-RPC 2.0 API over WebSocket (docs/api.md)
+  mcp --session <id> [--workspace <dir>]
+                                 Serve a session's active tools as an MCP server on stdio
   doctor                         Check Deno, the sandbox layers and the store
   help                           Show this help
 
@@ -57,6 +61,9 @@ const OPTIONS = {
   hooks: { type: "boolean" },
   limit: { type: "string" },
   workspace: { type: "string" },
+  socket: { type: "string" },
+  port: { type: "string" },
+  "token-file": { type: "string" },
   help: { type: "boolean", short: "h" },
 } satisfies ParseArgsConfig["options"];
 
@@ -100,6 +107,24 @@ export async function main(argv: readonly string[]): Promise<number> {
     const checks = runChecks(values.home);
     out(checks, checks.map((c) => `${c.ok ? "ok  " : "FAIL"} ${c.name}: ${c.detail}`).join("\n"));
     return checks.every((c) => c.ok) ? EXIT.ok : EXIT.failed;
+  }
+
+  if (command === "serve") {
+    const { runServe } = await import("../serve/command.js");
+    return runServe({
+      ...(values.home !== undefined ? { home: values.home } : {}),
+      ...(values.socket !== undefined ? { socket: values.socket } : {}),
+      ...(values.port !== undefined ? { port: values.port } : {}),
+      ...(values["token-file"] !== undefined ? { tokenFile: values["token-file"] } : {}),
+    });
+  }
+  if (command === "mcp") {
+    const { runMcp } = await import("../mcp/command.js");
+    return runMcp({
+      ...(values.home !== undefined ? { home: values.home } : {}),
+      ...(values.session !== undefined ? { session: values.session } : {}),
+      ...(values.workspace !== undefined ? { workspace: values.workspace } : {}),
+    });
   }
 
   const known = ["install", "review", "approve", "revoke", "uninstall", "list", "call", "session", "audit"];

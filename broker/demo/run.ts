@@ -6,6 +6,8 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Broker } from "../broker.js";
 import { createLogger } from "../log.js";
 import { queryAudit, queryHookTraces, renderAudit, type HookTraceEntry } from "../cli/audit.js";
@@ -199,6 +201,9 @@ async function main(): Promise<void> {
     console.log(`  the session goes offline; forecast → ${show((await session.callTool("forecast", '{"city":"Lisbon"}')).outcome)}`);
     session.setPolicy({});
 
+    step("An MCP client that knows nothing of Tether: `tether mcp --session demo-mcp` on stdio");
+    await mcpClientDemo(workspace);
+
     step("Revoke: the extension drops out of the session; the rest keep working");
     broker.registry.revoke("misbehave");
     console.log(`  sleep → ${show((await session.callTool("sleep", '{"ms":10}')).outcome)}`);
@@ -228,6 +233,30 @@ async function main(): Promise<void> {
     weatherService.close();
     rmSync(home, { recursive: true, force: true });
     console.log("  all satellites stopped; temporary home removed");
+  }
+}
+
+/** The MCP SDK's own client, driving `tether mcp` as any MCP host would. */
+async function mcpClientDemo(workspace: string): Promise<void> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(REPO, "bin/tether.js"), "mcp", "--session", "demo-mcp", "--workspace", workspace, "--home", home],
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "demo-mcp-client", version: "1.0.0" });
+  await client.connect(transport);
+  try {
+    const { tools } = await client.listTools();
+    console.log(`  tools/list → ${tools.length} tools: ${tools.map((t) => t.name).join(", ")}`);
+    const count = tools.find((t) => t.name === "count");
+    console.log(`  count's inputSchema (the manifest's, as is): ${JSON.stringify(count?.inputSchema)}`);
+    const progress: string[] = [];
+    const called = await client.callTool({ name: "count", arguments: { n: 3 } }, undefined, { onprogress: (p) => progress.push(p.message ?? String(p.progress)) });
+    console.log(`  tools/call count {n: 3} → progress ${JSON.stringify(progress)}; result ${JSON.stringify(called.content)}`);
+    const blocked = await client.callTool({ name: "echo", arguments: { text: "rm -rf ~" } });
+    console.log(`  tools/call echo "rm -rf ~" → isError ${String(blocked.isError)}: ${JSON.stringify(blocked.content)}`);
+  } finally {
+    await client.close();
   }
 }
 
