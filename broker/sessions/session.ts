@@ -493,7 +493,7 @@ export class Session {
     // Hooks' own capability calls are not asked about (a guard's kv.get must not ask the guard),
     // nor is the calling extension itself: its satellite is busy making this very call.
     if (this.#closed || event.within.startsWith("event:")) return null;
-    const payload = { extension: event.extension, capability: event.capability, target: event.target, within: event.within };
+    const payload = { extension: event.extension, capability: event.capability, target: shownTarget(event.capability, event.target), within: event.within };
     const composed = this.#traced("cap_call", await this.#compose("cap_call", payload, { except: event.extension }), `${event.capability} ${event.target}`.trim(), event.invocationId);
     return composed.block === null ? null : { block: composed.block.reason, by: composed.block.by };
   }
@@ -668,6 +668,25 @@ export class Session {
     this.#records.close(this.id);
     return notes;
   }
+}
+
+/**
+ * What other extensions' `cap_call` hooks are shown of a target: a URL without
+ * its credentials, fragment and query values (secrets travel there), so one
+ * extension's request does not hand its secrets to another. The ledger keeps
+ * the full target for the operator.
+ */
+export function shownTarget(capability: string, target: string): string {
+  if (capability !== "net.fetch") return target;
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return target;
+  }
+  const keys = [...url.searchParams.keys()];
+  const query = keys.length > 0 ? `?${keys.map((k) => `${encodeURIComponent(k)}=…`).join("&")}` : "";
+  return `${url.protocol}//${url.host}${url.pathname}${query}`;
 }
 
 function emptyApplied(): Applied {

@@ -230,7 +230,7 @@ describe("cap_call and commands", () => {
 
     const blocked = JSON.parse(text((await session.callTool("fetch", '{"url":"https://flagged.example/data"}')).outcome)) as { ok: boolean; code: string; message: string };
     expect(blocked).toMatchObject({ ok: false, code: "denied" });
-    expect(blocked.message).toContain("hooker: flagged.example is flagged by the operator (tool:fetch)");
+    expect(blocked.message).toContain("hooker: flagged.example is flagged by the operator (tool:fetch; saw https://flagged.example/data)");
     expect(blocked.message).toContain("rule: hook:hooker");
 
     const trace = traces("cap_call").filter((t) => t.answer === "block");
@@ -239,6 +239,15 @@ describe("cap_call and commands", () => {
 
     const other = JSON.parse(text((await session.callTool("fetch", '{"url":"https://fine.example/data"}')).outcome)) as { ok: boolean; message?: string };
     expect(other.message ?? "").not.toContain("hook:");
+  });
+
+  test("other extensions' hooks see a fetch's target without credentials or query values; the ledger keeps it whole", async () => {
+    const url = "https://user:pw@flagged.example/data?key=SECRET&city=Porto#frag";
+    const blocked = JSON.parse(text((await session.callTool("fetch", JSON.stringify({ url }))).outcome)) as { message: string };
+    expect(blocked.message).toContain("saw https://flagged.example/data?key=…&city=…)");
+    expect(blocked.message).not.toContain("SECRET");
+    expect(blocked.message).not.toContain("pw");
+    expect(traces("cap_call").some((t) => t.subject === `net.fetch ${url}`)).toBe(true);
   });
 
   test("the hooks' own capability calls are not asked about (no cap_call for hooker's kv reads)", () => {
