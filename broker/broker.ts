@@ -3,6 +3,7 @@
  * tools, close it. It refuses anything an operator did not approve.
  */
 import { lookup } from "node:dns/promises";
+import type { Statement } from "better-sqlite3";
 import { readFileSync } from "node:fs";
 import { capDispatcher, noHooks, type CapEnvironment, type CapHookStage } from "./caps/dispatcher.js";
 import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";
@@ -74,6 +75,8 @@ export class Broker {
   readonly #sessionCapHooks = new Map<string, CapHookStage>();
   readonly #caps: CapEnvironment;
   #dataVersion = -1;
+  /** Prepared once: read on every call (a prepared pragma is ~5 µs, `pragma()` ~13 µs here). */
+  readonly #dataVersionQuery: Statement;
   #approvalEpoch = 0;
   #registryVersion = -1;
   #closed = false;
@@ -86,6 +89,7 @@ export class Broker {
     this.store = openStore(paths.db);
     this.registry = new Registry(this.store, paths.artifacts);
     this.ledger = new Ledger(this.store);
+    this.#dataVersionQuery = this.store.sqlite.prepare("pragma data_version").pluck();
     this.#caps = {
       store: this.store,
       ledger: this.ledger,
@@ -160,7 +164,7 @@ export class Broker {
   /** Stops satellites whose approval is gone or replaced (another process may have revoked it). */
   #enforceApprovals(): void {
     // data_version moves with other processes' commits; the registry's own counter with ours.
-    const version = this.store.sqlite.pragma("data_version", { simple: true }) as number;
+    const version = this.#dataVersionQuery.get() as number;
     if (version === this.#dataVersion && this.registry.version === this.#registryVersion) return;
     this.#dataVersion = version;
     this.#registryVersion = this.registry.version;

@@ -419,6 +419,14 @@ export class Session {
 
   // ── the hook bus ────────────────────────────────────────────────────────
 
+  /** Whether any active extension hooks `event` (a session without hooks pays nothing for the bus). */
+  #hooked(event: EventName): boolean {
+    for (const name of this.#applied.plan.active) {
+      if (this.#applied.known.get(name)?.hooks.some((h) => h.event === event) === true) return true;
+    }
+    return false;
+  }
+
   /** The bus hooks for one event: each active extension that declares it, in registry order. */
   #hooksFor(event: EventName, payload: Readonly<Record<string, unknown>>, except?: string): BusHook[] {
     const hooks: BusHook[] = [];
@@ -512,6 +520,19 @@ export class Session {
     if (extension === undefined) {
       return { ...base, outcome: this.#notServed("tool", tool, [...this.#applied.plan.tools.keys()]), extension: null, invocationId: null };
     }
+    if (!this.#hooked("tool_call") && !this.#hooked("tool_result")) {
+      // Nothing listens: the call as the broker makes it, with nothing composed around it.
+      let invocationId: number | null = null;
+      const outcome = await this.#broker.callTool(extension, tool, args, {
+        ...options,
+        session: this.id,
+        onInvocation: (id) => {
+          invocationId = id;
+          options.onInvocation?.(id);
+        },
+      });
+      return { ...base, outcome, extension, invocationId };
+    }
     const row = this.#applied.known.get(extension)?.installed?.manifest.tool.find((t) => t.name === tool);
     let parsed: unknown;
     try {
@@ -571,16 +592,15 @@ export class Session {
     const finishedMs = Date.now();
     this.#traced("tool_call", before, tool, invocationId);
 
-    const resultPayload = 
-{
-        tool,
-        call_id: callId,
-        arguments: JSON.parse(finalArgs) as unknown,
-        ok: outcome.ok,
-        result: outcome.ok ? outcome.value : outcome.error,
-        started_ms: startedMs,
-        finished_ms: finishedMs,
-      };
+    const resultPayload = {
+      tool,
+      call_id: callId,
+      arguments: JSON.parse(finalArgs) as unknown,
+      ok: outcome.ok,
+      result: outcome.ok ? outcome.value : outcome.error,
+      started_ms: startedMs,
+      finished_ms: finishedMs,
+    };
     const after = this.#traced("tool_result", await this.#compose("tool_result", resultPayload), tool, invocationId);
     context.push(...after.context);
     notes.push(...after.notes);
