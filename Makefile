@@ -42,6 +42,7 @@ bench: $(NODE_MODULES) sandbox
 	npx tsx bench/ledger.ts
 	npx tsx bench/egress.ts
 	npx tsx bench/hooks.ts
+	npx tsx bench/boot.ts
 
 demo: $(NODE_MODULES) sandbox
 	npx tsx broker/demo/run.ts

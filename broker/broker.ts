@@ -5,6 +5,7 @@
 import { lookup } from "node:dns/promises";
 import type { Statement } from "better-sqlite3";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { capDispatcher, noHooks, type CapEnvironment, type CapHookStage } from "./caps/dispatcher.js";
 import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";
 import { closeEgressAgents } from "./egress/fetch.js";
@@ -15,6 +16,9 @@ import { createLogger, type Logger } from "./log.js";
 import { Registry, sha256, type Approval, type Installed } from "./registry/registry.js";
 import type { InvocationOutcome } from "./satellite/process.js";
 import { SatelliteSlot, type InvokeOptions } from "./satellite/slot.js";
+import { SatelliteProcess, type SatelliteSpec } from "./satellite/process.js";
+import { denoBinary } from "./jail/deno-binary.js";
+import { denoCacheFor, type DenoCacheSource } from "./jail/deno-cache.js";
 import { prepareHome, resolveHome } from "./store/home.js";
 import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
@@ -32,6 +36,8 @@ export interface BrokerOptions {
   readonly resolve?: Resolver;
   /** The `cap_call` hook stage (the hook bus plugs in here). */
   readonly capHooks?: CapHookStage;
+  /** Reuse Deno's caches per approved artifact (default true; see broker/jail/deno-cache.ts). */
+  readonly denoCache?: boolean;
 }
 
 export interface CallOptions extends InvokeOptions {
@@ -208,26 +214,27 @@ export class Broker {
       throw new TetherError(BrokerCode.notApproved, `The artifact of '${name}' was modified on disk since it was approved. Run: tether install ${installed.sourceDir}, then tether review ${name}`);
     }
     const limits = approval.grants.limits;
+    const spec: SatelliteSpec = {
+      name,
+      artifact: installed.artifactPath,
+      declared: {
+        tools: installed.manifest.tool.map((t) => t.name),
+        hooks: installed.manifest.hook.map((h) => h.event),
+        commands: installed.manifest.command.map((c) => c.name),
+      },
+      sandbox: resolveSandbox(this.#options.sandbox),
+      memoryMb: limits.memory_mb,
+      bootTimeoutMs: this.#options.bootTimeoutMs ?? 10_000,
+      graceMs: this.#options.graceMs ?? 500,
+      ladderStepMs: this.#options.ladderStepMs ?? 2_000,
+      log: this.#log,
+    };
     const slot = new SatelliteSlot({
       idleMs: limits.idle_s * 1000,
       // A capability call outside an open invocation is refused before any handler: audit it too.
       observeRefusals: (cap) =>
         this.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
-      spec: {
-        name,
-        artifact: installed.artifactPath,
-        declared: {
-          tools: installed.manifest.tool.map((t) => t.name),
-          hooks: installed.manifest.hook.map((h) => h.event),
-          commands: installed.manifest.command.map((c) => c.name),
-        },
-        sandbox: resolveSandbox(this.#options.sandbox),
-        memoryMb: limits.memory_mb,
-        bootTimeoutMs: this.#options.bootTimeoutMs ?? 10_000,
-        graceMs: this.#options.graceMs ?? 500,
-        ladderStepMs: this.#options.ladderStepMs ?? 2_000,
-        log: this.#log,
-      },
+      spec: spec.sandbox === "bwrap" && this.#options.denoCache !== false ? { ...spec, denoCache: this.#denoCache(installed.artifactHash, spec) } : spec,
     });
     const live = { slot, installed, approval };
     this.#live.set(key, live);
@@ -252,6 +259,15 @@ export class Broker {
     this.#live.delete(key);
     if (options.abort === true) await live.slot.destroy("was stopped: its session was destroyed");
     else await live.slot.close();
+  }
+
+  /** The approved artifact's Deno cache: warmed by one complete boot the first time, read-only after. */
+  #denoCache(artifactHash: string, spec: SatelliteSpec): DenoCacheSource {
+    return denoCacheFor(join(this.home, "cache", "deno"), artifactHash, denoBinary(), async (mount) => {
+      const warm = await SatelliteProcess.boot({ ...spec, denoCache: mount });
+      // A clean exit (stdin EOF) lets Deno write what it caches at the end.
+      await warm.close();
+    });
   }
 
   /** Calls one tool of an approved extension. Never rejects for the extension's faults: they are answers. */

@@ -53,6 +53,8 @@ export interface LaunchSpec {
   /** The satellite's own fresh directory holding its socket. */
   readonly socketDir: string;
   readonly memoryMb: number;
+  /** Deno's caches for this artifact, bound at /tmp/deno (bwrap only; see deno-cache.ts). */
+  readonly denoCache?: { readonly dir: string; readonly writable: boolean } | null;
 }
 
 export interface Launch {
@@ -66,7 +68,12 @@ export interface Launch {
    */
   readonly argsViaFd: boolean;
   readonly env: Readonly<Record<string, string>>;
+  /** Host files the child must get on fds 4, 5, … (bwrap copies them into the jail: `--file`). */
+  readonly files: readonly string[];
 }
+
+/** Deno's cache databases a satellite gets a private copy of (see broker/jail/deno-cache.ts). */
+export const DENO_CACHE_FILES = ["dep_analysis_cache_v2", "node_analysis_cache_v2", "v8_code_cache_v2"] as const;
 
 /** Bytes of the jail's private /tmp (Deno's cache, localStorage): a bound, not a disk. */
 export const JAIL_TMP_BYTES = 16 * 1024 * 1024;
@@ -101,7 +108,7 @@ const CHILD_ENV = { HOME: "/tmp", DENO_DIR: "/tmp/deno", NO_COLOR: "1", PATH: "/
 export function launchCommand(spec: LaunchSpec): Launch {
   if (spec.sandbox === "none") {
     const [file, ...args] = denoArgs(spec.deno, spec.artifact, `${spec.socketDir}/s.sock`, spec.memoryMb);
-    return { file: file!, args, argsViaFd: false, env: { ...CHILD_ENV, HOME: spec.socketDir, DENO_DIR: `${spec.socketDir}/deno` } };
+    return { file: file!, args, argsViaFd: false, env: { ...CHILD_ENV, HOME: spec.socketDir, DENO_DIR: `${spec.socketDir}/deno` }, files: [] };
   }
   const bwrap = findBwrap();
   if (bwrap === null) throw new TetherError(BrokerCode.sandboxUnavailable, "bubblewrap (bwrap) is not installed");
@@ -129,7 +136,27 @@ export function launchCommand(spec: LaunchSpec): Launch {
   // Only the socket itself is bound, not its directory: once the broker unlinks
   // the host path, nothing the satellite does at that path reaches the host.
   args.push("--ro-bind", spec.deno, JAIL_DENO, "--ro-bind", spec.artifact, JAIL_ARTIFACT, "--bind", `${spec.socketDir}/s.sock`, JAIL_SOCKET);
+  // Deno opens its caches read-write (read-only, it silently falls back to none), so each
+  // satellite gets a private copy in its own /tmp; only the one warm-up boot writes the original.
+  const files: string[] = [];
+  if (spec.denoCache?.writable === true) {
+    // The warm-up: only the cache files themselves reach the host, and DENO_DIR stays on the
+    // bounded tmpfs — localStorage and the Cache API need no permission, and must not write
+    // to the host's disk without bound.
+    args.push("--dir", CHILD_ENV.DENO_DIR);
+    for (const name of DENO_CACHE_FILES) {
+      for (const file of [name, `${name}-wal`, `${name}-shm`]) args.push("--bind", `${spec.denoCache.dir}/${file}`, `${CHILD_ENV.DENO_DIR}/${file}`);
+    }
+  } else if (spec.denoCache) {
+    args.push("--dir", CHILD_ENV.DENO_DIR);
+    for (const name of DENO_CACHE_FILES) {
+      const host = `${spec.denoCache.dir}/${name}`;
+      if (!existsSync(host)) continue;
+      args.push("--file", String(4 + files.length), `${CHILD_ENV.DENO_DIR}/${name}`);
+      files.push(host);
+    }
+  }
   for (const [key, value] of Object.entries(CHILD_ENV)) args.push("--setenv", key, value);
   args.push("--chdir", "/tmp", "--", ...denoArgs(JAIL_DENO, JAIL_ARTIFACT, JAIL_SOCKET, spec.memoryMb));
-  return { file: bwrap, args, argsViaFd: true, env: {} };
+  return { file: bwrap, args, argsViaFd: true, env: {}, files };
 }

@@ -5,7 +5,7 @@
  *
  * States: booting → ready ⇄ busy → draining → dead (see docs/satellite.md).
  */
-import { mkdtempSync, rmSync, unlinkSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,7 @@ import { DEFAULT_MAX_FRAME_BYTES } from "../../jail-runtime/wire/codec.js";
 import { describeIssues, ToolValue, type Cap, type CallKind, type Hello, type SatelliteFrame, type WireError } from "../../jail-runtime/wire/frames.js";
 import { BrokerCode, TetherError, WireCode } from "../errors.js";
 import { denoBinary } from "../jail/deno-binary.js";
+import type { DenoCacheMount, DenoCacheSource } from "../jail/deno-cache.js";
 import { launchCommand, type SandboxMode } from "../jail/sandbox.js";
 import type { Logger } from "../log.js";
 import { SatelliteConnection } from "./connection.js";
@@ -49,6 +50,8 @@ export interface SatelliteSpec {
   readonly ladderStepMs: number;
   readonly maxFrameBytes?: number;
   readonly log: Logger;
+  /** Where Deno's caches for this artifact come from (bwrap only); none: a fresh, private cache per boot. */
+  readonly denoCache?: DenoCacheSource | DenoCacheMount;
 }
 
 export interface InvocationRequest {
@@ -175,6 +178,8 @@ export class SatelliteProcess {
 
   async #boot(): Promise<void> {
     const spec = this.spec;
+    // First, so a warm-up boot (once per artifact) is not counted against this boot's time.
+    const denoCache = typeof spec.denoCache === "function" ? await spec.denoCache() : (spec.denoCache ?? null);
     const dir = mkdtempSync(join(tmpdir(), "tether-sat-"));
     this.#dir = dir;
     const socketPath = join(dir, "s.sock");
@@ -197,16 +202,20 @@ export class SatelliteProcess {
       this.#server!.once("error", reject);
     });
 
-    const launch = launchCommand({ sandbox: spec.sandbox, deno: denoBinary(), artifact: spec.artifact, socketDir: dir, memoryMb: spec.memoryMb });
+    const launch = launchCommand({ sandbox: spec.sandbox, deno: denoBinary(), artifact: spec.artifact, socketDir: dir, memoryMb: spec.memoryMb, denoCache });
     // bwrap reads its options from fd 3 but wants the command itself on argv
     // (the command names only jail paths).
     const split = launch.args.indexOf("--");
     const options = launch.argsViaFd ? launch.args.slice(0, split) : [];
     const argv = launch.argsViaFd ? ["--args", "3", ...launch.args.slice(split)] : launch.args;
+    // Opened for the spawn only: the child inherits them, bwrap copies them into the jail.
+    const cacheFds = launch.files.map((file) => openSync(file, "r"));
     const child = execa(launch.file, argv, {
       env: launch.env,
       extendEnv: false,
-      stdio: launch.argsViaFd ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
+      // A number in stdio is a descriptor of ours the child inherits (execa's types list only 3–9;
+      // its runtime, like Node's spawn, takes any).
+      stdio: (launch.argsViaFd ? ["pipe", "pipe", "pipe", "pipe", ...cacheFds] : ["pipe", "pipe", "pipe"]) as unknown as ["pipe", "pipe", "pipe", "pipe"] | ["pipe", "pipe", "pipe"],
       buffer: false,
       reject: false,
       cleanup: true,
@@ -217,6 +226,7 @@ export class SatelliteProcess {
       forceKillAfterDelay: false,
       encoding: "buffer",
     });
+    for (const fd of cacheFds) closeSync(fd);
     this.#child = child;
     this.pid = child.pid;
     if (child.pid !== undefined) {

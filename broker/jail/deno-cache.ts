@@ -1,0 +1,107 @@
+/**
+ * Deno's caches for one artifact, made once and then copied into every jail
+ * that runs it (bwrap `--file`: each satellite reads and writes a private copy
+ * in its own /tmp — Deno opens its caches read-write, and given a read-only
+ * one it silently runs without).
+ *
+ * Without them every boot re-runs Deno's analysis of the whole artifact and
+ * V8's compile (`npx tsx bench/boot.ts` measures what they save). The
+ * cache is keyed by the artifact's hash and the Deno binary, so nothing one
+ * artifact's boot wrote is read by another's; it is written by Deno itself (the
+ * extension has no permission on `/tmp/deno`) during one complete warm-up boot
+ * of the *approved* artifact — never at install, before anyone approved it —
+ * into a fresh folder renamed into place when done, so a broker that dies
+ * mid-warm-up or two brokers warming at once leave no half-written cache.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { DENO_CACHE_FILES } from "./sandbox.js";
+
+export interface DenoCacheMount {
+  readonly dir: string;
+  readonly writable: boolean;
+}
+
+/** Resolves to the read-only mount for a boot, or null to boot with a fresh, private cache. */
+export type DenoCacheSource = () => Promise<DenoCacheMount | null>;
+// `writable: false` means "copy these files in"; `true` is the warm-up's own bind.
+
+/** What identifies the Deno binary for caching: its path, size and modification time. */
+function binaryKey(deno: string): string {
+  const st = statSync(deno);
+  return createHash("sha256").update(`${deno}\0${st.size}\0${st.mtimeMs}`).digest("hex").slice(0, 16);
+}
+
+/**
+ * Deno keeps its caches as SQLite files in WAL mode, and a warm-up may leave
+ * rows in the -wal files. Only the main files are copied into jails: fold each
+ * WAL back into its file and switch to rollback journaling, so each file holds
+ * everything by itself.
+ */
+function settle(dir: string): void {
+  for (const name of DENO_CACHE_FILES) {
+    if (!existsSync(join(dir, name))) continue;
+    const db = new Database(join(dir, name));
+    try {
+      db.pragma("wal_checkpoint(TRUNCATE)");
+      db.pragma("journal_mode = DELETE");
+    } finally {
+      db.close();
+    }
+  }
+}
+
+/** The most a satellite's private copy may take of its 16 MiB /tmp. */
+export const DENO_CACHE_MAX_BYTES = 4 * 1024 * 1024;
+
+/** A cache too large to copy into every jail is dropped: that artifact boots without one, as before. */
+function keepWithinBound(dir: string): void {
+  const names = readdirSync(dir);
+  const total = names.reduce((sum, name) => sum + statSync(join(dir, name)).size, 0);
+  if (total <= DENO_CACHE_MAX_BYTES) return;
+  for (const name of names) rmSync(join(dir, name), { recursive: true, force: true });
+}
+
+const warming = new Map<string, Promise<DenoCacheMount | null>>();
+
+/**
+ * The cache source for `artifactSha256` under `root` (the home's cache folder).
+ * `warm(mount)` must boot the artifact once with that writable mount and let it
+ * exit cleanly; a failed warm-up leaves no cache (boots then use a fresh one).
+ */
+export function denoCacheFor(root: string, artifactSha256: string, deno: string, warm: (mount: DenoCacheMount) => Promise<void>): DenoCacheSource {
+  return async () => {
+    const dir = join(root, `${artifactSha256.slice(0, 32)}-${binaryKey(deno)}`);
+    if (existsSync(dir)) return { dir, writable: false };
+    let pending = warming.get(dir);
+    if (pending === undefined) {
+      pending = (async () => {
+        mkdirSync(root, { recursive: true, mode: 0o700 });
+        const scratch = mkdtempSync(`${dir}.warming-`);
+        // The only files the warm-up can write on the host (bound one by one; see sandbox.ts).
+        for (const name of DENO_CACHE_FILES) {
+          for (const file of [name, `${name}-wal`, `${name}-shm`]) writeFileSync(join(scratch, file), "", { mode: 0o600 });
+        }
+        try {
+          await warm({ dir: scratch, writable: true });
+          settle(scratch);
+          keepWithinBound(scratch);
+          try {
+            renameSync(scratch, dir);
+          } catch {
+            // Another broker finished first: use its cache.
+          }
+          return existsSync(dir) ? { dir, writable: false } : null;
+        } catch {
+          return null;
+        } finally {
+          rmSync(scratch, { recursive: true, force: true });
+        }
+      })().finally(() => warming.delete(dir));
+      warming.set(dir, pending);
+    }
+    return pending;
+  };
+}
