@@ -19,6 +19,8 @@ import { SatelliteSlot, type InvokeOptions } from "./satellite/slot.js";
 import { SatelliteProcess, type SatelliteSpec } from "./satellite/process.js";
 import { denoBinary } from "./jail/deno-binary.js";
 import { denoCacheFor, type DenoCacheSource } from "./jail/deno-cache.js";
+import { sweepStaleCgroups } from "./jail/cgroup.js";
+import { jailIdentity } from "./jail/identity.js";
 import { prepareHome, resolveHome } from "./store/home.js";
 import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
@@ -142,6 +144,8 @@ export class Broker {
   }
 
   static open(options: BrokerOptions = {}): Broker {
+    // Cgroups a broker killed with SIGKILL left behind: what runs in them is killed, the folders removed.
+    void sweepStaleCgroups();
     return new Broker(options);
   }
 
@@ -234,7 +238,13 @@ export class Broker {
       // A capability call outside an open invocation is refused before any handler: audit it too.
       observeRefusals: (cap) =>
         this.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
-      spec: spec.sandbox === "bwrap" && this.#options.denoCache !== false ? { ...spec, denoCache: this.#denoCache(installed.artifactHash, spec) } : spec,
+      spec: {
+        ...spec,
+        // A stop for a bound is a decision about the extension: the audit keeps it beside its capability calls.
+        onBoundStop: (bound, detail) =>
+          this.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: `jail.${bound}`, target: detail.slice(0, 256), decision: "denied", rule: `${bound}_bound`, bytes: 0 }),
+        ...(spec.sandbox === "bwrap" && this.#options.denoCache !== false ? { denoCache: this.#denoCache(installed.artifactHash, spec) } : {}),
+      },
     });
     const live = { slot, installed, approval };
     this.#live.set(key, live);
@@ -267,7 +277,7 @@ export class Broker {
       const warm = await SatelliteProcess.boot({ ...spec, denoCache: mount });
       // A clean exit (stdin EOF) lets Deno write what it caches at the end.
       await warm.close();
-    });
+    }, jailIdentity());
   }
 
   /** Calls one tool of an approved extension. Never rejects for the extension's faults: they are answers. */

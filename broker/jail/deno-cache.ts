@@ -14,10 +14,13 @@
  * mid-warm-up or two brokers warming at once leave no half-written cache.
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { DENO_CACHE_FILES } from "./sandbox.js";
+import { makeSatelliteDir, type JailIdentity } from "./identity.js";
+import { DENO_CACHE_FILES, DENO_CACHE_MAX_BYTES } from "./sandbox.js";
+
+export { DENO_CACHE_MAX_BYTES };
 
 export interface DenoCacheMount {
   readonly dir: string;
@@ -53,9 +56,6 @@ function settle(dir: string): void {
   }
 }
 
-/** The most a satellite's private copy may take of its 16 MiB /tmp. */
-export const DENO_CACHE_MAX_BYTES = 4 * 1024 * 1024;
-
 /** A cache too large to copy into every jail is dropped: that artifact boots without one, as before. */
 function keepWithinBound(dir: string): void {
   const names = readdirSync(dir);
@@ -71,7 +71,13 @@ const warming = new Map<string, Promise<DenoCacheMount | null>>();
  * `warm(mount)` must boot the artifact once with that writable mount and let it
  * exit cleanly; a failed warm-up leaves no cache (boots then use a fresh one).
  */
-export function denoCacheFor(root: string, artifactSha256: string, deno: string, warm: (mount: DenoCacheMount) => Promise<void>): DenoCacheSource {
+export function denoCacheFor(
+  root: string,
+  artifactSha256: string,
+  deno: string,
+  warm: (mount: DenoCacheMount) => Promise<void>,
+  identity: JailIdentity | null = null,
+): DenoCacheSource {
   return async () => {
     const dir = join(root, `${artifactSha256.slice(0, 32)}-${binaryKey(deno)}`);
     if (existsSync(dir)) return { dir, writable: false };
@@ -80,12 +86,17 @@ export function denoCacheFor(root: string, artifactSha256: string, deno: string,
       pending = (async () => {
         mkdirSync(root, { recursive: true, mode: 0o700 });
         const scratch = mkdtempSync(`${dir}.warming-`);
-        // The only files the warm-up can write on the host (bound one by one; see sandbox.ts).
-        for (const name of DENO_CACHE_FILES) {
-          for (const file of [name, `${name}-wal`, `${name}-shm`]) writeFileSync(join(scratch, file), "", { mode: 0o600 });
+        // Where the jail writes: a folder its uid can reach when it is not the broker's (see identity.ts).
+        const work = identity === null ? scratch : makeSatelliteDir(identity);
+        const bound = DENO_CACHE_FILES.flatMap((name) => [name, `${name}-wal`, `${name}-shm`]);
+        // The only files the warm-up can write on the host (bound one by one, each bounded; see sandbox.ts).
+        for (const file of bound) {
+          writeFileSync(join(work, file), "", { mode: 0o600 });
+          if (identity !== null) chownSync(join(work, file), identity.uid, identity.gid);
         }
         try {
-          await warm({ dir: scratch, writable: true });
+          await warm({ dir: work, writable: true });
+          if (work !== scratch) for (const file of bound) copyFileSync(join(work, file), join(scratch, file));
           settle(scratch);
           keepWithinBound(scratch);
           try {
@@ -98,6 +109,7 @@ export function denoCacheFor(root: string, artifactSha256: string, deno: string,
           return null;
         } finally {
           rmSync(scratch, { recursive: true, force: true });
+          if (work !== scratch) rmSync(work, { recursive: true, force: true });
         }
       })().finally(() => warming.delete(dir));
       warming.set(dir, pending);

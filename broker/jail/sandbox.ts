@@ -5,7 +5,9 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { BrokerCode, TetherError } from "../errors.js";
+import { denoForJail, jailIdentity, type JailIdentity } from "./identity.js";
 import { realPath, sharedLibraries } from "./libraries.js";
+import { nativeProgram } from "./native/compile.js";
 
 /** Which OS isolation layer is active. `none` is an explicit, insecure operator choice. */
 export type SandboxMode = "bwrap" | "none";
@@ -55,20 +57,31 @@ export interface LaunchSpec {
   readonly memoryMb: number;
   /** Deno's caches for this artifact, bound at /tmp/deno (bwrap only; see deno-cache.ts). */
   readonly denoCache?: { readonly dir: string; readonly writable: boolean } | null;
+  /** Who the jail runs as on the host; null = the broker's own uid (it is not root). Default: jailIdentity(). */
+  readonly identity?: JailIdentity | null;
+  /** cgroup.procs files the launcher joins before bwrap starts (see cgroup.ts). */
+  readonly cgroupProcs?: readonly string[];
+  /** The compiled seccomp filter (see seccomp.ts); null: none. */
+  readonly seccomp?: string | null;
+  /** What runs inside the jail instead of the satellite (probes, tests): an argv of jail paths. */
+  readonly payload?: readonly string[];
+  /** More host files, copied read-only into the jail (probes, tests). */
+  readonly extraFiles?: ReadonlyArray<{ readonly host: string; readonly jail: string }>;
 }
 
 export interface Launch {
+  /** The launcher (jail-exec), which closes every other descriptor, joins the cgroup, drops to the jail uid. */
   readonly file: string;
-  /** The whole argument list. */
+  /** The launcher's argv: its options, then the program (bwrap, or Deno with no sandbox). */
   readonly args: readonly string[];
   /**
-   * True when the arguments should reach the program through file descriptor 3
-   * (`bwrap --args 3`): then pid 1 inside the jail, whose /proc/1/cmdline the
-   * satellite can read, names no host path.
+   * bwrap's options, written NUL-separated to file descriptor 3 (`bwrap --args 3`):
+   * then pid 1 inside the jail, whose /proc/1/cmdline the satellite can read,
+   * names no host path. Null with no sandbox.
    */
-  readonly argsViaFd: boolean;
+  readonly bwrapOptions: readonly string[] | null;
   readonly env: Readonly<Record<string, string>>;
-  /** Host files the child must get on fds 4, 5, … (bwrap copies them into the jail: `--file`). */
+  /** Host files the child must get, opened for reading, on the descriptors after 3 (bwrap copies them in). */
   readonly files: readonly string[];
 }
 
@@ -78,9 +91,14 @@ export const DENO_CACHE_FILES = ["dep_analysis_cache_v2", "node_analysis_cache_v
 /** Bytes of the jail's private /tmp (Deno's cache, localStorage): a bound, not a disk. */
 export const JAIL_TMP_BYTES = 16 * 1024 * 1024;
 
-function denoArgs(deno: string, artifact: string, socket: string, memoryMb: number): string[] {
-  return [deno, ...denoRunArgs(artifact, socket, memoryMb)];
-}
+/** The most a satellite's private copy of Deno's caches may take of its /tmp (and a warm-up may write per file). */
+export const DENO_CACHE_MAX_BYTES = 4 * 1024 * 1024;
+
+/** The largest file anything in a jail may write (RLIMIT_FSIZE): the warm-up's host-side cache files included. */
+export const JAIL_FILE_BYTES = JAIL_TMP_BYTES;
+
+/** Processes and threads of the jail uid, all satellites together (RLIMIT_NPROC; the cgroup bounds each one). */
+export const JAIL_NPROC = 4096;
 
 /** The Deno half of the jail: `run` and its flags, for `artifact` connecting to `socket`. */
 export function denoRunArgs(artifact: string, socket: string, memoryMb: number): string[] {
@@ -104,59 +122,104 @@ export function denoRunArgs(artifact: string, socket: string, memoryMb: number):
 // DENO_V8_FLAGS, proxies and secrets in the broker's environment never reach it.
 const CHILD_ENV = { HOME: "/tmp", DENO_DIR: "/tmp/deno", NO_COLOR: "1", PATH: "/nonexistent" } as const;
 
-/** Builds the command line for one satellite. */
+/**
+ * /proc entries a container runtime masks (runc's and Docker's defaults): kernel
+ * memory, keys, timers and scheduler internals, hardware. Files are covered with
+ * /dev/null, folders with an empty read-only tmpfs; bwrap itself already makes
+ * /proc/sys, sysrq-trigger, irq and bus read-only. Only what exists here is masked
+ * (a bind needs its target).
+ */
+export const PROC_MASKED_FILES = ["kcore", "keys", "key-users", "kallsyms", "timer_list", "timer_stats", "sched_debug", "latency_stats", "interrupts", "kpagecount", "kpageflags", "kpagecgroup", "vmallocinfo", "sysrq-trigger", "config.gz", "modules"] as const;
+export const PROC_MASKED_DIRS = ["acpi", "asound", "scsi", "fs", "driver", "tty", "bus", "irq", "dynamic_debug", "pressure"] as const;
+
+let procMasks: { files: string[]; dirs: string[] } | undefined;
+function existingProcMasks(): { files: string[]; dirs: string[] } {
+  procMasks ??= {
+    files: PROC_MASKED_FILES.filter((f) => existsSync(`/proc/${f}`)),
+    dirs: PROC_MASKED_DIRS.filter((d) => existsSync(`/proc/${d}`)),
+  };
+  return procMasks;
+}
+
+/** Builds the command line for one satellite (or, with `payload`, for a probe in the same jail). */
 export function launchCommand(spec: LaunchSpec): Launch {
+  const identity = spec.identity === undefined ? jailIdentity() : spec.identity;
+  const launcher = (program: readonly string[], keep: number, fsize: number): string[] => {
+    const args = ["--keep", String(keep)];
+    for (const procs of spec.cgroupProcs ?? []) args.push("--cgroup", procs);
+    args.push("--fsize", String(fsize));
+    if (identity !== null && spec.sandbox === "bwrap") args.push("--uid", String(identity.uid), "--gid", String(identity.gid), "--nproc", String(JAIL_NPROC));
+    return [...args, "--", ...program];
+  };
   if (spec.sandbox === "none") {
-    const [file, ...args] = denoArgs(spec.deno, spec.artifact, `${spec.socketDir}/s.sock`, spec.memoryMb);
-    return { file: file!, args, argsViaFd: false, env: { ...CHILD_ENV, HOME: spec.socketDir, DENO_DIR: `${spec.socketDir}/deno` }, files: [] };
+    const program = spec.payload ?? [spec.deno, ...denoRunArgs(spec.artifact, `${spec.socketDir}/s.sock`, spec.memoryMb)];
+    return {
+      file: nativeProgram("jail-exec"),
+      args: launcher(program, 3, JAIL_FILE_BYTES),
+      bwrapOptions: null,
+      env: { ...CHILD_ENV, HOME: spec.socketDir, DENO_DIR: `${spec.socketDir}/deno` },
+      files: [],
+    };
   }
   const bwrap = findBwrap();
   if (bwrap === null) throw new TetherError(BrokerCode.sandboxUnavailable, "bubblewrap (bwrap) is not installed");
+  const files: string[] = [];
+  /** The descriptor the next passed file will have in the child (0-2 stdio, 3 bwrap's options). */
+  const passFile = (host: string): string => String(4 + files.push(host) - 1);
+
   const args: string[] = [
     "--unshare-all",
+    // Explicit: needed by --disable-userns (--unshare-all only tries it).
+    "--unshare-user",
     "--die-with-parent",
     "--new-session",
     "--clearenv",
     "--cap-drop",
     "ALL",
+    // No user namespaces inside: nothing in the jail can make itself root of a new one.
+    "--disable-userns",
     "--proc",
     "/proc",
     // Kernel settings stay read-only even if the jail's uid 0 is the host's root.
     "--ro-bind",
     "/proc/sys",
     "/proc/sys",
-    "--dev",
-    "/dev",
-    "--size",
-    String(JAIL_TMP_BYTES),
-    "--tmpfs",
-    "/tmp",
   ];
+  const masks = existingProcMasks();
+  for (const file of masks.files) args.push("--ro-bind", "/dev/null", `/proc/${file}`);
+  for (const dir of masks.dirs) args.push("--perms", "0555", "--size", "4096", "--tmpfs", `/proc/${dir}`, "--remount-ro", `/proc/${dir}`);
+  args.push("--dev", "/dev", "--size", String(JAIL_TMP_BYTES), "--tmpfs", "/tmp");
   for (const lib of sharedLibraries(spec.deno)) args.push("--ro-bind", realPath(lib), lib);
+  // The artifact is copied in from a descriptor the broker opened: the jail's uid needs no path to it.
+  args.push("--ro-bind", denoForJail(spec.deno, identity), JAIL_DENO, "--ro-bind-data", passFile(spec.artifact), JAIL_ARTIFACT);
   // Only the socket itself is bound, not its directory: once the broker unlinks
   // the host path, nothing the satellite does at that path reaches the host.
-  args.push("--ro-bind", spec.deno, JAIL_DENO, "--ro-bind", spec.artifact, JAIL_ARTIFACT, "--bind", `${spec.socketDir}/s.sock`, JAIL_SOCKET);
+  args.push("--bind", `${spec.socketDir}/s.sock`, JAIL_SOCKET);
+  for (const extra of spec.extraFiles ?? []) args.push("--perms", "0555", "--ro-bind-data", passFile(extra.host), extra.jail);
   // Deno opens its caches read-write (read-only, it silently falls back to none), so each
   // satellite gets a private copy in its own /tmp; only the one warm-up boot writes the original.
-  const files: string[] = [];
+  let fsize = JAIL_FILE_BYTES;
   if (spec.denoCache?.writable === true) {
-    // The warm-up: only the cache files themselves reach the host, and DENO_DIR stays on the
-    // bounded tmpfs — localStorage and the Cache API need no permission, and must not write
-    // to the host's disk without bound.
+    // The warm-up: only the cache files themselves reach the host, each bounded by the
+    // launcher's file size limit, and DENO_DIR stays on the bounded tmpfs — localStorage
+    // and the Cache API need no permission, and must not write to the host's disk.
     args.push("--dir", CHILD_ENV.DENO_DIR);
     for (const name of DENO_CACHE_FILES) {
       for (const file of [name, `${name}-wal`, `${name}-shm`]) args.push("--bind", `${spec.denoCache.dir}/${file}`, `${CHILD_ENV.DENO_DIR}/${file}`);
     }
+    fsize = DENO_CACHE_MAX_BYTES;
   } else if (spec.denoCache) {
     args.push("--dir", CHILD_ENV.DENO_DIR);
     for (const name of DENO_CACHE_FILES) {
       const host = `${spec.denoCache.dir}/${name}`;
-      if (!existsSync(host)) continue;
-      args.push("--file", String(4 + files.length), `${CHILD_ENV.DENO_DIR}/${name}`);
-      files.push(host);
+      if (existsSync(host)) args.push("--file", passFile(host), `${CHILD_ENV.DENO_DIR}/${name}`);
     }
   }
+  if (spec.seccomp) args.push("--seccomp", passFile(spec.seccomp));
+  // Last: everything bwrap made outside /tmp becomes read-only (its root and /dev are unsized tmpfs).
+  args.push("--remount-ro", "/dev", "--remount-ro", "/");
   for (const [key, value] of Object.entries(CHILD_ENV)) args.push("--setenv", key, value);
-  args.push("--chdir", "/tmp", "--", ...denoArgs(JAIL_DENO, JAIL_ARTIFACT, JAIL_SOCKET, spec.memoryMb));
-  return { file: bwrap, args, argsViaFd: true, env: {}, files };
+  args.push("--chdir", "/tmp");
+  const payload = spec.payload ?? [JAIL_DENO, ...denoRunArgs(JAIL_ARTIFACT, JAIL_SOCKET, spec.memoryMb)];
+  return { file: nativeProgram("jail-exec"), args: launcher([bwrap, "--args", "3", "--", ...payload], 4 + files.length, fsize), bwrapOptions: args, env: {}, files };
 }

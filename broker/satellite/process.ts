@@ -5,20 +5,24 @@
  *
  * States: booting → ready ⇄ busy → draining → dead (see docs/satellite.md).
  */
-import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync } from "node:fs";
+import { chownSync, rmSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { execa, type ResultPromise } from "execa";
+import type { ResultPromise } from "execa";
 import * as v from "valibot";
 import { DEFAULT_MAX_FRAME_BYTES } from "../../jail-runtime/wire/codec.js";
 import { describeIssues, ToolValue, type Cap, type CallKind, type Hello, type SatelliteFrame, type WireError } from "../../jail-runtime/wire/frames.js";
 import { BrokerCode, TetherError, WireCode } from "../errors.js";
 import { denoBinary } from "../jail/deno-binary.js";
 import type { DenoCacheMount, DenoCacheSource } from "../jail/deno-cache.js";
+import { createSatelliteCgroup, satelliteLimits, type SatelliteCgroup } from "../jail/cgroup.js";
+import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
 import { launchCommand, type SandboxMode } from "../jail/sandbox.js";
+import { seccompFilter } from "../jail/seccomp.js";
+import { spawnJailed } from "../jail/spawn.js";
 import type { Logger } from "../log.js";
 import { SatelliteConnection } from "./connection.js";
+import { DEFAULT_IDLE_CPU, treeCpuMs, watchIdleCpu, type IdleCpuBudget } from "./cpu-watch.js";
 import { rssLimitBytes, watchMemory } from "./memory-watch.js";
 import { captureOutput, type OutputTail } from "./output.js";
 import { mintToken, tokensEqual } from "./tokens.js";
@@ -52,6 +56,10 @@ export interface SatelliteSpec {
   readonly log: Logger;
   /** Where Deno's caches for this artifact come from (bwrap only); none: a fresh, private cache per boot. */
   readonly denoCache?: DenoCacheSource | DenoCacheMount;
+  /** CPU it may spend with no invocation open (default DEFAULT_IDLE_CPU). */
+  readonly idleCpu?: IdleCpuBudget;
+  /** Told when the broker stops it for passing a bound, for the audit. */
+  readonly onBoundStop?: (bound: "cpu" | "memory", detail: string) => void;
 }
 
 export interface InvocationRequest {
@@ -119,6 +127,8 @@ function list(names: readonly string[]): string {
 export class SatelliteProcess {
   readonly spec: SatelliteSpec;
   readonly #log: Logger;
+  /** Who the jail runs as: with no OS sandbox, Deno reads the artifact from the host as the broker. */
+  readonly #identity: JailIdentity | null;
   #state: SatelliteState = "booting";
   #child: ResultPromise | null = null;
   #conn: SatelliteConnection | null = null;
@@ -131,6 +141,8 @@ export class SatelliteProcess {
   #deathReason = "";
   #closing: Promise<void> | null = null;
   #stopWatch: () => void = () => {};
+  #stopIdleMeter: () => void = () => {};
+  #cgroup: SatelliteCgroup | null = null;
   #observeRefusal: CapRefusalObserver = () => {};
   /** Why the connection ended after the hello but before the boot finished (frames coalesced with the hello). */
   #lostAtBoot: Error | null = null;
@@ -142,6 +154,7 @@ export class SatelliteProcess {
   private constructor(spec: SatelliteSpec) {
     this.spec = spec;
     this.#log = spec.log.child({ satellite: spec.name });
+    this.#identity = spec.sandbox === "bwrap" ? jailIdentity() : null;
   }
 
   get state(): SatelliteState {
@@ -180,7 +193,9 @@ export class SatelliteProcess {
     const spec = this.spec;
     // First, so a warm-up boot (once per artifact) is not counted against this boot's time.
     const denoCache = typeof spec.denoCache === "function" ? await spec.denoCache() : (spec.denoCache ?? null);
-    const dir = mkdtempSync(join(tmpdir(), "tether-sat-"));
+    const dir = makeSatelliteDir(this.#identity);
+    // Hard bounds where the host offers a cgroup: the launcher joins it before bwrap starts.
+    this.#cgroup = createSatelliteCgroup(spec.name, satelliteLimits(spec.memoryMb));
     this.#dir = dir;
     const socketPath = join(dir, "s.sock");
     const bootToken = mintToken();
@@ -201,52 +216,40 @@ export class SatelliteProcess {
       this.#server!.once("listening", resolve);
       this.#server!.once("error", reject);
     });
+    // Connecting takes write permission on the socket: the jail's uid gets it, nobody else.
+    if (this.#identity !== null) chownSync(socketPath, this.#identity.uid, this.#identity.gid);
 
-    const launch = launchCommand({ sandbox: spec.sandbox, deno: denoBinary(), artifact: spec.artifact, socketDir: dir, memoryMb: spec.memoryMb, denoCache });
-    // bwrap reads its options from fd 3 but wants the command itself on argv
-    // (the command names only jail paths).
-    const split = launch.args.indexOf("--");
-    const options = launch.argsViaFd ? launch.args.slice(0, split) : [];
-    const argv = launch.argsViaFd ? ["--args", "3", ...launch.args.slice(split)] : launch.args;
-    // Opened for the spawn only: the child inherits them, bwrap copies them into the jail.
-    const cacheFds = launch.files.map((file) => openSync(file, "r"));
-    const child = execa(launch.file, argv, {
-      env: launch.env,
-      extendEnv: false,
-      // A number in stdio is a descriptor of ours the child inherits (execa's types list only 3–9;
-      // its runtime, like Node's spawn, takes any).
-      stdio: (launch.argsViaFd ? ["pipe", "pipe", "pipe", "pipe", ...cacheFds] : ["pipe", "pipe", "pipe"]) as unknown as ["pipe", "pipe", "pipe", "pipe"] | ["pipe", "pipe", "pipe"],
-      buffer: false,
-      reject: false,
-      cleanup: true,
-      // Its own process group: a Ctrl-C or a group-wide signal to the broker (systemd's
-      // default kill mode) must not kill satellites mid-call; the broker's shutdown ladder
-      // stops them. If the broker dies, bwrap's --die-with-parent and stdin EOF still do.
-      detached: true,
-      forceKillAfterDelay: false,
-      encoding: "buffer",
+    const launch = launchCommand({
+      sandbox: spec.sandbox,
+      deno: denoBinary(),
+      artifact: spec.artifact,
+      socketDir: dir,
+      memoryMb: spec.memoryMb,
+      denoCache,
+      identity: this.#identity,
+      cgroupProcs: this.#cgroup?.procsFiles ?? [],
+      // Compiled once per machine; a host without libseccomp refuses to boot, saying what to install.
+      seccomp: spec.sandbox === "bwrap" ? seccompFilter() : null,
     });
-    for (const fd of cacheFds) closeSync(fd);
+    // Its own process group: a Ctrl-C or a group-wide signal to the broker (systemd's
+    // default kill mode) must not kill satellites mid-call; the broker's shutdown ladder
+    // stops them. If the broker dies, bwrap's --die-with-parent and stdin EOF still do.
+    const child = spawnJailed(launch, { detached: true });
     this.#child = child;
     this.pid = child.pid;
     if (child.pid !== undefined) {
       const limit = rssLimitBytes(spec.memoryMb);
       this.#stopWatch = watchMemory(child.pid, limit, (rss) => {
         this.#log.warn("satellite passed its memory bound; stopping it", { rssMiB: Math.round(rss / 2 ** 20), limitMiB: limit / 2 ** 20 });
-        void this.destroy(`used ${Math.round(rss / 2 ** 20)} MiB, over its ${limit / 2 ** 20} MiB memory bound (memory_mb ${spec.memoryMb}), and was stopped`);
+        this.#stopForBound("memory", `used ${Math.round(rss / 2 ** 20)} MiB, over its ${limit / 2 ** 20} MiB memory bound (memory_mb ${spec.memoryMb}), and was stopped`);
       });
     }
     captureOutput(child.stdout, "stdout", this.#log);
     this.#stderr = captureOutput(child.stderr, "stderr", this.#log);
     child.stdin?.on("error", () => {});
     child.stdin?.write(`${bootToken}\n`);
-    if (launch.argsViaFd) {
-      const argsPipe = child.stdio[3] as NodeJS.WritableStream | undefined;
-      argsPipe?.on("error", () => {});
-      argsPipe?.end(options.map((a) => `${a}\0`).join(""));
-    }
     this.#exited = child.then(
-      (r) => this.#onExit(describeExit(r.exitCode, r.signal, spec.memoryMb)),
+      (r) => this.#onExit(this.#cgroup?.oomKilled() === true ? this.#cgroupOom() : describeExit(r.exitCode, r.signal, spec.memoryMb)),
       (err: Error) => this.#onExit(`could not run: ${err.message}`),
     );
 
@@ -290,11 +293,20 @@ export class SatelliteProcess {
       }
       this.hello = hello;
       this.#state = "ready";
+      this.#meterIdle();
       this.#log.debug("satellite ready", { pid: this.pid });
     } finally {
       clearTimeout(timer);
       exitedEarly.catch(() => {});
     }
+  }
+
+  /** The kernel killed something in its cgroup for passing the memory bound (heap, buffers and tmpfs together). */
+  #cgroupOom(): string {
+    const limit = satelliteLimits(this.spec.memoryMb).memoryBytes / 2 ** 20;
+    const reason = `ran out of memory (its cgroup's ${limit} MiB bound: heap, buffers and its /tmp together; memory_mb ${this.spec.memoryMb}) and was stopped`;
+    this.spec.onBoundStop?.("memory", reason);
+    return reason;
   }
 
   #stderrNote(): string {
@@ -362,6 +374,7 @@ export class SatelliteProcess {
     };
     this.#open = open;
     this.#state = "busy";
+    this.#stopIdleMeter();
     this.#conn.send({ t: "call", id, token, kind: req.kind, name: req.name, args: req.args, strand: req.strand, deadline_ms: req.deadlineMs });
     return {
       id,
@@ -383,7 +396,32 @@ export class SatelliteProcess {
     this.#open = null;
     open.resolveOutcome(outcome);
     open.resolveSettled();
-    if (this.#state === "busy") this.#state = "ready";
+    if (this.#state === "busy") {
+      this.#state = "ready";
+      this.#meterIdle();
+    }
+  }
+
+  /** From now until the next invocation, CPU it spends counts against its idle budget. */
+  #meterIdle(): void {
+    const pid = this.pid;
+    if (pid === undefined) return;
+    this.#stopIdleMeter();
+    const cgroup = this.#cgroup;
+    const cpuMs = () => {
+      const ns = cgroup?.cpuNanos() ?? null;
+      return ns === null ? treeCpuMs(pid) : ns / 1e6;
+    };
+    this.#stopIdleMeter = watchIdleCpu(cpuMs, this.spec.idleCpu ?? DEFAULT_IDLE_CPU, (used, wall) => {
+      if (this.#state !== "ready") return;
+      this.#log.warn("satellite kept running with no invocation open; stopping it", { cpuMs: used, wallMs: wall });
+      this.#stopForBound("cpu", `kept running with no invocation open (${Math.round(used)} ms of CPU in ${wall} ms since its last answer), and was stopped`);
+    });
+  }
+
+  #stopForBound(bound: "cpu" | "memory", reason: string): void {
+    this.spec.onBoundStop?.(bound, reason);
+    void this.destroy(reason);
   }
 
   #onDeadline(open: Open, deadlineMs: number): void {
@@ -493,6 +531,8 @@ export class SatelliteProcess {
     if (this.#state === "dead") return;
     this.#state = "dead";
     this.#stopWatch();
+    this.#stopIdleMeter();
+    void this.#cgroup?.remove();
     const reason = this.#deathReason || "died";
     this.#finishOpen(failure(WireCode.crashed, `Satellite '${this.spec.name}' ${reason} during '${this.#open?.name ?? "the call"}'`));
     this.#conn?.close();
