@@ -13,11 +13,18 @@ $(NODE_MODULES): package.json package-lock.json
 
 install: $(NODE_MODULES)
 
-# The OS sandbox layer. Installed when missing and we may (root); otherwise say how.
+# The OS sandbox layer: bubblewrap, libseccomp's Python binding (the syscall filter is
+# compiled with it) and a C compiler (the jail launcher). Installed when missing and we
+# may (root); otherwise say how.
+SANDBOX_PACKAGES := bubblewrap python3-seccomp gcc libc6-dev
 sandbox:
-	@command -v bwrap >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
-	  else echo "bubblewrap is missing: run 'sudo apt-get install -y bubblewrap' (or set TETHER_INSECURE_NO_SANDBOX=1)"; exit 1; fi; }
+	@missing=""; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	/usr/bin/python3 -c 'import seccomp' >/dev/null 2>&1 || missing="$$missing python3-seccomp"; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	[ -z "$$missing" ] || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "missing:$$missing — run 'sudo apt-get install -y$$missing' (or set TETHER_INSECURE_NO_SANDBOX=1 for no OS sandbox at all)"; exit 1; fi; }
 
 build: $(NODE_MODULES)
 	npx tsc -p tsconfig.build.json
@@ -27,6 +34,7 @@ typecheck: $(NODE_MODULES)
 
 test: $(NODE_MODULES) sandbox typecheck
 	$(JEST) --selectProjects unit integration jail
+	bash tests/support/jail-unprivileged.sh
 
 unit: $(NODE_MODULES)
 	$(JEST) --selectProjects unit
@@ -36,6 +44,7 @@ integration: $(NODE_MODULES) sandbox
 
 jail-test: $(NODE_MODULES) sandbox
 	$(JEST) --selectProjects jail
+	bash tests/support/jail-unprivileged.sh
 
 bench: $(NODE_MODULES) sandbox
 	npx tsx bench/invoke.ts

@@ -4,9 +4,11 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parseHooksFile } from "../hooks/command-hooks.js";
 import { denoBinary } from "../jail/deno-binary.js";
+import { jailIdentity, makeSatelliteDir } from "../jail/identity.js";
+import { jailLayers } from "../jail/layers.js";
 import { findBwrap } from "../jail/sandbox.js";
 import { prepareHome, resolveHome } from "../store/home.js";
 import { migrationsFolder, openStore } from "../store/open.js";
@@ -57,6 +59,8 @@ export function runChecks(home?: string): Check[] {
         : { name: "sandbox", ok: true, detail: `bubblewrap at ${bwrap}: both layers active (namespaces + Deno permissions)` },
     );
   }
+  // Every other layer matters only when bubblewrap does.
+  if (bwrap !== null) for (const layer of jailLayers()) checks.push(layer);
   let homeDir: string | null = null;
   try {
     const paths = prepareHome(resolveHome(home));
@@ -101,8 +105,13 @@ function hooksCheck(dir: string): Check {
   }
 }
 
-/** Satellite sockets live in private directories under the temp folder. */
+/** Satellite sockets live in private directories under the temp folder (the jail root when the broker is root). */
 function socketCheck(): Check {
+  if (jailIdentity() !== null) {
+    const dir = makeSatelliteDir(jailIdentity());
+    rmdirSync(dir);
+    return { name: "sockets", ok: true, detail: `satellite sockets go in folders owned by the jail user under ${dirname(dir)} (traversable, not listable)` };
+  }
   const base = tmpdir();
   try {
     const st = statSync(base);

@@ -1,0 +1,51 @@
+/**
+ * Which of the jail's layers are active on this machine, for `tether doctor`
+ * and the escape suite's report. A layer the host cannot offer says why and
+ * what stands in for it.
+ */
+import { detectCgroups } from "./cgroup.js";
+import { jailIdentity } from "./identity.js";
+import { nativeProgram } from "./native/compile.js";
+import { PROC_MASKED_DIRS, PROC_MASKED_FILES, JAIL_TMP_BYTES, findBwrap } from "./sandbox.js";
+import { seccompFilter, seccompSupport } from "./seccomp.js";
+import { existsSync } from "node:fs";
+
+export interface JailLayer {
+  readonly name: string;
+  /** False: satellites will not start (a required layer is missing). */
+  readonly ok: boolean;
+  readonly detail: string;
+}
+
+function attempt(name: string, run: () => string): JailLayer {
+  try {
+    return { name, ok: true, detail: run() };
+  } catch (err) {
+    return { name, ok: false, detail: (err as Error).message };
+  }
+}
+
+export function jailLayers(): JailLayer[] {
+  const bwrap = findBwrap();
+  const layers: JailLayer[] = [
+    attempt("launcher", () => `${nativeProgram("jail-exec")}: closes every descriptor but stdio before bwrap, sets no_new_privs, no core files, files ≤ ${JAIL_TMP_BYTES / 2 ** 20} MiB`),
+  ];
+  const identity = jailIdentity();
+  layers.push({
+    name: "jail user",
+    ok: true,
+    detail:
+      identity === null
+        ? `the broker's own uid ${process.getuid?.()} in bwrap's unprivileged user namespace (the broker is not root)`
+        : `host uid ${identity.uid}, gid ${identity.gid}, no groups (the broker is root; TETHER_JAIL_UID/GID to change)`,
+  });
+  const seccomp = seccompSupport();
+  layers.push(seccomp.available ? attempt("seccomp", () => `syscall denylist compiled with libseccomp (${seccompFilter()})`) : { name: "seccomp", ok: false, detail: seccomp.why ?? "unavailable" });
+  const cgroups = detectCgroups();
+  layers.push({ name: "cgroup", ok: true, detail: cgroups.kind === "none" ? `${cgroups.describe()} — memory is bounded by sized mounts and the RSS watchdog, CPU by deadlines and the idle meter` : cgroups.describe() });
+  if (bwrap !== null) {
+    const masked = [...PROC_MASKED_FILES, ...PROC_MASKED_DIRS].filter((e) => existsSync(`/proc/${e}`));
+    layers.push({ name: "mounts", ok: true, detail: `root and /dev read-only, /tmp ${JAIL_TMP_BYTES / 2 ** 20} MiB, /proc/sys read-only, ${masked.length} /proc entries masked, no /sys` });
+  }
+  return layers;
+}
