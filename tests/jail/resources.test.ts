@@ -8,17 +8,20 @@
  * alone (a Deno with --allow-all in the same jail, as a Deno bypass would
  * leave an attacker).
  */
-import { mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { detectCgroups, satelliteLimits } from "../../broker/jail/cgroup.js";
+import { denoBinary } from "../../broker/jail/deno-binary.js";
+import { DENO_CACHE_MAX_BYTES, denoCacheFor } from "../../broker/jail/deno-cache.js";
 import { jailIdentity } from "../../broker/jail/identity.js";
 import { JAIL_TMP_BYTES, PROC_MASKED_DIRS, PROC_MASKED_FILES } from "../../broker/jail/sandbox.js";
 import { createLogger } from "../../broker/log.js";
+import { SatelliteProcess } from "../../broker/satellite/process.js";
 import type { SatelliteSlot } from "../../broker/satellite/slot.js";
 import { processTree } from "../../broker/satellite/memory-watch.js";
-import { REPO, bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
+import { REPO, bundleToTemp, slotFor, specFor, type Bundled } from "../support/satellites.js";
 import { runWithOsLayerOnly } from "./support/os-layer.js";
 
 const FIXTURE = "tests/jail/fixtures/hostile-resources";
@@ -230,5 +233,54 @@ describe("CPU after the answer", () => {
     expect(rows()).toEqual([{ capability: "jail.cpu", decision: "denied", rule: "cpu_bound", target: expect.stringMatching(/^kept running with no invocation open \(\d+ ms of CPU in \d+ ms since its last answer\), and was stopped$/) }]);
     const again = await broker.callTool("hoarder", "ping", "{}");
     expect(again).toMatchObject({ ok: true });
+  });
+});
+
+describe("disk: the warm-up boot", () => {
+  test("R09-warm-up-bounded: top-level code that bloats Deno's caches (100 MB unbounded) writes at most the cache bound into each host file", async () => {
+    const src = mkdtempSync(join(tmpdir(), "tether-bloat-"));
+    const root = mkdtempSync(join(tmpdir(), "tether-bloat-cache-"));
+    try {
+      writeFileSync(
+        join(src, "manifest.toml"),
+        'name = "bloat"\nversion = "1.0.0"\ndescription = "Bloats the Deno cache at load."\nentry = "index.ts"\n\n[[tool]]\nname = "ping"\ndescription = "pong"\n',
+      );
+      writeFileSync(
+        join(src, "index.ts"),
+        [
+          'import { outcome, text, type Tool } from "@tether/ext";',
+          "// At load, during the warm-up boot too: each module analysed and code-cached by Deno, 1 MB apiece.",
+          "for (let i = 0; i < 20; i++) {",
+          '  const source = `export const x = ${JSON.stringify("z".repeat(1_000_000))}; export function f${i}() { return ${i}; }`;',
+          '  await import("data:text/javascript;base64," + btoa(source));',
+          "}",
+          'export const tools: Record<string, Tool> = { ping: () => outcome([text("pong")]) };',
+        ].join("\n"),
+      );
+      const bloat = await bundleToTemp(src);
+      const seen: number[] = [];
+      const source = denoCacheFor(root, "b".repeat(64), denoBinary(), async (mount) => {
+        const warm = await SatelliteProcess.boot({ ...specFor(bloat), denoCache: mount });
+        await warm.close();
+        for (const file of readdirSync(mount.dir)) seen.push(statSync(join(mount.dir, file)).size);
+      }, jailIdentity());
+      const cache = await source();
+      expect(seen.length).toBeGreaterThan(0);
+      expect(Math.max(...seen)).toBeLessThanOrEqual(DENO_CACHE_MAX_BYTES);
+      // What is kept is within the bound too (or nothing, and boots run without a cache).
+      const kept = cache === null ? 0 : readdirSync(cache.dir).reduce((sum, f) => sum + statSync(join(cache.dir, f)).size, 0);
+      expect(kept).toBeLessThanOrEqual(DENO_CACHE_MAX_BYTES);
+      // And the extension still serves.
+      const s = slotFor(bloat, cache === null ? {} : { denoCache: cache });
+      try {
+        expect(await s.invoke({ kind: "tool", name: "ping", args: "{}", strand: "b", deadlineMs: 10_000 })).toMatchObject({ ok: true });
+      } finally {
+        await s.destroy("done");
+        bloat.cleanup();
+      }
+    } finally {
+      rmSync(src, { recursive: true, force: true });
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

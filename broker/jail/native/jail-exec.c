@@ -7,7 +7,8 @@
  * In this order, each step failing closed (exit 127, a line on stderr):
  *  1. joins every cgroup named (writes "0", itself, to each cgroup.procs), so
  *     bwrap and everything it starts is born inside the satellite's bounds;
- *  2. sets resource limits: no core files, files no larger than --fsize,
+ *  2. sets resource limits: no core files, files no larger than --fsize (a write
+ *     past it fails with EFBIG: SIGXFSZ is ignored),
  *     at most --nproc processes for the jail uid;
  *  3. becomes --uid/--gid with no supplementary groups (the broker may be
  *     root; the jail never is) and sets no_new_privs;
@@ -22,6 +23,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +120,12 @@ int main(int argc, char **argv) {
   for (int c = 0; c < ncgroups; c++) join_cgroup(cgroups[c]);
 
   limit(RLIMIT_CORE, 0, "core");
-  if (fsize > 0) limit(RLIMIT_FSIZE, (rlim_t)fsize, "fsize");
+  if (fsize > 0) {
+    limit(RLIMIT_FSIZE, (rlim_t)fsize, "fsize");
+    /* Past the limit a write fails (EFBIG) instead of killing: Deno treats a cache it cannot
+       grow as no cache. An ignored signal stays ignored across exec. */
+    signal(SIGXFSZ, SIG_IGN);
+  }
 
   if (uid >= 0) {
     if (nproc > 0) limit(RLIMIT_NPROC, (rlim_t)nproc, "nproc");
