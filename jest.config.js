@@ -14,7 +14,7 @@ const common = {
 export default {
   // A global option: inside a project it is ignored (and the default is 5 s).
   testTimeout: 60_000,
-  reporters: ["default", "<rootDir>/tests/support/summary-reporter.cjs"],
+  reporters: ["default", "<rootDir>/tests/support/jail-class-reporter.cjs", "<rootDir>/tests/support/summary-reporter.cjs"],
   projects: [
     { ...common, displayName: "unit", testMatch: ["<rootDir>/tests/unit/**/*.test.ts"] },
     { ...common, displayName: "integration", testMatch: ["<rootDir>/tests/integration/**/*.test.ts"] },
