@@ -20,7 +20,7 @@ import { JAIL_TMP_BYTES, PROC_MASKED_DIRS, PROC_MASKED_FILES } from "../../broke
 import { createLogger } from "../../broker/log.js";
 import { SatelliteProcess } from "../../broker/satellite/process.js";
 import type { SatelliteSlot } from "../../broker/satellite/slot.js";
-import { processTree } from "../../broker/satellite/memory-watch.js";
+import { jailTmpBytes, processTree } from "../../broker/satellite/memory-watch.js";
 import { REPO, bundleToTemp, slotFor, specFor, type Bundled } from "../support/satellites.js";
 import { runWithOsLayerOnly } from "./support/os-layer.js";
 
@@ -154,6 +154,9 @@ describe("memory: every writable mount is bounded", () => {
     // What the jail's tmpfs holds, seen from the host, never passes its size.
     const tmp = statfsSync(`/proc/${deno}/root/tmp`);
     expect((tmp.blocks - tmp.bfree) * tmp.bsize).toBeLessThanOrEqual(JAIL_TMP_BYTES);
+    // The watchdog (the bound where no cgroup is) counts it: shared memory no RSS shows.
+    expect(jailTmpBytes(deno)).toBe((tmp.blocks - tmp.bfree) * tmp.bsize);
+    expect(jailTmpBytes(deno)).toBeGreaterThan(8 * 2 ** 20);
   });
 
   test("R05-cgroup: where the host offers a cgroup, the jail is inside one with its memory, process and CPU bounds", () => {
@@ -233,6 +236,16 @@ describe("CPU after the answer", () => {
     expect(rows()).toEqual([{ capability: "jail.cpu", decision: "denied", rule: "cpu_bound", target: expect.stringMatching(/^kept running with no invocation open \(\d+ ms of CPU in \d+ ms since its last answer\), and was stopped$/) }]);
     const again = await broker.callTool("hoarder", "ping", "{}");
     expect(again).toMatchObject({ ok: true });
+  });
+
+  test("R10-neighbours: while one session's satellite spins and hoards, another session keeps being served and the broker's memory stays put", async () => {
+    const rss = process.memoryUsage().rss;
+    expect(await broker.callTool("hoarder", "spin", "{}", { session: "hostile" })).toMatchObject({ ok: true });
+    const hoard = await broker.callTool("hoarder", "sqlite_temp", JSON.stringify({ dir: "/tmp", mb: 48 }), { session: "hostile-2" });
+    expect(hoard).toMatchObject({ ok: true });
+    for (let i = 0; i < 20; i++) expect(await broker.callTool("hoarder", "ping", "{}", { session: "quiet" })).toMatchObject({ ok: true });
+    // The hoard lives in the jail (its tmpfs, its cgroup), not in the broker.
+    expect(process.memoryUsage().rss - rss).toBeLessThan(64 * 2 ** 20);
   });
 });
 
