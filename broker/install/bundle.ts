@@ -1,13 +1,16 @@
 /**
- * Bundles an extension folder into one artifact with esbuild. Only files inside
- * the folder and the SDK resolve; any other import is an install error naming it.
+ * Bundles an extension folder into one artifact with esbuild. Every file the
+ * bundle reads must really live in the folder (or be the SDK and its packages,
+ * reached only through the SDK); any other import is an install error naming it.
  */
 import { createHash } from "node:crypto";
-import { readFileSync, realpathSync } from "node:fs";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { BrokerCode, TetherError } from "../errors.js";
+import { scanArtifact } from "./artifact-scan.js";
+import { PRELUDE_PATH, PRELUDE_SPECIFIER, generatedEntry } from "./entry.js";
 import type { Manifest } from "./manifest.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -48,19 +51,192 @@ export interface Artifact {
   readonly sha256: string;
 }
 
-/** The generated entry: pairs each hook the manifest declares with the module's hook of that name. */
-function generatedEntry(entryPath: string, manifest: Manifest): string {
-  const declared = JSON.stringify(manifest.hook.map((h) => h.event));
-  return [
-    `import * as m from ${JSON.stringify(entryPath)};`,
-    `import { serving } from "@tether/ext";`,
-    `const hooks = m.hooks ?? {};`,
-    `const declared = ${declared};`,
-    `const rows = declared.filter((e) => Object.hasOwn(hooks, e)).map((e) => [e, hooks[e]]);`,
-    `for (const e of Object.keys(hooks)) if (!declared.includes(e)) rows.push([e, hooks[e]]);`,
-    `await serving({ tools: m.tools ?? {}, commands: m.commands ?? {}, hooks: rows });`,
-    ``,
-  ].join("\n");
+/** The generated entry lives in its own namespace: no file of the folder can pose as it. */
+const ENTRY_NAME = "tether-entry.js";
+const ENTRY_NAMESPACE = "tether-entry";
+
+/**
+ * The real directory of the package a bare import names, found upward from the file it
+ * resolved to (the nearest package.json with that name), or undefined.
+ */
+function packageDirOf(spec: string, real: string): string | undefined {
+  const parts = spec.split("/");
+  const name = spec.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+  for (let dir = dirname(real); dirname(dir) !== dir; dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { name?: unknown };
+      if (pkg.name === name) return dir;
+    } catch {
+      // no package.json here (or not JSON): keep looking
+    }
+  }
+  return undefined;
+}
+
+/** The real path of `path`, or of its longest existing ancestor with the rest appended (for paths esbuild may still rewrite). */
+function realOfExisting(path: string): string {
+  let rest = "";
+  for (let p = path; ; ) {
+    try {
+      return resolve(realpathSync(p), rest);
+    } catch {
+      const parent = dirname(p);
+      if (parent === p) return path;
+      rest = join(basename(p), rest);
+      p = parent;
+    }
+  }
+}
+
+/** What is wrong with a file the bundle is about to read, or undefined. `own`: it is in the extension folder. */
+function fileProblem(st: Stats, own: boolean): string | undefined {
+  if (st.isFIFO()) return "is a FIFO, not a regular file; replace it with a regular file in the extension folder";
+  if (st.isSocket()) return "is a socket, not a regular file; replace it with a regular file in the extension folder";
+  if (st.isCharacterDevice() || st.isBlockDevice()) return "is a device, not a regular file; replace it with a regular file in the extension folder";
+  if (st.isDirectory()) return "is a directory, not a file; import a file inside it instead";
+  if (!st.isFile()) return "is not a regular file; replace it with a regular file in the extension folder";
+  // A hard link's real path is wherever it was linked from: its contents may be any host file.
+  if (own && st.nlink > 1) return `is a hard link (${st.nlink} names); copy the file into the extension folder instead`;
+  return undefined;
+}
+
+/**
+ * esbuild reads every package.json it meets on its own (not through onLoad), and one
+ * that is a FIFO would hang the install. Check the folder's package.json files first.
+ */
+function checkPackageFiles(root: string): void {
+  const pending = [root];
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue; // unreadable: esbuild cannot read it either
+    }
+    for (const entry of entries) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) pending.push(path); // symlinked directories are not followed; their targets are checked where they live
+      if (entry.name !== "package.json") continue;
+      const shown = relative(root, path);
+      let real: string;
+      try {
+        real = realpathSync(path);
+      } catch {
+        continue; // dangling: nothing to read
+      }
+      if (!inside(root, real)) throw new TetherError(BrokerCode.installFailed, `'${shown}' is a symlink to ${real}, outside the extension folder; copy the file into the extension folder instead`);
+      const st = statSync(real);
+      if (st.isDirectory()) continue; // esbuild skips it
+      const problem = fileProblem(st, true);
+      if (problem !== undefined) throw new TetherError(BrokerCode.installFailed, `'${shown}' ${problem}`);
+    }
+  }
+}
+
+/** A specifier with a URL scheme (node:, file:, https:, npm:, data:, …): never a file of the folder. */
+const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
+/** Marks our own build.resolve calls, which esbuild's resolver answers. */
+const RESOLVING = Symbol("tether-resolving");
+/** Marks a file reached through the SDK (an alias or the SDK's own import). */
+const SDK_FILE = Symbol("tether-sdk-file");
+
+const ALLOWED = "an extension may import only files in its own folder (its node_modules/ included) and '@tether/ext' or '@tether/cap'";
+
+/** The plugin that decides, by real path, every file the bundle resolves and reads. */
+function confinement(root: string, sdk: string, entryPath: string, manifest: Manifest): esbuild.Plugin {
+  // The SDK, then the real directory of each package it (or such a package) imports by name.
+  const trusted = [sdk];
+  const inTrusted = (real: string) => trusted.some((dir) => inside(dir, real));
+  const shown = (path: string) => (inside(root, path) ? relative(root, path) || "." : inside(sdk, path) ? `the SDK's ${relative(sdk, path)}` : path);
+  const refuse = (text: string) => ({ errors: [{ text }] });
+
+  return {
+    name: "tether-confine",
+    setup(build) {
+      const resolveWithEsbuild = (args: esbuild.OnResolveArgs) =>
+        build.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, with: args.with, pluginData: RESOLVING });
+
+      build.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.pluginData === RESOLVING) return undefined;
+        if (args.kind === "entry-point") return args.path === ENTRY_NAME ? { path: ENTRY_NAME, namespace: ENTRY_NAMESPACE } : refuse(`entry point '${args.path}' is not the generated entry`);
+        const alias = SDK_ALIASES[args.path];
+        if (alias !== undefined) return { path: join(sdk, alias), pluginData: SDK_FILE };
+        const spec = args.path;
+        const fromEntry = args.namespace === ENTRY_NAMESPACE; // no file of the folder can be this importer
+        const label = fromEntry ? `entry '${manifest.entry}'` : `import '${spec}' in ${shown(args.importer)}`;
+        if (fromEntry && spec === PRELUDE_SPECIFIER) return { path: join(sdk, PRELUDE_PATH), pluginData: SDK_FILE };
+        if (fromEntry && spec !== entryPath) return refuse(`${label}: ${ALLOWED}`);
+        let importer: string;
+        try {
+          importer = fromEntry ? root : realpathSync(args.importer);
+        } catch {
+          return refuse(`${label}: the importing file cannot be found`);
+        }
+
+        if (!inside(root, importer)) {
+          // The SDK and its packages: they may reach each other, nothing else.
+          if (!inTrusted(importer)) return refuse(`${label}: the importing file is outside the extension folder`);
+          const found = SCHEME.test(spec) ? undefined : await resolveWithEsbuild(args);
+          let real: string | undefined;
+          try {
+            if (found !== undefined && found.errors.length === 0 && !found.external && found.namespace === "file" && found.path !== "") real = realpathSync(found.path);
+          } catch {
+            // not found: refused below
+          }
+          const bare = !(spec.startsWith(".") || spec.startsWith("/"));
+          const pkg = real !== undefined && bare && !inTrusted(real) ? packageDirOf(spec, real) : undefined;
+          if (pkg !== undefined) trusted.push(pkg);
+          if (real === undefined || !inTrusted(real)) return refuse(`${label} reaches outside the SDK and the packages it imports; run 'npm ci'`);
+          return { path: real, sideEffects: found?.sideEffects, pluginData: SDK_FILE };
+        }
+
+        if (SCHEME.test(spec)) return refuse(`${label} is not allowed: ${ALLOWED}`);
+        const bare = !(spec === "." || spec === ".." || spec.startsWith("./") || spec.startsWith("../") || spec.startsWith("/"));
+        if (!bare) {
+          // Refuse before esbuild even looks outside the folder (it would read package.json files there).
+          const target = resolve(args.resolveDir, spec);
+          if (!inside(root, target) || !inside(root, realOfExisting(target))) return refuse(`${label} reaches outside the extension folder; copy the file into the extension folder instead`);
+        }
+        const found = await resolveWithEsbuild(args);
+        if (found.errors.length > 0 || found.external || found.namespace !== "file" || found.path === "") {
+          if (bare) return refuse(`${label} is not allowed: it is not a package in the extension's node_modules/; ${ALLOWED}`);
+          return refuse(`${label} cannot be resolved: ${found.errors[0]?.text ?? "it is not a file"}`);
+        }
+        let real: string;
+        try {
+          real = realpathSync(found.path);
+        } catch {
+          return refuse(`${label} cannot be resolved: ${found.path} does not exist`);
+        }
+        if (!inside(root, real)) {
+          if (bare) return refuse(`${label} is not allowed: it resolves to ${real}, outside the extension folder; vendor the package into the extension's node_modules/ instead`);
+          return refuse(`${label} reaches outside the extension folder (to ${real}); copy the file into the extension folder instead`);
+        }
+        return { path: real, suffix: found.suffix, sideEffects: found.sideEffects };
+      });
+
+      // Every file esbuild reads as a module comes through here (glob imports skip onResolve).
+      build.onLoad({ filter: /.*/ }, (args) => {
+        if (args.namespace === ENTRY_NAMESPACE) return { contents: generatedEntry(entryPath, manifest), resolveDir: root, loader: "js" };
+        if (args.namespace !== "file") return refuse(`module '${args.path}' (namespace ${args.namespace}) is not a file`);
+        let real: string;
+        let st: Stats;
+        try {
+          real = realpathSync(args.path);
+          st = statSync(real);
+        } catch {
+          return refuse(`file '${shown(args.path)}' cannot be read`);
+        }
+        const own = inside(root, real);
+        if (!own && !(args.pluginData === SDK_FILE && inTrusted(real))) {
+          return refuse(`file '${shown(args.path)}' is outside the extension folder (it is ${real}); copy it into the extension folder instead`);
+        }
+        const problem = fileProblem(st, own);
+        if (problem !== undefined) return refuse(`file '${shown(args.path)}' ${problem}`);
+        return undefined;
+      });
+    },
+  };
 }
 
 /** Bundles `dir` (whose manifest is `manifest`) into one ESM artifact for Deno. */
@@ -69,57 +245,17 @@ export async function bundleExtension(dir: string, manifest: Manifest): Promise<
   const sdk = runtimeRoot();
   const entryPath = resolve(root, manifest.entry);
   if (!inside(root, entryPath)) throw new TetherError(BrokerCode.installFailed, `entry '${manifest.entry}' is outside the extension folder`);
-
-  const guard: esbuild.Plugin = {
-    name: "tether-confine",
-    setup(build) {
-      build.onResolve({ filter: /.*/ }, (args) => {
-        if (args.kind === "entry-point") return undefined;
-        const alias = SDK_ALIASES[args.path];
-        if (alias !== undefined) return { path: join(sdk, alias) };
-        const importer = args.importer;
-        // The SDK's own imports (its sources and its vendored dependencies) resolve normally.
-        if (importer.startsWith(sdk + sep) || importer.includes(`${sep}node_modules${sep}`)) return undefined;
-        if (importer === "<stdin>" && args.path === entryPath) return { path: entryPath };
-        const where = importer === "<stdin>" ? "the generated entry" : relative(root, importer);
-        if (!args.path.startsWith("./") && !args.path.startsWith("../") && !args.path.startsWith("/")) {
-          return { errors: [{ text: `import '${args.path}' in ${where} is not allowed: an extension may import only files in its own folder and '@tether/ext' or '@tether/cap'` }] };
-        }
-        const target = resolve(args.resolveDir, args.path);
-        let real: string;
-        try {
-          real = realpathSync(target);
-        } catch {
-          // Let esbuild try its extension rewriting (./a.js → ./a.ts), then check again in onLoad.
-          real = target;
-        }
-        if (!inside(root, real)) {
-          return { errors: [{ text: `import '${args.path}' in ${where} reaches outside the extension folder` }] };
-        }
-        return undefined;
-      });
-      build.onLoad({ filter: /.*/ }, (args) => {
-        let real: string;
-        try {
-          real = realpathSync(args.path);
-        } catch {
-          return undefined;
-        }
-        if (!inside(root, real) && !inside(sdk, real) && !real.includes(`${sep}node_modules${sep}`)) {
-          return { errors: [{ text: `file '${args.path}' is outside the extension folder` }] };
-        }
-        return undefined;
-      });
-    },
-  };
+  checkPackageFiles(root);
 
   let result: esbuild.BuildResult<{ write: false }>;
   try {
     result = await esbuild.build({
-      stdin: { contents: generatedEntry(entryPath, manifest), resolveDir: root, sourcefile: "tether-entry.js", loader: "js" },
+      entryPoints: [ENTRY_NAME],
       ...ARTIFACT_BUILD_OPTIONS,
       nodePaths: [],
-      plugins: [guard],
+      // No tsconfig.json is read: one found above the folder, or `extends`, would read host files.
+      tsconfigRaw: "{}",
+      plugins: [confinement(root, sdk, entryPath, manifest)],
       absWorkingDir: root,
     });
   } catch (err) {
@@ -130,6 +266,7 @@ export async function bundleExtension(dir: string, manifest: Manifest): Promise<
   const file = result.outputFiles[0];
   if (file === undefined) throw new TetherError(BrokerCode.installFailed, `Bundling '${manifest.name}' produced no output`);
   const code = file.text;
+  await scanArtifact(code, manifest.name);
   return { code, sha256: createHash("sha256").update(code).digest("hex") };
 }
 

@@ -333,8 +333,13 @@ export class SatelliteProcess {
             this.#onFrame(frame);
           },
           closed: (err) => {
-            if (!greeted) reject(err ?? new TetherError(BrokerCode.bootFailed, `Satellite '${this.spec.name}' closed its socket before saying hello`));
-            else {
+            if (!greeted) {
+              const fail = () => reject(err ?? new TetherError(BrokerCode.bootFailed, `Satellite '${this.spec.name}' closed its socket before saying hello`));
+              // The prelude connects before the module runs, so a module that throws at load hangs
+              // up first: let its exit (with the stderr that says why) win the boot race.
+              if (err === null) setTimeout(fail, 1_000).unref();
+              else fail();
+            } else {
               if (this.#state === "booting") this.#lostAtBoot = err;
               this.#onDisconnect(err);
             }

@@ -1,21 +1,35 @@
 /**
  * The satellite's one connection to the broker: framed writes in order, and a
- * read loop that hands each decoded broker frame to a handler.
+ * read loop that hands each decoded broker frame to a handler. Built by the
+ * prelude over the connection it opened, before any extension code ran; it
+ * calls only the connection's own (bound) methods and captured built-ins.
  */
-import { BrokerFrame, type BrokerFrame as BrokerFrameT } from "../wire/frames.js";
-import { FrameReader, decodeFrame, encodeFrame } from "../wire/codec.js";
+import type { BrokerFrame as BrokerFrameT } from "../wire/frames.js";
+import { FrameSplitter, decodeBrokerFrame, encodeFrame } from "./framing.js";
+import { SafeError, SafeMap, SafePromise, U8, mapDelete, mapGet, mapSet, u8Length, u8Slice, u8Subarray } from "./intrinsics.js";
+
+interface Queued {
+  readonly bytes: Uint8Array;
+  readonly resolve: () => void;
+  readonly reject: (err: Error) => void;
+}
+
+function rejected(err: Error): Promise<never> {
+  return new SafePromise<never>((_, reject) => reject(err));
+}
 
 export class Channel {
   readonly #conn: Deno.Conn;
-  #writing: Promise<void> = Promise.resolve();
+  // Frames waiting to be written, oldest first (a map: no Array.prototype method on the way).
+  readonly #queue = new SafeMap<number, Queued>();
+  #head = 0;
+  #tail = 0;
+  #pumping = false;
   #closed = false;
 
+  /** `conn`'s methods are called as its own properties: the prelude passes them bound to the real connection. */
   constructor(conn: Deno.Conn) {
     this.#conn = conn;
-  }
-
-  static async open(path: string): Promise<Channel> {
-    return new Channel(await Deno.connect({ transport: "unix", path }));
   }
 
   get closed(): boolean {
@@ -24,34 +38,53 @@ export class Channel {
 
   /** Queues one frame; frames go out in the order they were sent. */
   send(frame: object): Promise<void> {
-    if (this.#closed) return Promise.reject(new Error("Channel is closed"));
+    if (this.#closed) return rejected(new SafeError("Channel is closed"));
     let bytes: Uint8Array;
     try {
       bytes = encodeFrame(frame);
     } catch (err) {
       // Too large or unencodable: the caller decides what to answer instead.
-      return Promise.reject(err as Error);
+      return rejected(err as Error);
     }
-    const write = this.#writing.then(() => this.#writeAll(bytes));
-    this.#writing = write.catch(() => {});
-    return write;
+    return new SafePromise<void>((resolve, reject) => {
+      mapSet(this.#queue, this.#tail++, { bytes, resolve, reject });
+      if (!this.#pumping) void this.#pump();
+    });
+  }
+
+  // Plain awaits, no .then/.catch and no promise returned from an async function:
+  // a patched Promise.prototype.then is never called on the way out.
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    while (this.#head < this.#tail) {
+      const item = mapGet(this.#queue, this.#head)!;
+      mapDelete(this.#queue, this.#head++);
+      try {
+        await this.#writeAll(item.bytes);
+        item.resolve();
+      } catch (err) {
+        item.reject(err as Error);
+      }
+    }
+    this.#pumping = false;
   }
 
   async #writeAll(bytes: Uint8Array): Promise<void> {
+    const length = u8Length(bytes);
     let offset = 0;
-    while (offset < bytes.length) offset += await this.#conn.write(bytes.subarray(offset));
+    while (offset < length) offset += await this.#conn.write(u8Subarray(bytes, offset));
   }
 
   /** Reads frames until the broker closes the connection. */
   async readLoop(onFrame: (frame: BrokerFrameT) => void): Promise<void> {
-    const reader = new FrameReader();
+    const splitter = new FrameSplitter();
     // One read buffer for the connection's life; each read's bytes are copied
-    // out (the reader may hold them), which costs n bytes, not a fresh 256 KiB.
-    const buf = new Uint8Array(256 * 1024);
+    // out (the splitter may hold them), which costs n bytes, not a fresh 256 KiB.
+    const buf = new U8(256 * 1024);
     for (;;) {
       const n = await this.#conn.read(buf);
       if (n === null) break;
-      for (const body of reader.push(buf.slice(0, n))) onFrame(decodeFrame(body, BrokerFrame));
+      splitter.push(u8Slice(buf, 0, n), (body) => onFrame(decodeBrokerFrame(body)));
     }
     this.close();
   }

@@ -13,6 +13,11 @@ declare namespace Deno {
   function exit(code?: number): never;
 }
 declare namespace Deno {
-  const permissions: { revokeSync(descriptor: { name: "read" | "write" | "net" }): { state: string } };
+  type PermissionDescriptor = { name: "read" | "write"; path?: string } | { name: "net"; host?: string };
+  const permissions: {
+    revokeSync(descriptor: PermissionDescriptor): { state: string };
+    querySync(descriptor: PermissionDescriptor): { state: string };
+    requestSync(descriptor: PermissionDescriptor): { state: string };
+  };
   function addSignalListener(signal: string, handler: () => void): void;
 }

@@ -5,6 +5,7 @@
  */
 import type { CapResult } from "../wire/frames.js";
 import type { Channel } from "./channel.js";
+import { SafeAbortController, SafeMap, SafePromise, jsonStringify, mapClear, mapDelete, mapForEach, mapGet, mapSet } from "./intrinsics.js";
 
 /**
  * A capability call the broker refused; `code` is the wire code, e.g. `denied`.
@@ -43,14 +44,14 @@ interface Open {
 let channel: Channel | null = null;
 let open: Open | null = null;
 let nextCapId = 1;
-const pending = new Map<number, Pending>();
+const pending = new SafeMap<number, Pending>();
 
 export function attach(c: Channel): void {
   channel = c;
 }
 
 export function begin(id: number, token: string): AbortController {
-  const controller = new AbortController();
+  const controller = new SafeAbortController();
   open = { id, token, controller };
   return controller;
 }
@@ -65,17 +66,17 @@ export function current(): Open | null {
 
 /** Settles the pending capability call that `frame` answers; unknown ids are ignored. */
 export function settle(frame: CapResult): void {
-  const waiter = pending.get(frame.id);
+  const waiter = mapGet(pending, frame.id);
   if (waiter === undefined) return;
-  pending.delete(frame.id);
+  mapDelete(pending, frame.id);
   if (frame.ok) waiter.resolve(frame.value);
   else waiter.reject(new CapError(frame.error?.code ?? "denied", frame.error?.msg ?? "Refused"));
 }
 
 /** Fails every pending capability call: the channel is gone. */
 export function failAll(reason: string): void {
-  for (const waiter of pending.values()) waiter.reject(new CapError("crashed", reason));
-  pending.clear();
+  mapForEach(pending, (waiter) => waiter.reject(new CapError("crashed", reason)));
+  mapClear(pending);
 }
 
 /**
@@ -89,25 +90,48 @@ export function failAll(reason: string): void {
  * ```
  */
 export function callCap(cap: string, args: unknown): Promise<unknown> {
-  if (channel === null) return Promise.reject(new CapError("denied", "No broker channel: capabilities are reachable only inside a satellite"));
+  if (channel === null) return rejected(new CapError("denied", "No broker channel: capabilities are reachable only inside a satellite"));
   const id = nextCapId++;
   const token = open?.token ?? "";
   let text: string;
   try {
-    text = JSON.stringify(args ?? null) ?? "null";
+    // The captured JSON.stringify: an extension's own patch cannot rewrite what the broker is asked.
+    text = jsonStringify(args ?? null) ?? "null";
   } catch (err) {
-    return Promise.reject(new CapError("bad_arguments", `Capability '${cap}' arguments are not JSON: ${(err as Error).message}`));
+    return rejected(new CapError("bad_arguments", `Capability '${cap}' arguments are not JSON: ${(err as Error).message}`));
   }
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
-    channel!.send({ t: "cap", id, token, cap, args: text }).catch((err: Error) => {
-      pending.delete(id);
+  const via = channel;
+  return new SafePromise((resolve, reject) => {
+    mapSet(pending, id, { resolve, reject });
+    void sendCap(via, { t: "cap", id, token, cap, args: text }, (err) => {
+      mapDelete(pending, id);
       reject(new CapError("crashed", err.message));
     });
   });
 }
 
+// Awaits rather than `.catch`: nothing here calls a patched Promise.prototype.then.
+async function sendCap(via: Channel, frame: object, failed: (err: Error) => void): Promise<void> {
+  try {
+    await via.send(frame);
+  } catch (err) {
+    failed(err as Error);
+  }
+}
+
+function rejected(err: Error): Promise<never> {
+  return new SafePromise<never>((_, reject) => reject(err));
+}
+
+async function quietly(promise: Promise<unknown>): Promise<void> {
+  try {
+    await promise;
+  } catch {
+    // dropped on purpose
+  }
+}
+
 /** Sends a capability call and does not wait; the broker's answer is dropped. */
 export function castCap(cap: string, args: unknown): void {
-  callCap(cap, args).catch(() => {});
+  void quietly(callCap(cap, args));
 }

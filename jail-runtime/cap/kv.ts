@@ -4,6 +4,7 @@
  */
 import { callCap } from "./invocation.js";
 import { toBase64 } from "./base64.js";
+import { jsonParse } from "./intrinsics.js";
 
 /**
  * Reads a JSON value (or null when the key is absent or holds bytes).
@@ -17,7 +18,7 @@ import { toBase64 } from "./base64.js";
 export async function get(key: string): Promise<unknown> {
   const value = (await callCap("kv.get", { key })) as { json?: string; bytes?: Uint8Array } | null;
   if (value === null || value.json === undefined) return null;
-  return JSON.parse(value.json);
+  return jsonParse(value.json);
 }
 
 /**

@@ -1,16 +1,35 @@
 /**
- * Boot and the serving loop: the one call a generated entry makes.
+ * The serving loop: the one call a generated entry makes, after the
+ * extension's module has been evaluated.
  *
- * Boot reads the token from stdin (never argv or the environment, so it is not
- * in the process list), connects to the socket named in argv, and says hello.
- * Then it answers `call` frames one at a time until the broker closes the
- * channel or closes stdin.
+ * It does not boot: `prelude.ts` did that before any extension code ran (boot
+ * token from stdin, connected, socket grants revoked) and handed over the open
+ * channel. The loop says hello, then answers `call` frames one at a time until
+ * the broker closes the channel or closes stdin. Everything it calls was
+ * captured before the extension ran (`intrinsics.ts`, and the Deno calls the
+ * prelude hands over), so an extension's patches to globals do not reach it.
  */
 import { ErrorCode } from "../wire/codes.js";
 import type { Call } from "../wire/frames.js";
 import type { Answer, Asked } from "../ext/answer.js";
 import type { Ctx } from "../ext/ctx.js";
-import { Channel } from "./channel.js";
+import type { Channel } from "./channel.js";
+import {
+  SafeError,
+  SafeString,
+  U8,
+  abort,
+  abortSignal,
+  arrayIsArray,
+  arrayMap,
+  arraySlice,
+  arraySort,
+  clearTimer,
+  jsonStringify,
+  logError,
+  setTimer,
+  stringSlice,
+} from "./intrinsics.js";
 import * as invocation from "./invocation.js";
 
 /**
@@ -26,33 +45,39 @@ export const RUNTIME_NAME = "tether-deno/1";
 
 export type Answerer = (asked: Asked, ctx: Ctx) => Promise<Answer>;
 
-async function readBootToken(): Promise<string> {
-  const buf = new Uint8Array(256);
-  let text = "";
-  while (!text.includes("\n")) {
-    const n = await Deno.stdin.read(buf);
-    if (n === null) break;
-    text += new TextDecoder().decode(buf.subarray(0, n));
-  }
-  return text.split("\n")[0]!.trim();
+/** What the prelude hands over: the boot token, the open channel, and the Deno calls the loop needs, captured. */
+export interface Booted {
+  readonly boot: string;
+  readonly channel: Channel;
+  readonly readStdin: (buf: Uint8Array) => Promise<number | null>;
+  readonly exit: (code: number) => never;
+}
+
+let booted: Booted | null = null;
+let taken = false;
+
+/** Called once, by the prelude. Not exported by `@tether/cap`: an extension cannot hand over a channel of its own. */
+export function handOver(b: Booted): void {
+  if (booted !== null || taken) throw new SafeError("tether satellite: the boot was already handed over");
+  booted = b;
 }
 
 /** Exits once stdin reaches EOF: the first, politest step of the shutdown ladder. */
-async function exitOnStdinEof(channel: Channel): Promise<void> {
-  const buf = new Uint8Array(64);
-  while ((await Deno.stdin.read(buf)) !== null) {
+async function exitOnStdinEof(b: Booted): Promise<void> {
+  const buf = new U8(64);
+  while ((await b.readStdin(buf)) !== null) {
     // The broker sends nothing more on stdin; anything else is ignored.
   }
-  channel.close();
-  Deno.exit(0);
+  b.channel.close();
+  b.exit(0);
 }
 
 /** JSON blocks travel as JSON text (see the wire's JsonBlock). */
 function serializeJsonBlocks(value: unknown): Answer {
   const tool = value as { content: Array<{ type: string; json?: unknown }>; terminate: boolean };
-  if (!Array.isArray(tool?.content)) return { ok: true, value };
+  if (!arrayIsArray(tool?.content)) return { ok: true, value };
   try {
-    const content = tool.content.map((block) => (block?.type === "json" ? { type: "json", json: JSON.stringify(block.json) ?? "null" } : block));
+    const content = arrayMap(tool.content, (block) => (block?.type === "json" ? { type: "json", json: jsonStringify(block.json) ?? "null" } : block));
     return { ok: true, value: { ...tool, content } };
   } catch (err) {
     return { ok: false, error: { code: ErrorCode.crashed, msg: `A JSON block could not be serialized: ${crashMessage(err)}` } };
@@ -61,67 +86,78 @@ function serializeJsonBlocks(value: unknown): Answer {
 
 function crashMessage(err: unknown): string {
   // Name and message only: the stack goes to stderr, which the broker logs.
-  if (err instanceof Error) return `${err.name}: ${err.message}`.slice(0, 4096);
-  return `Threw a non-error value: ${String(err)}`.slice(0, 4096);
+  if (err instanceof SafeError) return stringSlice(`${err.name}: ${err.message}`, 0, 4096);
+  return stringSlice(`Threw a non-error value: ${SafeString(err)}`, 0, 4096);
 }
 
 async function runInvocation(channel: Channel, call: Call, answerer: Answerer): Promise<void> {
   const controller = invocation.begin(call.id, call.token);
-  const timer = setTimeout(() => controller.abort(new Error("Deadline passed")), call.deadline_ms);
+  const timer = setTimer(() => abort(controller, new SafeError("Deadline passed")), call.deadline_ms);
   const ctx: Ctx = {
     strand: call.strand,
     deadlineMs: call.deadline_ms,
-    signal: controller.signal,
-    report: (text: string) => invocation.castCap("report.emit", { text: String(text) }),
+    signal: abortSignal(controller),
+    report: (text: string) => invocation.castCap("report.emit", { text: SafeString(text) }),
   };
   let reply: Answer;
   try {
     reply = await answerer({ kind: call.kind, name: call.name, args: call.args, strand: call.strand, deadlineMs: call.deadline_ms }, ctx);
   } catch (err) {
-    console.error(err);
+    logError(err);
     reply = { ok: false, error: { code: ErrorCode.crashed, msg: crashMessage(err) } };
   } finally {
-    clearTimeout(timer);
+    clearTimer(timer);
   }
   invocation.end(call.id);
   if (reply.ok && (call.kind === "tool" || call.kind === "command")) reply = serializeJsonBlocks(reply.value);
-  await channel.send({ t: "result", id: call.id, ...reply }).catch((err: Error) => {
+  try {
+    await channel.send({ t: "result", id: call.id, ...reply });
+  } catch (err) {
     // An answer that cannot be encoded (too large, unencodable value) is still an answer.
-    return channel.send({ t: "result", id: call.id, ok: false, error: { code: ErrorCode.crashed, msg: `Reply could not be sent: ${err.message}` } });
-  });
+    try {
+      await channel.send({ t: "result", id: call.id, ok: false, error: { code: ErrorCode.crashed, msg: `Reply could not be sent: ${(err as Error).message}` } });
+    } catch {
+      // The channel is gone: the read loop ends and the process exits.
+    }
+  }
+}
+
+function sorted(names: readonly string[]): string[] {
+  return arraySort(arraySlice(names));
 }
 
 /**
- * Boots the satellite and serves until the channel closes. Does not return.
+ * Says hello over the channel the prelude opened and serves until it closes.
+ * Does not return. Only the first call serves; the prelude must have run.
  *
  * @example
  * ```ts
- * // What a generated entry does (authors call `serving` from `@tether/ext`):
+ * // What a generated entry does (through `serving` from `@tether/ext`):
  * await serveLoop((asked, ctx) => answer({ tools }, asked, ctx), { tools: ["echo"], hooks: [] });
  * ```
  */
 export async function serveLoop(answerer: Answerer, served: { tools: string[]; hooks: string[]; commands?: string[] }): Promise<never> {
-  const socketPath = Deno.args[0];
-  if (socketPath === undefined) {
-    console.error("tether satellite: no socket path given");
-    Deno.exit(2);
+  const b = booted;
+  if (b === null) {
+    throw new SafeError(
+      taken ? "tether satellite: the serving loop is already running" : "tether satellite: no boot to serve (the prelude did not run: this artifact was not built by tether install)",
+    );
   }
-  const boot = await readBootToken();
-  const channel = await Channel.open(socketPath);
-  // Connected: the three socket grants are no longer needed; drop them so
-  // nothing here can unlink, chmod or re-listen on the path.
-  for (const name of ["net", "read", "write"] as const) {
-    try {
-      Deno.permissions.revokeSync({ name });
-    } catch {
-      // best effort: the OS sandbox confines the path either way
-    }
-  }
+  booted = null;
+  taken = true;
+  const { channel, exit } = b;
   invocation.attach(channel);
-  void exitOnStdinEof(channel);
-  await channel.send({ t: "hello", boot, runtime: RUNTIME_NAME, tools: [...served.tools].sort(), hooks: [...served.hooks].sort(), commands: [...(served.commands ?? [])].sort() });
+  void exitOnStdinEof(b);
+  await channel.send({ t: "hello", boot: b.boot, runtime: RUNTIME_NAME, tools: sorted(served.tools), hooks: sorted(served.hooks), commands: sorted(served.commands ?? []) });
 
   let busy = false;
+  const serveOne = async (call: Call): Promise<void> => {
+    try {
+      await runInvocation(channel, call, answerer);
+    } finally {
+      busy = false;
+    }
+  };
   try {
     await channel.readLoop((frame) => {
       switch (frame.t) {
@@ -131,25 +167,23 @@ export async function serveLoop(answerer: Answerer, served: { tools: string[]; h
             return;
           }
           busy = true;
-          void runInvocation(channel, frame, answerer).finally(() => {
-            busy = false;
-          });
+          void serveOne(frame);
           return;
         case "cap_result":
           invocation.settle(frame);
           return;
         case "cancel": {
           const open = invocation.current();
-          if (open?.id === frame.id) open.controller.abort(new Error("Cancelled by the caller"));
+          if (open?.id === frame.id) abort(open.controller, new SafeError("Cancelled by the caller"));
           return;
         }
       }
     });
   } catch (err) {
-    console.error(`tether satellite: channel failed: ${(err as Error).message}`);
+    logError(`tether satellite: channel failed: ${(err as Error).message}`);
     invocation.failAll("Channel failed");
-    Deno.exit(3);
+    return exit(3);
   }
   invocation.failAll("Channel closed");
-  Deno.exit(0);
+  return exit(0);
 }

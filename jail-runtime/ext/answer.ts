@@ -6,6 +6,7 @@ import { isRefusal, type Outcome } from "./content.js";
 import { testCtx, type Ctx } from "./ctx.js";
 import { BadArguments } from "./decode_args.js";
 import { CapError } from "../cap/invocation.js";
+import { arrayFind, jsonParse, objectHasOwn } from "../cap/intrinsics.js";
 import type { Declared } from "./hook.js";
 import { rendered } from "./rendered.js";
 import type { Command, Tool } from "./tool.js";
@@ -37,7 +38,8 @@ function fail(code: string, msg: string): Answer {
 
 function parseArgs(text: string, what: string): { ok: true; value: unknown } | { ok: false; answer: Answer } {
   try {
-    return { ok: true, value: JSON.parse(text) };
+    // The captured JSON.parse: an extension's patch of its own cannot change the arguments it is handed.
+    return { ok: true, value: jsonParse(text) };
   } catch {
     return { ok: false, answer: fail(ErrorCode.badArguments, `Arguments for ${what} are not JSON`) };
   }
@@ -105,28 +107,31 @@ export async function answer(served: Served, asked: Asked, ctx: Ctx = testCtx())
   switch (asked.kind) {
     case "tool": {
       const tools = served.tools ?? {};
-      const tool = Object.hasOwn(tools, asked.name) ? tools[asked.name] : undefined;
+      const tool = objectHasOwn(tools, asked.name) ? tools[asked.name] : undefined;
       if (tool === undefined) {
         const names = Object.keys(tools).sort();
         return fail(ErrorCode.unknownTool, `Unknown tool '${asked.name}'; this extension serves [${names.join(", ")}]`);
       }
       const args = parseArgs(asked.args, `tool '${asked.name}'`);
       if (!args.ok) return args.answer;
-      return runTool(tool, args.value, ctx, `tool '${asked.name}'`);
+      // `return await`, not `return`: handing a promise to the async function's own
+      // promise would call Promise.prototype.then, which the extension may have patched.
+      return await runTool(tool, args.value, ctx, `tool '${asked.name}'`);
     }
     case "command": {
       const commands = served.commands ?? {};
-      const command = Object.hasOwn(commands, asked.name) ? commands[asked.name] : undefined;
+      const command = objectHasOwn(commands, asked.name) ? commands[asked.name] : undefined;
       if (command === undefined) {
         const names = Object.keys(commands).sort();
         return fail(ErrorCode.unknownTool, `Unknown command '${asked.name}'; this extension serves [${names.join(", ")}]`);
       }
-      return runTool(command, asked.args, ctx, `command '${asked.name}'`);
+      return await runTool(command, asked.args, ctx, `command '${asked.name}'`);
     }
     case "event": {
-      const row = (served.hooks ?? []).find(([event]) => event === asked.name);
+      const row = arrayFind(served.hooks ?? [], (r) => r[0] === asked.name);
       if (row === undefined) return fail(ErrorCode.unhandled, `No hook for '${asked.name}'`);
-      const [declared, hook] = row;
+      const declared = row[0]; // indexed, not destructured: no array iterator on the way
+      const hook = row[1];
       if (hook.event !== declared) {
         return fail(ErrorCode.mismatchedHook, `The manifest declares '${declared}' but the module's hook answers '${hook.event}'`);
       }

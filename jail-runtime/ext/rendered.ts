@@ -6,6 +6,8 @@
  * instances).
  */
 
+import { jsonStringify } from "../cap/intrinsics.js";
+
 export type Rendered = { readonly ok: true; readonly json: string } | { readonly ok: false; readonly error: string };
 
 function at(path: string): string {
@@ -70,5 +72,5 @@ function check(value: unknown, path: string, seen: Set<object>): string | null {
 export function rendered(value: unknown): Rendered {
   const why = check(value, "", new Set());
   if (why !== null) return { ok: false, error: why };
-  return { ok: true, json: JSON.stringify(value) };
+  return { ok: true, json: jsonStringify(value) };
 }

@@ -1,7 +1,9 @@
 /**
- * `serve` and `serving`: what a generated entry calls. Neither returns until
- * the broker closes the channel.
+ * `serve` and `serving`: what a generated entry calls, once the extension's
+ * module has loaded (the prelude booted before it). Neither returns until the
+ * broker closes the channel.
  */
+import { arrayMap, objectKeys } from "../cap/intrinsics.js";
 import { serveLoop } from "../cap/runtime.js";
 import { answer, type Served } from "./answer.js";
 import type { Declared } from "./hook.js";
@@ -23,10 +25,11 @@ export function serving(served: {
   commands?: Readonly<Record<string, Command>>;
 }): Promise<never> {
   const table: Served = served;
+  // Captured built-ins (see cap/intrinsics.ts): this runs after the extension's module did.
   return serveLoop((asked, ctx) => answer(table, asked, ctx), {
-    tools: Object.keys(served.tools ?? {}),
-    hooks: (served.hooks ?? []).map(([event]) => event),
-    commands: Object.keys(served.commands ?? {}),
+    tools: objectKeys(served.tools ?? {}),
+    hooks: arrayMap(served.hooks ?? [], (row) => row[0]),
+    commands: objectKeys(served.commands ?? {}),
   });
 }
 

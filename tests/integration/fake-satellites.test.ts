@@ -8,6 +8,7 @@
  * serving every other session (and audits token refusals).
  */
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -340,6 +341,14 @@ describe("through a real Broker: the broker keeps serving every other session", 
     broker = Broker.open({ home: join(tmp, "home"), log: createLogger({ level: "error" }), graceMs: 200, ladderStepMs: 500 });
     for (const dir of [WORKER_DIR, FAKE_DIR]) {
       const { installed } = await broker.registry.install(dir);
+      // An installed artifact boots through the prelude, which holds the socket (and has
+      // dropped the grants) before the module runs: a raw-frame fake cannot speak through
+      // it. So the fake's install gets the raw `serve` artifact in place of its bundle.
+      if (dir === FAKE_DIR) {
+        const code = readFileSync(join(artifacts, "serve.js"), "utf8");
+        writeFileSync(installed.artifactPath, code);
+        broker.store.sqlite.prepare("update installs set artifact_hash = ? where name = ?").run(createHash("sha256").update(code).digest("hex"), installed.manifest.name);
+      }
       broker.registry.approve(installed.manifest.name);
     }
     fakes = await Session.open(broker, { id: "fakes", workspace: tmp });
