@@ -19,8 +19,9 @@ import { SatelliteSlot, type InvokeOptions } from "./satellite/slot.js";
 import { SatelliteProcess, type SatelliteSpec } from "./satellite/process.js";
 import { denoBinary } from "./jail/deno-binary.js";
 import { denoCacheFor, type DenoCacheSource } from "./jail/deno-cache.js";
+import { RefusalAudit } from "./caps/refusal-audit.js";
 import { sweepStaleCgroups } from "./jail/cgroup.js";
-import { jailIdentity } from "./jail/identity.js";
+import { jailIdentity, sweepSatelliteDirs } from "./jail/identity.js";
 import { prepareHome, resolveHome } from "./store/home.js";
 import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
@@ -144,8 +145,10 @@ export class Broker {
   }
 
   static open(options: BrokerOptions = {}): Broker {
-    // Cgroups a broker killed with SIGKILL left behind: what runs in them is killed, the folders removed.
+    // What a broker killed with SIGKILL left behind: its cgroups (what runs in them is killed,
+    // the folders removed) and its satellites' socket folders.
     void sweepStaleCgroups();
+    sweepSatelliteDirs();
     return new Broker(options);
   }
 
@@ -233,11 +236,13 @@ export class Broker {
       ladderStepMs: this.#options.ladderStepMs ?? 2_000,
       log: this.#log,
     };
+    const refusals = new RefusalAudit((row) => this.ledger.audit(row));
     const slot = new SatelliteSlot({
       idleMs: limits.idle_s * 1000,
-      // A capability call outside an open invocation is refused before any handler: audit it too.
+      // A capability call outside an open invocation is refused before any handler: audit it too
+      // (aggregated past an allowance; the satellite is replaced past its own, see process.ts).
       observeRefusals: (cap) =>
-        this.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
+        refusals.record({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
       spec: {
         ...spec,
         // A stop for a bound is a decision about the extension: the audit keeps it beside its capability calls.

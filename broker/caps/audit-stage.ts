@@ -2,10 +2,15 @@
 import type { CapReply } from "../satellite/process.js";
 import type { CapCall, InvocationInfo } from "../satellite/slot.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
+import type { RefusalAudit } from "./refusal-audit.js";
 
-export function scopeFor(env: CapEnvironment, ctx: CapContext, call: CapCall, info: InvocationInfo): CallScope {
-  const audit = (decision: "allowed" | "denied", rule: string, target = "", bytes = 0) =>
-    env.ledger.audit({ invocationId: ctx.invocationId, sessionId: ctx.sessionId, extension: info.extension, capability: call.cap, target, decision, rule, bytes });
+export function scopeFor(env: CapEnvironment, ctx: CapContext, call: CapCall, info: InvocationInfo, refusals?: RefusalAudit): CallScope {
+  const audit = (decision: "allowed" | "denied", rule: string, target = "", bytes = 0) => {
+    const row = { invocationId: ctx.invocationId, sessionId: ctx.sessionId, extension: info.extension, capability: call.cap.slice(0, 256), target, decision, rule, bytes };
+    // Refusals cost the caller nothing: past an allowance they are counted, not written one by one.
+    if (decision === "denied" && refusals !== undefined) refusals.record(row);
+    else env.ledger.audit(row);
+  };
   return {
     env,
     ctx,

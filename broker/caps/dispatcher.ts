@@ -14,6 +14,7 @@ import { WireCode } from "../errors.js";
 import type { CapReply } from "../satellite/process.js";
 import type { CapDispatcher } from "../satellite/slot.js";
 import { scopeFor } from "./audit-stage.js";
+import { RefusalAudit } from "./refusal-audit.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
 import { KvGetArgs, KvListArgs, KvPutArgs, kvListHandler, kvPutHandler, kvReadHandler } from "./kv.js";
 import { LogArgs, logHandler } from "./log.js";
@@ -44,8 +45,9 @@ export function capDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatch
     "kv.put": capability(KvPutArgs, "kv.put takes {key, json} or {key, bytes (base64)}", kvPutHandler),
     "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64)}", netFetchHandler),
   };
+  const refusals = new RefusalAudit((row) => env.ledger.audit(row));
   return async (call, info) => {
-    const scope = scopeFor(env, ctx, call, info);
+    const scope = scopeFor(env, ctx, call, info, refusals);
     const run = Object.hasOwn(table, call.cap) ? table[call.cap] : undefined;
     if (run === undefined) return scope.refuse(WireCode.denied, "unknown-capability", `There is no capability '${call.cap.slice(0, 64)}'`);
     return run(scope, call.args);

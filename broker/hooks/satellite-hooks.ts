@@ -6,6 +6,7 @@
  * verdict.
  */
 import * as v from "valibot";
+import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { EventVerdicts, type EventName } from "../../jail-runtime/wire/events.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import type { Broker } from "../broker.js";
@@ -24,8 +25,9 @@ export function decodeVerdict(event: EventName, value: unknown): { ok: true; ver
   if (typeof value !== "string") return { ok: false, reason: "answered something other than a verdict's JSON text" };
   let parsed: unknown;
   try {
-    parsed = JSON.parse(value);
-  } catch {
+    parsed = parseBoundedJson(value);
+  } catch (err) {
+    if (err instanceof DocumentBoundsError) return { ok: false, reason: `answered a verdict ${err.message}` };
     return { ok: false, reason: "answered a verdict that is not JSON" };
   }
   const checked = v.safeParse(EventVerdicts[event], parsed);

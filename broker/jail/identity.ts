@@ -11,7 +11,7 @@
  * the jail as its own uid (bwrap's unprivileged user namespace) and needs none
  * of this.
  */
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, statSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, parse } from "node:path";
 import { createHash } from "node:crypto";
@@ -51,12 +51,56 @@ function jailRoot(): string {
   return root;
 }
 
-/** A fresh private folder for one satellite's socket, reachable by the jail's uid. */
+/** Where satellite folders go: the jail root's run/ under a root broker, the temp folder otherwise. */
+function satelliteDirParent(identity: JailIdentity | null): string {
+  return identity === null ? tmpdir() : join(jailRoot(), "run");
+}
+
+/**
+ * A fresh private folder for one satellite's socket, reachable by the jail's uid. Its name
+ * carries the broker's pid, so a later broker can sweep what a killed one left.
+ */
 export function makeSatelliteDir(identity: JailIdentity | null): string {
-  if (identity === null) return mkdtempSync(join(tmpdir(), "tether-sat-"));
-  const dir = mkdtempSync(join(jailRoot(), "run", "sat-"));
-  chownSync(dir, identity.uid, identity.gid);
+  const dir = mkdtempSync(join(satelliteDirParent(identity), `tether-sat-${process.pid}-`));
+  if (identity !== null) chownSync(dir, identity.uid, identity.gid);
   return dir;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists, it is someone else's.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Removes satellite folders whose broker is gone (killed with SIGKILL, it removed none). Returns them. */
+export function sweepSatelliteDirs(identity: JailIdentity | null = jailIdentity()): string[] {
+  const parent = satelliteDirParent(identity);
+  const swept: string[] = [];
+  let names: string[] = [];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return swept;
+  }
+  for (const name of names) {
+    const m = /^tether-sat-(\d+)-/.exec(name);
+    if (m === null || alive(Number(m[1]))) continue;
+    const dir = join(parent, name);
+    try {
+      // Only our own kind: a folder (never a link) owned by this uid or the jail's.
+      const st = lstatSync(dir);
+      if (!st.isDirectory() || (st.uid !== process.getuid?.() && st.uid !== identity?.uid)) continue;
+      rmSync(dir, { recursive: true, force: true });
+      swept.push(dir);
+    } catch {
+      // gone meanwhile, or not ours to remove
+    }
+  }
+  return swept;
 }
 
 /** True when `path` can be reached and run by a uid that owns nothing on its way (mode bits for "other"). */

@@ -26,6 +26,8 @@ import { DEFAULT_IDLE_CPU, treeCpuMs, watchIdleCpu, type IdleCpuBudget } from ".
 import { rssLimitBytes, watchMemory } from "./memory-watch.js";
 import { captureOutput, type OutputTail } from "./output.js";
 import { mintToken, tokensEqual } from "./tokens.js";
+import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
+import { MAX_ANSWER_MESSAGE, SATELLITE_ANSWER_CODES } from "../../jail-runtime/wire/codes.js";
 
 /** A content block as the broker hands it to callers: JSON blocks parsed. */
 export type ToolContent = { readonly type: "text"; readonly text: string } | { readonly type: "json"; readonly json: unknown };
@@ -104,6 +106,9 @@ interface Open {
   timer: NodeJS.Timeout;
 }
 
+/** Capability calls with no open invocation's token a satellite may make in its life before it is replaced. */
+export const STRAY_CAP_ALLOWANCE = 16;
+
 function failure(code: string, msg: string): InvocationOutcome {
   return { ok: false, error: { code, msg } };
 }
@@ -142,6 +147,8 @@ export class SatelliteProcess {
   #closing: Promise<void> | null = null;
   #stopWatch: () => void = () => {};
   #stopIdleMeter: () => void = () => {};
+  /** Capability calls refused for their token so far (see STRAY_CAP_ALLOWANCE). */
+  #strayCaps = 0;
   #cgroup: SatelliteCgroup | null = null;
   #observeRefusal: CapRefusalObserver = () => {};
   /** Why the connection ended after the hello but before the boot finished (frames coalesced with the hello). */
@@ -463,7 +470,12 @@ export class SatelliteProcess {
   #checkAnswer(open: Open, ok: boolean, value: unknown, error: WireError | undefined): InvocationOutcome {
     if (!ok) {
       if (error === undefined) return failure(WireCode.crashed, `'${open.name}' answered a failure with no error`);
-      return { ok: false, error };
+      // The ledger holds only outcomes the broker chose: a code outside the satellite's catalogue is a crash.
+      if (!SATELLITE_ANSWER_CODES.has(error.code)) {
+        return failure(WireCode.crashed, `'${open.name}' answered the error code '${error.code.slice(0, 64)}', which a satellite may not give`);
+      }
+      const msg = error.msg.length > MAX_ANSWER_MESSAGE ? `${error.msg.slice(0, MAX_ANSWER_MESSAGE)}…` : error.msg;
+      return { ok: false, error: { code: error.code, msg } };
     }
     if (open.kind === "tool" || open.kind === "command") {
       const parsed = v.safeParse(ToolValue, value);
@@ -475,8 +487,9 @@ export class SatelliteProcess {
           continue;
         }
         try {
-          content.push({ type: "json", json: JSON.parse(block.json) as unknown });
-        } catch {
+          content.push({ type: "json", json: parseBoundedJson(block.json) });
+        } catch (err) {
+          if (err instanceof DocumentBoundsError) return failure(WireCode.crashed, `'${open.name}' answered a JSON block ${err.message} at .content.${i}.json`);
           return failure(WireCode.crashed, `'${open.name}' answered a JSON block that is not JSON text at .content.${i}.json`);
         }
       }
@@ -492,7 +505,13 @@ export class SatelliteProcess {
     const conn = this.#conn;
     if (conn === null) return;
     if (open === null || open.answered || !tokensEqual(frame.token, open.token)) {
-      const error = { code: WireCode.tokenRevoked, msg: `Capability '${frame.cap}' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused` };
+      // A late call from a tool that did not wait is a mistake; a stream of them is an attack on
+      // the broker's time. Past the allowance the satellite is replaced.
+      if (++this.#strayCaps > STRAY_CAP_ALLOWANCE) {
+        this.#violation(`more than ${STRAY_CAP_ALLOWANCE} capability calls with no open invocation's token`);
+        return;
+      }
+      const error = { code: WireCode.tokenRevoked, msg: `Capability '${frame.cap.slice(0, 64)}' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused` };
       this.#observeRefusal(frame, error);
       conn.send({ t: "cap_result", id: frame.id, ok: false, error });
       return;

@@ -16,6 +16,7 @@ import {
   type SatelliteSpec,
   type SatelliteState,
 } from "./process.js";
+import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 
 /** What a capability handler is told about the invocation a `cap` came from. */
 export interface InvocationInfo {
@@ -181,9 +182,10 @@ export class SatelliteSlot {
     const onCap = async (cap: Cap): Promise<CapReply> => {
       let args: unknown;
       try {
-        args = JSON.parse(cap.args);
-      } catch {
-        return { ok: false, error: { code: WireCode.badArguments, msg: `Capability '${cap.cap}' arguments are not JSON text` } };
+        args = parseBoundedJson(cap.args);
+      } catch (err) {
+        if (err instanceof DocumentBoundsError) return { ok: false, error: { code: WireCode.badArguments, msg: `Capability '${cap.cap.slice(0, 64)}' arguments are ${err.message}` } };
+        return { ok: false, error: { code: WireCode.badArguments, msg: `Capability '${cap.cap.slice(0, 64)}' arguments are not JSON text` } };
       }
       return dispatch({ cap: cap.cap, args }, info);
     };

@@ -16,6 +16,7 @@ import * as v from "valibot";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import type { Logger } from "../log.js";
 import { Envelope, RpcCode, RpcFailure, ServeCode, checkParams, isMethod, salvageId, toRpcError, type Method, type ParamsOf, type RpcId } from "./protocol.js";
+import { scanJson } from "../../jail-runtime/wire/document-bounds.js";
 
 export interface ServeLimits {
   /** Requests one connection may have in flight; beyond it a request is answered "busy". */
@@ -120,6 +121,13 @@ export class Connection {
     this.#handler.began();
     try {
       let message: unknown;
+      try {
+        scanJson(text);
+      } catch (err) {
+        // Checked before parsing: what a parse would build, and what walks it later, stay bounded.
+        this.send(failed(null, new RpcFailure(RpcCode.invalidParams, ServeCode.badArguments, `Invalid params: the message is ${(err as Error).message} (the bound for any JSON document)`)));
+        return;
+      }
       try {
         message = JSON.parse(text);
       } catch (err) {
@@ -230,7 +238,16 @@ export class Connection {
       this.closed();
       return;
     }
-    this.#socket.send(JSON.stringify(message));
+    let text: string;
+    try {
+      text = JSON.stringify(message);
+    } catch (err) {
+      // An answer that cannot be written is that request's failure, never the server's.
+      const id = (message as { id?: RpcId } | null)?.id ?? null;
+      this.#log.error("tether serve: an answer could not be encoded", { error: (err as Error).message });
+      text = JSON.stringify(failed(id, new RpcFailure(RpcCode.internal, ServeCode.internal, `The answer could not be encoded: ${(err as Error).message.slice(0, 200)}`)));
+    }
+    this.#socket.send(text);
   }
 
   /** Cancels every request in flight (their answers are still sent if the client is there). */

@@ -32,6 +32,7 @@ import { planActivation, type Candidate, type Plan } from "./activation.js";
 import { Preferences, type Preference } from "./preferences.js";
 import { SessionRecords } from "./session-records.js";
 import { streamed, type Step } from "./stream.js";
+import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 
 /** How often hooks may keep one turn going (`agent_end` blocks) before the bus stops honouring them. */
 export const MAX_HELD = 8;
@@ -536,9 +537,10 @@ export class Session {
     const row = this.#applied.known.get(extension)?.installed?.manifest.tool.find((t) => t.name === tool);
     let parsed: unknown;
     try {
-      parsed = JSON.parse(args);
-    } catch {
-      return { ...base, extension, invocationId: null, outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': Arguments are not JSON` } } };
+      parsed = parseBoundedJson(args);
+    } catch (err) {
+      const what = err instanceof DocumentBoundsError ? `Arguments are ${err.message} (the bound for any JSON document)` : "Arguments are not JSON";
+      return { ...base, extension, invocationId: null, outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${what}` } } };
     }
     const schemaKey = `${this.#applied.known.get(extension)?.installed?.manifestHash ?? ""}:${tool}`;
     const validateArguments = (rewrite: unknown): string | null => {

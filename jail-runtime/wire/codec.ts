@@ -5,6 +5,7 @@
  */
 import { Packr, Unpackr } from "msgpackr";
 import * as v from "valibot";
+import { FRAME_BOUNDS, scanMsgpack, type DocumentBoundsError } from "./document-bounds.js";
 import { describeIssues } from "./frames.js";
 
 /** Default bound on one frame's body, enforced by both sides. */
@@ -42,6 +43,13 @@ export function encodeFrame(frame: object, maxFrameBytes = DEFAULT_MAX_FRAME_BYT
 
 /** Decodes one frame body and checks it against `schema`. */
 export function decodeFrame<S extends v.GenericSchema>(body: Uint8Array, schema: S): v.InferOutput<S> {
+  // Before the decoder allocates anything: depth, element count, lengths the bytes can hold.
+  try {
+    scanMsgpack(body, FRAME_BOUNDS);
+  } catch (err) {
+    const bounds = err as DocumentBoundsError;
+    throw new ProtocolError("malformed_frame", bounds.bound === "length" ? `Frame is not msgpack: ${bounds.message}` : `Frame is ${bounds.message} (the bound for any frame)`);
+  }
   let raw: unknown;
   try {
     raw = unpackr.unpack(body);

@@ -36,3 +36,26 @@ export const ErrorCode = {
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 export const ERROR_CODES: readonly ErrorCode[] = Object.values(ErrorCode);
+
+/**
+ * The codes a satellite's own answer may carry: the SDK's, the serving loop's, and a
+ * capability's refusal passed on by a tool that did not catch it. Everything else — the
+ * broker's `timeout` and `cancelled`, the ledger's outcomes, anything made up — is the
+ * broker's to choose: such an answer is `crashed`.
+ */
+export const SATELLITE_ANSWER_CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  ErrorCode.refused,
+  ErrorCode.unknownTool,
+  ErrorCode.unhandled,
+  ErrorCode.mismatchedHook,
+  ErrorCode.badArguments,
+  ErrorCode.badKind,
+  ErrorCode.busy,
+  ErrorCode.crashed,
+  ErrorCode.denied,
+  ErrorCode.tokenRevoked,
+  ErrorCode.unreachable,
+]);
+
+/** The longest error message kept from a satellite's answer. */
+export const MAX_ANSWER_MESSAGE = 4096;

@@ -219,7 +219,10 @@ describe("mid-call violations: the connection is closed, the open call ends cras
     ["frames_after_violation", {}, "broke the protocol (Satellite 'serve' sent a 'result' for invocation 1001, which is not open) during 'frames_after_violation'"],
     ["garbage", {}, "broke the protocol (Frame is not msgpack"],
     ["plain_text", {}, "broke the protocol (Frame of 1751477356 bytes exceeds the 16777216-byte limit) during 'plain_text'"],
-    ["zero_length", {}, "broke the protocol (Frame is not msgpack: Unexpected end of MessagePack data) during 'zero_length'"],
+    ["zero_length", {}, "broke the protocol (Frame is not msgpack: a length of 1 bytes at offset 0 runs past the end (0 left)) during 'zero_length'"],
+    // Decode bounds, checked before the decoder allocates (72 KB here took msgpackr 1.11 to 1.5 GB).
+    ["nested_headers", { count: 24_000 }, "broke the protocol (Frame is not msgpack: a container of 65535 elements at offset 6 cannot fit"],
+    ["wide_map", { keys: 20_000 }, "broke the protocol (Frame is more than 16384 elements (the bound for any frame)) during 'wide_map'"],
     ["oversized", {}, "broke the protocol (Frame of 16777217 bytes exceeds the 16777216-byte limit) during 'oversized'"],
     ["not_a_map", {}, "broke the protocol (Frame is not a msgpack map) during 'not_a_map'"],
     ["schema_violation", {}, "broke the protocol (Bad 'result' frame: "],
@@ -260,6 +263,41 @@ describe("mid-call violations: the connection is closed, the open call ends cras
     expect(lines).toContainEqual({ msg: "protocol violation; disconnecting the satellite", fields: { satellite: "serve", what: "a 'result' for invocation 1, which is not open" } });
     expect(await slot.invoke(call("echo", { text: "fresh" }))).toEqual(textReply("fresh"));
     expect(slot.boots).toBe(2);
+    await stillServing();
+  });
+});
+
+describe("answers the broker does not take as they are", () => {
+  test.each(["running", "lost", "ok", "cancelled", "timeout", "x".repeat(256)])("an error code only the broker may choose ('%s') is answered crashed", async (code) => {
+    const { slot } = fakeSlot("serve");
+    const r = await slot.invoke(call("error_code", { code }));
+    expect(r).toEqual({ ok: false, error: { code: "crashed", msg: `'error_code' answered the error code '${code.slice(0, 64)}', which a satellite may not give` } });
+    // An answer, not a violation: the satellite keeps serving.
+    expect(await slot.invoke(call("echo", { text: "still" }))).toEqual(textReply("still"));
+    expect(slot.boots).toBe(1);
+  });
+
+  test.each(["refused", "unknown_tool", "bad_arguments", "denied", "unreachable"])("an error code from the satellite's catalogue ('%s') passes", async (code) => {
+    const { slot } = fakeSlot("serve");
+    expect(await slot.invoke(call("error_code", { code }))).toEqual({ ok: false, error: { code, msg: "chosen by the satellite" } });
+  });
+
+  test("a JSON block nested 100,000 deep is answered crashed naming the bound, and nothing later walks it", async () => {
+    const { slot } = fakeSlot("serve");
+    expect(await slot.invoke(call("deep_json", { depth: 100_000 }))).toEqual({ ok: false, error: { code: "crashed", msg: "'deep_json' answered a JSON block nested deeper than 128 levels at .content.0.json" } });
+    expect(await slot.invoke(call("deep_json", { depth: 128 }))).toMatchObject({ ok: true });
+    expect(slot.boots).toBe(1);
+  });
+
+  test("capability calls with no open invocation: refused token_revoked up to the allowance, then the satellite is replaced", async () => {
+    const refused: Cap[] = [];
+    const { log, lines } = warnings();
+    const { slot, pids } = fakeSlot("serve", { log }, { observeRefusals: (c) => refused.push(c) });
+    expect(await slot.invoke(call("stray_caps", { count: 10_000 }))).toEqual(textReply("answered"));
+    expect(await until(() => !alive(pids[0]), 10_000)).toBe(true);
+    expect(refused.length).toBe(16);
+    expect(lines).toContainEqual({ msg: "protocol violation; disconnecting the satellite", fields: { satellite: "serve", what: "more than 16 capability calls with no open invocation's token" } });
+    expect(await slot.invoke(call("echo", { text: "fresh" }))).toEqual(textReply("fresh"));
     await stillServing();
   });
 });

@@ -197,3 +197,35 @@ describe("params and errors", () => {
     expect(reportToWire(report, 4)).toMatchObject({ partials_dropped: 4, notes: ["n1", "tether serve dropped 4 partial report(s): the client was not reading them"] });
   });
 });
+
+describe("documents past the bounds, and answers that cannot be written", () => {
+  test("a message nested 100,000 deep is -32602 naming the bound, before it is parsed; the connection keeps serving", async () => {
+    const socket = new FakeSocket();
+    const handler = fakeHandler(0);
+    const connection = new Connection(socket, handler, DEFAULT_LIMITS, silentLogger);
+    const deep = "[".repeat(100_000) + "]".repeat(100_000);
+    await connection.receive(`{"jsonrpc":"2.0","id":1,"method":"tool.call","params":{"session":"s","tool":"t","args":${deep}}}`);
+    expect(socket.sent).toEqual([
+      { jsonrpc: "2.0", id: null, error: { code: -32602, message: "Invalid params: the message is nested deeper than 128 levels (the bound for any JSON document)", data: { code: "bad_arguments" } } },
+    ]);
+    const wide = `{"jsonrpc":"2.0","id":2,"method":"tool.call","params":{"session":"s","tool":"t","args":{${Array.from({ length: 400_000 }, (_, i) => `"k${i}":0`).join(",")}}}}`;
+    await connection.receive(wide);
+    expect(socket.sent[1]).toMatchObject({ id: null, error: { code: -32602, message: "Invalid params: the message is more than 100000 elements (the bound for any JSON document)" } });
+    const ok = connection.receive(call(3));
+    handler.release();
+    await ok;
+    expect(socket.sent[2]).toMatchObject({ id: 3, result: { aborted: false } });
+  });
+
+  test("an answer that cannot be encoded is that request's -32603, and the connection keeps serving", async () => {
+    const socket = new FakeSocket();
+    const handler = fakeHandler(0);
+    handler.release();
+    const unencodable: Handler = { ...handler, handle: async () => ({ n: 1n }) } as unknown as Handler;
+    const connection = new Connection(socket, unencodable, DEFAULT_LIMITS, silentLogger);
+    await connection.receive(call(1));
+    expect(socket.sent[0]).toMatchObject({ jsonrpc: "2.0", id: 1, error: { code: -32603, message: expect.stringMatching(/^The answer could not be encoded: /), data: { code: "internal" } } });
+    await connection.receive(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "call.cancel", params: { id: 9 } }));
+    expect(socket.sent[1]).toEqual({ jsonrpc: "2.0", id: 2, result: { cancelled: false } });
+  });
+});
