@@ -52,6 +52,7 @@ bench: $(NODE_MODULES) sandbox
 	npx tsx bench/egress.ts
 	npx tsx bench/hooks.ts
 	npx tsx bench/boot.ts
+	npx tsx bench/neighbours.ts
 
 demo: $(NODE_MODULES) sandbox
 	npx tsx broker/demo/run.ts
