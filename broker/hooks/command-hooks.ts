@@ -1,6 +1,6 @@
 /**
- * Operator-written command hooks (`$TETHER_HOME/hooks.json`, Claude Code's format;
- * see ../shared/claude-hooks.md) run for one bus event and answered as `HookAnswer`s,
+ * Operator-written command hooks (`$TETHER_HOME/hooks.json`, Claude Code's format,
+ * documented in docs/hooks.md) run for one bus event and answered as `HookAnswer`s,
  * so `compose()` treats them like any other extension's hooks (extension `hooks`).
  *
  * Choices where we differ from, or had to pin down, Claude Code's contract:
