@@ -104,7 +104,7 @@ export function sweepSatelliteDirs(identity: JailIdentity | null = jailIdentity(
 }
 
 /** True when `path` can be reached and run by a uid that owns nothing on its way (mode bits for "other"). */
-function reachableByOthers(path: string): boolean {
+export function reachableByOthers(path: string): boolean {
   let dir = dirname(path);
   const { root } = parse(path);
   for (;;) {

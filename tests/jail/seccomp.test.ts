@@ -19,7 +19,7 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { denoBinary } from "../../broker/jail/deno-binary.js";
 import { nativeProgram } from "../../broker/jail/native/compile.js";
-import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../../broker/jail/identity.js";
+import { reachableByOthers, jailIdentity, makeSatelliteDir, type JailIdentity } from "../../broker/jail/identity.js";
 import { launchCommand } from "../../broker/jail/sandbox.js";
 import { spawnJailed } from "../../broker/jail/spawn.js";
 import { seccompFilter, seccompFilterMarkedForProof, seccompSyscallNumbers } from "../../broker/jail/seccomp.js";
@@ -33,7 +33,10 @@ const JAIL_PROBE = "/opt/tether/probe";
 // Run as root, the suite plays both brokers; run unprivileged (make test's second pass), it is the second itself.
 const ALL_USERS = ["root", "nobody"] as const;
 const AS_ROOT = process.getuid?.() === 0;
-const USERS: ReadonlyArray<(typeof ALL_USERS)[number]> = AS_ROOT ? ALL_USERS : ["nobody"];
+// Playing the unprivileged broker needs a checkout others can reach (a fresh `mktemp -d` clone is
+// private); make test's unprivileged pass covers that broker from a copy then.
+const NOBODY_REACHES = reachableByOthers(denoBinary());
+const USERS: ReadonlyArray<(typeof ALL_USERS)[number]> = AS_ROOT ? (NOBODY_REACHES ? ALL_USERS : ["root"]) : ["nobody"];
 const MODES = ["control", "marked", "filtered"] as const;
 type User = (typeof ALL_USERS)[number];
 type Mode = (typeof MODES)[number];
