@@ -7,7 +7,7 @@
  *  - a satellite floods capability calls with a forged token (refusals);
  *  - a satellite sends frames as large as the bounds allow between calls;
  *  - a satellite answers JSON blocks as large as the bounds allow;
- *  - a `tether serve` client pipelines requests as large as the bounds allow
+ *  - a `tether serve` client pipelines requests as large as the caller bounds allow
  *    (the server's connection, in this process: its parsing shares this thread).
  * The hostile satellites are the scripted fakes of the socket-level harness
  * (tests/integration/fixtures/fake-satellites), launched through the real jail.
@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as esbuild from "esbuild";
 import { ARTIFACT_BUILD_OPTIONS } from "../broker/install/bundle.js";
+import { CALLER_JSON_BOUNDS } from "../jail-runtime/wire/document-bounds.js";
 import { readManifest } from "../broker/install/manifest.js";
 import { silentLogger } from "../broker/log.js";
 import { Connection, DEFAULT_LIMITS, type ClientSocket, type Handler } from "../broker/serve/connection.js";
@@ -66,6 +67,11 @@ class NullSocket implements ClientSocket {
   terminate(): void {}
 }
 
+const nullHandler: Handler = { accepting: true, began() {}, ended() {}, handle: async () => null } as unknown as Handler;
+/** Requests as large as the caller bounds allow (16,384 elements), made once: the client's cost is not the broker's. */
+const LARGEST_ARGS = `{${Array.from({ length: CALLER_JSON_BOUNDS.maxElements - 16 }, (_, i) => `"k${i}":${i}`).join(",")}}`;
+const LARGEST_REQUESTS = Array.from({ length: 8 }, (_, id) => `{"jsonrpc":"2.0","id":${id},"method":"tool.call","params":{"session":"s","tool":"t","args":${LARGEST_ARGS}}}`);
+
 const tmp = mkdtempSync(join(tmpdir(), "tether-bench-neighbours-"));
 const slots: SatelliteSlot[] = [];
 let echo: Bundled | undefined;
@@ -92,11 +98,8 @@ try {
     {
       name: "serve client: largest legal requests, 8 pipelined",
       run: async () => {
-        const handler: Handler = { accepting: true, began() {}, ended() {}, handle: async () => null } as unknown as Handler;
-        const connection = new Connection(new NullSocket(), handler, DEFAULT_LIMITS, silentLogger);
-        const args = `{${Array.from({ length: 99_000 }, (_, i) => `"k${i}":${i}`).join(",")}}`;
-        const message = (id: number) => `{"jsonrpc":"2.0","id":${id},"method":"tool.call","params":{"session":"s","tool":"t","args":${args}}}`;
-        await Promise.all(Array.from({ length: 8 }, (_, i) => connection.receive(message(i))));
+        const connection = new Connection(new NullSocket(), nullHandler, DEFAULT_LIMITS, silentLogger);
+        await Promise.all(LARGEST_REQUESTS.map((message) => connection.receive(message)));
       },
     },
   ];

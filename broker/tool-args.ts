@@ -3,7 +3,7 @@
  * call reaches a satellite. Schemas are compiled once per (extension, hash).
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { DocumentBoundsError, parseBoundedJson } from "../jail-runtime/wire/document-bounds.js";
+import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../jail-runtime/wire/document-bounds.js";
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 const compiled = new Map<string, ValidateFunction>();
@@ -32,7 +32,7 @@ export type ArgsCheck = { ok: true } | { ok: false; msg: string };
 export function checkToolArgs(cacheKey: string, schema: object, args: string): ArgsCheck {
   let value: unknown;
   try {
-    value = parseBoundedJson(args);
+    value = parseBoundedJson(args, CALLER_JSON_BOUNDS);
   } catch (err) {
     if (err instanceof DocumentBoundsError) return { ok: false, msg: `Arguments are ${err.message} (the bound for any JSON document)` };
     return { ok: false, msg: "Arguments are not JSON" };

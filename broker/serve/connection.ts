@@ -16,7 +16,10 @@ import * as v from "valibot";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import type { Logger } from "../log.js";
 import { Envelope, RpcCode, RpcFailure, ServeCode, checkParams, isMethod, salvageId, toRpcError, type Method, type ParamsOf, type RpcId } from "./protocol.js";
-import { scanJson } from "../../jail-runtime/wire/document-bounds.js";
+import { CALLER_JSON_BOUNDS, scanJson } from "../../jail-runtime/wire/document-bounds.js";
+
+/** Messages past this many characters are parsed one per connection per event-loop turn. */
+const LARGE_MESSAGE = 64 * 1024;
 
 export interface ServeLimits {
   /** Requests one connection may have in flight; beyond it a request is answered "busy". */
@@ -110,6 +113,9 @@ export class Connection {
     this.#log = log;
   }
 
+  /** The last large message's turn (see `receive`). */
+  #turns: Promise<void> = Promise.resolve();
+
   /** Requests in flight on this connection. */
   get inFlight(): number {
     return this.#inFlight.size;
@@ -119,10 +125,17 @@ export class Connection {
   async receive(text: string): Promise<void> {
     if (this.#closed) return;
     this.#handler.began();
+    // A large message waits its turn: one per connection per turn of the event loop, so a client
+    // that pipelines large requests shares the broker's thread instead of taking it.
+    if (text.length > LARGE_MESSAGE) {
+      const turn = this.#turns.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+      this.#turns = turn;
+      await turn;
+    }
     try {
       let message: unknown;
       try {
-        scanJson(text);
+        scanJson(text, CALLER_JSON_BOUNDS);
       } catch (err) {
         // Checked before parsing: what a parse would build, and what walks it later, stay bounded.
         this.send(failed(null, new RpcFailure(RpcCode.invalidParams, ServeCode.badArguments, `Invalid params: the message is ${(err as Error).message} (the bound for any JSON document)`)));

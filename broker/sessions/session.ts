@@ -32,7 +32,7 @@ import { planActivation, type Candidate, type Plan } from "./activation.js";
 import { Preferences, type Preference } from "./preferences.js";
 import { SessionRecords } from "./session-records.js";
 import { streamed, type Step } from "./stream.js";
-import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
+import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 
 /** How often hooks may keep one turn going (`agent_end` blocks) before the bus stops honouring them. */
 export const MAX_HELD = 8;
@@ -537,7 +537,7 @@ export class Session {
     const row = this.#applied.known.get(extension)?.installed?.manifest.tool.find((t) => t.name === tool);
     let parsed: unknown;
     try {
-      parsed = parseBoundedJson(args);
+      parsed = parseBoundedJson(args, CALLER_JSON_BOUNDS);
     } catch (err) {
       const what = err instanceof DocumentBoundsError ? `Arguments are ${err.message} (the bound for any JSON document)` : "Arguments are not JSON";
       return { ...base, extension, invocationId: null, outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${what}` } } };

@@ -23,8 +23,15 @@ export interface DocumentBounds {
 /** Frames (the wire): a frame is a small map; extension data travels inside it as JSON text. */
 export const FRAME_BOUNDS: DocumentBounds = { maxDepth: 32, maxElements: 16_384 };
 
-/** JSON text from an extension or a caller: tool arguments, JSON blocks, event answers, capability arguments. */
+/** JSON text from an extension: JSON blocks in answers, event answers, capability arguments. */
 export const JSON_BOUNDS: DocumentBounds = { maxDepth: 128, maxElements: 100_000 };
+
+/**
+ * JSON text from a caller: tool arguments (written by a model) and `tether serve` messages.
+ * Tighter, because callers reach the broker's thread at their own rate: parsing 16,384
+ * elements takes a few milliseconds, 100,000 ten times that.
+ */
+export const CALLER_JSON_BOUNDS: DocumentBounds = { maxDepth: 64, maxElements: 16_384 };
 
 export class DocumentBoundsError extends Error {
   override readonly name = "DocumentBoundsError";

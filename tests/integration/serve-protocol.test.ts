@@ -206,11 +206,11 @@ describe("documents past the bounds, and answers that cannot be written", () => 
     const deep = "[".repeat(100_000) + "]".repeat(100_000);
     await connection.receive(`{"jsonrpc":"2.0","id":1,"method":"tool.call","params":{"session":"s","tool":"t","args":${deep}}}`);
     expect(socket.sent).toEqual([
-      { jsonrpc: "2.0", id: null, error: { code: -32602, message: "Invalid params: the message is nested deeper than 128 levels (the bound for any JSON document)", data: { code: "bad_arguments" } } },
+      { jsonrpc: "2.0", id: null, error: { code: -32602, message: "Invalid params: the message is nested deeper than 64 levels (the bound for any JSON document)", data: { code: "bad_arguments" } } },
     ]);
     const wide = `{"jsonrpc":"2.0","id":2,"method":"tool.call","params":{"session":"s","tool":"t","args":{${Array.from({ length: 400_000 }, (_, i) => `"k${i}":0`).join(",")}}}}`;
     await connection.receive(wide);
-    expect(socket.sent[1]).toMatchObject({ id: null, error: { code: -32602, message: "Invalid params: the message is more than 100000 elements (the bound for any JSON document)" } });
+    expect(socket.sent[1]).toMatchObject({ id: null, error: { code: -32602, message: "Invalid params: the message is more than 16384 elements (the bound for any JSON document)" } });
     const ok = connection.receive(call(3));
     handler.release();
     await ok;
