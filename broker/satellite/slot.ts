@@ -75,6 +75,11 @@ export const reportOnlyDispatcher: CapDispatcher = async (call, info) => {
   return { ok: false, error: { code: WireCode.denied, msg: `Capability '${call.cap.slice(0, 64)}' is not available (rule: no capability dispatcher)` } };
 };
 
+/** The wait before replacing a satellite that broke the protocol, doubled per violation in a row. */
+export const VIOLATION_BACKOFF_MS = 100;
+export const MAX_VIOLATION_BACKOFF_MS = 5_000;
+const VIOLATION_MEMORY_MS = 60_000;
+
 function failure(code: string, msg: string): InvocationOutcome {
   return { ok: false, error: { code, msg } };
 }
@@ -214,6 +219,15 @@ export class SatelliteSlot {
   }
 
   #booting: Promise<SatelliteProcess> | null = null;
+  /** Protocol violations in a row (none for VIOLATION_MEMORY_MS resets them), and when the last was. */
+  #violations = 0;
+  #lastViolationAt = 0;
+
+  /** How long the next boot waits: 0, or a back-off after protocol violations in a row. */
+  get replacementBackoffMs(): number {
+    if (this.#violations === 0 || Date.now() - this.#lastViolationAt > VIOLATION_MEMORY_MS) return 0;
+    return Math.min(VIOLATION_BACKOFF_MS * 2 ** (this.#violations - 1), MAX_VIOLATION_BACKOFF_MS);
+  }
 
   /** The live process, booting one if needed; concurrent callers share one boot. */
   #ready(): Promise<SatelliteProcess> {
@@ -229,11 +243,20 @@ export class SatelliteSlot {
 
   async #bootProcess(): Promise<SatelliteProcess> {
     this.#process = null;
+    // A satellite that broke the protocol is replaced, but not at once again and again: each
+    // replacement costs the broker's thread, so a repeat offender waits longer (it only delays
+    // this extension's own callers).
+    const wait = this.replacementBackoffMs;
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const process = await SatelliteProcess.boot(this.#options.spec);
     this.boots++;
     if (this.#options.observeRefusals) process.observeRefusals(this.#options.observeRefusals);
-    process.onDeath(() => {
+    process.onDeath((reason) => {
       if (this.#process === process) this.#process = null;
+      if (!reason.startsWith("broke the protocol")) return;
+      const now = Date.now();
+      this.#violations = now - this.#lastViolationAt > VIOLATION_MEMORY_MS ? 1 : this.#violations + 1;
+      this.#lastViolationAt = now;
     });
     this.#options.onBoot?.(process);
     if (this.#destroyed) {

@@ -297,7 +297,14 @@ describe("answers the broker does not take as they are", () => {
     expect(await until(() => !alive(pids[0]), 10_000)).toBe(true);
     expect(refused.length).toBe(16);
     expect(lines).toContainEqual({ msg: "protocol violation; disconnecting the satellite", fields: { satellite: "serve", what: "more than 16 capability calls with no open invocation's token" } });
+    // Replaced, but not at once again and again: each violation in a row doubles the wait.
+    expect(slot.replacementBackoffMs).toBe(100);
     expect(await slot.invoke(call("echo", { text: "fresh" }))).toEqual(textReply("fresh"));
+    expect(await slot.invoke(call("stray_caps", { count: 100 }))).toEqual(textReply("answered"));
+    expect(await until(() => slot.process === null, 10_000)).toBe(true);
+    expect(slot.replacementBackoffMs).toBe(200);
+    expect(await slot.invoke(call("echo", { text: "again" }))).toEqual(textReply("again"));
+    expect(slot.boots).toBe(3);
     await stillServing();
   });
 });
