@@ -8,13 +8,10 @@
  * serving every other session (and audits token refusals).
  */
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as esbuild from "esbuild";
 import { Broker } from "../../broker/broker.js";
-import { ARTIFACT_BUILD_OPTIONS } from "../../broker/install/bundle.js";
 import { readManifest, type Manifest } from "../../broker/install/manifest.js";
 import { createLogger, type Logger } from "../../broker/log.js";
 import type { InvocationOutcome, SatelliteSpec } from "../../broker/satellite/process.js";
@@ -23,9 +20,8 @@ import { Session } from "../../broker/sessions/session.js";
 import type { Cap } from "../../jail-runtime/wire/frames.js";
 import { REPO, bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
 import { SCRIPT_NAMES, SERVED_TOOLS } from "./fixtures/fake-satellites/scripts.js";
+import { FAKE_DIR, buildFakeArtifact, installFakeAndWorker, readServeArtifact } from "./support/fake-extension.js";
 
-const FAKE_DIR = join(REPO, "tests/integration/fixtures/fake-satellites");
-const WORKER_DIR = join(REPO, "tests/integration/fixtures/bus/worker");
 
 let artifacts: string;
 let fakeManifest: Manifest;
@@ -110,16 +106,7 @@ beforeAll(async () => {
   artifacts = mkdtempSync(join(tmpdir(), "tether-fakes-"));
   // One artifact per script, named after it: `await play("<script>")`, bundled
   // the way every artifact is (one ESM file for Deno), without the SDK.
-  await Promise.all(
-    SCRIPT_NAMES.map(async (script) => {
-      const built = await esbuild.build({
-        ...ARTIFACT_BUILD_OPTIONS,
-        stdin: { contents: `import { play } from "./scripts.ts";\nawait play(${JSON.stringify(script)});\n`, resolveDir: FAKE_DIR, sourcefile: `${script}.ts`, loader: "ts" },
-        absWorkingDir: FAKE_DIR,
-      });
-      writeFileSync(join(artifacts, `${script}.js`), built.outputFiles[0]!.text);
-    }),
-  );
+  await Promise.all(SCRIPT_NAMES.map(async (script) => writeFileSync(join(artifacts, `${script}.js`), await buildFakeArtifact(script))));
   echo = await bundleToTemp("manifests/echo");
   probe = slotFor(echo);
 });
@@ -384,18 +371,7 @@ describe("through a real Broker: the broker keeps serving every other session", 
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "tether-fakes-broker-"));
     broker = Broker.open({ home: join(tmp, "home"), log: createLogger({ level: "error" }), graceMs: 200, ladderStepMs: 500 });
-    for (const dir of [WORKER_DIR, FAKE_DIR]) {
-      const { installed } = await broker.registry.install(dir);
-      // An installed artifact boots through the prelude, which holds the socket (and has
-      // dropped the grants) before the module runs: a raw-frame fake cannot speak through
-      // it. So the fake's install gets the raw `serve` artifact in place of its bundle.
-      if (dir === FAKE_DIR) {
-        const code = readFileSync(join(artifacts, "serve.js"), "utf8");
-        writeFileSync(installed.artifactPath, code);
-        broker.store.sqlite.prepare("update installs set artifact_hash = ? where name = ?").run(createHash("sha256").update(code).digest("hex"), installed.manifest.name);
-      }
-      broker.registry.approve(installed.manifest.name);
-    }
+    await installFakeAndWorker(broker, readServeArtifact(artifacts));
     fakes = await Session.open(broker, { id: "fakes", workspace: tmp });
     other = await Session.open(broker, { id: "other", workspace: tmp });
   });
