@@ -8,7 +8,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { capDispatcher, noHooks, type CapEnvironment, type CapHookStage } from "./caps/dispatcher.js";
 import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";
-import { closeEgressAgents } from "./egress/fetch.js";
+import { CapabilityWork } from "./caps/in-flight.js";
+import { Permits } from "./caps/permits.js";
+import { EgressAgents } from "./egress/agents.js";
 import type { Resolver } from "./egress/judge.js";
 import { BrokerCode, TetherError, WireCode } from "./errors.js";
 import { resolveSandbox, type SandboxMode } from "./jail/sandbox.js";
@@ -67,6 +69,10 @@ interface Live {
 
 const DEFAULT_SESSION = "default";
 
+/** Fetches in flight at once: one extension's (all its invocations), and the whole broker's. */
+export const EXTENSION_FETCHES = 16;
+export const BROKER_FETCHES = 64;
+
 const defaultResolver: Resolver = async (name) => {
   const answers = await lookup(name, { all: true, verbatim: true });
   return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
@@ -83,6 +89,11 @@ export class Broker {
   readonly #sessionPolicies = new Map<string, SessionPolicy>();
   readonly #sessionCapHooks = new Map<string, CapHookStage>();
   readonly #caps: CapEnvironment;
+  readonly #work = new CapabilityWork();
+  readonly #agents = new EgressAgents();
+  /** Fetches in flight in the whole broker: one socket each, at most. */
+  readonly #brokerFetches = new Permits(BROKER_FETCHES, "broker:fetches");
+  readonly #extensionFetches = new Map<string, Permits>();
   #dataVersion = -1;
   /** Prepared once: read on every call (a prepared pragma is ~5 µs, `pragma()` ~13 µs here). */
   readonly #dataVersionQuery: Statement;
@@ -110,6 +121,13 @@ export class Broker {
         const own = await (options.capHooks ?? noHooks)(event);
         if (own !== null) return own;
         return (this.#sessionCapHooks.get(event.sessionId) ?? noHooks)(event);
+      },
+      work: this.#work,
+      agents: this.#agents,
+      fetchBounds: (extension) => {
+        let own = this.#extensionFetches.get(extension);
+        if (own === undefined) this.#extensionFetches.set(extension, (own = new Permits(EXTENSION_FETCHES, "broker:fetches-per-extension")));
+        return [own, this.#brokerFetches];
       },
     };
   }
@@ -142,6 +160,17 @@ export class Broker {
   /** Sets a session's policy (offline, a narrower allow list); the next capability call obeys it. */
   setSessionPolicy(session: string, policy: SessionPolicy): void {
     this.#sessionPolicies.set(session, policy);
+    // Requests already on the wire are judged again now, not at their next hop.
+    void this.#work.recheck();
+  }
+
+  /**
+   * Judges every request on the wire again against the policies as they stand
+   * (done by itself within a fraction of a second while any is in flight; call
+   * it after a change to have it at once). Those that no longer pass are cut off.
+   */
+  recheckEgress(): Promise<void> {
+    return this.#work.recheck();
   }
 
   static open(options: BrokerOptions = {}): Broker {
@@ -364,9 +393,12 @@ export class Broker {
     const strand = options.strand ?? "";
     const id = this.ledger.begin({ sessionId: session, extension, kind, name, strand });
     options.onInvocation?.(id);
+    // Capability work of this invocation stops when it ends, whatever ends it.
+    const ended = new AbortController();
     const dispatch = capDispatcher(this.#caps, {
       sessionId: session,
       invocationId: id,
+      signal: ended.signal,
       deadlineAt: Date.now() + deadlineMs,
       grants: () => {
         // Read at dispatch (cheaply: the approvals are re-read only when the store changed):
@@ -383,6 +415,8 @@ export class Broker {
     } catch (err) {
       this.ledger.finish(id, WireCode.crashed);
       throw err;
+    } finally {
+      ended.abort(new Error("the invocation ended"));
     }
     this.ledger.finish(id, outcome.ok ? "ok" : outcome.error.code);
     return { outcome, invocationId: id };
@@ -394,19 +428,24 @@ export class Broker {
     this.#closed = true;
     await Promise.all([...this.#live.values()].map((l) => l.slot.close()));
     this.#live.clear();
-    this.ledger.flush();
+    // Capability work still running (a body streaming after its invocation ended) writes its audit row first.
+    await this.#work.settle();
+    this.ledger.close();
     this.store.close();
-    await closeEgressAgents();
+    await this.#agents.close();
   }
 
   /** Aborts in-flight calls and kills every satellite now. Safe twice. */
   async destroy(): Promise<void> {
     const wasClosed = this.#closed;
     this.#closed = true;
+    this.#work.abort("the broker was destroyed");
     await Promise.all([...this.#live.values()].map((l) => l.slot.destroy("the broker was destroyed")));
     this.#live.clear();
+    await this.#work.settle();
+    await this.#agents.destroy();
     if (!wasClosed) {
-      this.ledger.flush();
+      this.ledger.close();
       this.store.close();
     }
   }

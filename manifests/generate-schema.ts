@@ -53,6 +53,7 @@ const DESCRIPTIONS: Record<string, string> = {
   "limits.deadline_ms": "Deadline of one invocation in milliseconds (1 to 3600000); past it the satellite is killed.",
   "limits.idle_s": "Seconds an idle satellite is kept before it is reaped (0 to 86400).",
   "limits.kv_bytes": "Bytes of durable key-value storage the extension may use (0 or more).",
+  "limits.fetches": "net.fetch requests one invocation may have in flight at once, 1-64; more wait their turn until the deadline.",
 };
 
 /** The manifest's JSON Schema (draft-07), with `$id`, title and field descriptions. */

@@ -2,9 +2,10 @@
 import type { CapReply } from "../satellite/process.js";
 import type { CapCall, InvocationInfo } from "../satellite/slot.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
+import type { Permits } from "./permits.js";
 import type { RefusalAudit } from "./refusal-audit.js";
 
-export function scopeFor(env: CapEnvironment, ctx: CapContext, call: CapCall, info: InvocationInfo, refusals?: RefusalAudit): CallScope {
+export function scopeFor(env: CapEnvironment, ctx: CapContext, call: CapCall, info: InvocationInfo, refusals: RefusalAudit | undefined, fetches: Permits): CallScope {
   const audit = (decision: "allowed" | "denied", rule: string, target = "", bytes = 0) => {
     const row = { invocationId: ctx.invocationId, sessionId: ctx.sessionId, extension: info.extension, capability: call.cap.slice(0, 256), target, decision, rule, bytes };
     // Refusals cost the caller nothing: past an allowance they are counted, not written one by one.
@@ -16,6 +17,7 @@ export function scopeFor(env: CapEnvironment, ctx: CapContext, call: CapCall, in
     ctx,
     info,
     call,
+    fetches,
     audit,
     refuse: (code, rule, msg, target = ""): CapReply => {
       audit("denied", rule, target);

@@ -2,6 +2,7 @@
  * What every capability stage is handed: the broker's environment, the
  * invocation's context (read at dispatch), and one call's scope.
  */
+import type { EgressAgents } from "../egress/agents.js";
 import type { Resolver } from "../egress/judge.js";
 import type { Logger } from "../log.js";
 import type { Grants } from "../registry/grants.js";
@@ -9,7 +10,23 @@ import type { CapReply } from "../satellite/process.js";
 import type { CapCall, InvocationInfo } from "../satellite/slot.js";
 import type { Ledger } from "../store/ledger.js";
 import type { Store } from "../store/open.js";
+import type { CapabilityWork } from "./in-flight.js";
+import type { Permits } from "./permits.js";
 import type { OperatorPolicySource, SessionPolicy } from "./policy.js";
+
+/** A judged `net.fetch` hop as the `cap_call` hooks see it: the broker's normal forms, never the raw spelling. */
+export interface CapCallRequest {
+  readonly method: string;
+  readonly scheme: "http" | "https";
+  /** The name in its normal form (lower case, A-labels, no trailing dot), or the canonical address of an IP literal. */
+  readonly host: string;
+  readonly port: number;
+  readonly path: string;
+  /** The approved rule that allows it. */
+  readonly rule: string;
+  /** Every address the host resolved to (or the literal), with its class; `ipv4` when an IPv6 address carries one. */
+  readonly addresses: ReadonlyArray<{ readonly address: string; readonly class: string; readonly ipv4?: string }>;
+}
 
 /** What the `cap_call` hook stage is shown. */
 export interface CapCallEvent {
@@ -21,7 +38,8 @@ export interface CapCallEvent {
   readonly target: string;
   /** The invocation this call was made within, e.g. "tool:fetch_weather". */
   readonly within: string;
-  readonly args: unknown;
+  /** For `net.fetch`: the judged hop. */
+  readonly request?: CapCallRequest;
 }
 
 /** The hook stage: a block refuses the call with the hook's reason. */
@@ -36,6 +54,12 @@ export interface CapEnvironment {
   readonly operator: OperatorPolicySource;
   readonly resolve: Resolver;
   readonly hooks: CapHookStage;
+  /** Capability work in flight (close waits, destroy aborts, policy changes re-judge egress). */
+  readonly work: CapabilityWork;
+  /** The broker's pooled connections. */
+  readonly agents: EgressAgents;
+  /** The bounds on concurrent fetches beyond the invocation's own: the extension's, then the broker's. */
+  fetchBounds(extension: string): readonly Permits[];
 }
 
 /** Everything about the invocation a call comes from, read at dispatch. */
@@ -46,6 +70,8 @@ export interface CapContext {
   /** The approval's grants now (a revocation or narrowing shows on the next call). */
   readonly grants: () => Grants;
   readonly session: () => SessionPolicy;
+  /** Aborted when the invocation ends (answered, cancelled, timed out, its satellite stopped). */
+  readonly signal: AbortSignal;
 }
 
 /** One capability call as the stages see it. */
@@ -54,6 +80,8 @@ export interface CallScope {
   readonly ctx: CapContext;
   readonly info: InvocationInfo;
   readonly call: CapCall;
+  /** The invocation's bound on concurrent fetches (`[limits] fetches`). */
+  readonly fetches: Permits;
   /** Writes the audit row of a decision. */
   audit(decision: "allowed" | "denied", rule: string, target?: string, bytes?: number): void;
   /** Refuses: audits a denied row and answers with the rule named. */

@@ -1,29 +1,29 @@
 /**
- * The capability pipeline, one small stage per file:
- *   token        broker/satellite/process.ts (before anything here)
- *   → arguments  each capability's schema, checked here
- *   → policy     egress-policy.ts (approval ∩ operator ∩ session), kv quota, rates
- *   → hooks      hook-stage.ts (the `cap_call` event)
- *   → audit      audit-stage.ts (one row per decision, allowed or denied, with the rule)
- *   → perform    net-fetch.ts, kv.ts, log.ts, report.ts
- * Nothing is cached in the satellite: approvals, operator and session policy
- * are read for every call.
+ * The dispatcher: finds the capability, runs the arguments stage, and hands
+ * the decoded arguments to the capability's acts (pipeline.ts runs each act's
+ * judge → hooks → perform → audit). The token was checked before anything
+ * here (broker/satellite/process.ts). Nothing is cached in the satellite:
+ * approvals, operator and session policy are read for every act.
  */
 import * as v from "valibot";
 import { WireCode } from "../errors.js";
 import type { CapReply } from "../satellite/process.js";
 import type { CapDispatcher } from "../satellite/slot.js";
 import { scopeFor } from "./audit-stage.js";
-import { RefusalAudit } from "./refusal-audit.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
-import { KvGetArgs, KvListArgs, KvPutArgs, kvListHandler, kvPutHandler, kvReadHandler } from "./kv.js";
-import { LogArgs, logHandler } from "./log.js";
-import { NetFetchArgs, netFetchHandler } from "./net-fetch.js";
-import { ReportArgs, reportHandler } from "./report.js";
+import { KvGetArgs, KvListArgs, KvPutArgs, kvDeleteAct, kvGetAct, kvListAct, kvPutAct } from "./kv.js";
+import { LogArgs, logAct } from "./log.js";
+import { NetFetchArgs, netFetch } from "./net-fetch.js";
+import { Permits } from "./permits.js";
+import { internalError, runAct, type Act } from "./pipeline.js";
+import { Rate } from "./rate.js";
+import { REPORTS_PER_SECOND, ReportArgs, reportAct } from "./report.js";
+import { LOGS_PER_SECOND } from "./log.js";
+import { RefusalAudit } from "./refusal-audit.js";
 
-export { noHooks, type CapCallEvent, type CapContext, type CapEnvironment, type CapHookStage } from "./context.js";
+export { noHooks, type CapCallEvent, type CapCallRequest, type CapContext, type CapEnvironment, type CapHookStage } from "./context.js";
 
-/** The arguments stage, then the capability's own stages: one runner per capability. */
+/** The arguments stage, then the capability: one runner per capability. */
 type Runner = (scope: CallScope, raw: unknown) => Promise<CapReply>;
 
 function capability<S extends v.GenericSchema>(schema: S, usage: string, run: (scope: CallScope, args: v.InferOutput<S>) => Promise<CapReply>): Runner {
@@ -34,22 +34,31 @@ function capability<S extends v.GenericSchema>(schema: S, usage: string, run: (s
   };
 }
 
-/** Builds the dispatcher for one invocation (rates are per invocation). */
+/** A capability that is one act. */
+function oneAct<S extends v.GenericSchema>(schema: S, usage: string, act: (scope: CallScope, args: v.InferOutput<S>) => Act<unknown>): Runner {
+  return capability(schema, usage, async (scope, args) => (await runAct(scope, act(scope, args))).reply);
+}
+
+/** Builds the dispatcher for one invocation (rates and the fetch bound are per invocation). */
 export function capDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
+  const reports = new Rate(REPORTS_PER_SECOND);
+  const logs = new Rate(LOGS_PER_SECOND);
   const table: Record<string, Runner> = {
-    "report.emit": capability(ReportArgs, "report.emit takes {text}", reportHandler()),
-    log: capability(LogArgs, "log takes {level, msg}", logHandler()),
-    "kv.get": capability(KvGetArgs, "kv.get takes {key}", kvReadHandler),
-    "kv.delete": capability(KvGetArgs, "kv.delete takes {key}", kvReadHandler),
-    "kv.list": capability(KvListArgs, "kv.list takes {prefix?, limit?}", kvListHandler),
-    "kv.put": capability(KvPutArgs, "kv.put takes {key, json} or {key, bytes (base64)}", kvPutHandler),
-    "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64)}", netFetchHandler),
+    "report.emit": oneAct(ReportArgs, "report.emit takes {text}", (scope, args) => reportAct(scope, args, reports)),
+    log: oneAct(LogArgs, "log takes {level, msg}", (scope, args) => logAct(scope, args, logs)),
+    "kv.get": oneAct(KvGetArgs, "kv.get takes {key}", kvGetAct),
+    "kv.delete": oneAct(KvGetArgs, "kv.delete takes {key}", kvDeleteAct),
+    "kv.list": oneAct(KvListArgs, "kv.list takes {prefix?, limit?}", kvListAct),
+    "kv.put": oneAct(KvPutArgs, "kv.put takes {key, json} or {key, bytes (base64)}", kvPutAct),
+    "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64)}", netFetch),
   };
   const refusals = new RefusalAudit((row) => env.ledger.audit(row));
-  return async (call, info) => {
-    const scope = scopeFor(env, ctx, call, info, refusals);
+  const fetches = new Permits(ctx.grants().limits.fetches, "limits.fetches");
+  return (call, info) => {
+    const scope = scopeFor(env, ctx, call, info, refusals, fetches);
     const run = Object.hasOwn(table, call.cap) ? table[call.cap] : undefined;
-    if (run === undefined) return scope.refuse(WireCode.denied, "unknown-capability", `There is no capability '${call.cap.slice(0, 64)}'`);
-    return run(scope, call.args);
+    if (run === undefined) return Promise.resolve(scope.refuse(WireCode.denied, "unknown-capability", `There is no capability '${call.cap.slice(0, 64)}'`));
+    // Counted until it settles (close waits for it); any throw is one audited internal error.
+    return env.work.track(run(scope, call.args).catch((err: unknown) => internalError(scope, err)));
   };
 }

@@ -9,7 +9,7 @@ import type { Store } from "../store/open.js";
 import { kv } from "../store/schema.js";
 import type { CapReply } from "../satellite/process.js";
 import type { CallScope } from "./context.js";
-import { askHooks } from "./hook-stage.js";
+import type { Act } from "./pipeline.js";
 
 const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(512));
 export const KvGetArgs = v.object({ key: Key });
@@ -88,29 +88,39 @@ export function kvList(store: Store, extension: string, args: v.InferOutput<type
   return { ok: true, value: rows.map((r) => r.key) };
 }
 
-/** `kv.get` / `kv.delete`: the hook stage sees the key. */
-export async function kvReadHandler(scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Promise<CapReply> {
-  const blocked = await askHooks(scope, args.key);
-  if (blocked) return blocked;
-  const { env, info, call } = scope;
-  const reply = call.cap === "kv.get" ? kvGet(env.store, info.extension, args) : kvDelete(env.store, info.extension, args);
-  scope.audit("allowed", "builtin:kv", args.key);
-  return reply;
+/** `kv.get`: nothing to judge beyond the token (each extension has its own keys); the hooks see the key. */
+export function kvGetAct(scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> {
+  return {
+    judge: () => null,
+    shown: () => ({ target: args.key }),
+    perform: () => ({ reply: kvGet(scope.env.store, scope.info.extension, args), decision: "allowed", rule: "builtin:kv", target: args.key }),
+  };
 }
 
-/** `kv.list`. */
-export async function kvListHandler(scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Promise<CapReply> {
-  const blocked = await askHooks(scope, args.prefix);
-  if (blocked) return blocked;
-  scope.audit("allowed", "builtin:kv", args.prefix);
-  return kvList(scope.env.store, scope.info.extension, args);
+export function kvDeleteAct(scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> {
+  return {
+    judge: () => null,
+    shown: () => ({ target: args.key }),
+    perform: () => ({ reply: kvDelete(scope.env.store, scope.info.extension, args), decision: "allowed", rule: "builtin:kv", target: args.key }),
+  };
 }
 
-/** `kv.put`: the quota is the policy stage here. */
-export async function kvPutHandler(scope: CallScope, args: v.InferOutput<typeof KvPutArgs>): Promise<CapReply> {
-  const blocked = await askHooks(scope, args.key);
-  if (blocked) return blocked;
-  const { reply, bytes } = kvPut(scope.env.store, scope.info.extension, scope.ctx.grants().limits.kv_bytes, args);
-  scope.audit(reply.ok ? "allowed" : "denied", reply.ok ? "builtin:kv" : "limits.kv_bytes", args.key, bytes);
-  return reply;
+export function kvListAct(scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Act<null> {
+  return {
+    judge: () => null,
+    shown: () => ({ target: args.prefix }),
+    perform: () => ({ reply: kvList(scope.env.store, scope.info.extension, args), decision: "allowed", rule: "builtin:kv", target: args.prefix }),
+  };
+}
+
+/** `kv.put`: the quota is the policy, judged when the value is written (it depends on what is stored then). */
+export function kvPutAct(scope: CallScope, args: v.InferOutput<typeof KvPutArgs>): Act<null> {
+  return {
+    judge: () => null,
+    shown: () => ({ target: args.key }),
+    perform: () => {
+      const { reply, bytes } = kvPut(scope.env.store, scope.info.extension, scope.ctx.grants().limits.kv_bytes, args);
+      return { reply, decision: reply.ok ? "allowed" : "denied", rule: reply.ok ? "builtin:kv" : "limits.kv_bytes", target: args.key, bytes };
+    },
+  };
 }

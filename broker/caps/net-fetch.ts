@@ -1,59 +1,147 @@
-/** `net.fetch`: policy (composed at dispatch) → hooks → perform with undici, every hop audited. */
+/**
+ * `net.fetch` as a sequence of acts, one per hop (pipeline.ts): each hop is
+ * judged against the policy as it stands when it is sent, shown to the hooks
+ * as judged, sent, and audited; a redirect starts the next act. While a hop is
+ * on the wire it is registered with the broker's in-flight work, so a policy
+ * change (revocation, narrowing, offline, operator deny) cuts it off.
+ */
 import * as v from "valibot";
-import { brokeredFetch } from "../egress/fetch.js";
+import { classifyAddress } from "../egress/address.js";
+import { Exchange } from "../egress/exchange.js";
+import { judge, type Resolver, type Verdict } from "../egress/judge.js";
+import { sendHop } from "../egress/send.js";
 import { WireCode } from "../errors.js";
 import type { CapReply } from "../satellite/process.js";
-import type { CallScope } from "./context.js";
+import { decodeBase64, requestBodyBound } from "./base64.js";
+import type { CallScope, CapCallRequest } from "./context.js";
 import { composeEgressPolicy } from "./egress-policy.js";
-import { askHooks } from "./hook-stage.js";
+import { acquireAll } from "./permits.js";
+import { refusal, runAct, type Act, type Performed, type Refusal } from "./pipeline.js";
+import type { OperatorPolicy } from "./policy.js";
 
 export const NetFetchArgs = v.object({
   url: v.pipe(v.string(), v.maxLength(8192)),
   method: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z]{1,16}$/)), "GET"),
   headers: v.optional(v.pipe(v.array(v.tuple([v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(8192))])), v.maxLength(100)), []),
-  body: v.optional(v.nullable(v.pipe(v.string(), v.base64())), null),
+  // Bounded in length before the schema runs (dispatcher.ts) and decoded by a linear pass, not a pattern.
+  body: v.optional(v.nullable(v.string()), null),
 });
+type NetFetchArgs = v.InferOutput<typeof NetFetchArgs>;
 
-export async function netFetchHandler(scope: CallScope, args: v.InferOutput<typeof NetFetchArgs>): Promise<CapReply> {
-  const { env, ctx } = scope;
-  const operator = env.operator.current();
-  if (operator instanceof Error) {
-    return scope.refuse(WireCode.denied, "operator:policy-invalid", `The operator policy cannot be read, so all egress is refused: ${operator.message}`, args.url);
-  }
-  const policy = composeEgressPolicy(scope, operator);
-  const blocked = await askHooks(scope, args.url);
-  if (blocked) return blocked;
-  const outcome = await brokeredFetch(
-    { url: args.url, method: args.method, headers: args.headers, body: args.body === null ? null : Buffer.from(args.body, "base64") },
-    policy,
-    env.resolve,
-    { maxBodyBytes: operator.maxBodyBytes, maxRedirects: operator.maxRedirects, deadlineAt: ctx.deadlineAt },
-    {
-      // One audit row per hop: refused hops when judged, redirecting hops when answered,
-      // the final hop with its bytes below.
-      judged: (url, verdict) => {
-        if (!verdict.allowed) scope.audit("denied", verdict.rule, url);
-      },
-      redirected: (url, verdict) => scope.audit("allowed", verdict.rule, url),
-      // The hook stage is asked about every hop, not only the first.
-      gate: async (url) => {
-        const refused = await askHooks(scope, url);
-        if (refused === null || refused.ok) return null;
-        const rule = /\(rule: ([^)]*)\)$/.exec(refused.error.msg)?.[1] ?? "hook";
-        return { rule, reason: refused.error.msg.replace(/ \(rule: [^)]*\)$/, "") };
-      },
+type Allowed = Verdict & { allowed: true };
+interface JudgedHop {
+  readonly operator: OperatorPolicy;
+  readonly verdict: Allowed;
+}
+
+/** The operator policy now, or the refusal of all egress while it cannot be read. */
+function operatorNow(scope: CallScope, target: string): OperatorPolicy | Refusal {
+  const operator = scope.env.operator.current();
+  if (operator instanceof Error) return refusal(WireCode.denied, "operator:policy-invalid", `The operator policy cannot be read, so all egress is refused: ${operator.message}`, target);
+  return operator;
+}
+
+/** A resolver that answers what the hop was judged with: a re-judgement never looks the name up again. */
+function pinnedResolver(verdict: Allowed): Resolver {
+  return async () => [{ address: verdict.address, family: verdict.family }];
+}
+
+/** What the hooks see of a judged hop. */
+function shownRequest(exchange: Exchange, verdict: Allowed): CapCallRequest {
+  const t = verdict.target;
+  const addresses = [{ address: verdict.address }].map(({ address }) => {
+    const info = classifyAddress(address);
+    return { address: info.address, class: info.class, ...(info.embedded !== undefined ? { ipv4: info.embedded.address } : {}) };
+  });
+  const host = t.name ?? addresses[0]!.address;
+  return { method: t.method, scheme: t.scheme, host, port: t.port, path: exchange.url.pathname, rule: verdict.rule, addresses };
+}
+
+function hopAct(scope: CallScope, exchange: Exchange): Act<JudgedHop> {
+  const { env, ctx, info } = scope;
+  const url = exchange.url.href;
+  return {
+    async judge() {
+      const operator = operatorNow(scope, url);
+      if ("refused" in operator) return operator;
+      if (exchange.redirects > operator.maxRedirects) return refusal(WireCode.denied, "limit:redirects", `net.fetch refused: more than ${operator.maxRedirects} redirects`, url);
+      const verdict = await judge(exchange.url, exchange.method, composeEgressPolicy(scope, operator), env.resolve);
+      if (!verdict.allowed) return refusal(WireCode.denied, verdict.rule, `net.fetch refused: ${verdict.reason}`, url);
+      return { operator, verdict };
     },
-  );
-  if (outcome.ok) {
-    scope.audit("allowed", outcome.verdict.rule, outcome.response.url, outcome.response.body.length);
-    const r = outcome.response;
-    return { ok: true, value: { status: r.status, headers: r.headers, body: r.body, url: r.url } };
+    shown: ({ verdict }) => ({ target: url, request: shownRequest(exchange, verdict) }),
+    async perform({ operator, verdict }): Promise<Performed> {
+      const remaining = ctx.deadlineAt - Date.now();
+      if (remaining <= 0) return denied("limit:deadline", "net.fetch refused: the invocation's deadline passed before the request was sent", url);
+      const deadline = AbortSignal.timeout(remaining);
+      const waiting = AbortSignal.any([deadline, ctx.signal, env.work.signal]);
+      const permits = await acquireAll([scope.fetches, ...env.fetchBounds(info.extension)], waiting);
+      if ("waitingOn" in permits) {
+        const bound = permits.waitingOn;
+        return denied(bound.rule, `net.fetch refused: ${bound.limit} fetches were already in flight (${bound.rule}) and none ended before the invocation's deadline`, url);
+      }
+      const withdraw = new AbortController();
+      let withdrawn: { rule: string; reason: string } | null = null;
+      const release = env.work.hold({
+        extension: info.extension,
+        sessionId: ctx.sessionId,
+        recheck: async () => {
+          const now = operatorNow(scope, url);
+          if ("refused" in now) return { rule: now.refused.rule, reason: now.refused.msg };
+          const again = await judge(exchange.url, exchange.method, composeEgressPolicy(scope, now), pinnedResolver(verdict));
+          return again.allowed ? null : { rule: again.rule, reason: again.reason };
+        },
+        withdraw: (why) => {
+          withdrawn = why;
+          withdraw.abort(new Error(`the policy changed: ${why.reason}`));
+        },
+      });
+      let result;
+      try {
+        result = await sendHop(exchange, verdict, env.agents, operator.maxBodyBytes, AbortSignal.any([withdraw.signal, waiting]));
+      } finally {
+        release();
+        permits.release();
+      }
+      const cut = withdrawn as { rule: string; reason: string } | null;
+      if (cut !== null) return denied(`withdrawn:${cut.rule}`, `net.fetch stopped mid-request: the policy changed (${cut.reason})`, url);
+      if (result.kind === "redirect") {
+        const error = exchange.follow(result.location, result.status);
+        if (error !== null) return denied("url", `net.fetch refused: ${error.error}`, url);
+        return { reply: { ok: true }, decision: "allowed", rule: verdict.rule, target: url, next: true };
+      }
+      if (result.kind === "failed") {
+        if (result.limit === "body") return denied("limit:body", `net.fetch refused: ${result.failure}`, url);
+        // Allowed by policy, but the target could not be reached.
+        return { reply: { ok: false, error: { code: WireCode.unreachable, msg: `net.fetch failed: ${result.failure}` } }, decision: "allowed", rule: verdict.rule, target: url };
+      }
+      const r = result.response;
+      return { reply: { ok: true, value: { status: r.status, headers: r.headers, body: r.body, url: r.url } }, decision: "allowed", rule: verdict.rule, target: url, bytes: r.body.length };
+    },
+  };
+}
+
+function denied(rule: string, msg: string, target: string): Performed {
+  return { reply: { ok: false, error: { code: WireCode.denied, msg: `${msg} (rule: ${rule})` } }, decision: "denied", rule, target };
+}
+
+export async function netFetch(scope: CallScope, args: NetFetchArgs): Promise<CapReply> {
+  let body: Uint8Array | null = null;
+  if (args.body !== null) {
+    const operator = operatorNow(scope, args.url);
+    if ("refused" in operator) return scope.refuse(operator.refused.code, operator.refused.rule, operator.refused.msg, operator.refused.target);
+    if (args.body.length > requestBodyBound(operator.maxRequestBytes)) {
+      return scope.refuse(WireCode.denied, "limit:request-body", `net.fetch refused: the request body is over ${operator.maxRequestBytes} bytes`, args.url);
+    }
+    body = decodeBase64(args.body);
+    if (body === null) return scope.refuse(WireCode.badArguments, "args", "net.fetch takes {url, method?, headers?, body? (base64)}: the body is not base64", args.url);
+    // The length check above is exact to within two bytes; this one is exact.
+    if (body.length > operator.maxRequestBytes) return scope.refuse(WireCode.denied, "limit:request-body", `net.fetch refused: the request body is over ${operator.maxRequestBytes} bytes`, args.url);
   }
-  if (outcome.verdict !== undefined) {
-    return { ok: false, error: { code: WireCode.denied, msg: `net.fetch refused: ${outcome.verdict.reason} (rule: ${outcome.verdict.rule})` } };
+  const exchange = Exchange.start({ url: args.url, method: args.method, headers: args.headers, body });
+  if ("error" in exchange) return scope.refuse(WireCode.denied, "url", `net.fetch refused: ${exchange.error}`, args.url.slice(0, 2048));
+  for (;;) {
+    const { reply, next } = await runAct(scope, hopAct(scope, exchange));
+    if (!next) return reply;
   }
-  if (outcome.rule.startsWith("limit:") || outcome.rule === "url") return scope.refuse(WireCode.denied, outcome.rule, `net.fetch refused: ${outcome.failure}`, args.url);
-  // Allowed by policy, but the target could not be reached.
-  scope.audit("allowed", outcome.rule, args.url);
-  return { ok: false, error: { code: WireCode.unreachable, msg: `net.fetch failed: ${outcome.failure}` } };
 }

@@ -17,6 +17,8 @@ export const OperatorPolicyFile = v.strictObject({
       allow_private: v.optional(v.boolean(), false),
       /** Largest response body a satellite may receive. */
       max_body_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10 * 1024 * 1024),
+      /** Largest request body an extension may send. */
+      max_request_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(16 * 1024 * 1024)), 4 * 1024 * 1024),
       /** Redirects followed at most. */
       max_redirects: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(20)), 5),
     }),
@@ -29,6 +31,7 @@ export interface OperatorPolicy {
   readonly allowPrivate: boolean;
   readonly maxBodyBytes: number;
   readonly maxRedirects: number;
+  readonly maxRequestBytes: number;
 }
 
 export interface SessionPolicy {
@@ -38,7 +41,7 @@ export interface SessionPolicy {
   readonly allow?: readonly string[];
 }
 
-const DEFAULTS: OperatorPolicy = { deny: [], allowPrivate: false, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5 };
+const DEFAULTS: OperatorPolicy = { deny: [], allowPrivate: false, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024 };
 
 export function parseOperatorPolicy(text: string, file: string): OperatorPolicy {
   let raw: unknown;
@@ -55,6 +58,7 @@ export function parseOperatorPolicy(text: string, file: string): OperatorPolicy 
     allowPrivate: net.allow_private ?? false,
     maxBodyBytes: net.max_body_bytes ?? DEFAULTS.maxBodyBytes,
     maxRedirects: net.max_redirects ?? DEFAULTS.maxRedirects,
+    maxRequestBytes: net.max_request_bytes ?? DEFAULTS.maxRequestBytes,
   };
 }
 

@@ -36,6 +36,8 @@ export const Limits = v.strictObject({
   deadline_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3_600_000)), 30_000),
   idle_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(86_400)), 300),
   kv_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 1_048_576),
+  /** `net.fetch` requests one invocation may have in flight at once (more wait their turn). */
+  fetches: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64)), 4),
 });
 
 export const Manifest = v.strictObject({

@@ -10,7 +10,8 @@ export const Grants = v.object({
   tools: v.array(v.string()),
   hooks: v.array(v.string()),
   commands: v.array(v.string()),
-  limits: v.required(Limits),
+  // Defaults fill limits an older approval did not record.
+  limits: Limits,
 });
 export type Grants = v.InferOutput<typeof Grants>;
 
@@ -26,6 +27,7 @@ export function requestedGrants(manifest: Manifest): Grants {
       deadline_ms: manifest.limits.deadline_ms,
       idle_s: manifest.limits.idle_s,
       kv_bytes: manifest.limits.kv_bytes,
+      fetches: manifest.limits.fetches,
     },
   };
 }

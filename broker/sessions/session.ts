@@ -502,7 +502,8 @@ export class Session {
     // Hooks' own capability calls are not asked about (a guard's kv.get must not ask the guard),
     // nor is the calling extension itself: its satellite is busy making this very call.
     if (this.#closed || event.within.startsWith("event:")) return null;
-    const payload = { extension: event.extension, capability: event.capability, target: shownTarget(event.capability, event.target), within: event.within };
+    // The judged request (normal forms, resolved addresses with their classes), never the raw spelling.
+    const payload = { extension: event.extension, capability: event.capability, target: shownTarget(event.capability, event.target), within: event.within, ...(event.request !== undefined ? { request: event.request } : {}) };
     const composed = this.#traced("cap_call", await this.#compose("cap_call", payload, { except: event.extension }), `${event.capability} ${event.target}`.trim(), event.invocationId);
     return composed.block === null ? null : { block: composed.block.reason, by: composed.block.by };
   }

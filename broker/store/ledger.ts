@@ -84,6 +84,7 @@ export class Ledger {
   #finishes: Array<{ id: number; finishedAt: number; durationMs: number; outcome: string }> = [];
   #audits: Array<AuditRow & { at: number }> = [];
   #scheduled = false;
+  #closed = false;
   readonly #starts = new Map<number, number>();
 
   constructor(store: Store) {
@@ -149,9 +150,25 @@ export class Ledger {
     setTimeout(() => this.flush(), FLUSH_EVERY_MS).unref();
   }
 
+  /**
+   * Writes what is queued and stops: the store is about to close. Rows that
+   * arrive later are dropped (the broker waits for its work first, so none
+   * should), never written to a closed database by a timer.
+   */
+  close(): void {
+    this.flush();
+    this.#closed = true;
+  }
+
   /** Writes everything queued, in one transaction. */
   flush(): void {
     this.#scheduled = false;
+    if (this.#closed) {
+      this.#finishes = [];
+      this.#audits = [];
+      this.#traces = [];
+      return;
+    }
     if (this.#finishes.length === 0 && this.#audits.length === 0 && this.#traces.length === 0) return;
     const finishes = this.#finishes;
     const audits = this.#audits;

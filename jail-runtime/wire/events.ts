@@ -12,6 +12,17 @@ const Text = v.pipe(v.string(), v.maxLength(64 * 1024));
 const Notes = v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(4096))), v.maxLength(16)));
 const Count = v.pipe(v.number(), v.integer(), v.minValue(0));
 
+/** A judged `net.fetch` hop: the broker's normal forms (host lower case, A-labels, no trailing dot; canonical addresses with their classes). */
+const CapCallRequest = v.object({
+  method: v.string(),
+  scheme: v.picklist(["http", "https"]),
+  host: v.string(),
+  port: Count,
+  path: v.string(),
+  rule: v.string(),
+  addresses: v.array(v.object({ address: v.string(), class: v.string(), ipv4: v.optional(v.string()) })),
+});
+
 /** Payloads, one per event. */
 export const EventPayloads = {
   session_start: v.object({ session_id: v.string(), workspace: v.string(), source: v.string() }),
@@ -41,7 +52,7 @@ export const EventPayloads = {
     cost_usd: v.optional(v.number()),
   }),
   /** A capability call made inside an invocation; `within` names that invocation (e.g. "tool:forecast"). */
-  cap_call: v.object({ extension: v.string(), capability: v.string(), target: v.string(), within: v.string() }),
+  cap_call: v.object({ extension: v.string(), capability: v.string(), target: v.string(), within: v.string(), request: v.optional(CapCallRequest) }),
 } as const;
 
 export type EventName = keyof typeof EventPayloads;

@@ -38,23 +38,53 @@ async function flagged(): Promise<string[]> {
   return Array.isArray(value) ? value.filter((h): h is string => typeof h === "string") : [];
 }
 
-/** The host a target names: a URL's hostname (IPv4 written as one number is normalised by URL), else null. */
-function hostOf(target: string): string | null {
+/**
+ * One normal form for what the operator flags, the same the broker uses for
+ * the judged request: the URL parser's host (lower case, IDN to A-labels,
+ * fullwidth folded, IPv4 in any spelling to dotted, IPv6 compressed), with no
+ * trailing dot and no brackets. `api.evil.example`, `https://API.evil.example./x`
+ * and `127.1` all flag one thing.
+ */
+function normaliseHost(input: string): string | null {
+  let trimmed = input.trim();
+  if (trimmed === "" || /\s/.test(trimmed)) return null;
+  if (!trimmed.includes("://")) trimmed = `http://${trimmed.includes(":") && !trimmed.startsWith("[") && trimmed.split(":").length > 2 ? `[${trimmed}]` : trimmed}`;
+  let host: string;
   try {
-    return new URL(target).hostname.toLowerCase();
+    host = new URL(trimmed).hostname;
   } catch {
     return null;
   }
+  host = host.replace(/^\[|\]$/g, "").replace(/\.$/, "");
+  // An IPv4-mapped IPv6 address is that IPv4 (the broker shows the IPv4 every IPv6 form carries).
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
+  if (mapped !== null) {
+    const [hi, lo] = [parseInt(mapped[1]!, 16), parseInt(mapped[2]!, 16)];
+    host = `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  }
+  return host === "" ? null : host;
 }
 
-/** `api.evil.example`, `https://api.evil.example/x` and `API.EVIL.EXAMPLE` all flag the same host. */
-function normaliseHost(input: string): string | null {
-  const trimmed = input.trim().toLowerCase();
-  if (trimmed === "" || /\s/.test(trimmed)) return null;
-  return hostOf(trimmed.includes("://") ? trimmed : `http://${trimmed}`);
+const IPV4 = /^\d{1,3}(?:\.\d{1,3}){3}$/;
+
+/** A judged request's host and every address it resolved to (and the IPv4 each carries): what a flag may name. */
+function reached(request: unknown): string[] {
+  const host = field(request, "host");
+  const addresses = field(request, "addresses");
+  const out = typeof host === "string" ? [host] : [];
+  if (Array.isArray(addresses)) {
+    for (const a of addresses) {
+      for (const key of ["address", "ipv4"]) {
+        const value = field(a, key);
+        if (typeof value === "string") out.push(value);
+      }
+    }
+  }
+  return out;
 }
 
-const covers = (flaggedHost: string, host: string) => host === flaggedHost || host.endsWith(`.${flaggedHost}`);
+/** A flagged name covers itself and every name under it; a flagged address only itself. */
+const covers = (flag: string, host: string) => host === flag || (!IPV4.test(flag) && !flag.includes(":") && host.endsWith(`.${flag}`));
 
 export const tools = {};
 
@@ -70,11 +100,20 @@ export const hooks = {
   }),
   cap_call: hook("cap_call", async (call) => {
     if (field(call, "capability") !== "net.fetch") return proceed;
-    const host = hostOf(String(field(call, "target")));
-    if (host === null) return proceed;
-    const hit = (await flagged()).find((h) => covers(h, host));
-    if (hit === undefined) return proceed;
-    return { block: `guard: ${host} is flagged by the operator (/flag ${hit}); '${String(field(call, "extension"))}' may not reach it from ${String(field(call, "within"))}. Tell the user instead of retrying.` };
+    // The broker shows the request as it judged it: the host in its normal form and every
+    // address it resolved to, so no spelling of a flagged host or address slips past.
+    const request = field(call, "request");
+    if (request === undefined) return proceed;
+    const list = await flagged();
+    for (const what of reached(request)) {
+      const hit = list.find((h) => covers(h, what));
+      if (hit !== undefined) {
+        const host = String(field(request, "host"));
+        const reaching = what === host ? host : `${host} (reaching ${what})`;
+        return { block: `guard: ${reaching} is flagged by the operator (/flag ${hit}); '${String(field(call, "extension"))}' may not reach it from ${String(field(call, "within"))}. Tell the user instead of retrying.` };
+      }
+    }
+    return proceed;
   }),
 };
 

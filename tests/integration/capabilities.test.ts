@@ -447,8 +447,13 @@ test("log is rate-bounded per invocation: past 20 lines a second the rest are dr
   expect(reached.slice(0, 20).map((l) => l.msg)).toEqual(Array.from({ length: 20 }, (_, i) => `[${ROOMY}] line ${i}`));
   const indices = reached.map((l) => Number(l.msg.slice(`[${ROOMY}] line `.length)));
   expect(indices).toEqual([...indices].sort((a, b) => a - b));
-  // Only taken lines are audited.
-  expect(c.rows.filter((r) => r.capability === "log")).toHaveLength(reached.length);
+  // Every line is one decision: the taken ones allowed, the dropped ones denied (rate:log),
+  // written one by one up to the refusal allowance, then counted into aggregate rows.
+  const logRows = c.rows.filter((r) => r.capability === "log");
+  expect(logRows.filter((r) => r.decision === "allowed")).toHaveLength(reached.length);
+  const refusedRows = logRows.filter((r) => r.decision === "denied");
+  expect(refusedRows.length).toBeGreaterThan(0);
+  expect(refusedRows.every((r) => r.rule === "rate:log")).toBe(true);
   // Dropped, not queued: nothing more arrives once the bucket would have refilled.
   await sleep(1200);
   expect(logLines(ROOMY).length).toBe(before + reached.length);
@@ -525,7 +530,9 @@ test("report.emit is rate-bounded per invocation: past 50 a second extra partial
   const count = seen.length;
   await sleep(1200);
   expect(seen.length).toBe(count);
-  expect(c.rows.filter((r) => r.capability === "report.emit")).toHaveLength(count);
+  const reportRows = c.rows.filter((r) => r.capability === "report.emit");
+  expect(reportRows.filter((r) => r.decision === "allowed")).toHaveLength(count);
+  expect(reportRows.filter((r) => r.decision === "denied").every((r) => r.rule === "rate:report")).toBe(true);
 
   // Awaited, the extension is told each dropped partial was dropped.
   const waitedSeen: string[] = [];

@@ -116,6 +116,17 @@ const CASES: ReadonlyArray<readonly [id: string, description: string]> = [
   ["E81-hook-judges-redirect-hops", "KNOWN BUG: the cap_call hook stage judges every redirect hop"],
   ["E82-every-hop-audited", "KNOWN BUG: every allowed hop of a redirect chain is an audit row"],
   ["E83-revoked-approval-cuts-egress", "a revocation refuses the next net.fetch of the running satellite"],
+  ["E84-revoked-mid-chain", "a revocation while a redirect hop is on the wire cuts it off (withdrawn); the next hop is never sent"],
+  ["E85-narrowed-mid-chain", "an approval narrowed while a redirect hop is on the wire refuses the next hop, judged when it is sent"],
+  ["E86-offline-mid-chain", "a session taken offline while a hop is on the wire cuts it off at once (withdrawn:session:offline)"],
+  ["E87-operator-deny-mid-chain", "an operator deny added to policy.toml while a hop is on the wire refuses the next hop"],
+  ["E88-body-cut-mid-stream", "a body still streaming is cut off when the session goes offline; the extension gets no body"],
+  ["E89-hook-sees-judged-request", "cap_call hooks see the judged request: normal-form host, port, path, the rule, resolved addresses with classes, no query values"],
+  ["E90-hook-not-asked-when-refused", "a request the policy refuses is never shown to the hooks"],
+  ["E91-redirect-body-closed", "a redirect's body is not drained: its connection is closed at once"],
+  ["E92-concurrent-fetches-bounded", "one invocation's concurrent fetches are bounded by [limits] fetches (default 4); the rest wait their turn and all are served"],
+  ["E93-request-body-bounded", "a request body over max_request_bytes is refused before it is decoded, with one audit row"],
+  ["E94-large-request-body-delivered", "a 3.5 MiB request body under the bound is delivered, with one audit row (no stack overflow in validation)"],
 ];
 
 const DESCRIPTION = new Map(CASES);
@@ -255,6 +266,8 @@ let ipv6: TestServer | null; // [::1]:P6
 let port80: TestServer | null; // 127.0.0.1:80, when it can be had
 
 const MAIN = "fetcher";
+/** The same rules as MAIN, for cases that revoke or narrow mid-exchange (MAIN's satellite must live on). */
+const LIVE = "fetcher-live";
 const NAMES = "fetcher-names";
 let mainRules: string[] = [];
 
@@ -477,6 +490,8 @@ beforeAll(async () => {
   await broker.registry.install(writeVariant(MAIN, mainRules));
   broker.registry.approve(MAIN);
   // No address rule at all: loopback is unreachable, whatever the spelling.
+  await broker.registry.install(writeVariant(LIVE, mainRules));
+  broker.registry.approve(LIVE);
   await broker.registry.install(writeVariant(NAMES, [`http://api.test:${P1}/v1`, `http://*.dns.test:${P1}`]));
   broker.registry.approve(NAMES);
 }, 60_000);
@@ -1198,6 +1213,209 @@ describe("known gaps", () => {
     } finally {
       broker.registry.approve(MAIN);
     }
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Judged per act: a policy change during an exchange
+// ---------------------------------------------------------------------------
+
+/** Waits for a condition the servers or the broker make true (an event, polled). */
+async function until(what: string, test: () => boolean, ms = 10_000): Promise<void> {
+  for (const end = Date.now() + ms; !test(); ) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Starts a call whose first request the api server holds; resolves once it is held. */
+async function heldCall(args: FetchArgs, options: { ext?: string; session?: string } = {}): Promise<{ done: Promise<Called>; res: ServerResponse }> {
+  const before = api.held.length;
+  const done = call(args, options);
+  await until("the api server to hold the request", () => api.held.length > before);
+  return { done, res: api.held.at(-1)! };
+}
+
+describe("judged per act: a policy change during an exchange", () => {
+  const slow = () => `http://api.test:${P1}/v1/slow`;
+
+  matrix("E84-revoked-mid-chain", async () => {
+    expectAllowed(await call({ url: `http://api.test:${P1}/v1/echo` }, { ext: LIVE, session: "live" }), `http://api.test:${P1}/v1`);
+    const [o] = mark(other);
+    const { done, res } = await heldCall({ url: slow() }, { ext: LIVE, session: "live" });
+    broker.registry.revoke(LIVE);
+    try {
+      const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
+      await closed; // the broker cut the held hop off: the connection closed without an answer
+      const c = await done;
+      // The revocation stopped the satellite too, so the call may end before the fetch's row is written.
+      expect(c.reply?.ok ?? false).toBe(false);
+      const rows = () => {
+        broker.ledger.flush();
+        return broker.store.sqlite.prepare("select decision, rule from cap_audit where session_id = 'live' and target = ? order by id").all(slow()) as AuditRow[];
+      };
+      await until("the withdrawn fetch's audit row", () => rows().some((r) => r.rule.startsWith("withdrawn:")));
+      expect(rows().filter((r) => r.decision === "denied").map((r) => r.rule)).toEqual(["withdrawn:manifest:no-match"]);
+      expect(newHits(other, o!)).toEqual([]);
+    } finally {
+      broker.registry.approve(LIVE);
+    }
+  });
+
+  matrix("E85-narrowed-mid-chain", async () => {
+    const [o] = mark(other);
+    const { done, res } = await heldCall({ url: slow() }, { ext: LIVE, session: "narrow" });
+    // Narrowed to the api rules only: the held hop still passes, other.test no longer does.
+    broker.registry.approve(LIVE, { onlyNet: mainRules.filter((r) => r.includes(`:${P1}/v1`)) });
+    await broker.recheckEgress();
+    try {
+      res.writeHead(302, { location: `http://other.test:${P2}/landing` }).end();
+      const c = await done;
+      expectDeniedHop(c, "manifest:no-match", `other.test:${P2}/landing`);
+      expect(c.rows.map((r) => r.decision)).toEqual(["allowed", "denied"]);
+      expect(newHits(other, o!)).toEqual([]);
+    } finally {
+      broker.registry.approve(LIVE);
+    }
+  });
+
+  matrix("E86-offline-mid-chain", async () => {
+    const [o] = mark(other);
+    const { done, res } = await heldCall({ url: slow() }, { session: "offline-mid" });
+    const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
+    broker.setSessionPolicy("offline-mid", { offline: true });
+    try {
+      await closed;
+      const c = await done;
+      expectDenied(c, "withdrawn:session:offline", "net.fetch stopped mid-request: the policy changed (this session is offline: no egress)");
+      expect(newHits(other, o!)).toEqual([]);
+    } finally {
+      broker.setSessionPolicy("offline-mid", {});
+    }
+  });
+
+  matrix("E87-operator-deny-mid-chain", async () => {
+    const [o] = mark(other);
+    const { done, res } = await heldCall({ url: slow() }, { session: "deny-mid" });
+    writePolicy(`${BASE_POLICY}deny = ["http://other.test:${P2}"]\n`);
+    try {
+      res.writeHead(302, { location: `http://other.test:${P2}/landing` }).end();
+      const c = await done;
+      expectDeniedHop(c, `operator:deny http://other.test:${P2}`, "the operator's policy denies");
+      expect(newHits(other, o!)).toEqual([]);
+    } finally {
+      writePolicy(BASE_POLICY);
+    }
+  });
+
+  matrix("E88-body-cut-mid-stream", async () => {
+    const { done, res } = await heldCall({ url: slow() }, { session: "stream" });
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.write("first part of a body that never ends\n");
+    const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
+    broker.setSessionPolicy("stream", { offline: true });
+    try {
+      await closed;
+      const c = await done;
+      const reply = expectDenied(c, "withdrawn:session:offline");
+      expect(reply.body).toBeUndefined();
+    } finally {
+      broker.setSessionPolicy("stream", {});
+    }
+  });
+});
+
+describe("hooks see the judged request", () => {
+  matrix("E89-hook-sees-judged-request", async () => {
+    hookEvents.length = 0;
+    const c = await call({ url: `http://API.test.:${P1}/v1/echo?token=s3cret` });
+    expectAllowed(c, `http://api.test:${P1}/v1`);
+    const event = hookEvents.find((e) => e.capability === "net.fetch")!;
+    expect(event.request).toEqual({
+      method: "GET",
+      scheme: "http",
+      host: "api.test",
+      port: P1,
+      path: "/v1/echo",
+      rule: `http://api.test:${P1}/v1`,
+      addresses: [{ address: "127.0.0.1", class: "loopback" }],
+    });
+    expect(JSON.stringify(event.request)).not.toContain("s3cret");
+    // An IPv6 spelling of an IPv4 address is shown with the IPv4 it carries.
+    hookEvents.length = 0;
+    await call({ url: `http://[::ffff:127.0.0.1]:${P1}/v1/echo` });
+    const mapped = hookEvents.find((e) => e.capability === "net.fetch");
+    if (mapped !== undefined) expect(mapped.request?.addresses).toEqual([{ address: "::ffff:7f00:1", class: "loopback", ipv4: "127.0.0.1" }]);
+  });
+
+  matrix("E90-hook-not-asked-when-refused", async () => {
+    hookEvents.length = 0;
+    const c = await call({ url: `http://evil.test:${P1}/v1/echo` });
+    expectDenied(c, "manifest:no-match");
+    expect(hookEvents.filter((e) => e.capability === "net.fetch")).toEqual([]);
+  });
+});
+
+describe("bounds on what an extension can make the broker spend", () => {
+  matrix("E91-redirect-body-closed", async () => {
+    const { done, res } = await heldCall({ url: `http://api.test:${P1}/v1/slow` }, { session: "redirect-body" });
+    const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
+    res.writeHead(302, { location: `http://api.test:${P1}/v1/echo`, "content-type": "text/plain" });
+    // A body that never ends: drained, it would stream until the deadline.
+    res.write("x".repeat(64 * 1024));
+    await closed;
+    const c = await done;
+    expect(c.reply).toMatchObject({ ok: true, status: 200 });
+    expect(c.rows.map((r) => r.decision)).toEqual(["allowed", "allowed"]);
+  });
+
+  matrix("E92-concurrent-fetches-bounded", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const count = 10;
+    const started = api.held.length;
+    const onRequest = (req: { url?: string }) => {
+      if (req.url?.endsWith("/slow") !== true) return;
+      inFlight++;
+      most = Math.max(most, inFlight);
+    };
+    api.server.on("request", onRequest);
+    try {
+      const done = broker.callTool(MAIN, "fetch_many", JSON.stringify({ url: `http://api.test:${P1}/v1/slow`, count }), { session: "many" });
+      let answered = 0;
+      while (answered < count) {
+        // Wait until the bound is full (or the last few are on the wire), then let them all answer.
+        await until("the fetches in flight", () => api.held.length - started - answered >= Math.min(4, count - answered));
+        for (const res of api.held.slice(started + answered)) {
+          res.writeHead(200).end("ok");
+          inFlight--;
+          answered++;
+        }
+      }
+      const outcome = await done;
+      expect(outcome.ok).toBe(true);
+      const results = ((outcome as { value: { content: Array<{ json?: { results: unknown[] } }> } }).value.content[0]!.json!).results;
+      expect(results).toEqual(Array.from({ length: count }, () => ({ ok: true, status: 200 })));
+      expect(most).toBe(4);
+      verdicts.set(currentCase, `allowed ${results.length}, at most ${most} at once`);
+    } finally {
+      api.server.off("request", onRequest);
+    }
+  });
+
+  matrix("E93-request-body-bounded", async () => {
+    const [a] = mark(api);
+    const c = await call({ url: `http://api.test:${P1}/v1/echo`, method: "POST", body: "y".repeat(4 * 1024 * 1024 + 1) });
+    expectDenied(c, "limit:request-body", "the request body is over 4194304 bytes");
+    expect(newHits(api, a!)).toEqual([]);
+  });
+
+  matrix("E94-large-request-body-delivered", async () => {
+    const body = "z".repeat(3.5 * 1024 * 1024);
+    const c = await call({ url: `http://api.test:${P1}/v1/big?size=3`, method: "POST", body });
+    expect(c.reply).toMatchObject({ ok: true, status: 200 });
+    expect(api.hits.at(-1)!.body.length).toBe(body.length);
+    expect(c.rows.map((r) => [r.decision, r.rule])).toEqual([["allowed", `http://api.test:${P1}/v1`]]);
   });
 });
 

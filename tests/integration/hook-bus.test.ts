@@ -5,7 +5,7 @@
  * real tool calls, `cap_call` guards a real capability call, and every verdict
  * is traced in the ledger.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
@@ -46,9 +46,11 @@ beforeAll(async () => {
   broker = Broker.open({
     home: join(tmp, "home"),
     log: createLogger({ level: "error" }),
-    // Names resolve to a documentation address nobody answers on: a fetch the hooks let through fails later, not here.
-    resolve: async () => [{ address: "192.0.2.10", family: 4 }],
+    // Names resolve to loopback, where nothing listens on 443: the policy allows the fetch (worker's
+    // address rule, allow_private), so the hooks are asked; one they let through fails to connect.
+    resolve: async () => [{ address: "127.0.0.1", family: 4 }],
   });
+  writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");
   for (const name of ["hooker", "worker", "ctxadd"]) {
     await broker.registry.install(join(FIXTURES, name));
     broker.registry.approve(name);
@@ -241,12 +243,13 @@ describe("cap_call and commands", () => {
     expect(other.message ?? "").not.toContain("hook:");
   });
 
-  test("other extensions' hooks see a fetch's target without credentials or query values; the ledger keeps it whole", async () => {
-    const url = "https://user:pw@flagged.example/data?key=SECRET&city=Porto#frag";
+  test("other extensions' hooks see a fetch's target without query values or fragment; the ledger keeps it whole", async () => {
+    // (Credentials in a URL never reach the hooks: the policy refuses them first.)
+    const url = "https://flagged.example/data?key=SECRET&city=Porto#frag";
     const blocked = JSON.parse(text((await session.callTool("fetch", JSON.stringify({ url }))).outcome)) as { message: string };
     expect(blocked.message).toContain("saw https://flagged.example/data?key=…&city=…)");
     expect(blocked.message).not.toContain("SECRET");
-    expect(blocked.message).not.toContain("pw");
+    expect(blocked.message).not.toContain("frag");
     expect(traces("cap_call").some((t) => t.subject === `net.fetch ${url}`)).toBe(true);
   });
 

@@ -1,0 +1,97 @@
+/**
+ * Sends one judged hop with undici: connected to the judged address (the
+ * pinned agent never looks the name up again), the body bounded while it is
+ * read, everything cut off when `signal` aborts (the deadline, the invocation
+ * ending, a policy withdrawn mid-flight, the broker destroyed). A redirect's
+ * body is never read: its connection is closed.
+ */
+import { request } from "undici";
+import type { EgressAgents } from "./agents.js";
+import type { Exchange } from "./exchange.js";
+
+export interface FetchResponse {
+  readonly status: number;
+  readonly headers: Array<[string, string]>;
+  readonly body: Uint8Array;
+  /** The URL that answered (after redirects). */
+  readonly url: string;
+}
+
+export type HopResult =
+  | { readonly kind: "response"; readonly response: FetchResponse }
+  | { readonly kind: "redirect"; readonly status: number; readonly location: string }
+  | { readonly kind: "failed"; readonly failure: string; readonly limit?: "body" };
+
+async function readBounded(body: AsyncIterable<Uint8Array>, max: number): Promise<Uint8Array | null> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.length;
+    if (total > max) return null;
+    chunks.push(chunk);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/** Closes a body without reading it (the connection goes with it); its abort error is expected, not an event to crash on. */
+function discard(body: { on(event: "error", listener: () => void): unknown; destroy(): unknown }): void {
+  body.on("error", () => {});
+  body.destroy();
+}
+
+/** Why `signal` aborted, as a sentence (its reason when it is one). */
+function abortReason(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error && reason.name === "TimeoutError") return "the invocation's deadline passed";
+  if (reason instanceof Error) return reason.message;
+  return typeof reason === "string" ? reason : "aborted";
+}
+
+export async function sendHop(exchange: Exchange, pinned: { address: string; family: 4 | 6 }, agents: EgressAgents, maxBodyBytes: number, signal: AbortSignal): Promise<HopResult> {
+  const url = exchange.url;
+  let res;
+  try {
+    res = await request(url, {
+      method: exchange.method as "GET",
+      headers: Object.fromEntries(exchange.headers),
+      body: exchange.body ?? null,
+      dispatcher: agents.pinned(url.origin, pinned.address, pinned.family),
+      // undici's own timers are coarse (they can fire ~0.5 s early): the signal is exact.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      signal,
+    });
+  } catch (err) {
+    if (signal.aborted) return { kind: "failed", failure: `request to ${url.origin} stopped: ${abortReason(signal)}` };
+    return { kind: "failed", failure: `request to ${url.origin} failed: ${(err as Error).message}` };
+  }
+  const location = res.headers.location;
+  if (res.statusCode >= 300 && res.statusCode < 400 && location !== undefined) {
+    // Closing costs one connection; draining would let a server stream without bound.
+    discard(res.body);
+    return { kind: "redirect", status: res.statusCode, location: Array.isArray(location) ? location[0]! : location };
+  }
+  let bytes: Uint8Array | null;
+  try {
+    bytes = await readBounded(res.body, maxBodyBytes);
+  } catch (err) {
+    if (signal.aborted) return { kind: "failed", failure: `reading the body from ${url.origin} stopped: ${abortReason(signal)}` };
+    return { kind: "failed", failure: `reading the body from ${url.origin} failed: ${(err as Error).message}` };
+  }
+  if (bytes === null) {
+    discard(res.body);
+    return { kind: "failed", failure: `the response body exceeds ${maxBodyBytes} bytes`, limit: "body" };
+  }
+  const headers: Array<[string, string]> = [];
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.push([name, v]);
+  }
+  return { kind: "response", response: { status: res.statusCode, headers, body: bytes, url: url.href } };
+}
