@@ -6,6 +6,7 @@
 import type { LookupFunction } from "node:net";
 import { Agent, request } from "undici";
 import { judge, type EgressPolicy, type Resolver, type Verdict } from "./judge.js";
+import { guardRequest } from "./method-guard.js";
 
 export interface BrokeredRequest {
   readonly url: string;
@@ -122,6 +123,11 @@ export async function brokeredFetch(req: BrokeredRequest, policy: EgressPolicy, 
     url = new URL(req.url);
   } catch {
     return { ok: false, failure: `'${String(req.url).slice(0, 200)}' is not a URL`, rule: "url" };
+  }
+  const refused = guardRequest({ url, method: req.method, headers: req.headers, body: req.body }); // before any hop (method-guard.ts)
+  if (refused !== null) {
+    hops.judged?.(url.href, refused);
+    return { ok: false, verdict: refused };
   }
   let method = req.method.toUpperCase();
   let body = req.body;
