@@ -48,6 +48,8 @@ export interface CallOptions extends InvokeOptions {
   readonly strand?: string;
   /** Told the invocation's ledger id as soon as its row exists. */
   readonly onInvocation?: (id: number) => void;
+  /** The operator bypassed the hook bus (`tether call --no-hooks`): written on the ledger row. */
+  readonly hooksBypassed?: boolean;
 }
 
 /** A hook's answer as it came back, with its own ledger row. */
@@ -299,7 +301,7 @@ export class Broker {
     const checked = checkToolArgs(`${installed.manifestHash}:${tool}`, row.parameters, args);
     if (!checked.ok) {
       // Refused before it reached the satellite; the ledger still shows it.
-      const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand: options.strand ?? "" });
+      const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand: options.strand ?? "", hooksBypassed: options.hooksBypassed === true });
       options.onInvocation?.(id);
       this.ledger.finish(id, WireCode.badArguments);
       return { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${checked.msg}` } };
@@ -362,7 +364,7 @@ export class Broker {
   ): Promise<{ outcome: InvocationOutcome; invocationId: number }> {
     const extension = live.slot.name;
     const strand = options.strand ?? "";
-    const id = this.ledger.begin({ sessionId: session, extension, kind, name, strand });
+    const id = this.ledger.begin({ sessionId: session, extension, kind, name, strand, hooksBypassed: options.hooksBypassed === true });
     options.onInvocation?.(id);
     const dispatch = capDispatcher(this.#caps, {
       sessionId: session,
