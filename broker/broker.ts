@@ -50,6 +50,8 @@ export interface CallOptions extends InvokeOptions {
   readonly strand?: string;
   /** Told the invocation's ledger id as soon as its row exists. */
   readonly onInvocation?: (id: number) => void;
+  /** The operator bypassed the hook bus (`tether call --no-hooks`): written on the ledger row. */
+  readonly hooksBypassed?: boolean;
 }
 
 /** A hook's answer as it came back, with its own ledger row. */
@@ -328,7 +330,7 @@ export class Broker {
     const checked = checkToolArgs(`${installed.manifestHash}:${tool}`, row.parameters, args);
     if (!checked.ok) {
       // Refused before it reached the satellite; the ledger still shows it.
-      const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand: options.strand ?? "" });
+      const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand: options.strand ?? "", hooksBypassed: options.hooksBypassed === true });
       options.onInvocation?.(id);
       this.ledger.finish(id, WireCode.badArguments);
       return { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${checked.msg}` } };
@@ -391,7 +393,7 @@ export class Broker {
   ): Promise<{ outcome: InvocationOutcome; invocationId: number }> {
     const extension = live.slot.name;
     const strand = options.strand ?? "";
-    const id = this.ledger.begin({ sessionId: session, extension, kind, name, strand });
+    const id = this.ledger.begin({ sessionId: session, extension, kind, name, strand, hooksBypassed: options.hooksBypassed === true });
     options.onInvocation?.(id);
     // Capability work of this invocation stops when it ends, whatever ends it.
     const ended = new AbortController();

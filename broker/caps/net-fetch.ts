@@ -9,6 +9,7 @@ import * as v from "valibot";
 import { classifyAddress } from "../egress/address.js";
 import { Exchange } from "../egress/exchange.js";
 import { judge, type Resolver, type Verdict } from "../egress/judge.js";
+import { guardRequest } from "../egress/method-guard.js";
 import { sendHop } from "../egress/send.js";
 import { WireCode } from "../errors.js";
 import type { CapReply } from "../satellite/process.js";
@@ -140,6 +141,9 @@ export async function netFetch(scope: CallScope, args: NetFetchArgs): Promise<Ca
   }
   const exchange = Exchange.start({ url: args.url, method: args.method, headers: args.headers, body });
   if ("error" in exchange) return scope.refuse(WireCode.denied, "url", `net.fetch refused: ${exchange.error}`, args.url.slice(0, 2048));
+  // What no rule can vouch for, whatever the hop: override headers, bodies on bodiless methods, CONNECT.
+  const unsafe = guardRequest({ url: exchange.url, method: args.method, headers: args.headers, body });
+  if (unsafe !== null) return scope.refuse(WireCode.denied, unsafe.rule, `net.fetch refused: ${unsafe.reason}`, exchange.url.href);
   for (;;) {
     const { reply, next } = await runAct(scope, hopAct(scope, exchange));
     if (!next) return reply;

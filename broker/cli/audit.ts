@@ -31,7 +31,19 @@ export interface AuditQuery {
 }
 
 export type AuditEntry =
-  | { type: "invocation"; at: number; session: string; extension: string; kind: string; name: string; strand: string; durationMs: number | null; outcome: string }
+  | {
+      type: "invocation";
+      at: number;
+      session: string;
+      extension: string;
+      kind: string;
+      name: string;
+      strand: string;
+      durationMs: number | null;
+      outcome: string;
+      /** The operator bypassed the hook bus (`tether call --no-hooks`). */
+      hooksBypassed: boolean;
+    }
   | { type: "capability"; at: number; session: string; extension: string; invocation: number | null; capability: string; target: string; decision: string; rule: string; bytes: number };
 
 export function parseSince(since: string, now = Date.now()): number {
@@ -73,7 +85,7 @@ export function queryAudit(store: Store, query: AuditQuery): AuditEntry[] {
   const entries: AuditEntry[] = [];
   if (!query.denied) {
     for (const r of store.orm.select().from(invocations).where(and(...invWhere)).orderBy(desc(invocations.id)).limit(limit).all()) {
-      entries.push({ type: "invocation", at: r.startedAt, session: r.sessionId, extension: r.extension, kind: r.kind, name: r.name, strand: r.strand, durationMs: r.durationMs, outcome: r.outcome });
+      entries.push({ type: "invocation", at: r.startedAt, session: r.sessionId, extension: r.extension, kind: r.kind, name: r.name, strand: r.strand, durationMs: r.durationMs, outcome: r.outcome, hooksBypassed: r.hooksBypassed });
     }
   }
   for (const r of store.orm.select().from(capAudit).where(and(...capWhere)).orderBy(desc(capAudit.id)).limit(limit).all()) {
@@ -90,7 +102,7 @@ export function renderAudit(entries: readonly AuditEntry[]): string {
     .map((e) => {
       const at = new Date(e.at).toISOString();
       return e.type === "invocation"
-        ? `${at} ${e.session} ${e.extension} ${e.kind} ${e.name} → ${e.outcome}${e.durationMs !== null ? ` (${e.durationMs} ms)` : ""}`
+        ? `${at} ${e.session} ${e.extension} ${e.kind} ${e.name} → ${e.outcome}${e.durationMs !== null ? ` (${e.durationMs} ms)` : ""}${e.hooksBypassed ? " [hooks bypassed: --no-hooks]" : ""}`
         : `${at} ${e.session} ${e.extension} cap ${e.capability}${e.target ? ` ${e.target}` : ""} → ${e.decision.toUpperCase()} by ${e.rule}${e.bytes ? ` (${e.bytes} bytes)` : ""}`;
     })
     .join("\n");

@@ -21,7 +21,10 @@ Commands:
   revoke <name>                  Revoke the approval; running satellites stop on their next call
   uninstall <name>               Remove an extension (its approval is revoked)
   list                           Installed extensions: pending / approved / revoked / changed
-  call <name> <tool> [json]      Call a tool once and print the answer (partials on stderr)
+  call <name> <tool> [json] [--session <id>] [--workspace <dir>] [--no-hooks]
+                                 Call a tool once through a session (default id: cli), so its
+                                 hooks apply; print the answer (partials and hook notes on stderr).
+                                 --no-hooks calls it directly, and the audit records the bypass
   session status [--session <id>] [--workspace <dir>]
                                  Open a session here (real boots): each extension's state and why
           enable <name> [--session <id>]
@@ -61,6 +64,7 @@ const OPTIONS = {
   hooks: { type: "boolean" },
   limit: { type: "string" },
   workspace: { type: "string" },
+  "no-hooks": { type: "boolean" },
   socket: { type: "string" },
   port: { type: "string" },
   "token-file": { type: "string" },
@@ -153,6 +157,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.error(`tether session: ${sessionArgs}`);
     return EXIT.usage;
   }
+  const callCli = command === "call" ? await import("./call.js") : null;
+  const callArgs = callCli?.parseCallArgs(args, values) ?? null;
+  if (typeof callArgs === "string") {
+    console.error(`tether call: ${callArgs}`);
+    return EXIT.usage;
+  }
   if (command === "audit" && values.hooks === true && values.denied === true) {
     console.error("tether audit: --hooks and --denied do not combine: --denied keeps refused capability calls, --hooks lists hook traces");
     return EXIT.usage;
@@ -221,12 +231,9 @@ export async function main(argv: readonly string[]): Promise<number> {
         return EXIT.ok;
       }
       case "call": {
-        const name = need(args, 0, "the extension name: tether call <name> <tool> [json]");
-        const tool = need(args, 1, "the tool name: tether call <name> <tool> [json]");
-        const outcome = await broker.callTool(name, tool, args[2] ?? "{}", {
-          session: values.session ?? "cli",
-          onReport: (text) => process.stderr.write(`… ${text}\n`),
-        });
+        if (callCli === null || callArgs === null) return EXIT.usage;
+        const { outcome, notes } = await callCli.runCall(broker, callArgs, (text) => process.stderr.write(`… ${text}\n`));
+        for (const note of notes) process.stderr.write(`… note: ${note}\n`);
         if (outcome.ok) {
           const value = outcome.value as { content: Array<{ type: string; text?: string; json?: unknown }> };
           out(outcome, value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("\n"));

@@ -5,6 +5,7 @@
  */
 import { classifyAddress, parseIpLiteral, type AddressClass } from "./address.js";
 import { normaliseHost } from "./hostname.js";
+import { denyCoversUnsafePath, prefixRefusal } from "./path-refusal.js";
 import { allowsAddress, matchesUrl, namesAddress, type EgressRule, type Target } from "./rules.js";
 
 export interface EgressPolicy {
@@ -60,7 +61,7 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
   if ("error" in target) return deny("url", `${target.error} (${url.protocol}//${url.host})`);
   if (policy.offline) return deny("session:offline", "this session is offline: no egress");
   for (const rule of policy.operatorDeny) {
-    if (matchesUrl(rule, target) && (rule.host.kind === "name" || rule.host.kind === "wildcard")) {
+    if ((matchesUrl(rule, target) || denyCoversUnsafePath(rule, target)) && (rule.host.kind === "name" || rule.host.kind === "wildcard")) {
       return deny(`operator:deny ${rule.text}`, `the operator's policy denies ${where(url)}`);
     }
   }
@@ -69,6 +70,8 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
   const sameKind = (rule: EgressRule) => (rule.host.kind === "ip" || rule.host.kind === "cidr") === (target.name === null);
   const approved = policy.approved.find((rule) => sameKind(rule) && matchesUrl(rule, target));
   if (approved === undefined) {
+    const unsafe = prefixRefusal(policy.approved, target); // a prefix rule refused the path: say which and why
+    if (unsafe !== null) return deny(unsafe.rule, unsafe.reason);
     return deny("manifest:no-match", `no approved rule of '${policy.extension}' allows ${target.method} ${where(url)}`);
   }
   if (policy.sessionAllow !== null && !policy.sessionAllow.some((rule) => sameKind(rule) && matchesUrl(rule, target))) {

@@ -16,6 +16,7 @@
  */
 import { cidrContains, InvalidAddressError, parseCidr, parseIpLiteral as parseIpStrict } from "./address.js";
 import { isTooBroad, normaliseHost } from "./hostname.js";
+import { unsafePath } from "./path-guard.js";
 
 export interface EgressRule {
   /** The rule as written (what audit rows and denials name). */
@@ -176,6 +177,7 @@ export interface Target {
 function pathMatches(prefix: string, path: string): boolean {
   if (prefix === "") return true;
   if (/%2f|%5c/i.test(path)) return false; // an encoded slash could step out of the prefix at the server
+  if (unsafePath(path) !== null) return false; // a server may read it differently (path-guard.ts)
   return path === prefix || path.startsWith(`${prefix}/`);
 }
 

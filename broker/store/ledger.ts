@@ -20,6 +20,8 @@ export interface InvocationStart {
   readonly kind: string;
   readonly name: string;
   readonly strand: string;
+  /** The operator bypassed the hook bus for this call (`tether call --no-hooks`). */
+  readonly hooksBypassed?: boolean;
 }
 
 export interface AuditRow {
@@ -91,7 +93,7 @@ export class Ledger {
     this.#store = store;
     const db = store.sqlite;
     this.#insertStart = db.prepare(
-      "insert into invocations (session_id, extension, kind, name, strand, started_at, outcome, owner) values (?, ?, ?, ?, ?, ?, ?, ?)",
+      "insert into invocations (session_id, extension, kind, name, strand, started_at, outcome, owner, hooks_bypassed) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.#updateFinish = db.prepare("update invocations set finished_at = ?, duration_ms = ?, outcome = ? where id = ?");
     this.#insertAudit = db.prepare(
@@ -116,7 +118,7 @@ export class Ledger {
   /** Records that an invocation started; returns its ledger id. */
   begin(start: InvocationStart): number {
     const startedAt = Date.now();
-    const id = Number(this.#insertStart.run(start.sessionId, start.extension, start.kind, start.name, start.strand, startedAt, RUNNING, SELF).lastInsertRowid);
+    const id = Number(this.#insertStart.run(start.sessionId, start.extension, start.kind, start.name, start.strand, startedAt, RUNNING, SELF, start.hooksBypassed === true ? 1 : 0).lastInsertRowid);
     this.#starts.set(id, startedAt);
     return id;
   }

@@ -76,6 +76,8 @@ export const invocations = sqliteTable(
     outcome: text("outcome").notNull(),
     /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
     owner: text("owner"),
+    /** The operator bypassed the hook bus for this call (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked. */
+    hooksBypassed: integer("hooks_bypassed", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [index("invocations_session").on(t.sessionId), index("invocations_extension").on(t.extension)],
 );

@@ -14,6 +14,7 @@ import { execa } from "execa";
 import { Broker } from "../../broker/broker.js";
 import type { AuditEntry } from "../../broker/cli/audit.js";
 import { silentLogger } from "../../broker/log.js";
+import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 
 const BIN = join(REPO, "bin", "tether.js");
@@ -435,6 +436,78 @@ describe("bad input, doctor and known bugs, each on fresh homes", () => {
         await broker.destroy();
         await pending;
       }
+    }),
+  SLOW);
+});
+
+// `tether call` used to call the broker directly: a guard extension's hooks, which block a call
+// made through the library's Session, `tether serve` and `tether mcp`, let the same call through.
+describe("tether call goes through the hook bus", () => {
+  const BUS = join(REPO, "tests/integration/fixtures/bus");
+  const BLOCKED = JSON.stringify({ text: "rm -rf /", hook: "block" });
+
+  test.concurrent("a hook blocks the CLI's call exactly as the library's; --no-hooks lets it through and the audit says so", () =>
+    inTemp(async (root) => {
+      const home = join(root, "home");
+      // hooker guards worker's tools (tool_call) and capability calls (cap_call, once a host is flagged).
+      const broker = Broker.open({ home, log: silentLogger });
+      // The hooks are shown only what the policy allows: worker's rule naming 127.0.0.1 (nothing
+      // listens on its port 443), with loopback allowed by the operator.
+      writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");
+      let library: Awaited<ReturnType<Session["callTool"]>>;
+      try {
+        for (const name of ["hooker", "worker"]) {
+          await broker.registry.install(join(BUS, name));
+          broker.registry.approve(name);
+        }
+        const session = await Session.open(broker, { id: "lib", workspace: root });
+        try {
+          library = await session.callTool("run", BLOCKED);
+          await session.runCommand("/flag 127.0.0.1");
+        } finally {
+          await session.close();
+        }
+      } finally {
+        await broker.close();
+      }
+      expect(library.outcome).toEqual({ ok: false, error: { code: "blocked", msg: "Blocked by 'hooker': hooker: rm -rf is not allowed" } });
+
+      const [blocked, blockedJson, capBlocked, elsewhere] = await Promise.all([
+        tether(home, "call", "worker", "run", BLOCKED),
+        tether(home, "call", "worker", "run", BLOCKED, "--session", "cli-json", "--json"),
+        tether(home, "call", "worker", "fetch", JSON.stringify({ url: "https://127.0.0.1/x" }), "--session", "cli-cap", "--workspace", root),
+        tether(home, "call", "hooker", "run", '{"text":"hi"}', "--session", "cli-elsewhere"),
+      ]);
+      // tool_call: the same refusal, in the same words, as through the library.
+      expect(blocked.code).toBe(4);
+      expect(blocked.stdout).toBe("");
+      expect(blocked.stderr).toContain(`blocked: ${(library.outcome as { error: { msg: string } }).error.msg}`);
+      expect(parse(blockedJson)).toEqual(library.outcome);
+      // cap_call: the hook refuses worker's net.fetch inside the CLI's call.
+      expect(capBlocked.code).toBe(0);
+      expect(capBlocked.stdout).toContain("Blocked by a hook: hooker: 127.0.0.1 is flagged by the operator");
+      expect(capBlocked.stdout).toContain("(rule: hook:hooker)");
+      // The tool is addressed by extension and name: another extension's tool is named, not called.
+      expect(elsewhere.code).toBe(4);
+      expect(elsewhere.stderr).toContain("unknown_tool: 'hooker' serves no tool 'run'; in session 'cli-elsewhere' it is served by 'worker'. Run: tether call worker run");
+
+      const bypass = await tether(home, "call", "worker", "run", BLOCKED, "--no-hooks");
+      expect(bypass).toMatchObject({ code: 0, stdout: "ran: rm -rf / [block]" });
+
+      const [audit, text, usage] = await Promise.all([
+        tether(home, "audit", "--session", "cli", "--json"),
+        tether(home, "audit", "--session", "cli"),
+        tether(home, "call", "worker", "run", BLOCKED, "--no-hooks", "--workspace", root),
+      ]);
+      const calls = parse<AuditEntry[]>(audit).filter((e) => e.type === "invocation" && e.kind === "tool");
+      expect(calls.map((e) => e.type === "invocation" && [e.extension, e.name, e.outcome, e.hooksBypassed])).toEqual([
+        ["worker", "run", "blocked", false],
+        ["worker", "run", "ok", true],
+      ]);
+      expect(text.stdout).toMatch(/ cli worker tool run → blocked \(\d+ ms\)\n/);
+      expect(text.stdout).toMatch(/ cli worker tool run → ok \(\d+ ms\) \[hooks bypassed: --no-hooks\]/);
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).toContain("--workspace has no use with --no-hooks");
     }),
   SLOW);
 });

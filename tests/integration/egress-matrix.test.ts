@@ -127,6 +127,20 @@ const CASES: ReadonlyArray<readonly [id: string, description: string]> = [
   ["E92-concurrent-fetches-bounded", "one invocation's concurrent fetches are bounded by [limits] fetches (default 4); the rest wait their turn and all are served"],
   ["E93-request-body-bounded", "a request body over max_request_bytes is refused before it is decoded, with one audit row"],
   ["E94-large-request-body-delivered", "a 3.5 MiB request body under the bound is delivered, with one audit row (no stack overflow in validation)"],
+  ["E130-path-params", "/v1/..;/admin (a path parameter some servers strip) is refused by the /v1 rule, naming it"],
+  ["E131-path-double-encoded-dots", "/v1/%252e%252e/admin is refused by the /v1 rule, naming it"],
+  ["E132-path-triple-encoded-dots", "/v1/%25252e%25252e/admin is refused by the /v1 rule, naming it"],
+  ["E133-path-overlong-utf8", "/v1/%c0%ae%c0%ae/admin (overlong UTF-8 dots) is refused by the /v1 rule, naming it"],
+  ["E134-path-double-encoded-backslash", "/v1/..%255c..%255cadmin is refused by the /v1 rule, naming it"],
+  ["E135-path-plain-still-allowed", "plain paths (/v1/a-b_c~d, /v1/%41, /v1/caf%C3%A9) are still allowed and reach the server as sent"],
+  ["E136-get-body-refused", "a GET with a body is refused (request:body), not sent without it"],
+  ["E137-head-body-refused", "a HEAD with a body is refused (request:body)"],
+  ["E138-options-body-refused", "an OPTIONS with a body is refused (request:body)"],
+  ["E139-method-override-header-refused", "X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override naming DELETE under a GET,HEAD rule are refused"],
+  ["E140-method-override-allowed-method-refused", "an override header naming a method the rule allows (GET) is refused too"],
+  ["E141-url-override-header-refused", "X-Original-URL / X-Rewrite-URL naming another path are refused"],
+  ["E142-method-override-query-refused", "a _method query parameter (POST read as DELETE) is refused"],
+  ["E143-operator-deny-prefix-unsafe-path", "an operator deny of /admin on a host-wide approved rule also denies /x/..;/admin and /x/%252e%252e/admin"],
 ];
 
 const DESCRIPTION = new Map(CASES);
@@ -1134,6 +1148,94 @@ describe("paths against a path-prefix rule", () => {
   refusedPath("E76-dot-segments", "/v1/../admin", "/admin");
   refusedPath("E77-encoded-dot-segments", "/v1/%2e%2e/admin", "/admin");
   refusedPath("E78-backslash-dot-segments", "/v1\\..\\admin", "/admin");
+});
+
+// Finding: a prefix rule trusted the server to decode the path as the judge does.
+describe("paths a prefix rule cannot vouch for (path-guard.ts)", () => {
+  const unsafe = (id: string, raw: string, problem: string, why: string) =>
+    matrix(id, async () => {
+      const [a] = mark(api);
+      const c = await call({ url: `http://api.test:${P1}${raw}` });
+      expectDenied(c, `path:${problem} http://api.test:${P1}/v1`, `the path ${raw} ${why}`, `the rule 'http://api.test:${P1}/v1'`);
+      expect(c.rows[0]!.target).toBe(`http://api.test:${P1}${raw}`);
+      expect(newHits(api, a!)).toEqual([]);
+    });
+  unsafe("E130-path-params", "/v1/..;/admin", "params", "holds a path parameter (';')");
+  unsafe("E131-path-double-encoded-dots", "/v1/%252e%252e/admin", "encoded-dot", "holds an encoded '.' (after decoding 1 time)");
+  unsafe("E132-path-triple-encoded-dots", "/v1/%25252e%25252e/admin", "encoded-dot", "holds an encoded '.' (after decoding 2 times)");
+  unsafe("E133-path-overlong-utf8", "/v1/%c0%ae%c0%ae/admin", "bad-utf8", "holds percent-encoded bytes that are not valid UTF-8; a lenient decoder reads overlong forms such as %c0%ae as '.'");
+  unsafe("E134-path-double-encoded-backslash", "/v1/..%255c..%255cadmin", "encoded-backslash", "holds an encoded '\\'");
+
+  matrix("E143-operator-deny-prefix-unsafe-path", async () => {
+    // other.test:P2 is approved for every path; the deny takes /admin away, however it is spelled.
+    writePolicy(`${BASE_POLICY}deny = ["http://other.test:${P2}/admin"]\n`);
+    try {
+      for (const path of ["/x/..;/admin", "/x/%252e%252e/admin", "/admin;x"]) {
+        const [o] = mark(other);
+        const c = await call({ url: `http://other.test:${P2}${path}` });
+        expectDenied(c, `operator:deny http://other.test:${P2}/admin`);
+        expect(newHits(other, o!)).toEqual([]);
+      }
+      expectAllowed(await call({ url: `http://other.test:${P2}/x/y` }), `http://other.test:${P2}`);
+    } finally {
+      writePolicy(BASE_POLICY);
+    }
+  });
+
+  matrix("E135-path-plain-still-allowed", async () => {
+    for (const path of ["/v1/a-b_c~d", "/v1/%41", "/v1/caf%C3%A9"]) {
+      const [a] = mark(api);
+      const c = await call({ url: `http://api.test:${P1}${path}` });
+      expect(echoed(expectAllowed(c, `http://api.test:${P1}/v1`)).path).toBe(path);
+      expect(newHits(api, a!).map((h) => h.path)).toEqual([path]);
+    }
+  });
+});
+
+// Finding: GET/HEAD carried bodies, and method-override headers passed a GET rule (method-guard.ts).
+describe("what a request says besides its request line (method-guard.ts)", () => {
+  const bodyRefused = (id: string, method: string, path: string) =>
+    matrix(id, async () => {
+      const [a] = mark(api);
+      const c = await call({ url: `http://api.test:${P1}${path}`, method, body: "smuggled" });
+      expectDenied(c, "request:body", `a ${method} request carries no body (this one has 8 bytes)`);
+      expect(newHits(api, a!)).toEqual([]);
+    });
+  bodyRefused("E136-get-body-refused", "GET", "/ro/item");
+  bodyRefused("E137-head-body-refused", "HEAD", "/ro/item");
+  bodyRefused("E138-options-body-refused", "OPTIONS", "/v1/echo");
+
+  matrix("E139-method-override-header-refused", async () => {
+    for (const header of ["X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"]) {
+      const [a] = mark(api);
+      const c = await call({ url: `http://api.test:${P1}/ro/item`, headers: [[header, "DELETE"]] });
+      expectDenied(c, `request:override ${header.toLowerCase()}`, `the header '${header.toLowerCase()}' asks the server to change the method`);
+      expect(newHits(api, a!)).toEqual([]);
+    }
+  });
+
+  matrix("E140-method-override-allowed-method-refused", async () => {
+    const [a] = mark(api);
+    const c = await call({ url: `http://api.test:${P1}/ro/item`, headers: { "x-http-method-override": "GET" } });
+    expectDenied(c, "request:override x-http-method-override");
+    expect(newHits(api, a!)).toEqual([]);
+  });
+
+  matrix("E141-url-override-header-refused", async () => {
+    for (const header of ["x-original-url", "x-rewrite-url"]) {
+      const [a] = mark(api);
+      const c = await call({ url: `http://api.test:${P1}/v1/echo`, headers: { [header]: "/admin" } });
+      expectDenied(c, `request:override ${header}`, "change the path");
+      expect(newHits(api, a!)).toEqual([]);
+    }
+  });
+
+  matrix("E142-method-override-query-refused", async () => {
+    const [a] = mark(api);
+    const c = await call({ url: `http://api.test:${P1}/v1/echo?_method=DELETE`, method: "POST", body: "x" });
+    expectDenied(c, "request:override _method", "the query parameter '_method'");
+    expect(newHits(api, a!)).toEqual([]);
+  });
 });
 
 // ---------------------------------------------------------------------------

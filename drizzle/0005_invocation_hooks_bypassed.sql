@@ -1,0 +1,1 @@
+ALTER TABLE `invocations` ADD `hooks_bypassed` integer DEFAULT false NOT NULL;
