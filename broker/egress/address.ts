@@ -47,7 +47,9 @@
  * (RFC 6145), NAT64 `64:ff9b::/96` and `64:ff9b:1::/48` (IPv4 in the last 32
  * bits, the /96 form DNS64 synthesises), 6to4 `2002::/16` (bits 16–47) and
  * Teredo `2001::/32` (client = inverted last 32 bits; server = bits 32–63).
- * A non-public embedded IPv4 gives the whole address its class.
+ * A non-public embedded IPv4 gives the whole address its class. The forms are
+ * one table (`embedding.ts`), which the rule matcher (`address-range.ts`) reads
+ * too, so a rule and the classifier agree on which IPv4 an address carries.
  *
  * CIDR matching treats IPv4 as the IPv4-mapped block `::ffff:0:0/96`:
  * `10.0.0.0/8` contains `::ffff:10.1.2.3`, `::ffff:10.0.0.0/104` contains
