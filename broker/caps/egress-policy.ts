@@ -36,7 +36,7 @@ export function composeEgressPolicy(scope: CallScope, operator: OperatorPolicy):
     extension: scope.info.extension,
     approved: rulesOf(scope.ctx.grants().net),
     operatorDeny: operator.deny,
-    allowPrivate: operator.allowPrivate,
+    reach: operator.reach,
     offline: session.offline === true,
     sessionAllow: session.allow === undefined ? null : rulesOf(session.allow),
   };

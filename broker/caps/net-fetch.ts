@@ -44,15 +44,16 @@ function operatorNow(scope: CallScope, target: string): OperatorPolicy | Refusal
 
 /** A resolver that answers what the hop was judged with: a re-judgement never looks the name up again. */
 function pinnedResolver(verdict: Allowed): Resolver {
-  return async () => [{ address: verdict.address, family: verdict.family }];
+  const answers = verdict.addresses.map((a) => ({ address: a.address, family: a.family }));
+  return async () => answers;
 }
 
 /** What the hooks see of a judged hop. */
 function shownRequest(exchange: Exchange, verdict: Allowed): CapCallRequest {
   const t = verdict.target;
-  const addresses = [{ address: verdict.address }].map(({ address }) => {
-    const info = classifyAddress(address);
-    return { address: info.address, class: info.class, ...(info.embedded !== undefined ? { ipv4: info.embedded.address } : {}) };
+  const addresses = verdict.addresses.map((judged) => {
+    const embedded = classifyAddress(judged.address).embedded;
+    return { address: judged.address, class: judged.class, ...(embedded !== undefined ? { ipv4: embedded.address } : {}) };
   });
   const host = t.name ?? addresses[0]!.address;
   return { method: t.method, scheme: t.scheme, host, port: t.port, path: exchange.url.pathname, rule: verdict.rule, addresses };

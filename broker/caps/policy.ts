@@ -6,14 +6,29 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import * as v from "valibot";
+import { isMetadataAddress, NO_REACH, REACH_CLASSES, reachOf, type Reach } from "../egress/reach.js";
 import { parseRule, type EgressRule } from "../egress/rules.js";
+
+const reachClass = v.picklist(
+  REACH_CLASSES,
+  `must be one of ${REACH_CLASSES.map((c) => `"${c}"`).join(", ")} (metadata addresses are listed one by one in [net] metadata; unspecified addresses are never reachable)`,
+);
+
+const metadataAddress = v.pipe(
+  v.string(),
+  v.check(isMetadataAddress, "must be a cloud metadata address, written as one address (e.g. \"169.254.169.254\"); other non-public addresses are switched on by class in [net] reach"),
+);
 
 export const OperatorPolicyFile = v.strictObject({
   net: v.optional(
     v.strictObject({
       /** Rules refused whatever an approval says (wildcards may be broad here). */
       deny: v.optional(v.array(v.string()), []),
-      /** May non-public addresses be reached at all, when a rule names them? */
+      /** Non-public address classes a rule naming them may reach. */
+      reach: v.optional(v.array(reachClass), []),
+      /** Cloud metadata addresses a rule naming them may reach, one by one. */
+      metadata: v.optional(v.array(metadataAddress), []),
+      /** Shorthand: reach = ["loopback", "private", "link_local", "cgnat"] (never metadata). */
       allow_private: v.optional(v.boolean(), false),
       /** Largest response body a satellite may receive. */
       max_body_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10 * 1024 * 1024),
@@ -28,7 +43,7 @@ export const OperatorPolicyFile = v.strictObject({
 
 export interface OperatorPolicy {
   readonly deny: readonly EgressRule[];
-  readonly allowPrivate: boolean;
+  readonly reach: Reach;
   readonly maxBodyBytes: number;
   readonly maxRedirects: number;
   readonly maxRequestBytes: number;
@@ -41,7 +56,7 @@ export interface SessionPolicy {
   readonly allow?: readonly string[];
 }
 
-const DEFAULTS: OperatorPolicy = { deny: [], allowPrivate: false, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024 };
+const DEFAULTS: OperatorPolicy = { deny: [], reach: NO_REACH, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024 };
 
 export function parseOperatorPolicy(text: string, file: string): OperatorPolicy {
   let raw: unknown;
@@ -54,8 +69,14 @@ export function parseOperatorPolicy(text: string, file: string): OperatorPolicy 
   if (!parsed.success) throw new Error(`${file}: ${parsed.issues.map((i) => `${v.getDotPath(i) ?? "(top)"}: ${i.message}`).join("; ")}`);
   const net = parsed.output.net;
   return {
-    deny: (net.deny ?? []).map((r) => parseRule(r, { allowBroad: true })),
-    allowPrivate: net.allow_private ?? false,
+    deny: (net.deny ?? []).map((r, i) => {
+      try {
+        return parseRule(r, { allowBroad: true });
+      } catch (err) {
+        throw new Error(`${file}: net.deny.${i}: ${(err as Error).message}`);
+      }
+    }),
+    reach: reachOf(net.reach ?? [], net.metadata ?? [], net.allow_private ?? false),
     maxBodyBytes: net.max_body_bytes ?? DEFAULTS.maxBodyBytes,
     maxRedirects: net.max_redirects ?? DEFAULTS.maxRedirects,
     maxRequestBytes: net.max_request_bytes ?? DEFAULTS.maxRequestBytes,

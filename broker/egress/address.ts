@@ -47,7 +47,9 @@
  * (RFC 6145), NAT64 `64:ff9b::/96` and `64:ff9b:1::/48` (IPv4 in the last 32
  * bits, the /96 form DNS64 synthesises), 6to4 `2002::/16` (bits 16–47) and
  * Teredo `2001::/32` (client = inverted last 32 bits; server = bits 32–63).
- * A non-public embedded IPv4 gives the whole address its class.
+ * A non-public embedded IPv4 gives the whole address its class. The forms are
+ * one table (`embedding.ts`), which the rule matcher (`address-range.ts`) reads
+ * too, so a rule and the classifier agree on which IPv4 an address carries.
  *
  * CIDR matching treats IPv4 as the IPv4-mapped block `::ffff:0:0/96`:
  * `10.0.0.0/8` contains `::ffff:10.1.2.3`, `::ffff:10.0.0.0/104` contains
@@ -56,6 +58,9 @@
 import { isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
 import { domainToASCII } from "node:url";
+import { carriedIPv4, type Embedding } from "./embedding.js";
+
+export type { Embedding } from "./embedding.js";
 
 export type AddressClass =
   | "public"
@@ -88,9 +93,6 @@ export const ADDRESS_CLASSES: readonly AddressClass[] = [
   "benchmarking",
   "host_interface",
 ];
-
-/** How an IPv6 address carries the IPv4 address that decided its class. */
-export type Embedding = "ipv4_mapped" | "ipv4_compatible" | "ipv4_translated" | "nat64" | "6to4" | "teredo_client" | "teredo_server";
 
 export interface AddressInfo {
   /** Canonical text (see the module comment); with `%zone` when one was given. */
@@ -129,7 +131,7 @@ export class InvalidAddressError extends Error {
 // ---------------------------------------------------------------------------
 
 /** A parsed address: IPv4 as an unsigned 32-bit number, IPv6 as a 128-bit bigint. */
-type Parsed = { family: 4; value: number; zone?: undefined } | { family: 6; value: bigint; zone?: string };
+export type Parsed = { family: 4; value: number; zone?: undefined } | { family: 6; value: bigint; zone?: string };
 
 const OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])";
 const STRICT_V4 = new RegExp(`^${OCTET}\\.${OCTET}\\.${OCTET}\\.${OCTET}$`);
@@ -183,7 +185,7 @@ function parseV6(text: string): bigint | null {
 }
 
 /** Strictly parses an address (see "Input forms"), or null. */
-function parseAddress(text: string): Parsed | null {
+export function parseAddress(text: string): Parsed | null {
   if (typeof text !== "string" || text.length === 0 || text.length > 128) return null;
   if (!text.includes(":")) {
     const v4 = parseStrictV4(text);
@@ -206,12 +208,12 @@ function mustParse(text: string, what: string): Parsed {
   return parsed;
 }
 
-function formatV4(value: number): string {
+export function formatV4(value: number): string {
   return `${value >>> 24}.${(value >>> 16) & 0xff}.${(value >>> 8) & 0xff}.${value & 0xff}`;
 }
 
 /** RFC 5952 text without the dotted IPv4 tail — the WHATWG URL serialisation. */
-function formatV6(value: bigint): string {
+export function formatV6(value: bigint): string {
   const groups: number[] = [];
   for (let i = 7; i >= 0; i -= 1) groups.push(Number((value >> BigInt(i * 16)) & 0xffffn));
   let bestStart = -1;
@@ -255,13 +257,13 @@ function v6(text: string): bigint {
   return value;
 }
 
-function inV4(value: number, base: number, prefix: number): boolean {
+export function inV4(value: number, base: number, prefix: number): boolean {
   if (prefix === 0) return true;
   const shift = 32 - prefix;
   return Math.floor(value / 2 ** shift) === Math.floor(base / 2 ** shift);
 }
 
-function inV6(value: bigint, base: bigint, prefix: number): boolean {
+export function inV6(value: bigint, base: bigint, prefix: number): boolean {
   const shift = BigInt(128 - prefix);
   return value >> shift === base >> shift;
 }
@@ -304,83 +306,84 @@ const V4_RANGES: ReadonlyArray<readonly [string, number, AddressClass]> = [
   ["192.0.0.0", 24, "reserved"], // IETF protocol assignments (DS-Lite, NAT64 discovery…)
   ["192.88.99.0", 24, "reserved"], // deprecated 6to4 relay anycast
 ];
-const V4_TABLE = V4_RANGES.map(([base, prefix, cls]) => ({ base: v4(base), prefix, cls }));
+/** One row of a class table: `base/prefix` is `cls` unless an earlier row matched. */
+export interface ClassRow<T extends number | bigint> {
+  readonly base: T;
+  readonly prefix: number;
+  readonly cls: AddressClass;
+}
+
+/** Every IPv4 address's class, first match wins: metadata points, the ranges, then public. */
+export const V4_CLASS_TABLE: ReadonlyArray<ClassRow<number>> = [
+  ...[...V4_METADATA].map((base) => ({ base, prefix: 32, cls: "metadata" as const })),
+  ...V4_RANGES.map(([base, prefix, cls]) => ({ base: v4(base), prefix, cls })),
+  { base: 0, prefix: 0, cls: "public" },
+];
 
 /** The class of an IPv4 address, before the host-interface check. */
-function classifyV4(value: number): AddressClass {
-  if (V4_METADATA.has(value)) return "metadata";
-  for (const range of V4_TABLE) if (inV4(value, range.base, range.prefix)) return range.cls;
+export function classifyV4(value: number): AddressClass {
+  for (const row of V4_CLASS_TABLE) if (inV4(value, row.base, row.prefix)) return row.cls;
   return "public";
 }
 
-const P = {
-  mapped: v6("::ffff:0:0"),
-  translated: v6("::ffff:0:0:0"),
-  nat64: v6("64:ff9b::"),
-  nat64Local: v6("64:ff9b:1::"),
-  sixToFour: v6("2002::"),
-  teredo: v6("2001::"),
-  multicast: v6("ff00::"),
-  linkLocal: v6("fe80::"),
-  siteLocal: v6("fec0::"),
-  uniqueLocal: v6("fc00::"),
-  documentation: v6("2001:db8::"),
-  documentation2: v6("3fff::"),
-  benchmarking: v6("2001:2::"),
-  ietf: v6("2001::"),
-  globalUnicast: v6("2000::"),
-};
+const v6Row = (text: string, prefix: number, cls: AddressClass): ClassRow<bigint> => ({ base: v6(text), prefix, cls });
 
-/** Globally reachable assignments inside 2001::/23 (IANA special-purpose registry). */
-const V6_IETF_GLOBAL: ReadonlyArray<readonly [bigint, number]> = [
-  [v6("2001:1::1"), 128], // PCP anycast
-  [v6("2001:1::2"), 128], // TURN anycast
-  [v6("2001:1::3"), 128], // DNS-SD SRP anycast
-  [v6("2001:3::"), 32], // AMT
-  [v6("2001:4:112::"), 48], // AS112-v6
+/**
+ * Every IPv6 address's class that carries no IPv4 (see `embedding.ts` for
+ * those), first match wins; the last row is everything else.
+ */
+export const V6_CLASS_TABLE: ReadonlyArray<ClassRow<bigint>> = [
+  ...[...V6_METADATA].map((base) => ({ base, prefix: 128, cls: "metadata" as const })),
+  v6Row("::", 128, "unspecified"),
+  v6Row("::1", 128, "loopback"),
+  v6Row("ff00::", 8, "multicast"),
+  v6Row("fe80::", 10, "link_local"),
+  v6Row("fec0::", 10, "private"), // site local (deprecated)
+  v6Row("fc00::", 7, "private"), // unique local
+  v6Row("2001:db8::", 32, "documentation"),
+  v6Row("3fff::", 20, "documentation"),
+  v6Row("2001:2::", 48, "benchmarking"),
+  // Globally reachable assignments inside 2001::/23 (IANA special-purpose registry).
+  v6Row("2001:1::1", 128, "public"), // PCP anycast
+  v6Row("2001:1::2", 128, "public"), // TURN anycast
+  v6Row("2001:1::3", 128, "public"), // DNS-SD SRP anycast
+  v6Row("2001:3::", 32, "public"), // AMT
+  v6Row("2001:4:112::", 48, "public"), // AS112-v6
+  v6Row("2001::", 23, "reserved"), // IETF protocol assignments
+  v6Row("2000::", 3, "public"), // global unicast
+  v6Row("::", 0, "reserved"), // everything outside 2000::/3 not named above
 ];
-
-const low32 = (value: bigint) => Number(value & 0xffffffffn);
 
 type V6Verdict = { cls: AddressClass; embedded?: { value: number; via: Embedding } };
 
-/** Judges an IPv6 address by its embedded IPv4. */
-function byEmbedded(value: number, via: Embedding, ifPublic: AddressClass = "public"): V6Verdict {
-  const cls = classifyV4(value);
-  return { cls: cls === "public" ? ifPublic : cls, embedded: { value, via } };
+/**
+ * The IPv4 an IPv6 address is judged by, and the class it gives: the first
+ * carried IPv4 that is not public (Teredo: client, then server), else the
+ * first. An IPv4-compatible address of a public IPv4 is `reserved` (deprecated;
+ * not routable as such). Null when the address carries none.
+ */
+export function decisiveIPv4(value: bigint): Required<V6Verdict> | null {
+  const carried = carriedIPv4(value);
+  if (carried.length === 0) return null;
+  const judged = carried.map((c) => ({ cls: classifyV4(c.value), embedded: c }));
+  const decisive = judged.find((j) => j.cls !== "public") ?? judged[0]!;
+  const cls = decisive.cls === "public" && decisive.embedded.via === "ipv4_compatible" ? "reserved" : decisive.cls;
+  return { cls, embedded: decisive.embedded };
 }
 
 /** The class of an IPv6 address, before the host-interface check. */
 function classifyV6(value: bigint): V6Verdict {
-  if (V6_METADATA.has(value)) return { cls: "metadata" };
-  if (value === 0n) return { cls: "unspecified" };
-  if (value === 1n) return { cls: "loopback" };
-  if (inV6(value, P.mapped, 96)) return byEmbedded(low32(value), "ipv4_mapped");
-  if (inV6(value, 0n, 96)) return byEmbedded(low32(value), "ipv4_compatible", "reserved");
-  if (inV6(value, P.translated, 96)) return byEmbedded(low32(value), "ipv4_translated");
-  if (inV6(value, P.nat64, 96) || inV6(value, P.nat64Local, 48)) return byEmbedded(low32(value), "nat64");
-  if (inV6(value, P.sixToFour, 16)) return byEmbedded(Number((value >> 80n) & 0xffffffffn), "6to4");
-  if (inV6(value, P.teredo, 32)) {
-    const client = byEmbedded(~low32(value) >>> 0, "teredo_client");
-    if (client.cls !== "public") return client;
-    const server = byEmbedded(Number((value >> 64n) & 0xffffffffn), "teredo_server");
-    return server.cls !== "public" ? server : client;
-  }
-  if (inV6(value, P.multicast, 8)) return { cls: "multicast" };
-  if (inV6(value, P.linkLocal, 10)) return { cls: "link_local" };
-  if (inV6(value, P.siteLocal, 10)) return { cls: "private" };
-  if (inV6(value, P.uniqueLocal, 7)) return { cls: "private" };
-  if (inV6(value, P.documentation, 32) || inV6(value, P.documentation2, 20)) return { cls: "documentation" };
-  if (inV6(value, P.benchmarking, 48)) return { cls: "benchmarking" };
-  if (V6_IETF_GLOBAL.some(([base, prefix]) => inV6(value, base, prefix))) return { cls: "public" };
-  if (inV6(value, P.ietf, 23)) return { cls: "reserved" };
-  if (!inV6(value, P.globalUnicast, 3)) return { cls: "reserved" };
-  return { cls: "public" };
+  const decisive = decisiveIPv4(value);
+  if (decisive !== null) return decisive;
+  for (const row of V6_CLASS_TABLE) if (inV6(value, row.base, row.prefix)) return { cls: row.cls };
+  return { cls: "reserved" };
 }
 
+const MAPPED = v6("::ffff:0:0");
+
 /** Comparable key of an address without its zone: IPv4 as mapped IPv6. */
-function key(parsed: Parsed): bigint {
-  return parsed.family === 4 ? P.mapped | BigInt(parsed.value) : parsed.value;
+export function key(parsed: Parsed): bigint {
+  return parsed.family === 4 ? MAPPED | BigInt(parsed.value) : parsed.value;
 }
 
 /** `os.networkInterfaces()` costs ~0.2 ms: its answer is reused for a second. */
@@ -422,7 +425,7 @@ export function classifyAddress(ip: string, options: ClassifyOptions = {}): Addr
   let cls = verdict.cls;
   if (cls === "public") {
     const keys = hostKeys(options.hostInterfaces);
-    const own = keys.has(parsed.value) || (verdict.embedded !== undefined && keys.has(P.mapped | BigInt(verdict.embedded.value)));
+    const own = keys.has(parsed.value) || (verdict.embedded !== undefined && keys.has(MAPPED | BigInt(verdict.embedded.value)));
     if (own) cls = "host_interface";
   }
   const info: AddressInfo = { address, family: 6, class: cls };

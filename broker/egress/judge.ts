@@ -6,7 +6,8 @@
 import { classifyAddress, parseIpLiteral, type AddressClass } from "./address.js";
 import { normaliseHost } from "./hostname.js";
 import { denyCoversUnsafePath, prefixRefusal } from "./path-refusal.js";
-import { allowsAddress, matchesUrl, namesAddress, type EgressRule, type Target } from "./rules.js";
+import { reachRefusal, type Reach } from "./reach.js";
+import { allowsAddress, deniesAddress, matchesUrl, namesAddress, type EgressRule, type Target } from "./rules.js";
 
 export interface EgressPolicy {
   /** Whose rules these are, for messages. */
@@ -15,8 +16,8 @@ export interface EgressPolicy {
   readonly approved: readonly EgressRule[];
   /** Operator policy: rules that are refused whatever an approval says. */
   readonly operatorDeny: readonly EgressRule[];
-  /** Operator policy: may non-public addresses ever be reached (when a rule names them)? */
-  readonly allowPrivate: boolean;
+  /** Operator policy: which non-public addresses a rule naming them may reach. */
+  readonly reach: Reach;
   /** Session policy: no egress at all. */
   readonly offline: boolean;
   /** Session policy: a narrower allow list (null = no narrowing). */
@@ -26,8 +27,24 @@ export interface EgressPolicy {
 /** Resolves a name to every address it has (injected in tests). */
 export type Resolver = (name: string) => Promise<ReadonlyArray<{ address: string; family: 4 | 6 }>>;
 
+/** One answer as judged: its canonical text, family and class. */
+export interface JudgedAddress {
+  readonly address: string;
+  readonly family: 4 | 6;
+  readonly class: AddressClass;
+}
+
 export type Verdict =
-  | { readonly allowed: true; readonly rule: string; readonly address: string; readonly family: 4 | 6; readonly target: Target }
+  | {
+      readonly allowed: true;
+      readonly rule: string;
+      /** The answer the connection is pinned to (the first). */
+      readonly address: string;
+      readonly family: 4 | 6;
+      readonly target: Target;
+      /** Every answer judged (all allowed), with its class, in the resolver's order. */
+      readonly addresses: ReadonlyArray<JudgedAddress>;
+    }
   | { readonly allowed: false; readonly rule: string; readonly reason: string };
 
 const DEFAULT_PORT = { "http:": 80, "https:": 443 } as const;
@@ -93,7 +110,7 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
 
   // Every answer is judged: one bad answer refuses the name (a rebinding
   // resolver can mix a public address with an internal one).
-  let chosen: { address: string; family: 4 | 6 } | null = null;
+  const judged: JudgedAddress[] = [];
   for (const answer of answers) {
     let info;
     try {
@@ -103,19 +120,24 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
     }
     const { address, family, class: cls } = info;
     for (const rule of policy.operatorDeny) {
-      if (namesAddress(rule, address)) return deny(`operator:deny ${rule.text}`, `the operator's policy denies address ${address}`);
+      if (deniesAddress(rule, address)) return deny(`operator:deny ${rule.text}`, `the operator's policy denies address ${address}`);
     }
     if (literal !== null && !policy.approved.some((rule) => matchesUrl(rule, target) && allowsAddress(rule, target, address))) {
       return deny("manifest:no-match", `no approved rule of '${policy.extension}' names the address ${address}`);
     }
     if (cls !== "public") {
+      // Named by an approved rule, then the operator's switch. Unspecified: never, named or not.
       const named = policy.approved.some((rule) => matchesUrl(rule, target) && namesAddress(rule, address));
-      if (!named) return deny(`address:${cls}`, `${target.name ?? address} resolves to ${address}, a ${describe(cls)} address; only a rule naming that IP or CIDR may reach it`);
-      if (!policy.allowPrivate) return deny("operator:no-private", `the operator's policy forbids ${describe(cls)} addresses (${address})`);
+      if (cls === "unspecified" || !named) {
+        return deny(`address:${cls}`, `${target.name ?? address} resolves to ${address}, a ${describe(cls)} address; only a rule naming that IP or CIDR may reach it`);
+      }
+      const refused = reachRefusal(policy.reach, address, cls);
+      if (refused !== null) return deny(refused.rule, refused.reason);
     }
-    chosen ??= { address, family };
+    judged.push({ address, family, class: cls });
   }
-  return { allowed: true, rule: approved.text, address: chosen!.address, family: chosen!.family, target };
+  const first = judged[0]!;
+  return { allowed: true, rule: approved.text, address: first.address, family: first.family, target, addresses: judged };
 }
 
 function describe(cls: AddressClass): string {

@@ -5,8 +5,14 @@
  * - host: a name (`api.example.com`), a leftmost wildcard (`*.example.com`:
  *   any name *under* example.com, at any depth, never the apex itself), an IP
  *   literal (`10.0.0.5`, `[fd00::1]`) or a CIDR in brackets (`[10.0.0.0/8]`,
- *   `[fd00::/8]`). Addresses are reachable only through rules that name them.
+ *   `[fd00::/48]`). Addresses are reachable only through rules that name them;
+ *   an address rule stands for IPv4 in every form that carries it
+ *   (`address-range.ts`), and what an allow rule may name is limited
+ *   (`address-rule.ts`: no unspecified address, at most /16 or /48, loopback,
+ *   link-local and metadata one address at a time).
  * - port: explicit, or the scheme's default; a rule never allows another port.
+ * - wildcards over wildcard-DNS and dynamic-DNS domains are refused
+ *   (`wildcard-dns.ts`), as are those over public suffixes (`hostname.ts`).
  * - path-prefix: matched on segment boundaries (`/v1` allows `/v1` and `/v1/x`,
  *   not `/v10`).
  * - METHODS: optional, comma-separated before a space (`GET,HEAD https://…`);
@@ -14,9 +20,12 @@
  *
  * See docs/egress.md for the reasoning.
  */
-import { cidrContains, InvalidAddressError, parseCidr, parseIpLiteral as parseIpStrict } from "./address.js";
+import { parseAddressRange, rangeMatches, type AddressRange } from "./address-range.js";
+import { addressRuleProblem } from "./address-rule.js";
+import { InvalidAddressError, parseIpLiteral as parseIpStrict } from "./address.js";
 import { isTooBroad, normaliseHost } from "./hostname.js";
 import { unsafePath } from "./path-guard.js";
+import { wildcardDnsProblem } from "./wildcard-dns.js";
 
 export interface EgressRule {
   /** The rule as written (what audit rows and denials name). */
@@ -27,8 +36,8 @@ export interface EgressRule {
   readonly host:
     | { readonly kind: "name"; readonly name: string }
     | { readonly kind: "wildcard"; readonly suffix: string }
-    | { readonly kind: "ip"; readonly address: string }
-    | { readonly kind: "cidr"; readonly cidr: string };
+    | { readonly kind: "ip"; readonly address: string; readonly range: AddressRange }
+    | { readonly kind: "cidr"; readonly cidr: string; readonly range: AddressRange };
   /** null only in an operator's host-only deny rule: any port. */
   readonly port: number | null;
   /** "" for no prefix; otherwise starts with "/" and has no trailing "/". */
@@ -118,14 +127,13 @@ export function parseRule(text: string, options: { allowBroad?: boolean } = {}):
   if (hostPart.startsWith("[")) {
     const inner = hostPart.slice(1, -1);
     if (inner.includes("/")) {
-      const cidr = parseCidr(inner);
-      if (cidr === null) fail(`'${inner}' is not a CIDR`);
-      host = { kind: "cidr", cidr: `${cidr!.address}/${cidr!.prefix}` };
-      if (!options.allowBroad && cidr!.prefix === 0) fail("a /0 CIDR allows every address: too broad");
+      const range = parseAddressRange(inner);
+      if (range === null) fail(`'${inner}' is not a CIDR (address/prefix, no host bits set: e.g. [10.1.0.0/16])`);
+      host = { kind: "cidr", cidr: range!.cidr, range: range! };
     } else {
       const ip = parseIpLiteral(hostPart);
       if (ip === null) fail(`'${inner}' is not an IP address`);
-      host = { kind: "ip", address: ip! };
+      host = { kind: "ip", address: ip!, range: parseAddressRange(ip!)! };
     }
   } else if (hostPart.startsWith("*.")) {
     let suffix = "";
@@ -135,6 +143,8 @@ export function parseRule(text: string, options: { allowBroad?: boolean } = {}):
       fail((err as Error).message);
     }
     if (suffix.includes("*")) fail("only one leftmost '*.' wildcard is allowed");
+    const dns = wildcardDnsProblem(suffix);
+    if (dns !== null && !options.allowBroad) fail(dns);
     const broad = isTooBroad(`*.${suffix}`);
     if (broad !== null && !options.allowBroad) fail(broad);
     host = { kind: "wildcard", suffix };
@@ -148,7 +158,10 @@ export function parseRule(text: string, options: { allowBroad?: boolean } = {}):
     if (hostPart === "*") {
       host = { kind: "wildcard", suffix: "" };
     } else if (ip !== null) {
-      host = { kind: "ip", address: ip };
+      // 2852039166, 0xa9fea9fe, 0251.0376.0251.0376, 169.254.43518: an address
+      // in disguise. A rule says what it means, so the reviewer reads it.
+      if (hostPart.toLowerCase() !== ip && !options.allowBroad) fail(`'${hostPart}' is the IP address ${ip} written another way: write it as ${ip}`);
+      host = { kind: "ip", address: ip, range: parseAddressRange(ip)! };
     } else {
       let name = "";
       try {
@@ -160,6 +173,10 @@ export function parseRule(text: string, options: { allowBroad?: boolean } = {}):
       if (broad !== null && !options.allowBroad) fail(broad);
       host = { kind: "name", name };
     }
+  }
+  if ((host!.kind === "ip" || host!.kind === "cidr") && !options.allowBroad) {
+    const problem = addressRuleProblem(host!.range);
+    if (problem !== null) fail(problem);
   }
   return { text: trimmed, methods, scheme: proto, host: host!, port, pathPrefix };
 }
@@ -198,12 +215,19 @@ export function matchesUrl(rule: EgressRule, target: Target): boolean {
   }
 }
 
-/** Does `rule` name this address explicitly (an IP or CIDR rule)? */
+/**
+ * Does an allow `rule` name this address (an IP or CIDR rule)? An address that
+ * carries an IPv4 is named by a rule naming the IPv4 it was classified by.
+ */
 export function namesAddress(rule: EgressRule, address: string): boolean {
   const host = rule.host;
-  if (host.kind === "ip") return cidrContains(`${host.address}/${host.address.includes(":") ? 128 : 32}`, address);
-  if (host.kind === "cidr") return cidrContains(host.cidr, address);
-  return false;
+  return (host.kind === "ip" || host.kind === "cidr") && rangeMatches(host.range, address, "decisive");
+}
+
+/** Does a deny `rule` (an IP or CIDR rule) cover this address, or any IPv4 it carries? */
+export function deniesAddress(rule: EgressRule, address: string): boolean {
+  const host = rule.host;
+  return (host.kind === "ip" || host.kind === "cidr") && rangeMatches(host.range, address, "every");
 }
 
 /** For IP and CIDR rules the URL's host must be that address; for names, any answer judged later. */

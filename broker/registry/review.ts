@@ -2,6 +2,7 @@
  * `tether review`: what an extension can reach, in plain words, and on an
  * upgrade the diff against what was approved, so a widening cannot be missed.
  */
+import { describeRule, type RuleDescription } from "../egress/describe-rule.js";
 import type { Approval, Installed, InstallStatus } from "./registry.js";
 import { diffGrants, requestedGrants, widens, type GrantDiff, type Grants } from "./grants.js";
 
@@ -11,6 +12,8 @@ export interface Review {
   readonly description: string;
   readonly status: InstallStatus;
   readonly requested: Grants;
+  /** Each requested egress rule decoded: canonical URL, and for address rules size and classes. */
+  readonly decoded: readonly RuleDescription[];
   readonly approved: Grants | null;
   readonly diff: GrantDiff | null;
   readonly widens: boolean;
@@ -27,6 +30,7 @@ export function buildReview(installed: Installed, status: InstallStatus, approva
     description: installed.description,
     status,
     requested,
+    decoded: requested.net.map(describeRule),
     approved: approval?.grants ?? null,
     diff,
     widens: diff !== null && widens(diff),
@@ -47,6 +51,8 @@ export function renderReview(review: Review, installed: Installed): string {
     for (const rule of r.net) {
       const tag = review.diff?.addedNet.includes(rule) ? "   [NEW]" : review.approved !== null && review.diff === null && !review.approved.net.includes(rule) ? "   (requested, not granted)" : "";
       lines.push(`  the network: ${rule}${tag}`);
+      const decoded = review.decoded.find((d) => d.rule === rule) ?? describeRule(rule);
+      lines.push(`      means: ${decoded.canonical === null ? "" : `${decoded.canonical} — `}${decoded.summary}`);
     }
   lines.push("  files, environment, processes: nothing (jailed; only capabilities the broker serves)");
   lines.push("");

@@ -26,6 +26,7 @@ import { Broker } from "../../broker/broker.js";
 import type { CapCallEvent, CapHookStage } from "../../broker/caps/dispatcher.js";
 import type { Resolver } from "../../broker/egress/judge.js";
 import { silentLogger } from "../../broker/log.js";
+import { buildReview, renderReview } from "../../broker/registry/review.js";
 import { REPO } from "../support/satellites.js";
 
 // ---------------------------------------------------------------------------
@@ -127,6 +128,24 @@ const CASES: ReadonlyArray<readonly [id: string, description: string]> = [
   ["E92-concurrent-fetches-bounded", "one invocation's concurrent fetches are bounded by [limits] fetches (default 4); the rest wait their turn and all are served"],
   ["E93-request-body-bounded", "a request body over max_request_bytes is refused before it is decoded, with one audit row"],
   ["E94-large-request-body-delivered", "a 3.5 MiB request body under the bound is delivered, with one audit row (no stack overflow in validation)"],
+  ["E100-rule-unspecified-refused", "an allow rule naming an unspecified address (0.0.0.0, ::, 0.0.0.0/8, ::ffff:0.0.0.0) is an install error"],
+  ["E101-rule-every-ipv4-refused", "an allow range reaching every IPv4 address through an embedding ([::ffff:0:0/96], [::/1], [64:ff9b::/96], [2002::/16]) is an install error"],
+  ["E102-rule-range-size-limited", "an allow range wider than /16 (IPv4, measured on the embedded IPv4 for NAT64/6to4/mapped forms) or /48 (IPv6) is an install error; a /16 installs"],
+  ["E103-rule-disguised-address-refused", "an allow rule spelling an IPv4 address another way (2852039166, 0xa9fea9fe, octal, short) is an install error saying how to write it"],
+  ["E104-rule-range-over-loopback-link-local-metadata-refused", "an allow range touching loopback, link-local or metadata addresses is an install error"],
+  ["E105-rule-wildcard-dns-refused", "a wildcard over a wildcard-DNS or dynamic-DNS domain (*.nip.io, *.sslip.io, *.duckdns.org) is an install error"],
+  ["E106-review-decodes-rules", "tether review shows each rule decoded: canonical URL, and for address rules the size and the classes touched"],
+  ["E107-reach-per-class", "reach = [\"private\"] does not reach loopback (operator:no-private, saying what to add); reach = [\"loopback\"] does (same satellite)"],
+  ["E108-metadata-needs-operator-listing", "a rule naming 169.254.169.254 exactly installs, but allow_private or every reach class does not reach it (operator:no-metadata)"],
+  ["E109-policy-reach-validated", "policy.toml with an unknown reach class or a non-metadata [net] metadata entry refuses all egress, saying what is wrong"],
+  ["E115-deny-v4-matches-nat64", "an operator deny of 127.0.0.0/8 refuses an answer 64:ff9b::7f00:1 (NAT64 well-known prefix)"],
+  ["E116-deny-v4-matches-nat64-local", "an operator deny of 127.0.0.0/8 refuses an answer 64:ff9b:1::7f00:1 (NAT64 local-use prefix)"],
+  ["E117-deny-v4-matches-6to4", "an operator deny of 127.0.0.0/8 refuses an answer 2002:7f00:1::1 (6to4)"],
+  ["E118-deny-v4-matches-teredo", "an operator deny of 127.0.0.0/8 refuses a Teredo answer whose client is 127.0.0.1"],
+  ["E119-deny-v4-matches-compatible", "an operator deny of 127.0.0.0/8 refuses an answer ::7f00:1 (IPv4-compatible)"],
+  ["E120-deny-v4-matches-translated", "an operator deny of 127.0.0.0/8 refuses an answer ::ffff:0:7f00:1 (IPv4-translated)"],
+  ["E121-allow-rule-names-every-embedding", "a rule naming 127.0.0.1 names that address in every embedding: each form gets past the rules to the operator's loopback switch"],
+  ["E122-deny-written-in-nat64-form", "an operator deny written as [64:ff9b::7f00:0/104] refuses the plain answer 127.0.0.1"],
   ["E130-path-params", "/v1/..;/admin (a path parameter some servers strip) is refused by the /v1 rule, naming it"],
   ["E131-path-double-encoded-dots", "/v1/%252e%252e/admin is refused by the /v1 rule, naming it"],
   ["E132-path-triple-encoded-dots", "/v1/%25252e%25252e/admin is refused by the /v1 rule, naming it"],
@@ -467,6 +486,13 @@ beforeAll(async () => {
   zone.set("mapped.dns.test", [v6("::ffff:127.0.0.1")]);
   zone.set("mixed.dns.test", [v4("93.184.216.34"), v4("10.0.0.1")]);
   zone.set("empty.dns.test", []);
+  // 127.0.0.1 carried in each IPv6 form the classifier knows (E115–E120).
+  zone.set("nat64.dns.test", [v6("64:ff9b::7f00:1")]);
+  zone.set("nat64l.dns.test", [v6("64:ff9b:1:2a::7f00:1")]);
+  zone.set("6to4.dns.test", [v6("2002:7f00:1::1")]);
+  zone.set("teredo.dns.test", [v6("2001:0:4136:e378:8000:63bf:80ff:fffe")]);
+  zone.set("compat.dns.test", [v6("::7f00:1")]);
+  zone.set("xlat.dns.test", [v6("::ffff:0:7f00:1")]);
 
   // Name rules first (so an allowed call's audit row names the name rule), then
   // their address twins: the same methods, port and path, naming 127.0.0.1 so
@@ -1518,6 +1544,194 @@ describe("bounds on what an extension can make the broker spend", () => {
     expect(c.reply).toMatchObject({ ok: true, status: 200 });
     expect(api.hits.at(-1)!.body.length).toBe(body.length);
     expect(c.rows.map((r) => [r.decision, r.rule])).toEqual([["allowed", `http://api.test:${P1}/v1`]]);
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Rules broader than they look (finding 3), deny ranges and embeddings (finding 4)
+// ---------------------------------------------------------------------------
+
+/** Installs a variant with `rules` and expects `tether install` to refuse it, naming the rule and why. */
+async function expectInstallRefused(variant: string, rule: string, ...why: string[]): Promise<void> {
+  let message = "";
+  try {
+    await broker.registry.install(writeVariant(variant, [rule]));
+  } catch (err) {
+    message = (err as Error).message;
+  }
+  expect(message).toContain(`net.allow.0: egress rule '${rule}'`);
+  for (const part of why) expect(message).toContain(part);
+  expect(broker.registry.get(variant)).toBeNull();
+  const earlier = verdicts.get(currentCase);
+  verdicts.set(currentCase, `${earlier === undefined ? "" : `${earlier}; `}install refused [${rule}]`);
+}
+
+describe("rules broader than they look: refused at install", () => {
+  matrix("E100-rule-unspecified-refused", async () => {
+    await expectInstallRefused("bad-e100-a", `http://0.0.0.0:${P1}`, "unspecified address", "never a rule", "name the service's own address");
+    await expectInstallRefused("bad-e100-b", `http://[::]:${P1}`, "unspecified address");
+    await expectInstallRefused("bad-e100-c", `http://[0.0.0.0/8]:${P1}`, "unspecified address");
+    await expectInstallRefused("bad-e100-d", `http://[::ffff:0.0.0.0]:${P1}`, "unspecified address");
+    await expectInstallRefused("bad-e100-e", `http://[64:ff9b::]:${P1}`, "unspecified address");
+  });
+
+  matrix("E101-rule-every-ipv4-refused", async () => {
+    await expectInstallRefused("bad-e101-a", `http://[::ffff:0:0/96]:${P1}`, "reaches every IPv4 address", "ipv4-mapped", "write the IPv4 range you mean");
+    await expectInstallRefused("bad-e101-b", `http://[::/1]:${P1}`, "reaches every IPv4 address");
+    await expectInstallRefused("bad-e101-c", `http://[64:ff9b::/96]:${P1}`, "reaches every IPv4 address", "nat64");
+    await expectInstallRefused("bad-e101-d", `http://[2002::/16]:${P1}`, "reaches every IPv4 address", "6to4");
+  });
+
+  matrix("E102-rule-range-size-limited", async () => {
+    await expectInstallRefused("bad-e102-a", `http://[10.0.0.0/8]:${P1}`, "covers 16,777,216 addresses", "at most /16 for IPv4", "split it");
+    await expectInstallRefused("bad-e102-b", `http://[64:ff9b::a00:0/104]:${P1}`, "10.0.0.0/8 (nat64)", "at most /16 for IPv4");
+    await expectInstallRefused("bad-e102-c", `http://[2002:a00::/24]:${P1}`, "10.0.0.0/8 (6to4)", "at most /16 for IPv4");
+    await expectInstallRefused("bad-e102-d", `http://[::ffff:10.0.0.0/104]:${P1}`, "at most /16 for IPv4");
+    await expectInstallRefused("bad-e102-e", `http://[fd00::/32]:${P1}`, "at most /48 for IPv6");
+    // At the limit: installs (and is not approved: it reaches nothing here).
+    await broker.registry.install(writeVariant("ok-e102", [`http://[10.20.0.0/16]:${P1}`, `http://[fd00:1:2::/48]:${P1}`]));
+    expect(broker.registry.get("ok-e102")).not.toBeNull();
+  });
+
+  matrix("E103-rule-disguised-address-refused", async () => {
+    await expectInstallRefused("bad-e103-a", `http://2852039166:${P1}`, "is the IP address 169.254.169.254 written another way: write it as 169.254.169.254");
+    await expectInstallRefused("bad-e103-b", `http://0xa9fea9fe:${P1}`, "write it as 169.254.169.254");
+    await expectInstallRefused("bad-e103-c", `http://0251.0376.0251.0376:${P1}`, "write it as 169.254.169.254");
+    await expectInstallRefused("bad-e103-d", `http://127.1:${P1}`, "write it as 127.0.0.1");
+  });
+
+  matrix("E104-rule-range-over-loopback-link-local-metadata-refused", async () => {
+    await expectInstallRefused("bad-e104-a", `http://[127.0.0.0/24]:${P1}`, "covers loopback addresses", "one address at a time");
+    await expectInstallRefused("bad-e104-b", `http://[169.254.169.0/24]:${P1}`, "link-local and metadata");
+    await expectInstallRefused("bad-e104-c", `http://[100.100.0.0/16]:${P1}`, "metadata");
+    await expectInstallRefused("bad-e104-d", `http://[fe80::/64]:${P1}`, "link-local");
+    await expectInstallRefused("bad-e104-e", `http://[::ffff:127.0.0.0/120]:${P1}`, "loopback");
+  });
+
+  matrix("E105-rule-wildcard-dns-refused", async () => {
+    await expectInstallRefused("bad-e105-a", `http://*.nip.io:${P1}`, "'nip.io', a wildcard-DNS domain", "name each host you need");
+    await expectInstallRefused("bad-e105-b", `https://*.sslip.io`, "'sslip.io', a wildcard-DNS domain");
+    await expectInstallRefused("bad-e105-c", `https://*.a.nip.io`, "'nip.io'");
+    await expectInstallRefused("bad-e105-d", `https://*.duckdns.org`, "'duckdns.org', a dynamic-DNS domain");
+    await expectInstallRefused("bad-e105-e", `https://*.localtest.me`, "wildcard-DNS");
+  });
+
+  matrix("E106-review-decodes-rules", async () => {
+    const installed = broker.registry.get(MAIN)!;
+    const text = renderReview(buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval(MAIN)), installed);
+    const lines = text.split("\n");
+    const after = (rule: string) => lines[lines.indexOf(`  the network: ${rule}`) + 1] ?? "";
+    expect(after(`http://127.0.0.1:${P1}/v1`)).toContain(`means: http://127.0.0.1:${P1}/v1 — 1 address; classes: loopback`);
+    expect(after(`http://127.0.0.1:${P1}/v1`)).toContain(`[net] reach has "loopback"`);
+    expect(after(`http://münchen.test:${P1}/idn`)).toContain(`means: http://xn--mnchen-3ya.test:${P1}/idn — the host xn--mnchen-3ya.test`);
+    expect(after(`http://port80.test/p`)).toContain("means: http://port80.test:80/p");
+    expect(after(`http://*.wild.test:${P1}/w`)).toContain("any name under wild.test (not wild.test itself)");
+    const range = broker.registry.get("ok-e102")!;
+    const decoded = renderReview(buildReview(range, broker.registry.status(range), null), range);
+    expect(decoded).toContain(`means: http://[10.20.0.0/16]:${P1} — 65,536 addresses (/16 of IPv4); classes: private`);
+    expect(decoded).toContain(`means: http://[fd00:1:2::/48]:${P1} — 2^80 addresses (/48 of IPv6); classes: private`);
+    verdicts.set(currentCase, "review decoded");
+  });
+});
+
+describe("operator reach: one switch per address class, metadata by address", () => {
+  matrix("E107-reach-per-class", async () => {
+    const allowedUrl = `http://api.test:${P1}/v1/echo`;
+    const before = expectAllowed(await call({ url: allowedUrl }), `http://api.test:${P1}/v1`);
+    writePolicy(BASE_POLICY.replace("allow_private = true", 'reach = ["private", "cgnat"]'));
+    const [a] = mark(api);
+    try {
+      const c = await call({ url: allowedUrl });
+      expectDenied(c, "operator:no-private", "the operator's policy forbids loopback addresses (127.0.0.1)", 'add "loopback" to [net] reach in policy.toml');
+      expect(c.reply!.boot).toBe(before.boot);
+      expect(newHits(api, a!)).toEqual([]);
+      writePolicy(BASE_POLICY.replace("allow_private = true", 'reach = ["loopback"]'));
+      expect(expectAllowed(await call({ url: allowedUrl }), `http://api.test:${P1}/v1`).boot).toBe(before.boot);
+    } finally {
+      writePolicy(BASE_POLICY);
+    }
+  });
+
+  matrix("E108-metadata-needs-operator-listing", async () => {
+    await broker.registry.install(writeVariant("fetcher-meta", [`http://meta.dns.test:${P1}`, `http://169.254.169.254:${P1}`]));
+    broker.registry.approve("fetcher-meta");
+    const message = "169.254.169.254 is a cloud metadata address; it is reachable only when the operator lists it in policy.toml";
+    // allow_private = true (BASE_POLICY) does not reach metadata.
+    expectDenied(await call({ url: `http://meta.dns.test:${P1}/latest` }, { ext: "fetcher-meta" }), "operator:no-metadata", message);
+    expectDenied(await call({ url: `http://169.254.169.254:${P1}/latest` }, { ext: "fetcher-meta" }), "operator:no-metadata", message);
+    // Nor does every class switch there is.
+    writePolicy(`${BASE_POLICY}reach = ["loopback", "private", "link_local", "cgnat", "host_interface", "documentation", "benchmarking", "reserved", "multicast", "broadcast"]\n`);
+    try {
+      expectDenied(await call({ url: `http://meta.dns.test:${P1}/latest` }, { ext: "fetcher-meta" }), "operator:no-metadata", message);
+      // A disguised spelling of the address in the URL is the same address.
+      expectDenied(await call({ url: `http://2852039166:${P1}/latest` }, { ext: "fetcher-meta" }), "operator:no-metadata");
+    } finally {
+      writePolicy(BASE_POLICY);
+    }
+  });
+
+  matrix("E109-policy-reach-validated", async () => {
+    const url = `http://api.test:${P1}/v1/echo`;
+    try {
+      writePolicy(`${BASE_POLICY}reach = ["metadata"]\n`);
+      expectDenied(await call({ url }), "operator:policy-invalid", "net.reach.0", "metadata addresses are listed one by one in [net] metadata");
+      writePolicy(`${BASE_POLICY}metadata = ["10.0.0.1"]\n`);
+      expectDenied(await call({ url }), "operator:policy-invalid", "net.metadata.0", "must be a cloud metadata address");
+      writePolicy(`${BASE_POLICY}reach = ["everything"]\n`);
+      expectDenied(await call({ url }), "operator:policy-invalid", 'must be one of "loopback"');
+    } finally {
+      writePolicy(BASE_POLICY);
+    }
+    expectAllowed(await call({ url }), `http://api.test:${P1}/v1`);
+  });
+});
+
+describe("deny ranges and address rules match every embedding of an IPv4", () => {
+  const deniedEmbedding = (id: string, name: string, answer: string) =>
+    matrix(id, async () => {
+      writePolicy(`${BASE_POLICY}deny = ["http://[127.0.0.0/8]"]\n`);
+      try {
+        const c = await call({ url: `http://${name}:${P1}/x` }, { ext: NAMES });
+        expectDenied(c, "operator:deny http://[127.0.0.0/8]", `the operator's policy denies address ${answer}`);
+      } finally {
+        writePolicy(BASE_POLICY);
+      }
+    });
+  deniedEmbedding("E115-deny-v4-matches-nat64", "nat64.dns.test", "64:ff9b::7f00:1");
+  deniedEmbedding("E116-deny-v4-matches-nat64-local", "nat64l.dns.test", "64:ff9b:1:2a::7f00:1");
+  deniedEmbedding("E117-deny-v4-matches-6to4", "6to4.dns.test", "2002:7f00:1::1");
+  deniedEmbedding("E118-deny-v4-matches-teredo", "teredo.dns.test", "2001:0:4136:e378:8000:63bf:80ff:fffe");
+  deniedEmbedding("E119-deny-v4-matches-compatible", "compat.dns.test", "::7f00:1");
+  deniedEmbedding("E120-deny-v4-matches-translated", "xlat.dns.test", "::ffff:0:7f00:1");
+
+  matrix("E121-allow-rule-names-every-embedding", async () => {
+    // With loopback switched off, a named loopback answer stops at the operator's switch;
+    // one no rule names stops earlier, at address:loopback. Every form is named by 127.0.0.1.
+    writePolicy(BASE_POLICY.replace("allow_private = true", "allow_private = false"));
+    const forms = ["::ffff:7f00:1", "64:ff9b::7f00:1", "64:ff9b:1:2a::7f00:1", "2002:7f00:1::1", "2001:0:4136:e378:8000:63bf:80ff:fffe", "::7f00:1", "::ffff:0:7f00:1"];
+    const [a] = mark(api);
+    try {
+      for (const form of forms) {
+        zone.set("api.test", [v6(form)]);
+        expectDenied(await call({ url: `http://api.test:${P1}/v1/echo` }), "operator:no-private", `the operator's policy forbids loopback addresses (${form})`);
+      }
+      expect(newHits(api, a!)).toEqual([]);
+    } finally {
+      zone.set("api.test", [v4("127.0.0.1")]);
+      writePolicy(BASE_POLICY);
+    }
+  });
+
+  matrix("E122-deny-written-in-nat64-form", async () => {
+    writePolicy(`${BASE_POLICY}deny = ["http://[64:ff9b::7f00:0/104]"]\n`);
+    const [a] = mark(api);
+    try {
+      expectDenied(await call({ url: `http://api.test:${P1}/v1/echo` }), "operator:deny http://[64:ff9b::7f00:0/104]", "the operator's policy denies address 127.0.0.1");
+      expect(newHits(api, a!)).toEqual([]);
+    } finally {
+      writePolicy(BASE_POLICY);
+    }
+    expectAllowed(await call({ url: `http://api.test:${P1}/v1/echo` }), `http://api.test:${P1}/v1`);
   });
 });
 

@@ -7,13 +7,14 @@
 import { judge, type EgressPolicy, type Resolver } from "../../broker/egress/judge.js";
 import { MAX_DECODES, unsafePath } from "../../broker/egress/path-guard.js";
 import { parseRule } from "../../broker/egress/rules.js";
+import { NO_REACH } from "../../broker/egress/reach.js";
 
 const RULE = "https://api.example.com/v1";
 const publicAnswer: Resolver = async () => [{ address: "93.184.216.34", family: 4 }];
 
 function policy(rules: readonly string[], deny: readonly string[] = []): EgressPolicy {
   const operatorDeny = deny.map((r) => parseRule(r, { allowBroad: true }));
-  return { extension: "probe", approved: rules.map((r) => parseRule(r)), operatorDeny, allowPrivate: false, offline: false, sessionAllow: null };
+  return { extension: "probe", approved: rules.map((r) => parseRule(r)), operatorDeny, reach: NO_REACH, offline: false, sessionAllow: null };
 }
 
 const judged = (path: string, rules: readonly string[] = [RULE], deny: readonly string[] = []) =>

@@ -22,7 +22,7 @@ describe("parseRule()", () => {
     ["https://api.example.com.", { host: { kind: "name", name: "api.example.com" } }],
     ["http://10.0.0.5", { host: { kind: "ip", address: "10.0.0.5" } }],
     ["http://[fd00::1]:8080", { host: { kind: "ip", address: "fd00::1" }, port: 8080 }],
-    ["http://[10.0.0.0/8]", { host: { kind: "cidr", cidr: "10.0.0.0/8" } }],
+    ["http://[10.20.0.0/16]", { host: { kind: "cidr", cidr: "10.20.0.0/16" } }],
   ])("parses %s", (text, expected) => {
     expect(parseRule(text)).toMatchObject(expected);
   });
@@ -40,7 +40,8 @@ describe("parseRule()", () => {
     ["https://api.example.com/v1/../admin", "dot segments"],
     ["https://api.example.com/v1%2Fadmin", "encoded slashes"],
     ["https://a.*.example.com", "leftmost"],
-    ["https://[0.0.0.0/0]", "too broad"],
+    ["https://[0.0.0.0/0]", "unspecified"],
+    ["https://[10.0.0.0/8]", "at most /16"],
     ["api.example.com", "expected scheme://host"],
   ])("refuses %s, saying why", (text, why) => {
     expect(() => parseRule(text)).toThrow(RuleError);
