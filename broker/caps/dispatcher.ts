@@ -53,7 +53,10 @@ export function capDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatch
     "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64)}", netFetch),
   };
   const refusals = new RefusalAudit((row) => env.ledger.audit(row));
-  const fetches = new Permits(ctx.grants().limits.fetches, "limits.fetches");
+  // The manifest's bound, under the operator's ceiling (a policy that cannot be read allows no egress anyway).
+  const operator = env.operator.current();
+  const ceiling = operator instanceof Error ? ctx.grants().limits.fetches : operator.maxFetches;
+  const fetches = new Permits(Math.min(ctx.grants().limits.fetches, ceiling), "limits.fetches");
   return (call, info) => {
     const scope = scopeFor(env, ctx, call, info, refusals, fetches);
     const run = Object.hasOwn(table, call.cap) ? table[call.cap] : undefined;

@@ -16,6 +16,7 @@ import type { CapReply } from "../satellite/process.js";
 import { decodeBase64, requestBodyBound } from "./base64.js";
 import type { CallScope, CapCallRequest } from "./context.js";
 import { composeEgressPolicy } from "./egress-policy.js";
+import { linkedSignal } from "./linked-signal.js";
 import { acquireAll } from "./permits.js";
 import { refusal, runAct, type Act, type Performed, type Refusal } from "./pipeline.js";
 import type { OperatorPolicy } from "./policy.js";
@@ -75,14 +76,15 @@ function hopAct(scope: CallScope, exchange: Exchange): Act<JudgedHop> {
     async perform({ operator, verdict }): Promise<Performed> {
       const remaining = ctx.deadlineAt - Date.now();
       if (remaining <= 0) return denied("limit:deadline", "net.fetch refused: the invocation's deadline passed before the request was sent", url);
-      const deadline = AbortSignal.timeout(remaining);
-      const waiting = AbortSignal.any([deadline, ctx.signal, env.work.signal]);
-      const permits = await acquireAll([scope.fetches, ...env.fetchBounds(info.extension)], waiting);
+      // Waiting for a permit ends with the deadline, the invocation, or the broker.
+      const waiting = linkedSignal([ctx.signal, env.work.signal], remaining);
+      const permits = await acquireAll([scope.fetches, ...env.fetchBounds(info.extension)], waiting.signal);
       if ("waitingOn" in permits) {
+        waiting.dispose();
         const bound = permits.waitingOn;
         return denied(bound.rule, `net.fetch refused: ${bound.limit} fetches were already in flight (${bound.rule}) and none ended before the invocation's deadline`, url);
       }
-      const withdraw = new AbortController();
+      // The request: the same, and a policy change while it is on the wire.
       let withdrawn: { rule: string; reason: string } | null = null;
       const release = env.work.hold({
         extension: info.extension,
@@ -95,15 +97,16 @@ function hopAct(scope: CallScope, exchange: Exchange): Act<JudgedHop> {
         },
         withdraw: (why) => {
           withdrawn = why;
-          withdraw.abort(new Error(`the policy changed: ${why.reason}`));
+          waiting.abort(new Error(`the policy changed: ${why.reason}`));
         },
       });
       let result;
       try {
-        result = await sendHop(exchange, verdict, env.agents, operator.maxBodyBytes, AbortSignal.any([withdraw.signal, waiting]));
+        result = await sendHop(info.extension, exchange, verdict, env.agents, operator.maxBodyBytes, waiting.signal);
       } finally {
         release();
         permits.release();
+        waiting.dispose();
       }
       const cut = withdrawn as { rule: string; reason: string } | null;
       if (cut !== null) return denied(`withdrawn:${cut.rule}`, `net.fetch stopped mid-request: the policy changed (${cut.reason})`, url);

@@ -32,6 +32,8 @@ export const OperatorPolicyFile = v.strictObject({
       allow_private: v.optional(v.boolean(), false),
       /** Largest response body a satellite may receive. */
       max_body_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10 * 1024 * 1024),
+      /** Ceiling on an extension's `[limits] fetches` (fetches one invocation may have in flight). */
+      max_fetches: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64)), 16),
       /** Largest request body an extension may send. */
       max_request_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(16 * 1024 * 1024)), 4 * 1024 * 1024),
       /** Redirects followed at most. */
@@ -47,6 +49,7 @@ export interface OperatorPolicy {
   readonly maxBodyBytes: number;
   readonly maxRedirects: number;
   readonly maxRequestBytes: number;
+  readonly maxFetches: number;
 }
 
 export interface SessionPolicy {
@@ -56,7 +59,7 @@ export interface SessionPolicy {
   readonly allow?: readonly string[];
 }
 
-const DEFAULTS: OperatorPolicy = { deny: [], reach: NO_REACH, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024 };
+const DEFAULTS: OperatorPolicy = { deny: [], reach: NO_REACH, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024, maxFetches: 16 };
 
 export function parseOperatorPolicy(text: string, file: string): OperatorPolicy {
   let raw: unknown;
@@ -80,6 +83,7 @@ export function parseOperatorPolicy(text: string, file: string): OperatorPolicy 
     maxBodyBytes: net.max_body_bytes ?? DEFAULTS.maxBodyBytes,
     maxRedirects: net.max_redirects ?? DEFAULTS.maxRedirects,
     maxRequestBytes: net.max_request_bytes ?? DEFAULTS.maxRequestBytes,
+    maxFetches: net.max_fetches ?? DEFAULTS.maxFetches,
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * The broker's pooled connections for brokered requests: keep-alive agents
- * pinned to one judged address, reused only for that same (origin, address).
+ * pinned to one judged address, reused only for that same (extension, origin,
+ * address) — one extension's requests never wait behind another's sockets.
  * One pool per broker (its `close()` closes only its own sockets), bounded in
  * agents and in sockets per agent; an agent evicted from the pool is closed at
  * once, so the pool never holds more sockets than its bound.
@@ -8,18 +9,22 @@
 import type { LookupFunction } from "node:net";
 import { Agent } from "undici";
 
-/** Agents kept; each holds at most SOCKETS_PER_AGENT sockets. */
-export const MAX_AGENTS = 32;
-export const SOCKETS_PER_AGENT = 4;
+/**
+ * Agents kept; each holds at most SOCKETS_PER_AGENT sockets, as many as one
+ * extension may have fetches in flight (so an origin is never the narrower
+ * bound): at most 256 pooled connections, idle ones closed after 10 s.
+ */
+export const MAX_AGENTS = 16;
+export const SOCKETS_PER_AGENT = 16;
 
 export class EgressAgents {
   readonly #agents = new Map<string, Agent>();
   #closed = false;
 
-  /** The agent for (origin, address): connects to `address` only, the name never looked up again. */
-  pinned(origin: string, address: string, family: 4 | 6): Agent {
+  /** The agent for (extension, origin, address): connects to `address` only, the name never looked up again. */
+  pinned(extension: string, origin: string, address: string, family: 4 | 6): Agent {
     if (this.#closed) throw new Error("the broker's egress pool is closed");
-    const key = `${origin}|${address}`;
+    const key = `${extension}\u0000${origin}|${address}`;
     let agent = this.#agents.get(key);
     if (agent !== undefined) {
       this.#agents.delete(key);

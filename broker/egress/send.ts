@@ -53,7 +53,7 @@ function abortReason(signal: AbortSignal): string {
   return typeof reason === "string" ? reason : "aborted";
 }
 
-export async function sendHop(exchange: Exchange, pinned: { address: string; family: 4 | 6 }, agents: EgressAgents, maxBodyBytes: number, signal: AbortSignal): Promise<HopResult> {
+export async function sendHop(extension: string, exchange: Exchange, pinned: { address: string; family: 4 | 6 }, agents: EgressAgents, maxBodyBytes: number, signal: AbortSignal): Promise<HopResult> {
   const url = exchange.url;
   let res;
   try {
@@ -61,7 +61,7 @@ export async function sendHop(exchange: Exchange, pinned: { address: string; fam
       method: exchange.method as "GET",
       headers: Object.fromEntries(exchange.headers),
       body: exchange.body ?? null,
-      dispatcher: agents.pinned(url.origin, pinned.address, pinned.family),
+      dispatcher: agents.pinned(extension, url.origin, pinned.address, pinned.family),
       // undici's own timers are coarse (they can fire ~0.5 s early): the signal is exact.
       headersTimeout: 0,
       bodyTimeout: 0,

@@ -17,7 +17,7 @@
  * is documented. Cases marked `failing` are real bugs (see docs/egress.md,
  * "Known gaps"): each asserts the correct behaviour.
  */
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -127,6 +127,8 @@ const CASES: ReadonlyArray<readonly [id: string, description: string]> = [
   ["E91-redirect-body-closed", "a redirect's body is not drained: its connection is closed at once"],
   ["E92-concurrent-fetches-bounded", "one invocation's concurrent fetches are bounded by [limits] fetches (default 4); the rest wait their turn and all are served"],
   ["E93-request-body-bounded", "a request body over max_request_bytes is refused before it is decoded, with one audit row"],
+  ["E95-fetch-burst-bounded", "a burst of fetches from six invocations of one extension holds at most 16 on the wire (the extension's bound); broker descriptors stay bounded and another extension is served meanwhile"],
+  ["E96-operator-fetch-ceiling", "the operator's max_fetches is a ceiling on [limits] fetches: with max_fetches = 2, at most 2 of an invocation's fetches are on the wire"],
   ["E94-large-request-body-delivered", "a 3.5 MiB request body under the bound is delivered, with one audit row (no stack overflow in validation)"],
   ["E100-rule-unspecified-refused", "an allow rule naming an unspecified address (0.0.0.0, ::, 0.0.0.0/8, ::ffff:0.0.0.0) is an install error"],
   ["E101-rule-every-ipv4-refused", "an allow range reaching every IPv4 address through an embedding ([::ffff:0:0/96], [::/1], [64:ff9b::/96], [2002::/16]) is an install error"],
@@ -1497,10 +1499,10 @@ describe("bounds on what an extension can make the broker spend", () => {
     expect(c.rows.map((r) => r.decision)).toEqual(["allowed", "allowed"]);
   });
 
-  matrix("E92-concurrent-fetches-bounded", async () => {
+  /** Runs `count` fetches of a held URL in one invocation, answering each wave once `bound` are on the wire; the most seen at once. */
+  async function peakOfBurst(count: number, bound: number, session: string): Promise<number> {
     let inFlight = 0;
     let most = 0;
-    const count = 10;
     const started = api.held.length;
     const onRequest = (req: { url?: string }) => {
       if (req.url?.endsWith("/slow") !== true) return;
@@ -1509,11 +1511,11 @@ describe("bounds on what an extension can make the broker spend", () => {
     };
     api.server.on("request", onRequest);
     try {
-      const done = broker.callTool(MAIN, "fetch_many", JSON.stringify({ url: `http://api.test:${P1}/v1/slow`, count }), { session: "many" });
+      const done = broker.callTool(MAIN, "fetch_many", JSON.stringify({ url: `http://api.test:${P1}/v1/slow`, count }), { session });
       let answered = 0;
       while (answered < count) {
         // Wait until the bound is full (or the last few are on the wire), then let them all answer.
-        await until("the fetches in flight", () => api.held.length - started - answered >= Math.min(4, count - answered));
+        await until("the fetches in flight", () => api.held.length - started - answered >= Math.min(bound, count - answered));
         for (const res of api.held.slice(started + answered)) {
           res.writeHead(200).end("ok");
           inFlight--;
@@ -1524,11 +1526,57 @@ describe("bounds on what an extension can make the broker spend", () => {
       expect(outcome.ok).toBe(true);
       const results = ((outcome as { value: { content: Array<{ json?: { results: unknown[] } }> } }).value.content[0]!.json!).results;
       expect(results).toEqual(Array.from({ length: count }, () => ({ ok: true, status: 200 })));
-      expect(most).toBe(4);
       verdicts.set(currentCase, `allowed ${results.length}, at most ${most} at once`);
+      return most;
     } finally {
       api.server.off("request", onRequest);
     }
+  }
+
+  matrix("E92-concurrent-fetches-bounded", async () => {
+    expect(await peakOfBurst(10, 4, "many")).toBe(4);
+  });
+
+  matrix("E96-operator-fetch-ceiling", async () => {
+    writePolicy(`${BASE_POLICY}max_fetches = 2\n`);
+    try {
+      expect(await peakOfBurst(6, 2, "ceiling")).toBe(2);
+    } finally {
+      writePolicy(BASE_POLICY);
+    }
+  });
+
+  matrix("E95-fetch-burst-bounded", async () => {
+    const sessions = ["burst-1", "burst-2", "burst-3", "burst-4", "burst-5", "burst-6"];
+    // Warm satellites first: their boots are not what this case measures.
+    for (const session of sessions) expectAllowed(await call({ url: `http://api.test:${P1}/v1/echo` }, { session }), `http://api.test:${P1}/v1`);
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const fdsBefore = fds();
+    const rssBefore = process.memoryUsage().rss;
+    const started = api.held.length;
+    const each = 8;
+    const bursts = sessions.map((session) => broker.callTool(MAIN, "fetch_many", JSON.stringify({ url: `http://api.test:${P1}/v1/slow`, count: each }), { session }));
+    // 6 invocations × 4 each would be 24: the extension's bound (16) holds them at 16.
+    await until("the extension's bound to fill", () => api.held.length - started >= 16);
+    const fdsHeld = fds();
+    // Another extension is not starved by this one's burst.
+    const bystander = await call({ url: `http://api.test:${P1}/v1/echo` }, { ext: LIVE, session: "bystander" });
+    expect(bystander.reply).toMatchObject({ ok: true, status: 200 });
+    expect(api.held.length - started).toBe(16);
+    let answered = 0;
+    while (answered < sessions.length * each) {
+      await until("more fetches on the wire", () => api.held.length - started > answered);
+      for (const res of api.held.slice(started + answered)) {
+        res.writeHead(200).end("ok");
+        answered++;
+      }
+    }
+    const outcomes = await Promise.all(bursts);
+    for (const outcome of outcomes) expect(outcome.ok).toBe(true);
+    // 16 sockets to the server and 16 accepted by it, with a little slack for the bystander's.
+    expect(fdsHeld - fdsBefore).toBeLessThanOrEqual(2 * 16 + 8);
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(256 * 1024 * 1024);
+    verdicts.set(currentCase, `allowed ${answered} in turn, 16 at most on the wire, +${fdsHeld - fdsBefore} descriptors`);
   });
 
   matrix("E93-request-body-bounded", async () => {
