@@ -48,7 +48,7 @@ broker.registry.approve("fetchloop");
 
 async function brokered(n: number): Promise<number> {
   const started = process.hrtime.bigint();
-  const r = await broker.callTool("fetchloop", "fetch_n", JSON.stringify({ url, n }));
+  const r = await broker.callTool("fetchloop", "fetch_n", JSON.stringify({ url, n }), { session: "default" });
   if (!r.ok) throw new Error(`${r.error.code}: ${r.error.msg}`);
   return Number(process.hrtime.bigint() - started) / 1e3; // µs per call
 }

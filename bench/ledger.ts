@@ -46,13 +46,13 @@ try {
   const viaBroker: bigint[] = [];
   const viaSlot: bigint[] = [];
   for (let i = 0; i < 50; i++) {
-    await broker.callTool("echo", "echo", args);
+    await broker.callTool("echo", "echo", args, { session: "default" });
     await slot.invoke({ kind: "tool", name: "echo", args, strand: "", deadlineMs: 5_000 });
   }
   for (let i = 0; i < N; i++) {
     // Interleaved, so machine noise hits both alike.
     let t = process.hrtime.bigint();
-    await broker.callTool("echo", "echo", args);
+    await broker.callTool("echo", "echo", args, { session: "default" });
     viaBroker.push(process.hrtime.bigint() - t);
     t = process.hrtime.bigint();
     await slot.invoke({ kind: "tool", name: "echo", args, strand: "", deadlineMs: 5_000 });

@@ -28,6 +28,7 @@ import { prepareHome, resolveHome } from "./store/home.js";
 import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
 import { checkToolArgs } from "./tool-args.js";
+import { SessionScope, type HookOutcome, type Live, type ScopeCallOptions, type ScopeHost } from "./session-scope.js";
 
 export interface BrokerOptions {
   /** The home folder; default `TETHER_HOME` or `~/.tether`. */
@@ -45,31 +46,16 @@ export interface BrokerOptions {
   readonly denoCache?: boolean;
 }
 
-export interface CallOptions extends InvokeOptions {
-  readonly session?: string;
-  readonly strand?: string;
-  /** Told the invocation's ledger id as soon as its row exists. */
-  readonly onInvocation?: (id: number) => void;
-  /** The operator bypassed the hook bus (`tether call --no-hooks`): written on the ledger row. */
-  readonly hooksBypassed?: boolean;
+/** A call made through the broker itself: the session it belongs to is named, always. */
+export interface CallOptions extends ScopeCallOptions {
+  readonly session: string;
 }
 
-/** A hook's answer as it came back, with its own ledger row. */
-export interface HookOutcome {
-  readonly outcome: InvocationOutcome;
-  readonly invocationId: number | null;
-}
+export type { HookOutcome } from "./session-scope.js";
 
 /** A hook's time limit when its `[[hook]]` row sets none. */
 export const DEFAULT_HOOK_DEADLINE_MS = 5_000;
 
-interface Live {
-  readonly slot: SatelliteSlot;
-  readonly installed: Installed;
-  readonly approval: Approval;
-}
-
-const DEFAULT_SESSION = "default";
 
 /** Fetches in flight at once: one extension's (all its invocations), and the whole broker's. */
 export const EXTENSION_FETCHES = 16;
@@ -87,9 +73,9 @@ export class Broker {
   readonly ledger: Ledger;
   readonly #options: BrokerOptions;
   readonly #log: Logger;
-  readonly #live = new Map<string, Live>();
-  readonly #sessionPolicies = new Map<string, SessionPolicy>();
-  readonly #sessionCapHooks = new Map<string, CapHookStage>();
+  /** One object per session id: its policy, its cap_call stage, its live satellites. */
+  readonly #scopes = new Map<string, SessionScope>();
+  readonly #host: ScopeHost;
   readonly #caps: CapEnvironment;
   readonly #work = new CapabilityWork();
   readonly #agents = new EgressAgents();
@@ -122,7 +108,7 @@ export class Broker {
         // The library caller's stage first (tests, embedders), then the session's bus.
         const own = await (options.capHooks ?? noHooks)(event);
         if (own !== null) return own;
-        return (this.#sessionCapHooks.get(event.sessionId) ?? noHooks)(event);
+        return (this.#scopes.get(event.sessionId)?.capHooks ?? noHooks)(event);
       },
       work: this.#work,
       agents: this.#agents,
@@ -132,22 +118,28 @@ export class Broker {
         return [own, this.#brokerFetches];
       },
     };
+    this.#host = {
+      boot: async (scope, extension) => {
+        if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
+        await this.#slot(scope, extension).slot.boot();
+      },
+      callTool: (scope, extension, tool, args, options) => this.#callTool(scope, extension, tool, args, options),
+      runCommand: (scope, extension, name, argsText, options) => this.#runCommand(scope, extension, name, argsText, options),
+      callHook: (scope, extension, event, payload, options) => this.#callHook(scope, extension, event, payload, options),
+      policyChanged: () => void this.#work.recheck(),
+    };
+  }
+
+  /** The broker's object for session `id` (made on first use): what a `Session` claims, and the hookless path. */
+  scope(id: string): SessionScope {
+    let scope = this.#scopes.get(id);
+    if (scope === undefined) this.#scopes.set(id, (scope = new SessionScope(id, this.#host)));
+    return scope;
   }
 
   /** Whether `close()` or `destroy()` was called. */
   get closed(): boolean {
     return this.#closed;
-  }
-
-  /** Whether a live session of this id routes `cap_call` events here (one live session per id). */
-  hasSession(session: string): boolean {
-    return this.#sessionCapHooks.has(session);
-  }
-
-  /** Routes a session's `cap_call` events to its hook bus; `null` detaches it. */
-  setSessionCapHooks(session: string, stage: CapHookStage | null): void {
-    if (stage === null) this.#sessionCapHooks.delete(session);
-    else this.#sessionCapHooks.set(session, stage);
   }
 
   /**
@@ -161,9 +153,8 @@ export class Broker {
 
   /** Sets a session's policy (offline, a narrower allow list); the next capability call obeys it. */
   setSessionPolicy(session: string, policy: SessionPolicy): void {
-    this.#sessionPolicies.set(session, policy);
     // Requests already on the wire are judged again now, not at their next hop.
-    void this.#work.recheck();
+    this.scope(session).setPolicy(policy);
   }
 
   /**
@@ -213,8 +204,7 @@ export class Broker {
     this.#dataVersion = version;
     this.#registryVersion = this.registry.version;
     this.#approvalEpoch++;
-    for (const [key, live] of this.#live) {
-      const name = live.slot.name;
+    for (const scope of this.#scopes.values()) for (const [name, live] of scope.live) {
       const current = this.registry.latestApproval(name);
       const installed = this.registry.get(name);
       const sameArtifact =
@@ -226,20 +216,20 @@ export class Broker {
         current.artifactHash === live.installed.artifactHash;
       if (!sameArtifact) {
         this.#log.warn("approval revoked or the install changed; stopping the extension's satellite", { extension: name });
-        this.#live.delete(key);
+        scope.live.delete(name);
         void live.slot.destroy("was stopped: its approval was revoked or the install changed");
       } else if (current.id !== live.approval.id) {
         // Re-approved (perhaps narrower) for the same artifact: the satellite keeps running;
         // capability calls read the grants at dispatch anyway.
-        this.#live.set(key, { ...live, approval: current });
+        scope.live.set(name, { ...live, approval: current });
       }
     }
   }
 
-  #slot(session: string, name: string): Live {
+  #slot(scope: SessionScope, name: string): Live {
     this.#enforceApprovals();
-    const key = `${session}\u0000${name}`;
-    const existing = this.#live.get(key);
+    const session = scope.id;
+    const existing = scope.live.get(name);
     if (existing !== undefined) return existing;
     const { installed, approval } = this.approved(name);
     let code: string;
@@ -283,7 +273,7 @@ export class Broker {
       },
     });
     const live = { slot, installed, approval };
-    this.#live.set(key, live);
+    scope.live.set(name, live);
     return live;
   }
 
@@ -292,19 +282,13 @@ export class Broker {
    * failed boot or a served/declared mismatch is known before anything is asked).
    * Rejects with a TetherError naming what failed.
    */
-  async activate(session: string, extension: string): Promise<void> {
-    if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
-    await this.#slot(session, extension).slot.boot();
+  activate(session: string, extension: string): Promise<void> {
+    return this.scope(session).activate(extension);
   }
 
   /** Stops the satellite of `extension` in `session`: letting its open call finish, or with `abort`, now. */
-  async deactivate(session: string, extension: string, options: { abort?: boolean } = {}): Promise<void> {
-    const key = `${session}\u0000${extension}`;
-    const live = this.#live.get(key);
-    if (live === undefined) return;
-    this.#live.delete(key);
-    if (options.abort === true) await live.slot.destroy("was stopped: its session was destroyed");
-    else await live.slot.close();
+  deactivate(session: string, extension: string, options: { abort?: boolean } = {}): Promise<void> {
+    return this.scope(session).deactivate(extension, options);
   }
 
   /** The approved artifact's Deno cache: warmed by one complete boot the first time, read-only after. */
@@ -316,11 +300,19 @@ export class Broker {
     }, jailIdentity());
   }
 
-  /** Calls one tool of an approved extension. Never rejects for the extension's faults: they are answers. */
-  async callTool(extension: string, tool: string, args: string, options: CallOptions = {}): Promise<InvocationOutcome> {
+  /**
+   * Calls one tool of an approved extension in `options.session`, **without the
+   * hook bus** (a `Session`'s `callTool` puts it around the call): the path a
+   * caller asks for by name. Never rejects for the extension's faults: they are answers.
+   */
+  callTool(extension: string, tool: string, args: string, options: CallOptions): Promise<InvocationOutcome> {
+    return this.scope(options.session).callTool(extension, tool, args, options);
+  }
+
+  async #callTool(scope: SessionScope, extension: string, tool: string, args: string, options: ScopeCallOptions): Promise<InvocationOutcome> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
-    const session = options.session ?? DEFAULT_SESSION;
-    const live = this.#slot(session, extension);
+    const session = scope.id;
+    const live = this.#slot(scope, extension);
     const { installed, approval } = live;
     const row = installed.manifest.tool.find((t) => t.name === tool);
     if (row === undefined || !approval.grants.tools.includes(tool)) {
@@ -336,23 +328,26 @@ export class Broker {
       return { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${checked.msg}` } };
     }
     const deadlineMs = Math.min(row.deadline_ms ?? approval.grants.limits.deadline_ms, approval.grants.limits.deadline_ms);
-    return (await this.#invoke(live, session, "tool", tool, args, deadlineMs, options)).outcome;
+    return (await this.#invoke(live, scope, "tool", tool, args, deadlineMs, options)).outcome;
   }
 
   /**
    * Runs a `[[command]]` of an approved extension: `/name args`, with the raw
    * argument text. Never rejects for the extension's faults.
    */
-  async runCommand(extension: string, name: string, argsText: string, options: CallOptions = {}): Promise<InvocationOutcome> {
+  runCommand(extension: string, name: string, argsText: string, options: CallOptions): Promise<InvocationOutcome> {
+    return this.scope(options.session).runCommand(extension, name, argsText, options);
+  }
+
+  async #runCommand(scope: SessionScope, extension: string, name: string, argsText: string, options: ScopeCallOptions): Promise<InvocationOutcome> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
-    const session = options.session ?? DEFAULT_SESSION;
-    const live = this.#slot(session, extension);
+    const live = this.#slot(scope, extension);
     if (!live.installed.manifest.command.some((c) => c.name === name)) {
       const served = live.installed.manifest.command.map((c) => c.name).sort();
       return { ok: false, error: { code: WireCode.unknownTool, msg: `Unknown command '/${name}'; '${extension}' serves [${served.map((c) => `/${c}`).join(", ")}]` } };
     }
     const limits = live.approval.grants.limits;
-    return (await this.#invoke(live, session, "command", name, argsText, limits.deadline_ms, options)).outcome;
+    return (await this.#invoke(live, scope, "command", name, argsText, limits.deadline_ms, options)).outcome;
   }
 
   /**
@@ -361,10 +356,13 @@ export class Broker {
    * the extension's deadline), counted from when it is asked — waiting behind
    * the satellite's open call included.
    */
-  async callHook(extension: string, event: string, payload: string, options: CallOptions = {}): Promise<HookOutcome> {
+  callHook(extension: string, event: string, payload: string, options: CallOptions): Promise<HookOutcome> {
+    return this.scope(options.session).callHook(extension, event, payload, options);
+  }
+
+  async #callHook(scope: SessionScope, extension: string, event: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
-    const session = options.session ?? DEFAULT_SESSION;
-    const live = this.#slot(session, extension);
+    const live = this.#slot(scope, extension);
     const row = live.installed.manifest.hook.find((h) => h.event === event);
     if (row === undefined || !live.approval.grants.hooks.includes(event)) {
       return { outcome: { ok: false, error: { code: WireCode.unhandled, msg: `'${extension}' has no approved hook for '${event}'` } }, invocationId: null };
@@ -374,7 +372,7 @@ export class Broker {
     // The limit covers the wait for the satellite too: a hook queued behind a long call is late.
     const late = AbortSignal.timeout(deadlineMs + (this.#options.graceMs ?? 500));
     const signal = options.signal === undefined ? late : AbortSignal.any([options.signal, late]);
-    const result = await this.#invoke(live, session, "event", event, payload, deadlineMs, { ...options, signal });
+    const result = await this.#invoke(live, scope, "event", event, payload, deadlineMs, { ...options, signal });
     if (!result.outcome.ok && result.outcome.error.code === WireCode.cancelled && late.aborted) {
       return { ...result, outcome: { ok: false, error: { code: WireCode.timeout, msg: `The hook passed its time limit of ${deadlineMs} ms` } } };
     }
@@ -384,14 +382,15 @@ export class Broker {
   /** One invocation of a live satellite, with its ledger row and capability dispatcher. */
   async #invoke(
     live: Live,
-    session: string,
+    scope: SessionScope,
     kind: "tool" | "event" | "command",
     name: string,
     args: string,
     deadlineMs: number,
-    options: CallOptions,
+    options: ScopeCallOptions,
   ): Promise<{ outcome: InvocationOutcome; invocationId: number }> {
     const extension = live.slot.name;
+    const session = scope.id;
     const strand = options.strand ?? "";
     const id = this.ledger.begin({ sessionId: session, extension, kind, name, strand, hooksBypassed: options.hooksBypassed === true });
     options.onInvocation?.(id);
@@ -406,10 +405,10 @@ export class Broker {
         // Read at dispatch (cheaply: the approvals are re-read only when the store changed):
         // a narrowed approval applies to the next capability call; a revoked one allows nothing.
         this.#enforceApprovals();
-        const current = this.#live.get(`${session}\u0000${extension}`);
+        const current = scope.live.get(extension);
         return current === undefined ? { ...live.approval.grants, net: [] } : current.approval.grants;
       },
-      session: () => this.#sessionPolicies.get(session) ?? {},
+      session: () => scope.policy,
     });
     let outcome: InvocationOutcome;
     try {
@@ -428,8 +427,7 @@ export class Broker {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.all([...this.#live.values()].map((l) => l.slot.close()));
-    this.#live.clear();
+    await Promise.all([...this.#scopes.values()].map((scope) => scope.stopAll()));
     // Capability work still running (a body streaming after its invocation ended) writes its audit row first.
     await this.#work.settle();
     this.ledger.close();
@@ -442,8 +440,7 @@ export class Broker {
     const wasClosed = this.#closed;
     this.#closed = true;
     this.#work.abort("the broker was destroyed");
-    await Promise.all([...this.#live.values()].map((l) => l.slot.destroy("the broker was destroyed")));
-    this.#live.clear();
+    await Promise.all([...this.#scopes.values()].map((scope) => scope.stopAll({ abort: true })));
     await this.#work.settle();
     await this.#agents.destroy();
     if (!wasClosed) {

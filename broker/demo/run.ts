@@ -115,7 +115,7 @@ async function main(): Promise<void> {
     }
 
     step("Calling before approval is refused");
-    await broker.callTool("echo", "echo", '{"text":"hi"}').catch((err: Error) => console.log(`  ${err.message}`));
+    await broker.callTool("echo", "echo", '{"text":"hi"}', { session: "default" }).catch((err: Error) => console.log(`  ${err.message}`));
 
     step("Review (what the operator sees), then approve");
     for (const name of ["echo", "weather", "guard"]) {

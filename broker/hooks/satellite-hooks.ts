@@ -9,7 +9,7 @@ import * as v from "valibot";
 import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { EventVerdicts, type EventName } from "../../jail-runtime/wire/events.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
-import type { Broker } from "../broker.js";
+import type { SessionScope } from "../session-scope.js";
 import { WireCode } from "../errors.js";
 import type { BusHook, HookAnswer, Verdict } from "./compose.js";
 
@@ -36,11 +36,11 @@ export function decodeVerdict(event: EventName, value: unknown): { ok: true; ver
   return { ok: true, verdict: event === "usage" ? {} : (checked.output as Verdict) };
 }
 
-/** Asks `extension`'s hook for `event` in `session`, as a `HookAnswer`. */
-export async function askSatelliteHook(broker: Broker, session: string, extension: string, event: EventName, payload: unknown): Promise<HookAnswer> {
+/** Asks `extension`'s hook for `event` in the session of `scope`, as a `HookAnswer`. */
+export async function askSatelliteHook(scope: SessionScope, extension: string, event: EventName, payload: unknown): Promise<HookAnswer> {
   let result;
   try {
-    result = await broker.callHook(extension, event, JSON.stringify(payload), { session });
+    result = await scope.callHook(extension, event, JSON.stringify(payload));
   } catch (err) {
     return { kind: "failed", reason: bounded((err as Error).message) };
   }
@@ -57,12 +57,11 @@ export async function askSatelliteHook(broker: Broker, session: string, extensio
 
 /** One extension's hook as a `BusHook`; `payloadFor` builds the payload (for `context`, from the chain so far). */
 export function satelliteBusHook(
-  broker: Broker,
-  session: string,
+  scope: SessionScope,
   extension: string,
   event: EventName,
   onError: "note" | "block",
   payloadFor: (messages: readonly unknown[] | undefined) => unknown,
 ): BusHook {
-  return { extension, onError, ask: (messages) => askSatelliteHook(broker, session, extension, event, payloadFor(messages)) };
+  return { extension, onError, ask: (messages) => askSatelliteHook(scope, extension, event, payloadFor(messages)) };
 }

@@ -17,7 +17,8 @@ import { randomUUID } from "node:crypto";
 import * as v from "valibot";
 import { EventPayloads, type EventName, type EventPayload } from "../../jail-runtime/wire/events.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
-import type { Broker, CallOptions } from "../broker.js";
+import type { Broker } from "../broker.js";
+import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
 import type { CapCallEvent } from "../caps/context.js";
 import type { SessionPolicy } from "../caps/policy.js";
 import { BrokerCode, TetherError, WireCode } from "../errors.js";
@@ -125,6 +126,8 @@ export class Session {
   readonly id: string;
   readonly workspace: string;
   readonly #broker: Broker;
+  /** The broker's object for this session: policy, cap_call stage, live satellites. */
+  readonly #scope: SessionScope;
   readonly #preferences: Preferences;
   readonly #records: SessionRecords;
   readonly #builtin: BuiltinHooks;
@@ -133,8 +136,9 @@ export class Session {
   #epoch: number;
   #closed = false;
 
-  private constructor(broker: Broker, options: SessionOptions, applied: Applied, epoch: number) {
+  private constructor(broker: Broker, scope: SessionScope, options: SessionOptions, applied: Applied, epoch: number) {
     this.#broker = broker;
+    this.#scope = scope;
     this.id = options.id;
     this.workspace = options.workspace;
     this.#policy = options.policy ?? {};
@@ -151,20 +155,21 @@ export class Session {
    * session), booted whole or not at all.
    */
   static async open(broker: Broker, options: SessionOptions): Promise<Session> {
-    if (broker.hasSession(options.id)) {
+    const scope = broker.scope(options.id);
+    if (scope.claimed) {
       throw new TetherError(BrokerCode.sessionInUse, `Session '${options.id}' is already open on this broker; close it first or use another id`);
     }
     const records = new SessionRecords(broker.store);
     const record = records.open(options.id, options.workspace, options.policy ?? {});
-    broker.setSessionPolicy(record.id, record.policy);
-    const session = new Session(broker, { ...options, id: record.id, policy: record.policy }, emptyApplied(), broker.approvalEpoch);
+    scope.setPolicy(record.policy);
+    const session = new Session(broker, scope, { ...options, id: record.id, policy: record.policy }, emptyApplied(), broker.approvalEpoch);
     // Claimed before the boots, so a second open of the id during them is refused too.
-    broker.setSessionCapHooks(session.id, (event) => session.#capCall(event));
+    scope.claim((event) => session.#capCall(event));
     try {
       const { applied } = await session.#activate(new Set());
       session.#applied = applied;
     } catch (err) {
-      broker.setSessionCapHooks(session.id, null);
+      scope.release();
       throw err;
     }
     return session;
@@ -178,7 +183,7 @@ export class Session {
   setPolicy(policy: SessionPolicy): void {
     this.#records.setPolicy(this.id, policy);
     this.#policy = policy;
-    this.#broker.setSessionPolicy(this.id, policy);
+    this.#scope.setPolicy(policy);
   }
 
   /** Saves a per-session preference (`null` removes the override); `reload` applies it. */
@@ -281,7 +286,7 @@ export class Session {
       }
     }
     try {
-      await this.#broker.activate(this.id, k.name);
+      await this.#scope.activate(k.name);
       return null;
     } catch (err) {
       const code = err instanceof TetherError ? ` (${err.code})` : "";
@@ -305,7 +310,7 @@ export class Session {
         if (toStart.length === 0) {
           // Started, then dropped because something it requires failed later: stop it again.
           const extra = started.filter((name) => !plan.active.includes(name));
-          await Promise.all(extra.map((name) => this.#broker.deactivate(this.id, name)));
+          await Promise.all(extra.map((name) => this.#scope.deactivate(name)));
           return { applied: { plan, known, failed }, started: started.filter((name) => plan.active.includes(name)) };
         }
         // Independent boots in parallel; the plan is re-made from their results.
@@ -321,7 +326,7 @@ export class Session {
       }
     } catch (err) {
       // Nothing half-applied: what this activation started is stopped again.
-      await Promise.all(started.map((name) => this.#broker.deactivate(this.id, name).catch(() => {})));
+      await Promise.all(started.map((name) => this.#scope.deactivate(name).catch(() => {})));
       throw err;
     }
   }
@@ -338,7 +343,7 @@ export class Session {
     // Anything that was active and is not now: its status says why (the plan's reason); its satellite stops.
     const dropped = [...before].filter((name) => !plan.active.includes(name));
     this.#applied = { plan, known, failed: this.#applied.failed };
-    for (const name of dropped) void this.#broker.deactivate(this.id, name).catch(() => {});
+    for (const name of dropped) void this.#scope.deactivate(name).catch(() => {});
   }
 
   /**
@@ -361,7 +366,7 @@ export class Session {
     const activated = applied.plan.active.filter((name) => !before.has(name));
     this.#applied = applied;
     this.#epoch = this.#broker.approvalEpoch;
-    await Promise.all(deactivated.map((name) => this.#broker.deactivate(this.id, name)));
+    await Promise.all(deactivated.map((name) => this.#scope.deactivate(name)));
     const failed = [...applied.failed].map(([name, reason]) => ({ name, reason }));
     return { activated, deactivated, failed };
   }
@@ -441,7 +446,7 @@ export class Session {
         continue;
       }
       const payloadFor = (messages: readonly unknown[] | undefined) => (messages === undefined ? payload : { ...payload, messages });
-      hooks.push(satelliteBusHook(this.#broker, this.id, name, event, row.onError, payloadFor));
+      hooks.push(satelliteBusHook(this.#scope, name, event, row.onError, payloadFor));
     }
     return hooks;
   }
@@ -514,7 +519,7 @@ export class Session {
    * or answer a substitute result; `tool_result` hooks see the outcome and may
    * withhold it. Never rejects for an extension's faults.
    */
-  async callTool(tool: string, args: string, options: Omit<CallOptions, "session"> & { callId?: string } = {}): Promise<ToolCallReport> {
+  async callTool(tool: string, args: string, options: ScopeCallOptions & { callId?: string } = {}): Promise<ToolCallReport> {
     this.#refresh();
     const callId = options.callId ?? randomUUID();
     const extension = this.#applied.plan.tools.get(tool);
@@ -525,9 +530,8 @@ export class Session {
     if (!this.#hooked("tool_call") && !this.#hooked("tool_result")) {
       // Nothing listens: the call as the broker makes it, with nothing composed around it.
       let invocationId: number | null = null;
-      const outcome = await this.#broker.callTool(extension, tool, args, {
+      const outcome = await this.#scope.callTool(extension, tool, args, {
         ...options,
-        session: this.id,
         onInvocation: (id) => {
           invocationId = id;
           options.onInvocation?.(id);
@@ -583,9 +587,8 @@ export class Session {
       ledger.finish(invocationId, "substituted");
       outcome = { ok: true, value: toolValueOf(before.result.value) };
     } else {
-      outcome = await this.#broker.callTool(extension, tool, finalArgs, {
+      outcome = await this.#scope.callTool(extension, tool, finalArgs, {
         ...options,
-        session: this.id,
         onInvocation: (id) => {
           invocationId = id;
           options.onInvocation?.(id);
@@ -632,12 +635,12 @@ export class Session {
    * report. Leaving the loop early cancels the call (the satellite's
    * `ctx.signal` aborts and the call ends `cancelled`).
    */
-  stream(tool: string, args: string, options: Omit<CallOptions, "session" | "onReport"> & { callId?: string } = {}): AsyncGenerator<Step<ToolCallReport>, void, undefined> {
+  stream(tool: string, args: string, options: Omit<ScopeCallOptions, "onReport"> & { callId?: string } = {}): AsyncGenerator<Step<ToolCallReport>, void, undefined> {
     return streamed((onReport, signal) => this.callTool(tool, args, { ...options, onReport, signal }), options.signal);
   }
 
   /** Runs `/name args` (the leading slash optional). Never rejects for an extension's faults. */
-  async runCommand(line: string, options: Omit<CallOptions, "session"> = {}): Promise<{ outcome: InvocationOutcome; extension: string | null }> {
+  async runCommand(line: string, options: ScopeCallOptions = {}): Promise<{ outcome: InvocationOutcome; extension: string | null }> {
     this.#refresh();
     const match = /^\/?([^\s/]+)(?:\s+([\s\S]*))?$/.exec(line.trim());
     if (match === null) {
@@ -646,7 +649,7 @@ export class Session {
     const name = match[1]!;
     const extension = this.#applied.plan.commands.get(name);
     if (extension === undefined) return { extension: null, outcome: this.#notServed("command", name, [...this.#applied.plan.commands.keys()]) };
-    const outcome = await this.#broker.runCommand(extension, name, match[2] ?? "", { ...options, session: this.id });
+    const outcome = await this.#scope.runCommand(extension, name, match[2] ?? "", options);
     return { extension, outcome };
   }
 
@@ -668,8 +671,8 @@ export class Session {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#broker.closed) return;
-    this.#broker.setSessionCapHooks(this.id, null);
-    await Promise.all(this.#applied.plan.active.map((name) => this.#broker.deactivate(this.id, name, { abort: true })));
+    this.#scope.release();
+    await Promise.all(this.#applied.plan.active.map((name) => this.#scope.deactivate(name, { abort: true })));
     this.#records.close(this.id);
   }
 
@@ -686,8 +689,8 @@ export class Session {
       notes = await this.#builtin.sessionEnd({ sessionId: this.id, workspace: this.workspace }, reason);
     }
     this.#closed = true;
-    this.#broker.setSessionCapHooks(this.id, null);
-    await Promise.all(this.#applied.plan.active.map((name) => this.#broker.deactivate(this.id, name)));
+    this.#scope.release();
+    await Promise.all(this.#applied.plan.active.map((name) => this.#scope.deactivate(name)));
     this.#records.close(this.id);
     return notes;
   }

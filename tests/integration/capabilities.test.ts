@@ -95,7 +95,7 @@ function auditSince(id: number): AuditRow[] {
 async function call<R = Reply>(ext: string, tool: string, args: object = {}, options: { onReport?: (text: string) => void } = {}): Promise<Called<R>> {
   const before = lastAuditId();
   const started = Date.now();
-  const outcome = await broker.callTool(ext, tool, JSON.stringify(args), options);
+  const outcome = await broker.callTool(ext, tool, JSON.stringify(args), { session: "default", ...options });
   const answeredAt = Date.now();
   if (!outcome.ok) throw new Error(`${ext}/${tool} failed: ${outcome.error.code}: ${outcome.error.msg}`);
   const content = (outcome.value as { content: Array<{ type: string; json?: unknown }> }).content;
@@ -381,7 +381,7 @@ test("values persist across a satellite restart and a broker reopen, in the stor
   const bootBefore = (await call<{ boot: string }>(ROOMY, "boot")).reply.boot;
 
   // The satellite process exits: the next call boots a new one, which reads the same values.
-  const crashed = await broker.callTool(ROOMY, "exit", "{}");
+  const crashed = await broker.callTool(ROOMY, "exit", "{}", { session: "default" });
   expect(crashed).toMatchObject({ ok: false, error: { code: "crashed" } });
   const bootAfter = (await call<{ boot: string }>(ROOMY, "boot")).reply.boot;
   expect(bootAfter).not.toBe(bootBefore);

@@ -89,7 +89,7 @@ describe.each(KINDS)("in the middle of %s", (kind, start, finish) => {
   test("close() waits for the work, writes its audit row, and the store is closed after", async () => {
     const broker = await openBroker(`close-${kind.replace(/\W+/g, "-")}`);
     const before = held.length;
-    const call = broker.callTool("fetcher", "fetch", JSON.stringify({ url: `http://held.test:${port}/hold` }));
+    const call = broker.callTool("fetcher", "fetch", JSON.stringify({ url: `http://held.test:${port}/hold` }), { session: "default" });
     await until("the server to hold the request", () => held.length > before);
     const res = held.at(-1)!;
     start(res);
@@ -114,7 +114,7 @@ describe.each(KINDS)("in the middle of %s", (kind, start, finish) => {
   test("destroy() aborts the work: the server's connection closes, the row is written, nothing after", async () => {
     const broker = await openBroker(`destroy-${kind.replace(/\W+/g, "-")}`);
     const before = held.length;
-    const call = broker.callTool("fetcher", "fetch", JSON.stringify({ url: `http://held.test:${port}/hold` }));
+    const call = broker.callTool("fetcher", "fetch", JSON.stringify({ url: `http://held.test:${port}/hold` }), { session: "default" });
     await until("the server to hold the request", () => held.length > before);
     const res = held.at(-1)!;
     start(res);

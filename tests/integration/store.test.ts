@@ -67,9 +67,9 @@ test("the broker refuses unapproved, revoked and changed extensions, naming the 
   const broker = Broker.open({ home: join(tmp, "home") });
   try {
     await broker.registry.install(dir);
-    await expect(broker.callTool("echo", "echo", '{"text":"x"}')).rejects.toThrow("Extension 'echo' is not approved. Run: tether review echo, then tether approve echo");
+    await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "default" })).rejects.toThrow("Extension 'echo' is not approved. Run: tether review echo, then tether approve echo");
     broker.registry.approve("echo");
-    expect(await broker.callTool("echo", "echo", '{"text":"x"}')).toMatchObject({ ok: true });
+    expect(await broker.callTool("echo", "echo", '{"text":"x"}', { session: "default" })).toMatchObject({ ok: true });
 
     // Widen the manifest and reinstall: the approval no longer covers it.
     writeFileSync(join(dir, "manifest.toml"), readFileSync(join(dir, "manifest.toml"), "utf8") + '\n[net]\nallow = ["https://api.example.com"]\n');
@@ -93,11 +93,11 @@ test("a revocation from another process stops the running satellite before the n
   try {
     await broker.registry.install(dir);
     broker.registry.approve("echo");
-    expect(await broker.callTool("echo", "echo", '{"text":"a"}')).toMatchObject({ ok: true });
+    expect(await broker.callTool("echo", "echo", '{"text":"a"}', { session: "default" })).toMatchObject({ ok: true });
     const other = Broker.open({ home });
     other.registry.revoke("echo");
     await other.close();
-    await expect(broker.callTool("echo", "echo", '{"text":"b"}')).rejects.toThrow("was revoked");
+    await expect(broker.callTool("echo", "echo", '{"text":"b"}', { session: "default" })).rejects.toThrow("was revoked");
   } finally {
     await broker.destroy();
   }
@@ -110,7 +110,7 @@ test("an artifact modified on disk after approval is refused", async () => {
     const { installed } = await broker.registry.install(dir);
     broker.registry.approve("echo");
     writeFileSync(installed.artifactPath, readFileSync(installed.artifactPath, "utf8") + "\n// tampered\n");
-    await expect(broker.callTool("echo", "echo", '{"text":"x"}')).rejects.toThrow("was modified on disk since it was approved");
+    await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "default" })).rejects.toThrow("was modified on disk since it was approved");
   } finally {
     await broker.destroy();
   }
@@ -121,10 +121,10 @@ test("tool arguments are checked against the manifest's JSON Schema before reach
   try {
     await broker.registry.install(copyExtension("echo"));
     broker.registry.approve("echo");
-    expect(await broker.callTool("echo", "echo", '{"text":5}')).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': expected string at .text" } });
-    expect(await broker.callTool("echo", "echo", "{}")).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': missing text at ." } });
-    expect(await broker.callTool("echo", "count", '{"n":1000}')).toMatchObject({ ok: false, error: { code: "bad_arguments" } });
-    expect(await broker.callTool("echo", "nope", "{}")).toEqual({ ok: false, error: { code: "unknown_tool", msg: "Unknown tool 'nope'; 'echo' serves [count, echo]" } });
+    expect(await broker.callTool("echo", "echo", '{"text":5}', { session: "default" })).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': expected string at .text" } });
+    expect(await broker.callTool("echo", "echo", "{}", { session: "default" })).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': missing text at ." } });
+    expect(await broker.callTool("echo", "count", '{"n":1000}', { session: "default" })).toMatchObject({ ok: false, error: { code: "bad_arguments" } });
+    expect(await broker.callTool("echo", "nope", "{}", { session: "default" })).toEqual({ ok: false, error: { code: "unknown_tool", msg: "Unknown tool 'nope'; 'echo' serves [count, echo]" } });
   } finally {
     await broker.destroy();
   }
@@ -136,8 +136,8 @@ test("a satellite SIGKILLed mid-call loses no ledger row: the call is recorded a
   try {
     await broker.registry.install(copyExtension("misbehave"));
     broker.registry.approve("misbehave");
-    expect(await broker.callTool("misbehave", "sleep", '{"ms":1}')).toMatchObject({ ok: true });
-    const pending = broker.callTool("misbehave", "sleep", '{"ms":60000}');
+    expect(await broker.callTool("misbehave", "sleep", '{"ms":1}', { session: "default" })).toMatchObject({ ok: true });
+    const pending = broker.callTool("misbehave", "sleep", '{"ms":60000}', { session: "default" });
     await new Promise((r) => setTimeout(r, 300));
     // Kill the jailed process tree from outside, as the OOM killer would.
     const bwrapPid = findChildPid(process.pid, "bwrap");

@@ -227,14 +227,14 @@ describe("CPU after the answer", () => {
   });
 
   test("R08-worker-after-answer: a Worker left spinning after the answer is stopped and audited; the next call boots afresh", async () => {
-    const first = await broker.callTool("hoarder", "spin", "{}");
+    const first = await broker.callTool("hoarder", "spin", "{}", { session: "default" });
     expect(first.ok).toBe(true);
     type Row = { capability: string; decision: string; rule: string; target: string };
     const rows = () => broker.store.sqlite.prepare("select capability, decision, rule, target from cap_audit where capability like 'jail.%'").all() as Row[];
     // Waits for the event (the audit row), bounded: the budget is 1 s of CPU, metered each second.
     for (let i = 0; i < 150 && rows().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(rows()).toEqual([{ capability: "jail.cpu", decision: "denied", rule: "cpu_bound", target: expect.stringMatching(/^kept running with no invocation open \(\d+ ms of CPU in \d+ ms since its last answer\), and was stopped$/) }]);
-    const again = await broker.callTool("hoarder", "ping", "{}");
+    const again = await broker.callTool("hoarder", "ping", "{}", { session: "default" });
     expect(again).toMatchObject({ ok: true });
   });
 

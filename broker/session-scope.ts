@@ -1,0 +1,123 @@
+/**
+ * What one session is to the broker: its policy, its `cap_call` stage and its
+ * live satellites, in one object the broker hands out (`Broker.scope(id)`).
+ * A `Session` claims its scope and puts the hook bus around it; a scope used
+ * without a session is the hookless path a caller asks for by name
+ * (`Broker.callTool`, `tether call --no-hooks`).
+ */
+import { noHooks, type CapHookStage } from "./caps/context.js";
+import type { SessionPolicy } from "./caps/policy.js";
+import { BrokerCode, TetherError } from "./errors.js";
+import type { Approval, Installed } from "./registry/registry.js";
+import type { InvocationOutcome } from "./satellite/process.js";
+import type { InvokeOptions, SatelliteSlot } from "./satellite/slot.js";
+
+/** One extension's satellite in this session, with the approval it runs under. */
+export interface Live {
+  readonly slot: SatelliteSlot;
+  readonly installed: Installed;
+  readonly approval: Approval;
+}
+
+export interface ScopeCallOptions extends InvokeOptions {
+  readonly strand?: string;
+  /** Told the invocation's ledger id as soon as its row exists. */
+  readonly onInvocation?: (id: number) => void;
+  /** The operator bypassed the hook bus (`tether call --no-hooks`): written on the ledger row. */
+  readonly hooksBypassed?: boolean;
+}
+
+/** A hook's answer as it came back, with its own ledger row. */
+export interface HookOutcome {
+  readonly outcome: InvocationOutcome;
+  readonly invocationId: number | null;
+}
+
+/** What the broker does for a scope (it owns the slots, the ledger and the capability environment). */
+export interface ScopeHost {
+  boot(scope: SessionScope, extension: string): Promise<void>;
+  callTool(scope: SessionScope, extension: string, tool: string, args: string, options: ScopeCallOptions): Promise<InvocationOutcome>;
+  runCommand(scope: SessionScope, extension: string, name: string, argsText: string, options: ScopeCallOptions): Promise<InvocationOutcome>;
+  callHook(scope: SessionScope, extension: string, event: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome>;
+  /** A policy changed: requests on the wire are judged again. */
+  policyChanged(): void;
+}
+
+export class SessionScope {
+  readonly id: string;
+  /** This session's satellites, by extension. */
+  readonly live = new Map<string, Live>();
+  readonly #host: ScopeHost;
+  #policy: SessionPolicy = {};
+  #capHooks: CapHookStage | null = null;
+
+  constructor(id: string, host: ScopeHost) {
+    this.id = id;
+    this.#host = host;
+  }
+
+  get policy(): SessionPolicy {
+    return this.#policy;
+  }
+
+  /** Offline, or a narrower allow list: the next act obeys it, and requests on the wire are judged again. */
+  setPolicy(policy: SessionPolicy): void {
+    this.#policy = policy;
+    this.#host.policyChanged();
+  }
+
+  /** Whether a live `Session` holds this scope (one per id). */
+  get claimed(): boolean {
+    return this.#capHooks !== null;
+  }
+
+  /** The `cap_call` stage of this session's capability calls (none when no session holds it). */
+  get capHooks(): CapHookStage {
+    return this.#capHooks ?? noHooks;
+  }
+
+  /** Held by a session from here on: its bus is the `cap_call` stage. Refused while another holds it. */
+  claim(capHooks: CapHookStage): void {
+    if (this.claimed) throw new TetherError(BrokerCode.sessionInUse, `Session '${this.id}' is already open on this broker; close it first or use another id`);
+    this.#capHooks = capHooks;
+  }
+
+  /** Let go by its session: calls through the scope no longer ask its bus. */
+  release(): void {
+    this.#capHooks = null;
+  }
+
+  /** Boots `extension`'s satellite here now (a failed boot is known before anything is asked). */
+  activate(extension: string): Promise<void> {
+    return this.#host.boot(this, extension);
+  }
+
+  /** Stops `extension`'s satellite here: letting its open call finish, or with `abort`, now. */
+  async deactivate(extension: string, options: { abort?: boolean } = {}): Promise<void> {
+    const live = this.live.get(extension);
+    if (live === undefined) return;
+    this.live.delete(extension);
+    if (options.abort === true) await live.slot.destroy("was stopped: its session was destroyed");
+    else await live.slot.close();
+  }
+
+  /** Stops every satellite of this session (a stopped satellite boots again on its next call). */
+  async stopAll(options: { abort?: boolean } = {}): Promise<void> {
+    await Promise.all([...this.live.keys()].map((name) => this.deactivate(name, options)));
+  }
+
+  /** One tool of `extension`, as the broker makes it: no hooks. Never rejects for the extension's faults. */
+  callTool(extension: string, tool: string, args: string, options: ScopeCallOptions = {}): Promise<InvocationOutcome> {
+    return this.#host.callTool(this, extension, tool, args, options);
+  }
+
+  /** `/name args` of `extension`. Never rejects for the extension's faults. */
+  runCommand(extension: string, name: string, argsText: string, options: ScopeCallOptions = {}): Promise<InvocationOutcome> {
+    return this.#host.runCommand(this, extension, name, argsText, options);
+  }
+
+  /** Asks `extension`'s hook about `event` (`payload` is JSON text). */
+  callHook(extension: string, event: string, payload: string, options: ScopeCallOptions = {}): Promise<HookOutcome> {
+    return this.#host.callHook(this, extension, event, payload, options);
+  }
+}
