@@ -132,6 +132,8 @@ function sorted(names: readonly string[]): string[] {
  *
  * @example
  * ```ts
+ * import { answer, outcome, text } from "@tether/ext";
+ * const tools = { echo: (args: unknown) => outcome([text(JSON.stringify(args))]) };
  * // What a generated entry does (through `serving` from `@tether/ext`):
  * await serveLoop((asked, ctx) => answer({ tools }, asked, ctx), { tools: ["echo"], hooks: [] });
  * ```

@@ -216,17 +216,16 @@ function describePayloadIssues(issues: readonly v.BaseIssue<unknown>[]): string 
  * ```ts
  * import { decodeArgs, hook, proceed, v } from "@tether/ext";
  *
- * // A guard: `call.arguments` is whatever JSON the model sent, so decode it.
- * const guard = hook("tool_call", (call) => {
- *   if (call.tool !== "sh") return proceed;
- *   const { command } = decodeArgs(v.object({ command: v.string() }), call.arguments);
- *   return /\brm\s+-rf\b/.test(command) ? { block: "rm -rf is not allowed here" } : proceed;
- * });
- *
- * // Context: a line the model reads before the next turn.
- * const house = hook("context", (payload) => ({ context: `${payload.messages.length} messages so far; answer in French.` }));
- *
- * export const hooks = { tool_call: guard, context: house };
+ * export const hooks = {
+ *   // A guard: `call.arguments` is whatever JSON the model sent, so decode it.
+ *   tool_call: hook("tool_call", (call) => {
+ *     if (call.tool !== "sh") return proceed;
+ *     const { command } = decodeArgs(v.object({ command: v.string() }), call.arguments);
+ *     return /\brm\s+-rf\b/.test(command) ? { block: "rm -rf is not allowed here" } : proceed;
+ *   }),
+ *   // Context: a line the model reads before the next turn.
+ *   context: hook("context", (payload) => ({ context: `${payload.messages.length} messages so far; answer in French.` })),
+ * };
  * ```
  */
 export function hook<E extends HookEvent, R extends HookReply<E> & NotVerdictFields<StrayFields<R, E>>>(

@@ -307,7 +307,6 @@ describe("FrameReader", () => {
     const reader = new FrameReader();
     const bodies: Uint8Array[] = [];
     const wrongBuffered: string[] = [];
-    const started = performance.now();
     try {
       for (let at = 0; at < bytes.length; at += 64) {
         bodies.push(...reader.push(bytes.subarray(at, at + 64)));
@@ -317,13 +316,11 @@ describe("FrameReader", () => {
     } finally {
       Uint8Array.prototype.set = originalSet;
     }
-    const elapsed = performance.now() - started;
 
     expect(bodies).toHaveLength(1);
     expect(wrongBuffered.slice(0, 3)).toEqual([]);
+    // Linear work: every byte is copied at most once (one copy per piece would be ~8 GiB of copying).
     expect(copied).toBeLessThanOrEqual(bytes.length);
-    // Linear work is a few milliseconds; one copy per piece would be ~8 GiB of copying.
-    expect(elapsed).toBeLessThan(1_500);
     const decoded = decodeFrame(bodies[0]!, SatelliteFrame);
     expect(decoded).toMatchObject({ t: "result", id: 5, ok: true });
     // Byte-wise equality without jest's per-element walk (seconds on 1 MiB).
