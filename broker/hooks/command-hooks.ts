@@ -71,7 +71,7 @@ export class HooksFileError extends Error {
   override readonly name = "HooksFileError";
 }
 
-/** Tests a matcher against a subject: see claude-hooks.md "File". */
+/** Tests a matcher against a subject: see docs/hooks.md, "Matchers". */
 export function matches(matcher: string | undefined, value: string): boolean {
   if (matcher === undefined || matcher === "" || matcher === "*") return true;
   if (/^[\w|]+$/.test(matcher)) return matcher.split("|").includes(value);

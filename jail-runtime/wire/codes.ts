@@ -1,7 +1,7 @@
 /**
  * Every error code that travels on the wire, in one place.
  *
- * The first five are the author SDK's (the seed's `ext/runtime` codes), the next
+ * The first five are the author SDK's (`jail-runtime/ext/`), the next
  * three are minted by the serving loop, the rest by the broker.
  */
 export const ErrorCode = {
