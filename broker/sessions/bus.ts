@@ -1,0 +1,152 @@
+/**
+ * A session's hook bus: which active extensions hook an event, asking them in
+ * registry order, composing their answers, and tracing every answer in the
+ * ledger. The harness fires its own events here; `cap_call` comes from the
+ * broker's capability pipeline, through the session's scope.
+ */
+import * as v from "valibot";
+import { EventPayloads, type EventName, type EventPayload } from "../../jail-runtime/wire/events.js";
+import { describeIssues } from "../../jail-runtime/wire/frames.js";
+import type { CapCallEvent } from "../caps/context.js";
+import { TetherError, WireCode } from "../errors.js";
+import type { BuiltinHooks } from "../hooks/builtin-hooks.js";
+import { compose, type BusHook, type Composed } from "../hooks/compose.js";
+import { satelliteBusHook } from "../hooks/satellite-hooks.js";
+import type { SessionScope } from "../session-scope.js";
+import type { Ledger } from "../store/ledger.js";
+import type { ActiveSet } from "./active-set.js";
+
+/** How often hooks may keep one turn going (`agent_end` blocks) before the bus stops honouring them. */
+export const MAX_HELD = 8;
+
+/** The events a harness fires itself; tool_call/tool_result come with `callTool`, cap_call from the broker. */
+export type HarnessEvent = Exclude<EventName, "tool_call" | "tool_result" | "cap_call">;
+/** `session_start` payloads may leave out what the session knows (its id and workspace). */
+export type HarnessPayload<E extends HarnessEvent> = E extends "session_start" ? { readonly source: string } : EventPayload<E>;
+
+export class SessionBus {
+  readonly id: string;
+  readonly workspace: string;
+  readonly #scope: SessionScope;
+  readonly #ledger: Ledger;
+  readonly #active: ActiveSet;
+  readonly #builtin: BuiltinHooks;
+
+  constructor(scope: SessionScope, workspace: string, ledger: Ledger, active: ActiveSet, builtin: BuiltinHooks) {
+    this.id = scope.id;
+    this.workspace = workspace;
+    this.#scope = scope;
+    this.#ledger = ledger;
+    this.#active = active;
+    this.#builtin = builtin;
+  }
+
+  /** Whether any active extension hooks `event` (a session without hooks pays nothing for the bus). */
+  hooked(event: EventName): boolean {
+    for (const name of this.#active.applied.plan.active) {
+      if (this.#active.applied.known.get(name)?.hooks.some((h) => h.event === event) === true) return true;
+    }
+    return false;
+  }
+
+  /** The bus hooks for one event: each active extension that declares it, in registry order. */
+  #hooksFor(event: EventName, payload: Readonly<Record<string, unknown>>, except?: string): BusHook[] {
+    const hooks: BusHook[] = [];
+    for (const name of this.#active.applied.plan.active) {
+      if (name === except) continue;
+      const k = this.#active.applied.known.get(name)!;
+      const row = k.hooks.find((h) => h.event === event);
+      if (row === undefined) continue;
+      if (k.builtin) {
+        hooks.push(...this.#builtin.hooksFor(event, payload, { sessionId: this.id, workspace: this.workspace }));
+        continue;
+      }
+      const payloadFor = (messages: readonly unknown[] | undefined) => (messages === undefined ? payload : { ...payload, messages });
+      hooks.push(satelliteBusHook(this.#scope, name, event, row.onError, payloadFor));
+    }
+    return hooks;
+  }
+
+  /** Asks the hooks and composes their answers; `#traced` writes the verdicts to the ledger. */
+  async compose(
+    event: EventName,
+    payload: Readonly<Record<string, unknown>>,
+    extra: { except?: string; validateArguments?: (args: unknown) => string | null } = {},
+  ): Promise<Composed> {
+    const hooks = this.#hooksFor(event, payload, extra.except);
+    const messages = event === "context" ? (payload["messages"] as readonly unknown[]) : undefined;
+    return compose(event, hooks, {
+      ...(extra.validateArguments !== undefined ? { validateArguments: extra.validateArguments } : {}),
+      ...(messages !== undefined ? { messages } : {}),
+    });
+  }
+
+  /** Traces every hook's verdict about one event in the ledger. */
+  traced(event: EventName, composed: Composed, subject: string, about: number | null): Composed {
+    this.#ledger.trace(
+      composed.trace.map((row) => ({
+        sessionId: this.id,
+        event,
+        subject,
+        aboutInvocationId: about,
+        hookInvocationId: row.invocationId,
+        extension: row.extension,
+        answer: row.answer,
+        detail: row.detail,
+        durationMs: Math.round(row.durationMs * 1000) / 1000,
+      })),
+    );
+    return composed;
+  }
+
+  /**
+   * Fires an event the harness owns (everything but tool_call, tool_result and
+   * cap_call, which the session and the broker fire themselves). The payload is
+   * checked against the event's schema first.
+   */
+  async fire<E extends HarnessEvent>(event: E, payload: HarnessPayload<E>): Promise<Composed> {
+    this.#active.refresh();
+    const full: unknown = event === "session_start" ? { session_id: this.id, workspace: this.workspace, ...payload } : payload;
+    const checked = v.safeParse(EventPayloads[event], full);
+    if (!checked.success) throw new TetherError(WireCode.badArguments, `event '${event}': ${describeIssues(checked.issues)}`);
+    const data = checked.output as Record<string, unknown>;
+    const composed = this.traced(event, await this.compose(event, data), "", null);
+    if (event === "agent_end" && composed.block !== null && typeof data["held"] === "number" && data["held"] >= MAX_HELD) {
+      // Hooks already kept this turn going MAX_HELD times: let it end.
+      return { ...composed, block: null, notes: [...composed.notes, `${composed.block.by} asked to keep the turn going again; it was already held ${MAX_HELD} times, so the turn ends`] };
+    }
+    return composed;
+  }
+
+  /** The `cap_call` stage for this session's capability calls. */
+  async capCall(event: CapCallEvent): Promise<{ block: string; by: string } | null> {
+    // Hooks' own capability calls are not asked about (a guard's kv.get must not ask the guard),
+    // nor is the calling extension itself: its satellite is busy making this very call.
+    if (this.#active.closed || event.within.startsWith("event:")) return null;
+    // The judged request (normal forms, resolved addresses with their classes), never the raw spelling.
+    const payload = { extension: event.extension, capability: event.capability, target: shownTarget(event.capability, event.target), within: event.within, ...(event.request !== undefined ? { request: event.request } : {}) };
+    const composed = this.traced("cap_call", await this.compose("cap_call", payload, { except: event.extension }), `${event.capability} ${event.target}`.trim(), event.invocationId);
+    return composed.block === null ? null : { block: composed.block.reason, by: composed.block.by };
+  }
+
+}
+
+/**
+ * What other extensions' `cap_call` hooks are shown of a target: a URL without
+ * its credentials, fragment and query values (secrets travel there), so one
+ * extension's request does not hand its secrets to another. The ledger keeps
+ * the full target for the operator.
+ */
+export function shownTarget(capability: string, target: string): string {
+  if (capability !== "net.fetch") return target;
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return target;
+  }
+  const keys = [...url.searchParams.keys()];
+  const query = keys.length > 0 ? `?${keys.map((k) => `${encodeURIComponent(k)}=…`).join("&")}` : "";
+  return `${url.protocol}//${url.host}${url.pathname}${query}`;
+}
+

@@ -1,0 +1,173 @@
+/**
+ * The hooked tool call: `tool_call` hooks may block, halt, rewrite the
+ * arguments (re-validated against the tool's schema) or answer a substitute
+ * result; the tool runs through the session's scope; `tool_result` hooks see
+ * the outcome and may withhold it. This file owns every ledger row of a call
+ * the bus stops or answers instead of the tool (the broker writes the rest).
+ */
+import { randomUUID } from "node:crypto";
+import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
+import { BrokerCode, WireCode } from "../errors.js";
+import type { TraceRow } from "../hooks/compose.js";
+import { replyOf } from "../outcome.js";
+import type { InvocationOutcome, ToolReply } from "../satellite/process.js";
+import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
+import type { Ledger } from "../store/ledger.js";
+import { checkToolArgs } from "../tool-args.js";
+import type { ActiveSet } from "./active-set.js";
+import type { SessionBus } from "./bus.js";
+
+/** What one tool call came to, hooks included. */
+export interface ToolCallReport {
+  readonly outcome: InvocationOutcome;
+  readonly extension: string | null;
+  readonly callId: string;
+  /** The ledger row of the call (also for a blocked or substituted one). */
+  readonly invocationId: number | null;
+  /** The arguments the tool ran with (JSON text): the caller's, or a hook's rewrite. */
+  readonly arguments: string;
+  readonly rewrittenBy: string | null;
+  readonly substitutedBy: string | null;
+  readonly blockedBy: string | null;
+  /** A hook asked to end the turn. */
+  readonly halt: { readonly reason: string; readonly by: string } | null;
+  /** Text the model reads before its next request (tool_call and tool_result hooks). */
+  readonly context: readonly string[];
+  /** Shown to the user only. */
+  readonly notes: readonly string[];
+  readonly trace: readonly TraceRow[];
+}
+
+/** What a hooked call needs of its session. */
+export interface HookedCallParts {
+  readonly scope: SessionScope;
+  readonly active: ActiveSet;
+  readonly bus: SessionBus;
+  readonly ledger: Ledger;
+}
+
+/** A hook's substitute result as callers receive a tool's reply (JSON blocks parsed, as the broker hands them out). */
+function toolValueOf(substitute: unknown): ToolReply {
+  const reply = replyOf({ ok: true, value: substitute });
+  if (reply !== null) return reply;
+  if (typeof substitute === "string") return { content: [{ type: "text", text: substitute }], terminate: false };
+  return { content: [{ type: "json", json: substitute }], terminate: false };
+}
+
+/**
+ * Calls a tool by name, with the hook bus around it: `tool_call` hooks may
+ * block, halt, rewrite the arguments (re-validated against the tool's schema)
+ * or answer a substitute result; `tool_result` hooks see the outcome and may
+ * withhold it. Never rejects for an extension's faults.
+ */
+export async function hookedToolCall(session: HookedCallParts, tool: string, args: string, options: ScopeCallOptions & { callId?: string } = {}): Promise<ToolCallReport> {
+  session.active.refresh();
+  const callId = options.callId ?? randomUUID();
+  const extension = session.active.applied.plan.tools.get(tool);
+  const base = { callId, arguments: args, rewrittenBy: null, substitutedBy: null, blockedBy: null, halt: null, context: [], notes: [], trace: [] };
+  if (extension === undefined) {
+    return { ...base, outcome: session.active.notServed("tool", tool, [...session.active.applied.plan.tools.keys()]), extension: null, invocationId: null };
+  }
+  if (!session.bus.hooked("tool_call") && !session.bus.hooked("tool_result")) {
+    // Nothing listens: the call as the broker makes it, with nothing composed around it.
+    let invocationId: number | null = null;
+    const outcome = await session.scope.callTool(extension, tool, args, {
+      ...options,
+      onInvocation: (id) => {
+        invocationId = id;
+        options.onInvocation?.(id);
+      },
+    });
+    return { ...base, outcome, extension, invocationId };
+  }
+  const row = session.active.applied.known.get(extension)?.installed?.manifest.tool.find((t) => t.name === tool);
+  let parsed: unknown;
+  try {
+    parsed = parseBoundedJson(args, CALLER_JSON_BOUNDS);
+  } catch (err) {
+    const what = err instanceof DocumentBoundsError ? `Arguments are ${err.message} (the bound for any JSON document)` : "Arguments are not JSON";
+    return { ...base, extension, invocationId: null, outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${what}` } } };
+  }
+  const schemaKey = `${session.active.applied.known.get(extension)?.installed?.manifestHash ?? ""}:${tool}`;
+  const validateArguments = (rewrite: unknown): string | null => {
+    const checked = checkToolArgs(schemaKey, row?.parameters ?? { type: "object" }, JSON.stringify(rewrite));
+    return checked.ok ? null : checked.msg;
+  };
+
+  const ledger = session.ledger;
+  // Traced once the call's ledger row exists, so the verdicts point at it.
+  const before = await session.bus.compose("tool_call", { tool, call_id: callId, arguments: parsed }, { validateArguments });
+  const context = [...before.context];
+  const notes = [...before.notes];
+  const trace = [...before.trace];
+  const stopped = before.block ?? before.halt;
+  if (stopped !== null) {
+    // Neither ran: the ledger still shows the call, with who stopped it.
+    const id = ledger.begin({ sessionId: session.scope.id, extension, kind: "tool", name: tool, strand: options.strand ?? "" });
+    ledger.finish(id, BrokerCode.blocked);
+    session.bus.traced("tool_call", before, tool, id);
+    const what = before.block !== null ? "Blocked" : "The turn was halted";
+    return {
+      ...base,
+      extension,
+      invocationId: id,
+      outcome: { ok: false, error: { code: BrokerCode.blocked, msg: `${what} by '${stopped.by}': ${stopped.reason}` } },
+      blockedBy: stopped.by,
+      halt: before.halt,
+      context,
+      notes,
+      trace,
+    };
+  }
+  const finalArgs = before.rewrite !== null ? JSON.stringify(before.rewrite.arguments) : args;
+  const startedMs = Date.now();
+  let invocationId: number | null = null;
+  let outcome: InvocationOutcome;
+  if (before.result !== null) {
+    invocationId = ledger.begin({ sessionId: session.scope.id, extension, kind: "tool", name: tool, strand: options.strand ?? "" });
+    ledger.finish(invocationId, "substituted");
+    outcome = { ok: true, value: toolValueOf(before.result.value) };
+  } else {
+    outcome = await session.scope.callTool(extension, tool, finalArgs, {
+      ...options,
+      onInvocation: (id) => {
+        invocationId = id;
+        options.onInvocation?.(id);
+      },
+    });
+  }
+  const finishedMs = Date.now();
+  session.bus.traced("tool_call", before, tool, invocationId);
+
+  const resultPayload = {
+    tool,
+    call_id: callId,
+    arguments: JSON.parse(finalArgs) as unknown,
+    ok: outcome.ok,
+    result: outcome.ok ? outcome.value : outcome.error,
+    started_ms: startedMs,
+    finished_ms: finishedMs,
+  };
+  const after = session.bus.traced("tool_result", await session.bus.compose("tool_result", resultPayload), tool, invocationId);
+  context.push(...after.context);
+  notes.push(...after.notes);
+  trace.push(...after.trace);
+  if (after.block !== null) {
+    outcome = { ok: false, error: { code: BrokerCode.blocked, msg: `The result was withheld by '${after.block.by}': ${after.block.reason}` } };
+  }
+  return {
+    outcome,
+    extension,
+    callId,
+    invocationId,
+    arguments: finalArgs,
+    rewrittenBy: before.rewrite?.by ?? null,
+    substitutedBy: before.result?.by ?? null,
+    blockedBy: after.block?.by ?? null,
+    halt: after.halt,
+    context,
+    notes,
+    trace,
+  };
+}
+
