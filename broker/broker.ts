@@ -3,7 +3,6 @@
  * tools, close it. It refuses anything an operator did not approve.
  */
 import { lookup } from "node:dns/promises";
-import type { Statement } from "better-sqlite3";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { capDispatcher, noHooks, type CapEnvironment, type CapHookStage } from "./caps/dispatcher.js";
@@ -24,6 +23,7 @@ import { denoCacheFor, type DenoCacheSource } from "./jail/deno-cache.js";
 import { RefusalAudit } from "./caps/refusal-audit.js";
 import { sweepStaleCgroups } from "./jail/cgroup.js";
 import { jailIdentity, sweepSatelliteDirs } from "./jail/identity.js";
+import { dataVersionReader } from "./store/data-version.js";
 import { prepareHome, resolveHome } from "./store/home.js";
 import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
@@ -83,8 +83,8 @@ export class Broker {
   readonly #brokerFetches = new Permits(BROKER_FETCHES, "broker:fetches");
   readonly #extensionFetches = new Map<string, Permits>();
   #dataVersion = -1;
-  /** Prepared once: read on every call (a prepared pragma is ~5 µs, `pragma()` ~13 µs here). */
-  readonly #dataVersionQuery: Statement;
+  /** Prepared once: read on every call. */
+  readonly #dataVersionQuery: () => number;
   #approvalEpoch = 0;
   #registryVersion = -1;
   #closed = false;
@@ -97,7 +97,7 @@ export class Broker {
     this.store = openStore(paths.db);
     this.registry = new Registry(this.store, paths.artifacts);
     this.ledger = new Ledger(this.store);
-    this.#dataVersionQuery = this.store.sqlite.prepare("pragma data_version").pluck();
+    this.#dataVersionQuery = dataVersionReader(this.store);
     this.#caps = {
       store: this.store,
       ledger: this.ledger,
@@ -199,7 +199,7 @@ export class Broker {
   /** Stops satellites whose approval is gone or replaced (another process may have revoked it). */
   #enforceApprovals(): void {
     // data_version moves with other processes' commits; the registry's own counter with ours.
-    const version = this.#dataVersionQuery.get() as number;
+    const version = this.#dataVersionQuery();
     if (version === this.#dataVersion && this.registry.version === this.#registryVersion) return;
     this.#dataVersion = version;
     this.#registryVersion = this.registry.version;

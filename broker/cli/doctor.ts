@@ -11,6 +11,7 @@ import { jailIdentity, makeSatelliteDir } from "../jail/identity.js";
 import { jailLayers } from "../jail/layers.js";
 import { findBwrap } from "../jail/sandbox.js";
 import { prepareHome, resolveHome } from "../store/home.js";
+import { journalState } from "../store/journal-state.js";
 import { migrationsFolder, openStore } from "../store/open.js";
 
 export interface Check {
@@ -66,14 +67,13 @@ export function runChecks(home?: string): Check[] {
     const paths = prepareHome(resolveHome(home));
     homeDir = paths.home;
     const store = openStore(paths.db);
-    const journal = store.sqlite.pragma("journal_mode", { simple: true });
-    const applied = store.sqlite.prepare("select count(*) as n from __drizzle_migrations").get() as { n: number };
+    const { journal, appliedMigrations: applied } = journalState(store);
     store.close();
     const shipped = (JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
     checks.push(
-      applied.n === shipped
-        ? { name: "store", ok: true, detail: `${paths.db}: journal ${String(journal)}, ${applied.n} of ${shipped} migrations applied` }
-        : { name: "store", ok: false, detail: `${paths.db}: ${applied.n} migrations applied but this broker ships ${shipped}: the store was made by a newer broker, or a migration failed` },
+      applied === shipped
+        ? { name: "store", ok: true, detail: `${paths.db}: journal ${String(journal)}, ${applied} of ${shipped} migrations applied` }
+        : { name: "store", ok: false, detail: `${paths.db}: ${applied} migrations applied but this broker ships ${shipped}: the store was made by a newer broker, or a migration failed` },
     );
   } catch (err) {
     checks.push({ name: "store", ok: false, detail: `cannot open the store: ${(err as Error).message}` });

@@ -10,7 +10,6 @@
  */
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
-import { and, asc, eq, ne } from "drizzle-orm";
 import * as v from "valibot";
 import type { Broker } from "../broker.js";
 import { BrokerCode, TetherError } from "../errors.js";
@@ -18,7 +17,6 @@ import { BUILTIN_HOOKS_NAME } from "../install/manifest.js";
 import { GLOBAL, Preferences, type Preference } from "../sessions/preferences.js";
 import { SessionId, SessionRecords } from "../sessions/session-records.js";
 import type { ExtensionStatus } from "../sessions/session.js";
-import { preferences } from "../store/schema.js";
 
 export const SESSION_ACTIONS = ["status", "enable", "disable", "reset"] as const;
 export type SessionAction = (typeof SESSION_ACTIONS)[number];
@@ -185,15 +183,7 @@ export function changePreference(broker: Broker, action: "enable" | "disable" | 
   } else {
     prefs.setSession(session, extension, action === "enable");
   }
-  const overrides =
-    session === null
-      ? broker.store.orm
-          .select({ session: preferences.scope, enabled: preferences.enabled })
-          .from(preferences)
-          .where(and(eq(preferences.extension, extension), ne(preferences.scope, GLOBAL)))
-          .orderBy(asc(preferences.scope))
-          .all()
-      : [];
+  const overrides = session === null ? prefs.overrides(extension) : [];
   return { extension, action, session, preference: prefs.effective(session ?? GLOBAL, extension, extensionDefault), removed, overrides };
 }
 

@@ -16,7 +16,7 @@
 import { createHash } from "node:crypto";
 import { chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
+import { foldWal } from "../store/sqlite-file.js";
 import { makeSatelliteDir, type JailIdentity } from "./identity.js";
 import { DENO_CACHE_FILES, DENO_CACHE_MAX_BYTES } from "./sandbox.js";
 
@@ -45,14 +45,7 @@ function binaryKey(deno: string): string {
  */
 function settle(dir: string): void {
   for (const name of DENO_CACHE_FILES) {
-    if (!existsSync(join(dir, name))) continue;
-    const db = new Database(join(dir, name));
-    try {
-      db.pragma("wal_checkpoint(TRUNCATE)");
-      db.pragma("journal_mode = DELETE");
-    } finally {
-      db.close();
-    }
+    if (existsSync(join(dir, name))) foldWal(join(dir, name));
   }
 }
 

@@ -5,9 +5,8 @@
  *
  * Groundwork for sessions (issue 5).
  */
-import { and, eq } from "drizzle-orm";
 import type { Store } from "../store/open.js";
-import { preferences } from "../store/schema.js";
+import { PreferencesRepository } from "../store/preferences-repository.js";
 
 /** The scope of the global defaults in the `preferences` table. */
 export const GLOBAL = "global";
@@ -19,42 +18,25 @@ export interface Preference {
 }
 
 export class Preferences {
-  readonly #store: Store;
+  readonly #saved: PreferencesRepository;
 
   constructor(store: Store) {
-    this.#store = store;
-  }
-
-  #set(scope: string, extension: string, enabled: boolean): void {
-    const row = { scope, extension, enabled, updatedAt: Date.now() };
-    this.#store.orm
-      .insert(preferences)
-      .values(row)
-      .onConflictDoUpdate({ target: [preferences.scope, preferences.extension], set: { enabled, updatedAt: row.updatedAt } })
-      .run();
-  }
-
-  #get(scope: string, extension: string): boolean | undefined {
-    return this.#store.orm
-      .select({ enabled: preferences.enabled })
-      .from(preferences)
-      .where(and(eq(preferences.scope, scope), eq(preferences.extension, extension)))
-      .get()?.enabled;
+    this.#saved = new PreferencesRepository(store);
   }
 
   /** Sets the global default for an extension. */
   setGlobal(extension: string, enabled: boolean): void {
-    this.#set(GLOBAL, extension, enabled);
+    this.#saved.set(GLOBAL, extension, enabled);
   }
 
   /** Overrides the default in one session; `null` removes the override. */
   setSession(session: string, extension: string, enabled: boolean | null): void {
     if (session === GLOBAL) throw new Error(`'${GLOBAL}' is reserved for the global defaults`);
     if (enabled === null) {
-      this.#store.orm.delete(preferences).where(and(eq(preferences.scope, session), eq(preferences.extension, extension))).run();
+      this.#saved.delete(session, extension);
       return;
     }
-    this.#set(session, extension, enabled);
+    this.#saved.set(session, extension, enabled);
   }
 
   /**
@@ -63,10 +45,15 @@ export class Preferences {
    * built-in command-hooks extension is off by default).
    */
   effective(session: string, extension: string, extensionDefault = true): Preference {
-    const own = session === GLOBAL ? undefined : this.#get(session, extension);
+    const own = session === GLOBAL ? undefined : this.#saved.get(session, extension);
     if (own !== undefined) return { enabled: own, source: "session" };
-    const global = this.#get(GLOBAL, extension);
+    const global = this.#saved.get(GLOBAL, extension);
     if (global !== undefined) return { enabled: global, source: "global" };
     return { enabled: extensionDefault, source: "default" };
+  }
+
+  /** The sessions with their own override for `extension`, by session id. */
+  overrides(extension: string): Array<{ session: string; enabled: boolean }> {
+    return this.#saved.scopesOf(extension, GLOBAL).map(({ scope, enabled }) => ({ session: scope, enabled }));
   }
 }

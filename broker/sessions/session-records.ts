@@ -2,11 +2,10 @@
  * Session rows in the store: opened with an id, a workspace and a policy;
  * reopening an id keeps its row (and its preferences). Groundwork for issue 5.
  */
-import { eq } from "drizzle-orm";
 import * as v from "valibot";
 import type { SessionPolicy } from "../caps/policy.js";
 import type { Store } from "../store/open.js";
-import { sessions } from "../store/schema.js";
+import { SessionRecordsRepository } from "../store/session-records-repository.js";
 
 export const SessionId = v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, "expected a session id: letters, digits, . _ : -, at most 128, starting with a letter or digit"));
 
@@ -21,27 +20,23 @@ export interface SessionRecord {
 }
 
 export class SessionRecords {
-  readonly #store: Store;
+  readonly #rows: SessionRecordsRepository;
 
   constructor(store: Store) {
-    this.#store = store;
+    this.#rows = new SessionRecordsRepository(store);
   }
 
   /** Opens (or reopens) a session; the workspace and policy are replaced by what is given. */
   open(id: string, workspace: string, policy: SessionPolicy = {}): SessionRecord {
     const checked = v.parse(SessionId, id);
     const text = JSON.stringify(v.parse(StoredPolicy, policy));
-    this.#store.orm
-      .insert(sessions)
-      .values({ id: checked, workspace, policy: text, openedAt: Date.now() })
-      .onConflictDoUpdate({ target: sessions.id, set: { workspace, policy: text, closedAt: null } })
-      .run();
+    this.#rows.upsert(checked, workspace, text);
     return this.get(checked)!;
   }
 
   get(id: string): SessionRecord | null {
-    const row = this.#store.orm.select().from(sessions).where(eq(sessions.id, id)).get();
-    if (row === undefined) return null;
+    const row = this.#rows.get(id);
+    if (row === null) return null;
     const parsed = v.safeParse(StoredPolicy, JSON.parse(row.policy));
     // A policy that no longer parses is the most restrictive one.
     const policy: SessionPolicy = parsed.success ? parsed.output : { offline: true };
@@ -49,10 +44,10 @@ export class SessionRecords {
   }
 
   setPolicy(id: string, policy: SessionPolicy): void {
-    this.#store.orm.update(sessions).set({ policy: JSON.stringify(v.parse(StoredPolicy, policy)) }).where(eq(sessions.id, id)).run();
+    this.#rows.setPolicy(id, JSON.stringify(v.parse(StoredPolicy, policy)));
   }
 
   close(id: string): void {
-    this.#store.orm.update(sessions).set({ closedAt: Date.now() }).where(eq(sessions.id, id)).run();
+    this.#rows.setClosed(id, Date.now());
   }
 }

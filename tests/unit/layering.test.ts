@@ -1,7 +1,8 @@
 /**
  * Import boundaries, re-checked from the source: `jail-runtime/` never imports
  * `broker/`; the shared wire imports nothing runtime-specific; the broker reaches
- * into `jail-runtime/` only for the wire and the hook vocabulary.
+ * into `jail-runtime/` only for the wire and the hook vocabulary; only
+ * `broker/store/` (and `broker/registry/`) touches SQLite, drizzle and the schema.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
@@ -90,6 +91,25 @@ function globalReferences(source: ts.SourceFile, globals: ReadonlySet<string>): 
   return out;
 }
 
+/** Reads of the store's raw handles (`x.sqlite`, `x.orm`, `x["orm"]`, `const { sqlite } = x`), not declarations of them. */
+function storeHandleReferences(source: ts.SourceFile): string[] {
+  const HANDLES = new Set(["sqlite", "orm"]);
+  const out: string[] = [];
+  const at = (node: ts.Node, name: string): string => `.${name} (line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1})`;
+  const visit = (node: ts.Node): void => {
+    if (ts.isPropertyAccessExpression(node) && HANDLES.has(node.name.text)) out.push(at(node.name, node.name.text));
+    else if (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression) && HANDLES.has(node.argumentExpression.text)) {
+      out.push(at(node.argumentExpression, node.argumentExpression.text));
+    } else if (ts.isBindingElement(node) && ts.isObjectBindingPattern(node.parent)) {
+      const key = node.propertyName ?? node.name;
+      if ((ts.isIdentifier(key) || ts.isStringLiteral(key)) && HANDLES.has(key.text)) out.push(at(key, key.text));
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
 interface Edge {
   readonly from: string;
   readonly specifier: string;
@@ -125,6 +145,24 @@ describe("the import scanner", () => {
   test("globalReferences() finds a runtime global used as a value but not as a property name or in a comment", () => {
     const source = parse("x.ts", "// Deno is mentioned\nconst o = { Deno: 1 };\no.Deno;\nconst n = Deno.args;\nprocess.exit(1);");
     expect(globalReferences(source, RUNTIME_GLOBALS)).toEqual(["Deno (line 4)", "process (line 5)"]);
+  });
+
+  test("storeHandleReferences() finds reads of .sqlite and .orm but not declarations, other names or comments", () => {
+    const source = parse(
+      "x.ts",
+      [
+        "// store.sqlite.prepare in a comment",
+        "interface S { readonly orm: unknown; sqlite: unknown }",
+        "const s = { orm: 1, sqlite: 2 };",
+        'store.sqlite.prepare("select 1");',
+        "broker.store.orm.select();",
+        'store["sqlite"].pragma("x");',
+        "const { orm } = store;",
+        "const { sqlite: db } = store;",
+        "store.sqliteish; store.path;",
+      ].join("\n"),
+    );
+    expect(storeHandleReferences(source)).toEqual([".sqlite (line 4)", ".orm (line 5)", ".sqlite (line 6)", ".orm (line 7)", ".sqlite (line 8)"]);
   });
 });
 
@@ -188,5 +226,32 @@ describe("layering", () => {
     expect([...seen].filter((f) => !f.startsWith("jail-runtime/wire/") && !f.startsWith("jail-runtime/ext/"))).toEqual([]);
     const denoUses = [...seen].flatMap((file) => globalReferences(parse(file), new Set(["Deno"])).map((ref) => `${file}: ${ref}`));
     expect(denoUses).toEqual([]);
+  });
+
+  // Storage sits behind store/: repositories, the ledger and the audit queries
+  // are the only code that knows the tables. registry/ keeps its own queries on
+  // installs and approvals. Tests (under tests/) may read the tables directly.
+  const MAY_TOUCH_STORAGE = (file: string): boolean => file.startsWith("broker/store/") || file.startsWith("broker/registry/");
+  const STORAGE_PACKAGES = ["drizzle-orm", "drizzle-kit", "better-sqlite3"];
+  const isStoragePackage = (specifier: string): boolean => STORAGE_PACKAGES.some((p) => specifier === p || specifier.startsWith(`${p}/`));
+
+  test("only broker/store/ and broker/registry/ import drizzle, better-sqlite3 or the schema", () => {
+    const offending = edges(brokerFiles.filter((f) => !MAY_TOUCH_STORAGE(f)))
+      .filter((e) => (e.to === null ? isStoragePackage(e.specifier) : e.to === "broker/store/schema.ts"))
+      .map((e) => `${e.from} imports ${e.specifier}`);
+    expect(offending).toEqual([]);
+  });
+
+  test("only broker/store/ and broker/registry/ use the store's raw handles (.sqlite, .orm)", () => {
+    const uses = brokerFiles.filter((f) => !MAY_TOUCH_STORAGE(f)).flatMap((file) => storeHandleReferences(parse(file)).map((ref) => `${file} uses ${ref}`));
+    expect(uses).toEqual([]);
+  });
+
+  test("the storage rule matches reality: store/ itself uses what the rest may not", () => {
+    const inStore = edges(brokerFiles.filter((f) => f.startsWith("broker/store/")));
+    expect(inStore.some((e) => e.specifier === "drizzle-orm")).toBe(true);
+    expect(inStore.some((e) => e.specifier === "better-sqlite3")).toBe(true);
+    expect(inStore.some((e) => e.to === "broker/store/schema.ts")).toBe(true);
+    expect(storeHandleReferences(parse("broker/store/kv-repository.ts")).length).toBeGreaterThan(0);
   });
 });
