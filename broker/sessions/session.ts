@@ -27,7 +27,6 @@ import { satelliteBusHook } from "../hooks/satellite-hooks.js";
 import type { Installed } from "../registry/registry.js";
 import { replyOf } from "../outcome.js";
 import type { InvocationOutcome, ToolReply } from "../satellite/process.js";
-import { checkToolArgs } from "../tool-args.js";
 import { planActivation, type Candidate, type Plan } from "./activation.js";
 import { Preferences, type Preference } from "./preferences.js";
 import { SessionRecords } from "./session-records.js";
@@ -545,7 +544,7 @@ export class Session {
     }
     const schemaKey = `${this.#applied.known.get(extension)?.installed?.manifestHash ?? ""}:${tool}`;
     const validateArguments = (rewrite: unknown): string | null => {
-      const checked = checkToolArgs(schemaKey, row?.parameters ?? { type: "object" }, JSON.stringify(rewrite));
+      const checked = this.#broker.toolArgs.check(schemaKey, row?.parameters ?? { type: "object" }, JSON.stringify(rewrite));
       return checked.ok ? null : checked.msg;
     };
 
