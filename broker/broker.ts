@@ -13,28 +13,52 @@ import { EgressAgents } from "./egress/agents.js";
 import type { Resolver } from "./egress/judge.js";
 import { BrokerCode, TetherError, WireCode } from "./errors.js";
 import { resolveSandbox, type SandboxMode } from "./jail/sandbox.js";
-import { createLogger, type Logger } from "./log.js";
+import { jailSetup, type JailSetup } from "./jail/setup.js";
+import { createLogger, type Logger, type LogLevel } from "./log.js";
 import { Registry, sha256, type Approval, type Installed } from "./registry/registry.js";
 import type { InvocationOutcome } from "./satellite/process.js";
 import { SatelliteSlot, type InvokeOptions } from "./satellite/slot.js";
 import { SatelliteProcess, type SatelliteSpec } from "./satellite/process.js";
 import { denoBinary } from "./jail/deno-binary.js";
-import { denoCacheFor, type DenoCacheSource } from "./jail/deno-cache.js";
+import { denoCacheFor, type DenoCacheMount, type DenoCacheSource } from "./jail/deno-cache.js";
 import { RefusalAudit } from "./caps/refusal-audit.js";
-import { sweepStaleCgroups } from "./jail/cgroup.js";
+import { sweepStaleCgroups, type CgroupMode } from "./jail/cgroup.js";
 import { jailIdentity, sweepSatelliteDirs } from "./jail/identity.js";
 import { dataVersionReader } from "./store/data-version.js";
 import { prepareHome, resolveHome } from "./store/home.js";
 import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
-import { checkToolArgs } from "./tool-args.js";
+import { ToolArgsChecker } from "./tool-args.js";
+import { ParsedRules } from "./caps/egress-policy.js";
 import { SessionScope, type HookOutcome, type Live, type ScopeCallOptions, type ScopeHost } from "./session-scope.js";
 
+/**
+ * What a broker is told. Nothing is read from the environment: each option
+ * absent takes the default an embedder expects (the `tether` command fills
+ * them from its `TETHER_*` variables, broker/cli/environment.ts).
+ */
 export interface BrokerOptions {
-  /** The home folder; default `TETHER_HOME` or `~/.tether`. */
+  /** The home folder; default `~/.tether`. */
   readonly home?: string;
+  /** The OS sandbox: bwrap (the default; refused when bwrap is missing) or, insecurely, none. */
   readonly sandbox?: SandboxMode;
+  /** The Deno binary satellites run on; default the one the `deno` npm package ships. */
+  readonly deno?: string;
+  /** The host uid satellites run as when the broker is root; default DEFAULT_JAIL_UID (see jail/identity.ts). */
+  readonly jailUid?: number;
+  /** The host gid satellites run as when the broker is root; default the jail uid. */
+  readonly jailGid?: number;
+  /** Where a root broker keeps what the jail uid must reach; default DEFAULT_JAIL_ROOT. */
+  readonly jailRoot?: string;
+  /** Which cgroups bound each satellite: auto (default), v1, v2 or none. */
+  readonly cgroup?: CgroupMode;
+  /** Where the jail launcher and seccomp filter are compiled; default build/native in the checkout. */
+  readonly nativeDir?: string;
+  /** Who approvals are recorded as approved by; default this OS user's name. */
+  readonly operator?: string;
   readonly log?: Logger;
+  /** The level of the logger made when `log` is absent; default warn. */
+  readonly logLevel?: LogLevel;
   readonly bootTimeoutMs?: number;
   readonly graceMs?: number;
   readonly ladderStepMs?: number;
@@ -71,7 +95,12 @@ export class Broker {
   readonly store: Store;
   readonly registry: Registry;
   readonly ledger: Ledger;
+  /** Checks tool arguments against their schemas (this broker's compiled schemas). */
+  readonly toolArgs = new ToolArgsChecker();
   readonly #options: BrokerOptions;
+  readonly #jail: JailSetup;
+  /** Deno cache warm-ups in flight, by cache folder (one boot warms each). */
+  readonly #warming = new Map<string, Promise<DenoCacheMount | null>>();
   readonly #log: Logger;
   /** One object per session id: its policy, its cap_call stage, its live satellites. */
   readonly #scopes = new Map<string, SessionScope>();
@@ -91,11 +120,12 @@ export class Broker {
 
   private constructor(options: BrokerOptions) {
     this.#options = options;
-    this.#log = options.log ?? createLogger();
+    this.#log = options.log ?? createLogger({ ...(options.logLevel !== undefined ? { level: options.logLevel } : {}) });
+    this.#jail = jailSetup(options);
     const paths = prepareHome(resolveHome(options.home));
     this.home = paths.home;
     this.store = openStore(paths.db);
-    this.registry = new Registry(this.store, paths.artifacts);
+    this.registry = new Registry(this.store, paths.artifacts, { ...(options.operator !== undefined ? { operator: options.operator } : {}) });
     this.ledger = new Ledger(this.store);
     this.#dataVersionQuery = dataVersionReader(this.store);
     this.#caps = {
@@ -112,6 +142,7 @@ export class Broker {
       },
       work: this.#work,
       agents: this.#agents,
+      rules: new ParsedRules(),
       fetchBounds: (extension) => {
         let own = this.#extensionFetches.get(extension);
         if (own === undefined) this.#extensionFetches.set(extension, (own = new Permits(EXTENSION_FETCHES, "broker:fetches-per-extension")));
@@ -169,8 +200,9 @@ export class Broker {
   static open(options: BrokerOptions = {}): Broker {
     // What a broker killed with SIGKILL left behind: its cgroups (what runs in them is killed,
     // the folders removed) and its satellites' socket folders.
-    void sweepStaleCgroups();
-    sweepSatelliteDirs();
+    const jail = jailSetup(options);
+    void sweepStaleCgroups(jail.cgroup);
+    sweepSatelliteDirs(jailIdentity(jail.identity));
     return new Broker(options);
   }
 
@@ -251,6 +283,7 @@ export class Broker {
         commands: installed.manifest.command.map((c) => c.name),
       },
       sandbox: resolveSandbox(this.#options.sandbox),
+      jail: this.#jail,
       memoryMb: limits.memory_mb,
       bootTimeoutMs: this.#options.bootTimeoutMs ?? 10_000,
       graceMs: this.#options.graceMs ?? 500,
@@ -293,11 +326,11 @@ export class Broker {
 
   /** The approved artifact's Deno cache: warmed by one complete boot the first time, read-only after. */
   #denoCache(artifactHash: string, spec: SatelliteSpec): DenoCacheSource {
-    return denoCacheFor(join(this.home, "cache", "deno"), artifactHash, denoBinary(), async (mount) => {
+    return denoCacheFor(join(this.home, "cache", "deno"), artifactHash, denoBinary(this.#jail.deno), async (mount) => {
       const warm = await SatelliteProcess.boot({ ...spec, denoCache: mount });
       // A clean exit (stdin EOF) lets Deno write what it caches at the end.
       await warm.close();
-    }, jailIdentity());
+    }, jailIdentity(this.#jail.identity), this.#warming);
   }
 
   /**
@@ -319,7 +352,7 @@ export class Broker {
       const served = [...approval.grants.tools].sort();
       return { ok: false, error: { code: WireCode.unknownTool, msg: `Unknown tool '${tool}'; '${extension}' serves [${served.join(", ")}]` } };
     }
-    const checked = checkToolArgs(`${installed.manifestHash}:${tool}`, row.parameters, args);
+    const checked = this.toolArgs.check(`${installed.manifestHash}:${tool}`, row.parameters, args);
     if (!checked.ok) {
       // Refused before it reached the satellite; the ledger still shows it.
       const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand: options.strand ?? "", hooksBypassed: options.hooksBypassed === true });

@@ -1,6 +1,6 @@
 /**
  * The broker's log: one line per event, to stderr. Quiet by default (warnings
- * and errors); `TETHER_LOG=debug|info` shows more.
+ * and errors); a lower `level` shows more (the tether command's `TETHER_LOG`).
  */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type LogFields = Readonly<Record<string, unknown>>;
@@ -13,12 +13,12 @@ export interface Logger {
   child(fields: LogFields): Logger;
 }
 
+export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-function levelFromEnv(): LogLevel {
-  const want = process.env.TETHER_LOG;
-  return want === "debug" || want === "info" || want === "warn" || want === "error" ? want : "warn";
-}
+/** The level when none is given. */
+export const DEFAULT_LOG_LEVEL: LogLevel = "warn";
 
 export type LogSink = (level: LogLevel, msg: string, fields: LogFields) => void;
 
@@ -27,9 +27,9 @@ const stderrSink: LogSink = (level, msg, fields) => {
   process.stderr.write(`tether ${level}: ${msg}${extra}\n`);
 };
 
-/** A logger writing to `sink` (stderr by default) at `level` and above. */
+/** A logger writing to `sink` (stderr by default) at `level` (default warn) and above. */
 export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields?: LogFields } = {}): Logger {
-  const level = options.level ?? levelFromEnv();
+  const level = options.level ?? DEFAULT_LOG_LEVEL;
   const sink = options.sink ?? stderrSink;
   const base = options.fields ?? {};
   const emit = (at: LogLevel) => (msg: string, fields: LogFields = {}) => {

@@ -1,12 +1,10 @@
 /**
  * Checks a tool call's arguments against the tool's JSON Schema before the
- * call reaches a satellite. Schemas are compiled once per (extension, hash).
+ * call reaches a satellite. Schemas are compiled once per (extension, hash),
+ * by the checker of one broker (it owns one: nothing compiled outlives it).
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../jail-runtime/wire/document-bounds.js";
-
-const ajv = new Ajv({ allErrors: true, strict: false });
-const compiled = new Map<string, ValidateFunction>();
 
 function where(err: ErrorObject): string {
   const path = err.instancePath.replace(/\//g, ".").replace(/~1/g, "/").replace(/~0/g, "~");
@@ -28,20 +26,26 @@ function describe(err: ErrorObject): string {
 
 export type ArgsCheck = { ok: true } | { ok: false; msg: string };
 
-/** Checks `args` (JSON text) against `schema`; `cacheKey` identifies the schema. */
-export function checkToolArgs(cacheKey: string, schema: object, args: string): ArgsCheck {
-  let value: unknown;
-  try {
-    value = parseBoundedJson(args, CALLER_JSON_BOUNDS);
-  } catch (err) {
-    if (err instanceof DocumentBoundsError) return { ok: false, msg: `Arguments are ${err.message} (the bound for any JSON document)` };
-    return { ok: false, msg: "Arguments are not JSON" };
+/** A broker's tool-argument checker: its own Ajv and the schemas it compiled. */
+export class ToolArgsChecker {
+  readonly #ajv = new Ajv({ allErrors: true, strict: false });
+  readonly #compiled = new Map<string, ValidateFunction>();
+
+  /** Checks `args` (JSON text) against `schema`; `cacheKey` identifies the schema. */
+  check(cacheKey: string, schema: object, args: string): ArgsCheck {
+    let value: unknown;
+    try {
+      value = parseBoundedJson(args, CALLER_JSON_BOUNDS);
+    } catch (err) {
+      if (err instanceof DocumentBoundsError) return { ok: false, msg: `Arguments are ${err.message} (the bound for any JSON document)` };
+      return { ok: false, msg: "Arguments are not JSON" };
+    }
+    let validate = this.#compiled.get(cacheKey);
+    if (validate === undefined) {
+      validate = this.#ajv.compile(schema);
+      this.#compiled.set(cacheKey, validate);
+    }
+    if (validate(value)) return { ok: true };
+    return { ok: false, msg: (validate.errors ?? []).map(describe).join("; ") };
   }
-  let validate = compiled.get(cacheKey);
-  if (validate === undefined) {
-    validate = ajv.compile(schema);
-    compiled.set(cacheKey, validate);
-  }
-  if (validate(value)) return { ok: true };
-  return { ok: false, msg: (validate.errors ?? []).map(describe).join("; ") };
 }

@@ -10,6 +10,7 @@ import type { CapReply } from "../satellite/process.js";
 import type { CapCall, InvocationInfo } from "../satellite/slot.js";
 import type { Ledger } from "../store/ledger.js";
 import type { Store } from "../store/open.js";
+import type { ParsedRules } from "./egress-policy.js";
 import type { CapabilityWork } from "./in-flight.js";
 import type { Permits } from "./permits.js";
 import type { OperatorPolicySource, SessionPolicy } from "./policy.js";
@@ -58,6 +59,8 @@ export interface CapEnvironment {
   readonly work: CapabilityWork;
   /** The broker's pooled connections. */
   readonly agents: EgressAgents;
+  /** The broker's parsed egress rules, by their text. */
+  readonly rules: ParsedRules;
   /** The bounds on concurrent fetches beyond the invocation's own: the extension's, then the broker's. */
   fetchBounds(extension: string): readonly Permits[];
 }

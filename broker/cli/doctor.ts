@@ -5,10 +5,12 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import type { BrokerOptions } from "../broker.js";
 import { parseHooksFile } from "../hooks/command-hooks.js";
 import { denoBinary } from "../jail/deno-binary.js";
-import { jailIdentity, makeSatelliteDir } from "../jail/identity.js";
+import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
 import { jailLayers } from "../jail/layers.js";
+import { jailSetup } from "../jail/setup.js";
 import { findBwrap } from "../jail/sandbox.js";
 import { prepareHome, resolveHome } from "../store/home.js";
 import { journalState } from "../store/journal-state.js";
@@ -28,11 +30,13 @@ function tryRun(file: string, args: string[]): string | Error {
   }
 }
 
-export function runChecks(home?: string): Check[] {
+/** The checks, for a broker opened with `options` (the tether command's --home and environment). */
+export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
   const checks: Check[] = [];
+  const setup = jailSetup(options);
   let deno: string | null = null;
   try {
-    deno = denoBinary();
+    deno = denoBinary(setup.deno);
     const version = tryRun(deno, ["--version"]);
     checks.push(
       version instanceof Error
@@ -44,7 +48,7 @@ export function runChecks(home?: string): Check[] {
   }
   const bwrap = findBwrap();
   if (bwrap === null) {
-    const insecure = process.env.TETHER_INSECURE_NO_SANDBOX === "1";
+    const insecure = options.sandbox === "none";
     checks.push({
       name: "sandbox",
       ok: insecure,
@@ -61,10 +65,10 @@ export function runChecks(home?: string): Check[] {
     );
   }
   // Every other layer matters only when bubblewrap does.
-  if (bwrap !== null) for (const layer of jailLayers()) checks.push(layer);
+  if (bwrap !== null) for (const layer of jailLayers(setup)) checks.push(layer);
   let homeDir: string | null = null;
   try {
-    const paths = prepareHome(resolveHome(home));
+    const paths = prepareHome(resolveHome(options.home));
     homeDir = paths.home;
     const store = openStore(paths.db);
     const { journal, appliedMigrations: applied } = journalState(store);
@@ -79,7 +83,7 @@ export function runChecks(home?: string): Check[] {
     checks.push({ name: "store", ok: false, detail: `cannot open the store: ${(err as Error).message}` });
   }
   if (homeDir !== null) checks.push(homeCheck(homeDir), hooksCheck(homeDir));
-  checks.push(socketCheck());
+  checks.push(socketCheck(jailIdentity(setup.identity)));
   return checks;
 }
 
@@ -106,9 +110,9 @@ function hooksCheck(dir: string): Check {
 }
 
 /** Satellite sockets live in private directories under the temp folder (the jail root when the broker is root). */
-function socketCheck(): Check {
-  if (jailIdentity() !== null) {
-    const dir = makeSatelliteDir(jailIdentity());
+function socketCheck(identity: JailIdentity | null): Check {
+  if (identity !== null) {
+    const dir = makeSatelliteDir(identity);
     rmdirSync(dir);
     return { name: "sockets", ok: true, detail: `satellite sockets go in folders owned by the jail user under ${dirname(dir)} (traversable, not listable)` };
   }

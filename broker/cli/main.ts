@@ -6,6 +6,7 @@ import { createInterface } from "node:readline/promises";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { Broker } from "../broker.js";
 import { TetherError } from "../errors.js";
+import { EnvironmentError, readEnvironment, type EnvironmentOptions } from "./environment.js";
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, declined: 3, callFailed: 4 } as const;
 
@@ -49,6 +50,10 @@ Options:
   --yes         Do not ask for confirmation (scripts)
   --home <dir>  The home folder (default: $TETHER_HOME or ~/.tether)
 
+Environment: TETHER_HOME, TETHER_LOG (debug, info, warn, error), TETHER_DENO,
+TETHER_INSECURE_NO_SANDBOX=1, TETHER_JAIL_UID/GID, TETHER_JAIL_ROOT,
+TETHER_CGROUP (auto, none, v1, v2), TETHER_NATIVE_DIR, TETHER_OPERATOR.
+
 Exit codes: 0 ok, 1 failed (the message says what to run next), 2 bad usage,
 3 not confirmed, 4 the called tool answered an error.`;
 
@@ -89,7 +94,11 @@ async function confirm(question: string): Promise<boolean> {
   }
 }
 
-export async function main(argv: readonly string[]): Promise<number> {
+/**
+ * Runs one command. `env` is the environment it honours (default this process's),
+ * read once here: the library below is handed options, never the environment.
+ */
+export async function main(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
@@ -106,9 +115,20 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.log(HELP);
     return EXIT.ok;
   }
+  let environment: EnvironmentOptions;
+  try {
+    environment = readEnvironment(env);
+  } catch (err) {
+    if (!(err instanceof EnvironmentError)) throw err;
+    console.error(`tether: ${err.message}`);
+    return EXIT.usage;
+  }
+  // --home wins over TETHER_HOME.
+  const options: EnvironmentOptions = { ...environment, ...(values.home !== undefined ? { home: values.home } : {}) };
+
   if (command === "doctor") {
     const { runChecks } = await import("./doctor.js");
-    const checks = runChecks(values.home);
+    const checks = runChecks(options);
     out(checks, checks.map((c) => `${c.ok ? "ok  " : "FAIL"} ${c.name}: ${c.detail}`).join("\n"));
     return checks.every((c) => c.ok) ? EXIT.ok : EXIT.failed;
   }
@@ -116,7 +136,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (command === "serve") {
     const { runServe } = await import("../serve/command.js");
     return runServe({
-      ...(values.home !== undefined ? { home: values.home } : {}),
+      broker: options,
       ...(values.socket !== undefined ? { socket: values.socket } : {}),
       ...(values.port !== undefined ? { port: values.port } : {}),
       ...(values["token-file"] !== undefined ? { tokenFile: values["token-file"] } : {}),
@@ -125,7 +145,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (command === "mcp") {
     const { runMcp } = await import("../mcp/command.js");
     return runMcp({
-      ...(values.home !== undefined ? { home: values.home } : {}),
+      broker: options,
       ...(values.session !== undefined ? { session: values.session } : {}),
       ...(values.workspace !== undefined ? { workspace: values.workspace } : {}),
     });
@@ -176,7 +196,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   ]);
   let broker: Broker | null = null;
   try {
-    broker = Broker.open(values.home !== undefined ? { home: values.home } : {});
+    broker = Broker.open(options);
     const registry = broker.registry;
     switch (command) {
       case "install": {

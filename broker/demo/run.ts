@@ -10,6 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Broker } from "../broker.js";
 import { createLogger } from "../log.js";
+import { readEnvironment } from "../cli/environment.js";
 import { queryAudit, queryHookTraces, renderAudit, type HookTraceEntry } from "../cli/audit.js";
 import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
 import { buildReview, renderReview } from "../registry/review.js";
@@ -97,7 +98,9 @@ function renderTrace(rows: readonly HookTraceEntry[]): string {
 
 async function main(): Promise<void> {
   step("The jail");
-  const sandbox = resolveSandbox();
+  // The tether command's environment (TETHER_INSECURE_NO_SANDBOX, TETHER_DENO, ...), read once at the edge.
+  const environment = readEnvironment();
+  const sandbox = resolveSandbox(environment.sandbox);
   console.log(sandbox === "bwrap" ? `OS sandbox: bubblewrap (${findBwrap()}) + Deno permissions` : "OS sandbox: NONE (insecure mode) — Deno permissions only");
 
   step("Install the example extensions into a temporary home");
@@ -106,7 +109,7 @@ async function main(): Promise<void> {
   writeFileSync(join(home, "policy.toml"), '[net]\nallow_private = true\ndeny = ["*.evil.example"]\n');
   console.log("  operator policy: allow_private = true (rules may name loopback), deny *.evil.example");
   const weatherService = await startWeatherService();
-  const broker = Broker.open({ home, graceMs: 250, log: createLogger({ level: "error" }) });
+  const broker = Broker.open({ ...environment, home, graceMs: 250, log: createLogger({ level: "error" }) });
   let session: Session | null = null;
   try {
     for (const name of EXTENSIONS) {

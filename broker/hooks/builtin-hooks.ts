@@ -28,7 +28,14 @@ export interface SessionFacts {
   readonly workspace: string;
 }
 
-/** The environment hook scripts get: a few of the broker's, nothing secret by default. */
+/**
+ * The environment hook scripts get: a few of the broker process's own variables,
+ * nothing secret by default. This is the command hooks' environment, not the
+ * broker's configuration: the scripts are the operator's, run on the host as a
+ * shell would run them, so they see the PATH, HOME and locale the operator's
+ * broker runs with (the one read of process.env outside broker/cli/ that
+ * tests/unit/layering.test.ts allows).
+ */
 function hookEnvironment(home: string): Record<string, string | undefined> {
   const keep = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR"];
   const env: Record<string, string | undefined> = { TETHER_HOME: home };

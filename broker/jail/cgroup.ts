@@ -78,11 +78,23 @@ const CFS_PERIOD_US = 100_000;
 const TEARDOWN_MS = 10_000;
 const NONE_TAIL = "memory is bounded by sized mounts and the RSS watchdog";
 
+/**
+ * Which cgroups to use: `auto` (the default) detects v2, then v1; `v1` or `v2` only that
+ * one; `none` none at all (the RSS watchdog and sized mounts still bound memory).
+ */
+export const CGROUP_MODES = ["auto", "none", "v1", "v2"] as const;
+export type CgroupMode = (typeof CGROUP_MODES)[number];
+
+/**
+ * What detection found, per mode. Process-wide on purpose: it is a fact of the host and
+ * of this process's own cgroup (on v2 the first detection moves the process into its
+ * leaf, once), the same for every broker in the process.
+ */
 const cache = new Map<string, CgroupSupport>();
 
-/** Which cgroups the host offers this process, tested by making a probe group; cached per `TETHER_CGROUP` value. Never throws. */
-export function detectCgroups(): CgroupSupport {
-  const wanted = process.env.TETHER_CGROUP ?? "";
+/** Which cgroups the host offers this process under `mode` (default auto), tested by making a probe group; cached per mode. Never throws. */
+export function detectCgroups(mode: CgroupMode = "auto"): CgroupSupport {
+  const wanted: string = mode;
   let found = cache.get(wanted);
   if (found === undefined) {
     try {
@@ -96,10 +108,11 @@ export function detectCgroups(): CgroupSupport {
 }
 
 function detect(wanted: string): CgroupSupport {
-  if (wanted === "none") return none("TETHER_CGROUP=none");
+  if (wanted === "none") return none("turned off (cgroup mode none)");
   if (wanted === "v1") return detectV1();
   if (wanted === "v2") return detectV2();
-  if (wanted !== "" && wanted !== "auto") return none(`TETHER_CGROUP=${wanted} is not one of none, v1, v2`);
+  // A caller without the types (plain JavaScript) may pass anything: said, not thrown.
+  if (wanted !== "auto") return none(`cgroup mode '${wanted}' is not one of ${CGROUP_MODES.join(", ")}`);
   const v2 = detectV2();
   if (v2.kind === "v2") return v2;
   const v1 = detectV1();
@@ -328,14 +341,14 @@ function createV2(root: string, name: string, limits: SatelliteLimits): Satellit
 
 /**
  * A fresh group for one satellite under `tether-<broker pid>`, or null when the
- * host offers none (TETHER_CGROUP=none included) or it could not be made; the
+ * host offers none under `mode` (mode none included) or it could not be made; the
  * RSS watchdog and sized mounts still bound memory then.
  */
-export function createSatelliteCgroup(label: string, limits: SatelliteLimits): SatelliteCgroup | null {
+export function createSatelliteCgroup(label: string, limits: SatelliteLimits, mode: CgroupMode = "auto"): SatelliteCgroup | null {
   if (!(limits.memoryBytes >= 4096) || !(limits.pids >= 1) || !(limits.cpuQuota > 0)) {
     throw new RangeError(`cgroup limits out of range: ${JSON.stringify(limits)}`);
   }
-  const support = detectCgroups();
+  const support = detectCgroups(mode);
   if (support.kind === "none") return null;
   const name = `${label.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 40) || "satellite"}-${randomSuffix()}`;
   try {
@@ -457,8 +470,8 @@ async function rmdirPatiently(dir: string): Promise<void> {
  * SIGKILL, they leave their groups behind), killing whatever still runs in
  * them. Returns the directories removed. Never throws.
  */
-export async function sweepStaleCgroups(): Promise<string[]> {
-  const support = detectCgroups();
+export async function sweepStaleCgroups(mode: CgroupMode = "auto"): Promise<string[]> {
+  const support = detectCgroups(mode);
   const roots = support.kind === "v2" ? [support.root] : support.kind === "v1" ? unique(Object.values(support.roots).filter((d): d is string => d !== null)) : [];
   const removed: string[] = [];
   for (const root of roots) {

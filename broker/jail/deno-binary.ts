@@ -1,20 +1,18 @@
 /**
- * Where the Deno binary is: `TETHER_DENO` if set, else the one the `deno` npm
- * package ships (its postinstall script puts it beside its package.json).
+ * Where the Deno binary is: the path the broker was given (its `deno` option),
+ * else the one the `deno` npm package ships (its postinstall script puts it
+ * beside its package.json).
  */
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { BrokerCode, TetherError } from "../errors.js";
 
-let cached: string | undefined;
-
-export function denoBinary(): string {
-  if (cached !== undefined) return cached;
-  const fromEnv = process.env.TETHER_DENO;
-  if (fromEnv) {
-    if (!existsSync(fromEnv)) throw new TetherError(BrokerCode.denoUnavailable, `TETHER_DENO names ${fromEnv}, which does not exist`);
-    return (cached = fromEnv);
+/** The Deno binary: `explicit` when given (it must exist), else the `deno` package's. */
+export function denoBinary(explicit?: string): string {
+  if (explicit !== undefined && explicit !== "") {
+    if (!existsSync(explicit)) throw new TetherError(BrokerCode.denoUnavailable, `The Deno binary the broker was given (${explicit}; TETHER_DENO for the tether command) does not exist`);
+    return explicit;
   }
   const require = createRequire(import.meta.url);
   let pkg: string;
@@ -27,5 +25,5 @@ export function denoBinary(): string {
   if (!existsSync(binary)) {
     throw new TetherError(BrokerCode.denoUnavailable, `No Deno binary at ${binary}: the 'deno' package's postinstall did not run (allow its install script and run 'npm ci')`);
   }
-  return (cached = binary);
+  return binary;
 }

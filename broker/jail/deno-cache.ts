@@ -57,12 +57,12 @@ function keepWithinBound(dir: string): void {
   for (const name of names) rmSync(join(dir, name), { recursive: true, force: true });
 }
 
-const warming = new Map<string, Promise<DenoCacheMount | null>>();
-
 /**
  * The cache source for `artifactSha256` under `root` (the home's cache folder).
  * `warm(mount)` must boot the artifact once with that writable mount and let it
  * exit cleanly; a failed warm-up leaves no cache (boots then use a fresh one).
+ * `warming` holds the warm-ups in flight (the broker's own), so concurrent boots
+ * share one.
  */
 export function denoCacheFor(
   root: string,
@@ -70,6 +70,7 @@ export function denoCacheFor(
   deno: string,
   warm: (mount: DenoCacheMount) => Promise<void>,
   identity: JailIdentity | null = null,
+  warming: Map<string, Promise<DenoCacheMount | null>> = new Map(),
 ): DenoCacheSource {
   return async () => {
     const dir = join(root, `${artifactSha256.slice(0, 32)}-${binaryKey(deno)}`);

@@ -25,25 +25,37 @@ export const DEFAULT_JAIL_ROOT = "/var/lib/tether-jail";
 export interface JailIdentity {
   readonly uid: number;
   readonly gid: number;
+  /** Where the jail's folders go (socket folders, a reachable copy of Deno). */
+  readonly root: string;
 }
 
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0 || n >= 2 ** 32 - 1) throw new Error(`${name} must be a positive uid/gid other than root, not '${raw}'`);
-  return n;
+/** Who a root broker's jail runs as, and where its folders go; each absent field takes its default. */
+export interface JailIdentityOptions {
+  /** Default DEFAULT_JAIL_UID. */
+  readonly uid?: number;
+  /** Default: the uid. */
+  readonly gid?: number;
+  /** Default DEFAULT_JAIL_ROOT. */
+  readonly root?: string;
+}
+
+/** True for a uid/gid the jail may run as: a positive integer below 2^32 - 1 (never root). */
+export function isJailId(n: number): boolean {
+  return Number.isInteger(n) && n > 0 && n < 2 ** 32 - 1;
 }
 
 /** The host uid/gid satellites run as, or null when the broker is not root (then: the broker's own). */
-export function jailIdentity(): JailIdentity | null {
+export function jailIdentity(options: JailIdentityOptions = {}): JailIdentity | null {
   if (process.getuid?.() !== 0) return null;
-  const uid = envNumber("TETHER_JAIL_UID", DEFAULT_JAIL_UID);
-  return { uid, gid: envNumber("TETHER_JAIL_GID", uid) };
+  const uid = options.uid ?? DEFAULT_JAIL_UID;
+  const gid = options.gid ?? uid;
+  for (const [what, n] of [["uid", uid], ["gid", gid]] as const) {
+    if (!isJailId(n)) throw new Error(`The jail ${what} must be a positive uid/gid other than root, not ${n}`);
+  }
+  return { uid, gid, root: options.root ?? DEFAULT_JAIL_ROOT };
 }
 
-function jailRoot(): string {
-  const root = process.env.TETHER_JAIL_ROOT ?? DEFAULT_JAIL_ROOT;
+function jailRoot(root: string): string {
   mkdirSync(join(root, "run"), { recursive: true, mode: 0o711 });
   // Traversable, not listable: one satellite's uid cannot enumerate the others' folders.
   chmodSync(root, 0o711);
@@ -53,7 +65,7 @@ function jailRoot(): string {
 
 /** Where satellite folders go: the jail root's run/ under a root broker, the temp folder otherwise. */
 function satelliteDirParent(identity: JailIdentity | null): string {
-  return identity === null ? tmpdir() : join(jailRoot(), "run");
+  return identity === null ? tmpdir() : join(jailRoot(identity.root), "run");
 }
 
 /**
@@ -115,22 +127,20 @@ export function reachableByOthers(path: string): boolean {
   return (statSync(path).mode & 0o005) === 0o005;
 }
 
-const copies = new Map<string, string>();
-
-/** The Deno binary as the jail's uid can run it: in place when reachable, else a copy in the jail root. */
+/**
+ * The Deno binary as the jail's uid can run it: in place when reachable, else a copy in
+ * the jail root (named by the binary's path, size and mtime, so it is made once per binary).
+ */
 export function denoForJail(deno: string, identity: JailIdentity | null): string {
   if (identity === null || reachableByOthers(deno)) return deno;
-  const hit = copies.get(deno);
-  if (hit !== undefined) return hit;
   const st = statSync(deno);
   const key = createHash("sha256").update(`${deno}\0${st.size}\0${st.mtimeMs}`).digest("hex").slice(0, 16);
-  const target = join(jailRoot(), `deno-${key}`);
+  const target = join(jailRoot(identity.root), `deno-${key}`);
   if (!existsSync(target)) {
     const scratch = `${target}.${process.pid}.tmp`;
     copyFileSync(deno, scratch);
     chmodSync(scratch, 0o755);
     renameSync(scratch, target);
   }
-  copies.set(deno, target);
   return target;
 }

@@ -8,6 +8,7 @@ import { jailIdentity } from "./identity.js";
 import { nativeProgram } from "./native/compile.js";
 import { PROC_MASKED_DIRS, PROC_MASKED_FILES, JAIL_TMP_BYTES, findBwrap } from "./sandbox.js";
 import { seccompFilter, seccompSupport } from "./seccomp.js";
+import type { JailSetup } from "./setup.js";
 import { existsSync } from "node:fs";
 
 export interface JailLayer {
@@ -25,12 +26,13 @@ function attempt(name: string, run: () => string): JailLayer {
   }
 }
 
-export function jailLayers(): JailLayer[] {
+/** The layers under `setup` (the broker's jail options; default: every default). */
+export function jailLayers(setup: JailSetup = {}): JailLayer[] {
   const bwrap = findBwrap();
   const layers: JailLayer[] = [
-    attempt("launcher", () => `${nativeProgram("jail-exec")}: closes every descriptor but stdio before bwrap, sets no_new_privs, no core files, files ≤ ${JAIL_TMP_BYTES / 2 ** 20} MiB`),
+    attempt("launcher", () => `${nativeProgram("jail-exec", setup.nativeDir)}: closes every descriptor but stdio before bwrap, sets no_new_privs, no core files, files ≤ ${JAIL_TMP_BYTES / 2 ** 20} MiB`),
   ];
-  const identity = jailIdentity();
+  const identity = jailIdentity(setup.identity);
   layers.push({
     name: "jail user",
     ok: true,
@@ -39,9 +41,9 @@ export function jailLayers(): JailLayer[] {
         ? `the broker's own uid ${process.getuid?.()} in bwrap's unprivileged user namespace (the broker is not root)`
         : `host uid ${identity.uid}, gid ${identity.gid}, no groups (the broker is root; TETHER_JAIL_UID/GID to change)`,
   });
-  const seccomp = seccompSupport();
-  layers.push(seccomp.available ? attempt("seccomp", () => `syscall denylist compiled with libseccomp (${seccompFilter()})`) : { name: "seccomp", ok: false, detail: seccomp.why ?? "unavailable" });
-  const cgroups = detectCgroups();
+  const seccomp = seccompSupport(setup.nativeDir);
+  layers.push(seccomp.available ? attempt("seccomp", () => `syscall denylist compiled with libseccomp (${seccompFilter(setup.nativeDir)})`) : { name: "seccomp", ok: false, detail: seccomp.why ?? "unavailable" });
+  const cgroups = detectCgroups(setup.cgroup);
   layers.push({ name: "cgroup", ok: true, detail: cgroups.kind === "none" ? `${cgroups.describe()} — memory is bounded by sized mounts and the RSS watchdog, CPU by deadlines and the idle meter` : cgroups.describe() });
   if (bwrap !== null) {
     const masked = [...PROC_MASKED_FILES, ...PROC_MASKED_DIRS].filter((e) => existsSync(`/proc/${e}`));

@@ -36,10 +36,11 @@ export function findBwrap(): string | null {
 
 /**
  * The sandbox mode to use: bwrap when installed; `none` only when the operator
- * asked for it (`TETHER_INSECURE_NO_SANDBOX=1` or the option). Otherwise refuse.
+ * asked for it (the `sandbox: "none"` option, which `TETHER_INSECURE_NO_SANDBOX=1`
+ * sets for the tether command). Otherwise refuse.
  */
 export function resolveSandbox(requested?: SandboxMode): SandboxMode {
-  if (requested === "none" || process.env.TETHER_INSECURE_NO_SANDBOX === "1") return "none";
+  if (requested === "none") return "none";
   if (findBwrap() !== null) return "bwrap";
   throw new TetherError(
     BrokerCode.sandboxUnavailable,
@@ -59,6 +60,8 @@ export interface LaunchSpec {
   readonly denoCache?: { readonly dir: string; readonly writable: boolean } | null;
   /** Who the jail runs as on the host; null = the broker's own uid (it is not root). Default: jailIdentity(). */
   readonly identity?: JailIdentity | null;
+  /** Where the launcher is compiled (see native/compile.ts); default build/native in the checkout. */
+  readonly nativeDir?: string;
   /** cgroup.procs files the launcher joins before bwrap starts (see cgroup.ts). */
   readonly cgroupProcs?: readonly string[];
   /** The compiled seccomp filter (see seccomp.ts); null: none. */
@@ -154,7 +157,7 @@ export function launchCommand(spec: LaunchSpec): Launch {
   if (spec.sandbox === "none") {
     const program = spec.payload ?? [spec.deno, ...denoRunArgs(spec.artifact, `${spec.socketDir}/s.sock`, spec.memoryMb)];
     return {
-      file: nativeProgram("jail-exec"),
+      file: nativeProgram("jail-exec", spec.nativeDir),
       args: launcher(program, 3, JAIL_FILE_BYTES),
       bwrapOptions: null,
       env: { ...CHILD_ENV, HOME: spec.socketDir, DENO_DIR: `${spec.socketDir}/deno` },
@@ -221,5 +224,5 @@ export function launchCommand(spec: LaunchSpec): Launch {
   for (const [key, value] of Object.entries(CHILD_ENV)) args.push("--setenv", key, value);
   args.push("--chdir", "/tmp");
   const payload = spec.payload ?? [JAIL_DENO, ...denoRunArgs(JAIL_ARTIFACT, JAIL_SOCKET, spec.memoryMb)];
-  return { file: nativeProgram("jail-exec"), args: launcher([bwrap, "--args", "3", "--", ...payload], 4 + files.length, fsize), bwrapOptions: args, env: {}, files };
+  return { file: nativeProgram("jail-exec", spec.nativeDir), args: launcher([bwrap, "--args", "3", "--", ...payload], 4 + files.length, fsize), bwrapOptions: args, env: {}, files };
 }

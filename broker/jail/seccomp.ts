@@ -52,10 +52,17 @@ function runCompiler(args: readonly string[], input: string): string {
   }
 }
 
-const compiled = new Map<number | null, string>();
+/**
+ * Filters already compiled, by folder and mark: each file is named by the hash of what
+ * went into it and never changes once renamed into place, so the path is a fact of
+ * this machine, not state of any broker.
+ */
+const compiled = new Map<string, string>();
 
-function compile(mark: number | null): string {
-  const hit = compiled.get(mark);
+function compile(mark: number | null, nativeDirOption?: string): string {
+  const dir = nativeDir(nativeDirOption);
+  const memo = `${dir}\0${mark ?? ""}`;
+  const hit = compiled.get(memo);
   if (hit !== undefined) return hit;
   const input = policyJson();
   const hash = createHash("sha256")
@@ -63,7 +70,6 @@ function compile(mark: number | null): string {
     .update(readFileSync(compilerPath()))
     .digest("hex")
     .slice(0, 16);
-  const dir = nativeDir();
   const file = join(dir, mark === null ? `seccomp-${hash}.bpf` : `seccomp-${hash}-mark${mark}.bpf`);
   if (!existsSync(file)) {
     mkdirSync(dir, { recursive: true, mode: 0o755 });
@@ -76,13 +82,16 @@ function compile(mark: number | null): string {
       rmSync(scratch, { force: true });
     }
   }
-  compiled.set(mark, file);
+  compiled.set(memo, file);
   return file;
 }
 
-/** The compiled filter for the current policy: open it and pass the fd to bwrap as `--seccomp FD`. */
-export function seccompFilter(): string {
-  return compile(null);
+/**
+ * The compiled filter for the current policy, kept in `nativeDir` (the broker's option;
+ * default beside the native programs): open it and pass the fd to bwrap as `--seccomp FD`.
+ */
+export function seccompFilter(nativeDir?: string): string {
+  return compile(null, nativeDir);
 }
 
 /**
@@ -90,9 +99,9 @@ export function seccompFilter(): string {
  * replaced by `errno`, a value the kernel never answers by itself, so a probe
  * proves each rule matches (tests/jail/seccomp.test.ts).
  */
-export function seccompFilterMarkedForProof(errno: number): string {
+export function seccompFilterMarkedForProof(errno: number, nativeDir?: string): string {
   if (!Number.isInteger(errno) || errno < 1 || errno > 4095) throw new RangeError(`errno must be 1..4095, got ${errno}`);
-  return compile(errno);
+  return compile(errno, nativeDir);
 }
 
 /** The native arch's number of every syscall the policy names (for the probe). */
@@ -102,7 +111,7 @@ export function seccompSyscallNumbers(): Readonly<Record<string, number>> {
 }
 
 /** For `tether doctor`: can this machine build and apply the filter? */
-export function seccompSupport(): { available: boolean; why?: string } {
+export function seccompSupport(nativeDir?: string): { available: boolean; why?: string } {
   let status = "";
   try {
     status = readFileSync("/proc/self/status", "utf8");
@@ -118,7 +127,7 @@ export function seccompSupport(): { available: boolean; why?: string } {
   }
   if (!/\berrno\b/.test(actions) || !/\bkill_thread\b/.test(actions)) return { available: false, why: `this kernel's seccomp lacks the errno or kill_thread action (it has: ${actions.trim()})` };
   try {
-    seccompFilter();
+    seccompFilter(nativeDir);
   } catch (err) {
     return { available: false, why: (err as Error).message };
   }

@@ -12,12 +12,13 @@ import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import * as v from "valibot";
-import type { Broker } from "../broker.js";
+import type { Broker, BrokerOptions } from "../broker.js";
 import { TetherError } from "../errors.js";
 import type { Session } from "../sessions/session.js";
 
 export interface McpOptions {
-  readonly home?: string;
+  /** The broker's options (the tether command's --home and environment); its logger writes to stderr. */
+  readonly broker?: Omit<BrokerOptions, "log">;
   readonly session?: string;
   readonly workspace?: string;
 }
@@ -115,7 +116,8 @@ export async function runMcp(options: McpOptions): Promise<number> {
   let session: Session | null = null;
   try {
     // The logger writes to stderr (its default sink); said explicitly, as stdout is the MCP channel.
-    broker = Broker.open({ ...(options.home !== undefined ? { home: options.home } : {}), log: createLogger() });
+    const brokerOptions = options.broker ?? {};
+    broker = Broker.open({ ...brokerOptions, log: createLogger({ ...(brokerOptions.logLevel !== undefined ? { level: brokerOptions.logLevel } : {}) }) });
     // The session's saved policy is kept (opening with none would widen it back).
     const record = new SessionRecords(broker.store).get(options.session);
     if (given === null && record !== null && isFolder(record.workspace)) workspace = record.workspace;

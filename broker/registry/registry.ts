@@ -4,6 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { Ajv } from "ajv";
 import { and, desc, eq, isNull } from "drizzle-orm";
@@ -42,13 +43,8 @@ export interface Approval {
 
 export const sha256 = (text: string | Buffer): string => createHash("sha256").update(text).digest("hex");
 
-// Parsed manifests by hash: a manifest text never changes under its hash.
-const parsedManifests = new Map<string, Manifest>();
-
-const ajv = new Ajv({ allErrors: true, strict: false });
-
-/** Checks that each tool's `parameters` compiles as JSON Schema. */
-export function checkToolSchemas(manifest: Manifest, file: string): void {
+/** Checks that each tool's `parameters` compiles as JSON Schema (with `ajv`, default a fresh one). */
+export function checkToolSchemas(manifest: Manifest, file: string, ajv: Ajv = new Ajv({ allErrors: true, strict: false })): void {
   for (const [i, tool] of manifest.tool.entries()) {
     try {
       ajv.compile(tool.parameters);
@@ -78,9 +74,18 @@ export class Registry {
   /** Bumped by every change this process makes (other processes show in PRAGMA data_version). */
   version = 0;
 
-  constructor(store: Store, artifactsDir: string) {
+  /** Who approvals are recorded as approved by, when `approve` is not told. */
+  readonly #operator: string;
+  /** Compiles tool schemas at install (a broker's own: what it compiled goes with it). */
+  readonly #ajv = new Ajv({ allErrors: true, strict: false });
+  /** Parsed manifests by hash: a manifest text never changes under its hash. */
+  readonly #manifests = new Map<string, Manifest>();
+
+  /** `options.operator`: the approver's name recorded by default (default: this OS user's name, else "operator"). */
+  constructor(store: Store, artifactsDir: string, options: { operator?: string } = {}) {
     this.#store = store;
     this.#artifacts = artifactsDir;
+    this.#operator = options.operator ?? defaultOperator();
   }
 
   /** Validates, bundles and stores an extension folder. The result is pending until approved. */
@@ -95,7 +100,7 @@ export class Registry {
       throw new TetherError(BrokerCode.installFailed, `${file}: cannot read the manifest (is ${source} an extension folder?)`);
     }
     const manifest = parseManifest(text, file);
-    checkToolSchemas(manifest, file);
+    checkToolSchemas(manifest, file, this.#ajv);
     checkNetRules(manifest, file);
     progress(`bundling ${manifest.name}@${manifest.version} (${manifest.entry})`);
     const artifact = await bundleExtension(source, manifest);
@@ -132,7 +137,7 @@ export class Registry {
       name: row.name,
       version: row.version,
       description: row.description,
-      manifest: parsedManifest(row.manifestText, row.manifestHash, name),
+      manifest: this.#parsedManifest(row.manifestText, row.manifestHash, name),
       manifestText: row.manifestText,
       manifestHash: row.manifestHash,
       artifactPath: row.artifactPath,
@@ -192,7 +197,7 @@ export class Registry {
     orm.transaction((tx) => {
       tx.update(approvals).set({ revokedAt: Date.now() }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
       tx.insert(approvals)
-        .values({ extension: name, manifestHash: installed.manifestHash, artifactHash: installed.artifactHash, grants: JSON.stringify(grants), approvedBy: options.by ?? defaultApprover() })
+        .values({ extension: name, manifestHash: installed.manifestHash, artifactHash: installed.artifactHash, grants: JSON.stringify(grants), approvedBy: options.by ?? this.#operator })
         .run();
     });
     this.version++;
@@ -214,17 +219,22 @@ export class Registry {
     this.#store.orm.delete(installs).where(eq(installs.name, name)).run();
     this.version++;
   }
-}
 
-function parsedManifest(text: string, hash: string, name: string): Manifest {
-  let manifest = parsedManifests.get(hash);
-  if (manifest === undefined) {
-    manifest = parseManifest(text, `${name} (installed manifest)`);
-    parsedManifests.set(hash, manifest);
+  #parsedManifest(text: string, hash: string, name: string): Manifest {
+    let manifest = this.#manifests.get(hash);
+    if (manifest === undefined) {
+      manifest = parseManifest(text, `${name} (installed manifest)`);
+      this.#manifests.set(hash, manifest);
+    }
+    return manifest;
   }
-  return manifest;
 }
 
-function defaultApprover(): string {
-  return process.env.TETHER_OPERATOR ?? process.env.USER ?? process.env.LOGNAME ?? "operator";
+/** This OS user's name (from the user database, not the environment), else "operator". */
+function defaultOperator(): string {
+  try {
+    return userInfo().username || "operator";
+  } catch {
+    return "operator";
+  }
 }

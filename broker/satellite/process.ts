@@ -19,6 +19,7 @@ import { createSatelliteCgroup, satelliteLimits, type SatelliteCgroup } from "..
 import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
 import { launchCommand, type SandboxMode } from "../jail/sandbox.js";
 import { seccompFilter } from "../jail/seccomp.js";
+import type { JailSetup } from "../jail/setup.js";
 import { spawnJailed } from "../jail/spawn.js";
 import type { Logger } from "../log.js";
 import { SatelliteConnection } from "./connection.js";
@@ -48,6 +49,8 @@ export interface SatelliteSpec {
   /** What the approved manifest declares; the hello must match exactly. */
   readonly declared: { readonly tools: readonly string[]; readonly hooks: readonly string[]; readonly commands?: readonly string[] };
   readonly sandbox: SandboxMode;
+  /** How the jail is set up on this host: Deno's path, the jail uid and root, cgroups, where the launcher is built (default: every default). */
+  readonly jail?: JailSetup;
   readonly memoryMb: number;
   readonly bootTimeoutMs: number;
   /** Added to an invocation's deadline before the broker gives up on it. */
@@ -161,7 +164,7 @@ export class SatelliteProcess {
   private constructor(spec: SatelliteSpec) {
     this.spec = spec;
     this.#log = spec.log.child({ satellite: spec.name });
-    this.#identity = spec.sandbox === "bwrap" ? jailIdentity() : null;
+    this.#identity = spec.sandbox === "bwrap" ? jailIdentity(spec.jail?.identity) : null;
   }
 
   get state(): SatelliteState {
@@ -202,7 +205,7 @@ export class SatelliteProcess {
     const denoCache = typeof spec.denoCache === "function" ? await spec.denoCache() : (spec.denoCache ?? null);
     const dir = makeSatelliteDir(this.#identity);
     // Hard bounds where the host offers a cgroup: the launcher joins it before bwrap starts.
-    this.#cgroup = createSatelliteCgroup(spec.name, satelliteLimits(spec.memoryMb));
+    this.#cgroup = createSatelliteCgroup(spec.name, satelliteLimits(spec.memoryMb), spec.jail?.cgroup);
     this.#dir = dir;
     const socketPath = join(dir, "s.sock");
     const bootToken = mintToken();
@@ -228,7 +231,7 @@ export class SatelliteProcess {
 
     const launch = launchCommand({
       sandbox: spec.sandbox,
-      deno: denoBinary(),
+      deno: denoBinary(spec.jail?.deno),
       artifact: spec.artifact,
       socketDir: dir,
       memoryMb: spec.memoryMb,
@@ -236,7 +239,8 @@ export class SatelliteProcess {
       identity: this.#identity,
       cgroupProcs: this.#cgroup?.procsFiles ?? [],
       // Compiled once per machine; a host without libseccomp refuses to boot, saying what to install.
-      seccomp: spec.sandbox === "bwrap" ? seccompFilter() : null,
+      seccomp: spec.sandbox === "bwrap" ? seccompFilter(spec.jail?.nativeDir) : null,
+      ...(spec.jail?.nativeDir !== undefined ? { nativeDir: spec.jail.nativeDir } : {}),
     });
     // Its own process group: a Ctrl-C or a group-wide signal to the broker (systemd's
     // default kill mode) must not kill satellites mid-call; the broker's shutdown ladder

@@ -6,7 +6,7 @@
  * exits 0 after a clean shutdown; 1 when it cannot start, 2 for bad usage.
  */
 import { join, resolve } from "node:path";
-import { Broker } from "../broker.js";
+import { Broker, type BrokerOptions } from "../broker.js";
 import { createLogger } from "../log.js";
 import { resolveHome } from "../store/home.js";
 import { ServeServer } from "./server.js";
@@ -14,7 +14,8 @@ import { TokenFileError, loadOrCreateToken } from "./token.js";
 import { ListenError, type Where } from "./transport.js";
 
 export interface ServeCommandOptions {
-  readonly home?: string;
+  /** The broker's options (the tether command's --home and environment). */
+  readonly broker?: Omit<BrokerOptions, "log">;
   readonly socket?: string;
   readonly port?: string;
   readonly tokenFile?: string;
@@ -34,19 +35,20 @@ function whereOf(options: ServeCommandOptions, home: string): Where | string {
   return { socket: resolve(options.socket ?? join(home, "tether.sock")) };
 }
 
-export async function runServe(options: { home?: string; socket?: string; port?: string; tokenFile?: string }): Promise<number> {
-  const home = resolveHome(options.home);
+export async function runServe(options: ServeCommandOptions): Promise<number> {
+  const brokerOptions = options.broker ?? {};
+  const home = resolveHome(brokerOptions.home);
   const where = whereOf(options, home);
   if (typeof where === "string") {
     console.error(`tether serve: ${where}. Run 'tether help'`);
     return EXIT.usage;
   }
   const tokenFile = resolve(options.tokenFile ?? join(home, "serve.token"));
-  const log = createLogger();
+  const log = createLogger({ ...(brokerOptions.logLevel !== undefined ? { level: brokerOptions.logLevel } : {}) });
 
   let broker: Broker;
   try {
-    broker = Broker.open({ home, log });
+    broker = Broker.open({ ...brokerOptions, home, log });
   } catch (err) {
     console.error(`tether serve: cannot open the home ${home}: ${(err as Error).message}`);
     return EXIT.failed;

@@ -13,7 +13,7 @@ import { replyOf } from "../outcome.js";
 import type { InvocationOutcome, ToolReply } from "../satellite/process.js";
 import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
 import type { Ledger } from "../store/ledger.js";
-import { checkToolArgs } from "../tool-args.js";
+import type { ToolArgsChecker } from "../tool-args.js";
 import type { ActiveSet } from "./active-set.js";
 import type { SessionBus } from "./bus.js";
 
@@ -44,6 +44,8 @@ export interface HookedCallParts {
   readonly active: ActiveSet;
   readonly bus: SessionBus;
   readonly ledger: Ledger;
+  /** The broker's schema checker (a hook's rewrite is checked like the caller's arguments). */
+  readonly toolArgs: ToolArgsChecker;
 }
 
 /** A hook's substitute result as callers receive a tool's reply (JSON blocks parsed, as the broker hands them out). */
@@ -90,7 +92,7 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
   }
   const schemaKey = `${session.active.applied.known.get(extension)?.installed?.manifestHash ?? ""}:${tool}`;
   const validateArguments = (rewrite: unknown): string | null => {
-    const checked = checkToolArgs(schemaKey, row?.parameters ?? { type: "object" }, JSON.stringify(rewrite));
+    const checked = session.toolArgs.check(schemaKey, row?.parameters ?? { type: "object" }, JSON.stringify(rewrite));
     return checked.ok ? null : checked.msg;
   };
 

@@ -133,7 +133,7 @@ export class Session {
    * Never rejects for an extension's faults.
    */
   callTool(tool: string, args: string, options: ScopeCallOptions & { callId?: string } = {}): Promise<ToolCallReport> {
-    return hookedToolCall({ scope: this.#scope, active: this.#active, bus: this.#bus, ledger: this.#broker.ledger }, tool, args, options);
+    return hookedToolCall({ scope: this.#scope, active: this.#active, bus: this.#bus, ledger: this.#broker.ledger, toolArgs: this.#broker.toolArgs }, tool, args, options);
   }
 
   /**

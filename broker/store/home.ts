@@ -1,10 +1,10 @@
-/** The broker's home folder: `TETHER_HOME`, else `~/.tether`. */
+/** The broker's home folder: the one given (the tether command's `--home` or `TETHER_HOME`), else `~/.tether`. */
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 
 export function resolveHome(explicit?: string): string {
-  return resolve(explicit ?? process.env.TETHER_HOME ?? join(homedir(), ".tether"));
+  return resolve(explicit ?? join(homedir(), ".tether"));
 }
 
 /** Creates the home (mode 0700) and its artifact folder; returns their paths. */

@@ -20,6 +20,7 @@ import { Broker } from "../../broker/broker.js";
 import { createLogger, type LogFields, type LogLevel, type Logger } from "../../broker/log.js";
 import { REPO } from "../support/satellites.js";
 import { frozenClock, until } from "../support/wait.js";
+import { envOptions } from "../support/env-options.js";
 
 const FIXTURE = join(REPO, "tests/integration/fixtures/keeper");
 
@@ -128,7 +129,7 @@ function decided(id: number, ext: string, capability: string): { allowed: number
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-caps-"));
   home = join(tmp, "home");
-  broker = Broker.open({ home, log: logger });
+  broker = Broker.open({ ...envOptions(), home, log: logger });
   for (const [name, kvBytes] of [
     [QUOTA, 1024],
     [ROOMY, 65_536],
@@ -398,7 +399,7 @@ test("values persist across a satellite restart and a broker reopen, in the stor
 
   // A new broker on the same home: the values are in the store file, not in memory.
   await broker.close();
-  broker = Broker.open({ home, log: logger });
+  broker = Broker.open({ ...envOptions(), home, log: logger });
   expect(stored(ROOMY, "durable")).toEqual({ encoding: "json", value: Buffer.from('{"kept":["across","restarts"],"n":1}') });
   expect(stored(ROOMY, "durable-bytes")).toEqual({ encoding: "bytes", value: Buffer.from([255, 0, 128, 7]) });
   expect((await call<{ boot: string }>(ROOMY, "boot")).reply.boot).not.toBe(bootAfter);

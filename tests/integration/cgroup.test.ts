@@ -12,10 +12,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import esbuild from "esbuild";
 import { createSatelliteCgroup, detectCgroups, satelliteLimits, sweepStaleCgroups, type SatelliteCgroup, type SatelliteLimits } from "../../broker/jail/cgroup.js";
 import { findBwrap } from "../../broker/jail/sandbox.js";
+import { envJail } from "../support/env-options.js";
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const MiB = 1024 * 1024;
-const support = detectCgroups();
+/** The mode the runner's environment asks for (TETHER_CGROUP, read as the tether command reads it). */
+const MODE = envJail().cgroup;
+const support = detectCgroups(MODE);
 const bwrap = findBwrap();
 const perl = ["/usr/bin/perl", "/bin/perl"].find((p) => existsSync(p)) ?? null;
 
@@ -48,7 +51,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
-  await sweepStaleCgroups();
+  await sweepStaleCgroups(MODE);
   // Our own tether-<pid> parents: a live broker keeps them, this test process is done with them.
   if (support.kind === "v1") for (const root of Object.values(support.roots)) if (root !== null) tryRmdir(join(root, `tether-${process.pid}`));
 });
@@ -62,7 +65,7 @@ function tryRmdir(dir: string): void {
 }
 
 function make(limits: Partial<SatelliteLimits> = {}): SatelliteCgroup {
-  const g = createSatelliteCgroup("test", { memoryBytes: 256 * MiB, pids: 64, cpuQuota: 1, ...limits });
+  const g = createSatelliteCgroup("test", { memoryBytes: 256 * MiB, pids: 64, cpuQuota: 1, ...limits }, MODE);
   if (g === null) throw new Error(`createSatelliteCgroup returned null although detection said: ${support.describe()}`);
   groups.push(g);
   return g;
@@ -113,40 +116,26 @@ test("detection names what it found in one line", () => {
   expect(line).not.toContain("\n");
   if (support.kind === "none") expect(line).toMatch(/^none: .+; memory is bounded by sized mounts and the RSS watchdog$/);
   else expect(line).toMatch(new RegExp(`^cgroup ${support.kind}: .*memory.*pids.*cpu.*\\(.*writable\\)$`));
-  expect(detectCgroups()).toBe(support); // cached
+  expect(detectCgroups(MODE)).toBe(support); // cached
 });
 
 test("root, on a host with cgroup controllers mounted, gets them (so CI cannot skip the rest silently)", () => {
   const mounted = readFileSync("/proc/self/mountinfo", "utf8")
     .split("\n")
     .some((l) => / - cgroup \S+ \S*\bmemory\b/.test(l));
-  if (process.getuid?.() !== 0 || !mounted || process.env.TETHER_CGROUP !== undefined) return;
+  if (process.getuid?.() !== 0 || !mounted || MODE !== undefined) return;
   expect(support.kind).not.toBe("none");
 });
 
-test("TETHER_CGROUP=none: no group, and sweeping does nothing", async () => {
-  const saved = process.env.TETHER_CGROUP;
-  process.env.TETHER_CGROUP = "none";
-  try {
-    expect(detectCgroups()).toMatchObject({ kind: "none", why: "TETHER_CGROUP=none" });
-    expect(detectCgroups().describe()).toBe("none: TETHER_CGROUP=none; memory is bounded by sized mounts and the RSS watchdog");
-    expect(createSatelliteCgroup("x", satelliteLimits(64))).toBeNull();
-    await expect(sweepStaleCgroups()).resolves.toEqual([]);
-  } finally {
-    if (saved === undefined) delete process.env.TETHER_CGROUP;
-    else process.env.TETHER_CGROUP = saved;
-  }
+test("cgroup mode none (TETHER_CGROUP=none): no group, and sweeping does nothing", async () => {
+  expect(detectCgroups("none")).toMatchObject({ kind: "none", why: "turned off (cgroup mode none)" });
+  expect(detectCgroups("none").describe()).toBe("none: turned off (cgroup mode none); memory is bounded by sized mounts and the RSS watchdog");
+  expect(createSatelliteCgroup("x", satelliteLimits(64), "none")).toBeNull();
+  await expect(sweepStaleCgroups("none")).resolves.toEqual([]);
 });
 
-test("an unknown TETHER_CGROUP value is reported, not thrown", () => {
-  const saved = process.env.TETHER_CGROUP;
-  process.env.TETHER_CGROUP = "v3";
-  try {
-    expect(detectCgroups()).toMatchObject({ kind: "none", why: "TETHER_CGROUP=v3 is not one of none, v1, v2" });
-  } finally {
-    if (saved === undefined) delete process.env.TETHER_CGROUP;
-    else process.env.TETHER_CGROUP = saved;
-  }
+test("an unknown cgroup mode from untyped code is reported, not thrown (the tether command refuses it first)", () => {
+  expect(detectCgroups("v3" as never)).toMatchObject({ kind: "none", why: "cgroup mode 'v3' is not one of auto, none, v1, v2" });
 });
 
 test("default limits: the watchdog's RSS bound plus the jail's /tmp, 128 tasks, one CPU", () => {
@@ -241,7 +230,7 @@ cgroupTest("sweepStaleCgroups() removes the groups of a broker killed with SIGKI
   const broker = join(scratch, "broker.mjs");
   const code = `import { createSatelliteCgroup } from ${JSON.stringify(bundle)};
 import { spawn } from "node:child_process";
-const g = createSatelliteCgroup("orphan", { memoryBytes: 64 * 1024 * 1024, pids: 16, cpuQuota: 1 });
+const g = createSatelliteCgroup("orphan", { memoryBytes: 64 * 1024 * 1024, pids: 16, cpuQuota: 1 }, ${JSON.stringify(MODE ?? "auto")});
 const c = spawn("sh", ["-c", 'for f in "$@"; do echo 0 > "$f"; done; exec sleep 300', "sh", ...g.procsFiles], { stdio: "ignore", detached: true });
 c.unref();
 const until = Date.now() + 10000;
@@ -264,7 +253,7 @@ setInterval(() => {}, 1000);
   for (const d of [...dirs, ...parents]) expect(existsSync(d)).toBe(true); // leaked until swept
   expect(existsSync(`/proc/${orphan}`)).toBe(true);
 
-  const removed = await sweepStaleCgroups();
+  const removed = await sweepStaleCgroups(MODE);
   // Another suite sweeping at the same moment may have taken some; none of a live broker's.
   for (const d of removed) expect(alive(Number(/tether-(\d+)$/.exec(d)![1]))).toBe(false);
   expect(removed.length).toBeGreaterThan(0);
@@ -272,7 +261,7 @@ setInterval(() => {}, 1000);
   await until("the orphan to be gone", () => !existsSync(`/proc/${orphan}`) || readFileSync(`/proc/${orphan}/stat`, "utf8").split(" ")[2] === "Z");
   // A live broker's groups (ours) are left alone.
   const mine = make();
-  await sweepStaleCgroups();
+  await sweepStaleCgroups(MODE);
   for (const d of mine.dirs) expect(existsSync(d)).toBe(true);
 });
 
@@ -281,9 +270,10 @@ test("a non-root broker (uid 65534) detects without throwing, and gets no group 
   const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p));
   if (setpriv === undefined) throw new Error("setpriv (util-linux) is needed to run detection as uid 65534");
   const probe = `const m = await import(${JSON.stringify(bundle)});
-const s = m.detectCgroups();
-const g = m.createSatelliteCgroup("nobody", m.satelliteLimits(64));
-const swept = await m.sweepStaleCgroups();
+const mode = process.argv[1] || "auto";
+const s = m.detectCgroups(mode);
+const g = m.createSatelliteCgroup("nobody", m.satelliteLimits(64), mode);
+const swept = await m.sweepStaleCgroups(mode);
 console.log(JSON.stringify({ kind: s.kind, describe: s.describe(), group: g === null ? null : g.dirs, swept }));
 if (g !== null) await g.remove();`;
   const rootOnlyV1 =
@@ -295,8 +285,7 @@ if (g !== null) await g.remove();`;
     });
   for (const mode of [undefined, "v1", "v2"]) {
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
-    if (mode !== undefined) env.TETHER_CGROUP = mode;
-    const r = spawnSync(setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, "--input-type=module", "-e", probe], { cwd: scratch, env, encoding: "utf8", timeout: 30_000 });
+    const r = spawnSync(setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, "--input-type=module", "-e", probe, mode ?? "auto"], { cwd: scratch, env, encoding: "utf8", timeout: 30_000 });
     expect({ mode, status: r.status, stderr: r.stderr }).toEqual({ mode, status: 0, stderr: "" });
     const seen = JSON.parse(r.stdout) as { kind: string; describe: string; group: string[] | null; swept: string[] };
     expect(seen.group === null).toBe(seen.kind === "none");

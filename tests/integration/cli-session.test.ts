@@ -21,6 +21,7 @@ import { readManifest } from "../../broker/install/manifest.js";
 import { silentLogger } from "../../broker/log.js";
 import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 const BIN = join(REPO, "bin", "tether.js");
 const FIXTURES = join(REPO, "tests/integration/fixtures/bus");
@@ -82,7 +83,7 @@ beforeAll(async () => {
   workspace = join(root, "workspace");
   mkdirSync(workspace);
   // Real installs and approvals, through the library in this process.
-  const broker = Broker.open({ home, log: silentLogger });
+  const broker = Broker.open({ ...envOptions(), home, log: silentLogger });
   try {
     for (const name of INSTALLED) {
       await broker.registry.install(join(FIXTURES, name));
@@ -208,7 +209,7 @@ describe("tether session and tether audit --hooks, in order, on one home", () =>
 
   test("audit --hooks lists the traces a real session left, newest last, filtered by --session, --ext, --since and --limit", async () => {
     // A real session in this process: session_start (hooker and ctxadd add context), then a tool call hooker blocks.
-    const broker = Broker.open({ home, log: silentLogger });
+    const broker = Broker.open({ ...envOptions(), home, log: silentLogger });
     let blocked: Awaited<ReturnType<Session["callTool"]>>;
     try {
       const session = await Session.open(broker, { id: "traced", workspace });

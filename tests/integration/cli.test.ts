@@ -16,6 +16,7 @@ import type { AuditEntry } from "../../broker/cli/audit.js";
 import { silentLogger } from "../../broker/log.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 const BIN = join(REPO, "bin", "tether.js");
 /** Per test: a few spawns, each paying tsx start-up (seconds on a loaded machine). */
@@ -278,7 +279,7 @@ async function inTemp(fn: (root: string) => Promise<void>): Promise<void> {
 
 /** Installs and approves through the library, in this process (no CLI spawn). */
 async function installApproved(home: string, dir: string, onlyNet?: string[]): Promise<void> {
-  const broker = Broker.open({ home, log: silentLogger });
+  const broker = Broker.open({ ...envOptions(), home, log: silentLogger });
   try {
     await broker.registry.install(dir);
     broker.registry.approve(basename(dir), onlyNet !== undefined ? { onlyNet } : {});
@@ -426,7 +427,7 @@ describe("bad input, doctor and known bugs, each on fresh homes", () => {
       writeFileSync(manifest, readFileSync(manifest, "utf8").replace("deadline_ms = 2000", "deadline_ms = 60000"));
       await installApproved(home, src);
       // A live broker (this process) with a call in flight: its ledger row is written before the call awaits.
-      const broker = Broker.open({ home, log: silentLogger });
+      const broker = Broker.open({ ...envOptions(), home, log: silentLogger });
       const pending = broker.callTool("misbehave", "sleep", '{"ms":60000}', { session: "live" }).catch(() => undefined);
       try {
         const audit = await tether(home, "audit", "--session", "live", "--json");
@@ -450,7 +451,7 @@ describe("tether call goes through the hook bus", () => {
     inTemp(async (root) => {
       const home = join(root, "home");
       // hooker guards worker's tools (tool_call) and capability calls (cap_call, once a host is flagged).
-      const broker = Broker.open({ home, log: silentLogger });
+      const broker = Broker.open({ ...envOptions(), home, log: silentLogger });
       // The hooks are shown only what the policy allows: worker's rule naming 127.0.0.1 (nothing
       // listens on its port 443), with loopback allowed by the operator.
       writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");

@@ -14,6 +14,7 @@ import Database from "better-sqlite3";
 import { Broker } from "../../broker/broker.js";
 import { silentLogger } from "../../broker/log.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 let tmp: string;
 let server: Server;
@@ -32,7 +33,7 @@ async function until(what: string, test: () => boolean, ms = 10_000): Promise<vo
 /** A fetcher install whose one rule is this server (by address: a loopback name needs one). */
 async function openBroker(name: string): Promise<Broker> {
   const home = join(tmp, name);
-  const broker = Broker.open({ home, log: silentLogger, resolve: async () => [{ address: "127.0.0.1", family: 4 }] });
+  const broker = Broker.open({ ...envOptions(), home, log: silentLogger, resolve: async () => [{ address: "127.0.0.1", family: 4 }] });
   writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");
   const dir = join(tmp, `src-${name}`);
   cpSync(join(REPO, "tests/integration/fixtures/fetcher"), dir, { recursive: true });

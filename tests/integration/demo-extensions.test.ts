@@ -17,6 +17,7 @@ import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/log.js";
 import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 const EXTENSIONS = ["echo", "weather", "guard", "briefing", "flaky", "flaky-digest"];
 /** The weather rule's own URL: the operator policy (allow_private) and the approval allow it. */
@@ -62,7 +63,7 @@ beforeAll(async () => {
   mkdirSync(home, { recursive: true });
   // As in the demo: rules may name loopback, so the weather rule's own URL is allowed.
   writeFileSync(join(home, "policy.toml"), '[net]\nallow_private = true\ndeny = ["*.evil.example"]\n');
-  broker = Broker.open({ home, log: createLogger({ level: "error" }) });
+  broker = Broker.open({ ...envOptions(), home, log: createLogger({ level: "error" }) });
   for (const name of EXTENSIONS) {
     await broker.registry.install(join(REPO, "manifests", name));
     broker.registry.approve(name);

@@ -11,12 +11,13 @@ import { Broker } from "../../broker/broker.js";
 import { DENO_CACHE_FILES, findBwrap } from "../../broker/jail/sandbox.js";
 import { createLogger } from "../../broker/log.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 const bwrapTest = findBwrap() === null ? test.skip : test;
 
 bwrapTest("one warm-up per artifact; later boots answer from private copies and leave the original untouched", async () => {
   const home = mkdtempSync(join(tmpdir(), "tether-deno-cache-"));
-  const broker = Broker.open({ home, log: createLogger({ level: "error" }) });
+  const broker = Broker.open({ ...envOptions(), home, log: createLogger({ level: "error" }) });
   try {
     await broker.registry.install(join(REPO, "manifests/echo"));
     broker.registry.approve("echo");
@@ -61,7 +62,7 @@ bwrapTest("the warm-up boot cannot write anything else to the host: localStorage
       'export const tools: Record<string, Tool> = { stored: () => outcome([text(String(localStorage.getItem("hoard")?.length ?? 0))]) };',
     ].join("\n"),
   );
-  const broker = Broker.open({ home, log: createLogger({ level: "error" }) });
+  const broker = Broker.open({ ...envOptions(), home, log: createLogger({ level: "error" }) });
   try {
     await broker.registry.install(src);
     broker.registry.approve("hoarder");

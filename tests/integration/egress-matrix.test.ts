@@ -28,6 +28,7 @@ import type { Resolver } from "../../broker/egress/judge.js";
 import { silentLogger } from "../../broker/log.js";
 import { buildReview, renderReview } from "../../broker/registry/review.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 // ---------------------------------------------------------------------------
 // The case table
@@ -524,7 +525,7 @@ beforeAll(async () => {
   }
   mainRules = [...named, ...twins];
 
-  broker = Broker.open({ home: join(tmp, "home"), resolve, log: silentLogger, capHooks: (event) => (hookEvents.push(event), hook(event)) });
+  broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), resolve, log: silentLogger, capHooks: (event) => (hookEvents.push(event), hook(event)) });
   writePolicy(BASE_POLICY);
   await broker.registry.install(writeVariant(MAIN, mainRules));
   broker.registry.approve(MAIN);

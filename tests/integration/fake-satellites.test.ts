@@ -21,6 +21,7 @@ import type { Cap } from "../../jail-runtime/wire/frames.js";
 import { REPO, bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
 import { SCRIPT_NAMES, SERVED_TOOLS } from "./fixtures/fake-satellites/scripts.js";
 import { FAKE_DIR, buildFakeArtifact, installFakeAndWorker, readServeArtifact } from "./support/fake-extension.js";
+import { envOptions } from "../support/env-options.js";
 
 
 let artifacts: string;
@@ -370,7 +371,7 @@ describe("through a real Broker: the broker keeps serving every other session", 
 
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "tether-fakes-broker-"));
-    broker = Broker.open({ home: join(tmp, "home"), log: createLogger({ level: "error" }), graceMs: 200, ladderStepMs: 500 });
+    broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "error" }), graceMs: 200, ladderStepMs: 500 });
     await installFakeAndWorker(broker, readServeArtifact(artifacts));
     fakes = await Session.open(broker, { id: "fakes", workspace: tmp });
     other = await Session.open(broker, { id: "other", workspace: tmp });

@@ -18,6 +18,7 @@ import type { Resolver } from "../../broker/egress/judge.js";
 import { silentLogger } from "../../broker/log.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 let tmp: string;
 let server: Server;
@@ -85,7 +86,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   port = (server.address() as AddressInfo).port;
-  broker = Broker.open({ home: join(tmp, "home"), log: silentLogger, resolve });
+  broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: silentLogger, resolve });
   writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");
   const dir = join(tmp, "src", "fetcher");
   mkdirSync(join(tmp, "src"), { recursive: true });

@@ -12,6 +12,7 @@ import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/log.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 const FIXTURES = join(REPO, "tests/integration/fixtures/bus");
 
@@ -44,6 +45,7 @@ function text(outcome: { ok: boolean; value?: unknown }): string {
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-bus-"));
   broker = Broker.open({
+    ...envOptions(),
     home: join(tmp, "home"),
     log: createLogger({ level: "error" }),
     // Names resolve to loopback, where nothing listens on 443: the policy allows the fetch (worker's

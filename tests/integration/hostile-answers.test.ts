@@ -23,6 +23,7 @@ import { textOf } from "../../broker/outcome.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { buildFakeArtifact, installFakeAndWorker } from "./support/fake-extension.js";
+import { envOptions } from "../support/env-options.js";
 
 const BIN = join(REPO, "bin", "tether.js");
 const SLOW = 120_000;
@@ -61,7 +62,7 @@ function cliEnv(): Record<string, string> {
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-hostile-"));
   home = join(tmp, "home");
-  const broker = Broker.open({ home, log: createLogger({ level: "error" }) });
+  const broker = Broker.open({ ...envOptions(), home, log: createLogger({ level: "error" }) });
   try {
     await installFakeAndWorker(broker, await buildFakeArtifact("serve"));
   } finally {
@@ -76,7 +77,7 @@ afterAll(() => {
 test(
   "the library: each hostile answer is that call's outcome, textOf renders it, the ledger holds only outcomes the broker chose, another session keeps serving",
   async () => {
-    const broker = Broker.open({ home, log: createLogger({ level: "error" }) });
+    const broker = Broker.open({ ...envOptions(), home, log: createLogger({ level: "error" }) });
     const hostile = await Session.open(broker, { id: "hostile", workspace: tmp });
     const other = await Session.open(broker, { id: "other", workspace: tmp });
     try {

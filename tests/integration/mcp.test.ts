@@ -26,6 +26,7 @@ import { Broker } from "../../broker/broker.js";
 import { readManifest } from "../../broker/install/manifest.js";
 import { silentLogger } from "../../broker/log.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 const BIN = join(REPO, "bin", "tether.js");
 const FIXTURES = join(REPO, "tests/integration/fixtures/bus");
@@ -136,7 +137,7 @@ beforeAll(async () => {
     [guardedHome, [join(FIXTURES, "worker"), join(REPO, "manifests/guard")]],
   ];
   for (const [where, dirs] of installs) {
-    const broker = Broker.open({ home: where, log: silentLogger });
+    const broker = Broker.open({ ...envOptions(), home: where, log: silentLogger });
     try {
       for (const dir of dirs) {
         const { installed } = await broker.registry.install(dir);
@@ -281,7 +282,7 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
   }, SLOW);
 
   test("an extension that drops out (approval revoked) leaves the list: the client is told, and its tool answers inactive", async () => {
-    const operator = Broker.open({ home, log: silentLogger });
+    const operator = Broker.open({ ...envOptions(), home, log: silentLogger });
     try {
       expect(operator.registry.revoke("hooker")).toBe(true);
     } finally {

@@ -17,6 +17,7 @@ import { Broker } from "../../broker/broker.js";
 import { readManifest } from "../../broker/install/manifest.js";
 import { silentLogger } from "../../broker/log.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 const BIN = join(REPO, "bin", "tether.js");
 const FIXTURES = join(REPO, "tests/integration/fixtures/bus");
@@ -223,7 +224,7 @@ beforeAll(async () => {
   home = join(root, "home");
   workspace = join(root, "workspace");
   mkdirSync(workspace);
-  const broker = Broker.open({ home, log: silentLogger });
+  const broker = Broker.open({ ...envOptions(), home, log: silentLogger });
   try {
     for (const name of ["worker", "hooker"]) {
       await broker.registry.install(join(FIXTURES, name));

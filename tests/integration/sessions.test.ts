@@ -14,6 +14,7 @@ import { createLogger } from "../../broker/log.js";
 import { Preferences } from "../../broker/sessions/preferences.js";
 import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 const FIXTURES = join(REPO, "tests/integration/fixtures/bus");
 
@@ -56,7 +57,7 @@ function text(outcome: { ok: boolean; value?: unknown }): string {
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-sessions-"));
-  broker = Broker.open({ home: join(tmp, "home"), log: createLogger({ level: "error" }) });
+  broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "error" }) });
   for (const name of ["worker", "hooker", "broken", "needs-broken", "mismatch"]) await install(join(FIXTURES, name));
   // Collides with worker's tool `run`; priority 5 puts it after worker (0), so it is the one made inactive.
   await install(variant("worker", "worker-two", (m) => m.replace('entry = "index.ts"', 'entry = "index.ts"\npriority = 5')));
@@ -239,7 +240,7 @@ describe("calling from a harness", () => {
 });
 
 test("closing a session after its broker is harmless; a closed session refuses calls", async () => {
-  const other = Broker.open({ home: join(tmp, "home2"), log: createLogger({ level: "error" }) });
+  const other = Broker.open({ ...envOptions(), home: join(tmp, "home2"), log: createLogger({ level: "error" }) });
   const s = await Session.open(other, { id: "late-close", workspace: tmp });
   await other.close();
   await expect(s.close()).resolves.toEqual([]);

@@ -11,6 +11,7 @@ import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { Broker } from "../../broker/broker.js";
 import { migrationsFolder, openStore } from "../../broker/store/open.js";
 import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
 
 let tmp: string;
 beforeEach(() => {
@@ -64,7 +65,7 @@ test("a store created by the first migration upgrades with its data intact", () 
 
 test("the broker refuses unapproved, revoked and changed extensions, naming the command that fixes it", async () => {
   const dir = copyExtension("echo");
-  const broker = Broker.open({ home: join(tmp, "home") });
+  const broker = Broker.open({ ...envOptions(), home: join(tmp, "home") });
   try {
     await broker.registry.install(dir);
     await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "default" })).rejects.toThrow("Extension 'echo' is not approved. Run: tether review echo, then tether approve echo");
@@ -89,12 +90,12 @@ test("the broker refuses unapproved, revoked and changed extensions, naming the 
 test("a revocation from another process stops the running satellite before the next call", async () => {
   const dir = copyExtension("echo");
   const home = join(tmp, "home");
-  const broker = Broker.open({ home });
+  const broker = Broker.open({ ...envOptions(), home });
   try {
     await broker.registry.install(dir);
     broker.registry.approve("echo");
     expect(await broker.callTool("echo", "echo", '{"text":"a"}', { session: "default" })).toMatchObject({ ok: true });
-    const other = Broker.open({ home });
+    const other = Broker.open({ ...envOptions(), home });
     other.registry.revoke("echo");
     await other.close();
     await expect(broker.callTool("echo", "echo", '{"text":"b"}', { session: "default" })).rejects.toThrow("was revoked");
@@ -105,7 +106,7 @@ test("a revocation from another process stops the running satellite before the n
 
 test("an artifact modified on disk after approval is refused", async () => {
   const dir = copyExtension("echo");
-  const broker = Broker.open({ home: join(tmp, "home") });
+  const broker = Broker.open({ ...envOptions(), home: join(tmp, "home") });
   try {
     const { installed } = await broker.registry.install(dir);
     broker.registry.approve("echo");
@@ -117,7 +118,7 @@ test("an artifact modified on disk after approval is refused", async () => {
 });
 
 test("tool arguments are checked against the manifest's JSON Schema before reaching the satellite", async () => {
-  const broker = Broker.open({ home: join(tmp, "home") });
+  const broker = Broker.open({ ...envOptions(), home: join(tmp, "home") });
   try {
     await broker.registry.install(copyExtension("echo"));
     broker.registry.approve("echo");
@@ -132,7 +133,7 @@ test("tool arguments are checked against the manifest's JSON Schema before reach
 
 test("a satellite SIGKILLed mid-call loses no ledger row: the call is recorded as failed", async () => {
   const home = join(tmp, "home");
-  const broker = Broker.open({ home });
+  const broker = Broker.open({ ...envOptions(), home });
   try {
     await broker.registry.install(copyExtension("misbehave"));
     broker.registry.approve("misbehave");
@@ -161,7 +162,7 @@ test("rows a dead broker left running are closed as lost when the store opens ag
   const store = openStore(join(tmp, "tether.db"));
   store.sqlite.prepare("insert into invocations (session_id, extension, kind, name, started_at, outcome) values ('s', 'e', 'tool', 't', 1, 'running')").run();
   store.close();
-  const broker = Broker.open({ home: tmp });
+  const broker = Broker.open({ ...envOptions(), home: tmp });
   expect(broker.store.sqlite.prepare("select outcome from invocations").all()).toEqual([{ outcome: "lost" }]);
   return broker.close();
 });
@@ -182,7 +183,7 @@ function findChildPid(parent: number, name: string): number {
 test("install refuses an egress rule too broad to mean anything, naming the rule", async () => {
   const dir = copyExtension("echo");
   writeFileSync(join(dir, "manifest.toml"), readFileSync(join(dir, "manifest.toml"), "utf8") + '\n[net]\nallow = ["https://api.example.com", "https://*.com"]\n');
-  const broker = Broker.open({ home: join(tmp, "home") });
+  const broker = Broker.open({ ...envOptions(), home: join(tmp, "home") });
   try {
     await expect(broker.registry.install(dir)).rejects.toThrow(/net\.allow\.1: egress rule 'https:\/\/\*\.com': .*top-level domain 'com'/);
     expect(broker.registry.get("echo")).toBeNull();

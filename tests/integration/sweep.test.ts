@@ -6,7 +6,8 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { jailIdentity, makeSatelliteDir, sweepSatelliteDirs } from "../../broker/jail/identity.js";
+import { makeSatelliteDir, sweepSatelliteDirs } from "../../broker/jail/identity.js";
+import { envJailIdentity } from "../support/env-options.js";
 import { REPO } from "../support/satellites.js";
 
 test("the socket folders of a broker killed with SIGKILL are swept by the next one; a live broker's are not", async () => {
@@ -27,9 +28,9 @@ test("the socket folders of a broker killed with SIGKILL are swept by the next o
   // Killed: nothing removed its folder.
   expect(existsSync(dir)).toBe(true);
   // This process's own folder (a live broker's) stays.
-  const ours = makeSatelliteDir(jailIdentity());
+  const ours = makeSatelliteDir(envJailIdentity());
   try {
-    const swept = sweepSatelliteDirs();
+    const swept = sweepSatelliteDirs(envJailIdentity());
     expect(swept).toContain(dir);
     expect(existsSync(dir)).toBe(false);
     expect(swept).not.toContain(ours);
@@ -40,7 +41,7 @@ test("the socket folders of a broker killed with SIGKILL are swept by the next o
 });
 
 test("only folders of the satellite kind are swept: a file by such a name stays", () => {
-  const probe = makeSatelliteDir(jailIdentity());
+  const probe = makeSatelliteDir(envJailIdentity());
   const parent = dirname(probe);
   rmSync(probe, { recursive: true });
   // pid 999999999 is above any pid_max: its broker is gone.
@@ -49,7 +50,7 @@ test("only folders of the satellite kind are swept: a file by such a name stays"
   mkdirSync(dead);
   writeFileSync(file, "not a satellite's");
   try {
-    const swept = sweepSatelliteDirs();
+    const swept = sweepSatelliteDirs(envJailIdentity());
     expect(swept).toContain(dead);
     expect(swept).not.toContain(file);
     expect(existsSync(file)).toBe(true);

@@ -15,7 +15,6 @@ import { Broker } from "../../broker/broker.js";
 import { detectCgroups, satelliteLimits } from "../../broker/jail/cgroup.js";
 import { denoBinary } from "../../broker/jail/deno-binary.js";
 import { DENO_CACHE_MAX_BYTES, denoCacheFor } from "../../broker/jail/deno-cache.js";
-import { jailIdentity } from "../../broker/jail/identity.js";
 import { JAIL_TMP_BYTES, PROC_MASKED_DIRS, PROC_MASKED_FILES } from "../../broker/jail/sandbox.js";
 import { createLogger } from "../../broker/log.js";
 import { SatelliteProcess } from "../../broker/satellite/process.js";
@@ -23,6 +22,7 @@ import type { SatelliteSlot } from "../../broker/satellite/slot.js";
 import { jailTmpBytes, processTree } from "../../broker/satellite/memory-watch.js";
 import { REPO, bundleToTemp, slotFor, specFor, type Bundled } from "../support/satellites.js";
 import { runWithOsLayerOnly } from "./support/os-layer.js";
+import { envJail, envJailIdentity, envOptions } from "../support/env-options.js";
 
 const FIXTURE = "tests/jail/fixtures/hostile-resources";
 
@@ -86,7 +86,7 @@ const DEVICE_BINDS = new Set(["/dev/null", "/dev/zero", "/dev/full", "/dev/rando
 
 describe("privilege: never host root", () => {
   test("R01-host-uid: every process of the jail runs as an unprivileged host uid with no capabilities, no_new_privs and seccomp", () => {
-    const expected = jailIdentity() ?? { uid: process.getuid!(), gid: process.getgid!() };
+    const expected = envJailIdentity() ?? { uid: process.getuid!(), gid: process.getgid!() };
     expect(expected.uid).not.toBe(0);
     const tree = processTree(slot.process!.pid!);
     expect(tree.length).toBeGreaterThanOrEqual(3); // bwrap, its init, Deno
@@ -160,7 +160,7 @@ describe("memory: every writable mount is bounded", () => {
   });
 
   test("R05-cgroup: where the host offers a cgroup, the jail is inside one with its memory, process and CPU bounds", () => {
-    const support = detectCgroups();
+    const support = detectCgroups(envJail().cgroup);
     if (support.kind === "none") {
       console.log(`R05: no cgroup on this host (${support.why}); bounds are the sized mounts and the RSS watchdog`);
       return;
@@ -216,7 +216,7 @@ describe("CPU after the answer", () => {
 
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "tether-cpu-"));
-    broker = Broker.open({ home: join(tmp, "home"), log: createLogger({ level: "error" }) });
+    broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "error" }) });
     const { installed } = await broker.registry.install(join(REPO, FIXTURE));
     broker.registry.approve(installed.manifest.name);
   });
@@ -272,12 +272,12 @@ describe("disk: the warm-up boot", () => {
       );
       const bloat = await bundleToTemp(src);
       const seen: number[] = [];
-      const source = denoCacheFor(root, "b".repeat(64), denoBinary(), async (mount) => {
+      const source = denoCacheFor(root, "b".repeat(64), denoBinary(envJail().deno), async (mount) => {
         // Compiling 8 MB of modules with no cache is slow on a loaded machine: a boot deadline to match.
         const warm = await SatelliteProcess.boot({ ...specFor(bloat), bootTimeoutMs: 60_000, denoCache: mount });
         await warm.close();
         for (const file of readdirSync(mount.dir)) seen.push(statSync(join(mount.dir, file)).size);
-      }, jailIdentity());
+      }, envJailIdentity());
       const cache = await source();
       expect(seen.length).toBeGreaterThan(0);
       expect(Math.max(...seen)).toBeLessThanOrEqual(DENO_CACHE_MAX_BYTES);

@@ -23,6 +23,7 @@ import { reachableByOthers, jailIdentity, makeSatelliteDir, type JailIdentity } 
 import { launchCommand } from "../../broker/jail/sandbox.js";
 import { spawnJailed } from "../../broker/jail/spawn.js";
 import { seccompFilter, seccompFilterMarkedForProof, seccompSyscallNumbers } from "../../broker/jail/seccomp.js";
+import { envJail, envJailIdentity } from "../support/env-options.js";
 import { FOREIGN_ABI_PROBES, KEPT_ALLOWED, SECCOMP_RULES, type Answer, type Condition, type ProbeArg, type Rule } from "../../broker/jail/seccomp-policy.js";
 
 /** An errno no syscall answers by itself (the kernel caps seccomp's errno at 4095). */
@@ -35,7 +36,7 @@ const ALL_USERS = ["root", "nobody"] as const;
 const AS_ROOT = process.getuid?.() === 0;
 // Playing the unprivileged broker needs a checkout others can reach (a fresh `mktemp -d` clone is
 // private); make test's unprivileged pass covers that broker from a copy then.
-const NOBODY_REACHES = reachableByOthers(denoBinary());
+const NOBODY_REACHES = reachableByOthers(denoBinary(envJail().deno));
 const USERS: ReadonlyArray<(typeof ALL_USERS)[number]> = AS_ROOT ? (NOBODY_REACHES ? ALL_USERS : ["root"]) : ["nobody"];
 const MODES = ["control", "marked", "filtered"] as const;
 type User = (typeof ALL_USERS)[number];
@@ -169,7 +170,7 @@ function mismatches(calls: readonly Call[], mode: Mode, control: Run, run: Run):
 const NOBODY = 65534;
 const SETPRIV = "/usr/bin/setpriv";
 const AS_NOBODY = ["--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "--"];
-const identityOf = (user: User): JailIdentity | null => (user === "root" ? jailIdentity() : null);
+const identityOf = (user: User): JailIdentity | null => (user === "root" ? envJailIdentity() : null);
 
 let workDir: string;
 const servers: Server[] = [];
@@ -202,7 +203,8 @@ async function socketDir(user: User): Promise<string> {
 async function runJailed(user: User, filter: string | null, payload: readonly string[], extraFiles: Array<{ host: string; jail: string }>, stdin: string): Promise<{ code: number | undefined; stdout: string; stderr: string }> {
   const launch = launchCommand({
     sandbox: "bwrap",
-    deno: denoBinary(),
+    deno: denoBinary(envJail().deno),
+    nativeDir: envJail().nativeDir,
     artifact: join(workDir, "artifact.js"),
     socketDir: socketDirs.get(user)!,
     memoryMb: 64,
@@ -252,9 +254,9 @@ beforeAll(async () => {
   workDir = mkdtempSync(join(tmpdir(), "tether-seccomp-"));
   writeFileSync(join(workDir, "artifact.js"), "");
   for (const user of USERS) socketDirs.set(user, await socketDir(user));
-  probeBinary = nativeProgram("syscall-probe");
+  probeBinary = nativeProgram("syscall-probe", envJail().nativeDir);
   calls = generateCalls(seccompSyscallNumbers());
-  const filters: Record<Mode, string | null> = { control: null, marked: seccompFilterMarkedForProof(MARK), filtered: seccompFilter() };
+  const filters: Record<Mode, string | null> = { control: null, marked: seccompFilterMarkedForProof(MARK, envJail().nativeDir), filtered: seccompFilter(envJail().nativeDir) };
   // Independent jails: run at once.
   const keys = USERS.flatMap((user) => MODES.map((mode) => [user, mode] as const));
   const done = await Promise.all(keys.map(([user, mode]) => probe(user, filters[mode])));
@@ -342,7 +344,7 @@ test("S07-deno: a real Deno runs under the production filter (Worker, timer, Uni
   `;
   const deno = ["/opt/tether/deno", "eval", "--no-config", "--no-lock", "--no-remote", "--no-npm", code];
   for (const user of USERS) {
-    for (const filter of [null, seccompFilter()]) {
+    for (const filter of [null, seccompFilter(envJail().nativeDir)]) {
       const { code: exit, stdout, stderr } = await runJailed(user, filter, deno, [], "");
       expect({ user, filter, exit, stderr }).toEqual({ user, filter, exit: 0, stderr: "" });
       const seen = JSON.parse(stdout) as { seccomp: string; doubled: number; slept: boolean; reply: string; tcp: string };

@@ -8,10 +8,11 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleExtension } from "../../broker/install/bundle.js";
 import { readManifest, type Manifest } from "../../broker/install/manifest.js";
-import { resolveSandbox, type SandboxMode } from "../../broker/jail/sandbox.js";
+import type { SandboxMode } from "../../broker/jail/sandbox.js";
 import { silentLogger, type Logger } from "../../broker/log.js";
 import type { SatelliteSpec } from "../../broker/satellite/process.js";
 import { SatelliteSlot, type SlotOptions } from "../../broker/satellite/slot.js";
+import { envJail, envSandbox } from "./env-options.js";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -38,7 +39,8 @@ export function specFor(bundled: Bundled, overrides: Partial<SatelliteSpec> = {}
     name: bundled.manifest.name,
     artifact: bundled.artifact,
     declared: { tools: bundled.manifest.tool.map((t) => t.name), hooks: bundled.manifest.hook.map((h) => h.event) },
-    sandbox: resolveSandbox(),
+    sandbox: envSandbox(),
+    jail: envJail(),
     memoryMb: bundled.manifest.limits.memory_mb,
     bootTimeoutMs: 10_000,
     graceMs: 200,
@@ -53,7 +55,7 @@ export function slotFor(bundled: Bundled, spec: Partial<SatelliteSpec> = {}, opt
   return new SatelliteSlot({ idleMs: 0, ...options, spec: specFor(bundled, spec) });
 }
 
-/** The sandbox every test uses unless it says otherwise. */
+/** The sandbox every test uses unless it says otherwise (the runner's environment's, see env-options.ts). */
 export function defaultSandbox(): SandboxMode {
-  return resolveSandbox();
+  return envSandbox();
 }

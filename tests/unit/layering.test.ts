@@ -2,7 +2,8 @@
  * Import boundaries, re-checked from the source: `jail-runtime/` never imports
  * `broker/`; the shared wire imports nothing runtime-specific; the broker reaches
  * into `jail-runtime/` only for the wire and the hook vocabulary; only
- * `broker/store/` (and `broker/registry/`) touches SQLite, drizzle and the schema.
+ * `broker/store/` (and `broker/registry/`) touches SQLite, drizzle and the schema;
+ * and the environment is read at the edge only: `broker/cli/`.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
@@ -110,6 +111,28 @@ function storeHandleReferences(source: ts.SourceFile): string[] {
   return out;
 }
 
+/**
+ * Each read of `process.env` (`process.env`, `process["env"]`, `globalThis.process.env`,
+ * `const { env } = process`), as "line N".
+ */
+function envReads(source: ts.SourceFile): string[] {
+  const out: string[] = [];
+  const line = (node: ts.Node): string => `line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`;
+  const isProcess = (expr: ts.Expression): boolean =>
+    (ts.isIdentifier(expr) && expr.text === "process") ||
+    (ts.isPropertyAccessExpression(expr) && expr.name.text === "process" && ts.isIdentifier(expr.expression) && expr.expression.text === "globalThis");
+  const visit = (node: ts.Node): void => {
+    if (ts.isPropertyAccessExpression(node) && node.name.text === "env" && isProcess(node.expression)) out.push(line(node));
+    else if (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression) && node.argumentExpression.text === "env" && isProcess(node.expression)) out.push(line(node));
+    else if (ts.isVariableDeclaration(node) && node.initializer !== undefined && isProcess(node.initializer) && ts.isObjectBindingPattern(node.name)) {
+      if (node.name.elements.some((e) => ((e.propertyName ?? e.name) as ts.Identifier).text === "env")) out.push(line(node));
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
 interface Edge {
   readonly from: string;
   readonly specifier: string;
@@ -164,6 +187,24 @@ describe("the import scanner", () => {
     );
     expect(storeHandleReferences(source)).toEqual([".sqlite (line 4)", ".orm (line 5)", ".sqlite (line 6)", ".orm (line 7)", ".sqlite (line 8)"]);
   });
+
+  test("envReads() finds every way of reading process.env but not a mention, another object's env, or a parameter named env", () => {
+    const source = parse(
+      "x.ts",
+      [
+        "const a = process.env.HOME;",
+        'const b = process["env"];',
+        "const c = globalThis.process.env;",
+        "const { env } = process;",
+        "// process.env in a comment",
+        'const s = "process.env";',
+        "const o = { env: 1 }; o.env;",
+        "function f(env: Record<string, string>) { return env.X; }",
+        "const { argv } = process;",
+      ].join("\n"),
+    );
+    expect(envReads(source)).toEqual(["line 1", "line 2", "line 3", "line 4"]);
+  });
 });
 
 describe("layering", () => {
@@ -211,6 +252,31 @@ describe("layering", () => {
     expect([...used].sort()).toEqual(
       expect.arrayContaining(["jail-runtime/ext/hook.ts", "jail-runtime/wire/codec.ts", "jail-runtime/wire/codes.ts", "jail-runtime/wire/frames.ts"]),
     );
+  });
+
+  /**
+   * Files under broker/ (outside broker/cli/) that may read process.env, each with why.
+   * Everything else is told what it needs through options (BrokerOptions and below).
+   */
+  const MAY_READ_ENV: Readonly<Record<string, string>> = {
+    // The operator's command hooks are the operator's own scripts, run on the host like a
+    // shell alias: they are handed a few of the broker process's own variables (PATH, HOME,
+    // LANG, ...), as a shell would pass them. That is the hooks' environment, not the
+    // broker's configuration: nothing there changes what the broker does.
+    "broker/hooks/builtin-hooks.ts": "passes PATH, HOME, LANG and a few more on to the operator's command hooks",
+  };
+
+  test("no file under broker/ but broker/cli/ reads process.env (the environment is read once, at the edge)", () => {
+    const reads = brokerFiles
+      .filter((file) => !file.startsWith("broker/cli/"))
+      .flatMap((file) => envReads(parse(file)).map((where) => ({ file, where })));
+    const offending = reads.filter((r) => MAY_READ_ENV[r.file] === undefined).map((r) => `${r.file}: process.env read at ${r.where}`);
+    expect(offending).toEqual([]);
+    // The allow-list matches reality: each entry still reads it.
+    const readers = new Set(reads.map((r) => r.file));
+    expect(Object.keys(MAY_READ_ENV).filter((file) => !readers.has(file))).toEqual([]);
+    // And the edge does read it (the rule would pass vacuously if the scanner found nothing).
+    expect(envReads(parse("broker/cli/environment.ts")).length).toBeGreaterThan(0);
   });
 
   test("everything the broker loads from jail-runtime/, followed transitively, stays out of cap/ and uses no Deno", () => {

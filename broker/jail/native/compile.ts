@@ -31,20 +31,30 @@ function sourceOf(program: NativeProgram): string {
 /** The checkout: three folders up from broker/jail/native (four from dist/broker/jail/native). */
 const ROOT = resolve(HERE, HERE.split(sep).includes("dist") ? "../../../.." : "../../..");
 
-/** Where compiled programs live: `TETHER_NATIVE_DIR`, else build/native in the checkout. */
-export function nativeDir(): string {
-  return process.env.TETHER_NATIVE_DIR ?? join(ROOT, "build/native");
+/** Where compiled programs live: `explicit` (the broker's `nativeDir` option), else build/native in the checkout. */
+export function nativeDir(explicit?: string): string {
+  return explicit !== undefined && explicit !== "" ? explicit : join(ROOT, "build/native");
 }
 
-const built = new Map<NativeProgram, string>();
+/**
+ * Each program's source hash, read once: the sources ship with the broker and do not
+ * change while it runs (an immutable fact of this install, like a constant).
+ */
+const sourceHashes = new Map<NativeProgram, { source: string; hash: string }>();
 
-/** The compiled program's path, compiling it first when this source was never compiled here. */
-export function nativeProgram(program: NativeProgram): string {
-  const hit = built.get(program);
-  if (hit !== undefined) return hit;
-  const source = sourceOf(program);
-  const hash = createHash("sha256").update(readFileSync(source)).digest("hex").slice(0, 16);
-  const dir = nativeDir();
+function sourceHash(program: NativeProgram): { source: string; hash: string } {
+  let hit = sourceHashes.get(program);
+  if (hit === undefined) {
+    const source = sourceOf(program);
+    hit = { source, hash: createHash("sha256").update(readFileSync(source)).digest("hex").slice(0, 16) };
+    sourceHashes.set(program, hit);
+  }
+  return hit;
+}
+
+/** The compiled program's path in `dir` (default nativeDir()), compiling it first when this source was never compiled there. */
+export function nativeProgram(program: NativeProgram, dir: string = nativeDir()): string {
+  const { source, hash } = sourceHash(program);
   const binary = join(dir, `${program}-${hash}`);
   if (!existsSync(binary)) {
     // Readable and runnable by the jail's unprivileged uid too (the probe runs as it).
@@ -67,6 +77,5 @@ export function nativeProgram(program: NativeProgram): string {
     chmodSync(scratch, 0o755);
     renameSync(scratch, binary);
   }
-  built.set(program, binary);
   return binary;
 }

@@ -11,11 +11,14 @@ import { jailIdentity, makeSatelliteDir } from "../../../broker/jail/identity.js
 import { JAIL_ARTIFACT, JAIL_DENO, launchCommand } from "../../../broker/jail/sandbox.js";
 import { seccompFilter } from "../../../broker/jail/seccomp.js";
 import { spawnJailed } from "../../../broker/jail/spawn.js";
+import { envJail } from "../../support/env-options.js";
 
 export async function runWithOsLayerOnly(script: string): Promise<unknown> {
   // A folder the jail's uid can reach (see broker/jail/identity.ts).
-  const dir = makeSatelliteDir(jailIdentity());
-  const cgroup = createSatelliteCgroup("os-layer", satelliteLimits(64));
+  const jail = envJail();
+  const identity = jailIdentity(jail.identity);
+  const dir = makeSatelliteDir(identity);
+  const cgroup = createSatelliteCgroup("os-layer", satelliteLimits(64), jail.cgroup);
   try {
     const probe = join(dir, "probe.js");
     writeFileSync(join(dir, "s.sock"), ""); // the jail binds the socket file itself
@@ -24,12 +27,14 @@ export async function runWithOsLayerOnly(script: string): Promise<unknown> {
     const payload = [JAIL_DENO, "run", "--allow-all", "--no-config", JAIL_ARTIFACT];
     const launch = launchCommand({
       sandbox: "bwrap",
-      deno: denoBinary(),
+      deno: denoBinary(jail.deno),
+      nativeDir: jail.nativeDir,
+      identity,
       artifact: probe,
       socketDir: dir,
       memoryMb: 64,
       payload,
-      seccomp: seccompFilter(),
+      seccomp: seccompFilter(jail.nativeDir),
       cgroupProcs: cgroup?.procsFiles ?? [],
     });
     const child = spawnJailed(launch);

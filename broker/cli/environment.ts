@@ -1,0 +1,83 @@
+/**
+ * The environment at the edge: every `TETHER_*` variable the `tether` command
+ * (and `tether serve`, `tether mcp`, the demo) honours, read once and checked
+ * here, and turned into the broker's options. The library itself
+ * (`Broker.open`, `Session`, the jail, the capabilities) never reads the
+ * environment: it is told, and what it is not told takes the default an
+ * embedder expects (see `BrokerOptions`).
+ *
+ * An empty variable counts as unset. A value outside what a variable accepts
+ * is refused, naming the variable and what it takes, before anything runs.
+ */
+import * as v from "valibot";
+import type { BrokerOptions } from "../broker.js";
+import { CGROUP_MODES } from "../jail/cgroup.js";
+import { isJailId } from "../jail/identity.js";
+import { LOG_LEVELS } from "../log.js";
+
+/** What the environment says: the broker's options (`logLevel` also for the loggers the commands make). */
+export type EnvironmentOptions = Omit<BrokerOptions, "log">;
+
+/** A variable holds a value it does not accept; the message names it and what it takes. */
+export class EnvironmentError extends Error {
+  constructor(readonly problems: ReadonlyArray<{ readonly variable: string; readonly message: string }>) {
+    super(problems.map((p) => p.message).join("; "));
+    this.name = "EnvironmentError";
+  }
+}
+
+
+const jailId = (what: string) =>
+  v.pipe(
+    v.string(),
+    v.regex(/^\d+$/, `expected the ${what} as a number (a positive uid/gid other than root)`),
+    v.transform(Number),
+    v.check(isJailId, `expected a positive ${what} other than root (0) and below 4294967295`),
+  );
+
+/** Each variable: what it accepts (said when it holds anything else), and the option it sets. */
+const VARIABLES = {
+  TETHER_HOME: { accepts: "a folder path (the broker's home; default ~/.tether)", schema: v.string(), option: "home" },
+  TETHER_INSECURE_NO_SANDBOX: {
+    accepts: "1 (run satellites without the OS sandbox: insecure) or 0",
+    schema: v.pipe(v.picklist(["0", "1"]), v.transform((s) => (s === "1" ? ("none" as const) : undefined))),
+    option: "sandbox",
+  },
+  TETHER_DENO: { accepts: "the path of a Deno binary", schema: v.string(), option: "deno" },
+  TETHER_LOG: { accepts: LOG_LEVELS.join(", "), schema: v.picklist(LOG_LEVELS), option: "logLevel" },
+  TETHER_JAIL_UID: { accepts: "a positive uid other than root", schema: jailId("uid"), option: "jailUid" },
+  TETHER_JAIL_GID: { accepts: "a positive gid other than root", schema: jailId("gid"), option: "jailGid" },
+  TETHER_JAIL_ROOT: { accepts: "a folder path", schema: v.string(), option: "jailRoot" },
+  TETHER_CGROUP: { accepts: CGROUP_MODES.join(", "), schema: v.picklist(CGROUP_MODES), option: "cgroup" },
+  TETHER_NATIVE_DIR: { accepts: "a folder path", schema: v.string(), option: "nativeDir" },
+  TETHER_OPERATOR: { accepts: "a name", schema: v.string(), option: "operator" },
+} as const satisfies Record<string, { accepts: string; schema: v.GenericSchema<string, unknown>; option: keyof EnvironmentOptions }>;
+
+/** The variables this module reads, for docs and tests. */
+export const TETHER_VARIABLES = Object.keys(VARIABLES) as ReadonlyArray<keyof typeof VARIABLES>;
+
+/**
+ * Reads `env` (default this process's environment) once: the options it sets, or
+ * an EnvironmentError naming every variable that holds a value it does not accept.
+ * The approver's name falls back to `USER`, then `LOGNAME`, as a shell's would.
+ */
+export function readEnvironment(env: Readonly<Record<string, string | undefined>> = process.env): EnvironmentOptions {
+  const options: Record<string, unknown> = {};
+  const problems: Array<{ variable: string; message: string }> = [];
+  for (const [variable, { accepts, schema, option }] of Object.entries(VARIABLES)) {
+    const raw = env[variable];
+    if (raw === undefined || raw === "") continue;
+    const checked = v.safeParse(schema as v.GenericSchema<string, unknown>, raw);
+    if (!checked.success) {
+      problems.push({ variable, message: `${variable} must be ${accepts}, not '${raw}'` });
+      continue;
+    }
+    if (checked.output !== undefined) options[option] = checked.output;
+  }
+  if (problems.length > 0) throw new EnvironmentError(problems);
+  if (options.operator === undefined) {
+    const fallback = env.USER || env.LOGNAME;
+    if (fallback) options.operator = fallback;
+  }
+  return options as EnvironmentOptions;
+}

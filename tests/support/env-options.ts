@@ -1,0 +1,45 @@
+/**
+ * Test support: what the environment the test runner was given says, as the
+ * library's options. The library reads no environment; the `tether` command
+ * reads it at its edge (broker/cli/environment.ts). Tests that spawn the CLI
+ * pass the variables on; tests that use the library in-process take the same
+ * effect from here, read through the same edge module — so a run with
+ * TETHER_INSECURE_NO_SANDBOX=1, TETHER_DENO, TETHER_JAIL_UID/GID/ROOT,
+ * TETHER_CGROUP or TETHER_NATIVE_DIR set (and `make test`'s unprivileged rerun,
+ * tests/support/jail-unprivileged.sh) jails in-process satellites exactly as
+ * the CLI's.
+ */
+import type { BrokerOptions } from "../../broker/broker.js";
+import { readEnvironment, type EnvironmentOptions } from "../../broker/cli/environment.js";
+import { jailIdentity, type JailIdentity } from "../../broker/jail/identity.js";
+import { resolveSandbox, type SandboxMode } from "../../broker/jail/sandbox.js";
+import { jailSetup, type JailSetup } from "../../broker/jail/setup.js";
+
+let read: Omit<EnvironmentOptions, "home"> | undefined;
+
+/**
+ * The broker options this environment sets, read once. Never the home: a test
+ * names its own, and a developer's TETHER_HOME must not be touched by a test.
+ */
+export function envOptions(): Omit<BrokerOptions, "log" | "home"> {
+  if (read === undefined) {
+    const { home: _home, ...rest } = readEnvironment(process.env);
+    read = rest;
+  }
+  return read;
+}
+
+/** The jail setup those options describe (Deno's path, the jail uid and root, cgroups, the native folder). */
+export function envJail(): JailSetup {
+  return jailSetup(envOptions());
+}
+
+/** The jail identity under those options: null when the tests do not run as root. */
+export function envJailIdentity(): JailIdentity | null {
+  return jailIdentity(envJail().identity);
+}
+
+/** The sandbox those options ask for, as the broker resolves it (bwrap unless TETHER_INSECURE_NO_SANDBOX=1). */
+export function envSandbox(): SandboxMode {
+  return resolveSandbox(envOptions().sandbox);
+}
