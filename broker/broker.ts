@@ -3,6 +3,7 @@
  * tools, close it. It refuses anything an operator did not approve.
  */
 import { lookup } from "node:dns/promises";
+import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { capDispatcher, noHooks, type CapEnvironment, type CapHookStage } from "./caps/dispatcher.js";
@@ -429,6 +430,8 @@ export class Broker {
     options.onInvocation?.(id);
     // Capability work of this invocation stops when it ends, whatever ends it.
     const ended = new AbortController();
+    // Each of its fetches in flight listens to it (up to `[limits] fetches`): not a leak.
+    setMaxListeners(0, ended.signal);
     const dispatch = capDispatcher(this.#caps, {
       sessionId: session,
       invocationId: id,
@@ -439,7 +442,12 @@ export class Broker {
         // a narrowed approval applies to the next capability call; a revoked one allows nothing.
         this.#enforceApprovals();
         const current = scope.live.get(extension);
-        return current === undefined ? { ...live.approval.grants, net: [] } : current.approval.grants;
+        if (current !== undefined) return current.approval.grants;
+        // No longer live: stopped by its session or the broker closing (its open call may finish
+        // under the approval it has), or by a revocation or a changed install (nothing allowed).
+        const approval = this.registry.latestApproval(extension);
+        const stillApproved = approval !== null && approval.revokedAt === null && approval.artifactHash === live.installed.artifactHash && approval.manifestHash === live.installed.manifestHash;
+        return stillApproved ? approval.grants : { ...live.approval.grants, net: [] };
       },
       session: () => scope.policy,
     });

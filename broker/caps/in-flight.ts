@@ -9,6 +9,8 @@
  * runs only while egress is in flight.
  */
 
+import { setMaxListeners } from "node:events";
+
 /** A request on the wire, as the pipeline registered it. */
 export interface LiveEgress {
   readonly extension: string;
@@ -26,6 +28,11 @@ export class CapabilityWork {
   readonly #operations = new Set<Promise<unknown>>();
   readonly #egress = new Set<LiveEgress>();
   readonly #destroyed = new AbortController();
+
+  constructor() {
+    // Every fetch in flight listens to it (up to the broker's bound): not a leak.
+    setMaxListeners(0, this.#destroyed.signal);
+  }
   #poll: NodeJS.Timeout | null = null;
   #rechecking: Promise<void> | null = null;
   #again = false;

@@ -610,7 +610,10 @@ test("a capability call made after the invocation answered is refused token_revo
   await until("the late call's audit row", () => auditSince(before).some((r) => r.rule === "token"));
   const rows = auditSince(before);
   expect(rows).toEqual([expect.objectContaining({ invocation_id: null, session_id: "default", extension: ROOMY, capability: "kv.put", target: "", decision: "denied", rule: "token", bytes: 0 })]);
-  expect((await call(ROOMY, "late_result")).reply).toEqual({
+  // The satellite learns of the refusal when its reply frame arrives: ask until it has (a guard, not a timing).
+  let late = await call<{ result: unknown }>(ROOMY, "late_result");
+  for (let asked = 1; late.reply.result === null && asked < 200; asked++) late = await call<{ result: unknown }>(ROOMY, "late_result");
+  expect(late.reply).toEqual({
     result: { ok: false, code: "token_revoked", message: "Capability 'kv.put' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused" },
   });
   expect(stored(ROOMY, "late")).toBeUndefined();
