@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmdirSync, statSync } from "node
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { BrokerOptions } from "../broker.js";
-import { parseHooksFile } from "../hooks/command-hooks.js";
+import { parseHooksFile } from "../hooks/hooks-file.js";
 import { denoBinary } from "../jail/deno-binary.js";
 import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
 import { jailLayers } from "../jail/layers.js";

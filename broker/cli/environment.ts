@@ -11,7 +11,7 @@
  */
 import * as v from "valibot";
 import type { BrokerOptions } from "../broker.js";
-import { CGROUP_MODES } from "../jail/cgroup.js";
+import { CGROUP_MODES } from "../jail/cgroup-detect.js";
 import { isJailId } from "../jail/identity.js";
 import { LOG_LEVELS } from "../log.js";
 

@@ -19,8 +19,10 @@
  * allow, the one the classifier judged the address by (`decisiveIPv4`), so a
  * rule naming a Teredo server cannot vouch for the loopback client beside it.
  */
-import { formatV4, formatV6, inV4, inV6, key, parseAddress, parseCidr, decisiveIPv4, V4_CLASS_TABLE, V6_CLASS_TABLE, type AddressClass, type ClassRow } from "./address.js";
+import { decisiveIPv4, V4_CLASS_TABLE, V6_CLASS_TABLE, type AddressClass, type ClassRow } from "./address-classes.js";
+import { inV4, inV6, parseCidr } from "./cidr.js";
 import { carriedIPv4, carriedIPv4Ranges, type Embedding, type V4Range } from "./embedding.js";
+import { formatV4, formatV6, key, parseAddress } from "./ip-text.js";
 
 export interface AddressRange {
   /** Canonical `address/prefix` as written (`10.0.0.0/24`, `64:ff9b::a00:0/120`). */

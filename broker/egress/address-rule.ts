@@ -19,7 +19,7 @@
  * operator lists it too (`[net] metadata` in policy.toml, `reach.ts`).
  */
 import { describeCarried, isSingleAddress, rangeClasses, rangeSize, type AddressRange } from "./address-range.js";
-import type { AddressClass } from "./address.js";
+import type { AddressClass } from "./address-classes.js";
 
 export const MAX_V4_PREFIX = 16;
 export const MAX_V6_PREFIX = 48;

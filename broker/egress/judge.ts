@@ -3,7 +3,9 @@
  * the manifest's rules as approved ∩ the operator's policy ∩ the session's
  * policy — then every resolved address judged. Pure but for the resolver.
  */
-import { classifyAddress, parseIpLiteral, type AddressClass } from "./address.js";
+import type { AddressClass } from "./address-classes.js";
+import { classifyAddress } from "./address.js";
+import { parseIpLiteral } from "./ip-literal.js";
 import { normaliseHost } from "./hostname.js";
 import { denyCoversUnsafePath, prefixRefusal } from "./path-refusal.js";
 import { reachRefusal, type Reach } from "./reach.js";

@@ -10,7 +10,8 @@
  *   link_local and cgnat — not metadata, and not the rarer classes.
  */
 import { parseAddressRange, rangeMatches, type AddressRange } from "./address-range.js";
-import { classifyAddress, type AddressClass } from "./address.js";
+import type { AddressClass } from "./address-classes.js";
+import { classifyAddress } from "./address.js";
 
 /** The classes an operator may switch on. */
 export const REACH_CLASSES = ["loopback", "private", "link_local", "cgnat", "host_interface", "documentation", "benchmarking", "reserved", "multicast", "broadcast"] as const;

@@ -22,7 +22,8 @@
  */
 import { parseAddressRange, rangeMatches, type AddressRange } from "./address-range.js";
 import { addressRuleProblem } from "./address-rule.js";
-import { InvalidAddressError, parseIpLiteral as parseIpStrict } from "./address.js";
+import { parseIpLiteral as parseIpStrict } from "./ip-literal.js";
+import { InvalidAddressError } from "./ip-text.js";
 import { isTooBroad, normaliseHost } from "./hostname.js";
 import { unsafePath } from "./path-guard.js";
 import { wildcardDnsProblem } from "./wildcard-dns.js";

@@ -13,7 +13,9 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { BUILTIN_HOOKS_NAME } from "../install/manifest.js";
 import type { BusEvent, BusHook } from "./compose.js";
-import { commandBusHooks, parseHooksFile, runCommandHook, commandHooksForEvent, type CommandHookInput, type HooksFile } from "./command-hooks.js";
+import { commandBusHooks, commandHooksForEvent } from "./command-hooks.js";
+import { parseHooksFile, type HooksFile } from "./hooks-file.js";
+import { runCommandHook, type CommandHookInput } from "./run-command-hook.js";
 
 export { BUILTIN_HOOKS_NAME };
 

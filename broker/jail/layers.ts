@@ -3,7 +3,7 @@
  * and the escape suite's report. A layer the host cannot offer says why and
  * what stands in for it.
  */
-import { detectCgroups } from "./cgroup.js";
+import { detectCgroups } from "./cgroup-detect.js";
 import { jailIdentity } from "./identity.js";
 import { nativeProgram } from "./native/compile.js";
 import { PROC_MASKED_DIRS, PROC_MASKED_FILES, JAIL_TMP_BYTES, findBwrap } from "./sandbox.js";

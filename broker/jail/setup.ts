@@ -5,7 +5,7 @@
  * detected, the launcher compiled into build/native. Nothing here is read from
  * the environment; the `tether` command fills it from its own (broker/cli/environment.ts).
  */
-import type { CgroupMode } from "./cgroup.js";
+import type { CgroupMode } from "./cgroup-detect.js";
 import type { JailIdentityOptions } from "./identity.js";
 
 export interface JailSetup {

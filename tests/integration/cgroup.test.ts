@@ -10,7 +10,10 @@ import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import esbuild from "esbuild";
-import { createSatelliteCgroup, detectCgroups, satelliteLimits, sweepStaleCgroups, type SatelliteCgroup, type SatelliteLimits } from "../../broker/jail/cgroup.js";
+import { detectCgroups } from "../../broker/jail/cgroup-detect.js";
+import { satelliteLimits, type SatelliteLimits } from "../../broker/jail/cgroup-limits.js";
+import { sweepStaleCgroups } from "../../broker/jail/cgroup-sweep.js";
+import { createSatelliteCgroup, type SatelliteCgroup } from "../../broker/jail/cgroup.js";
 import { findBwrap } from "../../broker/jail/sandbox.js";
 import { envJail } from "../support/env-options.js";
 
@@ -31,7 +34,7 @@ const bwrapCgroupTest = needs(support.kind === "none" ? support.why : bwrap === 
 const perlCgroupTest = needs(support.kind === "none" ? support.why : perl === null ? "perl is not installed" : null);
 
 let scratch: string;
-/** cgroup.ts bundled into one world-readable file, for children (another uid, a broker to kill). */
+/** The cgroup files bundled into one world-readable module, for children (another uid, a broker to kill). */
 let bundle: string;
 const groups: SatelliteCgroup[] = [];
 const children: ChildProcess[] = [];
@@ -40,7 +43,9 @@ beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), "tether-cgroup-"));
   chmodSync(scratch, 0o755);
   bundle = join(scratch, "cgroup.mjs");
-  esbuild.buildSync({ entryPoints: [join(REPO, "broker/jail/cgroup.ts")], bundle: true, platform: "node", format: "esm", packages: "external", outfile: bundle, logLevel: "silent" });
+  const entry = ['export { createSatelliteCgroup, satelliteLimits, sweepStaleCgroups } from "./cgroup.ts";', 'export { detectCgroups } from "./cgroup-detect.ts";'].join("\n");
+  const stdin = { contents: entry, resolveDir: join(REPO, "broker/jail"), loader: "ts" as const };
+  esbuild.buildSync({ stdin, bundle: true, platform: "node", format: "esm", packages: "external", outfile: bundle, logLevel: "silent" });
   chmodSync(bundle, 0o644);
 });
 

@@ -7,17 +7,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compose } from "../../broker/hooks/compose.js";
-import {
-  EVENT_MAP,
-  type CommandHookInput,
-  type HooksFile,
-  HooksFileError,
-  commandBusHooks,
-  commandHooksFor,
-  matches,
-  parseHooksFile,
-  runCommandHook,
-} from "../../broker/hooks/command-hooks.js";
+import { commandBusHooks, commandHooksFor } from "../../broker/hooks/command-hooks.js";
+import { matches } from "../../broker/hooks/hook-matcher.js";
+import { EVENT_MAP, type HooksFile, HooksFileError, parseHooksFile } from "../../broker/hooks/hooks-file.js";
+import { runCommandHook, type CommandHookInput } from "../../broker/hooks/run-command-hook.js";
 import { until } from "../support/wait.js";
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "hooks");

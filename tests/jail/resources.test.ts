@@ -12,7 +12,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
-import { detectCgroups, satelliteLimits } from "../../broker/jail/cgroup.js";
+import { detectCgroups } from "../../broker/jail/cgroup-detect.js";
+import { satelliteLimits } from "../../broker/jail/cgroup-limits.js";
 import { denoBinary } from "../../broker/jail/deno-binary.js";
 import { DENO_CACHE_MAX_BYTES, denoCacheFor } from "../../broker/jail/deno-cache.js";
 import { JAIL_TMP_BYTES, PROC_MASKED_DIRS, PROC_MASKED_FILES } from "../../broker/jail/sandbox.js";

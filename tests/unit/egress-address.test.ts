@@ -5,15 +5,11 @@
 import { networkInterfaces } from "node:os";
 import fc from "fast-check";
 import ipaddr from "ipaddr.js";
-import {
-  ADDRESS_CLASSES,
-  InvalidAddressError,
-  cidrContains,
-  classifyAddress,
-  parseCidr,
-  parseIpLiteral,
-  type AddressClass,
-} from "../../broker/egress/address.js";
+import { ADDRESS_CLASSES, type AddressClass } from "../../broker/egress/address-classes.js";
+import { classifyAddress } from "../../broker/egress/address.js";
+import { cidrContains, parseCidr } from "../../broker/egress/cidr.js";
+import { parseIpLiteral } from "../../broker/egress/ip-literal.js";
+import { InvalidAddressError } from "../../broker/egress/ip-text.js";
 
 const NONE = { hostInterfaces: [] as string[] };
 const classOf = (ip: string) => classifyAddress(ip, NONE).class;

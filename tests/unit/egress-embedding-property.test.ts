@@ -6,7 +6,9 @@
  *
  * A plain seeded PRNG (mulberry32), so a failure names its seed and repeats.
  */
-import { classifyAddress, parseIpLiteral, type AddressClass } from "../../broker/egress/address.js";
+import type { AddressClass } from "../../broker/egress/address-classes.js";
+import { classifyAddress } from "../../broker/egress/address.js";
+import { parseIpLiteral } from "../../broker/egress/ip-literal.js";
 import { judge, type EgressPolicy } from "../../broker/egress/judge.js";
 import { REACH_CLASSES, reachOf } from "../../broker/egress/reach.js";
 import { deniesAddress, namesAddress, parseRule } from "../../broker/egress/rules.js";

@@ -4,7 +4,7 @@
  */
 import fc from "fast-check";
 import { getPublicSuffix } from "tldts";
-import { parseIpLiteral } from "../../broker/egress/address.js";
+import { parseIpLiteral } from "../../broker/egress/ip-literal.js";
 import { InvalidHostError, isListedSuffix, isTooBroad, normaliseHost, suffixBelow } from "../../broker/egress/hostname.js";
 
 const label63 = "a".repeat(63);

@@ -5,7 +5,8 @@
  */
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createSatelliteCgroup, satelliteLimits } from "../../../broker/jail/cgroup.js";
+import { satelliteLimits } from "../../../broker/jail/cgroup-limits.js";
+import { createSatelliteCgroup } from "../../../broker/jail/cgroup.js";
 import { denoBinary } from "../../../broker/jail/deno-binary.js";
 import { jailIdentity, makeSatelliteDir } from "../../../broker/jail/identity.js";
 import { JAIL_ARTIFACT, JAIL_DENO, launchCommand } from "../../../broker/jail/sandbox.js";
