@@ -4,8 +4,6 @@
  */
 import { lookup } from "node:dns/promises";
 import { setMaxListeners } from "node:events";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { capDispatcher, noHooks, type CapEnvironment, type CapHookStage } from "./caps/dispatcher.js";
 import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";
 import { CapabilityWork } from "./caps/in-flight.js";
@@ -13,16 +11,11 @@ import { Permits } from "./caps/permits.js";
 import { EgressAgents } from "./egress/agents.js";
 import type { Resolver } from "./egress/judge.js";
 import { BrokerCode, TetherError, WireCode } from "./errors.js";
-import { resolveSandbox, type SandboxMode } from "./jail/sandbox.js";
+import type { SandboxMode } from "./jail/sandbox.js";
 import { jailSetup, type JailSetup } from "./jail/setup.js";
 import { createLogger, type Logger, type LogLevel } from "./log.js";
-import { Registry, sha256, type Approval, type Installed } from "./registry/registry.js";
+import { Registry, type Approval, type Installed } from "./registry/registry.js";
 import type { InvocationOutcome } from "./satellite/process.js";
-import { SatelliteSlot, type InvokeOptions } from "./satellite/slot.js";
-import { SatelliteProcess, type SatelliteSpec } from "./satellite/process.js";
-import { denoBinary } from "./jail/deno-binary.js";
-import { denoCacheFor, type DenoCacheMount, type DenoCacheSource } from "./jail/deno-cache.js";
-import { RefusalAudit } from "./caps/refusal-audit.js";
 import { sweepStaleCgroups, type CgroupMode } from "./jail/cgroup.js";
 import { jailIdentity, sweepSatelliteDirs } from "./jail/identity.js";
 import { dataVersionReader } from "./store/data-version.js";
@@ -31,6 +24,7 @@ import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
 import { ToolArgsChecker } from "./tool-args.js";
 import { ParsedRules } from "./caps/egress-policy.js";
+import { SatelliteLauncher } from "./satellite-launcher.js";
 import { SessionScope, type HookOutcome, type Live, type ScopeCallOptions, type ScopeHost } from "./session-scope.js";
 
 /**
@@ -100,8 +94,7 @@ export class Broker {
   readonly toolArgs = new ToolArgsChecker();
   readonly #options: BrokerOptions;
   readonly #jail: JailSetup;
-  /** Deno cache warm-ups in flight, by cache folder (one boot warms each). */
-  readonly #warming = new Map<string, Promise<DenoCacheMount | null>>();
+  readonly #launcher: SatelliteLauncher;
   readonly #log: Logger;
   /** One object per session id: its policy, its cap_call stage, its live satellites. */
   readonly #scopes = new Map<string, SessionScope>();
@@ -128,6 +121,17 @@ export class Broker {
     this.store = openStore(paths.db);
     this.registry = new Registry(this.store, paths.artifacts, { ...(options.operator !== undefined ? { operator: options.operator } : {}) });
     this.ledger = new Ledger(this.store);
+    this.#launcher = new SatelliteLauncher({
+      home: this.home,
+      jail: this.#jail,
+      log: this.#log,
+      ledger: this.ledger,
+      ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+      ...(options.bootTimeoutMs !== undefined ? { bootTimeoutMs: options.bootTimeoutMs } : {}),
+      ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
+      ...(options.ladderStepMs !== undefined ? { ladderStepMs: options.ladderStepMs } : {}),
+      ...(options.denoCache !== undefined ? { denoCache: options.denoCache } : {}),
+    });
     this.#dataVersionQuery = dataVersionReader(this.store);
     this.#caps = {
       store: this.store,
@@ -265,47 +269,7 @@ export class Broker {
     const existing = scope.live.get(name);
     if (existing !== undefined) return existing;
     const { installed, approval } = this.approved(name);
-    let code: string;
-    try {
-      code = readFileSync(installed.artifactPath, "utf8");
-    } catch {
-      throw new TetherError(BrokerCode.notApproved, `The artifact of '${name}' is missing (${installed.artifactPath}). Run: tether install ${installed.sourceDir}`);
-    }
-    if (sha256(code) !== approval.artifactHash) {
-      throw new TetherError(BrokerCode.notApproved, `The artifact of '${name}' was modified on disk since it was approved. Run: tether install ${installed.sourceDir}, then tether review ${name}`);
-    }
-    const limits = approval.grants.limits;
-    const spec: SatelliteSpec = {
-      name,
-      artifact: installed.artifactPath,
-      declared: {
-        tools: installed.manifest.tool.map((t) => t.name),
-        hooks: installed.manifest.hook.map((h) => h.event),
-        commands: installed.manifest.command.map((c) => c.name),
-      },
-      sandbox: resolveSandbox(this.#options.sandbox),
-      jail: this.#jail,
-      memoryMb: limits.memory_mb,
-      bootTimeoutMs: this.#options.bootTimeoutMs ?? 10_000,
-      graceMs: this.#options.graceMs ?? 500,
-      ladderStepMs: this.#options.ladderStepMs ?? 2_000,
-      log: this.#log,
-    };
-    const refusals = new RefusalAudit((row) => this.ledger.audit(row));
-    const slot = new SatelliteSlot({
-      idleMs: limits.idle_s * 1000,
-      // A capability call outside an open invocation is refused before any handler: audit it too
-      // (aggregated past an allowance; the satellite is replaced past its own, see process.ts).
-      observeRefusals: (cap) =>
-        refusals.record({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
-      spec: {
-        ...spec,
-        // A stop for a bound is a decision about the extension: the audit keeps it beside its capability calls.
-        onBoundStop: (bound, detail) =>
-          this.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: `jail.${bound}`, target: detail.slice(0, 256), decision: "denied", rule: `${bound}_bound`, bytes: 0 }),
-        ...(spec.sandbox === "bwrap" && this.#options.denoCache !== false ? { denoCache: this.#denoCache(installed.artifactHash, spec) } : {}),
-      },
-    });
+    const slot = this.#launcher.slot(session, installed, approval);
     const live = { slot, installed, approval };
     scope.live.set(name, live);
     return live;
@@ -323,15 +287,6 @@ export class Broker {
   /** Stops the satellite of `extension` in `session`: letting its open call finish, or with `abort`, now. */
   deactivate(session: string, extension: string, options: { abort?: boolean } = {}): Promise<void> {
     return this.scope(session).deactivate(extension, options);
-  }
-
-  /** The approved artifact's Deno cache: warmed by one complete boot the first time, read-only after. */
-  #denoCache(artifactHash: string, spec: SatelliteSpec): DenoCacheSource {
-    return denoCacheFor(join(this.home, "cache", "deno"), artifactHash, denoBinary(this.#jail.deno), async (mount) => {
-      const warm = await SatelliteProcess.boot({ ...spec, denoCache: mount });
-      // A clean exit (stdin EOF) lets Deno write what it caches at the end.
-      await warm.close();
-    }, jailIdentity(this.#jail.identity), this.#warming);
   }
 
   /**

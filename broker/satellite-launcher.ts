@@ -1,0 +1,101 @@
+/**
+ * Makes the satellite slot of one approved extension in one session: the
+ * artifact checked against the approval (missing or modified on disk is
+ * refused, naming the command that fixes it), the jail spec from the
+ * approval's limits and the broker's options, the audit rows for refusals and
+ * bound stops, and the per-artifact Deno cache.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { RefusalAudit } from "./caps/refusal-audit.js";
+import { BrokerCode, TetherError } from "./errors.js";
+import { denoBinary } from "./jail/deno-binary.js";
+import { denoCacheFor, type DenoCacheMount, type DenoCacheSource } from "./jail/deno-cache.js";
+import { jailIdentity } from "./jail/identity.js";
+import { resolveSandbox, type SandboxMode } from "./jail/sandbox.js";
+import type { JailSetup } from "./jail/setup.js";
+import type { Logger } from "./log.js";
+import { sha256, type Approval, type Installed } from "./registry/registry.js";
+import { SatelliteProcess, type SatelliteSpec } from "./satellite/process.js";
+import { SatelliteSlot } from "./satellite/slot.js";
+import type { Ledger } from "./store/ledger.js";
+
+export interface LauncherOptions {
+  readonly home: string;
+  readonly sandbox?: SandboxMode;
+  readonly jail: JailSetup;
+  readonly log: Logger;
+  readonly ledger: Ledger;
+  readonly bootTimeoutMs?: number;
+  readonly graceMs?: number;
+  readonly ladderStepMs?: number;
+  /** Reuse Deno's caches per approved artifact (default true). */
+  readonly denoCache?: boolean;
+}
+
+export class SatelliteLauncher {
+  readonly #options: LauncherOptions;
+  /** Deno cache warm-ups in flight, by cache folder (one boot warms each). */
+  readonly #warming = new Map<string, Promise<DenoCacheMount | null>>();
+
+  constructor(options: LauncherOptions) {
+    this.#options = options;
+  }
+
+  /** The slot of `installed` in `session`, under `approval`. Throws a TetherError when the artifact is not the approved one. */
+  slot(session: string, installed: Installed, approval: Approval): SatelliteSlot {
+    const name = installed.manifest.name;
+    let code: string;
+    try {
+      code = readFileSync(installed.artifactPath, "utf8");
+    } catch {
+      throw new TetherError(BrokerCode.notApproved, `The artifact of '${name}' is missing (${installed.artifactPath}). Run: tether install ${installed.sourceDir}`);
+    }
+    if (sha256(code) !== approval.artifactHash) {
+      throw new TetherError(BrokerCode.notApproved, `The artifact of '${name}' was modified on disk since it was approved. Run: tether install ${installed.sourceDir}, then tether review ${name}`);
+    }
+    const o = this.#options;
+    const limits = approval.grants.limits;
+    const spec: SatelliteSpec = {
+      name,
+      artifact: installed.artifactPath,
+      declared: {
+        tools: installed.manifest.tool.map((t) => t.name),
+        hooks: installed.manifest.hook.map((h) => h.event),
+        commands: installed.manifest.command.map((c) => c.name),
+      },
+      sandbox: resolveSandbox(o.sandbox),
+      jail: o.jail,
+      memoryMb: limits.memory_mb,
+      bootTimeoutMs: o.bootTimeoutMs ?? 10_000,
+      graceMs: o.graceMs ?? 500,
+      ladderStepMs: o.ladderStepMs ?? 2_000,
+      log: o.log,
+    };
+    const refusals = new RefusalAudit((row) => o.ledger.audit(row));
+    return new SatelliteSlot({
+      idleMs: limits.idle_s * 1000,
+      // A capability call outside an open invocation is refused before any handler: audit it too
+      // (aggregated past an allowance; the satellite is replaced past its own, see process.ts).
+      observeRefusals: (cap) =>
+        refusals.record({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
+      spec: {
+        ...spec,
+        // A stop for a bound is a decision about the extension: the audit keeps it beside its capability calls.
+        onBoundStop: (bound, detail) =>
+          o.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: `jail.${bound}`, target: detail.slice(0, 256), decision: "denied", rule: `${bound}_bound`, bytes: 0 }),
+        ...(spec.sandbox === "bwrap" && o.denoCache !== false ? { denoCache: this.#denoCache(installed.artifactHash, spec) } : {}),
+      },
+    });
+  }
+
+  /** The approved artifact's Deno cache: warmed by one complete boot the first time, read-only after. */
+  #denoCache(artifactHash: string, spec: SatelliteSpec): DenoCacheSource {
+    const jail = this.#options.jail;
+    return denoCacheFor(join(this.#options.home, "cache", "deno"), artifactHash, denoBinary(jail.deno), async (mount) => {
+      const warm = await SatelliteProcess.boot({ ...spec, denoCache: mount });
+      // A clean exit (stdin EOF) lets Deno write what it caches at the end.
+      await warm.close();
+    }, jailIdentity(jail.identity), this.#warming);
+  }
+}
