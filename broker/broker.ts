@@ -19,7 +19,8 @@ import { Registry, sha256, type Approval, type Installed } from "./registry/regi
 import type { InvocationOutcome } from "./base/outcome.js";
 import { SatelliteSlot } from "./satellite/slot.js";
 import type { InvokeOptions } from "./base/invocation.js";
-import { SatelliteProcess, type SatelliteSpec } from "./satellite/process.js";
+import { SatelliteProcess } from "./satellite/process.js";
+import type { SatelliteSpec } from "./satellite/spec.js";
 import { denoBinary } from "./jail/deno-binary.js";
 import { denoCacheFor, type DenoCacheMount, type DenoCacheSource } from "./jail/deno-cache.js";
 import { RefusalAudit } from "./caps/refusal-audit.js";

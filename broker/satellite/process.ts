@@ -6,7 +6,7 @@
  * States: booting → ready ⇄ busy → draining → dead (see docs/satellite.md).
  */
 import { chownSync, rmSync, unlinkSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import type { Server, Socket } from "node:net";
 import { join } from "node:path";
 import type { ResultPromise } from "execa";
 import { DEFAULT_MAX_FRAME_BYTES } from "../../jail-runtime/wire/codec.js";
@@ -16,60 +16,19 @@ import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import type { InvocationRequest } from "../base/invocation.js";
 import type { Logger } from "../base/log.js";
 import { failure, type InvocationOutcome } from "../base/outcome.js";
-import { denoBinary } from "../jail/deno-binary.js";
-import type { DenoCacheMount, DenoCacheSource } from "../jail/deno-cache.js";
 import { createSatelliteCgroup, satelliteLimits, type SatelliteCgroup } from "../jail/cgroup.js";
 import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
-import { launchCommand, type SandboxMode } from "../jail/sandbox.js";
-import { seccompFilter } from "../jail/seccomp.js";
-import type { JailSetup } from "../jail/setup.js";
 import { spawnJailed } from "../jail/spawn.js";
 import { checkAnswer } from "./answer.js";
+import { listenForOne, satelliteLaunch } from "./boot.js";
 import { SatelliteConnection } from "./connection.js";
-import { DEFAULT_IDLE_CPU, treeCpuMs, watchIdleCpu, type IdleCpuBudget } from "./cpu-watch.js";
-import { checkServed, describeExit, type Declared } from "./handshake.js";
+import { DEFAULT_IDLE_CPU, treeCpuMs, watchIdleCpu } from "./cpu-watch.js";
+import { checkServed, describeExit } from "./handshake.js";
 import { walkShutdownLadder } from "./ladder.js";
 import { rssLimitBytes, watchMemory } from "./memory-watch.js";
 import { captureOutput, type OutputTail } from "./output.js";
+import type { RunningInvocation, SatelliteSpec, SatelliteState } from "./spec.js";
 import { mintToken, tokensEqual } from "./tokens.js";
-
-export type SatelliteState = "booting" | "ready" | "busy" | "draining" | "dead";
-
-export interface SatelliteSpec {
-  /** For logs and messages, e.g. "echo". */
-  readonly name: string;
-  /** The bundled artifact, one JS file. */
-  readonly artifact: string;
-  /** What the approved manifest declares; the hello must match exactly. */
-  readonly declared: Declared;
-  readonly sandbox: SandboxMode;
-  /** How the jail is set up on this host: Deno's path, the jail uid and root, cgroups, where the launcher is built (default: every default). */
-  readonly jail?: JailSetup;
-  readonly memoryMb: number;
-  readonly bootTimeoutMs: number;
-  /** Added to an invocation's deadline before the broker gives up on it. */
-  readonly graceMs: number;
-  /** Bounded waits between the steps of the shutdown ladder. */
-  readonly ladderStepMs: number;
-  readonly maxFrameBytes?: number;
-  readonly log: Logger;
-  /** Where Deno's caches for this artifact come from (bwrap only); none: a fresh, private cache per boot. */
-  readonly denoCache?: DenoCacheSource | DenoCacheMount;
-  /** CPU it may spend with no invocation open (default DEFAULT_IDLE_CPU). */
-  readonly idleCpu?: IdleCpuBudget;
-  /** Told when the broker stops it for passing a bound, for the audit. */
-  readonly onBoundStop?: (bound: "cpu" | "memory", detail: string) => void;
-}
-
-export interface RunningInvocation<K extends CallKind = CallKind> {
-  readonly id: number;
-  /** The caller's answer; may settle before the satellite is free (on cancel). */
-  readonly outcome: Promise<InvocationOutcome<K>>;
-  /** Settles when the satellite is done with this invocation (result, death or kill). */
-  readonly settled: Promise<void>;
-  /** Best effort: asks the satellite to stop; the caller gets `cancelled` now. */
-  cancel(reason?: string): void;
-}
 
 interface Open {
   readonly id: number;
@@ -165,38 +124,13 @@ export class SatelliteProcess {
     const socketPath = join(dir, "s.sock");
     const bootToken = mintToken();
 
-    const connected = new Promise<Socket>((resolve, reject) => {
-      const server = createServer({ allowHalfOpen: false });
-      this.#server = server;
-      server.maxConnections = 1;
-      server.once("connection", (socket) => {
-        // Exactly one connection: stop listening before anything else can connect.
-        server.close();
-        resolve(socket);
-      });
-      server.once("error", reject);
-      server.listen(socketPath);
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.#server!.once("listening", resolve);
-      this.#server!.once("error", reject);
-    });
+    const { server, connected, listening } = listenForOne(socketPath);
+    this.#server = server;
+    await listening;
     // Connecting takes write permission on the socket: the jail's uid gets it, nobody else.
     if (this.#identity !== null) chownSync(socketPath, this.#identity.uid, this.#identity.gid);
 
-    const launch = launchCommand({
-      sandbox: spec.sandbox,
-      deno: denoBinary(spec.jail?.deno),
-      artifact: spec.artifact,
-      socketDir: dir,
-      memoryMb: spec.memoryMb,
-      denoCache,
-      identity: this.#identity,
-      cgroupProcs: this.#cgroup?.procsFiles ?? [],
-      // Compiled once per machine; a host without libseccomp refuses to boot, saying what to install.
-      seccomp: spec.sandbox === "bwrap" ? seccompFilter(spec.jail?.nativeDir) : null,
-      ...(spec.jail?.nativeDir !== undefined ? { nativeDir: spec.jail.nativeDir } : {}),
-    });
+    const launch = satelliteLaunch(spec, dir, denoCache, this.#identity, this.#cgroup?.procsFiles ?? []);
     // Its own process group: a Ctrl-C or a group-wide signal to the broker (systemd's
     // default kill mode) must not kill satellites mid-call; the broker's shutdown ladder
     // stops them. If the broker dies, bwrap's --die-with-parent and stdin EOF still do.

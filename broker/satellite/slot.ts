@@ -10,7 +10,8 @@ import type { CapDispatcher, CapRefusalObserver, CapReply, InvocationInfo } from
 import { WireCode, BrokerCode, TetherError } from "../base/errors.js";
 import type { InvocationRequest, InvokeOptions } from "../base/invocation.js";
 import { failure, type InvocationOutcome } from "../base/outcome.js";
-import { SatelliteProcess, type RunningInvocation, type SatelliteSpec, type SatelliteState } from "./process.js";
+import { SatelliteProcess } from "./process.js";
+import type { RunningInvocation, SatelliteSpec, SatelliteState } from "./spec.js";
 
 export interface SlotOptions {
   readonly spec: SatelliteSpec;

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { readManifest, type Manifest } from "../../broker/install/manifest.js";
 import { createLogger, type Logger } from "../../broker/base/log.js";
-import type { SatelliteSpec } from "../../broker/satellite/process.js";
+import type { SatelliteSpec } from "../../broker/satellite/spec.js";
 import type { InvocationOutcome } from "../../broker/base/outcome.js";
 import type { SatelliteSlot, SlotOptions } from "../../broker/satellite/slot.js";
 import type { InvokeOptions } from "../../broker/base/invocation.js";
