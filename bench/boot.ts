@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Broker } from "../broker/broker.js";
-import { createLogger } from "../broker/log.js";
+import { createLogger } from "../broker/base/log.js";
 import { fmt, median, table } from "./lib/stats.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));

@@ -14,7 +14,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, request } from "undici";
 import { Broker } from "../broker/broker.js";
-import { createLogger } from "../broker/log.js";
+import { createLogger } from "../broker/base/log.js";
 import { fmt, median, table } from "./lib/stats.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Broker } from "../broker/broker.js";
-import { createLogger } from "../broker/log.js";
+import { createLogger } from "../broker/base/log.js";
 import { Session } from "../broker/sessions/session.js";
 import { fmt, summarise, table } from "./lib/stats.js";
 

@@ -22,7 +22,9 @@ import { execFileSync } from "node:child_process";
 import * as esbuild from "esbuild";
 import { denoBinary } from "../broker/jail/deno-binary.js";
 import { findBwrap } from "../broker/jail/sandbox.js";
-import { SatelliteProcess, type InvocationOutcome, type InvocationRequest } from "../broker/satellite/process.js";
+import { SatelliteProcess } from "../broker/satellite/process.js";
+import type { InvocationOutcome } from "../broker/base/outcome.js";
+import type { InvocationRequest } from "../broker/base/invocation.js";
 import type { SatelliteSlot } from "../broker/satellite/slot.js";
 import { bundleToTemp, slotFor, specFor, type Bundled } from "../tests/support/satellites.js";
 import { FLOOR_BOOT_SCRIPT, FloorPeer, bundleFloorEcho } from "./lib/floor.js";
@@ -59,14 +61,15 @@ function log(msg: string): void {
   process.stderr.write(`bench: ${msg}\n`);
 }
 
-function request(p: Payload): InvocationRequest {
+function request(p: Payload): InvocationRequest<"tool"> {
   return { kind: "tool", name: "echo", args: p.args, strand: "bench", deadlineMs: 5000 };
 }
 
-function checkBroker(outcome: InvocationOutcome, p: Payload): void {
+function checkBroker(outcome: InvocationOutcome<"tool">, p: Payload): void {
   if (!outcome.ok) throw new Error(`broker call failed: ${outcome.error.code}: ${outcome.error.msg}`);
-  const block = (outcome.value as { content: { type: string; text?: string }[] }).content[0];
-  if (block?.text?.length !== p.textBytes) throw new Error(`broker echo answered ${block?.text?.length} characters, not ${p.textBytes}`);
+  const block = outcome.value.content[0];
+  const text = block?.type === "text" ? block.text : undefined;
+  if (text?.length !== p.textBytes) throw new Error(`broker echo answered ${text?.length} characters, not ${p.textBytes}`);
 }
 
 function checkFloor(reply: unknown, p: Payload): void {

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Broker } from "../broker/broker.js";
-import { createLogger } from "../broker/log.js";
+import { createLogger } from "../broker/base/log.js";
 import { bundleToTemp, slotFor } from "../tests/support/satellites.js";
 import { fmt, median, summarise, table } from "./lib/stats.js";
 

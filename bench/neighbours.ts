@@ -22,7 +22,7 @@ import * as esbuild from "esbuild";
 import { ARTIFACT_BUILD_OPTIONS } from "../broker/install/bundle.js";
 import { CALLER_JSON_BOUNDS } from "../jail-runtime/wire/document-bounds.js";
 import { readManifest } from "../broker/install/manifest.js";
-import { silentLogger } from "../broker/log.js";
+import { silentLogger } from "../broker/base/log.js";
 import { Connection, DEFAULT_LIMITS, type ClientSocket, type Handler } from "../broker/serve/connection.js";
 import type { SatelliteSlot } from "../broker/satellite/slot.js";
 import { REPO, bundleToTemp, slotFor, type Bundled } from "../tests/support/satellites.js";

@@ -10,19 +10,19 @@ import { CapabilityWork } from "./caps/in-flight.js";
 import { Permits } from "./caps/permits.js";
 import { EgressAgents } from "./egress/agents.js";
 import type { Resolver } from "./egress/judge.js";
-import { BrokerCode, TetherError, WireCode } from "./errors.js";
+import { BrokerCode, TetherError, WireCode } from "./base/errors.js";
 import type { SandboxMode } from "./jail/sandbox.js";
 import { jailSetup, type JailSetup } from "./jail/setup.js";
-import { createLogger, type Logger, type LogLevel } from "./log.js";
+import { createLogger, type Logger, type LogLevel } from "./base/log.js";
 import { Registry, type Approval, type Installed } from "./registry/registry.js";
-import type { InvocationOutcome } from "./satellite/process.js";
+import type { InvocationOutcome } from "./base/outcome.js";
 import { sweepStaleCgroups, type CgroupMode } from "./jail/cgroup.js";
 import { jailIdentity, sweepSatelliteDirs } from "./jail/identity.js";
 import { dataVersionReader } from "./store/data-version.js";
 import { prepareHome, resolveHome } from "./store/home.js";
 import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
-import { ToolArgsChecker } from "./tool-args.js";
+import { ToolArgsChecker } from "./base/tool-args.js";
 import { ParsedRules } from "./caps/egress-policy.js";
 import { SatelliteLauncher } from "./satellite-launcher.js";
 import { SessionScope, type HookOutcome, type Live, type ScopeCallOptions, type ScopeHost } from "./session-scope.js";
@@ -294,11 +294,11 @@ export class Broker {
    * hook bus** (a `Session`'s `callTool` puts it around the call): the path a
    * caller asks for by name. Never rejects for the extension's faults: they are answers.
    */
-  callTool(extension: string, tool: string, args: string, options: CallOptions): Promise<InvocationOutcome> {
+  callTool(extension: string, tool: string, args: string, options: CallOptions): Promise<InvocationOutcome<"tool">> {
     return this.scope(options.session).callTool(extension, tool, args, options);
   }
 
-  async #callTool(scope: SessionScope, extension: string, tool: string, args: string, options: ScopeCallOptions): Promise<InvocationOutcome> {
+  async #callTool(scope: SessionScope, extension: string, tool: string, args: string, options: ScopeCallOptions): Promise<InvocationOutcome<"tool">> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
     const session = scope.id;
     const live = this.#slot(scope, extension);
@@ -324,11 +324,11 @@ export class Broker {
    * Runs a `[[command]]` of an approved extension: `/name args`, with the raw
    * argument text. Never rejects for the extension's faults.
    */
-  runCommand(extension: string, name: string, argsText: string, options: CallOptions): Promise<InvocationOutcome> {
+  runCommand(extension: string, name: string, argsText: string, options: CallOptions): Promise<InvocationOutcome<"command">> {
     return this.scope(options.session).runCommand(extension, name, argsText, options);
   }
 
-  async #runCommand(scope: SessionScope, extension: string, name: string, argsText: string, options: ScopeCallOptions): Promise<InvocationOutcome> {
+  async #runCommand(scope: SessionScope, extension: string, name: string, argsText: string, options: ScopeCallOptions): Promise<InvocationOutcome<"command">> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
     const live = this.#slot(scope, extension);
     if (!live.installed.manifest.command.some((c) => c.name === name)) {
@@ -369,15 +369,15 @@ export class Broker {
   }
 
   /** One invocation of a live satellite, with its ledger row and capability dispatcher. */
-  async #invoke(
+  async #invoke<K extends "tool" | "event" | "command">(
     live: Live,
     scope: SessionScope,
-    kind: "tool" | "event" | "command",
+    kind: K,
     name: string,
     args: string,
     deadlineMs: number,
     options: ScopeCallOptions,
-  ): Promise<{ outcome: InvocationOutcome; invocationId: number }> {
+  ): Promise<{ outcome: InvocationOutcome<K>; invocationId: number }> {
     const extension = live.slot.name;
     const session = scope.id;
     const strand = options.strand ?? "";
@@ -406,7 +406,7 @@ export class Broker {
       },
       session: () => scope.policy,
     });
-    let outcome: InvocationOutcome;
+    let outcome: InvocationOutcome<K>;
     try {
       outcome = await live.slot.invoke({ kind, name, args, strand, deadlineMs }, { ...options, dispatch });
     } catch (err) {

@@ -27,8 +27,8 @@ export {
 } from "./sessions/session.js";
 export type { Step } from "./sessions/stream.js";
 export type { Composed, TraceRow } from "./hooks/compose.js";
-export type { InvocationOutcome, ToolContent, ToolReply } from "./satellite/process.js";
-export { replyOf, textOf } from "./outcome.js";
+export type { InvocationOutcome, ToolContent, ToolReply } from "./base/outcome.js";
+export { replyOf, textOf } from "./base/outcome.js";
 export type { SessionPolicy } from "./caps/policy.js";
-export { TetherError, BrokerCode, WireCode } from "./errors.js";
+export { TetherError, BrokerCode, WireCode } from "./base/errors.js";
 export type { EventName, EventPayload, EventVerdict } from "../jail-runtime/wire/events.js";

@@ -8,15 +8,16 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RefusalAudit } from "./caps/refusal-audit.js";
-import { BrokerCode, TetherError } from "./errors.js";
+import { BrokerCode, TetherError } from "./base/errors.js";
 import { denoBinary } from "./jail/deno-binary.js";
 import { denoCacheFor, type DenoCacheMount, type DenoCacheSource } from "./jail/deno-cache.js";
 import { jailIdentity } from "./jail/identity.js";
 import { resolveSandbox, type SandboxMode } from "./jail/sandbox.js";
 import type { JailSetup } from "./jail/setup.js";
-import type { Logger } from "./log.js";
+import type { Logger } from "./base/log.js";
 import { sha256, type Approval, type Installed } from "./registry/registry.js";
-import { SatelliteProcess, type SatelliteSpec } from "./satellite/process.js";
+import { SatelliteProcess } from "./satellite/process.js";
+import type { SatelliteSpec } from "./satellite/spec.js";
 import { SatelliteSlot } from "./satellite/slot.js";
 import type { Ledger } from "./store/ledger.js";
 

@@ -7,10 +7,11 @@
  */
 import { noHooks, type CapHookStage } from "./caps/context.js";
 import type { SessionPolicy } from "./caps/policy.js";
-import { BrokerCode, TetherError } from "./errors.js";
+import { BrokerCode, TetherError } from "./base/errors.js";
 import type { Approval, Installed } from "./registry/registry.js";
-import type { InvocationOutcome } from "./satellite/process.js";
-import type { InvokeOptions, SatelliteSlot } from "./satellite/slot.js";
+import type { InvocationOutcome } from "./base/outcome.js";
+import type { SatelliteSlot } from "./satellite/slot.js";
+import type { InvokeOptions } from "./base/invocation.js";
 
 /** One extension's satellite in this session, with the approval it runs under. */
 export interface Live {
@@ -29,15 +30,15 @@ export interface ScopeCallOptions extends InvokeOptions {
 
 /** A hook's answer as it came back, with its own ledger row. */
 export interface HookOutcome {
-  readonly outcome: InvocationOutcome;
+  readonly outcome: InvocationOutcome<"event">;
   readonly invocationId: number | null;
 }
 
 /** What the broker does for a scope (it owns the slots, the ledger and the capability environment). */
 export interface ScopeHost {
   boot(scope: SessionScope, extension: string): Promise<void>;
-  callTool(scope: SessionScope, extension: string, tool: string, args: string, options: ScopeCallOptions): Promise<InvocationOutcome>;
-  runCommand(scope: SessionScope, extension: string, name: string, argsText: string, options: ScopeCallOptions): Promise<InvocationOutcome>;
+  callTool(scope: SessionScope, extension: string, tool: string, args: string, options: ScopeCallOptions): Promise<InvocationOutcome<"tool">>;
+  runCommand(scope: SessionScope, extension: string, name: string, argsText: string, options: ScopeCallOptions): Promise<InvocationOutcome<"command">>;
   callHook(scope: SessionScope, extension: string, event: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome>;
   /** A policy changed: requests on the wire are judged again. */
   policyChanged(): void;
@@ -107,12 +108,12 @@ export class SessionScope {
   }
 
   /** One tool of `extension`, as the broker makes it: no hooks. Never rejects for the extension's faults. */
-  callTool(extension: string, tool: string, args: string, options: ScopeCallOptions = {}): Promise<InvocationOutcome> {
+  callTool(extension: string, tool: string, args: string, options: ScopeCallOptions = {}): Promise<InvocationOutcome<"tool">> {
     return this.#host.callTool(this, extension, tool, args, options);
   }
 
   /** `/name args` of `extension`. Never rejects for the extension's faults. */
-  runCommand(extension: string, name: string, argsText: string, options: ScopeCallOptions = {}): Promise<InvocationOutcome> {
+  runCommand(extension: string, name: string, argsText: string, options: ScopeCallOptions = {}): Promise<InvocationOutcome<"command">> {
     return this.#host.runCommand(this, extension, name, argsText, options);
   }
 

@@ -1,6 +1,6 @@
 /** The audit stage: every decision, allowed or denied, is one row naming its rule. */
-import type { CapReply } from "../satellite/process.js";
-import type { CapCall, InvocationInfo } from "../satellite/slot.js";
+import type { CapReply } from "../base/capability.js";
+import type { CapCall, InvocationInfo } from "../base/capability.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
 import type { Permits } from "./permits.js";
 import type { RefusalAudit } from "./refusal-audit.js";

@@ -4,10 +4,10 @@
  */
 import type { EgressAgents } from "../egress/agents.js";
 import type { Resolver } from "../egress/judge.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../base/log.js";
 import type { Grants } from "../registry/grants.js";
-import type { CapReply } from "../satellite/process.js";
-import type { CapCall, InvocationInfo } from "../satellite/slot.js";
+import type { CapReply } from "../base/capability.js";
+import type { CapCall, InvocationInfo } from "../base/capability.js";
 import type { Ledger } from "../store/ledger.js";
 import type { Store } from "../store/open.js";
 import type { ParsedRules } from "./egress-policy.js";

@@ -6,9 +6,9 @@
  * approvals, operator and session policy are read for every act.
  */
 import * as v from "valibot";
-import { WireCode } from "../errors.js";
-import type { CapReply } from "../satellite/process.js";
-import type { CapDispatcher } from "../satellite/slot.js";
+import { WireCode } from "../base/errors.js";
+import type { CapReply } from "../base/capability.js";
+import type { CapDispatcher } from "../base/capability.js";
 import { scopeFor } from "./audit-stage.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
 import { KvGetArgs, KvListArgs, KvPutArgs, kvDeleteAct, kvGetAct, kvListAct, kvPutAct } from "./kv.js";

@@ -6,7 +6,7 @@
 import * as v from "valibot";
 import { kvRepository, type KvValue } from "../store/kv-repository.js";
 import type { Store } from "../store/open.js";
-import type { CapReply } from "../satellite/process.js";
+import type { CapReply } from "../base/capability.js";
 import type { CallScope } from "./context.js";
 import type { Act } from "./pipeline.js";
 

@@ -1,6 +1,6 @@
 /** `log`: a line in the broker's log under the extension's name, rate-bounded. */
 import * as v from "valibot";
-import { WireCode } from "../errors.js";
+import { WireCode } from "../base/errors.js";
 import type { CallScope } from "./context.js";
 import { refusal, type Act } from "./pipeline.js";
 import { MAX_TEXT, type Rate } from "./rate.js";

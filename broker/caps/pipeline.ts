@@ -11,8 +11,8 @@
  * A `net.fetch` is one act per hop: each redirect target is judged, hooked,
  * performed and audited as a new act, against the policy at that moment.
  */
-import { WireCode } from "../errors.js";
-import type { CapReply } from "../satellite/process.js";
+import { WireCode } from "../base/errors.js";
+import type { CapReply } from "../base/capability.js";
 import type { CallScope, CapCallRequest } from "./context.js";
 
 /** A refusal from the judge: audited as denied under `rule`. */

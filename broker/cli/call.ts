@@ -14,8 +14,8 @@ import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import * as v from "valibot";
 import type { Broker } from "../broker.js";
-import { BrokerCode, WireCode } from "../errors.js";
-import type { InvocationOutcome } from "../satellite/process.js";
+import { BrokerCode, WireCode } from "../base/errors.js";
+import type { Failure, InvocationOutcome } from "../base/outcome.js";
 import { GLOBAL } from "../sessions/preferences.js";
 import { SessionId, SessionRecords } from "../sessions/session-records.js";
 import type { Session } from "../sessions/session.js";
@@ -64,7 +64,7 @@ export function parseCallArgs(
 }
 
 export interface CallResult {
-  readonly outcome: InvocationOutcome;
+  readonly outcome: InvocationOutcome<"tool">;
   /** What hooks said for the user (tool_call and tool_result notes), and the SessionEnd command hooks' notes. */
   readonly notes: readonly string[];
 }
@@ -103,7 +103,7 @@ export async function runCall(broker: Broker, call: CallArgs, onReport: (text: s
  * command line is not the one serving that name here, the call is not made and
  * the answer says who serves it.
  */
-function servedElsewhere(session: Session, call: CallArgs): InvocationOutcome | null {
+function servedElsewhere(session: Session, call: CallArgs): Failure | null {
   const served = session.tools().find((t) => t.name === call.tool);
   if (served === undefined || served.extension === call.extension) return null;
   const mine = session.status().find((s) => s.name === call.extension);

@@ -13,7 +13,7 @@ import * as v from "valibot";
 import type { BrokerOptions } from "../broker.js";
 import { CGROUP_MODES } from "../jail/cgroup-detect.js";
 import { isJailId } from "../jail/identity.js";
-import { LOG_LEVELS } from "../log.js";
+import { LOG_LEVELS } from "../base/log.js";
 
 /** What the environment says: the broker's options (`logLevel` also for the loggers the commands make). */
 export type EnvironmentOptions = Omit<BrokerOptions, "log">;

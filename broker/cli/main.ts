@@ -5,7 +5,7 @@
 import { createInterface } from "node:readline/promises";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { Broker } from "../broker.js";
-import { TetherError } from "../errors.js";
+import { TetherError } from "../base/errors.js";
 import { EnvironmentError, readEnvironment, type EnvironmentOptions } from "./environment.js";
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, declined: 3, callFailed: 4 } as const;
@@ -255,8 +255,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
         const { outcome, notes } = await callCli.runCall(broker, callArgs, (text) => process.stderr.write(`… ${text}\n`));
         for (const note of notes) process.stderr.write(`… note: ${note}\n`);
         if (outcome.ok) {
-          const value = outcome.value as { content: Array<{ type: string; text?: string; json?: unknown }> };
-          out(outcome, value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("\n"));
+          out(outcome, outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("\n"));
           return EXIT.ok;
         }
         if (json) out(outcome, "");

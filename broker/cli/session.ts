@@ -12,7 +12,7 @@ import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import * as v from "valibot";
 import type { Broker } from "../broker.js";
-import { BrokerCode, TetherError } from "../errors.js";
+import { BrokerCode, TetherError } from "../base/errors.js";
 import { BUILTIN_HOOKS_NAME } from "../install/manifest.js";
 import { GLOBAL, Preferences, type Preference } from "../sessions/preferences.js";
 import { SessionId, SessionRecords } from "../sessions/session-records.js";

@@ -9,12 +9,12 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Broker } from "../broker.js";
-import { createLogger } from "../log.js";
+import { createLogger } from "../base/log.js";
 import { readEnvironment } from "../cli/environment.js";
 import { queryAudit, queryHookTraces, renderAudit, type HookTraceEntry } from "../cli/audit.js";
 import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
 import { buildReview, renderReview } from "../registry/review.js";
-import type { InvocationOutcome } from "../satellite/process.js";
+import type { InvocationOutcome } from "../base/outcome.js";
 import { Session, type ExtensionStatus } from "../sessions/session.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -32,10 +32,9 @@ function brief(message: string): string {
   return `${lines[0]} …${hint !== null ? ` (${hint[1]})` : ""}`;
 }
 
-function show(outcome: InvocationOutcome): string {
+function show(outcome: InvocationOutcome<"tool" | "command">): string {
   if (!outcome.ok) return `error ${outcome.error.code}: ${brief(outcome.error.msg)}`;
-  const value = outcome.value as { content: Array<{ type: string; text?: string; json?: unknown }> };
-  return value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ");
+  return outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ");
 }
 
 /** The demo's weather service, on loopback where the weather extension's rule points. */

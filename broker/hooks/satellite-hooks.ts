@@ -10,7 +10,7 @@ import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/d
 import { EventVerdicts, type EventName } from "../../jail-runtime/wire/events.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import type { SessionScope } from "../session-scope.js";
-import { WireCode } from "../errors.js";
+import { WireCode } from "../base/errors.js";
 import type { BusHook, HookAnswer, Verdict } from "./compose.js";
 
 /** Longest failure text kept from a satellite's error message. */

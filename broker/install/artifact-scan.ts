@@ -9,7 +9,7 @@
  * reads: docs/jail.md, J03–J10, J61–J65; measured with Deno 2.9.6).
  */
 import * as esbuild from "esbuild";
-import { BrokerCode, TetherError } from "../errors.js";
+import { BrokerCode, TetherError } from "../base/errors.js";
 
 /** Nowhere on disk: a glob-style import in the artifact must not make the scan list or read files. */
 const NOWHERE = "/nonexistent/tether-artifact-scan";

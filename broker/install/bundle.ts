@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, realpathSync, statSync, type Stats } from "n
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
-import { BrokerCode, TetherError } from "../errors.js";
+import { BrokerCode, TetherError } from "../base/errors.js";
 import { scanArtifact } from "./artifact-scan.js";
 import { PRELUDE_PATH, PRELUDE_SPECIFIER, generatedEntry } from "./entry.js";
 import type { Manifest } from "./manifest.js";

@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { BrokerCode, TetherError } from "../errors.js";
+import { BrokerCode, TetherError } from "../base/errors.js";
 
 /** The Deno binary: `explicit` when given (it must exist), else the `deno` package's. */
 export function denoBinary(explicit?: string): string {

@@ -4,7 +4,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { BrokerCode, TetherError } from "../errors.js";
+import { BrokerCode, TetherError } from "../base/errors.js";
 import { denoForJail, jailIdentity, type JailIdentity } from "./identity.js";
 import { realPath, sharedLibraries } from "./libraries.js";
 import { nativeProgram } from "./native/compile.js";

@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BrokerCode, TetherError } from "../errors.js";
+import { BrokerCode, TetherError } from "../base/errors.js";
 import { nativeDir } from "./native/compile.js";
 import { KEPT_ALLOWED, SECCOMP_RULES } from "./seccomp-policy.js";
 

@@ -13,7 +13,7 @@ import { resolve } from "node:path";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import * as v from "valibot";
 import type { Broker, BrokerOptions } from "../broker.js";
-import { TetherError } from "../errors.js";
+import { TetherError } from "../base/errors.js";
 import type { Session } from "../sessions/session.js";
 
 export interface McpOptions {
@@ -108,7 +108,7 @@ export async function runMcp(options: McpOptions): Promise<number> {
     import("../broker.js"),
     import("../sessions/session.js"),
     import("../sessions/session-records.js"),
-    import("../log.js"),
+    import("../base/log.js"),
     import("./server.js"),
   ]);
 

@@ -17,9 +17,8 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
-import { TetherError } from "../errors.js";
-import { replyOf } from "../outcome.js";
-import type { InvocationOutcome } from "../satellite/process.js";
+import { TetherError } from "../base/errors.js";
+import type { InvocationOutcome } from "../base/outcome.js";
 import type { Session, ToolCallReport } from "../sessions/session.js";
 
 export interface McpServerOptions {
@@ -67,10 +66,8 @@ export function listedTools(session: Session): { tools: Tool[]; skipped: { name:
 }
 
 /** The content of an outcome: text blocks as they are, JSON blocks as JSON text. */
-function contentOf(outcome: InvocationOutcome & { ok: true }): { type: "text"; text: string }[] {
-  const reply = replyOf(outcome);
-  if (reply === null) return [{ type: "text", text: JSON.stringify(outcome.value) ?? "null" }];
-  return reply.content.map((c) => ({ type: "text" as const, text: c.type === "text" ? c.text : (JSON.stringify(c.json) ?? "null") }));
+function contentOf(outcome: InvocationOutcome<"tool"> & { ok: true }): { type: "text"; text: string }[] {
+  return outcome.value.content.map((c) => ({ type: "text" as const, text: c.type === "text" ? c.text : (JSON.stringify(c.json) ?? "null") }));
 }
 
 /**
@@ -84,7 +81,7 @@ export function resultOf(report: ToolCallReport): CallToolResult {
   const { outcome } = report;
   const content: CallToolResult["content"] = outcome.ok ? contentOf(outcome) : [{ type: "text", text: `${outcome.error.code}: ${outcome.error.msg}` }];
   for (const line of report.context) content.push({ type: "text", text: line });
-  const reply = outcome.ok ? replyOf(outcome) : null;
+  const reply = outcome.ok ? outcome.value : null;
   const meta: Record<string, unknown> = {
     "tether/extension": report.extension,
     "tether/invocation": report.invocationId,

@@ -8,7 +8,7 @@ import { userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { Ajv } from "ajv";
 import { and, desc, eq, isNull } from "drizzle-orm";
-import { BrokerCode, TetherError } from "../errors.js";
+import { BrokerCode, TetherError } from "../base/errors.js";
 import { bundleExtension } from "../install/bundle.js";
 import { parseManifest, type Manifest } from "../install/manifest.js";
 import { parseRule, RuleError } from "../egress/rules.js";

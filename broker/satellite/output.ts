@@ -3,7 +3,7 @@
  * pipe would hang), logged line by line up to a byte budget, never trusted.
  */
 import type { Readable } from "node:stream";
-import type { Logger } from "../log.js";
+import type { Logger } from "../base/log.js";
 
 /** Bytes of output logged per stream per satellite before the rest is dropped. */
 export const DEFAULT_OUTPUT_BUDGET = 64 * 1024;

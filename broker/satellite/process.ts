@@ -6,95 +6,29 @@
  * States: booting → ready ⇄ busy → draining → dead (see docs/satellite.md).
  */
 import { chownSync, rmSync, unlinkSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import type { Server, Socket } from "node:net";
 import { join } from "node:path";
 import type { ResultPromise } from "execa";
-import * as v from "valibot";
 import { DEFAULT_MAX_FRAME_BYTES } from "../../jail-runtime/wire/codec.js";
-import { describeIssues, ToolValue, type Cap, type CallKind, type Hello, type SatelliteFrame, type WireError } from "../../jail-runtime/wire/frames.js";
-import { BrokerCode, TetherError, WireCode } from "../errors.js";
-import { denoBinary } from "../jail/deno-binary.js";
-import type { DenoCacheMount, DenoCacheSource } from "../jail/deno-cache.js";
+import type { Cap, CallKind, Hello, SatelliteFrame, WireError } from "../../jail-runtime/wire/frames.js";
+import type { CapHandler, CapRefusalObserver } from "../base/capability.js";
+import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
+import type { InvocationRequest } from "../base/invocation.js";
+import type { Logger } from "../base/log.js";
+import { failure, type InvocationOutcome } from "../base/outcome.js";
 import { createSatelliteCgroup, satelliteLimits, type SatelliteCgroup } from "../jail/cgroup.js";
 import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
-import { launchCommand, type SandboxMode } from "../jail/sandbox.js";
-import { seccompFilter } from "../jail/seccomp.js";
-import type { JailSetup } from "../jail/setup.js";
 import { spawnJailed } from "../jail/spawn.js";
-import type { Logger } from "../log.js";
+import { checkAnswer } from "./answer.js";
+import { listenForOne, satelliteLaunch } from "./boot.js";
 import { SatelliteConnection } from "./connection.js";
-import { DEFAULT_IDLE_CPU, treeCpuMs, watchIdleCpu, type IdleCpuBudget } from "./cpu-watch.js";
+import { DEFAULT_IDLE_CPU, treeCpuMs, watchIdleCpu } from "./cpu-watch.js";
+import { checkServed, describeExit } from "./handshake.js";
+import { walkShutdownLadder } from "./ladder.js";
 import { rssLimitBytes, watchMemory } from "./memory-watch.js";
 import { captureOutput, type OutputTail } from "./output.js";
+import type { RunningInvocation, SatelliteSpec, SatelliteState } from "./spec.js";
 import { mintToken, tokensEqual } from "./tokens.js";
-import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
-import { MAX_ANSWER_MESSAGE, SATELLITE_ANSWER_CODES } from "../../jail-runtime/wire/codes.js";
-
-/** A content block as the broker hands it to callers: JSON blocks parsed. */
-export type ToolContent = { readonly type: "text"; readonly text: string } | { readonly type: "json"; readonly json: unknown };
-
-/** A tool's or command's successful value, as callers receive it. */
-export interface ToolReply {
-  readonly content: readonly ToolContent[];
-  readonly terminate: boolean;
-}
-
-export type SatelliteState = "booting" | "ready" | "busy" | "draining" | "dead";
-
-export interface SatelliteSpec {
-  /** For logs and messages, e.g. "echo". */
-  readonly name: string;
-  /** The bundled artifact, one JS file. */
-  readonly artifact: string;
-  /** What the approved manifest declares; the hello must match exactly. */
-  readonly declared: { readonly tools: readonly string[]; readonly hooks: readonly string[]; readonly commands?: readonly string[] };
-  readonly sandbox: SandboxMode;
-  /** How the jail is set up on this host: Deno's path, the jail uid and root, cgroups, where the launcher is built (default: every default). */
-  readonly jail?: JailSetup;
-  readonly memoryMb: number;
-  readonly bootTimeoutMs: number;
-  /** Added to an invocation's deadline before the broker gives up on it. */
-  readonly graceMs: number;
-  /** Bounded waits between the steps of the shutdown ladder. */
-  readonly ladderStepMs: number;
-  readonly maxFrameBytes?: number;
-  readonly log: Logger;
-  /** Where Deno's caches for this artifact come from (bwrap only); none: a fresh, private cache per boot. */
-  readonly denoCache?: DenoCacheSource | DenoCacheMount;
-  /** CPU it may spend with no invocation open (default DEFAULT_IDLE_CPU). */
-  readonly idleCpu?: IdleCpuBudget;
-  /** Told when the broker stops it for passing a bound, for the audit. */
-  readonly onBoundStop?: (bound: "cpu" | "memory", detail: string) => void;
-}
-
-export interface InvocationRequest {
-  readonly kind: CallKind;
-  readonly name: string;
-  /** JSON text, forwarded as is. */
-  readonly args: string;
-  readonly strand: string;
-  readonly deadlineMs: number;
-}
-
-export type InvocationOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: WireError };
-
-export type CapReply = { readonly ok: true; readonly value?: unknown } | { readonly ok: false; readonly error: WireError };
-
-/** Judges and serves one capability call made under a valid token. */
-export type CapHandler = (cap: Cap) => Promise<CapReply>;
-
-/** Told about capability calls refused before any handler saw them (for the audit). */
-export type CapRefusalObserver = (cap: Cap, reason: WireError) => void;
-
-export interface RunningInvocation {
-  readonly id: number;
-  /** The caller's answer; may settle before the satellite is free (on cancel). */
-  readonly outcome: Promise<InvocationOutcome>;
-  /** Settles when the satellite is done with this invocation (result, death or kill). */
-  readonly settled: Promise<void>;
-  /** Best effort: asks the satellite to stop; the caller gets `cancelled` now. */
-  cancel(reason?: string): void;
-}
 
 interface Open {
   readonly id: number;
@@ -111,26 +45,6 @@ interface Open {
 
 /** Capability calls with no open invocation's token a satellite may make in its life before it is replaced. */
 export const STRAY_CAP_ALLOWANCE = 16;
-
-function failure(code: string, msg: string): InvocationOutcome {
-  return { ok: false, error: { code, msg } };
-}
-
-function sameSet(a: readonly string[], b: readonly string[]): boolean {
-  const sa = [...new Set(a)].sort();
-  const sb = [...new Set(b)].sort();
-  return a.length === sa.length && sa.length === sb.length && sa.every((x, i) => x === sb[i]);
-}
-
-function describeExit(code: number | undefined, signal: string | undefined, memoryMb: number): string {
-  // V8 aborts with SIGTRAP (exit 133) when --max-old-space-size is exceeded.
-  if (code === 133 || signal === "SIGTRAP") return `ran out of memory (limit ${memoryMb} MiB) and exited`;
-  return signal ? `exited with signal ${signal}` : `exited with code ${code}`;
-}
-
-function list(names: readonly string[]): string {
-  return `[${[...names].sort().join(", ")}]`;
-}
 
 export class SatelliteProcess {
   readonly spec: SatelliteSpec;
@@ -210,38 +124,13 @@ export class SatelliteProcess {
     const socketPath = join(dir, "s.sock");
     const bootToken = mintToken();
 
-    const connected = new Promise<Socket>((resolve, reject) => {
-      const server = createServer({ allowHalfOpen: false });
-      this.#server = server;
-      server.maxConnections = 1;
-      server.once("connection", (socket) => {
-        // Exactly one connection: stop listening before anything else can connect.
-        server.close();
-        resolve(socket);
-      });
-      server.once("error", reject);
-      server.listen(socketPath);
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.#server!.once("listening", resolve);
-      this.#server!.once("error", reject);
-    });
+    const { server, connected, listening } = listenForOne(socketPath);
+    this.#server = server;
+    await listening;
     // Connecting takes write permission on the socket: the jail's uid gets it, nobody else.
     if (this.#identity !== null) chownSync(socketPath, this.#identity.uid, this.#identity.gid);
 
-    const launch = launchCommand({
-      sandbox: spec.sandbox,
-      deno: denoBinary(spec.jail?.deno),
-      artifact: spec.artifact,
-      socketDir: dir,
-      memoryMb: spec.memoryMb,
-      denoCache,
-      identity: this.#identity,
-      cgroupProcs: this.#cgroup?.procsFiles ?? [],
-      // Compiled once per machine; a host without libseccomp refuses to boot, saying what to install.
-      seccomp: spec.sandbox === "bwrap" ? seccompFilter(spec.jail?.nativeDir) : null,
-      ...(spec.jail?.nativeDir !== undefined ? { nativeDir: spec.jail.nativeDir } : {}),
-    });
+    const launch = satelliteLaunch(spec, dir, denoCache, this.#identity, this.#cgroup?.procsFiles ?? []);
     // Its own process group: a Ctrl-C or a group-wide signal to the broker (systemd's
     // default kill mode) must not kill satellites mid-call; the broker's shutdown ladder
     // stops them. If the broker dies, bwrap's --die-with-parent and stdin EOF still do.
@@ -286,16 +175,7 @@ export class SatelliteProcess {
       } catch {
         // the satellite may have removed it itself; nothing listens there either way
       }
-      const { tools, hooks } = spec.declared;
-      const commands = spec.declared.commands ?? [];
-      if (!sameSet(hello.tools, tools) || !sameSet(hello.hooks, hooks) || !sameSet(hello.commands, commands)) {
-        const cmds = (names: readonly string[]) => (names.length > 0 || commands.length > 0 ? ` and commands ${list(names)}` : "");
-        throw new TetherError(
-          BrokerCode.servedMismatch,
-          `Extension '${spec.name}' is broken: the manifest declares tools ${list(tools)} and hooks ${list(hooks)}${cmds(commands)}, ` +
-            `but the artifact serves tools ${list(hello.tools)} and hooks ${list(hello.hooks)}${cmds(hello.commands)}. Reinstall it`,
-        );
-      }
+      checkServed(spec.name, spec.declared, hello);
       if (this.#state === "dead") {
         // It broke the protocol (or hung up) in the bytes right after its hello, and
         // was killed for it: it must not become ready.
@@ -362,15 +242,15 @@ export class SatelliteProcess {
   }
 
   /** Runs one invocation. The caller must wait for the previous one's `settled`. */
-  run(req: InvocationRequest, onCap: CapHandler): RunningInvocation {
+  run<K extends CallKind>(req: InvocationRequest<K>, onCap: CapHandler): RunningInvocation<K> {
     if (this.#state !== "ready" || this.#conn === null) {
       throw new TetherError(BrokerCode.closed, `Satellite '${this.spec.name}' is ${this.#state}, not ready`);
     }
     const id = this.#nextId++;
     const token = mintToken();
-    let resolveOutcome!: (o: InvocationOutcome) => void;
+    let resolveOutcome!: (o: InvocationOutcome<K>) => void;
     let resolveSettled!: () => void;
-    const outcome = new Promise<InvocationOutcome>((r) => (resolveOutcome = r));
+    const outcome = new Promise<InvocationOutcome<K>>((r) => (resolveOutcome = r));
     const settled = new Promise<void>((r) => (resolveSettled = r));
     const open: Open = {
       id,
@@ -383,7 +263,8 @@ export class SatelliteProcess {
       resolveOutcome: (o) => {
         if (open.answered) return;
         open.answered = true;
-        resolveOutcome(o);
+        // An open invocation is settled only by a failure or by checkAnswer for its own kind.
+        resolveOutcome(o as InvocationOutcome<K>);
       },
       resolveSettled,
       timer: setTimeout(() => this.#onDeadline(open, req.deadlineMs), req.deadlineMs + this.spec.graceMs),
@@ -467,41 +348,7 @@ export class SatelliteProcess {
       this.#violation(`a 'result' for invocation ${id}, which is not open`);
       return;
     }
-    this.#finishOpen(this.#checkAnswer(open, ok, value, error));
-  }
-
-  /** Never trust the extension's output: a malformed answer becomes `crashed`. */
-  #checkAnswer(open: Open, ok: boolean, value: unknown, error: WireError | undefined): InvocationOutcome {
-    if (!ok) {
-      if (error === undefined) return failure(WireCode.crashed, `'${open.name}' answered a failure with no error`);
-      // The ledger holds only outcomes the broker chose: a code outside the satellite's catalogue is a crash.
-      if (!SATELLITE_ANSWER_CODES.has(error.code)) {
-        return failure(WireCode.crashed, `'${open.name}' answered the error code '${error.code.slice(0, 64)}', which a satellite may not give`);
-      }
-      const msg = error.msg.length > MAX_ANSWER_MESSAGE ? `${error.msg.slice(0, MAX_ANSWER_MESSAGE)}…` : error.msg;
-      return { ok: false, error: { code: error.code, msg } };
-    }
-    if (open.kind === "tool" || open.kind === "command") {
-      const parsed = v.safeParse(ToolValue, value);
-      if (!parsed.success) return failure(WireCode.crashed, `'${open.name}' answered a malformed tool value: ${describeIssues(parsed.issues)}`);
-      const content: ToolContent[] = [];
-      for (const [i, block] of parsed.output.content.entries()) {
-        if (block.type === "text") {
-          content.push(block);
-          continue;
-        }
-        try {
-          content.push({ type: "json", json: parseBoundedJson(block.json) });
-        } catch (err) {
-          if (err instanceof DocumentBoundsError) return failure(WireCode.crashed, `'${open.name}' answered a JSON block ${err.message} at .content.${i}.json`);
-          return failure(WireCode.crashed, `'${open.name}' answered a JSON block that is not JSON text at .content.${i}.json`);
-        }
-      }
-      const reply: ToolReply = { content, terminate: parsed.output.terminate };
-      return { ok: true, value: reply };
-    }
-    if (typeof value !== "string") return failure(WireCode.crashed, `'${open.name}' answered an event with ${typeof value}, not JSON text`);
-    return { ok: true, value };
+    this.#finishOpen(checkAnswer(open.kind, open.name, ok, value, error));
   }
 
   #onCap(frame: Cap): void {
@@ -589,16 +436,7 @@ export class SatelliteProcess {
   async #ladder(): Promise<void> {
     const child = this.#child;
     if (child === null) return this.#die();
-    const step = this.spec.ladderStepMs;
-    const exited = (ms: number) => Promise.race([this.#exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
-    child.stdin?.end();
-    if (await exited(step)) return;
-    this.#log.debug("satellite ignored stdin EOF; sending SIGTERM");
-    child.kill("SIGTERM");
-    if (await exited(step)) return;
-    this.#log.warn("satellite ignored SIGTERM; sending SIGKILL");
-    child.kill("SIGKILL");
-    await this.#exited;
+    await walkShutdownLadder(child, this.#exited, this.spec.ladderStepMs, this.#log);
   }
 
   /** Aborts now: the open invocation fails `crashed` with `reason`, the process is killed. Safe to call twice. */

@@ -4,47 +4,14 @@
  *
  * A caller who can wait never sees `busy`: calls wait their turn here.
  */
-import { WireCode, BrokerCode, TetherError } from "../errors.js";
-import type { Cap } from "../../jail-runtime/wire/frames.js";
-import {
-  SatelliteProcess,
-  type CapRefusalObserver,
-  type CapReply,
-  type InvocationOutcome,
-  type InvocationRequest,
-  type RunningInvocation,
-  type SatelliteSpec,
-  type SatelliteState,
-} from "./process.js";
 import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
-
-/** What a capability handler is told about the invocation a `cap` came from. */
-export interface InvocationInfo {
-  readonly extension: string;
-  readonly kind: InvocationRequest["kind"];
-  readonly name: string;
-  readonly strand: string;
-  /** Partials go to the caller of this invocation. */
-  readonly report: (text: string) => void;
-}
-
-/** One capability call, its JSON arguments parsed. */
-export interface CapCall {
-  readonly cap: string;
-  readonly args: unknown;
-}
-
-/** Serves every capability other than `report.emit` (which the slot serves itself). */
-export type CapDispatcher = (call: CapCall, invocation: InvocationInfo) => Promise<CapReply>;
-
-export interface InvokeOptions {
-  /** Aborting cancels the call: the satellite's `ctx.signal` aborts and the call ends `cancelled`. */
-  readonly signal?: AbortSignal;
-  /** Called with each partial report, in order. */
-  readonly onReport?: (text: string) => void;
-  /** Serves this invocation's capability calls (overrides the slot's dispatcher). */
-  readonly dispatch?: CapDispatcher;
-}
+import type { Cap, CallKind } from "../../jail-runtime/wire/frames.js";
+import type { CapDispatcher, CapRefusalObserver, CapReply, InvocationInfo } from "../base/capability.js";
+import { WireCode, BrokerCode, TetherError } from "../base/errors.js";
+import type { InvocationRequest, InvokeOptions } from "../base/invocation.js";
+import { failure, type InvocationOutcome } from "../base/outcome.js";
+import { SatelliteProcess } from "./process.js";
+import type { RunningInvocation, SatelliteSpec, SatelliteState } from "./spec.js";
 
 export interface SlotOptions {
   readonly spec: SatelliteSpec;
@@ -80,10 +47,6 @@ export const VIOLATION_BACKOFF_MS = 100;
 export const MAX_VIOLATION_BACKOFF_MS = 5_000;
 const VIOLATION_MEMORY_MS = 60_000;
 
-function failure(code: string, msg: string): InvocationOutcome {
-  return { ok: false, error: { code, msg } };
-}
-
 export class SatelliteSlot {
   readonly #options: SlotOptions;
   readonly #queue: Job[] = [];
@@ -115,10 +78,10 @@ export class SatelliteSlot {
   }
 
   /** Queues one invocation and resolves with its outcome; never rejects. */
-  invoke(req: InvocationRequest, options: InvokeOptions = {}): Promise<InvocationOutcome> {
+  invoke<K extends CallKind>(req: InvocationRequest<K>, options: InvokeOptions = {}): Promise<InvocationOutcome<K>> {
     if (this.#closed) return Promise.resolve(failure(BrokerCode.closed, `The satellite of '${this.name}' is closed`));
     if (options.signal?.aborted) return Promise.resolve(failure(WireCode.cancelled, "Cancelled before it started"));
-    return new Promise<InvocationOutcome>((resolve) => {
+    return new Promise<InvocationOutcome<K>>((resolve) => {
       const job: Job = {
         req,
         options,
@@ -126,7 +89,8 @@ export class SatelliteSlot {
         running: null,
         resolve: (o) => {
           job.detach();
-          resolve(o);
+          // A job is settled only by a failure or by its own run's outcome, of kind `K`.
+          resolve(o as InvocationOutcome<K>);
         },
         detach: () => {},
       };

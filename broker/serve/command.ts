@@ -7,7 +7,7 @@
  */
 import { join, resolve } from "node:path";
 import { Broker, type BrokerOptions } from "../broker.js";
-import { createLogger } from "../log.js";
+import { createLogger } from "../base/log.js";
 import { resolveHome } from "../store/home.js";
 import { ServeServer } from "./server.js";
 import { TokenFileError, loadOrCreateToken } from "./token.js";

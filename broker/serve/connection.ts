@@ -14,7 +14,7 @@
  */
 import * as v from "valibot";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../base/log.js";
 import { Envelope, RpcCode, RpcFailure, ServeCode, checkParams, isMethod, salvageId, toRpcError, type Method, type ParamsOf, type RpcId } from "./protocol.js";
 import { CALLER_JSON_BOUNDS, scanJson } from "../../jail-runtime/wire/document-bounds.js";
 

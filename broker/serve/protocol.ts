@@ -7,7 +7,7 @@ import { isAbsolute } from "node:path";
 import * as v from "valibot";
 import { EventPayloads } from "../../jail-runtime/wire/events.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
-import { TetherError, WireCode } from "../errors.js";
+import { TetherError, WireCode } from "../base/errors.js";
 import type { Composed, TraceRow } from "../hooks/compose.js";
 import type { HarnessEvent, ToolCallReport } from "../sessions/session.js";
 import { SessionId } from "../sessions/session-records.js";

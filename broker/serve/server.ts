@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage, type Server as HttpServer } from "n
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import type { Broker } from "../broker.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../base/log.js";
 import { Session, type HarnessEvent, type HarnessPayload } from "../sessions/session.js";
 import { Connection, DEFAULT_LIMITS, type Handler, type RequestContext, type ServeLimits } from "./connection.js";
 import { RpcCode, RpcFailure, ServeCode, checkPayload, composedToWire, reportToWire, unknownSession, type Method, type ParamsOf } from "./protocol.js";

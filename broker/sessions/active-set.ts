@@ -13,10 +13,10 @@
  * next call: the extension and its dependents drop out, the rest keep working.
  */
 import type { Broker } from "../broker.js";
-import { BrokerCode, TetherError, WireCode } from "../errors.js";
+import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { BUILTIN_HOOKS_NAME, BUILTIN_HOOKS_PRIORITY, BUILTIN_HOOK_EVENTS, type BuiltinHooks } from "../hooks/builtin-hooks.js";
 import type { Installed } from "../registry/registry.js";
-import type { InvocationOutcome } from "../satellite/process.js";
+import type { Failure } from "../base/outcome.js";
 import type { SessionScope } from "../session-scope.js";
 import { planActivation, type Candidate, type Plan } from "./activation.js";
 import type { Preference, Preferences } from "./preferences.js";
@@ -330,7 +330,7 @@ export class ActiveSet {
   }
 
   /** The answer for a name no active extension serves: names the inactive one that would, and why. */
-  notServed(what: "tool" | "command", name: string, served: string[]): InvocationOutcome {
+  notServed(what: "tool" | "command", name: string, served: string[]): Failure {
     for (const k of this.#applied.known.values()) {
       const has = what === "tool" ? k.tools.includes(name) : k.commands.includes(name);
       if (has && !this.#applied.plan.active.includes(k.name)) {

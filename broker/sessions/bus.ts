@@ -8,7 +8,7 @@ import * as v from "valibot";
 import { EventPayloads, type EventName, type EventPayload } from "../../jail-runtime/wire/events.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import type { CapCallEvent } from "../caps/context.js";
-import { TetherError, WireCode } from "../errors.js";
+import { TetherError, WireCode } from "../base/errors.js";
 import type { BuiltinHooks } from "../hooks/builtin-hooks.js";
 import { compose, type BusHook, type Composed } from "../hooks/compose.js";
 import { satelliteBusHook } from "../hooks/satellite-hooks.js";

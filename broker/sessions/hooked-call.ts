@@ -7,19 +7,18 @@
  */
 import { randomUUID } from "node:crypto";
 import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
-import { BrokerCode, WireCode } from "../errors.js";
+import { BrokerCode, WireCode } from "../base/errors.js";
 import type { TraceRow } from "../hooks/compose.js";
-import { replyOf } from "../outcome.js";
-import type { InvocationOutcome, ToolReply } from "../satellite/process.js";
+import type { InvocationOutcome, ToolContent, ToolReply } from "../base/outcome.js";
 import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
 import type { Ledger } from "../store/ledger.js";
-import type { ToolArgsChecker } from "../tool-args.js";
+import type { ToolArgsChecker } from "../base/tool-args.js";
 import type { ActiveSet } from "./active-set.js";
 import type { SessionBus } from "./bus.js";
 
 /** What one tool call came to, hooks included. */
 export interface ToolCallReport {
-  readonly outcome: InvocationOutcome;
+  readonly outcome: InvocationOutcome<"tool">;
   readonly extension: string | null;
   readonly callId: string;
   /** The ledger row of the call (also for a blocked or substituted one). */
@@ -48,10 +47,22 @@ export interface HookedCallParts {
   readonly toolArgs: ToolArgsChecker;
 }
 
-/** A hook's substitute result as callers receive a tool's reply (JSON blocks parsed, as the broker hands them out). */
+function isContent(value: unknown): value is ToolContent {
+  if (typeof value !== "object" || value === null) return false;
+  const block = value as { type?: unknown; text?: unknown };
+  return (block.type === "text" && typeof block.text === "string") || (block.type === "json" && "json" in block);
+}
+
+/**
+ * A hook's substitute result as callers receive a tool's reply (JSON blocks parsed, as the broker
+ * hands them out). The substitute is any JSON a hook answered: here is where it becomes a typed
+ * tool reply, so its shape is checked here.
+ */
 function toolValueOf(substitute: unknown): ToolReply {
-  const reply = replyOf({ ok: true, value: substitute });
-  if (reply !== null) return reply;
+  const value = substitute as { content?: unknown; terminate?: unknown } | null;
+  if (typeof value === "object" && value !== null && Array.isArray(value.content) && value.content.every(isContent)) {
+    return { content: value.content, terminate: value.terminate === true };
+  }
   if (typeof substitute === "string") return { content: [{ type: "text", text: substitute }], terminate: false };
   return { content: [{ type: "json", json: substitute }], terminate: false };
 }
@@ -124,7 +135,7 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
   const finalArgs = before.rewrite !== null ? JSON.stringify(before.rewrite.arguments) : args;
   const startedMs = Date.now();
   let invocationId: number | null = null;
-  let outcome: InvocationOutcome;
+  let outcome: InvocationOutcome<"tool">;
   if (before.result !== null) {
     invocationId = ledger.begin({ sessionId: session.scope.id, extension, kind: "tool", name: tool, strand: options.strand ?? "" });
     ledger.finish(invocationId, "substituted");

@@ -9,10 +9,10 @@
  */
 import type { Broker } from "../broker.js";
 import type { SessionPolicy } from "../caps/policy.js";
-import { BrokerCode, TetherError, WireCode } from "../errors.js";
+import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { BUILTIN_HOOKS_NAME, BuiltinHooks } from "../hooks/builtin-hooks.js";
 import type { Composed } from "../hooks/compose.js";
-import type { InvocationOutcome } from "../satellite/process.js";
+import type { InvocationOutcome } from "../base/outcome.js";
 import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
 import { ActiveSet, type ExtensionStatus, type ReloadReport } from "./active-set.js";
 import { SessionBus, type HarnessEvent, type HarnessPayload } from "./bus.js";
@@ -146,7 +146,7 @@ export class Session {
   }
 
   /** Runs `/name args` (the leading slash optional). Never rejects for an extension's faults. */
-  async runCommand(line: string, options: ScopeCallOptions = {}): Promise<{ outcome: InvocationOutcome; extension: string | null }> {
+  async runCommand(line: string, options: ScopeCallOptions = {}): Promise<{ outcome: InvocationOutcome<"command">; extension: string | null }> {
     this.#active.refresh();
     const match = /^\/?([^\s/]+)(?:\s+([\s\S]*))?$/.exec(line.trim());
     if (match === null) {

@@ -8,13 +8,13 @@
  * {@linkcode unhandled} (it does nothing for this event).
  */
 import * as v from "valibot";
-import { EventPayloads, type EventName, type EventPayload as WirePayload, type EventVerdict as WireVerdict } from "../wire/events.js";
+import { EVENT_NAMES, EventPayloads, type EventName, type EventPayload as WirePayload, type EventVerdict as WireVerdict } from "../wire/events.js";
 import type { Ctx } from "./ctx.js";
 import { BadArguments, describeArgIssues } from "./decode_args.js";
 
 /**
- * The events an extension can declare in `[[hook]] event = …`: the same list
- * as the wire's `EventName`, checked at compile time (see below).
+ * The events an extension can declare in `[[hook]] event = …`: the wire's
+ * `EVENT_NAMES` (`wire/events.ts`), the one list of events.
  *
  * @example
  * ```ts
@@ -22,18 +22,7 @@ import { BadArguments, describeArgIssues } from "./decode_args.js";
  * HOOK_EVENTS.includes("tool_call"); // true
  * ```
  */
-export const HOOK_EVENTS = [
-  "session_start",
-  "before_agent_start",
-  "context",
-  "tool_call",
-  "tool_result",
-  "agent_end",
-  "agent_settled",
-  "before_compact",
-  "usage",
-  "cap_call",
-] as const satisfies readonly EventName[];
+export const HOOK_EVENTS: readonly EventName[] = EVENT_NAMES;
 
 /**
  * One event a hook can answer.

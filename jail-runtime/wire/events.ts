@@ -56,6 +56,13 @@ export const EventPayloads = {
 } as const;
 
 export type EventName = keyof typeof EventPayloads;
+
+/**
+ * Every event's name, in the order `EventPayloads` defines them: the one list
+ * the manifest schema (which events a `[[hook]]` may name) and the SDK's
+ * `HOOK_EVENTS` are read from.
+ */
+export const EVENT_NAMES = Object.freeze(Object.keys(EventPayloads)) as readonly EventName[];
 export type EventPayload<E extends EventName> = v.InferOutput<(typeof EventPayloads)[E]>;
 
 const Base = { notes: Notes };

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bundleExtension } from "../../broker/install/bundle.js";
 import { readManifest } from "../../broker/install/manifest.js";
-import { TetherError } from "../../broker/errors.js";
+import { TetherError } from "../../broker/base/errors.js";
 
 let root: string;
 

@@ -17,7 +17,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
-import { createLogger, type LogFields, type LogLevel, type Logger } from "../../broker/log.js";
+import { createLogger, type LogFields, type LogLevel, type Logger } from "../../broker/base/log.js";
 import { REPO } from "../support/satellites.js";
 import { frozenClock, until } from "../support/wait.js";
 import { envOptions } from "../support/env-options.js";
@@ -95,7 +95,7 @@ async function call<R = Reply>(ext: string, tool: string, args: object = {}, opt
   const before = lastAuditId();
   const outcome = await broker.callTool(ext, tool, JSON.stringify(args), { session: "default", ...options });
   if (!outcome.ok) throw new Error(`${ext}/${tool} failed: ${outcome.error.code}: ${outcome.error.msg}`);
-  const content = (outcome.value as { content: Array<{ type: string; json?: unknown }> }).content;
+  const content = outcome.value.content;
   const block = content.find((c) => c.type === "json");
   if (block === undefined) throw new Error(`${ext}/${tool} answered no JSON block`);
   const invocation = (broker.store.sqlite.prepare("select max(id) as id from invocations where extension = ? and name = ?").get(ext, tool) as { id: number }).id;
@@ -484,7 +484,7 @@ test("log is rate-bounded per invocation: past 20 lines a second the rest are dr
 });
 
 // Was a bug, fixed (broker/caps/dispatcher.ts, the `log` case): the extension's text goes
-// to the broker's log as is. The default sink (broker/log.ts, stderrSink)
+// to the broker's log as is. The default sink (broker/base/log.ts, stderrSink)
 // writes `tether <level>: <msg>` lines, so a message holding a line break
 // forges whole broker log lines (here a fake "tether error:" line that names
 // no extension). Fix: escape control characters (C0, C1, U+2028/2029) in

@@ -18,7 +18,7 @@ import { Broker } from "../../broker/broker.js";
 import type { AuditEntry, HookTraceEntry } from "../../broker/cli/audit.js";
 import type { PreferenceChange } from "../../broker/cli/session.js";
 import { readManifest } from "../../broker/install/manifest.js";
-import { silentLogger } from "../../broker/log.js";
+import { silentLogger } from "../../broker/base/log.js";
 import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";

@@ -13,7 +13,7 @@ import Database from "better-sqlite3";
 import { execa } from "execa";
 import { Broker } from "../../broker/broker.js";
 import type { AuditEntry } from "../../broker/cli/audit.js";
-import { silentLogger } from "../../broker/log.js";
+import { silentLogger } from "../../broker/base/log.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { Broker } from "../../broker/broker.js";
-import { silentLogger } from "../../broker/log.js";
+import { silentLogger } from "../../broker/base/log.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 

@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
-import { createLogger } from "../../broker/log.js";
+import { createLogger } from "../../broker/base/log.js";
 import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";

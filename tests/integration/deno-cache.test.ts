@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { DENO_CACHE_FILES, findBwrap } from "../../broker/jail/sandbox.js";
-import { createLogger } from "../../broker/log.js";
+import { createLogger } from "../../broker/base/log.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 

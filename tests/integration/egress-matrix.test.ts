@@ -25,7 +25,7 @@ import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import type { CapCallEvent, CapHookStage } from "../../broker/caps/dispatcher.js";
 import type { Resolver } from "../../broker/egress/judge.js";
-import { silentLogger } from "../../broker/log.js";
+import { silentLogger } from "../../broker/base/log.js";
 import { buildReview, renderReview } from "../../broker/registry/review.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
@@ -385,7 +385,7 @@ async function call(args: FetchArgs, options: { ext?: string; session?: string; 
   const rows = broker.store.sqlite.prepare("select * from cap_audit where id > ? and capability = 'net.fetch' order by id").all(before) as AuditRow[];
   let reply: FetchReply | null = null;
   if (outcome.ok) {
-    const content = (outcome.value as { content: Array<{ type: string; json?: unknown }> }).content;
+    const content = outcome.value.content;
     reply = (content.find((c) => c.type === "json")?.json ?? null) as FetchReply | null;
   }
   if (currentCase !== "") {
@@ -1523,7 +1523,7 @@ describe("bounds on what an extension can make the broker spend", () => {
       }
       const outcome = await done;
       expect(outcome.ok).toBe(true);
-      const results = ((outcome as { value: { content: Array<{ json?: { results: unknown[] } }> } }).value.content[0]!.json!).results;
+      const results = ((outcome as { value: { content: ReadonlyArray<{ json?: { results: unknown[] } }> } }).value.content[0]!.json!).results;
       expect(results).toEqual(Array.from({ length: count }, () => ({ ok: true, status: 200 })));
       verdicts.set(currentCase, `allowed ${results.length}, at most ${most} at once`);
       return most;

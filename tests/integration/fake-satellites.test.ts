@@ -13,9 +13,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { readManifest, type Manifest } from "../../broker/install/manifest.js";
-import { createLogger, type Logger } from "../../broker/log.js";
-import type { InvocationOutcome, SatelliteSpec } from "../../broker/satellite/process.js";
-import type { InvokeOptions, SatelliteSlot, SlotOptions } from "../../broker/satellite/slot.js";
+import { createLogger, type Logger } from "../../broker/base/log.js";
+import type { SatelliteSpec } from "../../broker/satellite/spec.js";
+import type { InvocationOutcome } from "../../broker/base/outcome.js";
+import type { SatelliteSlot, SlotOptions } from "../../broker/satellite/slot.js";
+import type { InvokeOptions } from "../../broker/base/invocation.js";
 import { Session } from "../../broker/sessions/session.js";
 import type { Cap } from "../../jail-runtime/wire/frames.js";
 import { REPO, bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
@@ -68,9 +70,10 @@ function textReply(text: string): InvocationOutcome {
 }
 
 /** The one JSON block of a tool reply. */
-function jsonOf(outcome: InvocationOutcome): unknown {
+function jsonOf(outcome: InvocationOutcome<"tool">): unknown {
   if (!outcome.ok) throw new Error(`expected a reply, got ${outcome.error.code}: ${outcome.error.msg}`);
-  return (outcome.value as { content: Array<{ json?: unknown }> }).content[0]?.json;
+  const block = outcome.value.content[0];
+  return block?.type === "json" ? block.json : undefined;
 }
 
 /** Jailed processes this test process started that still run (bwrap; deno without it). */
@@ -356,9 +359,9 @@ describe("through a real Broker: the broker keeps serving every other session", 
     invocation_id: number | null;
   }
 
-  function text(outcome: InvocationOutcome): string {
+  function text(outcome: InvocationOutcome<"tool">): string {
     if (!outcome.ok) return `error ${outcome.error.code}: ${outcome.error.msg}`;
-    return (outcome.value as { content: Array<{ text?: string }> }).content.map((c) => c.text ?? "").join("");
+    return outcome.value.content.map((c) => (c.type === "text" ? c.text : "")).join("");
   }
 
   async function otherServes(label: string): Promise<void> {

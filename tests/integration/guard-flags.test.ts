@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import type { Resolver } from "../../broker/egress/judge.js";
-import { silentLogger } from "../../broker/log.js";
+import { silentLogger } from "../../broker/base/log.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
@@ -70,8 +70,8 @@ async function fetchVia(host: string): Promise<{ ok: boolean; code?: string; mes
   const url = `http://${host}:${port}/probe`;
   const report = await session.callTool("fetch", JSON.stringify({ url }));
   if (!report.outcome.ok) return { ok: false, code: report.outcome.error.code, message: report.outcome.error.msg };
-  const content = (report.outcome.value as { content: Array<{ json?: unknown }> }).content;
-  return content[0]!.json as { ok: boolean; code?: string; message?: string };
+  const block = report.outcome.value.content[0]!;
+  return (block.type === "json" ? block.json : undefined) as { ok: boolean; code?: string; message?: string };
 }
 
 /** Allowed by the policy: fetched, or allowed and then not reachable (an address nothing routes). */

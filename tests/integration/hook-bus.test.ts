@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
-import { createLogger } from "../../broker/log.js";
+import { createLogger } from "../../broker/base/log.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";

@@ -18,8 +18,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { WebSocket } from "ws";
 import { Broker } from "../../broker/broker.js";
-import { createLogger } from "../../broker/log.js";
-import { textOf } from "../../broker/outcome.js";
+import { createLogger } from "../../broker/base/log.js";
+import { textOf } from "../../broker/base/outcome.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { buildFakeArtifact, installFakeAndWorker } from "./support/fake-extension.js";

@@ -24,7 +24,7 @@ import Database from "better-sqlite3";
 import { execa } from "execa";
 import { Broker } from "../../broker/broker.js";
 import { readManifest } from "../../broker/install/manifest.js";
-import { silentLogger } from "../../broker/log.js";
+import { silentLogger } from "../../broker/base/log.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 

@@ -170,7 +170,7 @@ test("a heap bomb kills only its satellite; the answer says it ran out of memory
 test("a caller who can wait never sees busy: concurrent calls queue and all succeed", async () => {
   const slot = track(slotFor(echo));
   const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => slot.invoke(call("echo", { text: String(i) }))));
-  expect(answers.map((a) => (a.ok ? (a.value as { content: Array<{ text: string }> }).content[0]!.text : a.error.code))).toEqual(
+  expect(answers.map((a) => (a.ok ? (a.value.content[0] as { text: string }).text : a.error.code))).toEqual(
     Array.from({ length: 10 }, (_, i) => String(i)),
   );
   expect(slot.boots).toBe(1);

@@ -8,8 +8,8 @@
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TetherError } from "../../broker/errors.js";
-import { silentLogger } from "../../broker/log.js";
+import { TetherError } from "../../broker/base/errors.js";
+import { silentLogger } from "../../broker/base/log.js";
 import type { ToolCallReport } from "../../broker/sessions/session.js";
 import { Connection, DEFAULT_LIMITS, type ClientSocket, type Handler, type RequestContext } from "../../broker/serve/connection.js";
 import { RpcFailure, checkParams, checkPayload, reportToWire, toRpcError } from "../../broker/serve/protocol.js";

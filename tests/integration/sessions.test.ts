@@ -10,7 +10,7 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeF
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
-import { createLogger } from "../../broker/log.js";
+import { createLogger } from "../../broker/base/log.js";
 import { Preferences } from "../../broker/sessions/preferences.js";
 import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";

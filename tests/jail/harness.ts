@@ -10,7 +10,7 @@ import { createServer as createHttpServer, type Server as HttpServer } from "nod
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { InvocationOutcome } from "../../broker/satellite/process.js";
+import type { InvocationOutcome } from "../../broker/base/outcome.js";
 import type { SatelliteSlot } from "../../broker/satellite/slot.js";
 import type { Observation } from "./fixtures/escape/index.js";
 
@@ -34,9 +34,9 @@ export interface AttemptArgs {
 
 /** Calls the fixture's `attempt` tool once on `slot`. */
 export async function attempt(slot: SatelliteSlot, args: AttemptArgs, deadlineMs = 5_000): Promise<Seen> {
-  const outcome: InvocationOutcome = await slot.invoke({ kind: "tool", name: "attempt", args: JSON.stringify(args), strand: "jail", deadlineMs });
+  const outcome: InvocationOutcome<"tool"> = await slot.invoke({ kind: "tool", name: "attempt", args: JSON.stringify(args), strand: "jail", deadlineMs });
   if (!outcome.ok) return { answered: false, code: outcome.error.code, msg: outcome.error.msg };
-  const block = (outcome.value as { content: Array<{ type: string; json?: unknown }> }).content[0];
+  const block = outcome.value.content[0];
   if (block?.type !== "json") throw new Error(`attempt ${args.id} answered no JSON block: ${JSON.stringify(outcome.value)}`);
   const { id, ...obs } = block.json as { id: string } & Observation;
   return { answered: true, id, obs: obs as Observation };

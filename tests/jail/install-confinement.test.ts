@@ -15,7 +15,7 @@ import { randomBytes } from "node:crypto";
 import { bundleExtension } from "../../broker/install/bundle.js";
 import { scanArtifact } from "../../broker/install/artifact-scan.js";
 import { readManifest } from "../../broker/install/manifest.js";
-import { TetherError } from "../../broker/errors.js";
+import { TetherError } from "../../broker/base/errors.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const TOKEN = `TETHER_HOST_SECRET_${randomBytes(8).toString("hex")}`;

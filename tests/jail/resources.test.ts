@@ -17,7 +17,7 @@ import { satelliteLimits } from "../../broker/jail/cgroup-limits.js";
 import { denoBinary } from "../../broker/jail/deno-binary.js";
 import { DENO_CACHE_MAX_BYTES, denoCacheFor } from "../../broker/jail/deno-cache.js";
 import { JAIL_TMP_BYTES, PROC_MASKED_DIRS, PROC_MASKED_FILES } from "../../broker/jail/sandbox.js";
-import { createLogger } from "../../broker/log.js";
+import { createLogger } from "../../broker/base/log.js";
 import { SatelliteProcess } from "../../broker/satellite/process.js";
 import type { SatelliteSlot } from "../../broker/satellite/slot.js";
 import { jailTmpBytes, processTree } from "../../broker/satellite/memory-watch.js";
@@ -64,7 +64,7 @@ function status(pid: number): Record<string, string> {
 async function call(name: string, args: object = {}): Promise<unknown> {
   const outcome = await slot.invoke({ kind: "tool", name, args: JSON.stringify(args), strand: "r", deadlineMs: 10_000 });
   if (!outcome.ok) throw new Error(`${name}: ${outcome.error.code}: ${outcome.error.msg}`);
-  const block = (outcome.value as { content: Array<{ type: string; json?: unknown; text?: string }> }).content[0]!;
+  const block = outcome.value.content[0]!;
   return block.type === "json" ? block.json : block.text;
 }
 

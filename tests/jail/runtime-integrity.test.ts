@@ -17,8 +17,8 @@ import { join } from "node:path";
 import * as esbuild from "esbuild";
 import { ARTIFACT_BUILD_OPTIONS } from "../../broker/install/bundle.js";
 import { readManifest } from "../../broker/install/manifest.js";
-import { createLogger } from "../../broker/log.js";
-import type { InvocationOutcome } from "../../broker/satellite/process.js";
+import { createLogger } from "../../broker/base/log.js";
+import type { InvocationOutcome } from "../../broker/base/outcome.js";
 import type { SatelliteSlot } from "../../broker/satellite/slot.js";
 import { REPO, bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
 import { PATCH_NAMES } from "./fixtures/hostile-runtime/patches.js";
@@ -74,9 +74,9 @@ interface Report {
 async function report(slot: SatelliteSlot): Promise<Report> {
   const outcome = await slot.invoke(call("grants"));
   if (!outcome.ok) throw new Error(`grants answered ${outcome.error.code}: ${outcome.error.msg}`);
-  const block = (outcome.value as { content: Array<{ type: string; json?: unknown }> }).content[0];
+  const block = outcome.value.content[0];
   expect(block?.type).toBe("json");
-  return block!.json as Report;
+  return (block as { json: unknown }).json as Report;
 }
 
 const NOT_HELD = { net: "prompt", read: "prompt", write: "prompt" };

@@ -9,8 +9,8 @@ import { fileURLToPath } from "node:url";
 import { bundleExtension } from "../../broker/install/bundle.js";
 import { readManifest, type Manifest } from "../../broker/install/manifest.js";
 import type { SandboxMode } from "../../broker/jail/sandbox.js";
-import { silentLogger, type Logger } from "../../broker/log.js";
-import type { SatelliteSpec } from "../../broker/satellite/process.js";
+import { silentLogger, type Logger } from "../../broker/base/log.js";
+import type { SatelliteSpec } from "../../broker/satellite/spec.js";
 import { SatelliteSlot, type SlotOptions } from "../../broker/satellite/slot.js";
 import { envJail, envSandbox } from "./env-options.js";
 

@@ -1,9 +1,11 @@
 /**
  * Import boundaries, re-checked from the source: `jail-runtime/` never imports
  * `broker/`; the shared wire imports nothing runtime-specific; the broker reaches
- * into `jail-runtime/` only for the wire and the hook vocabulary; only
- * `broker/store/` (and `broker/registry/`) touches SQLite, drizzle and the schema;
- * and the environment is read at the edge only: `broker/cli/`.
+ * into `jail-runtime/` only for the wire; the contracts every layer shares live
+ * in `broker/base/`, which imports no other broker folder, and the satellite,
+ * the capabilities and the sessions meet there rather than in one another's
+ * files; only `broker/store/` (and `broker/registry/`) touches SQLite, drizzle
+ * and the schema; and the environment is read at the edge only: `broker/cli/`.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
@@ -214,7 +216,7 @@ describe("layering", () => {
 
   test("the trees being checked are not empty", () => {
     expect(jailFiles).toEqual(expect.arrayContaining(["jail-runtime/ext/answer.ts", "jail-runtime/cap/runtime.ts", "jail-runtime/wire/codec.ts"]));
-    expect(brokerFiles).toEqual(expect.arrayContaining(["broker/errors.ts", "broker/satellite/connection.ts"]));
+    expect(brokerFiles).toEqual(expect.arrayContaining(["broker/base/errors.ts", "broker/satellite/connection.ts"]));
     expect(wireFiles).toEqual(["jail-runtime/wire/codec.ts", "jail-runtime/wire/codes.ts", "jail-runtime/wire/document-bounds.ts", "jail-runtime/wire/events.ts", "jail-runtime/wire/frames.ts"]);
   });
 
@@ -240,18 +242,55 @@ describe("layering", () => {
     expect(uses).toEqual([]);
   });
 
-  // What the broker imports from jail-runtime/ today: the wire, and the hook
-  // event list (`HOOK_EVENTS`, for the manifest schema) from ext/hook.ts.
-  const BROKER_MAY_IMPORT = (to: string): boolean => to.startsWith("jail-runtime/wire/") || to === "jail-runtime/ext/hook.ts";
-
-  test("broker/ imports jail-runtime/ only for the wire and ext/hook.ts", () => {
+  // The broker and the jail share the wire and nothing else (the event list, too,
+  // is the wire's: `EVENT_NAMES` in wire/events.ts).
+  test("broker/ imports jail-runtime/ only for the wire", () => {
     const intoJail = edges(brokerFiles).filter((e) => e.to?.startsWith("jail-runtime/"));
-    expect(intoJail.filter((e) => !BROKER_MAY_IMPORT(e.to!))).toEqual([]);
-    // The rule matches reality: each allowed door is actually used.
+    expect(intoJail.filter((e) => !e.to!.startsWith("jail-runtime/wire/")).map((e) => `${e.from} imports ${e.specifier}`)).toEqual([]);
+    // The rule is not vacuous: the broker does use the wire.
     const used = new Set(intoJail.map((e) => e.to));
     expect([...used].sort()).toEqual(
-      expect.arrayContaining(["jail-runtime/ext/hook.ts", "jail-runtime/wire/codec.ts", "jail-runtime/wire/codes.ts", "jail-runtime/wire/frames.ts"]),
+      expect.arrayContaining(["jail-runtime/wire/codec.ts", "jail-runtime/wire/codes.ts", "jail-runtime/wire/events.ts", "jail-runtime/wire/frames.ts"]),
     );
+  });
+
+  const folderOf = (file: string): string => file.split("/").slice(0, 2).join("/");
+
+  test("broker/base/ imports nothing from other broker/ folders: only itself, the wire and packages", () => {
+    const baseFiles = brokerFiles.filter((f) => f.startsWith("broker/base/"));
+    expect(baseFiles).toEqual(expect.arrayContaining(["broker/base/capability.ts", "broker/base/errors.ts", "broker/base/outcome.ts"]));
+    const offending = edges(baseFiles)
+      .filter((e) => e.to !== null && !e.to.startsWith("broker/base/") && !e.to.startsWith("jail-runtime/wire/"))
+      .map((e) => `${e.from} imports ${e.specifier}`);
+    expect(offending).toEqual([]);
+  });
+
+  /**
+   * Between the satellite, the capabilities and the sessions, the imports that
+   * may cross, each with why. Every contract they share (calls, replies,
+   * outcomes, invocation options) is in broker/base/; none of them reads
+   * another's implementation for a type.
+   */
+  const MAY_CROSS: Readonly<Record<string, string>> = {
+    // A session's policy is the capabilities' own setting (it narrows what net.fetch
+    // may reach); sessions store and hand it over, they define nothing of it.
+    "broker/sessions/session.ts -> broker/caps/policy.ts": "a session's policy, as the capabilities define it",
+    "broker/sessions/session-records.ts -> broker/caps/policy.ts": "a stored session's policy, as the capabilities define it",
+    // The cap_call event's payload is built where the capability is judged; the
+    // session's hook bus only forwards it to the hooks.
+    "broker/sessions/bus.ts -> broker/caps/context.ts": "the cap_call event the capabilities raise",
+  };
+  const PEERS = new Set(["broker/satellite", "broker/caps", "broker/sessions"]);
+
+  test("broker/satellite/, broker/caps/ and broker/sessions/ meet in broker/base/, not in one another's files", () => {
+    const crossing = edges(brokerFiles.filter((f) => PEERS.has(folderOf(f))))
+      .filter((e) => e.to !== null && PEERS.has(folderOf(e.to)) && folderOf(e.to) !== folderOf(e.from))
+      .map((e) => `${e.from} -> ${e.to}`);
+    expect(crossing.filter((c) => MAY_CROSS[c] === undefined)).toEqual([]);
+    // The allow-list matches reality: each entry still crosses.
+    expect(Object.keys(MAY_CROSS).filter((c) => !crossing.includes(c))).toEqual([]);
+    // And nothing at all reaches into the satellite's implementation from caps/ or sessions/.
+    expect(crossing.filter((c) => c.includes("-> broker/satellite/"))).toEqual([]);
   });
 
   /**
@@ -279,7 +318,7 @@ describe("layering", () => {
     expect(envReads(parse("broker/cli/environment.ts")).length).toBeGreaterThan(0);
   });
 
-  test("everything the broker loads from jail-runtime/, followed transitively, stays out of cap/ and uses no Deno", () => {
+  test("everything the broker loads from jail-runtime/, followed transitively, is the wire and uses no Deno", () => {
     const seen = new Set<string>();
     const queue = edges(brokerFiles).flatMap((e) => (e.to?.startsWith("jail-runtime/") ? [e.to] : []));
     while (queue.length > 0) {
@@ -288,8 +327,8 @@ describe("layering", () => {
       seen.add(file);
       for (const e of edges([file])) if (e.to !== null) queue.push(e.to);
     }
-    expect(seen.has("jail-runtime/ext/hook.ts")).toBe(true);
-    expect([...seen].filter((f) => !f.startsWith("jail-runtime/wire/") && !f.startsWith("jail-runtime/ext/"))).toEqual([]);
+    expect(seen.has("jail-runtime/wire/events.ts")).toBe(true);
+    expect([...seen].filter((f) => !f.startsWith("jail-runtime/wire/"))).toEqual([]);
     const denoUses = [...seen].flatMap((file) => globalReferences(parse(file), new Set(["Deno"])).map((ref) => `${file}: ${ref}`));
     expect(denoUses).toEqual([]);
   });

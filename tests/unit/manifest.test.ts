@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseManifest, readManifest } from "../../broker/install/manifest.js";
-import { TetherError } from "../../broker/errors.js";
+import { TetherError } from "../../broker/base/errors.js";
 import { HOOK_EVENTS } from "../../jail-runtime/ext/hook.js";
 
 const FILE = "ext/weather/manifest.toml";

@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BrokerCode, TetherError } from "../../errors.js";
+import { BrokerCode, TetherError } from "../../base/errors.js";
 
 export type NativeProgram = "jail-exec" | "syscall-probe";
 

@@ -4,7 +4,7 @@
  * by the checker of one broker (it owns one: nothing compiled outlives it).
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../jail-runtime/wire/document-bounds.js";
+import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 
 function where(err: ErrorObject): string {
   const path = err.instancePath.replace(/\//g, ".").replace(/~1/g, "/").replace(/~0/g, "~");

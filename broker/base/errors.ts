@@ -3,7 +3,7 @@
  * invocation's answer) come from the shared wire; the codes below are the
  * broker's own failures, each with a message that says what to do next.
  */
-import { ErrorCode as WireCode, ERROR_CODES as WIRE_CODES } from "../jail-runtime/wire/codes.js";
+import { ErrorCode as WireCode, ERROR_CODES as WIRE_CODES } from "../../jail-runtime/wire/codes.js";
 
 export { WireCode, WIRE_CODES };
 

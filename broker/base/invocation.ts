@@ -1,0 +1,24 @@
+/**
+ * Asking a satellite for one invocation: the request, typed by its kind (the
+ * outcome's type follows it, see outcome.ts), and the caller's options.
+ */
+import type { CallKind } from "../../jail-runtime/wire/frames.js";
+import type { CapDispatcher } from "./capability.js";
+
+export interface InvocationRequest<K extends CallKind = CallKind> {
+  readonly kind: K;
+  readonly name: string;
+  /** JSON text, forwarded as is. */
+  readonly args: string;
+  readonly strand: string;
+  readonly deadlineMs: number;
+}
+
+export interface InvokeOptions {
+  /** Aborting cancels the call: the satellite's `ctx.signal` aborts and the call ends `cancelled`. */
+  readonly signal?: AbortSignal;
+  /** Called with each partial report, in order. */
+  readonly onReport?: (text: string) => void;
+  /** Serves this invocation's capability calls (overrides the slot's dispatcher). */
+  readonly dispatch?: CapDispatcher;
+}

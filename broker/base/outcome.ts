@@ -1,0 +1,65 @@
+/**
+ * What an invocation comes to, typed by its kind: a tool's or a command's
+ * success carries a `ToolReply`, a hook's (an event's) its verdict as JSON
+ * text. The satellite layer checks what a satellite answers before it becomes
+ * one of these (see broker/satellite/answer.ts), so nothing here inspects a
+ * value at run time to learn what it is.
+ *
+ * Also: reading an outcome as a harness does, the reply's content blocks or
+ * one line of text for a person or a model.
+ */
+import type { CallKind, WireError } from "../../jail-runtime/wire/frames.js";
+
+/** A content block as the broker hands it to callers: JSON blocks parsed. */
+export type ToolContent = { readonly type: "text"; readonly text: string } | { readonly type: "json"; readonly json: unknown };
+
+/** A tool's or command's successful value, as callers receive it. */
+export interface ToolReply {
+  readonly content: readonly ToolContent[];
+  readonly terminate: boolean;
+}
+
+/** What a successful invocation of each kind answers. */
+export interface SuccessValues {
+  readonly tool: ToolReply;
+  readonly command: ToolReply;
+  /** A hook's verdict, JSON text (checked against its event's schema by the hook bus). */
+  readonly event: string;
+  readonly route: string;
+}
+
+/** How any invocation can fail: a code and a message. */
+export interface Failure {
+  readonly ok: false;
+  readonly error: WireError;
+}
+
+/** The outcome of an invocation of kind `K` (any kind by default). */
+export type InvocationOutcome<K extends CallKind = CallKind> = { readonly ok: true; readonly value: SuccessValues[K] } | Failure;
+
+/** A failed outcome with `code` and `msg`. */
+export function failure(code: string, msg: string): Failure {
+  return { ok: false, error: { code, msg } };
+}
+
+/** The tool's or command's reply (content blocks and `terminate`), or null for a failure or a hook's verdict. */
+export function replyOf(outcome: InvocationOutcome): ToolReply | null {
+  if (!outcome.ok || typeof outcome.value === "string") return null;
+  return { content: outcome.value.content, terminate: outcome.value.terminate };
+}
+
+/**
+ * One line: text blocks as they are and JSON blocks as JSON, joined by " | ";
+ * a failure as `error <code>: <message>`.
+ *
+ * @example
+ * ```ts
+ * textOf({ ok: false, error: { code: "blocked", msg: "no" } }); // "error blocked: no"
+ * ```
+ */
+export function textOf(outcome: InvocationOutcome): string {
+  if (!outcome.ok) return `error ${outcome.error.code}: ${outcome.error.msg}`;
+  const reply = replyOf(outcome);
+  if (reply === null) return JSON.stringify(outcome.value) ?? "";
+  return reply.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ");
+}
