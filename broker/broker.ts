@@ -4,19 +4,18 @@
  */
 import { lookup } from "node:dns/promises";
 import { setMaxListeners } from "node:events";
-import { capDispatcher, noHooks, type CapEnvironment, type CapHookStage } from "./caps/dispatcher.js";
+import { capDispatcher, noHooks, type CapEnvironment } from "./caps/dispatcher.js";
 import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";
 import { CapabilityWork } from "./caps/in-flight.js";
 import { Permits } from "./caps/permits.js";
 import { EgressAgents } from "./egress/agents.js";
 import type { Resolver } from "./egress/judge.js";
 import { BrokerCode, TetherError, WireCode } from "./base/errors.js";
-import type { SandboxMode } from "./jail/sandbox.js";
 import { jailSetup, type JailSetup } from "./jail/setup.js";
-import { createLogger, type Logger, type LogLevel } from "./base/log.js";
+import { createLogger, type Logger } from "./base/log.js";
 import { Registry, type Approval, type Installed } from "./registry/registry.js";
 import type { InvocationOutcome } from "./base/outcome.js";
-import { sweepStaleCgroups, type CgroupMode } from "./jail/cgroup.js";
+import { sweepStaleCgroups } from "./jail/cgroup.js";
 import { jailIdentity, sweepSatelliteDirs } from "./jail/identity.js";
 import { dataVersionReader } from "./store/data-version.js";
 import { prepareHome, resolveHome } from "./store/home.js";
@@ -24,61 +23,13 @@ import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
 import { ToolArgsChecker } from "./base/tool-args.js";
 import { ParsedRules } from "./caps/egress-policy.js";
+import { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
+import { currentApproval, syncApprovals } from "./approval-sync.js";
 import { SatelliteLauncher } from "./satellite-launcher.js";
 import { SessionScope, type HookOutcome, type Live, type ScopeCallOptions, type ScopeHost } from "./session-scope.js";
 
-/**
- * What a broker is told. Nothing is read from the environment: each option
- * absent takes the default an embedder expects (the `tether` command fills
- * them from its `TETHER_*` variables, broker/cli/environment.ts).
- */
-export interface BrokerOptions {
-  /** The home folder; default `~/.tether`. */
-  readonly home?: string;
-  /** The OS sandbox: bwrap (the default; refused when bwrap is missing) or, insecurely, none. */
-  readonly sandbox?: SandboxMode;
-  /** The Deno binary satellites run on; default the one the `deno` npm package ships. */
-  readonly deno?: string;
-  /** The host uid satellites run as when the broker is root; default DEFAULT_JAIL_UID (see jail/identity.ts). */
-  readonly jailUid?: number;
-  /** The host gid satellites run as when the broker is root; default the jail uid. */
-  readonly jailGid?: number;
-  /** Where a root broker keeps what the jail uid must reach; default DEFAULT_JAIL_ROOT. */
-  readonly jailRoot?: string;
-  /** Which cgroups bound each satellite: auto (default), v1, v2 or none. */
-  readonly cgroup?: CgroupMode;
-  /** Where the jail launcher and seccomp filter are compiled; default build/native in the checkout. */
-  readonly nativeDir?: string;
-  /** Who approvals are recorded as approved by; default this OS user's name. */
-  readonly operator?: string;
-  readonly log?: Logger;
-  /** The level of the logger made when `log` is absent; default warn. */
-  readonly logLevel?: LogLevel;
-  readonly bootTimeoutMs?: number;
-  readonly graceMs?: number;
-  readonly ladderStepMs?: number;
-  /** Resolves names for egress (tests inject one so a name can "resolve" anywhere). */
-  readonly resolve?: Resolver;
-  /** The `cap_call` hook stage (the hook bus plugs in here). */
-  readonly capHooks?: CapHookStage;
-  /** Reuse Deno's caches per approved artifact (default true; see broker/jail/deno-cache.ts). */
-  readonly denoCache?: boolean;
-}
-
-/** A call made through the broker itself: the session it belongs to is named, always. */
-export interface CallOptions extends ScopeCallOptions {
-  readonly session: string;
-}
-
+export { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
 export type { HookOutcome } from "./session-scope.js";
-
-/** A hook's time limit when its `[[hook]]` row sets none. */
-export const DEFAULT_HOOK_DEADLINE_MS = 5_000;
-
-
-/** Fetches in flight at once: one extension's (all its invocations), and the whole broker's. */
-export const EXTENSION_FETCHES = 16;
-export const BROKER_FETCHES = 64;
 
 const defaultResolver: Resolver = async (name) => {
   const answers = await lookup(name, { all: true, verbatim: true });
@@ -241,26 +192,7 @@ export class Broker {
     this.#dataVersion = version;
     this.#registryVersion = this.registry.version;
     this.#approvalEpoch++;
-    for (const scope of this.#scopes.values()) for (const [name, live] of scope.live) {
-      const current = this.registry.latestApproval(name);
-      const installed = this.registry.get(name);
-      const sameArtifact =
-        current !== null &&
-        installed !== null &&
-        current.revokedAt === null &&
-        installed.manifestHash === live.installed.manifestHash &&
-        current.manifestHash === live.installed.manifestHash &&
-        current.artifactHash === live.installed.artifactHash;
-      if (!sameArtifact) {
-        this.#log.warn("approval revoked or the install changed; stopping the extension's satellite", { extension: name });
-        scope.live.delete(name);
-        void live.slot.destroy("was stopped: its approval was revoked or the install changed");
-      } else if (current.id !== live.approval.id) {
-        // Re-approved (perhaps narrower) for the same artifact: the satellite keeps running;
-        // capability calls read the grants at dispatch anyway.
-        scope.live.set(name, { ...live, approval: current });
-      }
-    }
+    syncApprovals(this.registry, this.#scopes.values(), this.#log);
   }
 
   #slot(scope: SessionScope, name: string): Live {
@@ -400,9 +332,7 @@ export class Broker {
         if (current !== undefined) return current.approval.grants;
         // No longer live: stopped by its session or the broker closing (its open call may finish
         // under the approval it has), or by a revocation or a changed install (nothing allowed).
-        const approval = this.registry.latestApproval(extension);
-        const stillApproved = approval !== null && approval.revokedAt === null && approval.artifactHash === live.installed.artifactHash && approval.manifestHash === live.installed.manifestHash;
-        return stillApproved ? approval.grants : { ...live.approval.grants, net: [] };
+        return currentApproval(this.registry, live.installed)?.grants ?? { ...live.approval.grants, net: [] };
       },
       session: () => scope.policy,
     });

@@ -45,3 +45,26 @@ export function satelliteLaunch(spec: SatelliteSpec, dir: string, denoCache: Lau
     ...(spec.jail?.nativeDir !== undefined ? { nativeDir: spec.jail.nativeDir } : {}),
   });
 }
+
+/**
+ * The two ways a boot fails while waiting: the process exits first, or the
+ * time runs out. Both reject with the error made when it happens (so it can
+ * name the exit and the stderr tail); `clear` ends the race.
+ */
+export function bootRace(exited: Promise<void>, ms: number, whenExited: () => Error, whenLate: () => Error): { exitedEarly: Promise<never>; timedOut: Promise<never>; clear(): void } {
+  const exitedEarly = exited.then(() => {
+    throw whenExited();
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(whenLate()), ms);
+  });
+  return {
+    exitedEarly,
+    timedOut,
+    clear: () => {
+      clearTimeout(timer);
+      exitedEarly.catch(() => {});
+    },
+  };
+}

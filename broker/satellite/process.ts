@@ -20,28 +20,15 @@ import { createSatelliteCgroup, satelliteLimits, type SatelliteCgroup } from "..
 import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
 import { spawnJailed } from "../jail/spawn.js";
 import { checkAnswer } from "./answer.js";
-import { listenForOne, satelliteLaunch } from "./boot.js";
+import { bootRace, listenForOne, satelliteLaunch } from "./boot.js";
 import { SatelliteConnection } from "./connection.js";
-import { DEFAULT_IDLE_CPU, treeCpuMs, watchIdleCpu } from "./cpu-watch.js";
+import { cgroupOomReason, meterIdleCpu, watchMemoryBound, type Bound } from "./bounds.js";
 import { checkServed, describeExit } from "./handshake.js";
+import { awaitHello } from "./hello.js";
 import { walkShutdownLadder } from "./ladder.js";
-import { rssLimitBytes, watchMemory } from "./memory-watch.js";
 import { captureOutput, type OutputTail } from "./output.js";
-import type { RunningInvocation, SatelliteSpec, SatelliteState } from "./spec.js";
+import type { OpenInvocation as Open, RunningInvocation, SatelliteSpec, SatelliteState } from "./spec.js";
 import { mintToken, tokensEqual } from "./tokens.js";
-
-interface Open {
-  readonly id: number;
-  readonly token: string;
-  readonly kind: CallKind;
-  readonly name: string;
-  readonly onCap: CapHandler;
-  answered: boolean;
-  readonly settled: Promise<void>;
-  resolveOutcome(outcome: InvocationOutcome): void;
-  resolveSettled(): void;
-  timer: NodeJS.Timeout;
-}
 
 /** Capability calls with no open invocation's token a satellite may make in its life before it is replaced. */
 export const STRAY_CAP_ALLOWANCE = 16;
@@ -137,13 +124,7 @@ export class SatelliteProcess {
     const child = spawnJailed(launch, { detached: true });
     this.#child = child;
     this.pid = child.pid;
-    if (child.pid !== undefined) {
-      const limit = rssLimitBytes(spec.memoryMb);
-      this.#stopWatch = watchMemory(child.pid, limit, (rss) => {
-        this.#log.warn("satellite passed its memory bound; stopping it", { rssMiB: Math.round(rss / 2 ** 20), limitMiB: limit / 2 ** 20 });
-        this.#stopForBound("memory", `used ${Math.round(rss / 2 ** 20)} MiB, over its ${limit / 2 ** 20} MiB memory bound (memory_mb ${spec.memoryMb}), and was stopped`);
-      });
-    }
+    if (child.pid !== undefined) this.#stopWatch = watchMemoryBound(child.pid, spec.memoryMb, this.#log, (bound, reason) => this.#stopForBound(bound, reason));
     captureOutput(child.stdout, "stdout", this.#log);
     this.#stderr = captureOutput(child.stderr, "stderr", this.#log);
     child.stdin?.on("error", () => {});
@@ -153,16 +134,12 @@ export class SatelliteProcess {
       (err: Error) => this.#onExit(`could not run: ${err.message}`),
     );
 
-    const exitedEarly = this.#exited.then(() => {
-      throw new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' ${this.#deathReason} before saying hello${this.#stderrNote()}`);
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' did not say hello within ${spec.bootTimeoutMs} ms${this.#stderrNote()}`)),
-        spec.bootTimeoutMs,
-      );
-    });
+    const { exitedEarly, timedOut, clear } = bootRace(
+      this.#exited,
+      spec.bootTimeoutMs,
+      () => new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' ${this.#deathReason} before saying hello${this.#stderrNote()}`),
+      () => new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' did not say hello within ${spec.bootTimeoutMs} ms${this.#stderrNote()}`),
+    );
     try {
       const socket = await Promise.race([connected, exitedEarly, timedOut]);
       const hello = await Promise.race([this.#awaitHello(socket), exitedEarly, timedOut]);
@@ -187,15 +164,13 @@ export class SatelliteProcess {
       this.#meterIdle();
       this.#log.debug("satellite ready", { pid: this.pid });
     } finally {
-      clearTimeout(timer);
-      exitedEarly.catch(() => {});
+      clear();
     }
   }
 
   /** The kernel killed something in its cgroup for passing the memory bound (heap, buffers and tmpfs together). */
   #cgroupOom(): string {
-    const limit = satelliteLimits(this.spec.memoryMb).memoryBytes / 2 ** 20;
-    const reason = `ran out of memory (its cgroup's ${limit} MiB bound: heap, buffers and its /tmp together; memory_mb ${this.spec.memoryMb}) and was stopped`;
+    const reason = cgroupOomReason(this.spec.memoryMb);
     this.spec.onBoundStop?.("memory", reason);
     return reason;
   }
@@ -206,39 +181,15 @@ export class SatelliteProcess {
   }
 
   #awaitHello(socket: Socket): Promise<Hello> {
-    return new Promise<Hello>((resolve, reject) => {
-      let greeted = false;
-      this.#conn = new SatelliteConnection(
-        socket,
-        {
-          frame: (frame) => {
-            if (!greeted) {
-              if (frame.t !== "hello") {
-                this.#conn?.close(new TetherError(BrokerCode.protocolViolation, `Expected 'hello' as the first frame, got '${frame.t}'`));
-                return;
-              }
-              greeted = true;
-              resolve(frame);
-              return;
-            }
-            this.#onFrame(frame);
-          },
-          closed: (err) => {
-            if (!greeted) {
-              const fail = () => reject(err ?? new TetherError(BrokerCode.bootFailed, `Satellite '${this.spec.name}' closed its socket before saying hello`));
-              // The prelude connects before the module runs, so a module that throws at load hangs
-              // up first: let its exit (with the stderr that says why) win the boot race.
-              if (err === null) setTimeout(fail, 1_000).unref();
-              else fail();
-            } else {
-              if (this.#state === "booting") this.#lostAtBoot = err;
-              this.#onDisconnect(err);
-            }
-          },
-        },
-        this.spec.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
-      );
+    const { conn, hello } = awaitHello(socket, this.spec.name, this.spec.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, {
+      frame: (frame) => this.#onFrame(frame),
+      closed: (err) => {
+        if (this.#state === "booting") this.#lostAtBoot = err;
+        this.#onDisconnect(err);
+      },
     });
+    this.#conn = conn;
+    return hello;
   }
 
   /** Runs one invocation. The caller must wait for the previous one's `settled`. */
@@ -304,19 +255,10 @@ export class SatelliteProcess {
     const pid = this.pid;
     if (pid === undefined) return;
     this.#stopIdleMeter();
-    const cgroup = this.#cgroup;
-    const cpuMs = () => {
-      const ns = cgroup?.cpuNanos() ?? null;
-      return ns === null ? treeCpuMs(pid) : ns / 1e6;
-    };
-    this.#stopIdleMeter = watchIdleCpu(cpuMs, this.spec.idleCpu ?? DEFAULT_IDLE_CPU, (used, wall) => {
-      if (this.#state !== "ready") return;
-      this.#log.warn("satellite kept running with no invocation open; stopping it", { cpuMs: used, wallMs: wall });
-      this.#stopForBound("cpu", `kept running with no invocation open (${Math.round(used)} ms of CPU in ${wall} ms since its last answer), and was stopped`);
-    });
+    this.#stopIdleMeter = meterIdleCpu(pid, this.#cgroup, this.spec.idleCpu, this.#log, () => this.#state === "ready", (bound, reason) => this.#stopForBound(bound, reason));
   }
 
-  #stopForBound(bound: "cpu" | "memory", reason: string): void {
+  #stopForBound(bound: Bound, reason: string): void {
     this.spec.onBoundStop?.(bound, reason);
     void this.destroy(reason);
   }

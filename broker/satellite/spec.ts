@@ -3,6 +3,7 @@
  * passes through, and the handle on one running invocation.
  */
 import type { CallKind } from "../../jail-runtime/wire/frames.js";
+import type { CapHandler } from "../base/capability.js";
 import type { Logger } from "../base/log.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import type { DenoCacheMount, DenoCacheSource } from "../jail/deno-cache.js";
@@ -47,4 +48,18 @@ export interface RunningInvocation<K extends CallKind = CallKind> {
   readonly settled: Promise<void>;
   /** Best effort: asks the satellite to stop; the caller gets `cancelled` now. */
   cancel(reason?: string): void;
+}
+
+/** The invocation a satellite has open (one at a time): what its answer and its capability calls are checked against. */
+export interface OpenInvocation {
+  readonly id: number;
+  readonly token: string;
+  readonly kind: CallKind;
+  readonly name: string;
+  readonly onCap: CapHandler;
+  answered: boolean;
+  readonly settled: Promise<void>;
+  resolveOutcome(outcome: InvocationOutcome): void;
+  resolveSettled(): void;
+  timer: NodeJS.Timeout;
 }

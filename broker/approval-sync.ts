@@ -1,0 +1,41 @@
+/**
+ * Whether the approval a satellite runs under is still the one in force, and
+ * what the broker does when it is not: a revoked approval or a changed install
+ * stops the extension's satellites (in every session); a re-approval of the same
+ * artifact (perhaps narrower) keeps them running under the new grants.
+ */
+import type { Logger } from "./base/log.js";
+import type { Approval, Installed, Registry } from "./registry/registry.js";
+import type { SessionScope } from "./session-scope.js";
+
+/** The approval in force for exactly this install (manifest and artifact), or null when revoked or changed. */
+export function currentApproval(registry: Registry, installed: Installed): Approval | null {
+  const name = installed.manifest.name;
+  const current = registry.latestApproval(name);
+  const now = registry.get(name);
+  const same =
+    current !== null &&
+    now !== null &&
+    current.revokedAt === null &&
+    now.manifestHash === installed.manifestHash &&
+    current.manifestHash === installed.manifestHash &&
+    current.artifactHash === installed.artifactHash;
+  return same ? current : null;
+}
+
+/** Brings every scope's live satellites in line with the approvals as they stand. */
+export function syncApprovals(registry: Registry, scopes: Iterable<SessionScope>, log: Logger): void {
+  for (const scope of scopes) {
+    for (const [name, live] of scope.live) {
+      const current = currentApproval(registry, live.installed);
+      if (current === null) {
+        log.warn("approval revoked or the install changed; stopping the extension's satellite", { extension: name });
+        scope.live.delete(name);
+        void live.slot.destroy("was stopped: its approval was revoked or the install changed");
+      } else if (current.id !== live.approval.id) {
+        // Re-approved for the same artifact: capability calls read the grants at dispatch anyway.
+        scope.live.set(name, { ...live, approval: current });
+      }
+    }
+  }
+}

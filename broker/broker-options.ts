@@ -1,0 +1,58 @@
+/** What a broker is told, and what a call through it names. */
+import type { LogLevel, Logger } from "./base/log.js";
+import type { CapHookStage } from "./caps/context.js";
+import type { Resolver } from "./egress/judge.js";
+import type { CgroupMode } from "./jail/cgroup.js";
+import type { SandboxMode } from "./jail/sandbox.js";
+import type { ScopeCallOptions } from "./session-scope.js";
+
+/**
+ * What a broker is told. Nothing is read from the environment: each option
+ * absent takes the default an embedder expects (the `tether` command fills
+ * them from its `TETHER_*` variables, broker/cli/environment.ts).
+ */
+export interface BrokerOptions {
+  /** The home folder; default `~/.tether`. */
+  readonly home?: string;
+  /** The OS sandbox: bwrap (the default; refused when bwrap is missing) or, insecurely, none. */
+  readonly sandbox?: SandboxMode;
+  /** The Deno binary satellites run on; default the one the `deno` npm package ships. */
+  readonly deno?: string;
+  /** The host uid satellites run as when the broker is root; default DEFAULT_JAIL_UID (see jail/identity.ts). */
+  readonly jailUid?: number;
+  /** The host gid satellites run as when the broker is root; default the jail uid. */
+  readonly jailGid?: number;
+  /** Where a root broker keeps what the jail uid must reach; default DEFAULT_JAIL_ROOT. */
+  readonly jailRoot?: string;
+  /** Which cgroups bound each satellite: auto (default), v1, v2 or none. */
+  readonly cgroup?: CgroupMode;
+  /** Where the jail launcher and seccomp filter are compiled; default build/native in the checkout. */
+  readonly nativeDir?: string;
+  /** Who approvals are recorded as approved by; default this OS user's name. */
+  readonly operator?: string;
+  readonly log?: Logger;
+  /** The level of the logger made when `log` is absent; default warn. */
+  readonly logLevel?: LogLevel;
+  readonly bootTimeoutMs?: number;
+  readonly graceMs?: number;
+  readonly ladderStepMs?: number;
+  /** Resolves names for egress (tests inject one so a name can "resolve" anywhere). */
+  readonly resolve?: Resolver;
+  /** The `cap_call` hook stage (the hook bus plugs in here). */
+  readonly capHooks?: CapHookStage;
+  /** Reuse Deno's caches per approved artifact (default true; see broker/jail/deno-cache.ts). */
+  readonly denoCache?: boolean;
+}
+
+/** A call made through the broker itself: the session it belongs to is named, always. */
+export interface CallOptions extends ScopeCallOptions {
+  readonly session: string;
+}
+
+/** A hook's time limit when its `[[hook]]` row sets none. */
+export const DEFAULT_HOOK_DEADLINE_MS = 5_000;
+
+
+/** Fetches in flight at once: one extension's (all its invocations), and the whole broker's. */
+export const EXTENSION_FETCHES = 16;
+export const BROKER_FETCHES = 64;
