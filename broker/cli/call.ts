@@ -10,8 +10,6 @@
  * operator asked for it by name, so the ledger row says so
  * (`invocations.hooks_bypassed`, shown by `tether audit`).
  */
-import { statSync } from "node:fs";
-import { resolve } from "node:path";
 import * as v from "valibot";
 import type { Broker } from "../broker.js";
 import { BrokerCode, WireCode } from "../base/errors.js";
@@ -19,6 +17,7 @@ import type { Failure, InvocationOutcome } from "../base/outcome.js";
 import { GLOBAL } from "../sessions/preferences.js";
 import { SessionId, SessionRecords } from "../sessions/session-records.js";
 import type { Session } from "../sessions/session.js";
+import { workspaceFolder } from "./workspace.js";
 
 /** The session `tether call` uses when no --session is given (its ledger rows say `cli`). */
 export const CALL_SESSION = "cli";
@@ -51,14 +50,9 @@ export function parseCallArgs(
   let workspace: string | null = null;
   if (values.workspace !== undefined) {
     if (noHooks) return "--workspace has no use with --no-hooks: no session is opened, so no command hook runs";
-    workspace = resolve(values.workspace);
-    let isDir = false;
-    try {
-      isDir = statSync(workspace).isDirectory();
-    } catch {
-      // Not there: said below.
-    }
-    if (!isDir) return `--workspace '${values.workspace}': not a folder`;
+    const given = workspaceFolder(values.workspace);
+    if ("error" in given) return given.error;
+    workspace = given.folder;
   }
   return { extension, tool, args: args ?? "{}", session, workspace, noHooks };
 }

@@ -8,8 +8,6 @@
  *            write the saved preference (global default, or one session's
  *            override); a live session applies it on `reload`
  */
-import { statSync } from "node:fs";
-import { resolve } from "node:path";
 import * as v from "valibot";
 import type { Broker } from "../broker.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
@@ -17,6 +15,7 @@ import { BUILTIN_HOOKS_NAME } from "../install/manifest.js";
 import { GLOBAL, Preferences, type Preference } from "../sessions/preferences.js";
 import { SessionId, SessionRecords } from "../sessions/session-records.js";
 import type { ExtensionStatus } from "../sessions/session.js";
+import { workspaceFolder } from "./workspace.js";
 
 export const SESSION_ACTIONS = ["status", "enable", "disable", "reset"] as const;
 export type SessionAction = (typeof SESSION_ACTIONS)[number];
@@ -65,14 +64,9 @@ export function parseSessionArgs(args: readonly string[], values: { session?: st
   let workspace: string | null = null;
   if (values.workspace !== undefined) {
     if (act !== "status") return `--workspace applies to tether session status only`;
-    workspace = resolve(values.workspace);
-    let isDir = false;
-    try {
-      isDir = statSync(workspace).isDirectory();
-    } catch {
-      // Not there: said below.
-    }
-    if (!isDir) return `--workspace '${values.workspace}': not a folder`;
+    const given = workspaceFolder(values.workspace);
+    if ("error" in given) return given.error;
+    workspace = given.folder;
   }
   return { action: act, extension: extension ?? null, session: values.session ?? null, workspace };
 }

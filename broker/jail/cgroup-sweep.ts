@@ -4,8 +4,9 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { detectCgroups, type CgroupMode } from "./cgroup-detect.js";
-import { code, unique } from "./cgroup-fs.js";
+import { unique } from "./cgroup-fs.js";
 import { emptyGroups, rmdirPatiently } from "./cgroup-teardown.js";
+import { alive } from "./identity.js";
 
 /**
  * Removes the `tether-<pid>` groups of brokers that are gone (killed with
@@ -38,15 +39,6 @@ export async function sweepStaleCgroups(mode: CgroupMode = "auto"): Promise<stri
     }
   }
   return removed;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return code(err) === "EPERM"; // exists, someone else's
-  }
 }
 
 /** `dir` and every group below it, deepest first. */

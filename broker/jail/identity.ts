@@ -78,7 +78,8 @@ export function makeSatelliteDir(identity: JailIdentity | null): string {
   return dir;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process of this pid exists (someone else's counts). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
