@@ -12,6 +12,7 @@ import { Broker } from "../../broker/broker.js";
 import { migrationsFolder, openStore } from "../../broker/store/open.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
+import { until } from "../support/wait.js";
 
 let tmp: string;
 beforeEach(() => {
@@ -139,7 +140,8 @@ test("a satellite SIGKILLed mid-call loses no ledger row: the call is recorded a
     broker.registry.approve("misbehave");
     expect(await broker.callTool("misbehave", "sleep", '{"ms":1}', { session: "default" })).toMatchObject({ ok: true });
     const pending = broker.callTool("misbehave", "sleep", '{"ms":60000}', { session: "default" });
-    await new Promise((r) => setTimeout(r, 300));
+    // The call is in the satellite's hands once its slot is busy (an event of the scope, not a wait).
+    await until("the call to reach the satellite", () => broker.scope("default").live.get("misbehave")?.slot.state === "busy");
     // Kill the jailed process tree from outside, as the OOM killer would.
     const bwrapPid = findChildPid(process.pid, "bwrap");
     expect(bwrapPid).toBeGreaterThan(0);
