@@ -2,7 +2,7 @@
 import type { LogLevel, Logger } from "./base/log.js";
 import type { CapHookStage } from "./caps/context.js";
 import type { Resolver } from "./egress/judge.js";
-import type { CgroupMode } from "./jail/cgroup.js";
+import type { JailOptions } from "./jail/setup.js";
 import type { SandboxMode } from "./jail/sandbox.js";
 import type { ScopeCallOptions } from "./session-scope.js";
 
@@ -11,23 +11,11 @@ import type { ScopeCallOptions } from "./session-scope.js";
  * absent takes the default an embedder expects (the `tether` command fills
  * them from its `TETHER_*` variables, broker/cli/environment.ts).
  */
-export interface BrokerOptions {
+export interface BrokerOptions extends JailOptions {
   /** The home folder; default `~/.tether`. */
   readonly home?: string;
   /** The OS sandbox: bwrap (the default; refused when bwrap is missing) or, insecurely, none. */
   readonly sandbox?: SandboxMode;
-  /** The Deno binary satellites run on; default the one the `deno` npm package ships. */
-  readonly deno?: string;
-  /** The host uid satellites run as when the broker is root; default DEFAULT_JAIL_UID (see jail/identity.ts). */
-  readonly jailUid?: number;
-  /** The host gid satellites run as when the broker is root; default the jail uid. */
-  readonly jailGid?: number;
-  /** Where a root broker keeps what the jail uid must reach; default DEFAULT_JAIL_ROOT. */
-  readonly jailRoot?: string;
-  /** Which cgroups bound each satellite: auto (default), v1, v2 or none. */
-  readonly cgroup?: CgroupMode;
-  /** Where the jail launcher and seccomp filter are compiled; default build/native in the checkout. */
-  readonly nativeDir?: string;
   /** Who approvals are recorded as approved by; default this OS user's name. */
   readonly operator?: string;
   readonly log?: Logger;

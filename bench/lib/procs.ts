@@ -1,5 +1,6 @@
 /** Finding a satellite's Deno process and reading its memory from /proc. */
 import { readFileSync, readdirSync } from "node:fs";
+import { processTree } from "../../broker/satellite/memory-watch.js";
 
 function read(path: string): string | null {
   try {
@@ -46,17 +47,8 @@ export function comm(pid: number): string {
   return (read(`/proc/${pid}/comm`) ?? "").trim();
 }
 
-/** `pid` and all its descendants, breadth first. */
-export function descendants(pid: number): number[] {
-  const out: number[] = [];
-  const queue = [pid];
-  while (queue.length > 0) {
-    const p = queue.shift()!;
-    out.push(p);
-    queue.push(...childrenOf(p));
-  }
-  return out;
-}
+/** `pid` and all its descendants (the broker's own walk, which its memory watchdog uses). */
+export const descendants = processTree;
 
 /** The Deno process at or under `pid` (under bwrap, `pid` is bwrap's and Deno is a grandchild). */
 export function findDeno(pid: number): number | null {

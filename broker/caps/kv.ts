@@ -46,30 +46,26 @@ export function kvList(store: Store, extension: string, args: v.InferOutput<type
   return { ok: true, value: kvRepository(store).list(extension, args.prefix, args.limit) };
 }
 
-/** `kv.get`: nothing to judge beyond the token (each extension has its own keys); the hooks see the key. */
-export function kvGetAct(scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> {
+/**
+ * `kv.get`, `kv.delete`, `kv.list`: nothing to judge beyond the token (each
+ * extension has its own keys); the hooks see the key or prefix.
+ */
+function unjudgedAct(target: string, run: () => CapReply): Act<null> {
   return {
     judge: () => null,
-    shown: () => ({ target: args.key }),
-    perform: () => ({ reply: kvGet(scope.env.store, scope.info.extension, args), decision: "allowed", rule: "builtin:kv", target: args.key }),
+    shown: () => ({ target }),
+    perform: () => ({ reply: run(), decision: "allowed", rule: "builtin:kv", target }),
   };
 }
 
-export function kvDeleteAct(scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> {
-  return {
-    judge: () => null,
-    shown: () => ({ target: args.key }),
-    perform: () => ({ reply: kvDelete(scope.env.store, scope.info.extension, args), decision: "allowed", rule: "builtin:kv", target: args.key }),
-  };
-}
+export const kvGetAct = (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
+  unjudgedAct(args.key, () => kvGet(scope.env.store, scope.info.extension, args));
 
-export function kvListAct(scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Act<null> {
-  return {
-    judge: () => null,
-    shown: () => ({ target: args.prefix }),
-    perform: () => ({ reply: kvList(scope.env.store, scope.info.extension, args), decision: "allowed", rule: "builtin:kv", target: args.prefix }),
-  };
-}
+export const kvDeleteAct = (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
+  unjudgedAct(args.key, () => kvDelete(scope.env.store, scope.info.extension, args));
+
+export const kvListAct = (scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Act<null> =>
+  unjudgedAct(args.prefix, () => kvList(scope.env.store, scope.info.extension, args));
 
 /** `kv.put`: the quota is the policy, judged when the value is written (it depends on what is stored then). */
 export function kvPutAct(scope: CallScope, args: v.InferOutput<typeof KvPutArgs>): Act<null> {

@@ -5,6 +5,7 @@
 import { createInterface } from "node:readline/promises";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { Broker } from "../broker.js";
+import { defined } from "../base/defined.js";
 import { TetherError } from "../base/errors.js";
 import { EnvironmentError, readEnvironment, type EnvironmentOptions } from "./environment.js";
 
@@ -124,7 +125,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     return EXIT.usage;
   }
   // --home wins over TETHER_HOME.
-  const options: EnvironmentOptions = { ...environment, ...(values.home !== undefined ? { home: values.home } : {}) };
+  const options: EnvironmentOptions = { ...environment, ...defined({ home: values.home }) };
 
   if (command === "doctor") {
     const { runChecks } = await import("./doctor.js");
@@ -135,20 +136,11 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
 
   if (command === "serve") {
     const { runServe } = await import("../serve/command.js");
-    return runServe({
-      broker: options,
-      ...(values.socket !== undefined ? { socket: values.socket } : {}),
-      ...(values.port !== undefined ? { port: values.port } : {}),
-      ...(values["token-file"] !== undefined ? { tokenFile: values["token-file"] } : {}),
-    });
+    return runServe({ broker: options, ...defined({ socket: values.socket, port: values.port, tokenFile: values["token-file"] }) });
   }
   if (command === "mcp") {
     const { runMcp } = await import("../mcp/command.js");
-    return runMcp({
-      broker: options,
-      ...(values.session !== undefined ? { session: values.session } : {}),
-      ...(values.workspace !== undefined ? { workspace: values.workspace } : {}),
-    });
+    return runMcp({ broker: options, ...defined({ session: values.session, workspace: values.workspace }) });
   }
 
   const known = ["install", "review", "approve", "revoke", "uninstall", "list", "call", "session", "audit"];

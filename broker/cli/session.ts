@@ -17,18 +17,19 @@ import { SessionId, SessionRecords } from "../sessions/session-records.js";
 import type { ExtensionStatus } from "../sessions/session.js";
 import { workspaceFolder } from "./workspace.js";
 
-export const SESSION_ACTIONS = ["status", "enable", "disable", "reset"] as const;
-export type SessionAction = (typeof SESSION_ACTIONS)[number];
+/** Each action with what it takes after `tether session <action>`. */
+const USAGE = [
+  ["status", "[--session <id>] [--workspace <dir>]"],
+  ["enable", "<name> [--session <id>]"],
+  ["disable", "<name> [--session <id>]"],
+  ["reset", "<name> --session <id>"],
+] as const;
+export type SessionAction = (typeof USAGE)[number][0];
+export const SESSION_ACTIONS: readonly SessionAction[] = USAGE.map(([action]) => action);
+const usage = (action: SessionAction): string => `tether session ${action} ${USAGE.find(([a]) => a === action)![1]}`;
 
 /** The session `tether session status` opens when no --session is given. */
 export const DEFAULT_SESSION = "default";
-
-const USAGE: Record<SessionAction, string> = {
-  status: "tether session status [--session <id>] [--workspace <dir>]",
-  enable: "tether session enable <name> [--session <id>]",
-  disable: "tether session disable <name> [--session <id>]",
-  reset: "tether session reset <name> --session <id>",
-};
 
 export interface SessionArgs {
   readonly action: SessionAction;
@@ -46,15 +47,15 @@ export interface SessionArgs {
  */
 export function parseSessionArgs(args: readonly string[], values: { session?: string | undefined; workspace?: string | undefined }): SessionArgs | string {
   const [action, extension] = args;
-  if (action === undefined) return `missing what to do: ${Object.values(USAGE).join(" | ")}`;
+  if (action === undefined) return `missing what to do: ${SESSION_ACTIONS.map(usage).join(" | ")}`;
   if (!(SESSION_ACTIONS as readonly string[]).includes(action)) {
     return `unknown action '${action}': expected ${SESSION_ACTIONS.join(", ")}`;
   }
   const act = action as SessionAction;
-  if (act !== "status" && extension === undefined) return `missing the extension name: ${USAGE[act]}`;
-  if (act === "status" && extension !== undefined) return `unexpected '${extension}': ${USAGE.status}`;
+  if (act !== "status" && extension === undefined) return `missing the extension name: ${usage(act)}`;
+  if (act === "status" && extension !== undefined) return `unexpected '${extension}': ${usage("status")}`;
   if (act === "reset" && values.session === undefined) {
-    return `reset removes one session's override and needs --session <id>: ${USAGE.reset} (to change the global default: tether session enable|disable <name>)`;
+    return `reset removes one session's override and needs --session <id>: ${usage("reset")} (to change the global default: tether session enable|disable <name>)`;
   }
   if (values.session !== undefined) {
     if (values.session === GLOBAL) return `--session '${GLOBAL}': that name is reserved for the global defaults (leave out --session to set them)`;

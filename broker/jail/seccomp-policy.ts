@@ -93,6 +93,15 @@ const READ_IMPLIES_EXEC = 0x0400000;
 const PERSONAS = [0, 8, 0x20000, 0x20008, 0xffffffff];
 
 const deny = (syscall: string, errno: DenyErrno, why: string, ...probes: Probe[]): Rule => ({ syscall, errno, why, probes });
+
+/**
+ * One ioctl request refused. The kernel compares only the low 32 bits of the
+ * request, so the rule masks too, and a probe sets the high bits to prove it.
+ */
+const denyIoctl = (request: number, name: string, why: string, ...more: Probe[]): Rule => ({
+  ...deny("ioctl", "EPERM", why, probe(`ioctl-${name}`, [-1, request, 0], EBADF), probe(`ioctl-${name}-high`, [-1, HIGH + request, 0], EBADF), ...more),
+  when: [{ arg: 1, op: "MASKED_EQ", mask: 0xffffffff, value: request }],
+});
 const probe = (id: string, args: readonly ProbeArg[], kernel: readonly Answer[]): Probe => ({ id, args, kernel });
 
 /**
@@ -196,27 +205,8 @@ export const SECCOMP_RULES: readonly Rule[] = [
     ),
     when: [{ arg: 0, op: "NOT_IN_32", values: PERSONAS }],
   },
-  {
-    ...deny(
-      "ioctl",
-      "EPERM",
-      "TIOCSTI pushes input into a terminal",
-      probe("ioctl-tiocsti", [-1, TIOCSTI, 0], EBADF),
-      probe("ioctl-tiocsti-high", [-1, HIGH + TIOCSTI, 0], EBADF),
-      probe("ioctl-tcgets", [-1, TCGETS, 0], EBADF),
-    ),
-    when: [{ arg: 1, op: "MASKED_EQ", mask: 0xffffffff, value: TIOCSTI }],
-  },
-  {
-    ...deny(
-      "ioctl",
-      "EPERM",
-      "TIOCLINUX reads and pastes the console's selection",
-      probe("ioctl-tioclinux", [-1, TIOCLINUX, 0], EBADF),
-      probe("ioctl-tioclinux-high", [-1, HIGH + TIOCLINUX, 0], EBADF),
-    ),
-    when: [{ arg: 1, op: "MASKED_EQ", mask: 0xffffffff, value: TIOCLINUX }],
-  },
+  denyIoctl(TIOCSTI, "tiocsti", "TIOCSTI pushes input into a terminal", probe("ioctl-tcgets", [-1, TCGETS, 0], EBADF)),
+  denyIoctl(TIOCLINUX, "tioclinux", "TIOCLINUX reads and pastes the console's selection"),
   // The network: the jail has only a Unix socket; every other family is kernel surface (netlink, packet, vsock, …).
   {
     ...deny("socket", "EAFNOSUPPORT", "every address family but AF_UNIX", ...sweep("socket", null, SOCKET_KERNEL)),

@@ -19,13 +19,19 @@ export interface JailSetup {
   readonly nativeDir?: string;
 }
 
-/** The flat options a broker takes for its jail (see BrokerOptions). */
+/** The flat options a broker takes for its jail (BrokerOptions extends these). */
 export interface JailOptions {
+  /** The Deno binary satellites run on; default the one the `deno` npm package ships. */
   readonly deno?: string;
+  /** The host uid satellites run as when the broker is root; default DEFAULT_JAIL_UID (see identity.ts). */
   readonly jailUid?: number;
+  /** The host gid satellites run as when the broker is root; default the jail uid. */
   readonly jailGid?: number;
+  /** Where a root broker keeps what the jail uid must reach; default DEFAULT_JAIL_ROOT. */
   readonly jailRoot?: string;
+  /** Which cgroups bound each satellite: auto (default), v1, v2 or none. */
   readonly cgroup?: CgroupMode;
+  /** Where the jail launcher and seccomp filter are compiled; default build/native in the checkout. */
   readonly nativeDir?: string;
 }
 

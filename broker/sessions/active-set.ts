@@ -23,17 +23,22 @@ import type { Preference, Preferences } from "./preferences.js";
 
 export type ExtensionState = "active" | "inactive" | "disabled";
 
-export interface ExtensionStatus {
+/** What an extension contributes and needs, as its manifest (or built-in row) says. */
+interface Contributions {
   readonly name: string;
-  readonly state: ExtensionState;
-  /** Why it is not active (null when active). */
-  readonly reason: string | null;
   readonly builtin: boolean;
-  readonly preference: Preference;
   readonly priority: number;
   readonly requires: readonly string[];
   readonly tools: readonly string[];
   readonly commands: readonly string[];
+}
+
+export interface ExtensionStatus extends Contributions {
+  readonly state: ExtensionState;
+  /** Why it is not active (null when active). */
+  readonly reason: string | null;
+  readonly preference: Preference;
+  /** The events it hooks. */
   readonly hooks: readonly string[];
 }
 
@@ -45,13 +50,7 @@ export interface ReloadReport {
 }
 
 /** One extension the session knows of: installed or built in. */
-interface Known {
-  readonly name: string;
-  readonly builtin: boolean;
-  readonly priority: number;
-  readonly requires: readonly string[];
-  readonly tools: readonly string[];
-  readonly commands: readonly string[];
+interface Known extends Contributions {
   readonly hooks: readonly { readonly event: string; readonly onError: "note" | "block" }[];
   readonly installed: Installed | null;
   readonly notApproved: string | null;

@@ -5,8 +5,8 @@
  * same schemas (`wire/frames.ts`), the same error codes and the same wording.
  */
 import * as v from "valibot";
-import { DEFAULT_MAX_FRAME_BYTES, ProtocolError } from "../wire/codec.js";
-import { BrokerFrame, describeIssues } from "../wire/frames.js";
+import { DEFAULT_MAX_FRAME_BYTES, ProtocolError, checkFrame } from "../wire/codec.js";
+import { BrokerFrame } from "../wire/frames.js";
 import { DV, SafeMap, U8, arrayIsArray, dvGetUint32, dvSetUint32, mapDelete, mapGet, mapSet, u8Buffer, u8ByteOffset, u8Length, u8Set, u8Subarray } from "./intrinsics.js";
 import { Writer, decodeValue, encodeValue } from "./msgpack.js";
 
@@ -24,19 +24,7 @@ export function encodeFrame(frame: object, maxFrameBytes = DEFAULT_MAX_FRAME_BYT
 
 /** Decodes one frame body the broker sent and checks it against the broker's frame schemas. */
 export function decodeBrokerFrame(body: Uint8Array): v.InferOutput<typeof BrokerFrame> {
-  let raw: unknown;
-  try {
-    raw = decodeValue(body);
-  } catch (err) {
-    throw new ProtocolError("malformed_frame", `Frame is not msgpack: ${(err as Error).message}`);
-  }
-  if (typeof raw !== "object" || raw === null || arrayIsArray(raw)) throw new ProtocolError("malformed_frame", "Frame is not a msgpack map");
-  const parsed = v.safeParse(BrokerFrame, raw);
-  if (!parsed.success) {
-    const t = (raw as { t?: unknown }).t;
-    throw new ProtocolError("malformed_frame", `Bad ${typeof t === "string" ? `'${t.slice(0, 32)}' ` : ""}frame: ${describeIssues(parsed.issues)}`);
-  }
-  return parsed.output;
+  return checkFrame(BrokerFrame, () => decodeValue(body), arrayIsArray);
 }
 
 /**

@@ -46,6 +46,16 @@ import {
 
 // ---------------------------------------------------------------- encoding
 
+/** Big-endian writers of one number, on the captured DataView methods. */
+type Setter = (view: DataView, at: number, n: number) => void;
+const setU8: Setter = (view, at, n) => dvSetUint8(view, at, n);
+const setU16: Setter = (view, at, n) => dvSetUint16(view, at, n, false);
+const setU32: Setter = (view, at, n) => dvSetUint32(view, at, n, false);
+const setI8: Setter = (view, at, n) => dvSetInt8(view, at, n);
+const setI16: Setter = (view, at, n) => dvSetInt16(view, at, n, false);
+const setI32: Setter = (view, at, n) => dvSetInt32(view, at, n, false);
+const setF64: Setter = (view, at, n) => dvSetFloat64(view, at, n, false);
+
 /** A growable byte buffer; `reserve` bytes at its start are left for the caller (the frame header). */
 export class Writer {
   #bytes: Uint8Array;
@@ -89,41 +99,19 @@ export class Writer {
     return at;
   }
 
-  // Each writer asks for room first: `room` may move the bytes to a larger buffer.
-  byte(b: number): void {
-    const at = this.room(1);
-    dvSetUint8(this.#view, at, b);
+  /** Writes `n` with `set` into `size` new bytes; `room` may move the bytes, so the view is read after it. */
+  #put(size: number, set: Setter, n: number): void {
+    const at = this.room(size);
+    set(this.#view, at, n);
   }
 
-  u16(n: number): void {
-    const at = this.room(2);
-    dvSetUint16(this.#view, at, n, false);
-  }
-
-  u32(n: number): void {
-    const at = this.room(4);
-    dvSetUint32(this.#view, at, n, false);
-  }
-
-  i8(n: number): void {
-    const at = this.room(1);
-    dvSetInt8(this.#view, at, n);
-  }
-
-  i16(n: number): void {
-    const at = this.room(2);
-    dvSetInt16(this.#view, at, n, false);
-  }
-
-  i32(n: number): void {
-    const at = this.room(4);
-    dvSetInt32(this.#view, at, n, false);
-  }
-
-  f64(n: number): void {
-    const at = this.room(8);
-    dvSetFloat64(this.#view, at, n, false);
-  }
+  byte(n: number): void { this.#put(1, setU8, n); }
+  u16(n: number): void { this.#put(2, setU16, n); }
+  u32(n: number): void { this.#put(4, setU32, n); }
+  i8(n: number): void { this.#put(1, setI8, n); }
+  i16(n: number): void { this.#put(2, setI16, n); }
+  i32(n: number): void { this.#put(4, setI32, n); }
+  f64(n: number): void { this.#put(8, setF64, n); }
 
   raw(bytes: Uint8Array): void {
     const at = this.room(u8Length(bytes));

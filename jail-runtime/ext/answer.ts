@@ -86,6 +86,17 @@ function verdictAnswer(event: string, verdict: unknown): Answer {
   return { ok: true, value: json.json };
 }
 
+/** The entry `name` of `table`, its own (never one its prototype lends). */
+function own<T>(table: Readonly<Record<string, T>> | undefined, name: string): T | undefined {
+  return table !== undefined && objectHasOwn(table, name) ? table[name] : undefined;
+}
+
+/** The answer to a name this extension does not serve: the names it does. */
+function unknown(noun: "tool" | "command", name: string, served: Record<string, unknown> | undefined): Answer {
+  const names = Object.keys(served ?? {}).sort();
+  return fail(ErrorCode.unknownTool, `Unknown ${noun} '${name}'; this extension serves [${names.join(", ")}]`);
+}
+
 /**
  * Answers one invocation against a table of tools, hooks and commands. A tool
  * that throws anything but {@linkcode BadArguments} throws out of `answer`;
@@ -106,12 +117,8 @@ function verdictAnswer(event: string, verdict: unknown): Answer {
 export async function answer(served: Served, asked: Asked, ctx: Ctx = testCtx()): Promise<Answer> {
   switch (asked.kind) {
     case "tool": {
-      const tools = served.tools ?? {};
-      const tool = objectHasOwn(tools, asked.name) ? tools[asked.name] : undefined;
-      if (tool === undefined) {
-        const names = Object.keys(tools).sort();
-        return fail(ErrorCode.unknownTool, `Unknown tool '${asked.name}'; this extension serves [${names.join(", ")}]`);
-      }
+      const tool = own(served.tools, asked.name);
+      if (tool === undefined) return unknown("tool", asked.name, served.tools);
       const args = parseArgs(asked.args, `tool '${asked.name}'`);
       if (!args.ok) return args.answer;
       // `return await`, not `return`: handing a promise to the async function's own
@@ -119,12 +126,8 @@ export async function answer(served: Served, asked: Asked, ctx: Ctx = testCtx())
       return await runTool(tool, args.value, ctx, `tool '${asked.name}'`);
     }
     case "command": {
-      const commands = served.commands ?? {};
-      const command = objectHasOwn(commands, asked.name) ? commands[asked.name] : undefined;
-      if (command === undefined) {
-        const names = Object.keys(commands).sort();
-        return fail(ErrorCode.unknownTool, `Unknown command '${asked.name}'; this extension serves [${names.join(", ")}]`);
-      }
+      const command = own(served.commands, asked.name);
+      if (command === undefined) return unknown("command", asked.name, served.commands);
       return await runTool(command, asked.args, ctx, `command '${asked.name}'`);
     }
     case "event": {

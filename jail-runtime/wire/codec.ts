@@ -50,15 +50,22 @@ export function decodeFrame<S extends v.GenericSchema>(body: Uint8Array, schema:
     const bounds = err as DocumentBoundsError;
     throw new ProtocolError("malformed_frame", bounds.bound === "length" ? `Frame is not msgpack: ${bounds.message}` : `Frame is ${bounds.message} (the bound for any frame)`);
   }
+  return checkFrame(schema, () => unpackr.unpack(body), Array.isArray);
+}
+
+/**
+ * Decodes a frame body with `decode` and checks it against `schema`, in the
+ * wording both sides of the wire share. `isArray` is the caller's: the
+ * satellite passes one captured before extension code ran.
+ */
+export function checkFrame<S extends v.GenericSchema>(schema: S, decode: () => unknown, isArray: (value: unknown) => boolean): v.InferOutput<S> {
   let raw: unknown;
   try {
-    raw = unpackr.unpack(body);
+    raw = decode();
   } catch (err) {
     throw new ProtocolError("malformed_frame", `Frame is not msgpack: ${(err as Error).message}`);
   }
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new ProtocolError("malformed_frame", "Frame is not a msgpack map");
-  }
+  if (typeof raw !== "object" || raw === null || isArray(raw)) throw new ProtocolError("malformed_frame", "Frame is not a msgpack map");
   const parsed = v.safeParse(schema, raw);
   if (!parsed.success) {
     const t = (raw as { t?: unknown }).t;

@@ -27,40 +27,25 @@ export const Hello = v.object({
 });
 export type Hello = v.InferOutput<typeof Hello>;
 
+/** What names one invocation's frames: its id, and the token only it holds. */
+const Invocation = { id: Id, token: Token };
+
 export const CallKind = v.picklist(["tool", "event", "command", "route"]);
 export type CallKind = v.InferOutput<typeof CallKind>;
 
 /** B→S: answer this invocation. `args` is JSON text, the exact bytes the caller sent. */
-export const Call = v.object({
-  t: v.literal("call"),
-  id: Id,
-  token: Token,
-  kind: CallKind,
-  name: Name,
-  args: v.string(),
-  strand: v.string(),
-  deadline_ms: Id,
-});
+export const Call = v.object({ t: v.literal("call"), ...Invocation, kind: CallKind, name: Name, args: v.string(), strand: v.string(), deadline_ms: Id });
 export type Call = v.InferOutput<typeof Call>;
 
 /** S→B: reach a capability inside the open invocation. `args` is JSON text (see JsonBlock for why). */
-export const Cap = v.object({
-  t: v.literal("cap"),
-  id: Id,
-  token: Token,
-  cap: Name,
-  args: v.string(),
-});
+export const Cap = v.object({ t: v.literal("cap"), ...Invocation, cap: Name, args: v.string() });
 export type Cap = v.InferOutput<typeof Cap>;
 
+/** What an answer carries, either way: the id it answers, and a value or an error. */
+const Answer = { id: Id, ok: v.boolean(), value: v.optional(v.unknown()), error: v.optional(WireError) };
+
 /** B→S: the answer to one `cap`. */
-export const CapResult = v.object({
-  t: v.literal("cap_result"),
-  id: Id,
-  ok: v.boolean(),
-  value: v.optional(v.unknown()),
-  error: v.optional(WireError),
-});
+export const CapResult = v.object({ t: v.literal("cap_result"), ...Answer });
 export type CapResult = v.InferOutput<typeof CapResult>;
 
 export const TextBlock = v.object({ type: v.literal("text"), text: v.string() });
@@ -81,13 +66,7 @@ export const ToolValue = v.object({
 export type ToolValue = v.InferOutput<typeof ToolValue>;
 
 /** S→B: the one terminal frame of an invocation. */
-export const Result = v.object({
-  t: v.literal("result"),
-  id: Id,
-  ok: v.boolean(),
-  value: v.optional(v.unknown()),
-  error: v.optional(WireError),
-});
+export const Result = v.object({ t: v.literal("result"), ...Answer });
 export type Result = v.InferOutput<typeof Result>;
 
 /** B→S: best effort; the tool's `ctx.signal` aborts. */

@@ -28,7 +28,6 @@ function open(b: Bundled, sandbox: "bwrap" | "none" = "bwrap"): SatelliteSlot {
   return slot;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function inGroup<K extends JailCase["kind"]>(group: Group, kind: K): Array<Extract<JailCase, { kind: K }>> {
   return CASES.filter((c): c is Extract<JailCase, { kind: K }> => c.group === group && c.kind === kind);
@@ -60,7 +59,7 @@ async function perform(c: AttemptCase, env: CaseEnv): Promise<Seen> {
   const args = { id: c.id, port: listeners.httpPort, udpPort: listeners.udpPort, name: files.marker, ...c.args?.(env) };
   const hits = { ...listeners.hits };
   const seen = c.run ? await c.run(env, args) : await attempt(env.slot, args, c.deadlineMs ?? 5_000);
-  await sleep(20); // a connection that got through would be accepted by now
+  await listeners.settle(); // whatever the attempt sent is counted before the sentinels
   expect(listeners.hits).toEqual(hits);
   return seen;
 }

@@ -6,8 +6,9 @@
  */
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
-import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
-import { createServer, type Server } from "node:net";
+import { createServer as createHttpServer, get, type Server as HttpServer } from "node:http";
+import { randomBytes } from "node:crypto";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { InvocationOutcome } from "../../broker/base/outcome.js";
@@ -42,15 +43,26 @@ export async function attempt(slot: SatelliteSlot, args: AttemptArgs, deadlineMs
   return { answered: true, id, obs: obs as Observation };
 }
 
-/** Every listener an escape could try to reach, counting what reaches it. */
+type Kind = "http" | "udp" | "unix" | "abstract" | "permissionBroker";
+
+/**
+ * Every listener an escape could try to reach, counting what reaches it.
+ * `settle()` sends each one a sentinel the jail cannot forge and waits for it:
+ * each listener takes connections (and datagrams) in the order they came, so
+ * once the sentinels are in, anything an attempt sent before them is counted.
+ */
 export class Listeners {
-  readonly hits = { http: 0, udp: 0, unix: 0, abstract: 0, permissionBroker: 0 };
+  readonly hits: Record<Kind, number> = { http: 0, udp: 0, unix: 0, abstract: 0, permissionBroker: 0 };
   httpPort = 0;
   udpPort = 0;
   readonly unixPath: string;
   readonly permissionBrokerPath: string;
   readonly abstractName = `tether-jail-${process.pid}-${Date.now()}`;
   readonly #servers: Array<Server | HttpServer> = [];
+  readonly #sockets = new Set<Socket>();
+  /** The current sentinel's secret, and what waits for each listener to see it. */
+  #nonce = "";
+  readonly #waiting = new Map<Kind, () => void>();
   #udp: UdpSocket | null = null;
 
   constructor(readonly dir: string) {
@@ -61,30 +73,71 @@ export class Listeners {
   async start(): Promise<void> {
     // One HTTP server on [::] (dual stack): reached by 127.0.0.1, 0.0.0.0, [::1] and localhost alike.
     // It counts raw connections, so a TCP connect, a fetch, a WebSocket or a proxied request all show.
-    const http = createHttpServer((_req, res) => res.end("escaped"));
+    const http = createHttpServer((req, res) => {
+      if (this.#nonce !== "" && req.headers["x-sentinel"] === this.#nonce) this.#sentinel("http");
+      res.end("escaped");
+    });
     http.on("connection", () => this.hits.http++);
     this.httpPort = await listen(http, { port: 0, host: "::" });
-    const unix = createServer((s) => {
-      this.hits.unix++;
-      s.destroy();
-    });
-    await listen(unix, { path: this.unixPath });
-    const abstract = createServer((s) => {
-      this.hits.abstract++;
-      s.destroy();
-    });
-    await listen(abstract, { path: `\0${this.abstractName}` });
-    const broker = createServer((s) => {
-      this.hits.permissionBroker++;
-      s.destroy();
-    });
-    await listen(broker, { path: this.permissionBrokerPath });
-    this.#servers.push(http, unix, abstract, broker);
+    for (const [kind, path] of [
+      ["unix", this.unixPath],
+      ["abstract", `\0${this.abstractName}`],
+      ["permissionBroker", this.permissionBrokerPath],
+    ] as const) {
+      const server = createServer((s) => this.#accepted(kind, s));
+      await listen(server, { path });
+      this.#servers.push(server);
+    }
+    this.#servers.push(http);
     const udp = createSocket("udp4");
-    udp.on("message", () => this.hits.udp++);
+    udp.on("message", (message) => {
+      if (this.#nonce !== "" && message.toString() === this.#nonce) this.#sentinel("udp");
+      else this.hits.udp++;
+    });
     await new Promise<void>((resolve) => udp.bind(0, "127.0.0.1", resolve));
     this.udpPort = udp.address().port;
     this.#udp = udp;
+  }
+
+  /** A Unix-socket connection: counted at once; the one whose first bytes are the nonce is the sentinel. */
+  #accepted(kind: Kind, socket: Socket): void {
+    this.hits[kind]++;
+    this.#sockets.add(socket);
+    socket.on("error", () => undefined);
+    socket.on("close", () => this.#sockets.delete(socket));
+    let head = "";
+    socket.on("data", (chunk) => {
+      head += chunk.toString("latin1");
+      if (this.#nonce === "" || head.length < this.#nonce.length) return;
+      if (head.startsWith(this.#nonce)) this.#sentinel(kind);
+      socket.destroy();
+    });
+  }
+
+  /** The sentinel is not a hit. */
+  #sentinel(kind: Kind): void {
+    if (kind !== "udp") this.hits[kind]--;
+    this.#waiting.get(kind)?.();
+  }
+
+  /** Resolves once every listener has taken a sentinel sent now, after all that came before it. */
+  async settle(): Promise<void> {
+    this.#nonce = randomBytes(16).toString("hex");
+    const seen = (["http", "udp", "unix", "abstract", "permissionBroker"] as const).map(
+      (kind) => new Promise<void>((resolve) => this.#waiting.set(kind, resolve)),
+    );
+    const nonce = this.#nonce;
+    // A fresh connection each time (no agent): the sentinel's connection is counted, then taken back.
+    get({ host: "127.0.0.1", port: this.httpPort, agent: false, headers: { "x-sentinel": nonce } }, (res) => res.resume()).on("error", () => undefined);
+    for (const path of [this.unixPath, `\0${this.abstractName}`, this.permissionBrokerPath]) {
+      const client = connect({ path }, () => client.end(nonce));
+      client.on("error", () => undefined);
+    }
+    const udp = createSocket("udp4");
+    udp.send(nonce, this.udpPort, "127.0.0.1", () => udp.close());
+    await Promise.all(seen);
+    this.#waiting.clear();
+    this.#nonce = "";
   }
 
   total(): number {
@@ -92,6 +145,7 @@ export class Listeners {
   }
 
   async stop(): Promise<void> {
+    for (const socket of this.#sockets) socket.destroy();
     await Promise.all(
       this.#servers.map(
         (s) =>
