@@ -201,7 +201,7 @@ export class Broker {
     const existing = scope.live.get(name);
     if (existing !== undefined) return existing;
     const { installed, approval } = this.approved(name);
-    const slot = this.#launcher.slot(session, installed, approval);
+    const slot = this.#launcher.pool(session, installed, approval, this.#caps.operator.current());
     const live = { slot, installed, approval };
     scope.live.set(name, live);
     return live;

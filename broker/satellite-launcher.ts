@@ -19,6 +19,8 @@ import { sha256, type Approval, type Installed } from "./registry/registry.js";
 import { SatelliteProcess } from "./satellite/process.js";
 import type { SatelliteSpec } from "./satellite/spec.js";
 import { SatelliteSlot } from "./satellite/slot.js";
+import { SatellitePool } from "./satellite/pool.js";
+import type { OperatorPolicy } from "./caps/policy.js";
 import type { Ledger } from "./store/ledger.js";
 
 export interface LauncherOptions {
@@ -43,8 +45,18 @@ export class SatelliteLauncher {
     this.#options = options;
   }
 
-  /** The slot of `installed` in `session`, under `approval`. Throws a TetherError when the artifact is not the approved one. */
-  slot(session: string, installed: Installed, approval: Approval): SatelliteSlot {
+  /**
+   * The satellites of `installed` in `session`, under `approval`: a pool of
+   * `[limits] concurrency`, under the operator's ceilings (see poolSize).
+   * Throws a TetherError when the artifact is not the approved one.
+   */
+  pool(session: string, installed: Installed, approval: Approval, operator: OperatorPolicy | Error): SatellitePool {
+    const make = this.#slotMaker(session, installed, approval);
+    return new SatellitePool(installed.manifest.name, poolSize(approval.grants.limits, operator), make);
+  }
+
+  /** Checks the artifact once, then makes slots of it (one per satellite of the pool). */
+  #slotMaker(session: string, installed: Installed, approval: Approval): () => SatelliteSlot {
     const name = installed.manifest.name;
     let code: string;
     try {
@@ -73,21 +85,24 @@ export class SatelliteLauncher {
       ladderStepMs: o.ladderStepMs ?? 2_000,
       log: o.log,
     };
-    const refusals = new RefusalAudit((row) => o.ledger.audit(row));
-    return new SatelliteSlot({
-      idleMs: limits.idle_s * 1000,
-      // A capability call outside an open invocation is refused before any handler: audit it too
-      // (aggregated past an allowance; the satellite is replaced past its own, see process.ts).
-      observeRefusals: (cap) =>
-        refusals.record({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
-      spec: {
-        ...spec,
-        // A stop for a bound is a decision about the extension: the audit keeps it beside its capability calls.
-        onBoundStop: (bound, detail) =>
-          o.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: `jail.${bound}`, target: detail.slice(0, 256), decision: "denied", rule: `${bound}_bound`, bytes: 0 }),
-        ...(spec.sandbox === "bwrap" && o.denoCache !== false ? { denoCache: this.#denoCache(installed.artifactHash, spec) } : {}),
-      },
-    });
+    return () => {
+      // Per satellite: the allowance of refusal rows is each process's.
+      const refusals = new RefusalAudit((row) => o.ledger.audit(row));
+      return new SatelliteSlot({
+        idleMs: limits.idle_s * 1000,
+        // A capability call outside an open invocation is refused before any handler: audit it too
+        // (aggregated past an allowance; the satellite is replaced past its own, see process.ts).
+        observeRefusals: (cap) =>
+          refusals.record({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
+        spec: {
+          ...spec,
+          // A stop for a bound is a decision about the extension: the audit keeps it beside its capability calls.
+          onBoundStop: (bound, detail) =>
+            o.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: `jail.${bound}`, target: detail.slice(0, 256), decision: "denied", rule: `${bound}_bound`, bytes: 0 }),
+          ...(spec.sandbox === "bwrap" && o.denoCache !== false ? { denoCache: this.#denoCache(installed.artifactHash, spec) } : {}),
+        },
+      });
+    };
   }
 
   /** The approved artifact's Deno cache: warmed by one complete boot the first time, read-only after. */
@@ -99,4 +114,16 @@ export class SatelliteLauncher {
       await warm.close();
     }, jailIdentity(jail.identity), this.#warming);
   }
+}
+
+/**
+ * How many satellites one session may run of an extension: what it asked
+ * (`[limits] concurrency`), at most the operator's `max_concurrency`, and no
+ * more than fit in `max_pool_memory_mb` at its `memory_mb` each — never fewer
+ * than one. A broken policy file allows one.
+ */
+export function poolSize(limits: { readonly concurrency: number; readonly memory_mb: number }, operator: OperatorPolicy | Error): number {
+  if (operator instanceof Error) return 1;
+  const fit = Math.floor(operator.maxPoolMemoryMb / limits.memory_mb);
+  return Math.max(1, Math.min(limits.concurrency, operator.maxConcurrency, fit));
 }

@@ -10,12 +10,12 @@ import type { SessionPolicy } from "./caps/policy.js";
 import { BrokerCode, TetherError } from "./base/errors.js";
 import type { Approval, Installed } from "./registry/registry.js";
 import type { InvocationOutcome } from "./base/outcome.js";
-import type { SatelliteSlot } from "./satellite/slot.js";
+import type { SatellitePool } from "./satellite/pool.js";
 import type { InvokeOptions } from "./base/invocation.js";
 
-/** One extension's satellite in this session, with the approval it runs under. */
+/** One extension's satellites in this session, with the approval they run under. */
 export interface Live {
-  readonly slot: SatelliteSlot;
+  readonly slot: SatellitePool;
   readonly installed: Installed;
   readonly approval: Approval;
 }

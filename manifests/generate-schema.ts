@@ -54,6 +54,7 @@ const DESCRIPTIONS: Record<string, string> = {
   "limits.idle_s": "Seconds an idle satellite is kept before it is reaped (0 to 86400).",
   "limits.kv_bytes": "Bytes of durable key-value storage the extension may use (0 or more).",
   "limits.fetches": "net.fetch requests one invocation may have in flight at once, 1-64; more wait their turn until the deadline.",
+  "limits.concurrency": "Satellites one session may run of this extension at once, 1-16 (default 1): calls beyond it wait their turn. Each satellite is its own process with its own module state, serving one invocation at a time; the operator's [satellites] max_concurrency and max_pool_memory_mb bound it.",
 };
 
 /** The manifest's JSON Schema (draft-07), with `$id`, title and field descriptions. */

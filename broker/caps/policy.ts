@@ -41,6 +41,15 @@ export const OperatorPolicyFile = v.strictObject({
     }),
     {},
   ),
+  satellites: v.optional(
+    v.strictObject({
+      /** Ceiling on an extension's `[limits] concurrency` (satellites one session runs of it at once). */
+      max_concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16)), 4),
+      /** What one extension's satellites in one session may add up to: a pool grows only while (size + 1) × memory_mb fits. */
+      max_pool_memory_mb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(65_536)), 1024),
+    }),
+    {},
+  ),
 });
 
 export interface OperatorPolicy {
@@ -50,6 +59,8 @@ export interface OperatorPolicy {
   readonly maxRedirects: number;
   readonly maxRequestBytes: number;
   readonly maxFetches: number;
+  readonly maxConcurrency: number;
+  readonly maxPoolMemoryMb: number;
 }
 
 export interface SessionPolicy {
@@ -59,7 +70,7 @@ export interface SessionPolicy {
   readonly allow?: readonly string[];
 }
 
-const DEFAULTS: OperatorPolicy = { deny: [], reach: NO_REACH, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024, maxFetches: 16 };
+const DEFAULTS: OperatorPolicy = { deny: [], reach: NO_REACH, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024, maxFetches: 16, maxConcurrency: 4, maxPoolMemoryMb: 1024 };
 
 export function parseOperatorPolicy(text: string, file: string): OperatorPolicy {
   let raw: unknown;
@@ -84,6 +95,8 @@ export function parseOperatorPolicy(text: string, file: string): OperatorPolicy 
     maxRedirects: net.max_redirects ?? DEFAULTS.maxRedirects,
     maxRequestBytes: net.max_request_bytes ?? DEFAULTS.maxRequestBytes,
     maxFetches: net.max_fetches ?? DEFAULTS.maxFetches,
+    maxConcurrency: parsed.output.satellites.max_concurrency ?? DEFAULTS.maxConcurrency,
+    maxPoolMemoryMb: parsed.output.satellites.max_pool_memory_mb ?? DEFAULTS.maxPoolMemoryMb,
   };
 }
 

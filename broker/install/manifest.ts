@@ -38,6 +38,8 @@ export const Limits = v.strictObject({
   kv_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 1_048_576),
   /** `net.fetch` requests one invocation may have in flight at once (more wait their turn). */
   fetches: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64)), 4),
+  /** Satellites one session may run of this extension at once, each serving one invocation at a time. */
+  concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16)), 1),
 });
 
 export const Manifest = v.strictObject({

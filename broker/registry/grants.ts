@@ -28,6 +28,7 @@ export function requestedGrants(manifest: Manifest): Grants {
       idle_s: manifest.limits.idle_s,
       kv_bytes: manifest.limits.kv_bytes,
       fetches: manifest.limits.fetches,
+      concurrency: manifest.limits.concurrency,
     },
   };
 }

@@ -42,7 +42,7 @@ describe("parseManifest() on a valid manifest", () => {
       hook: [],
       command: [],
       net: { allow: [] },
-      limits: { memory_mb: 128, deadline_ms: 30_000, idle_s: 300, kv_bytes: 1_048_576, fetches: 4 },
+      limits: { memory_mb: 128, deadline_ms: 30_000, idle_s: 300, kv_bytes: 1_048_576, fetches: 4, concurrency: 1 },
     });
   });
 
@@ -91,7 +91,7 @@ memory_mb = 256
     expect(m.priority).toBe(0);
     expect(m.command).toEqual([{ name: "weather-reset", description: "Forget the cache" }]);
     expect(m.net).toEqual({ allow: ["api.open-meteo.com"] });
-    expect(m.limits).toEqual({ memory_mb: 256, deadline_ms: 30_000, idle_s: 300, kv_bytes: 1_048_576, fetches: 4 });
+    expect(m.limits).toEqual({ memory_mb: 256, deadline_ms: 30_000, idle_s: 300, kv_bytes: 1_048_576, fetches: 4, concurrency: 1 });
   });
 
   test("parseManifest() refuses the built-in extension's reserved name", () => {

@@ -1,0 +1,174 @@
+/**
+ * The satellite pool: an extension with `[limits] concurrency = N` is served
+ * by up to N satellites per session, each one invocation at a time; calls on
+ * one strand keep their order; the operator's ceilings bound the pool. The
+ * tool holds on a loopback server the test controls, so "running at once" is
+ * what the server sees, not a timing.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Broker } from "../../broker/broker.js";
+import { silentLogger } from "../../broker/base/log.js";
+import { buildReview, renderReview } from "../../broker/registry/review.js";
+import { Session } from "../../broker/sessions/session.js";
+import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
+import { until } from "../support/wait.js";
+
+let tmp: string;
+let server: Server;
+let port = 0;
+const held: ServerResponse[] = [];
+let arrived = 0;
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "tether-pool-"));
+  server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      arrived++;
+      held.push(res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  port = (server.address() as AddressInfo).port;
+});
+
+afterAll(async () => {
+  for (const res of held) res.destroy();
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+let n = 0;
+/** A broker with the fetcher installed under `limits` (TOML lines) and `policy` as policy.toml. */
+async function openBroker(limits: string, policy = ""): Promise<Broker> {
+  const name = `b${n++}`;
+  const broker = Broker.open({ ...envOptions(), home: join(tmp, name), log: silentLogger });
+  writeFileSync(join(broker.home, "policy.toml"), `[net]\nallow_private = true\n${policy}`);
+  const dir = join(tmp, `src-${name}`);
+  cpSync(join(REPO, "tests/integration/fixtures/fetcher"), dir, { recursive: true });
+  const file = join(dir, "manifest.toml");
+  const manifest = readFileSync(file, "utf8")
+    .replace(/^allow = \[[\s\S]*?^\]$/m, `allow = ["http://127.0.0.1:${port}"]`)
+    .replace(/^\[limits\]$/m, `[limits]\n${limits}`);
+  writeFileSync(file, manifest);
+  await broker.registry.install(dir);
+  broker.registry.approve("fetcher");
+  return broker;
+}
+
+const url = (path: string) => JSON.stringify({ url: `http://127.0.0.1:${port}/${path}` });
+const release = () => held.splice(0).forEach((res) => res.end("done"));
+const bootOf = (outcome: { ok: boolean; value?: unknown }) => ((outcome as { value: { content: [{ json: { boot: string } }] } }).value.content[0].json.boot);
+
+test("concurrency = 3: three calls run at once on three satellites, the rest wait their turn, first come first served", async () => {
+  const broker = await openBroker("concurrency = 3");
+  const session = await Session.open(broker, { id: "s", workspace: tmp });
+  try {
+    const pool = broker.scope("s").live.get("fetcher")!.slot;
+    expect(pool.size).toBe(3);
+    arrived = 0;
+    const calls = [1, 2, 3, 4, 5].map((i) => session.callTool("fetch", url(`held/${i}`)));
+    await until("three fetches held at once", () => arrived === 3);
+    expect(pool.running).toBe(3);
+    expect(pool.waiting).toBe(2);
+    expect(pool.slots).toHaveLength(3);
+    // One answer frees one satellite: exactly one more call starts.
+    held.shift()!.end("done");
+    await until("the fourth call to start", () => arrived === 4);
+    expect(pool.waiting).toBe(1);
+    release();
+    await until("the fifth call to start", () => arrived === 5);
+    release();
+    const outcomes = await Promise.all(calls.map((c) => c.then((r) => r.outcome)));
+    expect(outcomes.every((o) => o.ok)).toBe(true);
+    // Three processes served them (each answers its own boot id).
+    expect(new Set(outcomes.map(bootOf)).size).toBe(3);
+    expect(pool.boots).toBe(3);
+  } finally {
+    await session.close();
+    await broker.close();
+  }
+});
+
+test("calls on one strand never run at once, in order; another strand passes them", async () => {
+  const broker = await openBroker("concurrency = 3");
+  const session = await Session.open(broker, { id: "s", workspace: tmp });
+  try {
+    const pool = broker.scope("s").live.get("fetcher")!.slot;
+    arrived = 0;
+    const order: string[] = [];
+    const one = (path: string, strand: string) => session.callTool("fetch", url(path), { strand }).then(() => order.push(path));
+    const a1 = one("a1", "a");
+    await until("a1 held", () => arrived === 1);
+    const a2 = one("a2", "a");
+    const b1 = one("b1", "b");
+    await until("b1 held beside a1", () => arrived === 2);
+    expect(pool.running).toBe(2);
+    expect(pool.waiting).toBe(1); // a2, behind a1 on its strand
+    release();
+    await until("a2 held", () => arrived === 3);
+    release();
+    await Promise.all([a1, a2, b1]);
+    expect(order.indexOf("a1")).toBeLessThan(order.indexOf("a2"));
+  } finally {
+    await session.close();
+    await broker.close();
+  }
+});
+
+test("the default is one satellite: calls run one at a time", async () => {
+  const broker = await openBroker("");
+  const session = await Session.open(broker, { id: "s", workspace: tmp });
+  try {
+    const pool = broker.scope("s").live.get("fetcher")!.slot;
+    expect(pool.size).toBe(1);
+    arrived = 0;
+    const calls = [1, 2].map((i) => session.callTool("fetch", url(`one/${i}`)));
+    await until("one fetch held", () => arrived === 1);
+    expect(pool.running).toBe(1);
+    expect(pool.waiting).toBe(1);
+    release();
+    await until("the second call to start", () => arrived === 2);
+    release();
+    await Promise.all(calls);
+  } finally {
+    await session.close();
+    await broker.close();
+  }
+});
+
+test.each([
+  ["the operator's max_concurrency", "concurrency = 8", "[satellites]\nmax_concurrency = 2\n", 2],
+  ["what fits in max_pool_memory_mb at memory_mb each", "concurrency = 8", "[satellites]\nmax_pool_memory_mb = 200\n", 3], // 200 / 64
+  ["a broken policy file", "concurrency = 8", "[satellites]\nmax_concurrency = 0\n", 1],
+  ["the default ceiling (4)", "concurrency = 16", "", 4],
+])("the pool is bounded by %s", async (_what, limits, policy, size) => {
+  const broker = await openBroker(limits, policy);
+  try {
+    await broker.scope("s").activate("fetcher");
+    expect(broker.scope("s").live.get("fetcher")!.slot.size).toBe(size);
+  } finally {
+    await broker.close();
+  }
+});
+
+test("review shows how many satellites a session may run", async () => {
+  const broker = await openBroker("concurrency = 3");
+  try {
+    const installed = broker.registry.get("fetcher")!;
+    const text = renderReview(buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval("fetcher")), installed);
+    expect(text).toContain("up to 3 satellites per session");
+  } finally {
+    await broker.close();
+  }
+});
+
+test("a manifest asking for more than 16 satellites is refused at install, naming the field", async () => {
+  await expect(openBroker("concurrency = 17")).rejects.toThrow(/limits\.concurrency/);
+});
