@@ -61,6 +61,8 @@ export class Broker {
   readonly #dataVersionQuery: () => number;
   #approvalEpoch = 0;
   #registryVersion = -1;
+  /** The store's data_version was read in this synchronous stretch. */
+  #versionChecked = false;
   #closed = false;
 
   private constructor(options: BrokerOptions) {
@@ -187,6 +189,11 @@ export class Broker {
   /** Stops satellites whose approval is gone or replaced (another process may have revoked it). */
   #enforceApprovals(): void {
     // data_version moves with other processes' commits; the registry's own counter with ours.
+    // Once per synchronous stretch: a call asks here more than once before it first waits, and
+    // nothing another process commits can be seen between those asks.
+    if (this.#versionChecked && this.registry.version === this.#registryVersion) return;
+    this.#versionChecked = true;
+    queueMicrotask(() => (this.#versionChecked = false));
     const version = this.#dataVersionQuery();
     if (version === this.#dataVersion && this.registry.version === this.#registryVersion) return;
     this.#dataVersion = version;

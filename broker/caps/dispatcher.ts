@@ -39,8 +39,17 @@ function oneAct<S extends v.GenericSchema>(schema: S, usage: string, act: (scope
   return capability(schema, usage, async (scope, args) => (await runAct(scope, act(scope, args))).reply);
 }
 
-/** Builds the dispatcher for one invocation (rates and the fetch bound are per invocation). */
+/**
+ * The dispatcher for one invocation (rates and the fetch bound are per
+ * invocation), built at its first capability call: most calls make none, and
+ * reading the grants and the operator policy costs a store query and a stat.
+ */
 export function capDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
+  let built: CapDispatcher | null = null;
+  return (call, info) => (built ??= buildDispatcher(env, ctx))(call, info);
+}
+
+function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
   const reports = new Rate(REPORTS_PER_SECOND);
   const logs = new Rate(LOGS_PER_SECOND);
   const table: Record<string, Runner> = {

@@ -6,7 +6,7 @@
  */
 import type { Logger } from "../base/log.js";
 import { satelliteLimits, type SatelliteCgroup } from "../jail/cgroup.js";
-import { DEFAULT_IDLE_CPU, treeCpuMs, watchIdleCpu, type IdleCpuBudget } from "./cpu-watch.js";
+import { DEFAULT_IDLE_CPU, IdleCpuMeter, treeCpuMs, type IdleCpuBudget } from "./cpu-watch.js";
 import { rssLimitBytes, watchMemory } from "./memory-watch.js";
 
 export type Bound = "cpu" | "memory";
@@ -22,12 +22,12 @@ export function watchMemoryBound(pid: number, memoryMb: number, log: Logger, exc
 }
 
 /** Meters the CPU `pid`'s tree (or its cgroup) spends from now; `stillIdle` says whether an overrun still counts. Returns the stop function. */
-export function meterIdleCpu(pid: number, cgroup: SatelliteCgroup | null, budget: IdleCpuBudget | undefined, log: Logger, stillIdle: () => boolean, exceeded: BoundExceeded): () => void {
+export function meterIdleCpu(pid: number, cgroup: SatelliteCgroup | null, budget: IdleCpuBudget | undefined, log: Logger, stillIdle: () => boolean, exceeded: BoundExceeded): IdleCpuMeter {
   const cpuMs = () => {
     const ns = cgroup?.cpuNanos() ?? null;
     return ns === null ? treeCpuMs(pid) : ns / 1e6;
   };
-  return watchIdleCpu(cpuMs, budget ?? DEFAULT_IDLE_CPU, (used, wall) => {
+  return new IdleCpuMeter(cpuMs, budget ?? DEFAULT_IDLE_CPU, (used, wall) => {
     if (!stillIdle()) return;
     log.warn("satellite kept running with no invocation open; stopping it", { cpuMs: used, wallMs: wall });
     exceeded("cpu", `kept running with no invocation open (${Math.round(used)} ms of CPU in ${wall} ms since its last answer), and was stopped`);

@@ -39,20 +39,63 @@ export interface IdleCpuBudget {
 export const DEFAULT_IDLE_CPU: IdleCpuBudget = { burstMs: 1_000, share: 0.02, everyMs: 1_000 };
 
 /**
- * Meters one idle period from now: calls `onExceeded(usedMs, wallMs)` once if the
- * satellite spends more than the budget before the returned stop function is called.
+ * Meters the CPU one satellite spends with no invocation open, on one timer for
+ * the process's life: each tick reads its CPU once, a tick that saw no
+ * invocation counts what was spent against the budget, and an invocation starts
+ * the count afresh. Nothing is read per call (a call path that read /proc on
+ * every answer paid for it on every call); the price is that the rest of the
+ * tick in which the last answer came goes unmetered — at most `everyMs` of CPU
+ * per core, on top of the burst.
  */
-export function watchIdleCpu(readCpuMs: () => number, budget: IdleCpuBudget, onExceeded: (usedMs: number, wallMs: number) => void): () => void {
-  const startCpu = readCpuMs();
-  const startWall = Date.now();
-  const timer = setInterval(() => {
-    const used = readCpuMs() - startCpu;
-    const wall = Date.now() - startWall;
-    if (used > budget.burstMs + budget.share * wall) {
-      clearInterval(timer);
-      onExceeded(used, wall);
+export class IdleCpuMeter {
+  readonly #read: () => number;
+  readonly #budget: IdleCpuBudget;
+  readonly #onExceeded: (usedMs: number, wallMs: number) => void;
+  readonly #timer: NodeJS.Timeout;
+  #last: number;
+  #open = false;
+  /** An invocation was open at some point since the last tick. */
+  #touched = true;
+  #usedMs = 0;
+  #wallMs = 0;
+
+  constructor(readCpuMs: () => number, budget: IdleCpuBudget, onExceeded: (usedMs: number, wallMs: number) => void) {
+    this.#read = readCpuMs;
+    this.#budget = budget;
+    this.#onExceeded = onExceeded;
+    this.#last = readCpuMs();
+    this.#timer = setInterval(() => this.#tick(), budget.everyMs);
+    this.#timer.unref();
+  }
+
+  opened(): void {
+    this.#open = true;
+    this.#touched = true;
+  }
+
+  closed(): void {
+    this.#open = false;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  #tick(): void {
+    const now = this.#read();
+    const spent = now - this.#last;
+    this.#last = now;
+    if (this.#open || this.#touched) {
+      this.#touched = this.#open;
+      this.#usedMs = 0;
+      this.#wallMs = 0;
+      return;
     }
-  }, budget.everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
+    this.#usedMs += spent;
+    this.#wallMs += this.#budget.everyMs;
+    if (this.#usedMs > this.#budget.burstMs + this.#budget.share * this.#wallMs) {
+      this.stop();
+      this.#onExceeded(this.#usedMs, this.#wallMs);
+    }
+  }
 }

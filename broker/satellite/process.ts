@@ -23,6 +23,7 @@ import { checkAnswer } from "./answer.js";
 import { bootRace, listenForOne, satelliteLaunch } from "./boot.js";
 import { SatelliteConnection } from "./connection.js";
 import { cgroupOomReason, meterIdleCpu, watchMemoryBound, type Bound } from "./bounds.js";
+import type { IdleCpuMeter } from "./cpu-watch.js";
 import { checkServed, describeExit } from "./handshake.js";
 import { awaitHello } from "./hello.js";
 import { walkShutdownLadder } from "./ladder.js";
@@ -50,7 +51,7 @@ export class SatelliteProcess {
   #deathReason = "";
   #closing: Promise<void> | null = null;
   #stopWatch: () => void = () => {};
-  #stopIdleMeter: () => void = () => {};
+  #idleMeter: IdleCpuMeter | null = null;
   /** Capability calls refused for their token so far (see STRAY_CAP_ALLOWANCE). */
   #strayCaps = 0;
   #cgroup: SatelliteCgroup | null = null;
@@ -161,7 +162,7 @@ export class SatelliteProcess {
       }
       this.hello = hello;
       this.#state = "ready";
-      this.#meterIdle();
+      this.#startIdleMeter();
       this.#log.debug("satellite ready", { pid: this.pid });
     } finally {
       clear();
@@ -222,7 +223,7 @@ export class SatelliteProcess {
     };
     this.#open = open;
     this.#state = "busy";
-    this.#stopIdleMeter();
+    this.#idleMeter?.opened();
     this.#conn.send({ t: "call", id, token, kind: req.kind, name: req.name, args: req.args, strand: req.strand, deadline_ms: req.deadlineMs });
     return {
       id,
@@ -246,16 +247,16 @@ export class SatelliteProcess {
     open.resolveSettled();
     if (this.#state === "busy") {
       this.#state = "ready";
-      this.#meterIdle();
+      this.#idleMeter?.closed();
     }
   }
 
-  /** From now until the next invocation, CPU it spends counts against its idle budget. */
-  #meterIdle(): void {
+  /** From now on, CPU it spends with no invocation open counts against its idle budget. */
+  #startIdleMeter(): void {
     const pid = this.pid;
     if (pid === undefined) return;
-    this.#stopIdleMeter();
-    this.#stopIdleMeter = meterIdleCpu(pid, this.#cgroup, this.spec.idleCpu, this.#log, () => this.#state === "ready", (bound, reason) => this.#stopForBound(bound, reason));
+    this.#idleMeter?.stop();
+    this.#idleMeter = meterIdleCpu(pid, this.#cgroup, this.spec.idleCpu, this.#log, () => this.#state === "ready", (bound, reason) => this.#stopForBound(bound, reason));
   }
 
   #stopForBound(bound: Bound, reason: string): void {
@@ -348,7 +349,7 @@ export class SatelliteProcess {
     if (this.#state === "dead") return;
     this.#state = "dead";
     this.#stopWatch();
-    this.#stopIdleMeter();
+    this.#idleMeter?.stop();
     void this.#cgroup?.remove();
     const reason = this.#deathReason || "died";
     this.#finishOpen(failure(WireCode.crashed, `Satellite '${this.spec.name}' ${reason} during '${this.#open?.name ?? "the call"}'`));
