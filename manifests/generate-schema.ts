@@ -43,6 +43,8 @@ const DESCRIPTIONS: Record<string, string> = {
   "hook.event": "The lifecycle event to hook.",
   "hook.deadline_ms": "This hook's time limit in milliseconds (default 5000, never more than [limits] deadline_ms); past it the hook counts as failed.",
   "hook.on_error": "What a crash or timeout of this hook becomes: note (reported, the event proceeds) or block.",
+  "hook.match":
+    "tool_call, tool_result and cap_call only: ask this hook only about these subjects (anchored globs, * any run, ? one character, case-sensitive). Tool events: tool names (echo, fs_*). cap_call: capabilities (kv.put, kv.*), or a net capability, a space and a host (net.fetch *.example.com). Leave it out to hook every subject; at most 32.",
   command: "Commands (/name) this extension adds, one [[command]] row each.",
   "command.name": "The command's name: a-z, 0-9, _ and -, at most 64, starting with a letter.",
   "command.description": "What the command does; at most 4096 characters.",
@@ -98,6 +100,13 @@ function describe(schema: JsonSchema, path: string, unused: Set<string>): JsonSc
   // Rows of [[tool]], [[hook]], [[command]]: their fields are `tool.name` etc.
   if (schema.items !== undefined && typeof schema.items === "object" && !Array.isArray(schema.items)) {
     out.items = describe(schema.items, path, unused);
+  }
+  // A row with variants ([[hook]], by event): each variant's fields share the row's paths.
+  if (schema.oneOf !== undefined) {
+    out.oneOf = schema.oneOf.map((option) => {
+      if (typeof option === "boolean") throw new Error(`manifests/generate-schema.ts: ${path}: unexpected boolean schema`);
+      return describe(option, path, unused);
+    });
   }
   return out;
 }

@@ -11,6 +11,7 @@
 import * as v from "valibot";
 import type { Broker } from "../broker.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
+import { describeHook } from "../hooks/hook-subject.js";
 import { BUILTIN_HOOKS_NAME } from "../install/manifest.js";
 import { GLOBAL, Preferences, type Preference } from "../sessions/preferences.js";
 import { SessionId, SessionRecords } from "../sessions/session-records.js";
@@ -121,7 +122,7 @@ function contributes(s: ExtensionStatus): string {
   const parts: string[] = [];
   if (s.tools.length > 0) parts.push(`tools: ${s.tools.join(", ")}`);
   if (s.commands.length > 0) parts.push(`commands: ${s.commands.map((c) => `/${c}`).join(", ")}`);
-  if (s.hooks.length > 0) parts.push(`hooks: ${s.hooks.join(", ")}`);
+  if (s.hooks.length > 0) parts.push(`hooks: ${s.hooks.map((event) => describeHook(event, s.matchers[event])).join(", ")}`);
   return parts.length > 0 ? parts.join("; ") : "adds no tools, commands or hooks";
 }
 

@@ -6,8 +6,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import * as v from "valibot";
-import { EVENT_NAMES } from "../../jail-runtime/wire/events.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
+import { HookRow } from "./hook-row.js";
 
 const Identifier = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
 const ToolName = v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, "expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)"));
@@ -19,12 +19,7 @@ export const ToolRow = v.strictObject({
   deadline_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3_600_000))),
 });
 
-export const HookRow = v.strictObject({
-  event: v.picklist(EVENT_NAMES),
-  on_error: v.optional(v.picklist(["note", "block"])),
-  /** The hook's time limit; past it the hook counts as failed (a note, or a block with on_error = "block"). */
-  deadline_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(600_000))),
-});
+export { HookRow } from "./hook-row.js";
 
 export const CommandRow = v.strictObject({
   name: Identifier,

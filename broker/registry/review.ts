@@ -3,6 +3,8 @@
  * upgrade the diff against what was approved, so a widening cannot be missed.
  */
 import { describeRule, type RuleDescription } from "../egress/describe-rule.js";
+import { describeHook } from "../hooks/hook-subject.js";
+import { matchOf } from "../install/hook-row.js";
 import type { Approval, Installed, InstallStatus } from "./registry.js";
 import { diffGrants, requestedGrants, widens, type GrantDiff, type Grants } from "./grants.js";
 
@@ -58,7 +60,12 @@ export function renderReview(review: Review, installed: Installed): string {
   lines.push("");
   lines.push(`It adds ${plural(r.tools.length, "tool")}:`);
   for (const tool of installed.manifest.tool) lines.push(`  ${tool.name} — ${tool.description}${review.diff?.addedTools.includes(tool.name) ? "   [NEW]" : ""}`);
-  lines.push(r.hooks.length === 0 ? "It hooks no events." : `It hooks ${plural(r.hooks.length, "event")}: ${r.hooks.join(", ")}`);
+  // A matcher narrows what the hook is asked about; the approval is still for the whole event.
+  const hooks = r.hooks.map((event) => {
+    const row = installed.manifest.hook.find((h) => h.event === event);
+    return describeHook(event, row === undefined ? undefined : matchOf(row));
+  });
+  lines.push(r.hooks.length === 0 ? "It hooks no events." : `It hooks ${plural(r.hooks.length, "event")}: ${hooks.join(", ")}`);
   if (r.commands.length > 0) lines.push(`It adds commands: ${r.commands.map((c) => `/${c}`).join(", ")}`);
   lines.push("");
   lines.push(`Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);

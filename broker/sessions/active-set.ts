@@ -15,6 +15,7 @@
 import type { Broker } from "../broker.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { BUILTIN_HOOKS_NAME, BUILTIN_HOOKS_PRIORITY, BUILTIN_HOOK_EVENTS, type BuiltinHooks } from "../hooks/builtin-hooks.js";
+import { matchOf } from "../install/hook-row.js";
 import type { Installed } from "../registry/registry.js";
 import type { Failure } from "../base/outcome.js";
 import type { SessionScope } from "../session-scope.js";
@@ -40,6 +41,8 @@ export interface ExtensionStatus extends Contributions {
   readonly preference: Preference;
   /** The events it hooks. */
   readonly hooks: readonly string[];
+  /** The `match` list of each hook that has one, by event (a hook not listed is asked about every subject). */
+  readonly matchers: Readonly<Record<string, readonly string[]>>;
 }
 
 export interface ReloadReport {
@@ -51,7 +54,8 @@ export interface ReloadReport {
 
 /** One extension the session knows of: installed or built in. */
 interface Known extends Contributions {
-  readonly hooks: readonly { readonly event: string; readonly onError: "note" | "block" }[];
+  /** `match`: the manifest row's patterns; undefined: every subject. */
+  readonly hooks: readonly { readonly event: string; readonly onError: "note" | "block"; readonly match: readonly string[] | undefined }[];
   readonly installed: Installed | null;
   readonly notApproved: string | null;
 }
@@ -116,7 +120,7 @@ export class ActiveSet {
         requires: m.requires,
         tools: m.tool.map((t) => t.name),
         commands: m.command.map((c) => c.name),
-        hooks: m.hook.map((h) => ({ event: h.event, onError: h.on_error ?? "note" })),
+        hooks: m.hook.map((h) => ({ event: h.event, onError: h.on_error ?? "note", match: matchOf(h) })),
         installed,
         notApproved,
       });
@@ -128,7 +132,8 @@ export class ActiveSet {
       requires: [],
       tools: [],
       commands: [],
-      hooks: BUILTIN_HOOK_EVENTS.map((event) => ({ event, onError: "note" as const })),
+      // The operator's hooks.json has matchers of its own, applied when the bus asks it.
+      hooks: BUILTIN_HOOK_EVENTS.map((event) => ({ event, onError: "note" as const, match: undefined })),
       installed: null,
       notApproved: null,
     });
@@ -291,6 +296,7 @@ export class ActiveSet {
       tools: k.tools,
       commands: k.commands,
       hooks: k.hooks.map((h) => h.event),
+      matchers: Object.fromEntries(k.hooks.flatMap((h) => (h.match !== undefined ? [[h.event, h.match]] : []))),
     });
     const active = plan.active.map((name) => row(known.get(name)!, "active", null));
     const rest = [...known.values()]

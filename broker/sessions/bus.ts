@@ -11,6 +11,7 @@ import type { CapCallEvent } from "../caps/context.js";
 import { TetherError, WireCode } from "../base/errors.js";
 import type { BuiltinHooks } from "../hooks/builtin-hooks.js";
 import { compose, type BusHook, type Composed } from "../hooks/compose.js";
+import { matchesSubject, subjectOf, type HookSubject } from "../hooks/hook-subject.js";
 import { satelliteBusHook } from "../hooks/satellite-hooks.js";
 import type { SessionScope } from "../session-scope.js";
 import type { Ledger } from "../store/ledger.js";
@@ -41,22 +42,31 @@ export class SessionBus {
     this.#builtin = builtin;
   }
 
-  /** Whether any active extension hooks `event` (a session without hooks pays nothing for the bus). */
-  hooked(event: EventName): boolean {
+  /**
+   * Whether any active extension hooks `event` — about `subject`, when given
+   * (a session without hooks, or none that match, pays nothing for the bus).
+   */
+  hooked(event: EventName, subject?: HookSubject): boolean {
     for (const name of this.#active.applied.plan.active) {
-      if (this.#active.applied.known.get(name)?.hooks.some((h) => h.event === event) === true) return true;
+      const row = this.#active.applied.known.get(name)?.hooks.find((h) => h.event === event);
+      if (row !== undefined && (subject === undefined || matchesSubject(row.match, subject))) return true;
     }
     return false;
   }
 
-  /** The bus hooks for one event: each active extension that declares it, in registry order. */
+  /**
+   * The bus hooks for one event: each active extension that declares it, in
+   * registry order. A hook whose `match` leaves this subject out is skipped
+   * here: no satellite round trip, no trace row.
+   */
   #hooksFor(event: EventName, payload: Readonly<Record<string, unknown>>, except?: string): BusHook[] {
     const hooks: BusHook[] = [];
+    const subject = subjectOf(event, payload);
     for (const name of this.#active.applied.plan.active) {
       if (name === except) continue;
       const k = this.#active.applied.known.get(name)!;
       const row = k.hooks.find((h) => h.event === event);
-      if (row === undefined) continue;
+      if (row === undefined || !matchesSubject(row.match, subject)) continue;
       if (k.builtin) {
         hooks.push(...this.#builtin.hooksFor(event, payload, { sessionId: this.id, workspace: this.workspace }));
         continue;

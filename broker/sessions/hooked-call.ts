@@ -81,8 +81,8 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
   if (extension === undefined) {
     return { ...base, outcome: session.active.notServed("tool", tool, [...session.active.applied.plan.tools.keys()]), extension: null, invocationId: null };
   }
-  if (!session.bus.hooked("tool_call") && !session.bus.hooked("tool_result")) {
-    // Nothing listens: the call as the broker makes it, with nothing composed around it.
+  if (!session.bus.hooked("tool_call", { name: tool }) && !session.bus.hooked("tool_result", { name: tool })) {
+    // Nothing listens for this tool: the call as the broker makes it, with nothing composed around it.
     let invocationId: number | null = null;
     const outcome = await session.scope.callTool(extension, tool, args, {
       ...options,
