@@ -6,10 +6,15 @@
  */
 import type { BrokerFrame as BrokerFrameT } from "../wire/frames.js";
 import { FrameSplitter, decodeBrokerFrame, encodeFrame } from "./framing.js";
+import { Writer } from "./msgpack.js";
 import { SafeError, SafeMap, SafePromise, U8, mapDelete, mapGet, mapSet, u8Length, u8Slice, u8Subarray } from "./intrinsics.js";
+
+/** The largest encoding buffer kept for the next frame; a larger one is let go. */
+const SPARE_MAX_BYTES = 1024 * 1024;
 
 interface Queued {
   readonly bytes: Uint8Array;
+  readonly writer: Writer;
   readonly resolve: () => void;
   readonly reject: (err: Error) => void;
 }
@@ -26,6 +31,7 @@ export class Channel {
   #tail = 0;
   #pumping = false;
   #closed = false;
+  #spare: Writer | null = null;
 
   /** `conn`'s methods are called as its own properties: the prelude passes them bound to the real connection. */
   constructor(conn: Deno.Conn) {
@@ -40,14 +46,18 @@ export class Channel {
   send(frame: object): Promise<void> {
     if (this.#closed) return rejected(new SafeError("Channel is closed"));
     let bytes: Uint8Array;
+    // The buffer of the last frame written, if it is free (frames still queued hold theirs).
+    const writer = this.#spare ?? new Writer(0);
+    this.#spare = null;
     try {
-      bytes = encodeFrame(frame);
+      bytes = encodeFrame(frame, undefined, writer);
     } catch (err) {
+      this.#spare = writer;
       // Too large or unencodable: the caller decides what to answer instead.
       return rejected(err as Error);
     }
     return new SafePromise<void>((resolve, reject) => {
-      mapSet(this.#queue, this.#tail++, { bytes, resolve, reject });
+      mapSet(this.#queue, this.#tail++, { bytes, writer, resolve, reject });
       if (!this.#pumping) void this.#pump();
     });
   }
@@ -61,6 +71,7 @@ export class Channel {
       mapDelete(this.#queue, this.#head++);
       try {
         await this.#writeAll(item.bytes);
+        if (item.writer.capacity <= SPARE_MAX_BYTES) this.#spare = item.writer;
         item.resolve();
       } catch (err) {
         item.reject(err as Error);

@@ -12,9 +12,14 @@ import { Writer, decodeValue, encodeValue } from "./msgpack.js";
 
 const HEADER_BYTES = 4;
 
-/** Encodes one frame, header included. Throws `ProtocolError` past the limit. */
-export function encodeFrame(frame: object, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES): Uint8Array {
-  const out = new Writer(HEADER_BYTES);
+/**
+ * Encodes one frame, header included, into `out` (a fresh writer, or one the
+ * caller reuses once its last frame is written: a large buffer is costly to
+ * allocate — the kernel maps and zeroes it — and cheap to keep). The answer is
+ * a view on the writer's buffer. Throws `ProtocolError` past the limit.
+ */
+export function encodeFrame(frame: object, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES, out: Writer = new Writer(HEADER_BYTES)): Uint8Array {
+  out.reset(HEADER_BYTES);
   encodeValue(out, frame);
   const size = out.length - HEADER_BYTES;
   if (size > maxFrameBytes) throw new ProtocolError("frame_too_large", `Frame of ${size} bytes exceeds the ${maxFrameBytes}-byte limit`);

@@ -66,6 +66,11 @@ const encode = uncurry(TextEncoder.prototype.encode as (this: InstanceType<typeo
 const decode = uncurry(TextDecoder.prototype.decode as (this: InstanceType<typeof TextDecoder>, input?: Uint8Array) => string);
 export const utf8Encode = (text: string): Uint8Array => encode(encoder, text);
 export const utf8Decode = (bytes: Uint8Array): string => decode(decoder, bytes);
+const encodeIntoMethod = uncurry(TextEncoder.prototype.encodeInto as (this: InstanceType<typeof TextEncoder>, input: string, into: Uint8Array) => { read: number; written: number });
+/** Encodes `text` into `into` as far as it fits: the UTF-16 units read and the bytes written. */
+export const utf8EncodeInto = (text: string, into: Uint8Array): { read: number; written: number } => encodeIntoMethod(encoder, text, into);
+export const stringCharCodeAt = uncurry(String.prototype.charCodeAt as (this: string, index: number) => number);
+export const stringFromCharCode = String.fromCharCode;
 
 export const jsonParse = JSON.parse;
 export const jsonStringify = JSON.stringify;

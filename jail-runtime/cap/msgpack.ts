@@ -30,7 +30,6 @@ import {
   dvSetInt8,
   dvSetUint16,
   dvSetUint32,
-  dvSetUint8,
   numberIsInteger,
   objectDefineProperty,
   objectKeys,
@@ -40,15 +39,16 @@ import {
   u8Set,
   u8Slice,
   u8Subarray,
+  stringCharCodeAt,
+  stringFromCharCode,
   utf8Decode,
-  utf8Encode,
+  utf8EncodeInto,
 } from "./intrinsics.js";
 
 // ---------------------------------------------------------------- encoding
 
 /** Big-endian writers of one number, on the captured DataView methods. */
 type Setter = (view: DataView, at: number, n: number) => void;
-const setU8: Setter = (view, at, n) => dvSetUint8(view, at, n);
 const setU16: Setter = (view, at, n) => dvSetUint16(view, at, n, false);
 const setU32: Setter = (view, at, n) => dvSetUint32(view, at, n, false);
 const setI8: Setter = (view, at, n) => dvSetInt8(view, at, n);
@@ -71,6 +71,16 @@ export class Writer {
 
   get length(): number {
     return this.#at;
+  }
+
+  /** The bytes it can hold before it grows. */
+  get capacity(): number {
+    return u8Length(this.#bytes);
+  }
+
+  /** Empties it for the next document, keeping its buffer; `reserve` bytes are left at the start. */
+  reset(reserve = 0): void {
+    this.#at = reserve;
   }
 
   get view(): DataView {
@@ -105,7 +115,62 @@ export class Writer {
     set(this.#view, at, n);
   }
 
-  byte(n: number): void { this.#put(1, setU8, n); }
+  byte(n: number): void {
+    const at = this.room(1);
+    this.#bytes[at] = n; // an index store: no prototype method an extension could patch
+  }
+
+  /**
+   * Appends `text` as a msgpack str, encoded in place (no intermediate bytes):
+   * short ASCII (the keys, the codes) byte by byte as a fixstr, the rest with
+   * encodeInto behind a header sized for the reserved room (a wider length
+   * field than the text needs is still valid msgpack).
+   */
+  str(text: string): void {
+    const n = text.length;
+    const start = this.#at;
+    if (n < 32) {
+      const at = this.room(1 + n);
+      const bytes = this.#bytes;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = stringCharCodeAt(text, i);
+        if (c >= 0x80) break;
+        bytes[at + 1 + i] = c;
+      }
+      if (i === n) {
+        bytes[at] = 0xa0 | n;
+        return;
+      }
+      this.#at = start;
+    }
+    // ASCII first (n bytes); if it did not all fit, again with room for the worst case (3 bytes a unit).
+    if (!this.#strWithin(text, n)) this.#strWithin(text, n * 3);
+  }
+
+  /** Writes `text` as a str in at most `max` bytes; rolls back and answers false when it does not fit. */
+  #strWithin(text: string, max: number): boolean {
+    const start = this.#at;
+    const width = max < 0x100 ? 2 : max < 0x10000 ? 3 : 5;
+    const at = this.room(width + max);
+    const { read, written } = utf8EncodeInto(text, u8Subarray(this.#bytes, at + width, at + width + max));
+    if (read < text.length) {
+      this.#at = start;
+      return false;
+    }
+    this.#at = at + width + written;
+    if (width === 2) {
+      this.#bytes[at] = 0xd9;
+      this.#bytes[at + 1] = written;
+    } else if (width === 3) {
+      this.#bytes[at] = 0xda;
+      dvSetUint16(this.#view, at + 1, written, false);
+    } else {
+      this.#bytes[at] = 0xdb;
+      dvSetUint32(this.#view, at + 1, written, false);
+    }
+    return true;
+  }
   u16(n: number): void { this.#put(2, setU16, n); }
   u32(n: number): void { this.#put(4, setU32, n); }
   i8(n: number): void { this.#put(1, setI8, n); }
@@ -182,12 +247,9 @@ export function encodeValue(out: Writer, value: unknown): void {
     case "number":
       number(out, value);
       return;
-    case "string": {
-      const bytes = utf8Encode(value);
-      head(out, u8Length(bytes), 0xa0, 32, 0xd9, 0xda, 0xdb);
-      out.raw(bytes);
+    case "string":
+      out.str(value);
       return;
-    }
     case "object":
       break;
     case "function":
@@ -252,6 +314,17 @@ class Reader {
 
   #str(n: number): string {
     const at = this.#take(n);
+    if (n <= 16) {
+      // Short ASCII (keys, codes, names) without a decoder call.
+      let text = "";
+      let i = 0;
+      for (; i < n; i++) {
+        const c = this.#bytes[at + i]!;
+        if (c >= 0x80) break;
+        text += stringFromCharCode(c);
+      }
+      if (i === n) return text;
+    }
     return utf8Decode(u8Subarray(this.#bytes, at, at + n));
   }
 

@@ -74,6 +74,20 @@ describe("the satellite's msgpack", () => {
     }
   });
 
+  test("strings that are not all ASCII, at every length boundary, through one reused writer", () => {
+    const out = new Writer();
+    for (const n of [1, 15, 16, 17, 31, 32, 33, 85, 86, 255, 256, 21845, 21846, 65535, 65536]) {
+      for (const text of ["é".repeat(n), `${"a".repeat(n - 1)}😀`, `😀${"a".repeat(n)}`, `${"a".repeat(n)}\u{10FFFF}`, "\uD800".repeat(Math.min(n, 300))]) {
+        out.reset();
+        encodeValue(out, { text, n });
+        const back = unpackr.unpack(out.bytes()) as { text: string; n: number };
+        // A lone surrogate cannot be UTF-8: it travels as U+FFFD, as TextEncoder writes it.
+        expect(back).toEqual({ text: text.replace(/[\uD800-\uDFFF]/g, (c, i: number, all: string) => (/[\uD800-\uDBFF][\uDC00-\uDFFF]/.test(all.slice(i - 1, i + 1)) || /[\uD800-\uDBFF][\uDC00-\uDFFF]/.test(all.slice(i, i + 2)) ? c : "\uFFFD")), n });
+        expect(decodeValue(out.bytes())).toEqual(back);
+      }
+    }
+  });
+
   test("a `__proto__` key stays an own key; it never becomes the prototype", () => {
     const decoded = decodeValue(packr.pack(JSON.parse('{"__proto__":{"polluted":true},"a":1}'))) as Record<string, unknown>;
     expect(Object.getPrototypeOf(decoded)).toBe(Object.prototype);
