@@ -29,14 +29,20 @@ export class ProtocolError extends Error {
 const packr = new Packr({ useRecords: false, moreTypes: false });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
 
+/** `n` bytes, not zeroed where the runtime can (Node's Buffer); zeroed elsewhere. */
+const unzeroed: (n: number) => Uint8Array =
+  typeof (globalThis as { Buffer?: unknown }).Buffer === "function" ? (n) => (globalThis as unknown as { Buffer: { allocUnsafe(n: number): Uint8Array } }).Buffer.allocUnsafe(n) : (n) => new Uint8Array(n);
+
 /** Encodes one frame, header included. */
 export function encodeFrame(frame: object, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES): Uint8Array {
   const body = packr.pack(frame);
   if (body.length > maxFrameBytes) {
     throw new ProtocolError("frame_too_large", `Frame of ${body.length} bytes exceeds the ${maxFrameBytes}-byte limit`);
   }
-  const out = new Uint8Array(HEADER_BYTES + body.length);
-  new DataView(out.buffer).setUint32(0, body.length, false);
+  // Every byte is written just below, so the buffer need not be zeroed first (for a large
+  // frame, zeroing cost more than encoding). packr's own buffer is reused by its next pack.
+  const out = unzeroed(HEADER_BYTES + body.length);
+  new DataView(out.buffer, out.byteOffset, HEADER_BYTES).setUint32(0, body.length, false);
   out.set(body, HEADER_BYTES);
   return out;
 }
