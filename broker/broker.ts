@@ -3,7 +3,6 @@
  * tools, close it. It refuses anything an operator did not approve.
  */
 import { lookup } from "node:dns/promises";
-import { setMaxListeners } from "node:events";
 import { capDispatcher, noHooks, type CapEnvironment } from "./caps/dispatcher.js";
 import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";
 import { CapabilityWork } from "./caps/in-flight.js";
@@ -25,6 +24,7 @@ import { ToolArgsChecker } from "./base/tool-args.js";
 import { ParsedRules } from "./caps/egress-policy.js";
 import { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
 import { currentApproval, syncApprovals } from "./approval-sync.js";
+import { InvocationEnd } from "./caps/invocation-end.js";
 import { SatelliteLauncher } from "./satellite-launcher.js";
 import { SessionScope, type HookOutcome, type Live, type ScopeCallOptions, type ScopeHost } from "./session-scope.js";
 
@@ -322,14 +322,15 @@ export class Broker {
     const strand = options.strand ?? "";
     const id = this.ledger.begin({ sessionId: session, extension, kind, name, strand, hooksBypassed: options.hooksBypassed === true });
     options.onInvocation?.(id);
-    // Capability work of this invocation stops when it ends, whatever ends it.
-    const ended = new AbortController();
-    // Each of its fetches in flight listens to it (up to `[limits] fetches`): not a leak.
-    setMaxListeners(0, ended.signal);
+    // Capability work of this invocation stops when it ends, whatever ends it. Made at the
+    // first capability call (most invocations make none).
+    const ended = new InvocationEnd();
     const dispatch = capDispatcher(this.#caps, {
       sessionId: session,
       invocationId: id,
-      signal: ended.signal,
+      get signal() {
+        return ended.signal;
+      },
       deadlineAt: Date.now() + deadlineMs,
       grants: () => {
         // Read at dispatch (cheaply: the approvals are re-read only when the store changed):
@@ -350,7 +351,7 @@ export class Broker {
       this.ledger.finish(id, WireCode.crashed);
       throw err;
     } finally {
-      ended.abort(new Error("the invocation ended"));
+      ended.end();
     }
     this.ledger.finish(id, outcome.ok ? "ok" : outcome.error.code);
     return { outcome, invocationId: id };
