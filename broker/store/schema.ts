@@ -59,11 +59,18 @@ export const sessions = sqliteTable("sessions", {
   closedAt: integer("closed_at"),
 });
 
-/** The invocation ledger: one row per call into a satellite. */
+/**
+ * The invocation ledger: one row per call into a satellite, inserted on the
+ * call's path (a started call must survive a crash as `lost`). So each insert
+ * writes one page: the id is a plain rowid, not AUTOINCREMENT (rows are never
+ * deleted, so ids never repeat anyway), and there is no secondary index — each
+ * cost a page per call (together half the insert). Readers go newest first by
+ * id and stop at their limit (store/audit-queries.ts).
+ */
 export const invocations = sqliteTable(
   "invocations",
   {
-    id: integer("id").primaryKey({ autoIncrement: true }),
+    id: integer("id").primaryKey(),
     sessionId: text("session_id").notNull(),
     extension: text("extension").notNull(),
     kind: text("kind").notNull(),
@@ -79,7 +86,6 @@ export const invocations = sqliteTable(
     /** The operator bypassed the hook bus for this call (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked. */
     hooksBypassed: integer("hooks_bypassed", { mode: "boolean" }).notNull().default(false),
   },
-  (t) => [index("invocations_session").on(t.sessionId), index("invocations_extension").on(t.extension)],
 );
 
 /** The capability-call audit: every decision, allowed or denied, with the rule that decided. */
