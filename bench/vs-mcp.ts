@@ -499,7 +499,8 @@ function plot(figures: Figures, meta: { date: string; load: string }): void {
     title: "Tool calls/s against calls in flight (echo, tiny)",
     subtitle: `bench/vs-mcp.ts, ${cpus().length} cores, ${meta.date}, load ${meta.load}`,
     xLabel: "calls in flight",
-    yLabel: "calls/s",
+    yLabel: "calls/s (log scale)",
+    logY: true,
     xs: [...DEPTHS],
     series: series
       .filter((s) => figures.tput.has(s.key))
