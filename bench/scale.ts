@@ -30,7 +30,7 @@ import { fmt, median, table } from "./lib/stats.js";
 
 const SCALE = Number(process.env.BENCH_SCALE ?? "1") || 1;
 const ROUNDS = 3;
-const WINDOW_MS = Math.max(100, Math.round(400 * SCALE));
+const WINDOW_MS = Math.max(100, Math.round(300 * SCALE));
 const SESSIONS = [1, 2, 4, 8] as const;
 const EXTENSIONS = [1, 5, 20] as const;
 const OPEN_REPS = Math.max(2, Math.round(3 * SCALE)); // after one discarded rep (it warms each artifact's Deno cache)

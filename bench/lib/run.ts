@@ -4,8 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { childrenOf, comm, descendants } from "./procs.js";
 
+const start = process.hrtime.bigint();
+
+/** A progress line on stderr, with the seconds since the bench started. */
 export function log(msg: string): void {
-  process.stderr.write(`bench: ${msg}\n`);
+  process.stderr.write(`bench: ${(Number(process.hrtime.bigint() - start) / 1e9).toFixed(1).padStart(6)} s  ${msg}\n`);
 }
 
 /** The 1, 5 and 15 minute load averages. */
