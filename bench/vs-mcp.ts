@@ -65,7 +65,10 @@ import { lineChart } from "./lib/svg.js";
 const SCALE = Number(process.env.BENCH_SCALE ?? "1") || 1;
 const ROUNDS = 3;
 const LAT_SAMPLES = { tiny: Math.max(30, Math.round(600 * SCALE)), big: Math.max(15, Math.round(150 * SCALE)) }; // per variant, over all rounds
-const WARMUP = Math.max(20, Math.round(100 * SCALE)); // before round 1; a quarter before the others
+// Before the rounds, every variant makes this many calls of each size: the floor's Deno needed ~300
+// calls of 64 KiB before its p50 settled (2.5 ms → 0.3 ms), and every variant gets the same.
+const WARMUP = Math.max(50, Math.round(300 * SCALE));
+const WARMUP_ROUND = 25; // again before each variant's samples in each round
 const WINDOW_MS = Math.max(100, Math.round(300 * SCALE)); // per calls/s figure per round (after a fifth of it as warm-up)
 const COLD_REPS = Math.max(3, Math.round(4 * SCALE)); // after one discarded rep
 const DEPTHS = [1, 2, 4, 8] as const;
@@ -295,16 +298,19 @@ async function measureWarm(variants: readonly Variant[]): Promise<Figures> {
   const lat = new Map(variants.map((v) => [v.key, { tiny: [] as bigint[], big: [] as bigint[] }]));
   const tput = new Map(variants.map((v) => [v.key, new Map<number, number[]>()]));
   const bigTput = new Map(variants.map((v) => [v.key, [] as number[]]));
+  log(`warm-up: ${WARMUP} tiny and ${WARMUP} × 64 KiB calls per variant`);
+  for (const v of variants) {
+    for (const size of ["tiny", "big"] as const) await sequential(() => v.call(size), WARMUP);
+  }
   for (let round = 0; round < ROUNDS; round++) {
     // Each round starts with another variant, so none is always measured first.
     const order = variants.map((_, i) => variants[(i + round) % variants.length]!);
-    const warm = round === 0 ? WARMUP : Math.ceil(WARMUP / 4);
     for (const size of ["tiny", "big"] as const) {
       const n = Math.ceil(LAT_SAMPLES[size] / ROUNDS);
       log(`round ${round + 1}/${ROUNDS}: ${size === "tiny" ? "tiny" : "64 KiB"} latency, ${n} sequential calls per variant`);
       for (const v of order) {
         const call = () => v.call(size);
-        await sequential(call, size === "tiny" ? warm : Math.ceil(warm / 4));
+        await sequential(call, WARMUP_ROUND);
         lat.get(v.key)![size].push(...(await sequential(call, n)));
       }
     }
