@@ -43,7 +43,7 @@ import { FloorPeer, bundleFloorEcho } from "./lib/floor.js";
 import {
   ECHO_DIR,
   HAS_CONCURRENCY,
-  HAS_HOOK_MATCH,
+  HOOK_MATCH,
   NOP_GUARD_DIR,
   REPO,
   checkReport,
@@ -190,8 +190,8 @@ async function setUp(runTmp: string, home: string, workspace: string, floorScrip
     closers.push(() => hooked.close());
     variants.push({ key: "hook", depths: [1, IN_FLIGHT], bigTput: true, call: libCall(hooked) });
 
-    if (HAS_HOOK_MATCH) {
-      const nomatch = await nonMatchingHook(broker, runTmp, workspace);
+    if (HOOK_MATCH !== null) {
+      const nomatch = await nonMatchingHook(broker, runTmp, workspace, HOOK_MATCH);
       if (typeof nomatch === "string") notes.push(nomatch);
       else {
         closers.push(() => nomatch.close());
@@ -263,31 +263,20 @@ function tetherEnv(home: string, runTmp: string): Record<string, string> {
 }
 
 /**
- * A copy of nop-guard whose tool_call hook has a matcher that does not match echo, in a session of its
- * own; or why there is none. The matcher's spelling is the first of a few this checkout's manifest
- * accepts, and the session's first call must not ask the hook (else the matcher did not skip it).
+ * A copy of nop-guard whose tool_call hook has a matcher that matches no tool of the bench, in a session
+ * of its own; or why there is none. The session's first call must not ask the hook (else the matcher did
+ * not skip it).
  */
-async function nonMatchingHook(broker: Broker, runTmp: string, workspace: string): Promise<Session | string> {
-  const spellings = ['match = "no-such-tool"', 'match = ["no-such-tool"]', 'match = { tool = "no-such-tool" }'];
+async function nonMatchingHook(broker: Broker, runTmp: string, workspace: string, match: string): Promise<Session | string> {
   const dir = join(runTmp, "ext", "nop-nomatch");
-  let used: string | null = null;
-  for (const spelling of spellings) {
-    try {
-      copyExtension(NOP_GUARD_DIR, dir, (m) => renamed(m, "nop-nomatch").replace(/^event = "tool_call"$/m, `event = "tool_call"\n${spelling}`));
-      used = spelling;
-      break;
-    } catch {
-      // this checkout spells matchers otherwise
-    }
-  }
-  if (used === null) return `n/a: the manifest has hook matchers, but none of ${spellings.join(" / ")} parses`;
+  copyExtension(NOP_GUARD_DIR, dir, (m) => renamed(m, "nop-nomatch").replace(/^event = "tool_call"$/m, `event = "tool_call"\n${match}`));
   await installApproved(broker, dir, false);
   want(broker, "nomatch", ["nop-nomatch"]);
   const session = await openSession(broker, "nomatch", workspace, ["echo", "nop-nomatch"]);
   const report = await session.callTool("echo", payloads.tiny.json);
   if (report.trace.some((row) => row.extension === "nop-nomatch")) {
     await session.close();
-    return `n/a: the hook with \`${used}\` was still asked about echo`;
+    return `n/a: the hook with \`${match}\` was still asked about echo`;
   }
   return session;
 }
@@ -466,7 +455,7 @@ function report(figures: Figures, cold: Map<ColdKey, number[]>, notes: readonly 
   if (lat.has("nomatch")) {
     row("one non-matching tool_call hook: p50 vs unhooked", `${fmt(p50("nomatch"))} / ${fmt(lib)} µs`, p50("nomatch") / lib, `≤ ${TARGET.noMatch}×`, p50("nomatch") <= TARGET.noMatch * lib);
   } else {
-    rows.push(["one non-matching tool_call hook: p50 vs unhooked", HAS_HOOK_MATCH ? (notes.find((n) => n.startsWith("n/a")) ?? "n/a") : "n/a (hook matchers not merged yet)", "", `≤ ${TARGET.noMatch}×`, "n/a"]);
+    rows.push(["one non-matching tool_call hook: p50 vs unhooked", HOOK_MATCH !== null ? (notes.find((n) => n.startsWith("n/a")) ?? "n/a") : "n/a (hook matchers not merged yet)", "", `≤ ${TARGET.noMatch}×`, "n/a"]);
   }
   for (const [k, floor, what] of [
     ["serve", "wsFloor", "ws floor"],

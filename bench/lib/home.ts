@@ -8,7 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/base/log.js";
-import { HookRow, Limits, parseManifest } from "../../broker/install/manifest.js";
+import { parseManifest } from "../../broker/install/manifest.js";
 import { Preferences } from "../../broker/sessions/preferences.js";
 import { Session } from "../../broker/sessions/session.js";
 import type { ToolCallReport } from "../../broker/sessions/session.js";
@@ -17,10 +17,25 @@ export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const ECHO_DIR = join(REPO, "manifests/echo");
 export const NOP_GUARD_DIR = join(REPO, "bench/fixtures/nop-guard");
 
+/** Whether this checkout's manifest parser accepts `text` (a probe for features that may not be merged yet). */
+function parses(text: string): boolean {
+  try {
+    parseManifest(text, "(probe)");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const PROBE = 'name = "probe"\nversion = "1.0.0"\ndescription = "probe"\nentry = "index.ts"\n';
+
 /** Whether this checkout's manifest takes `[limits] concurrency` (a satellite pool per extension). */
-export const HAS_CONCURRENCY = "concurrency" in Limits.entries;
-/** Whether this checkout's manifest takes a matcher on a `[[hook]]` row. */
-export const HAS_HOOK_MATCH = "match" in HookRow.entries;
+export const HAS_CONCURRENCY = parses(`${PROBE}[limits]\nconcurrency = 4\n`);
+
+/** The ways a `[[hook]]` matcher may be spelled that the bench tries, the spelling in docs/hooks.md first. */
+export const MATCH_SPELLINGS = ['match = ["no-such-tool"]', 'match = "no-such-tool"'] as const;
+/** How this checkout's manifest spells a `tool_call` matcher that matches no tool of the bench, or null (no matchers). */
+export const HOOK_MATCH = MATCH_SPELLINGS.find((m) => parses(`${PROBE}[[hook]]\nevent = "tool_call"\n${m}\n`)) ?? null;
 
 export function openBroker(home: string): Broker {
   return Broker.open({ home, log: createLogger({ level: "error" }) });
