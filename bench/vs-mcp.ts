@@ -486,7 +486,7 @@ function report(figures: Figures, cold: Map<ColdKey, number[]>, notes: readonly 
 function plot(figures: Figures, meta: { date: string; load: string }): void {
   const series: { key: Key; name: string; color: string; dashed?: boolean }[] = [
     { key: "lib", name: "Tether (one session)", color: "#1f77b4" },
-    { key: "pool", name: "Tether, concurrency = 4", color: "#17becf", dashed: true },
+    { key: "pool", name: "Tether, concurrency 4", color: "#17becf", dashed: true },
     { key: "sdk", name: "MCP SDK (one client)", color: "#d62728" },
     { key: "floor", name: "raw floor (one peer)", color: "#7f7f7f", dashed: true },
   ];

@@ -37,10 +37,10 @@ function label(value: number): string {
 }
 
 export function lineChart(chart: LineChart): string {
-  const width = 640;
+  const width = 700;
   const height = 400;
   const left = 72;
-  const right = 180;
+  const right = 220;
   const top = chart.subtitle === undefined ? 48 : 64;
   const bottom = 56;
   const plotW = width - left - right;
