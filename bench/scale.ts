@@ -260,7 +260,7 @@ async function run(runTmp: string): Promise<void> {
       }),
     ),
   );
-  out.write("\n(With one extension its deno is the only one running: the deno binary's pages count as its private memory. With more, they are shared.)");
+  out.write("\n\n(With one extension its deno is the only one running: the deno binary's pages count as its private memory. With more, they are shared.)");
   out.write("\n\n== One satellite (the jailed deno of echo) and an idle session\n\n");
   out.write(
     table(
