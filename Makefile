@@ -53,6 +53,8 @@ bench: $(NODE_MODULES) sandbox
 	npx tsx bench/hooks.ts
 	npx tsx bench/boot.ts
 	npx tsx bench/neighbours.ts
+	npx tsx bench/vs-mcp.ts
+	npx tsx bench/scale.ts
 
 demo: $(NODE_MODULES) sandbox
 	npx tsx broker/demo/run.ts

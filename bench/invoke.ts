@@ -29,6 +29,7 @@ import type { SatelliteSlot } from "../broker/satellite/slot.js";
 import { bundleToTemp, slotFor, specFor, type Bundled } from "../tests/support/satellites.js";
 import { FLOOR_BOOT_SCRIPT, FloorPeer, bundleFloorEcho } from "./lib/floor.js";
 import { childrenOf, comm, cpuNs, descendants, findDeno, parentOf, rssKiB, statusKiB } from "./lib/procs.js";
+import { closedLoop, sequential, type Call } from "./lib/loop.js";
 import { fmt, median, ms, summarise, table, type Latency } from "./lib/stats.js";
 
 const SCALE = Number(process.env.BENCH_SCALE ?? "1") || 1;
@@ -42,8 +43,6 @@ const PIPELINE_DEPTH = 16;
 const BOOTS = Math.max(5, Math.round(15 * SCALE)); // per kind, after one discarded warm-up boot
 
 const TARGET = { p50: 1.3, callsPerSec: 0.8, boot: 1.3, rssMiB: 40 } as const;
-
-type Call = () => Promise<void>;
 
 interface Payload {
   readonly label: string;
@@ -89,40 +88,6 @@ function floorCall(peer: FloorPeer, p: Payload): Call {
   return async () => {
     await peer.call(p.args);
   };
-}
-
-async function sequential(call: Call, n: number): Promise<bigint[]> {
-  const out: bigint[] = new Array(n);
-  for (let i = 0; i < n; i++) {
-    const t0 = process.hrtime.bigint();
-    await call();
-    out[i] = process.hrtime.bigint() - t0;
-  }
-  return out;
-}
-
-/** Closed loop: `lanes[i]` gets `depth` callers each; counts completions in the window. Returns calls/s. */
-async function closedLoop(lanes: readonly Call[], depth: number, windowMs: number): Promise<number> {
-  const warmEnd = process.hrtime.bigint() + BigInt(Math.round(windowMs * 0.2 * 1e6));
-  const end = warmEnd + BigInt(Math.round(windowMs * 1e6));
-  let done = 0;
-  let startAt = 0n;
-  let stopAt = 0n;
-  const caller = async (call: Call) => {
-    for (;;) {
-      await call();
-      const now = process.hrtime.bigint();
-      if (now < warmEnd) continue;
-      if (startAt === 0n) startAt = now;
-      if (now >= end) {
-        if (stopAt === 0n) stopAt = now;
-        return;
-      }
-      done++;
-    }
-  };
-  await Promise.all(lanes.flatMap((call) => Array.from({ length: depth }, () => caller(call))));
-  return done / (Number(stopAt - startAt) / 1e9);
 }
 
 function ratio(a: number, b: number): string {

@@ -81,3 +81,29 @@ export function cpuNs(pid: number): number {
   }
   return total;
 }
+
+/** A kB field of /proc/<pid>/smaps_rollup (Pss, Private_Clean, Private_Dirty, ...), or NaN. */
+export function smapsKiB(pid: number, field: string): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m").exec(read(`/proc/${pid}/smaps_rollup`) ?? "");
+  return m ? Number(m[1]) : Number.NaN;
+}
+
+/** Memory only `pid` holds (Private_Clean + Private_Dirty), in KiB: what the process costs beyond shared pages. */
+export function privateKiB(pid: number): number {
+  return smapsKiB(pid, "Private_Clean") + smapsKiB(pid, "Private_Dirty");
+}
+
+/** Resident memory of a set of processes: RSS summed (shared pages counted in each), PSS summed (shared pages split) and private pages, in KiB. */
+export function memoryOf(pids: readonly number[]): { rss: number; pss: number; private: number } {
+  let rss = 0;
+  let pss = 0;
+  let own = 0;
+  for (const pid of pids) {
+    const r = rssKiB(pid);
+    if (!Number.isFinite(r)) continue; // gone meanwhile
+    rss += r;
+    pss += smapsKiB(pid, "Pss") || 0;
+    own += privateKiB(pid) || 0;
+  }
+  return { rss, pss, private: own };
+}
