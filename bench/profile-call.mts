@@ -3,7 +3,8 @@
  * echo tool, 500 warm-up calls, then N timed ones (mean wall time and this
  * process's CPU per call). Profile the broker's side with
  *   node --import tsx --cpu-prof --cpu-prof-dir=/tmp/prof bench/profile-call.mts
- * (N=3000 by default; the largest .cpuprofile is the main thread's).
+ * (N=3000 by default; the largest .cpuprofile is the main thread's; HOOKED=1
+ * adds one extension whose tool_call hook proceeds).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,8 +16,12 @@ import { Session } from "../broker/sessions/session.js";
 const HERE = dirname(fileURLToPath(import.meta.url));
 const home = mkdtempSync(join(tmpdir(), "prof-"));
 const broker = Broker.open({ home, log: createLogger({ level: "error" }) });
-const { installed } = await broker.registry.install(join(HERE, "../manifests/echo"));
-broker.registry.approve(installed.manifest.name);
+// HOOKED=1: a session where bench/fixtures/nop-guard's tool_call hook proceeds on every call.
+const hooked = process.env.HOOKED === "1";
+for (const dir of hooked ? ["../manifests/echo", "fixtures/nop-guard"] : ["../manifests/echo"]) {
+  const { installed } = await broker.registry.install(join(HERE, dir));
+  broker.registry.approve(installed.manifest.name);
+}
 const s = await Session.open(broker, { id: "p", workspace: home });
 const args = '{"text":"hi"}';
 for (let i = 0; i < 500; i++) await s.callTool("echo", args);
