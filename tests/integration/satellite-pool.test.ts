@@ -96,6 +96,33 @@ test("concurrency = 3: three calls run at once on three satellites, the rest wai
   }
 });
 
+test("a satellite of the pool killed mid-call fails that call alone; the others finish and the pool serves on", async () => {
+  const broker = await openBroker("concurrency = 3");
+  const session = await Session.open(broker, { id: "s", workspace: tmp });
+  try {
+    const pool = broker.scope("s").live.get("fetcher")!.slot;
+    arrived = 0;
+    const calls = [1, 2, 3, 4].map((i) => session.callTool("fetch", url(`kill/${i}`)).then((r) => r.outcome));
+    await until("three fetches held at once", () => arrived === 3);
+    const victim = pool.slots.find((slot) => slot.state === "busy")!;
+    process.kill(victim.process!.pid!, "SIGKILL");
+    // Its call fails; the waiting fourth call takes the freed place (on a fresh satellite).
+    await until("the fourth call to start", () => arrived === 4);
+    release();
+    const outcomes = await Promise.all(calls);
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(3);
+    expect(outcomes.find((o) => !o.ok)).toMatchObject({ ok: false, error: { code: "crashed" } });
+    arrived = 0;
+    const again = session.callTool("fetch", url("after"));
+    await until("the next call to start", () => arrived === 1);
+    release();
+    expect((await again).outcome.ok).toBe(true);
+  } finally {
+    await session.close();
+    await broker.close();
+  }
+});
+
 test("calls on one strand never run at once, in order; another strand passes them", async () => {
   const broker = await openBroker("concurrency = 3");
   const session = await Session.open(broker, { id: "s", workspace: tmp });
