@@ -25,7 +25,7 @@ import type { Session } from "../broker/sessions/session.js";
 import { ECHO_DIR, REPO, checkReport, copyExtension, installApproved, openBroker, openSession, renamed, want } from "./lib/home.js";
 import { closedLoop } from "./lib/loop.js";
 import { comm, descendants, memoryOf, privateKiB, rssKiB } from "./lib/procs.js";
-import { inRunTmp, loadAverage, log, warnLeftovers, warnStrays } from "./lib/run.js";
+import { loadAverage, log, runJailBench, warnLeftovers, warnStrays } from "./lib/run.js";
 import { fmt, median, table } from "./lib/stats.js";
 
 const SCALE = Number(process.env.BENCH_SCALE ?? "1") || 1;
@@ -282,12 +282,4 @@ async function run(runTmp: string): Promise<void> {
   out.write(`\nbench took ${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(1)} s\n`);
 }
 
-async function main(): Promise<void> {
-  if (findBwrap() === null) throw new Error("bwrap is not installed; the bench measures the real jail");
-  await inRunTmp("tether-bench-scale-", run);
-}
-
-main().catch((err: unknown) => {
-  process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
-  process.exitCode = 1;
-});
+runJailBench("tether-bench-scale-", run);

@@ -58,7 +58,7 @@ import {
 import { closedLoop, sequential } from "./lib/loop.js";
 import { mcpEcho, startMcp, type McpPeer } from "./lib/mcp-client.js";
 import { RpcClient, echoWsServer } from "./lib/rpc-ws.js";
-import { inRunTmp, loadAverage, log, warnLeftovers, warnStrays } from "./lib/run.js";
+import { loadAverage, log, runJailBench, warnLeftovers, warnStrays } from "./lib/run.js";
 import { fmt, median, summarise, table, type Latency } from "./lib/stats.js";
 import { lineChart } from "./lib/svg.js";
 
@@ -556,12 +556,4 @@ async function run(runTmp: string): Promise<void> {
   process.stdout.write(`\nbench took ${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(1)} s\n`);
 }
 
-async function main(): Promise<void> {
-  if (findBwrap() === null) throw new Error("bwrap is not installed; the bench measures the real jail");
-  await inRunTmp("tether-bench-vs-mcp-", run);
-}
-
-main().catch((err: unknown) => {
-  process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
-  process.exitCode = 1;
-});
+runJailBench("tether-bench-vs-mcp-", run);

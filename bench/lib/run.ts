@@ -2,6 +2,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { findBwrap } from "../../broker/jail/sandbox.js";
 import { childrenOf, comm, descendants } from "./procs.js";
 
 const start = process.hrtime.bigint();
@@ -48,4 +49,16 @@ export function warnStrays(names: readonly string[]): void {
     .filter((pid) => names.includes(comm(pid)))
     .map((pid) => `${comm(pid)}(${pid})`);
   if (strays.length > 0) process.stdout.write(`\nWARNING: processes still running: ${strays.join(", ")}\n`);
+}
+
+/** Runs a jail bench: refuses without bwrap (it measures the real jail), runs in a private TMPDIR, reports a failure as the exit code. */
+export function runJailBench(prefix: string, run: (runTmp: string) => Promise<void>): void {
+  const main = async (): Promise<void> => {
+    if (findBwrap() === null) throw new Error("bwrap is not installed; the bench measures the real jail");
+    await inRunTmp(prefix, run);
+  };
+  main().catch((err: unknown) => {
+    process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  });
 }

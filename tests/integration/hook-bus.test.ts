@@ -5,14 +5,11 @@
  * real tool calls, `cap_call` guards a real capability call, and every verdict
  * is traced in the ledger.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
-import { createLogger } from "../../broker/base/log.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
-import { envOptions } from "../support/env-options.js";
+import { contentText, openHookSession, type HookSession } from "../support/hook-session.js";
 
 const FIXTURES = join(REPO, "tests/integration/fixtures/bus");
 
@@ -37,33 +34,16 @@ function traces(event: string): TraceRow[] {
   return broker.store.sqlite.prepare("select * from hook_traces where session_id = ? and event = ? order by id").all(session.id, event) as TraceRow[];
 }
 
-function text(outcome: { ok: boolean; value?: unknown }): string {
-  const content = (outcome.value as { content?: { type: string; text?: string; json?: unknown }[] } | undefined)?.content ?? [];
-  return content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("");
-}
+const text = contentText;
+let opened: HookSession;
 
 beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), "tether-bus-"));
-  broker = Broker.open({
-    ...envOptions(),
-    home: join(tmp, "home"),
-    log: createLogger({ level: "error" }),
-    // Names resolve to loopback, where nothing listens on 443: the policy allows the fetch (worker's
-    // address rule, allow_private), so the hooks are asked; one they let through fails to connect.
-    resolve: async () => [{ address: "127.0.0.1", family: 4 }],
-  });
-  writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");
-  for (const name of ["hooker", "worker", "ctxadd"]) {
-    await broker.registry.install(join(FIXTURES, name));
-    broker.registry.approve(name);
-  }
-  session = await Session.open(broker, { id: "bus-1", workspace: tmp });
+  opened = await openHookSession("tether-bus-", FIXTURES, ["hooker", "worker", "ctxadd"], "bus-1");
+  ({ tmp, broker, session } = opened);
 });
 
 afterAll(async () => {
-  await session?.close();
-  await broker?.close();
-  rmSync(tmp, { recursive: true, force: true });
+  await opened?.close();
 });
 
 describe("registry order and the harness's events", () => {

@@ -5,16 +5,13 @@
  * tool_call, tool_result and cap_call. Review and status show the matchers.
  * Fixtures: tests/integration/fixtures/matchers (tools serves, picky and never hook).
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
-import { createLogger } from "../../broker/base/log.js";
 import { renderStatus } from "../../broker/cli/session.js";
 import { buildReview, renderReview } from "../../broker/registry/review.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
-import { envOptions } from "../support/env-options.js";
+import { contentText, openHookSession, type HookSession } from "../support/hook-session.js";
 
 const FIXTURES = join(REPO, "tests/integration/fixtures/matchers");
 
@@ -36,33 +33,16 @@ function traces(event: string): [string, string, string][] {
   return rows.map((r) => [r.extension, r.subject, r.answer]);
 }
 
-function text(outcome: { ok: boolean; value?: unknown }): string {
-  const content = (outcome.value as { content?: { type: string; text?: string; json?: unknown }[] } | undefined)?.content ?? [];
-  return content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("");
-}
+const text = contentText;
+let opened: HookSession;
 
 beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), "tether-matchers-"));
-  broker = Broker.open({
-    ...envOptions(),
-    home: join(tmp, "home"),
-    log: createLogger({ level: "error" }),
-    // Names resolve to loopback, where nothing listens on 443: the policy allows the fetch, so
-    // the hooks are asked; one they let through then fails to connect.
-    resolve: async () => [{ address: "127.0.0.1", family: 4 }],
-  });
-  writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");
-  for (const name of ["tools", "picky", "never"]) {
-    await broker.registry.install(join(FIXTURES, name));
-    broker.registry.approve(name);
-  }
-  session = await Session.open(broker, { id: "matchers-1", workspace: tmp });
+  opened = await openHookSession("tether-matchers-", FIXTURES, ["tools", "picky", "never"], "matchers-1");
+  ({ tmp, broker, session } = opened);
 });
 
 afterAll(async () => {
-  await session?.close();
-  await broker?.close();
-  rmSync(tmp, { recursive: true, force: true });
+  await opened?.close();
 });
 
 test("all three are active, and no hook has been asked yet", () => {
