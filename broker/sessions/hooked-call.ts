@@ -155,7 +155,8 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
   const resultPayload = {
     tool,
     call_id: callId,
-    arguments: JSON.parse(finalArgs) as unknown,
+    // Parsed once: the caller's arguments as parsed above, or the rewrite as the hook gave it.
+    arguments: before.rewrite !== null ? before.rewrite.arguments : parsed,
     ok: outcome.ok,
     result: outcome.ok ? outcome.value : outcome.error,
     started_ms: startedMs,
