@@ -55,6 +55,12 @@ test("the help lists exactly the commands of the table, in its order", () => {
   expect(new Set(NAMES).size).toBe(NAMES.length);
 });
 
+test("docs/operators.md shows `tether help` exactly as it prints", () => {
+  expect(DOC).toContain(`\`tether help\` prints:\n\n\`\`\`\n${HELP}\n\`\`\``);
+  // And its example of one command's help, too.
+  expect(DOC).toContain(`$ tether logs --help\n${commandHelp(COMMANDS.find((c) => c.name === "logs")!)}\n\`\`\``);
+});
+
 test.each(COMMANDS.map((c) => [c.name, c] as const))("docs show every usage line of `tether %s` as typed", (_name, command) => {
   const doc = command.doc.startsWith("docs/authors.md") ? AUTHORS : DOC;
   for (const synopsis of synopses(command)) expect(doc).toContain(synopsis);
