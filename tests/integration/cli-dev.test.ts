@@ -13,6 +13,10 @@
 import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { execa, type ResultPromise } from "execa";
 import { REPO } from "../support/satellites.js";
 
@@ -33,15 +37,19 @@ class Lines {
   #waiters: Array<{ pattern: RegExp; from: number; resolve: (line: string) => void; reject: (err: Error) => void }> = [];
   #ended: string | null = null;
 
-  constructor(stream: NodeJS.ReadableStream, done: Promise<unknown>, what: string) {
+  constructor(stream: NodeJS.ReadableStream, done: Promise<unknown> | null, what: string) {
     stream.setEncoding("utf8");
+    stream.on("end", () => {
+      this.#ended ??= `${what}'s output ended`;
+      this.#check();
+    });
     stream.on("data", (chunk: string) => {
       const parts = (this.#partial + chunk).split("\n");
       this.#partial = parts.pop() ?? "";
       for (const line of parts) this.seen.push(line);
       this.#check();
     });
-    void done.finally(() => {
+    void done?.finally(() => {
       this.#ended = `${what} exited`;
       this.#check();
     });
@@ -100,6 +108,16 @@ export const louder: Record<string, Tool> = {
 };
 `;
 
+/** Adds the shout tool to the copy's code and manifest. */
+function addShout(src: string): void {
+  const index = join(src, "index.ts");
+  const code = readFileSync(index, "utf8");
+  const withShout = code.replace("export const tools: Record<string, Tool> = {", `${SHOUT_CODE}\nexport const tools: Record<string, Tool> = {\n  ...louder,`);
+  expect(withShout).not.toBe(code);
+  writeFileSync(index, withShout);
+  appendFileSync(join(src, "manifest.toml"), SHOUT_TOOL);
+}
+
 describe("tether dev", () => {
   let root: string;
   beforeAll(() => {
@@ -127,12 +145,7 @@ describe("tether dev", () => {
 
         // The edit: a new tool in the code and in the manifest.
         const edited = out.seen.length;
-        const index = join(src, "index.ts");
-        const code = readFileSync(index, "utf8");
-        const withShout = code.replace("export const tools: Record<string, Tool> = {", `${SHOUT_CODE}\nexport const tools: Record<string, Tool> = {\n  ...louder,`);
-        expect(withShout).not.toBe(code);
-        writeFileSync(index, withShout);
-        appendFileSync(join(src, "manifest.toml"), SHOUT_TOOL);
+        addShout(src);
         const rebuilt = await out.wait(/^rebuilt in \d+ ms; tools: .*\bshout\b/, edited);
         expect(rebuilt).toMatch(/^rebuilt in \d+ ms; tools: echo, count, shout$/);
 
@@ -198,6 +211,83 @@ describe("tether dev", () => {
       expect(notFolder.code).toBe(2);
       expect(notFolder.stderr).toContain("is not a folder");
       expect(existsSync(join(root, "operator-home"))).toBe(false);
+    },
+    SLOW,
+  );
+
+  test(
+    "--mcp serves the dev session to an MCP client on stdio; an edit reaches it as a changed tool list",
+    async () => {
+      const src = copyEcho(join(root, "mcp"));
+      const devHome = join(root, "mcp", "dev-home");
+      const passed: Record<string, string> = { TETHER_HOME: join(root, "operator-home") };
+      for (const key of ["TETHER_INSECURE_NO_SANDBOX", "TETHER_DENO", "PATH", "HOME"]) if (process.env[key] !== undefined) passed[key] = process.env[key]!;
+      const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, "dev", src, "--mcp", "--home", devHome], env: passed, cwd: REPO, stderr: "pipe" });
+      const err = new Lines(transport.stderr as Readable, null, "tether dev --mcp");
+      const changed: Tool[][] = [];
+      let sawChange: (() => void) | null = null;
+      const client = new Client(
+        { name: "tether-dev-test", version: "1.0.0" },
+        {
+          listChanged: {
+            tools: {
+              autoRefresh: true,
+              debounceMs: 0,
+              onChanged: (error, tools) => {
+                if (error === null && tools !== null) changed.push(tools);
+                sawChange?.();
+              },
+            },
+          },
+        },
+      );
+      const errors: Error[] = [];
+      client.onerror = (e) => errors.push(e);
+      await client.connect(transport);
+      try {
+        expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["count", "echo"]);
+        // The loop's own lines are on stderr: stdout is the MCP channel.
+        expect(err.seen).toContain(`Serving session 'dev' over MCP on stdio (the client's stdin closing stops it).`);
+        expect(err.seen.find((l) => l.startsWith("built in"))).toMatch(/tools: echo, count$/);
+
+        const hasShout = () => changed.some((tools) => tools.some((t) => t.name === "shout"));
+        const shoutListed = new Promise<void>((resolve) => {
+          sawChange = () => {
+            if (hasShout()) resolve();
+          };
+        });
+        const from = err.seen.length;
+        addShout(src);
+        await err.wait(/^rebuilt in \d+ ms; tools: echo, count, shout$/, from);
+        await shoutListed;
+        const result = (await client.callTool({ name: "shout", arguments: { text: "hi" } })) as CallToolResult;
+        expect(result.content).toEqual([{ type: "text", text: "HI" }]);
+        expect(errors).toEqual([]);
+      } finally {
+        await client.close();
+      }
+      await err.wait(/^tether dev: stopping$/);
+    },
+    SLOW,
+  );
+
+  test(
+    "--serve runs tether serve on the dev home until SIGTERM",
+    async () => {
+      const src = copyEcho(join(root, "serve"));
+      const devHome = join(root, "serve", "dev-home");
+      const dev: ResultPromise = execa(process.execPath, [BIN, "dev", src, "--serve", "--port", "0", "--home", devHome], { env: env(root), cwd: REPO, stdin: "ignore", reject: false });
+      const out = new Lines(dev.stdout!, dev, "tether dev --serve");
+      try {
+        const listening = await out.wait(/^tether serve: listening on /);
+        expect(listening).toMatch(/^tether serve: listening on ws:\/\/127\.0\.0\.1:\d+/);
+        expect(listening).toContain(`(token file: ${join(devHome, "serve.token")})`);
+        expect(existsSync(join(devHome, "serve.token"))).toBe(true);
+      } finally {
+        dev.kill("SIGTERM");
+      }
+      expect((await dev).exitCode).toBe(0);
+      expect(out.seen).toContain("tether dev: stopping");
     },
     SLOW,
   );
