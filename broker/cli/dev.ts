@@ -292,6 +292,15 @@ export async function runDev(ctx: CommandContext): Promise<number> {
   let watcher: FSWatcher | null = null;
   let loop: Promise<void> = Promise.resolve();
   let code: number = EXIT.ok;
+  // Listened for from the start: a signal during the first build stops the loop once that build is done.
+  let signalled = false;
+  let onSignalled: (() => void) | null = null;
+  const onSignal = () => {
+    signalled = true;
+    onSignalled?.();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   try {
     say(`tether dev: ${name} from ${folder}`);
     say(`dev home: ${devHome} (its own: never the operator's)`);
@@ -328,7 +337,10 @@ export async function runDev(ctx: CommandContext): Promise<number> {
       wake?.();
     };
 
-    if (v.serve === true) {
+    if (signalled) {
+      // Asked to stop before anything was served.
+    } else if (v.serve === true) {
+      // tether serve listens for the signals itself, and returns once it has shut down.
       const { runServe } = await import("../serve/command.js");
       code = await runServe({
         broker: brokerOptions,
@@ -340,18 +352,15 @@ export async function runDev(ctx: CommandContext): Promise<number> {
       code = await runMcp({ broker: brokerOptions, session: DEV_SESSION, workspace: folder, onOpen: (reload) => (reloadServed = reload) });
     } else {
       await new Promise<void>((resolveSignal) => {
-        const onSignal = () => {
-          process.off("SIGINT", onSignal);
-          process.off("SIGTERM", onSignal);
-          resolveSignal();
-        };
-        process.on("SIGINT", onSignal);
-        process.on("SIGTERM", onSignal);
+        onSignalled = resolveSignal;
+        if (signalled) resolveSignal();
       });
     }
     stop();
     say("tether dev: stopping");
   } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     stopped = true;
     wake?.();
     if (settle !== null) clearTimeout(settle);
