@@ -21,6 +21,13 @@ export interface BrokerOptions extends JailOptions {
   readonly log?: Logger;
   /** The level of the logger made when `log` is absent; default warn. */
   readonly logLevel?: LogLevel;
+  /**
+   * Also write what is logged about each extension (its satellites' stderr and
+   * stdout, its `log` lines, the broker's lines about it) to
+   * `<home>/logs/<name>.log`, at every level, bounded (broker/base/extension-logs.ts).
+   * Default true.
+   */
+  readonly extensionLogs?: boolean;
   readonly bootTimeoutMs?: number;
   readonly graceMs?: number;
   readonly ladderStepMs?: number;

@@ -12,6 +12,7 @@ import type { Resolver } from "./egress/judge.js";
 import { BrokerCode, TetherError, WireCode } from "./base/errors.js";
 import { jailSetup, type JailSetup } from "./jail/setup.js";
 import { createLogger, type Logger } from "./base/log.js";
+import { ExtensionLogs, extensionLogDir, teeExtensionLogs } from "./base/extension-logs.js";
 import { Registry, type Approval, type Installed } from "./registry/registry.js";
 import type { InvocationOutcome } from "./base/outcome.js";
 import { sweepStaleCgroups } from "./jail/cgroup.js";
@@ -67,10 +68,12 @@ export class Broker {
 
   private constructor(options: BrokerOptions) {
     this.#options = options;
-    this.#log = options.log ?? createLogger({ ...(options.logLevel !== undefined ? { level: options.logLevel } : {}) });
     this.#jail = jailSetup(options);
     const paths = prepareHome(resolveHome(options.home));
     this.home = paths.home;
+    const log = options.log ?? createLogger({ ...(options.logLevel !== undefined ? { level: options.logLevel } : {}) });
+    // What is logged about an extension also goes to its own file (`tether logs <name>`).
+    this.#log = options.extensionLogs === false ? log : teeExtensionLogs(log, new ExtensionLogs(extensionLogDir(this.home)));
     this.store = openStore(paths.db);
     this.registry = new Registry(this.store, paths.artifacts, { ...(options.operator !== undefined ? { operator: options.operator } : {}) });
     this.ledger = new Ledger(this.store);

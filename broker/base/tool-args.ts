@@ -5,6 +5,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
+import { jsonSyntaxError } from "./json-syntax.js";
 
 function where(err: ErrorObject): string {
   const path = err.instancePath.replace(/\//g, ".").replace(/~1/g, "/").replace(/~0/g, "~");
@@ -16,7 +17,8 @@ function describe(err: ErrorObject): string {
     case "type":
       return `expected ${String(err.params.type)}${where(err)}`;
     case "required":
-      return `missing ${String(err.params.missingProperty)}${where(err) || " at ."}`;
+      // Named in words: `missing property 'text'`, and where, when not at the top.
+      return `missing property '${String(err.params.missingProperty)}'${where(err)}`;
     case "additionalProperties":
       return `unexpected field ${String(err.params.additionalProperty)}${where(err) || " at ."}`;
     default:
@@ -38,7 +40,8 @@ export class ToolArgsChecker {
       value = parseBoundedJson(args, CALLER_JSON_BOUNDS);
     } catch (err) {
       if (err instanceof DocumentBoundsError) return { ok: false, msg: `Arguments are ${err.message} (the bound for any JSON document)` };
-      return { ok: false, msg: "Arguments are not JSON" };
+      const at = jsonSyntaxError(args);
+      return { ok: false, msg: at === null ? "Arguments are not JSON" : `Arguments are not JSON: ${at.message}` };
     }
     let validate = this.#compiled.get(cacheKey);
     if (validate === undefined) {

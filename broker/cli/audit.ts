@@ -4,6 +4,7 @@
  */
 import { auditEntries, hookTraceEntries, type AuditEntry, type HookTraceEntry } from "../store/audit-queries.js";
 import type { Store } from "../store/open.js";
+import { PLAIN, type Paint } from "./colour.js";
 
 export type { AuditEntry, HookTraceEntry };
 
@@ -54,14 +55,15 @@ export function queryAudit(store: Store, query: AuditQuery): AuditEntry[] {
   return auditEntries(store, { extension: query.extension, session: query.session, since, denied: query.denied, limit: query.limit }, DEFAULT_LIMIT);
 }
 
-export function renderAudit(entries: readonly AuditEntry[]): string {
+/** One line per entry; `paint` colours the decisions (DENIED red, ALLOWED green) on a terminal. */
+export function renderAudit(entries: readonly AuditEntry[], paint: Paint = PLAIN): string {
   if (entries.length === 0) return "no audit entries";
   return entries
     .map((e) => {
       const at = new Date(e.at).toISOString();
       return e.type === "invocation"
         ? `${at} ${e.session} ${e.extension} ${e.kind} ${e.name} → ${e.outcome}${e.durationMs !== null ? ` (${e.durationMs} ms)` : ""}${e.hooksBypassed ? " [hooks bypassed: --no-hooks]" : ""}`
-        : `${at} ${e.session} ${e.extension} cap ${e.capability}${e.target ? ` ${e.target}` : ""} → ${e.decision.toUpperCase()} by ${e.rule}${e.bytes ? ` (${e.bytes} bytes)` : ""}`;
+        : `${at} ${e.session} ${e.extension} cap ${e.capability}${e.target ? ` ${e.target}` : ""} → ${(e.decision === "denied" ? paint.red : paint.green)(e.decision.toUpperCase())} by ${e.rule}${e.bytes ? ` (${e.bytes} bytes)` : ""}`;
     })
     .join("\n");
 }

@@ -14,6 +14,7 @@ import * as v from "valibot";
 import type { Broker } from "../broker.js";
 import { BrokerCode, WireCode } from "../base/errors.js";
 import type { Failure, InvocationOutcome } from "../base/outcome.js";
+import { parseJsonAt } from "../base/json-syntax.js";
 import { GLOBAL } from "../sessions/preferences.js";
 import { SessionId, SessionRecords } from "../sessions/session-records.js";
 import type { Session } from "../sessions/session.js";
@@ -42,6 +43,14 @@ export function parseCallArgs(
   const [extension, tool, args, extra] = positionals;
   if (extension === undefined || tool === undefined) return `missing the extension and tool names: ${CALL_USAGE}`;
   if (extra !== undefined) return `unexpected '${extra}' (quote the JSON arguments as one word): ${CALL_USAGE}`;
+  if (args !== undefined) {
+    // Said here, with where it goes wrong, before a session boots anything.
+    try {
+      parseJsonAt(args);
+    } catch (err) {
+      return `the arguments are not JSON: ${(err as Error).message}. Write them as one quoted word: '{"text": "hi"}'`;
+    }
+  }
   const session = values.session ?? CALL_SESSION;
   if (session === GLOBAL) return `--session '${GLOBAL}': that name is reserved for the global defaults`;
   const checked = v.safeParse(SessionId, session);

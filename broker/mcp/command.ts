@@ -8,12 +8,13 @@
  * the client closes stdin, or on SIGTERM / SIGINT: the session closes (open
  * calls are cancelled first), then the broker, and the exit code is 0.
  */
-import { readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import * as v from "valibot";
 import type { Broker, BrokerOptions } from "../broker.js";
 import { TetherError } from "../base/errors.js";
+import { packageVersion } from "../base/version.js";
 import type { Session } from "../sessions/session.js";
 
 export interface McpOptions {
@@ -21,6 +22,12 @@ export interface McpOptions {
   readonly broker?: Omit<BrokerOptions, "log">;
   readonly session?: string;
   readonly workspace?: string;
+  /**
+   * Told, once the session is open, how to reload it: the session re-reads the
+   * approvals and preferences (`Session.reload`) and the client is told its
+   * tool list changed. `tether dev --mcp` calls it after each rebuild.
+   */
+  readonly onOpen?: (reload: () => Promise<void>) => void;
 }
 
 const EXIT_OK = 0;
@@ -28,15 +35,6 @@ const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
 const say = (line: string) => process.stderr.write(`tether mcp: ${line}\n`);
-
-function packageVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
-    return typeof pkg.version === "string" ? pkg.version : "0.0.0";
-  } catch {
-    return "0.0.0";
-  }
-}
 
 /** Points console.log/info/debug at stderr; returns the undo. */
 function consoleToStderr(): () => void {
@@ -146,6 +144,12 @@ export async function runMcp(options: McpOptions): Promise<number> {
   const transport = new StdioServerTransport();
   server.onerror = (err) => say(`protocol error: ${err.message}`);
   server.onclose = () => stop("the connection closed");
+
+  options.onOpen?.(async () => {
+    const report = await opened.reload();
+    for (const failed of report.failed) say(`reload: '${failed.name}' is not active: ${oneLine(failed.reason)}`);
+    await server.sendToolListChanged().catch(() => {});
+  });
 
   let code = EXIT_OK;
   try {

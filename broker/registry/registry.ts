@@ -170,6 +170,17 @@ export class Registry {
     return { ...row, grants: parseGrants(row.grants) };
   }
 
+  /** Every approval of `name`, newest first, revoked ones included. */
+  approvalHistory(name: string): Approval[] {
+    return this.#store.orm
+      .select()
+      .from(approvals)
+      .where(eq(approvals.extension, name))
+      .orderBy(desc(approvals.id))
+      .all()
+      .map((row) => ({ ...row, grants: parseGrants(row.grants) }));
+  }
+
   status(installed: Installed): InstallStatus {
     const approval = this.latestApproval(installed.name);
     if (approval === null) return "pending";

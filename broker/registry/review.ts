@@ -69,22 +69,28 @@ export function renderReview(review: Review, installed: Installed): string {
   if (r.commands.length > 0) lines.push(`It adds commands: ${r.commands.map((c) => `/${c}`).join(", ")}`);
   lines.push("");
   lines.push(`Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);
-  const d = review.diff;
-  if (d !== null) {
+  if (review.diff !== null) {
     lines.push("");
     lines.push(review.widens ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:" : "Changed since approval (nothing widened):");
-    for (const rule of d.addedNet) lines.push(`  + network: ${rule}`);
-    for (const tool of d.addedTools) lines.push(`  + tool: ${tool}`);
-    for (const hook of d.addedHooks) lines.push(`  + hook: ${hook}`);
-    for (const command of d.addedCommands) lines.push(`  + command: /${command}`);
-    for (const [key, was, now] of d.raisedLimits) lines.push(`  + limit ${key}: ${was} → ${now}`);
-    for (const rule of d.removedNet) lines.push(`  - network: ${rule}`);
-    for (const tool of d.removedTools) lines.push(`  - tool: ${tool}`);
-    for (const hook of d.removedHooks) lines.push(`  - hook: ${hook}`);
-    for (const command of d.removedCommands) lines.push(`  - command: /${command}`);
-    for (const [key, was, now] of d.loweredLimits) lines.push(`  - limit ${key}: ${was} → ${now}`);
+    lines.push(...renderDiff(review.diff));
   }
   lines.push("");
   if (review.status !== "approved") lines.push(`To allow it: tether approve ${review.name}${r.net.length > 0 ? "   (narrow egress with --only <rule>)" : ""}`);
   return lines.join("\n");
+}
+
+/** A diff's lines: `  + network: <rule>` for each thing asked for beyond the approval, then `  - …` for each given up. */
+export function renderDiff(d: GrantDiff): string[] {
+  const lines: string[] = [];
+  for (const rule of d.addedNet) lines.push(`  + network: ${rule}`);
+  for (const tool of d.addedTools) lines.push(`  + tool: ${tool}`);
+  for (const hook of d.addedHooks) lines.push(`  + hook: ${hook}`);
+  for (const command of d.addedCommands) lines.push(`  + command: /${command}`);
+  for (const [key, was, now] of d.raisedLimits) lines.push(`  + limit ${key}: ${was} → ${now}`);
+  for (const rule of d.removedNet) lines.push(`  - network: ${rule}`);
+  for (const tool of d.removedTools) lines.push(`  - tool: ${tool}`);
+  for (const hook of d.removedHooks) lines.push(`  - hook: ${hook}`);
+  for (const command of d.removedCommands) lines.push(`  - command: /${command}`);
+  for (const [key, was, now] of d.loweredLimits) lines.push(`  - limit ${key}: ${was} → ${now}`);
+  return lines;
 }

@@ -95,6 +95,8 @@ export class SatelliteProcess {
     try {
       await sat.#boot();
     } catch (err) {
+      // At info: the caller says it where it matters (a session's status); the extension's log keeps it.
+      sat.#log.info("satellite failed to start", { reason: (err as Error).message });
       await sat.destroy((err as Error).message);
       throw err;
     }

@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { BrokerCode, WireCode } from "../base/errors.js";
+import { jsonSyntaxError } from "../base/json-syntax.js";
 import type { TraceRow } from "../hooks/compose.js";
 import type { InvocationOutcome, ToolContent, ToolReply } from "../base/outcome.js";
 import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
@@ -98,7 +99,8 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
   try {
     parsed = parseBoundedJson(args, CALLER_JSON_BOUNDS);
   } catch (err) {
-    const what = err instanceof DocumentBoundsError ? `Arguments are ${err.message} (the bound for any JSON document)` : "Arguments are not JSON";
+    const at = err instanceof DocumentBoundsError ? null : jsonSyntaxError(args);
+    const what = err instanceof DocumentBoundsError ? `Arguments are ${err.message} (the bound for any JSON document)` : at === null ? "Arguments are not JSON" : `Arguments are not JSON: ${at.message}`;
     return { ...base, extension, invocationId: null, outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${what}` } } };
   }
   const schemaKey = `${session.active.applied.known.get(extension)?.installed?.manifestHash ?? ""}:${tool}`;

@@ -10,7 +10,7 @@
  * prelude hands over), so an extension's patches to globals do not reach it.
  */
 import { ErrorCode } from "../wire/codes.js";
-import type { Call } from "../wire/frames.js";
+import { RUNTIME_NAME as WIRE_RUNTIME_NAME, type Call } from "../wire/frames.js";
 import type { Answer, Asked } from "../ext/answer.js";
 import type { Ctx } from "../ext/ctx.js";
 import type { Channel } from "./channel.js";
@@ -41,7 +41,7 @@ import * as invocation from "./invocation.js";
  * console.log(RUNTIME_NAME); // "tether-deno/1"
  * ```
  */
-export const RUNTIME_NAME = "tether-deno/1";
+export const RUNTIME_NAME: typeof WIRE_RUNTIME_NAME = WIRE_RUNTIME_NAME;
 
 export type Answerer = (asked: Asked, ctx: Ctx) => Promise<Answer>;
 

@@ -16,6 +16,13 @@ export const WireError = v.object({
 });
 export type WireError = v.InferOutput<typeof WireError>;
 
+/**
+ * The satellite runtime's name and the version of this wire protocol, as its
+ * `hello` says them (`tether --version` prints it). Bumped when a frame changes
+ * in a way an older peer would misread.
+ */
+export const RUNTIME_NAME = "tether-deno/1";
+
 /** S→B, first frame: proves the boot token and says what the artifact serves. */
 export const Hello = v.object({
   t: v.literal("hello"),

@@ -213,7 +213,7 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
   test("bad arguments are a tool error naming the field", async () => {
     const missing = (await server.client.callTool({ name: "run", arguments: {} })) as CallToolResult;
     expect(missing.isError).toBe(true);
-    expect(texts(missing)[0]).toBe("bad_arguments: tool 'run': missing text at .");
+    expect(texts(missing)[0]).toBe("bad_arguments: tool 'run': missing property 'text'");
 
     const wrong = (await server.client.callTool({ name: "run", arguments: { text: 42 } })) as CallToolResult;
     expect(wrong.isError).toBe(true);

@@ -124,7 +124,7 @@ test("tool arguments are checked against the manifest's JSON Schema before reach
     await broker.registry.install(copyExtension("echo"));
     broker.registry.approve("echo");
     expect(await broker.callTool("echo", "echo", '{"text":5}', { session: "default" })).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': expected string at .text" } });
-    expect(await broker.callTool("echo", "echo", "{}", { session: "default" })).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': missing text at ." } });
+    expect(await broker.callTool("echo", "echo", "{}", { session: "default" })).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': missing property 'text'" } });
     expect(await broker.callTool("echo", "count", '{"n":1000}', { session: "default" })).toMatchObject({ ok: false, error: { code: "bad_arguments" } });
     expect(await broker.callTool("echo", "nope", "{}", { session: "default" })).toEqual({ ok: false, error: { code: "unknown_tool", msg: "Unknown tool 'nope'; 'echo' serves [count, echo]" } });
   } finally {

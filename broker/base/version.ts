@@ -1,0 +1,20 @@
+/**
+ * What `tether --version` says, and what `tether mcp` tells its clients: the
+ * package's version, and the wire protocol the satellites speak (their
+ * `hello` names it).
+ */
+import { readFileSync } from "node:fs";
+import { RUNTIME_NAME } from "../../jail-runtime/wire/frames.js";
+
+/** The wire protocol between the broker and its satellites: the runtime's name and version. */
+export const WIRE_PROTOCOL = RUNTIME_NAME;
+
+/** The version in package.json ("0.0.0" when it cannot be read). */
+export function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+    return typeof pkg.version === "string" ? pkg.version : "0.0.0";
+  } catch {
+    return "0.0.0";
+  }
+}
