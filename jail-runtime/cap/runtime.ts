@@ -11,6 +11,7 @@
  */
 import { ErrorCode } from "../wire/codes.js";
 import type { Call } from "../wire/frames.js";
+import { WIRE_VERSION } from "../wire/version.js";
 import type { Answer, Asked } from "../ext/answer.js";
 import type { Ctx } from "../ext/ctx.js";
 import type { Channel } from "./channel.js";
@@ -33,7 +34,7 @@ import {
 import * as invocation from "./invocation.js";
 
 /**
- * The runtime's name in `hello`.
+ * The runtime's name in `hello`: this runtime and the wire version it speaks.
  *
  * @example
  * ```ts
@@ -41,7 +42,7 @@ import * as invocation from "./invocation.js";
  * console.log(RUNTIME_NAME); // "tether-deno/1"
  * ```
  */
-export const RUNTIME_NAME = "tether-deno/1";
+export const RUNTIME_NAME = `tether-deno/${WIRE_VERSION}`;
 
 export type Answerer = (asked: Asked, ctx: Ctx) => Promise<Answer>;
 
@@ -72,8 +73,8 @@ async function exitOnStdinEof(b: Booted): Promise<void> {
   b.exit(0);
 }
 
-/** JSON blocks travel as JSON text (see the wire's JsonBlock). */
-function serializeJsonBlocks(value: unknown): Answer {
+/** JSON blocks travel as JSON text (see the wire's JsonBlock). Also the test kit's (`ext/testing/`). */
+export function serializeJsonBlocks(value: unknown): Answer {
   const tool = value as { content: Array<{ type: string; json?: unknown }>; terminate: boolean };
   if (!arrayIsArray(tool?.content)) return { ok: true, value };
   try {
@@ -84,7 +85,7 @@ function serializeJsonBlocks(value: unknown): Answer {
   }
 }
 
-function crashMessage(err: unknown): string {
+export function crashMessage(err: unknown): string {
   // Name and message only: the stack goes to stderr, which the broker logs.
   if (err instanceof SafeError) return stringSlice(`${err.name}: ${err.message}`, 0, 4096);
   return stringSlice(`Threw a non-error value: ${SafeString(err)}`, 0, 4096);
