@@ -10,11 +10,10 @@
  * prelude hands over), so an extension's patches to globals do not reach it.
  */
 import { ErrorCode } from "../wire/codes.js";
-import type { Call } from "../wire/frames.js";
+import type { BrokerFrame, Call } from "../wire/frames.js";
 import { WIRE_VERSION } from "../wire/version.js";
 import type { Answer, Asked } from "../ext/answer.js";
 import type { Ctx } from "../ext/ctx.js";
-import type { Channel } from "./channel.js";
 import {
   SafeError,
   SafeString,
@@ -46,10 +45,19 @@ export const RUNTIME_NAME = `tether-deno/${WIRE_VERSION}`;
 
 export type Answerer = (asked: Asked, ctx: Ctx) => Promise<Answer>;
 
+/**
+ * The open channel as the loop uses it: `channel.ts`'s Channel, named by shape
+ * so the SDK's published types never reach the Deno-only connection behind it.
+ */
+export interface Link extends invocation.CapSink {
+  readLoop(onFrame: (frame: BrokerFrame) => void): Promise<void>;
+  close(): void;
+}
+
 /** What the prelude hands over: the boot token, the open channel, and the Deno calls the loop needs, captured. */
 export interface Booted {
   readonly boot: string;
-  readonly channel: Channel;
+  readonly channel: Link;
   readonly readStdin: (buf: Uint8Array) => Promise<number | null>;
   readonly exit: (code: number) => never;
 }
@@ -91,7 +99,7 @@ export function crashMessage(err: unknown): string {
   return stringSlice(`Threw a non-error value: ${SafeString(err)}`, 0, 4096);
 }
 
-async function runInvocation(channel: Channel, call: Call, answerer: Answerer): Promise<void> {
+async function runInvocation(channel: Link, call: Call, answerer: Answerer): Promise<void> {
   const controller = invocation.begin(call.id, call.token);
   const timer = setTimer(() => abort(controller, new SafeError("Deadline passed")), call.deadline_ms);
   const ctx: Ctx = {
