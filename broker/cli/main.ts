@@ -44,6 +44,7 @@ Commands:
   mcp --session <id> [--workspace <dir>]
                                  Serve a session's active tools as an MCP server on stdio
   doctor                         Check Deno, the sandbox layers and the store
+  new <name> [--dir <folder>]    Scaffold an extension (manifest, a tool, a hook, deno tests, the SDK)
   help                           Show this help
 
 Options:
@@ -74,6 +75,7 @@ const OPTIONS = {
   socket: { type: "string" },
   port: { type: "string" },
   "token-file": { type: "string" },
+  dir: { type: "string" },
   help: { type: "boolean", short: "h" },
 } satisfies ParseArgsConfig["options"];
 
@@ -116,6 +118,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     console.log(HELP);
     return EXIT.ok;
   }
+  if (command === "new") return (await import("./new.js")).runNew(args, values.dir);
   let environment: EnvironmentOptions;
   try {
     environment = readEnvironment(env);
