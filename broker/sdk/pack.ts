@@ -6,14 +6,13 @@ import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { BrokerCode, TetherError } from "../base/errors.js";
 import { stageSdk } from "./stage.js";
 
 function npmPack(dir: string, out: string): Promise<string> {
   return new Promise((done, fail) => {
     execFile("npm", ["pack", "--json", "--pack-destination", out], { cwd: dir, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
       if (err !== null) {
-        fail(new TetherError(BrokerCode.installFailed, `npm pack in ${dir} failed: ${stderr.trim() || err.message}`));
+        fail(new Error(`npm pack in ${dir} failed: ${stderr.trim() || err.message}`));
         return;
       }
       const [packed] = JSON.parse(stdout) as Array<{ filename: string }>;

@@ -10,7 +10,6 @@
 import { cpSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BrokerCode, TetherError } from "../base/errors.js";
 import { WIRE_VERSION } from "../../jail-runtime/wire/version.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -25,7 +24,7 @@ function repoRoot(): string {
       // try the next
     }
   }
-  throw new TetherError(BrokerCode.installFailed, "Cannot find packages/ext (the SDK's package metadata) beside the broker");
+  throw new Error("Cannot find packages/ext (the SDK's package metadata) beside the broker");
 }
 
 /** The entry modules of `@tether/ext`, relative to jail-runtime/ (its `exports`). */
@@ -57,7 +56,7 @@ export function sdkPackages(repo = repoRoot()): { ext: PackageJson; cap: Package
   if (cap.version !== ext.version || cap.dependencies?.["@tether/ext"] !== ext.version) problems.push(`@tether/cap must have @tether/ext's version (${ext.version}) and depend on exactly it`);
   const broker = readJson<PackageJson>(join(repo, "package.json")).dependencies?.valibot;
   if (ext.dependencies?.valibot !== broker) problems.push(`@tether/ext must depend on the broker's valibot (${broker}), not ${ext.dependencies?.valibot}`);
-  if (problems.length > 0) throw new TetherError(BrokerCode.installFailed, `The SDK's package metadata is inconsistent: ${problems.join("; ")}`);
+  if (problems.length > 0) throw new Error(`The SDK's package metadata is inconsistent: ${problems.join("; ")}`);
   return { ext, cap };
 }
 
@@ -67,7 +66,7 @@ async function compile(runtime: string): Promise<Map<string, string>> {
   try {
     ts = (await import("typescript")).default;
   } catch {
-    throw new TetherError(BrokerCode.installFailed, "Building the SDK packages needs the 'typescript' package: run 'npm ci' in the Tether checkout");
+    throw new Error("Building the SDK packages needs the 'typescript' package: run 'npm ci' in the Tether checkout");
   }
   const options: import("typescript").CompilerOptions = {
     rootDir: runtime,
@@ -90,7 +89,7 @@ async function compile(runtime: string): Promise<Map<string, string>> {
   const diagnostics = [...ts.getPreEmitDiagnostics(program), ...result.diagnostics];
   if (diagnostics.length > 0 || result.emitSkipped) {
     const host = { getCanonicalFileName: (f: string) => f, getCurrentDirectory: () => runtime, getNewLine: () => "\n" };
-    throw new TetherError(BrokerCode.installFailed, `The SDK does not compile: ${ts.formatDiagnostics(diagnostics, host)}`);
+    throw new Error(`The SDK does not compile: ${ts.formatDiagnostics(diagnostics, host)}`);
   }
   return out;
 }
