@@ -42,6 +42,7 @@ const OPTIONS = {
   serve: { type: "boolean" },
   mcp: { type: "boolean" },
   "yes-widen": { type: "boolean" },
+  dir: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "V" },
 } satisfies ParseArgsConfig["options"];
@@ -70,6 +71,7 @@ const OPTION_HELP: Record<OptionName, readonly [string, string]> = {
   serve: ["--serve", "Also run tether serve on the dev home (takes --socket, --port, --token-file)"],
   mcp: ["--mcp", "Also serve the dev session's tools as an MCP server on stdio"],
   "yes-widen": ["--yes-widen", "Approve a change that widens what it reaches without asking (shows the diff)"],
+  dir: ["--dir <folder>", "The folder to create (default: ./<name>)"],
   help: ["--help, -h", "Show the help (of a command: tether <command> --help)"],
   version: ["--version, -V", "Show the version of tether and of its wire protocol"],
 };
@@ -366,6 +368,14 @@ export const COMMANDS: readonly Command[] = [
       const { runDev } = await import("./dev.js");
       return runDev(ctx);
     },
+  },
+  {
+    name: "new",
+    usage: [{ usage: "new <name> [--dir <folder>]", summary: ["Scaffold an extension (manifest, a tool, a hook, deno tests, the SDK)"] }],
+    help: "Writes a new extension folder: manifest.toml, index.ts with one tool and one hook, deno tests on the SDK's test kit, deno.json, and the SDK in its node_modules. `deno test` passes in it at once, and `tether install` accepts it. Refuses a name the manifest would refuse and a folder that is not empty.",
+    options: ["dir"],
+    doc: "docs/authors.md#tether-new",
+    run: async (ctx) => (await import("./new.js")).runNew(ctx.args, ctx.values.dir as string | undefined),
   },
   {
     name: "doctor",

@@ -27,6 +27,8 @@ function runtimeRoot(): string {
 }
 
 const SDK_ALIASES: Record<string, string> = { "@tether/ext": "ext/mod.ts", "@tether/cap": "cap/mod.ts" };
+/** A subpath of the SDK's packages (`@tether/ext/testing`): never the broker's copy, so never bundled. */
+const SDK_SUBPATH = /^@tether\/(?:ext|cap)\//;
 
 function inside(root: string, path: string): boolean {
   const rel = relative(root, path);
@@ -164,6 +166,7 @@ function confinement(root: string, sdk: string, entryPath: string, manifest: Man
         const spec = args.path;
         const fromEntry = args.namespace === ENTRY_NAMESPACE; // no file of the folder can be this importer
         const label = fromEntry ? `entry '${manifest.entry}'` : `import '${spec}' in ${shown(args.importer)}`;
+        if (SDK_SUBPATH.test(spec)) return refuse(`${label} is not allowed: an artifact gets the SDK only as '@tether/ext' and '@tether/cap' (the test kit, '@tether/ext/testing', is for test files, which are not bundled)`);
         if (fromEntry && spec === PRELUDE_SPECIFIER) return { path: join(sdk, PRELUDE_PATH), pluginData: SDK_FILE };
         if (fromEntry && spec !== entryPath) return refuse(`${label}: ${ALLOWED}`);
         let importer: string;

@@ -4,7 +4,6 @@
  * is open *now*; between invocations it carries none and the broker refuses it.
  */
 import type { CapResult } from "../wire/frames.js";
-import type { Channel } from "./channel.js";
 import { SafeAbortController, SafeMap, SafePromise, jsonStringify, mapClear, mapDelete, mapForEach, mapGet, mapSet } from "./intrinsics.js";
 
 /**
@@ -41,12 +40,20 @@ interface Open {
   readonly controller: AbortController;
 }
 
-let channel: Channel | null = null;
+/**
+ * Where `cap` frames go: the satellite's channel to the broker (`channel.ts`),
+ * or, in an author's tests, the test kit's stand-in broker (`ext/testing/`).
+ */
+export interface CapSink {
+  send(frame: object): Promise<void>;
+}
+
+let channel: CapSink | null = null;
 let open: Open | null = null;
 let nextCapId = 1;
 const pending = new SafeMap<number, Pending>();
 
-export function attach(c: Channel): void {
+export function attach(c: CapSink): void {
   channel = c;
 }
 
@@ -111,7 +118,7 @@ export function callCap(cap: string, args: unknown): Promise<unknown> {
 }
 
 // Awaits rather than `.catch`: nothing here calls a patched Promise.prototype.then.
-async function sendCap(via: Channel, frame: object, failed: (err: Error) => void): Promise<void> {
+async function sendCap(via: CapSink, frame: object, failed: (err: Error) => void): Promise<void> {
   try {
     await via.send(frame);
   } catch (err) {

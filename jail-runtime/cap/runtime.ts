@@ -10,10 +10,9 @@
  * prelude hands over), so an extension's patches to globals do not reach it.
  */
 import { ErrorCode } from "../wire/codes.js";
-import { RUNTIME_NAME as WIRE_RUNTIME_NAME, type Call } from "../wire/frames.js";
+import { RUNTIME_NAME as WIRE_RUNTIME_NAME, type BrokerFrame, type Call } from "../wire/frames.js";
 import type { Answer, Asked } from "../ext/answer.js";
 import type { Ctx } from "../ext/ctx.js";
-import type { Channel } from "./channel.js";
 import {
   SafeError,
   SafeString,
@@ -33,7 +32,7 @@ import {
 import * as invocation from "./invocation.js";
 
 /**
- * The runtime's name in `hello`.
+ * The runtime's name in `hello`: this runtime and the wire version it speaks.
  *
  * @example
  * ```ts
@@ -45,10 +44,19 @@ export const RUNTIME_NAME: typeof WIRE_RUNTIME_NAME = WIRE_RUNTIME_NAME;
 
 export type Answerer = (asked: Asked, ctx: Ctx) => Promise<Answer>;
 
+/**
+ * The open channel as the loop uses it: `channel.ts`'s Channel, named by shape
+ * so the SDK's published types never reach the Deno-only connection behind it.
+ */
+export interface Link extends invocation.CapSink {
+  readLoop(onFrame: (frame: BrokerFrame) => void): Promise<void>;
+  close(): void;
+}
+
 /** What the prelude hands over: the boot token, the open channel, and the Deno calls the loop needs, captured. */
 export interface Booted {
   readonly boot: string;
-  readonly channel: Channel;
+  readonly channel: Link;
   readonly readStdin: (buf: Uint8Array) => Promise<number | null>;
   readonly exit: (code: number) => never;
 }
@@ -72,8 +80,8 @@ async function exitOnStdinEof(b: Booted): Promise<void> {
   b.exit(0);
 }
 
-/** JSON blocks travel as JSON text (see the wire's JsonBlock). */
-function serializeJsonBlocks(value: unknown): Answer {
+/** JSON blocks travel as JSON text (see the wire's JsonBlock). Also the test kit's (`ext/testing/`). */
+export function serializeJsonBlocks(value: unknown): Answer {
   const tool = value as { content: Array<{ type: string; json?: unknown }>; terminate: boolean };
   if (!arrayIsArray(tool?.content)) return { ok: true, value };
   try {
@@ -84,13 +92,13 @@ function serializeJsonBlocks(value: unknown): Answer {
   }
 }
 
-function crashMessage(err: unknown): string {
+export function crashMessage(err: unknown): string {
   // Name and message only: the stack goes to stderr, which the broker logs.
   if (err instanceof SafeError) return stringSlice(`${err.name}: ${err.message}`, 0, 4096);
   return stringSlice(`Threw a non-error value: ${SafeString(err)}`, 0, 4096);
 }
 
-async function runInvocation(channel: Channel, call: Call, answerer: Answerer): Promise<void> {
+async function runInvocation(channel: Link, call: Call, answerer: Answerer): Promise<void> {
   const controller = invocation.begin(call.id, call.token);
   const timer = setTimer(() => abort(controller, new SafeError("Deadline passed")), call.deadline_ms);
   const ctx: Ctx = {

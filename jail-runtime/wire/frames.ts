@@ -5,6 +5,7 @@
  * capability prelude (Deno) both import this file. Field `t` names the frame.
  */
 import * as v from "valibot";
+import { WIRE_VERSION } from "./version.js";
 
 const Id = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
 const Name = v.pipe(v.string(), v.maxLength(256));
@@ -21,7 +22,7 @@ export type WireError = v.InferOutput<typeof WireError>;
  * `hello` says them (`tether --version` prints it). Bumped when a frame changes
  * in a way an older peer would misread.
  */
-export const RUNTIME_NAME = "tether-deno/1";
+export const RUNTIME_NAME = `tether-deno/${WIRE_VERSION}`;
 
 /** S→B, first frame: proves the boot token and says what the artifact serves. */
 export const Hello = v.object({

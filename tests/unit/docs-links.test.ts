@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** Top-level folders whose paths the docs name in backticks; a path starting elsewhere is not checked. */
-const REPO_FOLDERS = ["broker", "jail-runtime", "manifests", "examples", "tests", "bench", "docs", "bin", "drizzle"];
+const REPO_FOLDERS = ["broker", "jail-runtime", "manifests", "examples", "tests", "bench", "docs", "bin", "drizzle", "packages"];
 
 const DOCS = [
   "README.md",

@@ -1,7 +1,8 @@
 /**
  * The author SDK's JSDoc examples type-check: `deno check --doc-only` over
- * jail-runtime/ext/ and jail-runtime/cap/, with `@tether/ext` and `@tether/cap`
- * mapped as the bundler maps them and the SDK's npm packages (valibot, msgpackr)
+ * jail-runtime/ext/ (its test kit, ext/testing/, included) and jail-runtime/cap/,
+ * with `@tether/ext`, `@tether/ext/testing` and `@tether/cap`
+ * mapped to their sources and the SDK's npm packages (valibot, msgpackr)
  * read from this checkout's node_modules. Nothing is fetched (`--no-remote`).
  */
 import { execFile } from "node:child_process";
@@ -14,7 +15,7 @@ import { denoBinary } from "../../broker/jail/deno-binary.js";
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const RUNTIME = join(REPO, "jail-runtime");
 /** The SDK's source files, those whose JSDoc holds at least one example. */
-const FILES = ["ext", "cap"].flatMap((dir) =>
+const FILES = ["ext", "ext/testing", "cap"].flatMap((dir) =>
   readdirSync(join(RUNTIME, dir))
     .filter((name) => name.endsWith(".ts") && !name.endsWith(".d.ts"))
     .map((name) => join(RUNTIME, dir, name))
@@ -26,7 +27,7 @@ const BLOCKS = FILES.reduce((n, file) => n + [...readFileSync(file, "utf8").matc
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "tether-sdk-doc-"));
-  const imports = { "@tether/ext": join(RUNTIME, "ext", "mod.ts"), "@tether/cap": join(RUNTIME, "cap", "mod.ts") };
+  const imports = { "@tether/ext": join(RUNTIME, "ext", "mod.ts"), "@tether/ext/testing": join(RUNTIME, "ext", "testing", "mod.ts"), "@tether/cap": join(RUNTIME, "cap", "mod.ts") };
   // The SDK imports its own files as `./x.js` (Node-style ESM): sloppy imports read them as the `.ts` they are.
   writeFileSync(join(dir, "deno.json"), JSON.stringify({ nodeModulesDir: "manual", unstable: ["sloppy-imports"], imports }));
   writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", dependencies: { valibot: "*", msgpackr: "*" } }));

@@ -1,0 +1,132 @@
+/**
+ * `testKit()`: runs an extension's tools, hooks and commands the way a
+ * satellite does — one invocation at a time, under a token, with a deadline —
+ * against in-memory capabilities, with no socket and no broker.
+ */
+import { begin, castCap, end } from "../../cap/invocation.js";
+import { abort, abortSignal } from "../../cap/intrinsics.js";
+import { answer, type Answer, type Served } from "../answer.js";
+import type { Ctx } from "../ctx.js";
+import type { AnyHook, Declared, EventPayload, HookEvent } from "../hook.js";
+import type { Command, Tool } from "../tool.js";
+import { FakeKv } from "./kv.js";
+import { FakeNet, type Routes } from "./net.js";
+import { asDelivered, crashed } from "./outcome.js";
+import { StandIn, type LogLine } from "./stand-in.js";
+
+/** An extension's module, as its entry exports it: `import * as extension from "./index.ts"`. */
+export interface Extension {
+  readonly tools?: Readonly<Record<string, Tool>>;
+  readonly hooks?: Readonly<Record<string, AnyHook>>;
+  readonly commands?: Readonly<Record<string, Command>>;
+}
+
+export interface KitOptions {
+  /** The extension's name, as refusals name it (the manifest's `name`). */
+  readonly name?: string;
+  /** Its `kv`: a `FakeKv`, or the entries to start with. */
+  readonly kv?: FakeKv | Readonly<Record<string, unknown>>;
+  /** Its `net`: a `FakeNet`, or the routes to answer. */
+  readonly net?: FakeNet | Routes;
+  /** The deadline of each invocation (the manifest's `[limits] deadline_ms`); default 30000. */
+  readonly deadlineMs?: number;
+}
+
+export interface CallOptions {
+  readonly deadlineMs?: number;
+  readonly strand?: string;
+}
+
+export interface TestKit {
+  readonly kv: FakeKv;
+  readonly net: FakeNet;
+  /** `log.write` lines, in order. */
+  readonly logs: readonly LogLine[];
+  /** Partials (`ctx.report`, `report.emit`), in order. */
+  readonly reports: readonly string[];
+  /** Calls a tool with arguments (sent as JSON, as the broker sends them). */
+  tool(name: string, args?: unknown, options?: CallOptions): Promise<Answer>;
+  /** Asks the hook for `event` with a payload; an `ok` answer's value is the verdict. */
+  hook<E extends HookEvent>(event: E, payload: EventPayload<E>, options?: CallOptions): Promise<Answer>;
+  /** Runs a command with its argument text (`/name args`). */
+  command(name: string, args?: string, options?: CallOptions): Promise<Answer>;
+}
+
+/** How long past its deadline an invocation may still answer before the broker answers `timeout`. */
+const GRACE_MS = 500;
+let nextId = 1;
+
+/**
+ * A kit for one extension: `kv`, `net`, `log` and `report` are fakes that
+ * answer as the broker does (codes, `(rule: …)` wording, quota, rates), and
+ * each call answers what the harness would get. It takes the channel's place
+ * for the whole process: use one kit at a time.
+ *
+ * @example
+ * ```ts
+ * import { outcome, text, type Tool } from "@tether/ext";
+ * import { testKit } from "@tether/ext/testing";
+ * const tools: Record<string, Tool> = { hello: () => outcome([text("hi")]) };
+ * const kit = testKit({ tools });
+ * const reply = await kit.tool("hello");
+ * // { ok: true, value: { content: [{ type: "text", text: "hi" }], terminate: false } }
+ * ```
+ */
+export function testKit(extension: Extension, options: KitOptions = {}): TestKit {
+  const name = options.name ?? "extension";
+  const kv = options.kv instanceof FakeKv ? options.kv : new FakeKv(options.kv ?? {});
+  const net = options.net instanceof FakeNet ? options.net : new FakeNet(options.net ?? {}, name);
+  const standIn = new StandIn(kv, net);
+  const hooks = extension.hooks ?? {};
+  const served: Served = {
+    tools: extension.tools ?? {},
+    commands: extension.commands ?? {},
+    // As the generated entry pairs them: each hook under the event it is exported as.
+    hooks: Object.keys(hooks).map((event): Declared => [event, hooks[event]!]),
+  };
+
+  async function invoke(kind: "tool" | "command" | "event", what: string, args: string, call: CallOptions = {}): Promise<Answer> {
+    const id = nextId++;
+    const token = `kit-${id}-${Math.random().toString(36).slice(2)}`;
+    const deadlineMs = call.deadlineMs ?? options.deadlineMs ?? 30_000;
+    standIn.attach();
+    standIn.open(token);
+    const controller = begin(id, token);
+    const ctx: Ctx = {
+      strand: call.strand ?? "",
+      deadlineMs,
+      signal: abortSignal(controller),
+      report: (text: string) => castCap("report.emit", { text: String(text) }),
+    };
+    const timers: ReturnType<typeof setTimeout>[] = [];
+    const late = new Promise<Answer>((resolve) => {
+      timers.push(setTimeout(() => abort(controller, new Error("Deadline passed")), deadlineMs));
+      const msg = `'${what}' did not answer within its ${deadlineMs} ms deadline; the satellite was stopped`;
+      timers.push(setTimeout(() => resolve({ ok: false, error: { code: "timeout", msg } }), deadlineMs + GRACE_MS));
+    });
+    const run = async (): Promise<Answer> => {
+      try {
+        return await answer(served, { kind, name: what, args, strand: ctx.strand, deadlineMs }, ctx);
+      } catch (err) {
+        return crashed(err);
+      }
+    };
+    try {
+      return asDelivered(kind, what, await Promise.race([run(), late]));
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+      end(id);
+      standIn.close();
+    }
+  }
+
+  return {
+    kv,
+    net,
+    logs: standIn.logs,
+    reports: standIn.reports,
+    tool: (tool, args = {}, call) => invoke("tool", tool, JSON.stringify(args), call),
+    hook: (event, payload, call) => invoke("event", event, JSON.stringify(payload), call),
+    command: (command, args = "", call) => invoke("command", command, args, call),
+  };
+}

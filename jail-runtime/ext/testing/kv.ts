@@ -1,0 +1,131 @@
+/**
+ * An in-memory `kv` for tests: the broker's answers to `kv.get`, `kv.put`,
+ * `kv.delete` and `kv.list` (broker/caps/kv.ts), its quota and key order,
+ * with no store behind it.
+ */
+import * as v from "valibot";
+import type { CapReply } from "./reply.js";
+import { refused } from "./reply.js";
+
+/** The broker's default `[limits] kv_bytes`. */
+export const DEFAULT_KV_BYTES = 1_048_576;
+
+// The broker's argument schemas and usage texts (broker/caps/kv.ts, dispatcher.ts).
+const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(512));
+const GetArgs = v.object({ key: Key });
+const PutArgs = v.union([v.object({ key: Key, json: v.unknown() }), v.object({ key: Key, bytes: v.pipe(v.string(), v.base64()) })]);
+const ListArgs = v.object({ prefix: v.optional(v.pipe(v.string(), v.maxLength(512)), ""), limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 100) });
+
+type Stored = { readonly json: string } | { readonly bytes: Uint8Array };
+
+const utf8 = new TextEncoder();
+
+/** The store orders keys by their UTF-8 bytes (SQLite's binary collation), not by UTF-16 units. */
+function byBytes(a: string, b: string): number {
+  const x = utf8.encode(a);
+  const y = utf8.encode(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+}
+
+function fromBase64(text: string): Uint8Array {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+function size(value: Stored): number {
+  return "json" in value ? utf8.encode(value.json).length : value.bytes.length;
+}
+
+/**
+ * One extension's keys, in memory, bounded like `[limits] kv_bytes` (every
+ * value's bytes plus its key's UTF-8 length).
+ *
+ * @example
+ * ```ts
+ * import { FakeKv } from "@tether/ext/testing";
+ * const kv = new FakeKv({ "last-city": "Lisbon" }, 4096);
+ * kv.value("last-city"); // "Lisbon"
+ * ```
+ */
+export class FakeKv {
+  readonly #entries = new Map<string, Stored>();
+
+  /** `entries` are stored as JSON values (a `Uint8Array` as bytes), past any quota. */
+  constructor(
+    entries: Readonly<Record<string, unknown>> = {},
+    readonly quota: number = DEFAULT_KV_BYTES,
+  ) {
+    for (const [key, value] of Object.entries(entries)) this.set(key, value);
+  }
+
+  /** Stores `value` as a test's setup would, with no quota check. */
+  set(key: string, value: unknown): void {
+    this.#entries.set(key, value instanceof Uint8Array ? { bytes: value.slice() } : { json: JSON.stringify(value) ?? "null" });
+  }
+
+  /** The JSON value under `key` (undefined when absent, the bytes when it holds bytes): for assertions. */
+  value(key: string): unknown {
+    const stored = this.#entries.get(key);
+    if (stored === undefined) return undefined;
+    return "json" in stored ? JSON.parse(stored.json) : stored.bytes.slice();
+  }
+
+  /** Every key, in the store's order. */
+  keys(): string[] {
+    return [...this.#entries.keys()].sort(byBytes);
+  }
+
+  /** The bytes counted against the quota. */
+  used(): number {
+    let total = 0;
+    for (const [key, value] of this.#entries) total += size(value) + utf8.encode(key).length;
+    return total;
+  }
+
+  /** Answers one `kv.*` capability call (decoded arguments) as the broker does. */
+  serve(cap: string, args: unknown): CapReply {
+    switch (cap) {
+      case "kv.get": {
+        const parsed = v.safeParse(GetArgs, args);
+        if (!parsed.success) return refused("bad_arguments", "args", "kv.get takes {key}");
+        const stored = this.#entries.get(parsed.output.key);
+        if (stored === undefined) return { ok: true, value: null };
+        return { ok: true, value: "json" in stored ? { json: stored.json } : { bytes: stored.bytes.slice() } };
+      }
+      case "kv.delete": {
+        const parsed = v.safeParse(GetArgs, args);
+        if (!parsed.success) return refused("bad_arguments", "args", "kv.delete takes {key}");
+        return { ok: true, value: this.#entries.delete(parsed.output.key) };
+      }
+      case "kv.list": {
+        const parsed = v.safeParse(ListArgs, args);
+        if (!parsed.success) return refused("bad_arguments", "args", "kv.list takes {prefix?, limit?}");
+        const { prefix, limit } = parsed.output;
+        return { ok: true, value: this.keys().filter((key) => key.startsWith(prefix)).slice(0, limit) };
+      }
+      case "kv.put": {
+        const parsed = v.safeParse(PutArgs, args);
+        if (!parsed.success) return refused("bad_arguments", "args", "kv.put takes {key, json} or {key, bytes (base64)}");
+        const { key } = parsed.output;
+        let entry: Stored;
+        if ("json" in parsed.output) {
+          const text = JSON.stringify(parsed.output.json);
+          if (text === undefined) return { ok: false, error: { code: "denied", msg: "kv.put: the value is not JSON" } };
+          entry = { json: text };
+        } else {
+          entry = { bytes: fromBase64(parsed.output.bytes) };
+        }
+        const old = this.#entries.get(key);
+        const after = this.used() - (old === undefined ? 0 : size(old) + utf8.encode(key).length) + size(entry) + utf8.encode(key).length;
+        if (after > this.quota) return refused("denied", "limits.kv_bytes", `kv.put: storage quota of ${this.quota} bytes would be exceeded (${after} bytes)`);
+        this.#entries.set(key, entry);
+        return { ok: true, value: null };
+      }
+      default:
+        return refused("denied", "unknown-capability", `There is no capability '${cap.slice(0, 64)}'`);
+    }
+  }
+}
