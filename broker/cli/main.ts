@@ -17,6 +17,8 @@ Usage: tether <command> [options]
 
 Commands:
   install <dir>                  Validate, bundle and store an extension (pending until approved)
+  check <dir>                    Check a folder before installing it: manifest, bundle, types, and a
+                                 dry boot in the jail (served vs declared); every problem at once
   review <name>                  What it can reach, its tools, hooks and limits; on an upgrade, the diff
   approve <name> [--only <rule>...] [--yes]
                                  Approve what is installed (narrow egress with --only)
@@ -141,6 +143,11 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
   if (command === "mcp") {
     const { runMcp } = await import("../mcp/command.js");
     return runMcp({ broker: options, ...defined({ session: values.session, workspace: values.workspace }) });
+  }
+
+  if (command === "check") {
+    const { runCheck } = await import("./check.js");
+    return EXIT[await runCheck(args, options, json)];
   }
 
   const known = ["install", "review", "approve", "revoke", "uninstall", "list", "call", "session", "audit"];
