@@ -200,15 +200,8 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     switch (command) {
       case "install": {
         const dir = need(args, 0, "the extension folder: tether install <dir>");
-        const { installed, status } = await registry.install(dir, (line) => {
-          if (!json) process.stderr.write(`… ${line}\n`);
-        });
-        out(
-          { name: installed.name, version: installed.version, status, manifestHash: installed.manifestHash, artifactHash: installed.artifactHash },
-          `installed ${installed.name} ${installed.version}: ${status}` +
-            (status === "approved" ? "" : `\nNext: tether review ${installed.name}, then tether approve ${installed.name}`),
-        );
-        return EXIT.ok;
+        const { runInstall } = await import("./install.js");
+        return EXIT[await runInstall(broker, dir, { json, yes: values.yes === true, options, confirm })];
       }
       case "review": {
         const name = need(args, 0, "the extension name: tether review <name>");
