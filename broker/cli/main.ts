@@ -16,12 +16,15 @@ export const HELP = `tether — run untrusted agent extensions in jailed Deno sa
 Usage: tether <command> [options]
 
 Commands:
-  install <dir>                  Validate, bundle and store an extension (pending until approved)
+  install <dir> [--yes]          Validate, bundle, dry-boot and store an extension (pending until
+                                 approved); --yes replaces one installed from another folder
   check <dir>                    Check a folder before installing it: manifest, bundle, types, and a
                                  dry boot in the jail (served vs declared); every problem at once
-  review <name>                  What it can reach, its tools, hooks and limits; on an upgrade, the diff
-  approve <name> [--only <rule>...] [--yes]
-                                 Approve what is installed (narrow egress with --only)
+  review <name> [--diff]         What it can reach, its tools, hooks and limits; on an upgrade, the diff
+                                 and the source files that changed (--diff: how)
+  approve <name> [--only <rule>...] [--all] [--yes]
+                                 Approve what is installed (narrow egress with --only; a later
+                                 approval keeps that narrowing unless --all)
   revoke <name>                  Revoke the approval; running satellites stop on their next call
   uninstall <name>               Remove an extension (its approval is revoked)
   list                           Installed extensions: pending / approved / revoked / changed
@@ -65,6 +68,8 @@ const OPTIONS = {
   yes: { type: "boolean", short: "y" },
   home: { type: "string" },
   only: { type: "string", multiple: true },
+  all: { type: "boolean" },
+  diff: { type: "boolean" },
   ext: { type: "string" },
   session: { type: "string" },
   since: { type: "string" },
@@ -188,7 +193,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
   }
 
   // Loaded only for commands that use them: help and usage errors stay fast.
-  const [{ Broker }, { buildReview, renderReview }, { queryAudit, renderAudit, queryHookTraces, renderHookTraces, parseLimit, SinceError, LimitError }] = await Promise.all([
+  const [{ Broker }, { renderReview }, { queryAudit, renderAudit, queryHookTraces, renderHookTraces, parseLimit, SinceError, LimitError }] = await Promise.all([
     import("../broker.js"),
     import("../registry/review.js"),
     import("./audit.js"),
@@ -205,15 +210,14 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       }
       case "review": {
         const name = need(args, 0, "the extension name: tether review <name>");
-        const installed = registry.require(name);
-        const review = buildReview(installed, registry.status(installed), registry.latestApproval(name));
-        out(review, renderReview(review, installed));
+        const shown = (await import("./review.js")).reviewOutput(broker, name, values.diff === true);
+        out(shown.value, shown.text);
         return EXIT.ok;
       }
       case "approve": {
         const name = need(args, 0, "the extension name: tether approve <name>");
-        const installed = registry.require(name);
-        const review = buildReview(installed, registry.status(installed), registry.latestApproval(name));
+        if (values.all === true && values.only !== undefined) throw new UsageError("--only and --all do not combine: --only grants the rules named, --all every rule requested");
+        const { installed, review } = (await import("./review.js")).reviewFor(broker, name);
         if (values.yes !== true) {
           if (!json) console.error(renderReview(review, installed));
           if (!(await confirm(`Approve ${name} ${installed.version}?`))) {
@@ -221,8 +225,9 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
             return EXIT.declined;
           }
         }
-        const approval = registry.approve(name, values.only !== undefined ? { onlyNet: values.only } : {});
-        out({ name, approval }, `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")})` : " (no egress)"}`);
+        const approval = registry.approve(name, { ...(values.only !== undefined ? { onlyNet: values.only } : {}), all: values.all === true });
+        const kept = values.only === undefined && approval.withheldNet.length > 0 ? `; still withheld by an earlier --only: ${approval.withheldNet.join(", ")} (--all grants it)` : "";
+        out({ name, approval }, `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")}${kept})` : ` (no egress${kept})`}`);
         return EXIT.ok;
       }
       case "revoke": {

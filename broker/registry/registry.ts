@@ -15,7 +15,7 @@ import { manifestProblems } from "../install/manifest-checks.js";
 import type { Store } from "../store/open.js";
 import { approvals, installs } from "../store/schema.js";
 import { collectUnreferenced, type Collected } from "./artifact-gc.js";
-import { recordArtifact } from "./artifact-records.js";
+import { artifactRecord, recordArtifact, sourceContent, type ArtifactRecord } from "./artifact-records.js";
 import { parseGrants, requestedGrants, type Grants } from "./grants.js";
 
 export type InstallStatus = "pending" | "approved" | "revoked" | "changed";
@@ -217,7 +217,7 @@ export class Registry {
       }
       grants.net = [...options.onlyNet];
     } else if (options.all !== true) {
-      const withheld = this.#stillWithheld(name, installed, requested);
+      const withheld = this.withheldOnApproval(name, installed);
       grants.net = requested.filter((rule) => !withheld.includes(rule));
     }
     const withheldNet = requested.filter((rule) => !grants.net.includes(rule));
@@ -243,10 +243,11 @@ export class Registry {
 
   /**
    * The requested rules the latest approval left out, which a new approval keeps
-   * out: those it recorded as withheld, and (an approval made before they were
-   * recorded, of this same manifest) those it did not grant.
+   * out unless told `all`: those it recorded as withheld, and (an approval made
+   * before they were recorded, of this same manifest) those it did not grant.
    */
-  #stillWithheld(name: string, installed: Installed, requested: readonly string[]): string[] {
+  withheldOnApproval(name: string, installed: Installed = this.require(name)): string[] {
+    const requested = installed.manifest.net.allow;
     const previous = this.latestApproval(name);
     if (previous === null) return [];
     const ungranted = previous.manifestHash === installed.manifestHash ? requested.filter((rule) => !previous.grants.net.includes(rule)) : [];
@@ -268,6 +269,16 @@ export class Registry {
     this.#store.orm.delete(installs).where(eq(installs.name, name)).run();
     this.version++;
     this.collectUnreferenced();
+  }
+
+  /** What `name`'s artifact `artifactHash` was built from; null when it was not recorded (or is no longer named). */
+  artifactRecord(name: string, artifactHash: string): ArtifactRecord | null {
+    return artifactRecord(this.#store.orm, name, artifactHash);
+  }
+
+  /** A recorded source file's contents, when kept. */
+  sourceContent(sha256: string): Buffer | null {
+    return sourceContent(this.#store.orm, sha256);
   }
 
   #parsedManifest(text: string, hash: string, name: string): Manifest {
