@@ -40,11 +40,20 @@ export function placeOf(code: string, line: number, column: number, root: string
   } catch {
     return { file: rel, code: trimmed };
   }
-  const found = source.flatMap((s, i) => (trimmed !== "" && s.trim() === trimmed ? [i] : []));
+  const wanted = withoutDeclaration(trimmed);
+  const found = source.flatMap((s, i) => (wanted.rest !== "" && withoutDeclaration(s.trim()).rest === wanted.rest ? [i] : []));
   if (found.length !== 1) return { file: rel, code: trimmed };
   const at = found[0]!;
+  const line0 = source[at]!;
   const indent = (s: string) => s.length - s.trimStart().length;
-  return { file: rel, line: at + 1, column: Math.max(1, column - indent(text) + indent(source[at]!)), code: trimmed };
+  const shift = withoutDeclaration(line0.trim()).keyword.length - wanted.keyword.length;
+  return { file: rel, line: at + 1, column: Math.max(1, column - indent(text) + indent(line0) + shift), code: trimmed };
+}
+
+/** esbuild writes a top-level `const`/`let` (exported or not) as `var`: compare lines without the keyword. */
+function withoutDeclaration(line: string): { keyword: string; rest: string } {
+  const keyword = /^(?:export\s+)?(?:const|let|var)\s+/.exec(line)?.[0] ?? "";
+  return { keyword, rest: line.slice(keyword.length) };
 }
 
 /** `file:line:column`, or `file` with the code when the line is not known. */
