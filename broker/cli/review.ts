@@ -21,6 +21,7 @@ export function reviewFor(broker: Broker, name: string): { installed: Installed;
   const review = buildReview(installed, registry.status(installed), approval, {
     approvedArtifact: approval === null ? null : registry.artifactRecord(name, approval.artifactHash),
     installedArtifact: registry.artifactRecord(name, installed.artifactHash),
+    approvedManifestBytes: approval === null ? null : (registry.sourceContent(approval.manifestHash)?.length ?? null),
     policy: { reach: current instanceof Error ? current : current.reach, file: policy.file },
     withheld: registry.withheldOnApproval(name, installed),
   });
@@ -32,9 +33,14 @@ export function reviewOutput(broker: Broker, name: string, diff: boolean): { val
   const { installed, review } = reviewFor(broker, name);
   const text = renderReview(review, installed);
   if (!diff) return { value: review, text };
-  const sources = review.changes?.sources;
-  if (sources === undefined || sources === null) {
-    const why = review.changes === null ? "nothing changed since the approval (or nothing was approved yet)" : "the approved install's sources were not recorded (installed by an older Tether)";
+  const sources = review.changes?.sources ?? [];
+  if (sources.length === 0) {
+    const why =
+      review.changes === null
+        ? "nothing changed since the approval (or nothing was approved yet)"
+        : review.changes.sourcesKnown
+          ? "no file of the folder differs (the SDK or the bundler changed what the artifact is built into)"
+          : "the approved install's sources were not recorded (installed by an older Tether)";
     return { value: { ...review, sourceDiff: [] }, text: `${text}\n\nNo source diff: ${why}` };
   }
   const diffs: SourceDiff[] = sourceDiffs(sources, (sha) => broker.registry.sourceContent(sha));

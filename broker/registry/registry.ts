@@ -127,7 +127,6 @@ export class Registry {
       sourceDir: source,
       updatedAt: Date.now(),
     };
-    const sources = [{ path: "manifest.toml", sha256: row.manifestHash, content: Buffer.from(text) }, ...artifact.sources];
     // One immediate transaction, as the collection of unreferenced artifacts takes: it never sees this file unrecorded.
     this.#store.orm.transaction(
       (tx) => {
@@ -135,7 +134,7 @@ export class Registry {
         writeFileSync(`${artifactPath}.tmp`, artifact.code, { mode: 0o600 });
         renameSync(`${artifactPath}.tmp`, artifactPath);
         tx.insert(installs).values(row).onConflictDoUpdate({ target: installs.name, set: row }).run();
-        recordArtifact(tx, manifest.name, artifact.sha256, Buffer.byteLength(artifact.code), sources, source);
+        recordArtifact(tx, manifest.name, { sha256: artifact.sha256, bytes: Buffer.byteLength(artifact.code), sources: artifact.sources }, source, Buffer.from(text));
       },
       { behavior: "immediate" },
     );

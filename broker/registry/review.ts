@@ -17,6 +17,8 @@ export interface ReviewContext {
   /** What the approved and the installed artifacts were built from (null: not recorded). */
   readonly approvedArtifact?: ArtifactRecord | null;
   readonly installedArtifact?: ArtifactRecord | null;
+  /** The size of the approved manifest's text, when it was kept. */
+  readonly approvedManifestBytes?: number | null;
   /** The operator's policy.toml as it stands: its reach, or why it does not parse. */
   readonly policy?: { readonly reach: Reach | Error; readonly file: string };
   /** Requested rules an approval now keeps out (an earlier --only). */
@@ -27,8 +29,10 @@ export interface ReviewContext {
 export interface ArtifactChange {
   readonly before: { readonly hash: string; readonly bytes: number | null };
   readonly after: { readonly hash: string; readonly bytes: number | null };
-  /** The source files that differ (manifest.toml included); null when the approved artifact's were not recorded. */
-  readonly sources: readonly SourceChange[] | null;
+  /** The source files that differ, manifest.toml included. */
+  readonly sources: readonly SourceChange[];
+  /** False when the approved artifact's sources were not recorded (an older broker installed it): only manifest.toml is compared. */
+  readonly sourcesKnown: boolean;
 }
 
 export interface Review {
@@ -63,13 +67,29 @@ export function buildReview(installed: Installed, status: InstallStatus, approva
   const reach = policy === undefined || policy.reach instanceof Error ? [] : reachWarnings(requested.net, policy.reach, policy.file);
   const before = context.approvedArtifact ?? null;
   const after = context.installedArtifact ?? null;
-  const changes: ArtifactChange | null = !changed
-    ? null
-    : {
-        before: { hash: approval!.artifactHash, bytes: before?.bytes ?? null },
-        after: { hash: installed.artifactHash, bytes: after?.bytes ?? null },
-        sources: before === null || after === null ? null : sourceChanges(before.sources, after.sources),
-      };
+  let changes: ArtifactChange | null = null;
+  if (changed) {
+    const sameArtifact = approval!.artifactHash === installed.artifactHash;
+    // The same artifact was built from what the bundle read then: only the manifest can differ.
+    const code = sameArtifact ? [] : before === null || after === null ? null : sourceChanges(before.sources, after.sources);
+    const manifest: SourceChange[] =
+      approval!.manifestHash === installed.manifestHash
+        ? []
+        : [
+            {
+              path: "manifest.toml",
+              change: "changed",
+              before: { path: "manifest.toml", sha256: approval!.manifestHash, bytes: context.approvedManifestBytes ?? null },
+              after: { path: "manifest.toml", sha256: installed.manifestHash, bytes: Buffer.byteLength(installed.manifestText) },
+            },
+          ];
+    changes = {
+      before: { hash: approval!.artifactHash, bytes: before?.bytes ?? null },
+      after: { hash: installed.artifactHash, bytes: after?.bytes ?? null },
+      sources: [...manifest, ...(code ?? [])].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+      sourcesKnown: code !== null,
+    };
+  }
   return {
     name: installed.name,
     version: installed.version,
@@ -95,11 +115,13 @@ function renderChanges(c: ArtifactChange, name: string): string[] {
   if (c.before.hash !== c.after.hash) {
     lines.push(`  artifact: ${size(c.before.bytes)} (sha256 ${c.before.hash.slice(0, 16)}…) → ${size(c.after.bytes)} (sha256 ${c.after.hash.slice(0, 16)}…)`);
   }
-  if (c.sources === null) lines.push("  files that differ: not known (the approved install was made before Tether recorded its sources)");
-  else if (c.sources.length > 0) {
-    lines.push(`  files that differ: ${c.sources.map((s) => `${s.path} (${s.change})`).join(", ")}`);
-    lines.push(`  to see how: tether review ${name} --diff`);
+  const listed = c.sources.map((s) => `${s.path} (${s.change})`);
+  if (!c.sourcesKnown) listed.push("others not known (the approved install was made before Tether recorded its sources)");
+  else if (c.before.hash !== c.after.hash && !c.sources.some((s) => s.path !== "manifest.toml")) {
+    listed.push("no other file of the folder (the SDK or the bundler changed what the artifact is built into)");
   }
+  if (listed.length > 0) lines.push(`  files that differ: ${listed.join(", ")}`);
+  if (c.sources.length > 0) lines.push(`  to see how: tether review ${name} --diff`);
   return lines;
 }
 

@@ -50,7 +50,7 @@ export function sourceDiffs(changes: readonly SourceChange[], content: (sha256: 
     const after = read(c.after);
     const missing = [before === undefined ? c.before : null, after === undefined ? c.after : null].filter((s): s is SourceEntry => s !== null);
     if (missing.length > 0) {
-      const what = missing.map((s) => `${s.bytes} bytes, sha256 ${s.sha256.slice(0, 16)}…`).join(" and ");
+      const what = missing.map((s) => `${s.bytes === null ? "" : `${s.bytes} bytes, `}sha256 ${s.sha256.slice(0, 16)}…`).join(" and ");
       return { path: c.path, change: c.change, unified: null, note: `contents not kept (${what}): compare the folders themselves` };
     }
     if (BINARY.test(before!) || BINARY.test(after!)) return { path: c.path, change: c.change, unified: null, note: "binary: the hashes differ" };
