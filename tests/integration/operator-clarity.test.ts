@@ -114,7 +114,10 @@ test(
     const review = ok(await tether(home, "review", "weather")).stdout;
     expect(review).toContain("  the network: https://tracker.example.com   (withheld by an earlier --only: approving keeps it out; --all grants it)");
     expect(review).not.toContain("[NEW]");
-    expect(review).toContain("Changed since approval (nothing widened):");
+    expect(review).toContain("Changed since approval (nothing widened):\n  files that differ: manifest.toml (changed)\n  to see how: tether review weather --diff");
+    // A manifest-only upgrade: the artifact is the approved one, the manifest's old text was kept.
+    const diff = ok(await tether(home, "review", "weather", "--diff")).stdout;
+    expect(diff).toContain('--- a/manifest.toml\n+++ b/manifest.toml\n@@ -1,5 +1,5 @@\n name = "weather"\n-version = "1.0.0"\n+version = "1.1.0"');
 
     const again = ok(await tether(home, "approve", "weather", "--yes"));
     expect(again.stdout).toBe("approved weather 1.1.0 (egress: https://api.example.com; still withheld by an earlier --only: https://tracker.example.com (--all grants it))");
