@@ -675,7 +675,9 @@ describe("the composition: approval ∩ operator ∩ session ∩ hook, read at e
     expect(newHits(api, a!)).toEqual([]);
     // Other approved rules still work on the same satellite.
     expectAllowed(await call({ url: `http://other.test:${P2}/x` }), `http://other.test:${P2}`);
-    broker.registry.approve(MAIN);
+    // A plain re-approval keeps the narrowing; widening back is explicit.
+    expect(broker.registry.approve(MAIN).grants.net).not.toContain(allowedRule());
+    broker.registry.approve(MAIN, { all: true });
     const again = expectAllowed(await call({ url: allowedUrl() }), allowedRule());
     expect(narrowed.reply!.boot).toBe(first.boot);
     expect(again.boot).toBe(first.boot);
@@ -1404,7 +1406,7 @@ describe("judged per act: a policy change during an exchange", () => {
       expect(c.rows.map((r) => r.decision)).toEqual(["allowed", "denied"]);
       expect(newHits(other, o!)).toEqual([]);
     } finally {
-      broker.registry.approve(LIVE);
+      broker.registry.approve(LIVE, { all: true });
     }
   });
 
