@@ -2,9 +2,13 @@
  * The type check of an extension: `deno check` on its entry, with
  * `@tether/ext` and `@tether/cap` mapped to the SDK as the bundler maps them,
  * its own `node_modules/` and the SDK's packages resolved as Node would, and
- * nothing fetched (`--no-remote`, no lock file written). It reads the sources
- * (the bundle has already confined their imports to the folder) and runs
- * none of them. Each error comes back with its file and line in the folder.
+ * nothing fetched (`--no-remote`, no lock file written). It runs none of the
+ * sources; it reads them, on the host. It is run only on a folder whose bundle
+ * passed, so every import the bundle follows is confined to the folder; what
+ * the bundle drops unread (`import type`, `/// <reference path>`) deno check
+ * still reads wherever it points — to show in its own error messages, on the
+ * checker's terminal — and a timeout bounds a read that never ends (a FIFO).
+ * Each error comes back with its file and line in the folder.
  */
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
