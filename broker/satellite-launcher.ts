@@ -76,6 +76,7 @@ export class SatelliteLauncher {
         tools: installed.manifest.tool.map((t) => t.name),
         hooks: installed.manifest.hook.map((h) => h.event),
         commands: installed.manifest.command.map((c) => c.name),
+        entry: installed.manifest.entry,
       },
       sandbox: resolveSandbox(o.sandbox),
       jail: o.jail,

@@ -4,7 +4,7 @@
  */
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { parse as parseToml } from "smol-toml";
+import { parse as parseToml, TomlError } from "smol-toml";
 import * as v from "valibot";
 import { isMetadataAddress, NO_REACH, REACH_CLASSES, reachOf, type Reach } from "../egress/reach.js";
 import { parseRule, type EgressRule } from "../egress/rules.js";
@@ -72,15 +72,36 @@ export interface SessionPolicy {
 
 const DEFAULTS: OperatorPolicy = { deny: [], reach: NO_REACH, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024, maxFetches: 16, maxConcurrency: 4, maxPoolMemoryMb: 1024 };
 
+/** The keys each table takes, for a message about one it does not. */
+const TABLES: Readonly<Record<string, readonly string[]>> = {
+  "": Object.keys(OperatorPolicyFile.entries),
+  net: Object.keys(OperatorPolicyFile.entries.net.wrapped.entries),
+  satellites: Object.keys(OperatorPolicyFile.entries.satellites.wrapped.entries),
+};
+
+/** One problem of the file: the key's path and what is wrong; an unknown key lists those its table takes. */
+function describeIssue(issue: v.BaseIssue<unknown>): string {
+  const path = v.getDotPath(issue) ?? "(top level)";
+  if (issue.kind === "schema" && issue.expected === "never") {
+    const table = path.includes(".") ? path.slice(0, path.lastIndexOf(".")) : "";
+    const keys = TABLES[table] ?? [];
+    return table === ""
+      ? `[${path}]: unknown table; policy.toml has ${keys.map((k) => `[${k}]`).join(" and ")}`
+      : `${path}: unknown key; [${table}] takes ${keys.join(", ")}`;
+  }
+  return `${path}: ${issue.message}`;
+}
+
 export function parseOperatorPolicy(text: string, file: string): OperatorPolicy {
   let raw: unknown;
   try {
     raw = parseToml(text);
   } catch (err) {
-    throw new Error(`${file}: not valid TOML: ${(err as Error).message.split("\n")[0]}`);
+    const where = err instanceof TomlError ? ` (line ${err.line}, column ${err.column})` : "";
+    throw new Error(`${file}${where}: not valid TOML: ${(err as Error).message.split("\n")[0]}`);
   }
-  const parsed = v.safeParse(OperatorPolicyFile, raw);
-  if (!parsed.success) throw new Error(`${file}: ${parsed.issues.map((i) => `${v.getDotPath(i) ?? "(top)"}: ${i.message}`).join("; ")}`);
+  const parsed = v.safeParse(OperatorPolicyFile, raw, { abortEarly: false });
+  if (!parsed.success) throw new Error(`${file}: ${parsed.issues.map(describeIssue).join("; ")}`);
   const net = parsed.output.net;
   return {
     deny: (net.deny ?? []).map((r, i) => {

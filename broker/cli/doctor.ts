@@ -1,11 +1,14 @@
 /**
- * `tether doctor`: which jail layers are active, and whether the pieces work.
+ * `tether doctor`: which jail layers are active, and whether the pieces work;
+ * that the operator's policy.toml parses; and it collects artifacts (and
+ * their Deno caches and source records) that no install refers to any more.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { BrokerOptions } from "../broker.js";
+import { parseOperatorPolicy } from "../caps/policy.js";
 import { parseHooksFile } from "../hooks/hooks-file.js";
 import { denoBinary } from "../jail/deno-binary.js";
 import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
@@ -14,7 +17,8 @@ import { jailSetup } from "../jail/setup.js";
 import { findBwrap } from "../jail/sandbox.js";
 import { prepareHome, resolveHome } from "../store/home.js";
 import { journalState } from "../store/journal-state.js";
-import { migrationsFolder, openStore } from "../store/open.js";
+import { migrationsFolder, openStore, type Store } from "../store/open.js";
+import { collectUnreferenced } from "../registry/artifact-gc.js";
 
 export interface Check {
   readonly name: string;
@@ -67,11 +71,13 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
   // Every other layer matters only when bubblewrap does.
   if (bwrap !== null) for (const layer of jailLayers(setup)) checks.push(layer);
   let homeDir: string | null = null;
+  let artifacts: Check | null = null;
   try {
     const paths = prepareHome(resolveHome(options.home));
     homeDir = paths.home;
     const store = openStore(paths.db);
     const { journal, appliedMigrations: applied } = journalState(store);
+    artifacts = artifactsCheck(store, paths.artifacts, join(paths.home, "cache", "deno"));
     store.close();
     const shipped = (JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
     checks.push(
@@ -82,7 +88,8 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
   } catch (err) {
     checks.push({ name: "store", ok: false, detail: `cannot open the store: ${(err as Error).message}` });
   }
-  if (homeDir !== null) checks.push(homeCheck(homeDir), hooksCheck(homeDir));
+  if (artifacts !== null) checks.push(artifacts);
+  if (homeDir !== null) checks.push(homeCheck(homeDir), hooksCheck(homeDir), policyCheck(homeDir));
   checks.push(socketCheck(jailIdentity(setup.identity)));
   return checks;
 }
@@ -106,6 +113,30 @@ function hooksCheck(dir: string): Check {
     return { name: "hooks", ok: true, detail: `${file}: ${parsed.rows.length} command hooks (they run when the built-in hooks extension is enabled: tether session enable hooks)` };
   } catch (err) {
     return { name: "hooks", ok: false, detail: (err as Error).message };
+  }
+}
+
+/** Artifacts no install names (replaced, uninstalled, left by a crash) are removed, with their Deno caches. */
+function artifactsCheck(store: Store, dir: string, denoCache: string): Check {
+  try {
+    const c = collectUnreferenced(store, dir, denoCache);
+    const removed = [...c.artifacts, ...c.caches.map((name) => `cache/deno/${name}`)];
+    return { name: "artifacts", ok: true, detail: `${c.kept} installed in ${dir}; ${removed.length === 0 ? "nothing unreferenced" : `removed what no install refers to: ${removed.join(", ")}`}` };
+  } catch (err) {
+    return { name: "artifacts", ok: false, detail: `cannot collect unreferenced artifacts in ${dir}: ${(err as Error).message}` };
+  }
+}
+
+/** The operator's policy.toml, when there is one: a file that does not parse refuses every egress call. */
+function policyCheck(dir: string): Check {
+  const file = join(dir, "policy.toml");
+  if (!existsSync(file)) return { name: "policy", ok: true, detail: `no ${file}: the defaults apply (no deny rules; no loopback, private or other non-public address reachable)` };
+  try {
+    const p = parseOperatorPolicy(readFileSync(file, "utf8"), file);
+    const reach = [...p.reach.classes, ...(p.reach.metadata.length > 0 ? [`${p.reach.metadata.length} metadata address(es)`] : [])];
+    return { name: "policy", ok: true, detail: `${file}: ${p.deny.length} deny rules; rules may reach ${reach.length === 0 ? "public addresses only" : `public and ${reach.join(", ")}`}` };
+  } catch (err) {
+    return { name: "policy", ok: false, detail: `${(err as Error).message}. Until it is fixed every egress call is refused` };
   }
 }
 

@@ -43,6 +43,8 @@ const OPTIONS = {
   mcp: { type: "boolean" },
   "yes-widen": { type: "boolean" },
   dir: { type: "string" },
+  all: { type: "boolean" },
+  diff: { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "V" },
 } satisfies ParseArgsConfig["options"];
@@ -72,6 +74,8 @@ const OPTION_HELP: Record<OptionName, readonly [string, string]> = {
   mcp: ["--mcp", "Also serve the dev session's tools as an MCP server on stdio"],
   "yes-widen": ["--yes-widen", "Approve a change that widens what it reaches without asking (shows the diff)"],
   dir: ["--dir <folder>", "The folder to create (default: ./<name>)"],
+  all: ["--all", "Grant every requested egress rule, also those an earlier --only withheld"],
+  diff: ["--diff", "Also print how each changed source file differs (old against new)"],
   help: ["--help, -h", "Show the help (of a command: tether <command> --help)"],
   version: ["--version, -V", "Show the version of tether and of its wire protocol"],
 };
@@ -86,59 +90,60 @@ const OPERATORS = "docs/operators.md";
 export const COMMANDS: readonly Command[] = [
   {
     name: "install",
-    usage: [{ usage: "install <dir>", summary: ["Validate, bundle and store an extension (pending until approved)"] }],
+    usage: [{ usage: "install <dir> [--yes]", summary: ["Validate, bundle, dry-boot and store an extension (pending until", "approved); --yes replaces one installed from another folder"] }],
     help:
-      "Reads <dir>/manifest.toml and checks every field, bundles the entry with esbuild and stores the artifact in the home. " +
-      "A new extension is pending: nothing runs until it is approved. Reinstalling after a change makes it 'changed' until approved again.",
-    options: ["json"],
+      "Reads <dir>/manifest.toml and checks every field, bundles the entry with esbuild, boots the artifact once in the jail to check that it serves what the manifest declares, and stores it in the home. " +
+      "A new extension is pending: nothing runs until it is approved. Reinstalling after a change makes it 'changed' until approved again. Installing another folder under a name already installed asks first (--yes: proceed).",
+    options: ["yes", "json"],
     doc: `${OPERATORS}#1-install`,
     needs: [1, "the extension folder: tether install <dir>"],
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
-        const { installed, status } = await broker.registry.install(ctx.args[0]!, (line) => {
-          if (!ctx.json) process.stderr.write(`… ${line}\n`);
-        });
-        ctx.out(
-          { name: installed.name, version: installed.version, status, manifestHash: installed.manifestHash, artifactHash: installed.artifactHash },
-          `installed ${installed.name} ${installed.version}: ${status}` +
-            (status === "approved" ? "" : `\nNext: tether review ${installed.name}, then tether approve ${installed.name}`),
-        );
-        return EXIT.ok;
+        const { runInstall } = await import("./install.js");
+        return EXIT[await runInstall(broker, ctx.args[0]!, { json: ctx.json, yes: ctx.values.yes === true, options: ctx.options, confirm })];
       }),
   },
   {
-    name: "review",
-    usage: [{ usage: "review <name>", summary: ["What it can reach, its tools, hooks and limits; on an upgrade, the diff"] }],
-    help: "Says in plain words what the installed extension can reach, the tools, hooks and commands it adds and its limits; after an upgrade, what changed since the approval (a widening in capitals).",
+    name: "check",
+    usage: [{ usage: "check <dir>", summary: ["Check a folder before installing it: manifest, bundle, types, and a", "dry boot in the jail (served vs declared); every problem at once"] }],
+    help: "Everything install would refuse, a type check (deno check), and a dry boot of the bundled artifact in the jail that compares what it serves with what the manifest declares — all reported together, each with what to change. Writes nothing to the home.",
     options: ["json"],
+    doc: `${OPERATORS}#checking-a-folder-tether-check`,
+    run: async (ctx) => {
+      const { runCheck } = await import("./check.js");
+      return EXIT[await runCheck(ctx.args, ctx.options, ctx.json)];
+    },
+  },
+  {
+    name: "review",
+    usage: [{ usage: "review <name> [--diff]", summary: ["What it can reach, its tools, hooks and limits; on an upgrade, the diff", "and the source files that changed (--diff: how)"] }],
+    help: "Says in plain words what the installed extension can reach, the tools, hooks and commands it adds and its limits; after an upgrade, what changed since the approval (a widening in capitals), the artifact's size and hash, and the source files that differ; --diff prints how they differ.",
+    options: ["diff", "json"],
     doc: `${OPERATORS}#2-review`,
     needs: [1, "the extension name: tether review <name>"],
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
-        const { buildReview, renderReview } = await import("../registry/review.js");
-        const name = ctx.args[0]!;
-        const installed = broker.registry.require(name);
-        const review = buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval(name));
-        ctx.out(review, renderReview(review, installed));
+        const shown = (await import("./review.js")).reviewOutput(broker, ctx.args[0]!, ctx.values.diff === true);
+        ctx.out(shown.value, shown.text);
         return EXIT.ok;
       }),
   },
   {
     name: "approve",
-    usage: [{ usage: "approve <name> [--only <rule>...] [--yes]", summary: ["Approve what is installed (narrow egress with --only)"] }],
+    usage: [{ usage: "approve <name> [--only <rule>...] [--all] [--yes]", summary: ["Approve what is installed (narrow egress with --only; a later", "approval keeps that narrowing unless --all)"] }],
     help:
       "Shows the review on stderr and asks on the terminal; without one (a script) it declines, exit 3, unless --yes is given. " +
-      "The approval pins the manifest and artifact as installed; --only grants a subset of the requested egress rules.",
-    options: ["only", "yes", "json"],
+      "The approval pins the manifest and artifact as installed; --only grants a subset of the requested egress rules, and a later approval keeps withholding what it left out unless --all is given.",
+    options: ["only", "all", "yes", "json"],
     doc: `${OPERATORS}#3-approve`,
     needs: [1, "the extension name: tether approve <name>"],
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
-        const { buildReview, renderReview } = await import("../registry/review.js");
+        const { renderReview } = await import("../registry/review.js");
         const name = ctx.args[0]!;
         const registry = broker.registry;
-        const installed = registry.require(name);
-        const review = buildReview(installed, registry.status(installed), registry.latestApproval(name));
+        if (ctx.values.all === true && ctx.values.only !== undefined) throw new UsageError("--only and --all do not combine: --only grants the rules named, --all every rule requested");
+        const { installed, review } = (await import("./review.js")).reviewFor(broker, name);
         if (ctx.values.yes !== true) {
           if (!ctx.json) console.error(renderReview(review, installed));
           if (!(await confirm(`Approve ${name} ${installed.version}?`))) {
@@ -147,8 +152,9 @@ export const COMMANDS: readonly Command[] = [
           }
         }
         const only = ctx.values.only as string[] | undefined;
-        const approval = registry.approve(name, only !== undefined ? { onlyNet: only } : {});
-        ctx.out({ name, approval }, `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")})` : " (no egress)"}`);
+        const approval = registry.approve(name, { ...(only !== undefined ? { onlyNet: only } : {}), all: ctx.values.all === true });
+        const kept = only === undefined && approval.withheldNet.length > 0 ? `; still withheld by an earlier --only: ${approval.withheldNet.join(", ")} (--all grants it)` : "";
+        ctx.out({ name, approval }, `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")}${kept})` : ` (no egress${kept})`}`);
         return EXIT.ok;
       }),
   },

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs";
-import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { BrokerCode, TetherError } from "../base/errors.js";
@@ -15,7 +15,7 @@ import type { Manifest } from "./manifest.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The SDK sources: jail-runtime/ beside broker/ (also from dist/, where broker is compiled). */
-function runtimeRoot(): string {
+export function runtimeRoot(): string {
   for (const candidate of [resolve(HERE, "../../jail-runtime"), resolve(HERE, "../../../jail-runtime")]) {
     try {
       return realpathSync(candidate);
@@ -26,7 +26,7 @@ function runtimeRoot(): string {
   throw new TetherError(BrokerCode.installFailed, "Cannot find jail-runtime/ (the author SDK) beside the broker");
 }
 
-const SDK_ALIASES: Record<string, string> = { "@tether/ext": "ext/mod.ts", "@tether/cap": "cap/mod.ts" };
+export const SDK_ALIASES: Readonly<Record<string, string>> = { "@tether/ext": "ext/mod.ts", "@tether/cap": "cap/mod.ts" };
 /** A subpath of the SDK's packages (`@tether/ext/testing`): never the broker's copy, so never bundled. */
 const SDK_SUBPATH = /^@tether\/(?:ext|cap)\//;
 
@@ -48,9 +48,18 @@ export const ARTIFACT_BUILD_OPTIONS = {
   legalComments: "none",
 } as const satisfies esbuild.BuildOptions;
 
+/** A file of the extension folder the bundle read: its path in the folder (with /), its hash and contents. */
+export interface SourceFile {
+  readonly path: string;
+  readonly sha256: string;
+  readonly content: Buffer;
+}
+
 export interface Artifact {
   readonly code: string;
   readonly sha256: string;
+  /** The folder's files it was built from, by path (the SDK's are not listed). */
+  readonly sources: readonly SourceFile[];
 }
 
 /** The generated entry lives in its own namespace: no file of the folder can pose as it. */
@@ -145,7 +154,7 @@ const SDK_FILE = Symbol("tether-sdk-file");
 const ALLOWED = "an extension may import only files in its own folder (its node_modules/ included) and '@tether/ext' or '@tether/cap'";
 
 /** The plugin that decides, by real path, every file the bundle resolves and reads. */
-function confinement(root: string, sdk: string, entryPath: string, manifest: Manifest): esbuild.Plugin {
+function confinement(root: string, sdk: string, entryPath: string, manifest: Manifest, read: Set<string>): esbuild.Plugin {
   // The SDK, then the real directory of each package it (or such a package) imports by name.
   const trusted = [sdk];
   const inTrusted = (real: string) => trusted.some((dir) => inside(dir, real));
@@ -236,6 +245,7 @@ function confinement(root: string, sdk: string, entryPath: string, manifest: Man
         }
         const problem = fileProblem(st, own);
         if (problem !== undefined) return refuse(`file '${shown(args.path)}' ${problem}`);
+        if (own) read.add(real);
         return undefined;
       });
     },
@@ -250,6 +260,7 @@ export async function bundleExtension(dir: string, manifest: Manifest): Promise<
   if (!inside(root, entryPath)) throw new TetherError(BrokerCode.installFailed, `entry '${manifest.entry}' is outside the extension folder`);
   checkPackageFiles(root);
 
+  const read = new Set<string>();
   let result: esbuild.BuildResult<{ write: false }>;
   try {
     result = await esbuild.build({
@@ -258,7 +269,7 @@ export async function bundleExtension(dir: string, manifest: Manifest): Promise<
       nodePaths: [],
       // No tsconfig.json is read: one found above the folder, or `extends`, would read host files.
       tsconfigRaw: "{}",
-      plugins: [confinement(root, sdk, entryPath, manifest)],
+      plugins: [confinement(root, sdk, entryPath, manifest, read)],
       absWorkingDir: root,
     });
   } catch (err) {
@@ -270,7 +281,17 @@ export async function bundleExtension(dir: string, manifest: Manifest): Promise<
   if (file === undefined) throw new TetherError(BrokerCode.installFailed, `Bundling '${manifest.name}' produced no output`);
   const code = file.text;
   await scanArtifact(code, manifest.name);
-  return { code, sha256: createHash("sha256").update(code).digest("hex") };
+  return { code, sha256: createHash("sha256").update(code).digest("hex"), sources: sourcesOf(root, read) };
+}
+
+/** The files read, by path in the folder (checked regular files inside it: read again here for their hashes). */
+function sourcesOf(root: string, read: ReadonlySet<string>): SourceFile[] {
+  return [...read]
+    .map((real) => {
+      const content = readFileSync(real);
+      return { path: relative(root, real).split(sep).join("/"), sha256: createHash("sha256").update(content).digest("hex"), content };
+    })
+    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /** Reads a previously written artifact and checks its hash. */

@@ -3,17 +3,19 @@
  * the status that follows (pending / approved / revoked / changed).
  */
 import { createHash } from "node:crypto";
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, realpathSync, renameSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { Ajv } from "ajv";
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { BrokerCode, TetherError } from "../base/errors.js";
-import { bundleExtension } from "../install/bundle.js";
+import { bundleExtension, type Artifact } from "../install/bundle.js";
 import { parseManifest, type Manifest } from "../install/manifest.js";
-import { parseRule, RuleError } from "../egress/rules.js";
+import { manifestProblems } from "../install/manifest-checks.js";
 import type { Store } from "../store/open.js";
 import { approvals, installs } from "../store/schema.js";
+import { collectUnreferenced, type Collected } from "./artifact-gc.js";
+import { artifactRecord, recordArtifact, sourceContent, type ArtifactRecord } from "./artifact-records.js";
 import { parseGrants, requestedGrants, type Grants } from "./grants.js";
 
 export type InstallStatus = "pending" | "approved" | "revoked" | "changed";
@@ -39,34 +41,38 @@ export interface Approval {
   readonly approvedBy: string;
   readonly approvedAt: number;
   readonly revokedAt: number | null;
+  /** Requested egress rules this approval left out (`--only`), kept out by the next approval unless it is told `all`. */
+  readonly withheldNet: readonly string[];
 }
 
 export const sha256 = (text: string | Buffer): string => createHash("sha256").update(text).digest("hex");
 
-/** Checks that each tool's `parameters` compiles as JSON Schema (with `ajv`, default a fresh one). */
-export function checkToolSchemas(manifest: Manifest, file: string, ajv: Ajv = new Ajv({ allErrors: true, strict: false })): void {
-  for (const [i, tool] of manifest.tool.entries()) {
-    try {
-      ajv.compile(tool.parameters);
-    } catch (err) {
-      throw new TetherError(BrokerCode.installFailed, `${file}: tool.${i}.parameters (tool '${tool.name}') is not a valid JSON Schema: ${(err as Error).message}`);
-    }
-  }
-}
-
-/** Checks each `[net] allow` rule parses and is not too broad to mean anything. */
-export function checkNetRules(manifest: Manifest, file: string): void {
-  for (const [i, rule] of manifest.net.allow.entries()) {
-    try {
-      parseRule(rule);
-    } catch (err) {
-      if (err instanceof RuleError) throw new TetherError(BrokerCode.installFailed, `${file}: net.allow.${i}: ${err.message}`);
-      throw err;
-    }
-  }
-}
-
 export type Progress = (line: string) => void;
+
+export interface InstallOptions {
+  /**
+   * Asked when the name is installed from another folder, before anything is
+   * bundled; false refuses the install (InstallDeclined). Absent: it replaces.
+   */
+  readonly replaceFrom?: (installed: Installed, source: string) => Promise<boolean>;
+  /** Runs on the bundled artifact before anything is stored (the dry boot); a throw refuses the install. */
+  readonly verify?: (artifact: Artifact, manifest: Manifest, source: string) => Promise<void>;
+}
+
+/** The install was not confirmed (a different folder under an installed name): nothing was stored. */
+export class InstallDeclined extends Error {}
+
+/** Whether two folder paths are the same folder (by real path when both exist). */
+function sameFolder(a: string, b: string): boolean {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return resolve(p);
+    }
+  };
+  return real(a) === real(b);
+}
 
 export class Registry {
   readonly #store: Store;
@@ -89,7 +95,7 @@ export class Registry {
   }
 
   /** Validates, bundles and stores an extension folder. The result is pending until approved. */
-  async install(dir: string, progress: Progress = () => {}): Promise<{ installed: Installed; status: InstallStatus }> {
+  async install(dir: string, progress: Progress = () => {}, options: InstallOptions = {}): Promise<{ installed: Installed; status: InstallStatus; collected: Collected }> {
     const source = resolve(dir);
     const file = join(source, "manifest.toml");
     progress(`reading ${file}`);
@@ -100,14 +106,16 @@ export class Registry {
       throw new TetherError(BrokerCode.installFailed, `${file}: cannot read the manifest (is ${source} an extension folder?)`);
     }
     const manifest = parseManifest(text, file);
-    checkToolSchemas(manifest, file, this.#ajv);
-    checkNetRules(manifest, file);
+    const problems = manifestProblems(manifest, file, this.#ajv);
+    if (problems.length > 0) throw new TetherError(BrokerCode.installFailed, problems.join("; "));
+    const previous = this.get(manifest.name);
+    if (previous !== null && !sameFolder(previous.sourceDir, source) && options.replaceFrom !== undefined && !(await options.replaceFrom(previous, source))) {
+      throw new InstallDeclined(`${manifest.name} is installed from ${previous.sourceDir}, not ${source}`);
+    }
     progress(`bundling ${manifest.name}@${manifest.version} (${manifest.entry})`);
     const artifact = await bundleExtension(source, manifest);
+    await options.verify?.(artifact, manifest, source);
     const artifactPath = join(this.#artifacts, `${manifest.name}-${artifact.sha256.slice(0, 16)}.js`);
-    // Write then rename: a crash never leaves a half-written artifact under its final name.
-    writeFileSync(`${artifactPath}.tmp`, artifact.code, { mode: 0o600 });
-    renameSync(`${artifactPath}.tmp`, artifactPath);
     const row = {
       name: manifest.name,
       version: manifest.version,
@@ -119,15 +127,28 @@ export class Registry {
       sourceDir: source,
       updatedAt: Date.now(),
     };
-    this.#store.orm
-      .insert(installs)
-      .values(row)
-      .onConflictDoUpdate({ target: installs.name, set: row })
-      .run();
+    // One immediate transaction, as the collection of unreferenced artifacts takes: it never sees this file unrecorded.
+    this.#store.orm.transaction(
+      (tx) => {
+        // Write then rename: a crash never leaves a half-written artifact under its final name.
+        writeFileSync(`${artifactPath}.tmp`, artifact.code, { mode: 0o600 });
+        renameSync(`${artifactPath}.tmp`, artifactPath);
+        tx.insert(installs).values(row).onConflictDoUpdate({ target: installs.name, set: row }).run();
+        recordArtifact(tx, manifest.name, { sha256: artifact.sha256, bytes: Buffer.byteLength(artifact.code), sources: artifact.sources }, source, Buffer.from(text));
+      },
+      { behavior: "immediate" },
+    );
     this.version++;
     progress(`stored ${manifest.name} (${(artifact.code.length / 1024).toFixed(0)} KiB artifact)`);
+    // The artifact it replaced, if any, is now unreferenced.
+    const collected = this.collectUnreferenced();
     const installed = this.get(manifest.name)!;
-    return { installed, status: this.status(installed) };
+    return { installed, status: this.status(installed), collected };
+  }
+
+  /** Removes artifacts, Deno caches and source records nothing refers to any more (see artifact-gc.ts). */
+  collectUnreferenced(): Collected {
+    return collectUnreferenced(this.#store, this.#artifacts, join(dirname(this.#artifacts), "cache", "deno"));
   }
 
   get(name: string): Installed | null {
@@ -166,8 +187,7 @@ export class Registry {
   /** The newest approval of `name`, revoked or not. */
   latestApproval(name: string): Approval | null {
     const row = this.#store.orm.select().from(approvals).where(eq(approvals.extension, name)).orderBy(desc(approvals.id)).limit(1).get();
-    if (row === undefined) return null;
-    return { ...row, grants: parseGrants(row.grants) };
+    return row === undefined ? null : approvalOf(row);
   }
 
   /** Every approval of `name`, newest first, revoked ones included. */
@@ -178,7 +198,7 @@ export class Registry {
       .where(eq(approvals.extension, name))
       .orderBy(desc(approvals.id))
       .all()
-      .map((row) => ({ ...row, grants: parseGrants(row.grants) }));
+      .map(approvalOf);
   }
 
   status(installed: Installed): InstallStatus {
@@ -193,26 +213,54 @@ export class Registry {
   /**
    * Approves what is installed now. `onlyNet` narrows the egress rules to a
    * subset of those requested; anything outside the request is an error.
+   * Without it, rules an earlier `--only` left out stay out, unless `all`.
    */
-  approve(name: string, options: { onlyNet?: readonly string[]; by?: string } = {}): Approval {
+  approve(name: string, options: { onlyNet?: readonly string[]; all?: boolean; by?: string } = {}): Approval {
     const installed = this.require(name);
     const grants = requestedGrants(installed.manifest);
+    const requested = grants.net;
     if (options.onlyNet !== undefined) {
-      const extra = options.onlyNet.filter((rule) => !grants.net.includes(rule));
+      const extra = options.onlyNet.filter((rule) => !requested.includes(rule));
       if (extra.length > 0) {
-        throw new TetherError(BrokerCode.approvalInvalid, `--only ${extra.join(", ")}: not requested by '${name}' (it requests: ${grants.net.join(", ") || "no network"})`);
+        throw new TetherError(BrokerCode.approvalInvalid, `--only ${extra.join(", ")}: not requested by '${name}' (it requests: ${requested.join(", ") || "no network"})`);
       }
       grants.net = [...options.onlyNet];
+    } else if (options.all !== true) {
+      const withheld = this.withheldOnApproval(name, installed);
+      grants.net = requested.filter((rule) => !withheld.includes(rule));
     }
+    const withheldNet = requested.filter((rule) => !grants.net.includes(rule));
     const orm = this.#store.orm;
     orm.transaction((tx) => {
       tx.update(approvals).set({ revokedAt: Date.now() }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
       tx.insert(approvals)
-        .values({ extension: name, manifestHash: installed.manifestHash, artifactHash: installed.artifactHash, grants: JSON.stringify(grants), approvedBy: options.by ?? this.#operator })
+        .values({
+          extension: name,
+          manifestHash: installed.manifestHash,
+          artifactHash: installed.artifactHash,
+          grants: JSON.stringify(grants),
+          approvedBy: options.by ?? this.#operator,
+          withheldNet: JSON.stringify(withheldNet),
+        })
         .run();
     });
     this.version++;
+    // The artifact the replaced approval pinned may no longer be named by anything.
+    this.collectUnreferenced();
     return this.latestApproval(name)!;
+  }
+
+  /**
+   * The requested rules the latest approval left out, which a new approval keeps
+   * out unless told `all`: those it recorded as withheld, and (an approval made
+   * before they were recorded, of this same manifest) those it did not grant.
+   */
+  withheldOnApproval(name: string, installed: Installed = this.require(name)): string[] {
+    const requested = installed.manifest.net.allow;
+    const previous = this.latestApproval(name);
+    if (previous === null) return [];
+    const ungranted = previous.manifestHash === installed.manifestHash ? requested.filter((rule) => !previous.grants.net.includes(rule)) : [];
+    return requested.filter((rule) => previous.withheldNet.includes(rule) || ungranted.includes(rule));
   }
 
   /** Revokes the current approval; true when there was one to revoke. */
@@ -229,6 +277,17 @@ export class Registry {
     this.revoke(name);
     this.#store.orm.delete(installs).where(eq(installs.name, name)).run();
     this.version++;
+    this.collectUnreferenced();
+  }
+
+  /** What `name`'s artifact `artifactHash` was built from; null when it was not recorded (or is no longer named). */
+  artifactRecord(name: string, artifactHash: string): ArtifactRecord | null {
+    return artifactRecord(this.#store.orm, name, artifactHash);
+  }
+
+  /** A recorded source file's contents, when kept. */
+  sourceContent(sha256: string): Buffer | null {
+    return sourceContent(this.#store.orm, sha256);
   }
 
   #parsedManifest(text: string, hash: string, name: string): Manifest {
@@ -248,4 +307,9 @@ function defaultOperator(): string {
   } catch {
     return "operator";
   }
+}
+
+/** An approvals row as the registry hands it out: its grants and withheld rules parsed. */
+function approvalOf(row: typeof approvals.$inferSelect): Approval {
+  return { ...row, grants: parseGrants(row.grants), withheldNet: JSON.parse(row.withheldNet) as string[] };
 }

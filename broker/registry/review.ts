@@ -3,10 +3,37 @@
  * upgrade the diff against what was approved, so a widening cannot be missed.
  */
 import { describeRule, type RuleDescription } from "../egress/describe-rule.js";
+import type { Reach } from "../egress/reach.js";
+import { reachWarnings, type ReachWarning } from "../egress/rule-reach.js";
 import { describeHook } from "../hooks/hook-subject.js";
 import { matchOf } from "../install/hook-row.js";
+import type { ArtifactRecord } from "./artifact-records.js";
 import type { Approval, Installed, InstallStatus } from "./registry.js";
 import { diffGrants, requestedGrants, widens, type GrantDiff, type Grants } from "./grants.js";
+import { sourceChanges, type SourceChange } from "./source-changes.js";
+
+/** What a review reads besides the install and the approval. */
+export interface ReviewContext {
+  /** What the approved and the installed artifacts were built from (null: not recorded). */
+  readonly approvedArtifact?: ArtifactRecord | null;
+  readonly installedArtifact?: ArtifactRecord | null;
+  /** The size of the approved manifest's text, when it was kept. */
+  readonly approvedManifestBytes?: number | null;
+  /** The operator's policy.toml as it stands: its reach, or why it does not parse. */
+  readonly policy?: { readonly reach: Reach | Error; readonly file: string };
+  /** Requested rules an approval now keeps out (an earlier --only). */
+  readonly withheld?: readonly string[];
+}
+
+/** An upgrade's artifact against the approved one. */
+export interface ArtifactChange {
+  readonly before: { readonly hash: string; readonly bytes: number | null };
+  readonly after: { readonly hash: string; readonly bytes: number | null };
+  /** The source files that differ, manifest.toml included. */
+  readonly sources: readonly SourceChange[];
+  /** False when the approved artifact's sources were not recorded (an older broker installed it): only manifest.toml is compared. */
+  readonly sourcesKnown: boolean;
+}
 
 export interface Review {
   readonly name: string;
@@ -19,13 +46,50 @@ export interface Review {
   readonly approved: Grants | null;
   readonly diff: GrantDiff | null;
   readonly widens: boolean;
+  /** Set on an upgrade: the artifacts' sizes and hashes, and the files that differ. */
+  readonly changes: ArtifactChange | null;
+  /** Requested rules the operator's policy leaves unreachable: each one's refusal and the switch it needs. */
+  readonly reach: readonly ReachWarning[];
+  /** policy.toml does not parse (every egress call is refused until it is fixed). */
+  readonly policyError: string | null;
+  /** Requested rules an approval now keeps out unless `--all` (withheld by an earlier `--only`). */
+  readonly withheld: readonly string[];
 }
 
-export function buildReview(installed: Installed, status: InstallStatus, approval: Approval | null): Review {
+export function buildReview(installed: Installed, status: InstallStatus, approval: Approval | null, context: ReviewContext = {}): Review {
   const requested = requestedGrants(installed.manifest);
   // A diff only when what is installed is not what was approved (an upgrade).
   const changed = approval !== null && (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash);
-  const diff = changed ? diffGrants(approval!.grants, requested) : null;
+  // Rules an earlier --only withheld were seen and left out: asking for them again is not new.
+  const seen = approval === null ? null : { ...approval.grants, net: [...new Set([...approval.grants.net, ...approval.withheldNet, ...(context.withheld ?? [])])] };
+  const diff = changed ? diffGrants(seen!, requested) : null;
+  const policy = context.policy;
+  const reach = policy === undefined || policy.reach instanceof Error ? [] : reachWarnings(requested.net, policy.reach, policy.file);
+  const before = context.approvedArtifact ?? null;
+  const after = context.installedArtifact ?? null;
+  let changes: ArtifactChange | null = null;
+  if (changed) {
+    const sameArtifact = approval!.artifactHash === installed.artifactHash;
+    // The same artifact was built from what the bundle read then: only the manifest can differ.
+    const code = sameArtifact ? [] : before === null || after === null ? null : sourceChanges(before.sources, after.sources);
+    const manifest: SourceChange[] =
+      approval!.manifestHash === installed.manifestHash
+        ? []
+        : [
+            {
+              path: "manifest.toml",
+              change: "changed",
+              before: { path: "manifest.toml", sha256: approval!.manifestHash, bytes: context.approvedManifestBytes ?? null },
+              after: { path: "manifest.toml", sha256: installed.manifestHash, bytes: Buffer.byteLength(installed.manifestText) },
+            },
+          ];
+    changes = {
+      before: { hash: approval!.artifactHash, bytes: before?.bytes ?? null },
+      after: { hash: installed.artifactHash, bytes: after?.bytes ?? null },
+      sources: [...manifest, ...(code ?? [])].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+      sourcesKnown: code !== null,
+    };
+  }
   return {
     name: installed.name,
     version: installed.version,
@@ -36,7 +100,29 @@ export function buildReview(installed: Installed, status: InstallStatus, approva
     approved: approval?.grants ?? null,
     diff,
     widens: diff !== null && widens(diff),
+    changes,
+    reach,
+    policyError: policy !== undefined && policy.reach instanceof Error && requested.net.length > 0 ? policy.reach.message : null,
+    withheld: requested.net.filter((rule) => context.withheld?.includes(rule) === true),
   };
+}
+
+const size = (bytes: number | null) => (bytes === null ? "size not recorded" : `${bytes} bytes`);
+
+/** The upgrade's artifact lines: sizes and hashes, and which files differ. */
+function renderChanges(c: ArtifactChange, name: string): string[] {
+  const lines: string[] = [];
+  if (c.before.hash !== c.after.hash) {
+    lines.push(`  artifact: ${size(c.before.bytes)} (sha256 ${c.before.hash.slice(0, 16)}…) → ${size(c.after.bytes)} (sha256 ${c.after.hash.slice(0, 16)}…)`);
+  }
+  const listed = c.sources.map((s) => `${s.path} (${s.change})`);
+  if (!c.sourcesKnown) listed.push("others not known (the approved install was made before Tether recorded its sources)");
+  else if (c.before.hash !== c.after.hash && !c.sources.some((s) => s.path !== "manifest.toml")) {
+    listed.push("no other file of the folder (the SDK or the bundler changed what the artifact is built into)");
+  }
+  if (listed.length > 0) lines.push(`  files that differ: ${listed.join(", ")}`);
+  if (c.sources.length > 0) lines.push(`  to see how: tether review ${name} --diff`);
+  return lines;
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -51,11 +137,19 @@ export function renderReview(review: Review, installed: Installed): string {
   if (r.net.length === 0) lines.push("  the network: nothing (no egress rules)");
   else
     for (const rule of r.net) {
-      const tag = review.diff?.addedNet.includes(rule) ? "   [NEW]" : review.approved !== null && review.diff === null && !review.approved.net.includes(rule) ? "   (requested, not granted)" : "";
+      const tag = review.diff?.addedNet.includes(rule)
+        ? "   [NEW]"
+        : review.approved !== null && review.diff === null && !review.approved.net.includes(rule)
+          ? "   (requested, not granted)"
+          : review.withheld.includes(rule)
+            ? "   (withheld by an earlier --only: approving keeps it out; --all grants it)"
+            : "";
       lines.push(`  the network: ${rule}${tag}`);
       const decoded = review.decoded.find((d) => d.rule === rule) ?? describeRule(rule);
       lines.push(`      means: ${decoded.canonical === null ? "" : `${decoded.canonical} — `}${decoded.summary}`);
+      for (const w of review.reach.filter((w) => w.rule === rule)) lines.push(`      ! every call to its ${w.class.replace(/_/g, "-")} addresses is refused (${w.refusal}): ${w.fix}`);
     }
+  if (review.policyError !== null) lines.push(`  ! the operator's policy does not parse, so every egress call is refused until it is fixed: ${review.policyError}`);
   lines.push("  files, environment, processes: nothing (jailed; only capabilities the broker serves)");
   lines.push("");
   lines.push(`It adds ${plural(r.tools.length, "tool")}:`);
@@ -73,9 +167,11 @@ export function renderReview(review: Review, installed: Installed): string {
     lines.push("");
     lines.push(review.widens ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:" : "Changed since approval (nothing widened):");
     lines.push(...renderDiff(review.diff));
+    if (review.changes !== null) lines.push(...renderChanges(review.changes, review.name));
   }
   lines.push("");
-  if (review.status !== "approved") lines.push(`To allow it: tether approve ${review.name}${r.net.length > 0 ? "   (narrow egress with --only <rule>)" : ""}`);
+  const withheld = review.withheld.length > 0 ? `; --all also grants what an earlier --only withheld: ${review.withheld.join(", ")}` : "";
+  if (review.status !== "approved") lines.push(`To allow it: tether approve ${review.name}${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`);
   return lines.join("\n");
 }
 

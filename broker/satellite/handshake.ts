@@ -11,30 +11,79 @@ export interface Declared {
   readonly tools: readonly string[];
   readonly hooks: readonly string[];
   readonly commands?: readonly string[];
+  /** The manifest's `entry` (the module that exports them), for messages; default "the entry module". */
+  readonly entry?: string;
 }
 
-function sameSet(a: readonly string[], b: readonly string[]): boolean {
-  const sa = [...new Set(a)].sort();
-  const sb = [...new Set(b)].sort();
-  return a.length === sa.length && sa.length === sb.length && sa.every((x, i) => x === sb[i]);
+/** What a hello says the artifact serves. */
+export type Served = Pick<Hello, "tools" | "hooks" | "commands">;
+
+/** A hello that does not serve what the manifest declares: `problems` says, one line each, what to change. */
+export class ServedMismatch extends TetherError {
+  constructor(
+    message: string,
+    readonly problems: readonly string[],
+  ) {
+    super(BrokerCode.servedMismatch, message);
+  }
 }
 
 function list(names: readonly string[]): string {
   return `[${[...names].sort().join(", ")}]`;
 }
 
-/** Throws `servedMismatch` unless the hello serves exactly the declared tools, hooks and commands. */
-export function checkServed(name: string, declared: Declared, hello: Hello): void {
+const minus = (a: readonly string[], b: readonly string[]) => [...new Set(a)].filter((x) => !b.includes(x)).sort();
+
+/** Per kind: the row that declares one, the export that serves it, and how to fix either side. */
+const KINDS = {
+  tool: {
+    missing: () => `export it in \`tools\`, or remove its [[tool]] row`,
+    extra: (n: string) => `add a [[tool]] row with name = "${n}", or remove it from \`tools\``,
+  },
+  hook: {
+    missing: (n: string) => `add it to the exported \`hooks\` (${n}: hook("${n}", …)), or remove its [[hook]] row`,
+    extra: (n: string) => `add a [[hook]] row with event = "${n}", or remove it from \`hooks\``,
+  },
+  command: {
+    missing: () => `export it in \`commands\`, or remove its [[command]] row`,
+    extra: (n: string) => `add a [[command]] row with name = "${n}", or remove it from \`commands\``,
+  },
+} as const;
+
+/**
+ * Each difference between what the manifest declares and what the module
+ * serves, worded for the author: what is on which side, and the two ways to fix it.
+ */
+export function servedProblems(declared: Declared, served: Served): string[] {
+  const entry = declared.entry ?? "the entry module";
+  const sides: Array<[keyof typeof KINDS, readonly string[], readonly string[]]> = [
+    ["tool", declared.tools, served.tools],
+    ["hook", declared.hooks, served.hooks],
+    ["command", declared.commands ?? [], served.commands],
+  ];
+  const problems: string[] = [];
+  for (const [kind, want, have] of sides) {
+    for (const n of minus(want, have)) problems.push(`declared in manifest.toml but not exported from ${entry}: ${kind} ${n} (${KINDS[kind].missing(n)})`);
+    for (const n of minus(have, want)) problems.push(`exported from ${entry} but not declared in manifest.toml: ${kind} ${n} (${KINDS[kind].extra(n)})`);
+  }
+  return problems;
+}
+
+/** Throws ServedMismatch (`served_mismatch`) unless the hello serves exactly the declared tools, hooks and commands. */
+export function checkServed(name: string, declared: Declared, hello: Served): void {
+  const problems = servedProblems(declared, hello);
+  // A name served twice is a mismatch too, though no side lacks it.
+  const twice = (a: readonly string[]) => new Set(a).size !== a.length;
+  if (problems.length === 0 && !twice(hello.tools) && !twice(hello.hooks) && !twice(hello.commands)) return;
   const { tools, hooks } = declared;
   const commands = declared.commands ?? [];
-  if (!sameSet(hello.tools, tools) || !sameSet(hello.hooks, hooks) || !sameSet(hello.commands, commands)) {
-    const cmds = (names: readonly string[]) => (names.length > 0 || commands.length > 0 ? ` and commands ${list(names)}` : "");
-    throw new TetherError(
-      BrokerCode.servedMismatch,
-      `Extension '${name}' is broken: the manifest declares tools ${list(tools)} and hooks ${list(hooks)}${cmds(commands)}, ` +
-        `but the artifact serves tools ${list(hello.tools)} and hooks ${list(hello.hooks)}${cmds(hello.commands)}. Reinstall it`,
-    );
-  }
+  const cmds = (names: readonly string[]) => (names.length > 0 || commands.length > 0 ? ` and commands ${list(names)}` : "");
+  throw new ServedMismatch(
+    `Extension '${name}' is broken: the manifest declares tools ${list(tools)} and hooks ${list(hooks)}${cmds(commands)}, ` +
+      `but the artifact serves tools ${list(hello.tools)} and hooks ${list(hello.hooks)}${cmds(hello.commands)}` +
+      `${problems.length > 0 ? `: ${problems.join("; ")}` : ""}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`,
+    problems,
+  );
 }
 
 /** A process's exit as a message fragment ("exited with code 1"). */

@@ -34,9 +34,37 @@ export const approvals = sqliteTable(
     approvedBy: text("approved_by").notNull(),
     approvedAt: integer("approved_at").notNull().default(now),
     revokedAt: integer("revoked_at"),
+    /** JSON: requested egress rules this approval left out (`--only`); a later approval keeps them out unless told `--all`. */
+    withheldNet: text("withheld_net").notNull().default("[]"),
   },
   (t) => [index("approvals_extension").on(t.extension)],
 );
+
+/**
+ * What each installed artifact was built from: its size and the files of the
+ * extension folder the bundle read (manifest.toml included), so a review can say
+ * which sources an upgrade changed. Kept while an install or an extension's
+ * latest approval names the artifact.
+ */
+export const artifacts = sqliteTable(
+  "artifacts",
+  {
+    extension: text("extension").notNull(),
+    artifactHash: text("artifact_hash").notNull(),
+    bytes: integer("bytes").notNull(),
+    /** JSON: [{ path, sha256, bytes }], by path. */
+    sources: text("sources").notNull(),
+    sourceDir: text("source_dir").notNull(),
+    createdAt: integer("created_at").notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.extension, t.artifactHash] })],
+);
+
+/** The contents of those source files, by hash, for `tether review --diff` (one row per distinct content). */
+export const sourceFiles = sqliteTable("source_files", {
+  sha256: text("sha256").primaryKey(),
+  content: blob("content", { mode: "buffer" }).notNull(),
+});
 
 /** Enabled or not, globally (scope "global") or per session (scope = session id). */
 export const preferences = sqliteTable(

@@ -356,8 +356,10 @@ describe("bad input, doctor and known bugs, each on fresh homes", () => {
         ["cgroup", true],
         ["mounts", true],
         ["store", true],
+        ["artifacts", true],
         ["home", true],
         ["hooks", true],
+        ["policy", true],
         ["sockets", true],
       ]);
       expect(checks.find((c) => c.name === "store")!.detail).toContain(join(other, "tether.db"));

@@ -49,7 +49,7 @@ const CASES: ReadonlyArray<readonly [id: string, description: string]> = [
   ["E12-ipv6-loopback-server", "a name resolving to ::1 reaches an IPv6 server when an address rule names [::1]"],
   ["E13-ip-rule-literal-encoding", "with a rule naming 127.0.0.1, the decimal spelling 2130706433 is that address and is allowed"],
   ["E14-layer-no-manifest-rule", "a host no approved rule names is refused (manifest:no-match)"],
-  ["E15-layer-approval-narrowed", "an approval narrowed with onlyNet refuses the next call; re-approving allows it again (same satellite)"],
+  ["E15-layer-approval-narrowed", "an approval narrowed with onlyNet refuses the next call; a plain re-approval keeps it narrowed, re-approving with all allows it again (same satellite)"],
   ["E16-layer-operator-deny-url", "an operator deny rule refuses the next call; removing it allows it again (same satellite)"],
   ["E17-layer-operator-deny-address", "an operator deny of an address range refuses a name resolving into it"],
   ["E18-layer-operator-no-private", "allow_private = false refuses a named loopback address; true allows it again (same satellite)"],
@@ -675,7 +675,9 @@ describe("the composition: approval ∩ operator ∩ session ∩ hook, read at e
     expect(newHits(api, a!)).toEqual([]);
     // Other approved rules still work on the same satellite.
     expectAllowed(await call({ url: `http://other.test:${P2}/x` }), `http://other.test:${P2}`);
-    broker.registry.approve(MAIN);
+    // A plain re-approval keeps the narrowing; widening back is explicit.
+    expect(broker.registry.approve(MAIN).grants.net).not.toContain(allowedRule());
+    broker.registry.approve(MAIN, { all: true });
     const again = expectAllowed(await call({ url: allowedUrl() }), allowedRule());
     expect(narrowed.reply!.boot).toBe(first.boot);
     expect(again.boot).toBe(first.boot);
@@ -1404,7 +1406,7 @@ describe("judged per act: a policy change during an exchange", () => {
       expect(c.rows.map((r) => r.decision)).toEqual(["allowed", "denied"]);
       expect(newHits(other, o!)).toEqual([]);
     } finally {
-      broker.registry.approve(LIVE);
+      broker.registry.approve(LIVE, { all: true });
     }
   });
 

@@ -149,16 +149,16 @@ describe("boot: the hello", () => {
   });
 
   test.each([
-    ["extra-tool", [...SERVED_TOOLS, "extra"]],
-    ["missing-tool", SERVED_TOOLS.filter((t) => t !== "echo")],
-  ])("a hello serving other tools than declared (%s) fails served_mismatch, naming both lists", async (script, served) => {
+    ["extra-tool", [...SERVED_TOOLS, "extra"], 'exported from the entry module but not declared in manifest.toml: tool extra (add a [[tool]] row with name = "extra", or remove it from `tools`)'],
+    ["missing-tool", SERVED_TOOLS.filter((t) => t !== "echo"), "declared in manifest.toml but not exported from the entry module: tool echo (export it in `tools`, or remove its [[tool]] row)"],
+  ])("a hello serving other tools than declared (%s) fails served_mismatch, naming both lists and what to change", async (script, served, problem) => {
     const { slot } = fakeSlot(script);
     const list = (names: readonly string[]) => `[${[...names].sort().join(", ")}]`;
     expect(await slot.invoke(call("echo"))).toEqual({
       ok: false,
       error: {
         code: "served_mismatch",
-        msg: `Extension '${script}' is broken: the manifest declares tools ${list(SERVED_TOOLS)} and hooks [], but the artifact serves tools ${list(served)} and hooks []. Reinstall it`,
+        msg: `Extension '${script}' is broken: the manifest declares tools ${list(SERVED_TOOLS)} and hooks [], but the artifact serves tools ${list(served)} and hooks []: ${problem}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`,
       },
     });
     await stillServing();

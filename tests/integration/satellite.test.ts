@@ -261,7 +261,11 @@ test("a served/declared mismatch refuses to boot and names both lists", async ()
     ok: false,
     error: {
       code: "served_mismatch",
-      msg: "Extension 'echo' is broken: the manifest declares tools [echo, extra] and hooks [], but the artifact serves tools [count, echo] and hooks []. Reinstall it",
+      msg:
+        "Extension 'echo' is broken: the manifest declares tools [echo, extra] and hooks [], but the artifact serves tools [count, echo] and hooks []: " +
+        "declared in manifest.toml but not exported from the entry module: tool extra (export it in `tools`, or remove its [[tool]] row); " +
+        'exported from the entry module but not declared in manifest.toml: tool count (add a [[tool]] row with name = "count", or remove it from `tools`). ' +
+        "Its author must fix the extension (tether check <folder> lists what to change), then install it again",
     },
   });
 });

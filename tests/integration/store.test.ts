@@ -194,3 +194,25 @@ test("install refuses an egress rule too broad to mean anything, naming the rule
   }
 });
 
+
+test("an approval narrowed before withheld rules were recorded still keeps its narrowing when the same manifest is approved again", async () => {
+  const dir = copyExtension("echo");
+  writeFileSync(join(dir, "manifest.toml"), readFileSync(join(dir, "manifest.toml"), "utf8") + '\n[net]\nallow = ["https://a.example", "https://b.example"]\n');
+  const home = join(tmp, "home");
+  const broker = Broker.open({ ...envOptions(), home });
+  try {
+    await broker.registry.install(dir);
+    expect(broker.registry.approve("echo", { onlyNet: ["https://a.example"] }).withheldNet).toEqual(["https://b.example"]);
+    // As an approval made by a broker before migration 0007 reads: nothing recorded as withheld.
+    const db = new Database(join(home, "tether.db"));
+    db.prepare("UPDATE approvals SET withheld_net = '[]'").run();
+    db.close();
+    const again = broker.registry.approve("echo");
+    expect(again.grants.net).toEqual(["https://a.example"]);
+    expect(again.withheldNet).toEqual(["https://b.example"]);
+    expect(broker.registry.approve("echo", { all: true }).grants.net).toEqual(["https://a.example", "https://b.example"]);
+    expect(broker.registry.approve("echo").withheldNet).toEqual([]);
+  } finally {
+    await broker.destroy();
+  }
+});

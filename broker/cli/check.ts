@@ -1,0 +1,66 @@
+/**
+ * `tether check <folder>`: what `tether install` would refuse, plus a type
+ * check, for an author before anyone installs it — every problem at once, each
+ * saying what to change. Opens no store and needs no home: the dry boot runs
+ * from a throwaway folder. When the home exists, Deno's type-check cache is
+ * kept under it (`cache/deno-check`), which makes the next check faster.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { checkExtension, type CheckReport } from "../install/check.js";
+import { denoBinary } from "../jail/deno-binary.js";
+import { jailSetup } from "../jail/setup.js";
+import { resolveHome } from "../store/home.js";
+import type { EnvironmentOptions } from "./environment.js";
+import type { EXIT } from "./main.js";
+
+export const CHECK_USAGE = "tether check <dir>";
+
+/** Runs the check of `args[0]` and prints the report; the exit's name. */
+export async function runCheck(args: readonly string[], options: EnvironmentOptions, json: boolean): Promise<keyof typeof EXIT> {
+  const dir = args[0];
+  if (dir === undefined || args.length > 1) {
+    console.error(`tether check: ${dir === undefined ? "missing the extension folder" : `one folder at a time, not ${args.length}`}: ${CHECK_USAGE}`);
+    return "usage";
+  }
+  const home = resolveHome(options.home);
+  const jail = jailSetup(options);
+  let deno: string;
+  try {
+    deno = denoBinary(jail.deno);
+  } catch (err) {
+    console.error(`tether check: ${(err as Error).message}`);
+    return "failed";
+  }
+  const report = await checkExtension(dir, {
+    jail,
+    ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+    types: { deno, ...(existsSync(home) ? { cacheDir: join(home, "cache", "deno-check") } : {}) },
+    progress: (line) => {
+      if (!json) process.stderr.write(`… ${line}\n`);
+    },
+  });
+  console.log(json ? JSON.stringify(report, null, 2) : renderCheck(report, dir));
+  return report.ok ? "ok" : "failed";
+}
+
+const MARK = { ok: "ok  ", failed: "FAIL", skipped: "skip" } as const;
+
+/** The report as the author reads it: one line per stage, its problems under it, and what to do next. */
+export function renderCheck(report: CheckReport, dir: string): string {
+  const lines: string[] = [];
+  for (const s of report.stages) {
+    lines.push(`${MARK[s.result]} ${s.stage.padEnd(8)} ${s.summary}`);
+    for (const p of s.problems) lines.push(`       ${p}`);
+  }
+  const who = report.name === null ? dir : `${report.name} ${report.version}`;
+  const count = report.stages.reduce((n, s) => n + s.problems.length, 0);
+  const typesOnly = report.stages.every((s) => s.result !== "failed" || s.stage === "types");
+  lines.push(
+    report.ok
+      ? `${who}: no problems. Next: tether install ${dir}`
+      : `${who}: ${count} ${count === 1 ? "problem" : "problems"}: change what each says, then run tether check ${dir} again` +
+          (typesOnly ? " (tether install does not type-check, so it would accept it as it is)" : ""),
+  );
+  return lines.join("\n");
+}

@@ -1,0 +1,49 @@
+/**
+ * The review `tether review` prints and `tether approve` shows before it asks:
+ * the registry's review with what else it reads — what the approved and the
+ * installed artifacts were built from, the operator's policy.toml (rules it
+ * leaves unreachable), the rules an approval keeps out — and, with `--diff`,
+ * how each source file of an upgrade changed.
+ */
+import type { Broker } from "../broker.js";
+import { OperatorPolicySource } from "../caps/policy.js";
+import type { Installed } from "../registry/registry.js";
+import { buildReview, renderReview, type Review } from "../registry/review.js";
+import { sourceDiffs, type SourceDiff } from "../registry/source-changes.js";
+
+/** The review of installed extension `name` (an error naming what to run when it is not installed). */
+export function reviewFor(broker: Broker, name: string): { installed: Installed; review: Review } {
+  const registry = broker.registry;
+  const installed = registry.require(name);
+  const approval = registry.latestApproval(name);
+  const policy = new OperatorPolicySource(broker.home);
+  const current = policy.current();
+  const review = buildReview(installed, registry.status(installed), approval, {
+    approvedArtifact: approval === null ? null : registry.artifactRecord(name, approval.artifactHash),
+    installedArtifact: registry.artifactRecord(name, installed.artifactHash),
+    approvedManifestBytes: approval === null ? null : (registry.sourceContent(approval.manifestHash)?.length ?? null),
+    policy: { reach: current instanceof Error ? current : current.reach, file: policy.file },
+    withheld: registry.withheldOnApproval(name, installed),
+  });
+  return { installed, review };
+}
+
+/** What `tether review` prints: the review, and with `diff` each changed source file's diff after it. */
+export function reviewOutput(broker: Broker, name: string, diff: boolean): { value: unknown; text: string } {
+  const { installed, review } = reviewFor(broker, name);
+  const text = renderReview(review, installed);
+  if (!diff) return { value: review, text };
+  const sources = review.changes?.sources ?? [];
+  if (sources.length === 0) {
+    const why =
+      review.changes === null
+        ? "nothing changed since the approval (or nothing was approved yet)"
+        : review.changes.sourcesKnown
+          ? "no file of the folder differs (the SDK or the bundler changed what the artifact is built into)"
+          : "the approved install's sources were not recorded (installed by an older Tether)";
+    return { value: { ...review, sourceDiff: [] }, text: `${text}\n\nNo source diff: ${why}` };
+  }
+  const diffs: SourceDiff[] = sourceDiffs(sources, (sha) => broker.registry.sourceContent(sha));
+  const shown = diffs.map((d) => d.unified ?? `${d.path} (${d.change}): ${d.note}`);
+  return { value: { ...review, sourceDiff: diffs }, text: `${text}\n\nSource changes since the approval:\n\n${shown.join("\n\n")}` };
+}

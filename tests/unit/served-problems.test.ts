@@ -1,0 +1,43 @@
+/**
+ * The served-vs-declared check (`tether check`'s boot stage, `tether install`'s
+ * dry boot, every boot's handshake): one problem per difference, worded for
+ * the author — which side has it, and the two ways to fix it.
+ */
+import { checkServed, servedProblems, ServedMismatch } from "../../broker/satellite/handshake.js";
+
+const declared = { tools: ["list_notes", "add_note"], hooks: ["tool_call"], commands: ["notes"], entry: "index.ts" };
+
+test("each tool, hook and command on one side only is a problem saying what to change", () => {
+  expect(servedProblems(declared, { tools: ["add_note", "foo"], hooks: ["context"], commands: [] })).toEqual([
+    "declared in manifest.toml but not exported from index.ts: tool list_notes (export it in `tools`, or remove its [[tool]] row)",
+    'exported from index.ts but not declared in manifest.toml: tool foo (add a [[tool]] row with name = "foo", or remove it from `tools`)',
+    'declared in manifest.toml but not exported from index.ts: hook tool_call (add it to the exported `hooks` (tool_call: hook("tool_call", …)), or remove its [[hook]] row)',
+    'exported from index.ts but not declared in manifest.toml: hook context (add a [[hook]] row with event = "context", or remove it from `hooks`)',
+    "declared in manifest.toml but not exported from index.ts: command notes (export it in `commands`, or remove its [[command]] row)",
+  ]);
+});
+
+test("the same sets in another order are no problem, and the handshake passes", () => {
+  const served = { tools: ["add_note", "list_notes"], hooks: ["tool_call"], commands: ["notes"] };
+  expect(servedProblems(declared, served)).toEqual([]);
+  expect(() => checkServed("notes", declared, served)).not.toThrow();
+});
+
+test("the handshake throws ServedMismatch (served_mismatch) carrying the problems, and says who fixes it", () => {
+  let thrown: unknown;
+  try {
+    checkServed("notes", declared, { tools: ["add_note"], hooks: ["tool_call"], commands: ["notes"] });
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(ServedMismatch);
+  const err = thrown as ServedMismatch;
+  expect(err.code).toBe("served_mismatch");
+  expect(err.problems).toEqual(["declared in manifest.toml but not exported from index.ts: tool list_notes (export it in `tools`, or remove its [[tool]] row)"]);
+  expect(err.message).toContain("Its author must fix the extension (tether check <folder> lists what to change)");
+  expect(err.message).not.toMatch(/reinstall/i);
+});
+
+test("a name served twice fails the handshake though neither side lacks it", () => {
+  expect(() => checkServed("notes", declared, { tools: ["add_note", "list_notes", "add_note"], hooks: ["tool_call"], commands: ["notes"] })).toThrow(ServedMismatch);
+});
