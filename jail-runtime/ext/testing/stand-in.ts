@@ -11,6 +11,7 @@ import { attach, settle } from "../../cap/invocation.js";
 import { FakeKv } from "./kv.js";
 import { FakeNet } from "./net.js";
 import { refused, type CapReply } from "./reply.js";
+import { Rate } from "../../wire/rate.js";
 
 /** One `log.write` line as the broker's log received it. */
 export interface LogLine {
@@ -24,23 +25,6 @@ const REPORTS_PER_SECOND = 50;
 const MAX_TEXT = 4096;
 const LogArgs = v.object({ level: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"), msg: v.pipe(v.string(), v.maxLength(65_536)) });
 const ReportArgs = v.object({ text: v.pipe(v.string(), v.maxLength(65_536)) });
-
-/** A token bucket, as the broker keeps per invocation. */
-class Rate {
-  #tokens: number;
-  #last = Date.now();
-  constructor(readonly perSecond: number) {
-    this.#tokens = perSecond;
-  }
-  take(): boolean {
-    const now = Date.now();
-    this.#tokens = Math.min(this.perSecond, this.#tokens + ((now - this.#last) / 1000) * this.perSecond);
-    this.#last = now;
-    if (this.#tokens < 1) return false;
-    this.#tokens -= 1;
-    return true;
-  }
-}
 
 export class StandIn {
   readonly logs: LogLine[] = [];
