@@ -7,6 +7,8 @@ import type { Reach } from "../egress/reach.js";
 import { reachWarnings, type ReachWarning } from "../egress/rule-reach.js";
 import { describeHook } from "../hooks/hook-subject.js";
 import { matchOf } from "../install/hook-row.js";
+import { sightLines } from "../hooks/hook-sight.js";
+import { EVENT_NAMES, type EventName } from "../../jail-runtime/wire/events.js";
 import type { ArtifactRecord } from "./artifact-records.js";
 import type { Approval, Installed, InstallStatus } from "./registry.js";
 import { diffGrants, requestedGrants, widens, type GrantDiff, type Grants } from "./grants.js";
@@ -125,6 +127,8 @@ function renderChanges(c: ArtifactChange, name: string): string[] {
   return lines;
 }
 
+const isEventName = (event: string): event is EventName => (EVENT_NAMES as readonly string[]).includes(event);
+
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 export function renderReview(review: Review, installed: Installed): string {
@@ -154,12 +158,15 @@ export function renderReview(review: Review, installed: Installed): string {
   lines.push("");
   lines.push(`It adds ${plural(r.tools.length, "tool")}:`);
   for (const tool of installed.manifest.tool) lines.push(`  ${tool.name} — ${tool.description}${review.diff?.addedTools.includes(tool.name) ? "   [NEW]" : ""}`);
+  // Each hook with what approving it lets it see and do: a hook's reach is the session's, not its own.
   // A matcher narrows what the hook is asked about; the approval is still for the whole event.
-  const hooks = r.hooks.map((event) => {
+  lines.push(r.hooks.length === 0 ? "It hooks no events." : `It hooks ${plural(r.hooks.length, "event")}:`);
+  for (const event of r.hooks) {
     const row = installed.manifest.hook.find((h) => h.event === event);
-    return describeHook(event, row === undefined ? undefined : matchOf(row));
-  });
-  lines.push(r.hooks.length === 0 ? "It hooks no events." : `It hooks ${plural(r.hooks.length, "event")}: ${hooks.join(", ")}`);
+    const match = row === undefined ? undefined : matchOf(row);
+    lines.push(`  ${describeHook(event, match)}${review.diff?.addedHooks.includes(event) ? "   [NEW]" : ""}`);
+    if (isEventName(event)) lines.push(...sightLines(event, match !== undefined).map((line) => `      ${line}`));
+  }
   if (r.commands.length > 0) lines.push(`It adds commands: ${r.commands.map((c) => `/${c}`).join(", ")}`);
   lines.push("");
   lines.push(`Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);

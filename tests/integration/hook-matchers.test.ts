@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { renderStatus } from "../../broker/cli/session.js";
+import { HOOK_SIGHT } from "../../broker/hooks/hook-sight.js";
 import { buildReview, renderReview } from "../../broker/registry/review.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
@@ -130,6 +131,16 @@ describe("review and status show the matchers", () => {
   test("review: each hooked event with its matcher", () => {
     const installed = broker.registry.get("picky")!;
     const review = renderReview(buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval("picky")), installed);
-    expect(review).toContain("It hooks 3 events: cap_call (only: kv.put, net.fetch *.wanted.example), tool_call (only: fs_*), tool_result (only: echo)");
+    const hooks = review.slice(review.indexOf("It hooks"), review.indexOf("\nLimits:"));
+    expect(hooks.split("\n").filter((line) => !line.startsWith("      "))).toEqual([
+      "It hooks 3 events:",
+      "  cap_call (only: kv.put, net.fetch *.wanted.example)",
+      "  tool_call (only: fs_*)",
+      "  tool_result (only: echo)",
+      "",
+    ]);
+    // Under each, what approving it lets it see, narrowed by its match, and what it can do.
+    expect(hooks).toContain(`  tool_call (only: fs_*)\n      sees: ${HOOK_SIGHT.tool_call.sees} — only those its match names\n      can:  ${HOOK_SIGHT.tool_call.can}\n`);
+    expect(hooks).toContain(`      sees: ${HOOK_SIGHT.cap_call.sees} — only those its match names`);
   });
 });
