@@ -28,6 +28,9 @@ import { currentApproval, syncApprovals } from "./approval-sync.js";
 import { InvocationEnd } from "./caps/invocation-end.js";
 import { SatelliteLauncher } from "./satellite-launcher.js";
 import { SessionScope, type HookOutcome, type Live, type ScopeCallOptions, type ScopeHost } from "./session-scope.js";
+import { sessionKindRule } from "./sessions/session-kind-rule.js";
+import type { SessionKind } from "../jail-runtime/wire/session-kinds.js";
+import type { CallKind } from "../jail-runtime/wire/frames.js";
 
 export { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
 export type { HookOutcome } from "./session-scope.js";
@@ -118,6 +121,7 @@ export class Broker {
       callTool: (scope, extension, tool, args, options) => this.#callTool(scope, extension, tool, args, options),
       runCommand: (scope, extension, name, argsText, options) => this.#runCommand(scope, extension, name, argsText, options),
       callHook: (scope, extension, event, payload, options) => this.#callHook(scope, extension, event, payload, options),
+      invoke: (scope, extension, kind, name, payload, options) => this.#invokeSessionKind(scope, extension, kind, name, payload, options),
       policyChanged: () => void this.#work.recheck(),
     };
   }
@@ -310,8 +314,23 @@ export class Broker {
     return result;
   }
 
+  /** A session-facing kind (sessions/session-kind-rule.ts says whether, and for how long), timed as a hook is. */
+  async #invokeSessionKind(scope: SessionScope, extension: string, kind: SessionKind, name: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome<SessionKind>> {
+    if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
+    const live = this.#slot(scope, extension);
+    const rule = sessionKindRule(extension, live.installed.manifest, live.approval.grants, kind, name);
+    if ("ok" in rule) return { outcome: rule, invocationId: null };
+    const late = AbortSignal.timeout(rule.deadlineMs + (this.#options.graceMs ?? 500));
+    const signal = options.signal === undefined ? late : AbortSignal.any([options.signal, late]);
+    const result = await this.#invoke(live, scope, kind, name, payload, rule.deadlineMs, { ...options, signal });
+    if (!result.outcome.ok && result.outcome.error.code === WireCode.cancelled && late.aborted) {
+      return { ...result, outcome: { ok: false, error: { code: WireCode.timeout, msg: `${kind} '${name}' passed its time limit of ${rule.deadlineMs} ms` } } };
+    }
+    return result;
+  }
+
   /** One invocation of a live satellite, with its ledger row and capability dispatcher. */
-  async #invoke<K extends "tool" | "event" | "command">(
+  async #invoke<K extends CallKind>(
     live: Live,
     scope: SessionScope,
     kind: K,

@@ -5,6 +5,7 @@
  * approval's limits and the broker's options, the audit rows for refusals and
  * bound stops, and the per-artifact Deno cache.
  */
+import { declaredOf } from "./install/declared.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RefusalAudit } from "./caps/refusal-audit.js";
@@ -72,12 +73,7 @@ export class SatelliteLauncher {
     const spec: SatelliteSpec = {
       name,
       artifact: installed.artifactPath,
-      declared: {
-        tools: installed.manifest.tool.map((t) => t.name),
-        hooks: installed.manifest.hook.map((h) => h.event),
-        commands: installed.manifest.command.map((c) => c.name),
-        entry: installed.manifest.entry,
-      },
+      declared: declaredOf(installed.manifest),
       sandbox: resolveSandbox(o.sandbox),
       jail: o.jail,
       memoryMb: limits.memory_mb,

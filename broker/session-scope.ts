@@ -12,6 +12,7 @@ import type { Approval, Installed } from "./registry/registry.js";
 import type { InvocationOutcome } from "./base/outcome.js";
 import type { SatellitePool } from "./satellite/pool.js";
 import type { InvokeOptions } from "./base/invocation.js";
+import type { SessionKind } from "../jail-runtime/wire/session-kinds.js";
 
 /** One extension's satellites in this session, with the approval they run under. */
 export interface Live {
@@ -28,9 +29,9 @@ export interface ScopeCallOptions extends InvokeOptions {
   readonly hooksBypassed?: boolean;
 }
 
-/** A hook's answer as it came back, with its own ledger row. */
-export interface HookOutcome {
-  readonly outcome: InvocationOutcome<"event">;
+/** A hook's answer (or a session-facing kind's) as it came back, with its own ledger row. */
+export interface HookOutcome<K extends "event" | SessionKind = "event"> {
+  readonly outcome: InvocationOutcome<K>;
   readonly invocationId: number | null;
 }
 
@@ -40,6 +41,7 @@ export interface ScopeHost {
   callTool(scope: SessionScope, extension: string, tool: string, args: string, options: ScopeCallOptions): Promise<InvocationOutcome<"tool">>;
   runCommand(scope: SessionScope, extension: string, name: string, argsText: string, options: ScopeCallOptions): Promise<InvocationOutcome<"command">>;
   callHook(scope: SessionScope, extension: string, event: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome>;
+  invoke(scope: SessionScope, extension: string, kind: SessionKind, name: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome<SessionKind>>;
   /** A policy changed: requests on the wire are judged again. */
   policyChanged(): void;
 }
@@ -115,6 +117,14 @@ export class SessionScope {
   /** `/name args` of `extension`. Never rejects for the extension's faults. */
   runCommand(extension: string, name: string, argsText: string, options: ScopeCallOptions = {}): Promise<InvocationOutcome<"command">> {
     return this.#host.runCommand(this, extension, name, argsText, options);
+  }
+
+  /**
+   * Asks `extension` an invocation of a session-facing kind (`payload` is JSON
+   * text; the answer is JSON text the caller checks against its kind's schema).
+   */
+  invoke<K extends SessionKind>(extension: string, kind: K, name: string, payload: string, options: ScopeCallOptions = {}): Promise<HookOutcome<K>> {
+    return this.#host.invoke(this, extension, kind, name, payload, options) as Promise<HookOutcome<K>>;
   }
 
   /** Asks `extension`'s hook about `event` (`payload` is JSON text). */

@@ -25,7 +25,13 @@ export interface SuccessValues {
   readonly command: ToolReply;
   /** A hook's verdict, JSON text (checked against its event's schema by the hook bus). */
   readonly event: string;
+  /** The session-facing kinds (jail-runtime/wire/session-kinds.ts): the answer as JSON text, checked by the broker part that asked. */
+  readonly context: string;
+  readonly prepare: string;
+  readonly close: string;
+  readonly observe: string;
   readonly route: string;
+  readonly compact: string;
 }
 
 /** How any invocation can fail: a code and a message. */

@@ -56,9 +56,14 @@ export function defaultDevHome(env: Readonly<Record<string, string | undefined>>
   return join(state, "tether-dev", name);
 }
 
-/** Whether `diff` reaches further: egress rules, hooks (what it sees of a session), limits. Tools and commands it offers do not. */
+/**
+ * Whether `diff` reaches further: egress rules, hooks, managed preparation,
+ * observing and compaction (what each sees of a session), limits. Tools,
+ * commands, context loaders and routes it offers do not.
+ */
 export function devWidens(diff: GrantDiff): boolean {
-  return diff.addedNet.length + diff.addedHooks.length + diff.raisedLimits.length > 0;
+  const sees = diff.addedSession.filter((item) => item === "managed" || item.startsWith("observe ") || item.startsWith("compaction "));
+  return diff.addedNet.length + diff.addedHooks.length + sees.length + diff.raisedLimits.length > 0;
 }
 
 /**

@@ -13,6 +13,7 @@ import { TetherError } from "../base/errors.js";
 import { createLogger } from "../base/log.js";
 import { JAIL_ARTIFACT, resolveSandbox, type SandboxMode } from "../jail/sandbox.js";
 import type { JailSetup } from "../jail/setup.js";
+import { declaredOf } from "./declared.js";
 import { ServedMismatch, type Served } from "../satellite/handshake.js";
 import { SatelliteProcess } from "../satellite/process.js";
 import { rewritePlaces } from "./artifact-lines.js";
@@ -50,7 +51,7 @@ export async function dryBoot(artifact: Artifact, manifest: Manifest, root: stri
     const sat = await SatelliteProcess.boot({
       name: manifest.name,
       artifact: file,
-      declared: { tools: manifest.tool.map((t) => t.name), hooks: manifest.hook.map((h) => h.event), commands: manifest.command.map((c) => c.name), entry: manifest.entry },
+      declared: declaredOf(manifest),
       sandbox: resolveSandbox(options.sandbox),
       jail: options.jail,
       memoryMb: manifest.limits.memory_mb,

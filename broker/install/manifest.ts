@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import * as v from "valibot";
 import { BrokerCode, TetherError } from "../base/errors.js";
+import { OBSERVED_KINDS } from "../../jail-runtime/wire/session-kinds.js";
 import { HookRow } from "./hook-row.js";
 
 const Identifier = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
@@ -24,6 +25,27 @@ export { HookRow } from "./hook-row.js";
 export const CommandRow = v.strictObject({
   name: Identifier,
   description: v.pipe(v.string(), v.maxLength(4096)),
+});
+
+const Deadline = v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3_600_000)));
+
+/** A named session-facing contribution: a `[[context]]` loader, a `[[route]]`, a `[[compaction]]` strategy. */
+export const ContributionRow = v.strictObject({
+  name: Identifier,
+  description: v.pipe(v.string(), v.maxLength(4096)),
+  /** Its time limit (never more than `[limits] deadline_ms`). */
+  deadline_ms: Deadline,
+});
+
+/** `[managed]`: prepared per session at activation, closed when the session lets it go. */
+export const ManagedTable = v.strictObject({
+  prepare_deadline_ms: Deadline,
+  close_deadline_ms: Deadline,
+});
+
+/** `[observe]`: which of the session's events it is told about. */
+export const ObserveTable = v.strictObject({
+  events: v.pipe(v.array(v.picklist(OBSERVED_KINDS)), v.minLength(1, "expected at least one of: " + OBSERVED_KINDS.join(", "))),
 });
 
 export const Limits = v.strictObject({
@@ -48,6 +70,11 @@ export const Manifest = v.strictObject({
   tool: v.optional(v.array(ToolRow), []),
   hook: v.optional(v.array(HookRow), []),
   command: v.optional(v.array(CommandRow), []),
+  context: v.optional(v.array(ContributionRow), []),
+  route: v.optional(v.array(ContributionRow), []),
+  compaction: v.optional(v.array(ContributionRow), []),
+  managed: v.optional(ManagedTable),
+  observe: v.optional(ObserveTable),
   net: v.optional(v.strictObject({ allow: v.optional(v.array(v.string()), []) }), { allow: [] }),
   limits: v.optional(Limits, {}),
 });
@@ -90,6 +117,13 @@ export function parseManifest(text: string, file: string): Manifest {
   for (const command of m.command) {
     if (commands.has(command.name)) throw new TetherError(BrokerCode.installFailed, `${file}: command '${command.name}' is declared twice`);
     commands.add(command.name);
+  }
+  for (const kind of ["context", "route", "compaction"] as const) {
+    const names = new Set<string>();
+    for (const row of m[kind]) {
+      if (names.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: ${kind} '${row.name}' is declared twice`);
+      names.add(row.name);
+    }
   }
   const events = new Set<string>();
   for (const row of m.hook) {

@@ -10,6 +10,12 @@ export const Grants = v.object({
   tools: v.array(v.string()),
   hooks: v.array(v.string()),
   commands: v.array(v.string()),
+  // The session-facing kinds; an approval made before they existed granted none.
+  contexts: v.optional(v.array(v.string()), []),
+  routes: v.optional(v.array(v.string()), []),
+  compactions: v.optional(v.array(v.string()), []),
+  managed: v.optional(v.boolean(), false),
+  observe: v.optional(v.array(v.string()), []),
   // Defaults fill limits an older approval did not record.
   limits: Limits,
 });
@@ -22,6 +28,11 @@ export function requestedGrants(manifest: Manifest): Grants {
     tools: manifest.tool.map((t) => t.name).sort(),
     hooks: manifest.hook.map((h) => h.event).sort(),
     commands: manifest.command.map((c) => c.name).sort(),
+    contexts: manifest.context.map((c) => c.name).sort(),
+    routes: manifest.route.map((r) => r.name).sort(),
+    compactions: manifest.compaction.map((c) => c.name).sort(),
+    managed: manifest.managed !== undefined,
+    observe: [...(manifest.observe?.events ?? [])].sort(),
     limits: {
       memory_mb: manifest.limits.memory_mb,
       deadline_ms: manifest.limits.deadline_ms,
@@ -46,6 +57,9 @@ export interface GrantDiff {
   readonly removedHooks: string[];
   readonly addedCommands: string[];
   readonly removedCommands: string[];
+  /** The session-facing kinds, each as `kind name` (`context notes`, `route status`, `compaction folds`, `managed`, `observe turn`). */
+  readonly addedSession: string[];
+  readonly removedSession: string[];
   /** Limits raised: [name, approved, requested]. */
   readonly raisedLimits: Array<[string, number, number]>;
   readonly loweredLimits: Array<[string, number, number]>;
@@ -72,12 +86,25 @@ export function diffGrants(approved: Grants, requested: Grants): GrantDiff {
     removedHooks: minus(approved.hooks, requested.hooks),
     addedCommands: minus(requested.commands, approved.commands),
     removedCommands: minus(approved.commands, requested.commands),
+    addedSession: minus(sessionItems(requested), sessionItems(approved)),
+    removedSession: minus(sessionItems(approved), sessionItems(requested)),
     raisedLimits: raised,
     loweredLimits: lowered,
   };
 }
 
+/** The session-facing kinds a grant holds, one `kind name` item each. */
+export function sessionItems(g: Grants): string[] {
+  return [
+    ...g.contexts.map((n) => `context ${n}`),
+    ...g.routes.map((n) => `route ${n}`),
+    ...g.compactions.map((n) => `compaction ${n}`),
+    ...(g.managed ? ["managed"] : []),
+    ...g.observe.map((n) => `observe ${n}`),
+  ];
+}
+
 /** True when the diff asks for anything the approval did not grant. */
 export function widens(diff: GrantDiff): boolean {
-  return diff.addedNet.length + diff.addedTools.length + diff.addedHooks.length + diff.addedCommands.length + diff.raisedLimits.length > 0;
+  return diff.addedNet.length + diff.addedTools.length + diff.addedHooks.length + diff.addedCommands.length + diff.addedSession.length + diff.raisedLimits.length > 0;
 }

@@ -129,6 +129,19 @@ function renderChanges(c: ArtifactChange, name: string): string[] {
 
 const isEventName = (event: string): event is EventName => (EVENT_NAMES as readonly string[]).includes(event);
 
+/** The session-facing kinds it contributes, each with what it sees ([NEW] on an upgrade that adds it). */
+function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
+  const m = installed.manifest;
+  const tag = (item: string) => (diff?.addedSession.includes(item) ? "   [NEW]" : "");
+  const lines: string[] = [];
+  for (const row of m.context) lines.push(`It loads context: ${row.name} — ${row.description} (sees the session's id and workspace path)${tag(`context ${row.name}`)}`);
+  for (const row of m.route) lines.push(`It serves a route the harness calls: ${row.name} — ${row.description}${tag(`route ${row.name}`)}`);
+  for (const row of m.compaction) lines.push(`It offers a compaction strategy: ${row.name} — ${row.description} (sees the whole conversation when chosen)${tag(`compaction ${row.name}`)}`);
+  if (m.managed !== undefined) lines.push(`It is managed: prepared for each session (sees the session's id, workspace path and active extensions; keeps per-session state)${tag("managed")}`);
+  if (m.observe !== undefined) lines.push(`It observes the session: ${m.observe.events.join(", ")} (told as they happen; answers nothing)${m.observe.events.some((e) => tag(`observe ${e}`) !== "") ? "   [NEW]" : ""}`);
+  return lines;
+}
+
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 export function renderReview(review: Review, installed: Installed): string {
@@ -168,6 +181,7 @@ export function renderReview(review: Review, installed: Installed): string {
     if (isEventName(event)) lines.push(...sightLines(event, match !== undefined).map((line) => `      ${line}`));
   }
   if (r.commands.length > 0) lines.push(`It adds commands: ${r.commands.map((c) => `/${c}`).join(", ")}`);
+  lines.push(...sessionLines(installed, review.diff));
   lines.push("");
   lines.push(`Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);
   if (review.diff !== null) {
@@ -189,11 +203,13 @@ export function renderDiff(d: GrantDiff): string[] {
   for (const tool of d.addedTools) lines.push(`  + tool: ${tool}`);
   for (const hook of d.addedHooks) lines.push(`  + hook: ${hook}`);
   for (const command of d.addedCommands) lines.push(`  + command: /${command}`);
+  for (const item of d.addedSession) lines.push(`  + ${item}`);
   for (const [key, was, now] of d.raisedLimits) lines.push(`  + limit ${key}: ${was} → ${now}`);
   for (const rule of d.removedNet) lines.push(`  - network: ${rule}`);
   for (const tool of d.removedTools) lines.push(`  - tool: ${tool}`);
   for (const hook of d.removedHooks) lines.push(`  - hook: ${hook}`);
   for (const command of d.removedCommands) lines.push(`  - command: /${command}`);
+  for (const item of d.removedSession) lines.push(`  - ${item}`);
   for (const [key, was, now] of d.loweredLimits) lines.push(`  - limit ${key}: ${was} → ${now}`);
   return lines;
 }

@@ -11,12 +11,17 @@ export interface Declared {
   readonly tools: readonly string[];
   readonly hooks: readonly string[];
   readonly commands?: readonly string[];
+  readonly contexts?: readonly string[];
+  readonly routes?: readonly string[];
+  readonly compactions?: readonly string[];
+  /** The session handlers its manifest calls for: `prepare` (`[managed]`), `observe` (`[observe]`). */
+  readonly handles?: readonly ("prepare" | "observe")[];
   /** The manifest's `entry` (the module that exports them), for messages; default "the entry module". */
   readonly entry?: string;
 }
 
 /** What a hello says the artifact serves. */
-export type Served = Pick<Hello, "tools" | "hooks" | "commands">;
+export type Served = Pick<Hello, "tools" | "hooks" | "commands"> & Partial<Pick<Hello, "contexts" | "routes" | "compactions" | "handles">>;
 
 /** A hello that does not serve what the manifest declares: `problems` says, one line each, what to change. */
 export class ServedMismatch extends TetherError {
@@ -48,6 +53,22 @@ const KINDS = {
     missing: () => `export it in \`commands\`, or remove its [[command]] row`,
     extra: (n: string) => `add a [[command]] row with name = "${n}", or remove it from \`commands\``,
   },
+  context: {
+    missing: () => `export it in \`contexts\`, or remove its [[context]] row`,
+    extra: (n: string) => `add a [[context]] row with name = "${n}", or remove it from \`contexts\``,
+  },
+  route: {
+    missing: () => `export it in \`routes\`, or remove its [[route]] row`,
+    extra: (n: string) => `add a [[route]] row with name = "${n}", or remove it from \`routes\``,
+  },
+  compaction: {
+    missing: () => `export it in \`compactions\`, or remove its [[compaction]] row`,
+    extra: (n: string) => `add a [[compaction]] row with name = "${n}", or remove it from \`compactions\``,
+  },
+  handler: {
+    missing: (n: string) => (n === "prepare" ? "export `managed = { prepare, close }`, or remove the [managed] table" : "export `observe`, or remove the [observe] table"),
+    extra: (n: string) => (n === "prepare" ? "add a [managed] table, or stop exporting `managed`" : "add an [observe] table with the events it is told about, or stop exporting `observe`"),
+  },
 } as const;
 
 /**
@@ -60,6 +81,11 @@ export function servedProblems(declared: Declared, served: Served): string[] {
     ["tool", declared.tools, served.tools],
     ["hook", declared.hooks, served.hooks],
     ["command", declared.commands ?? [], served.commands],
+    ["context", declared.contexts ?? [], served.contexts ?? []],
+    ["route", declared.routes ?? [], served.routes ?? []],
+    ["compaction", declared.compactions ?? [], served.compactions ?? []],
+    // `close` goes with `prepare` and may be left out: only what the manifest calls for is compared.
+    ["handler", declared.handles ?? [], (served.handles ?? []).filter((h) => h !== "close")],
   ];
   const problems: string[] = [];
   for (const [kind, want, have] of sides) {
@@ -75,6 +101,10 @@ export function checkServed(name: string, declared: Declared, hello: Served): vo
   // A name served twice is a mismatch too, though no side lacks it.
   const twice = (a: readonly string[]) => new Set(a).size !== a.length;
   if (problems.length === 0 && !twice(hello.tools) && !twice(hello.hooks) && !twice(hello.commands)) return;
+  if (problems.length > 0 && servedProblems({ ...declared, contexts: [], routes: [], compactions: [], handles: [] }, { ...hello, contexts: [], routes: [], compactions: [], handles: [] }).length === 0) {
+    // Only the session-facing kinds differ: say just that.
+    throw new ServedMismatch(`Extension '${name}' is broken: ${problems.join("; ")}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`, problems);
+  }
   const { tools, hooks } = declared;
   const commands = declared.commands ?? [];
   const cmds = (names: readonly string[]) => (names.length > 0 || commands.length > 0 ? ` and commands ${list(names)}` : "");

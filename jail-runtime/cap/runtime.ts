@@ -146,7 +146,10 @@ function sorted(names: readonly string[]): string[] {
  * await serveLoop((asked, ctx) => answer({ tools }, asked, ctx), { tools: ["echo"], hooks: [] });
  * ```
  */
-export async function serveLoop(answerer: Answerer, served: { tools: string[]; hooks: string[]; commands?: string[] }): Promise<never> {
+export async function serveLoop(
+  answerer: Answerer,
+  served: { tools: string[]; hooks: string[]; commands?: string[]; contexts?: string[]; routes?: string[]; compactions?: string[]; handles?: Array<"prepare" | "close" | "observe"> },
+): Promise<never> {
   const b = booted;
   if (b === null) {
     throw new SafeError(
@@ -158,7 +161,18 @@ export async function serveLoop(answerer: Answerer, served: { tools: string[]; h
   const { channel, exit } = b;
   invocation.attach(channel);
   void exitOnStdinEof(b);
-  await channel.send({ t: "hello", boot: b.boot, runtime: RUNTIME_NAME, tools: sorted(served.tools), hooks: sorted(served.hooks), commands: sorted(served.commands ?? []) });
+  await channel.send({
+    t: "hello",
+    boot: b.boot,
+    runtime: RUNTIME_NAME,
+    tools: sorted(served.tools),
+    hooks: sorted(served.hooks),
+    commands: sorted(served.commands ?? []),
+    contexts: sorted(served.contexts ?? []),
+    routes: sorted(served.routes ?? []),
+    compactions: sorted(served.compactions ?? []),
+    handles: sorted(served.handles ?? []) as Array<"prepare" | "close" | "observe">,
+  });
 
   let busy = false;
   const serveOne = async (call: Call): Promise<void> => {

@@ -9,7 +9,9 @@ import { CapError } from "../cap/invocation.js";
 import { arrayFind, jsonParse, objectHasOwn } from "../cap/intrinsics.js";
 import type { Declared } from "./hook.js";
 import { rendered } from "./rendered.js";
+import { answerSession, type SessionServed } from "./session.js";
 import type { Command, Tool } from "./tool.js";
+import { SESSION_KINDS, type SessionKind } from "../wire/session-kinds.js";
 
 /** What the broker asked: one invocation. `args` is JSON text. */
 export interface Asked {
@@ -25,8 +27,8 @@ export type Answer =
   | { readonly ok: true; readonly value: unknown }
   | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
 
-/** What an extension serves. */
-export interface Served {
+/** What an extension serves: tools, hooks, commands, and the session-facing kinds (./session.ts). */
+export interface Served extends SessionServed {
   readonly tools?: Readonly<Record<string, Tool>>;
   readonly hooks?: readonly Declared[];
   readonly commands?: Readonly<Record<string, Command>>;
@@ -150,6 +152,7 @@ export async function answer(served: Served, asked: Asked, ctx: Ctx = testCtx())
       }
     }
     default:
+      if ((SESSION_KINDS as readonly string[]).includes(asked.kind)) return await answerSession(served, asked.kind as SessionKind, asked.name, asked.args, ctx);
       return fail(ErrorCode.badKind, `This extension does not serve kind '${asked.kind}'`);
   }
 }

@@ -32,6 +32,8 @@ export {
   type EventVerdict,
 } from "./hook.js";
 export { answer, type Answer, type Asked, type Served } from "./answer.js";
+export type { ContextLoader, Managed, Observer, Route, Strategy, SessionServed } from "./session.js";
+export type { SessionPayload, SessionReply, ObservedEvent, ObservedKind, Fold } from "../wire/session-kinds.js";
 export { rendered, type Rendered } from "./rendered.js";
 export { serve, serving } from "./runtime.js";
 export type { Tool, Command } from "./tool.js";

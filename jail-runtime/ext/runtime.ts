@@ -7,6 +7,7 @@ import { arrayMap, objectKeys } from "../cap/intrinsics.js";
 import { serveLoop } from "../cap/runtime.js";
 import { answer, type Served } from "./answer.js";
 import type { Declared } from "./hook.js";
+import { sessionNames, type SessionServed } from "./session.js";
 import type { Command, Tool } from "./tool.js";
 
 /**
@@ -23,13 +24,14 @@ export function serving(served: {
   tools?: Readonly<Record<string, Tool>>;
   hooks?: readonly Declared[];
   commands?: Readonly<Record<string, Command>>;
-}): Promise<never> {
+} & SessionServed): Promise<never> {
   const table: Served = served;
   // Captured built-ins (see cap/intrinsics.ts): this runs after the extension's module did.
   return serveLoop((asked, ctx) => answer(table, asked, ctx), {
     tools: objectKeys(served.tools ?? {}),
     hooks: arrayMap(served.hooks ?? [], (row) => row[0]),
     commands: objectKeys(served.commands ?? {}),
+    ...sessionNames(served),
   });
 }
 

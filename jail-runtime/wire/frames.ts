@@ -5,6 +5,7 @@
  * capability prelude (Deno) both import this file. Field `t` names the frame.
  */
 import * as v from "valibot";
+import { SESSION_KINDS } from "./session-kinds.js";
 import { WIRE_VERSION } from "./version.js";
 
 const Id = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
@@ -32,13 +33,19 @@ export const Hello = v.object({
   tools: v.pipe(v.array(Name), v.maxLength(1024)),
   hooks: v.pipe(v.array(Name), v.maxLength(1024)),
   commands: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
+  /** Context loaders, host routes and compaction strategies it serves, by name. */
+  contexts: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
+  routes: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
+  compactions: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
+  /** Which session handlers its module exports: `prepare` and `close` (managed), `observe`. */
+  handles: v.optional(v.pipe(v.array(v.picklist(["prepare", "close", "observe"])), v.maxLength(3)), []),
 });
 export type Hello = v.InferOutput<typeof Hello>;
 
 /** What names one invocation's frames: its id, and the token only it holds. */
 const Invocation = { id: Id, token: Token };
 
-export const CallKind = v.picklist(["tool", "event", "command", "route"]);
+export const CallKind = v.picklist(["tool", "event", "command", ...SESSION_KINDS]);
 export type CallKind = v.InferOutput<typeof CallKind>;
 
 /** B→S: answer this invocation. `args` is JSON text, the exact bytes the caller sent. */

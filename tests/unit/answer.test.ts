@@ -282,7 +282,7 @@ describe("answer() for commands and other kinds", () => {
     expect(errorOf(await answer({ commands }, { kind: "command", name: "stop", args: "" }))).toEqual({ code: "refused", msg: "Nothing is running" });
   });
 
-  test.each(["route", "", "TOOL", "tools"])("answer() answers bad_kind for kind %p", async (kind) => {
+  test.each(["routes", "", "TOOL", "tools"])("answer() answers bad_kind for kind %p", async (kind) => {
     expect(await answer({ tools }, { kind, name: "echo", args: "{}" })).toEqual({
       ok: false,
       error: { code: "bad_kind", msg: `This extension does not serve kind '${kind}'` },

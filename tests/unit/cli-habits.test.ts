@@ -200,6 +200,11 @@ describe("the dev loop's rules", () => {
     tools: ["echo"],
     hooks: [],
     commands: [],
+    contexts: [],
+    routes: [],
+    compactions: [],
+    managed: false,
+    observe: [],
     limits: { memory_mb: 64, deadline_ms: 5000, idle_s: 300, kv_bytes: 1024, fetches: 4, concurrency: 1 },
   };
 

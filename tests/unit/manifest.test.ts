@@ -41,6 +41,9 @@ describe("parseManifest() on a valid manifest", () => {
       tool: [],
       hook: [],
       command: [],
+      context: [],
+      route: [],
+      compaction: [],
       net: { allow: [] },
       limits: { memory_mb: 128, deadline_ms: 30_000, idle_s: 300, kv_bytes: 1_048_576, fetches: 4, concurrency: 1 },
     });

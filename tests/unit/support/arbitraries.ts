@@ -7,6 +7,7 @@ import type * as v from "valibot";
 import { encodeFrame } from "../../../jail-runtime/wire/codec.js";
 import {
   BrokerFrame,
+  CallKind,
   SatelliteFrame,
   type BrokerFrame as BrokerFrameT,
   type SatelliteFrame as SatelliteFrameT,
@@ -59,6 +60,10 @@ export const helloFrame = fc.record(
     tools: fc.array(wireName, { maxLength: 6 }),
     hooks: fc.array(wireName, { maxLength: 6 }),
     commands: fc.array(wireName, { maxLength: 6 }),
+    contexts: fc.array(wireName, { maxLength: 3 }),
+    routes: fc.array(wireName, { maxLength: 3 }),
+    compactions: fc.array(wireName, { maxLength: 3 }),
+    handles: fc.subarray(["prepare" as const, "close" as const, "observe" as const]),
   },
   { noNullPrototype: true },
 );
@@ -68,7 +73,7 @@ export const callFrame = fc.record(
     t: fc.constant("call" as const),
     id: wireId,
     token: wireToken,
-    kind: fc.constantFrom("tool" as const, "event" as const, "command" as const, "route" as const),
+    kind: fc.constantFrom(...CallKind.options),
     name: wireName,
     args: fc.oneof(fc.json({ maxDepth: 3 }), wireString(256)),
     strand: wireString(64),

@@ -1,0 +1,23 @@
+/**
+ * What a manifest declares its module serves, as the boot handshake and the
+ * dry boot compare it with a satellite's hello: one reading of the manifest
+ * for both.
+ */
+import type { Declared } from "../satellite/handshake.js";
+import type { Manifest } from "./manifest.js";
+
+export function declaredOf(manifest: Manifest): Declared {
+  const handles: Array<"prepare" | "observe"> = [];
+  if (manifest.managed !== undefined) handles.push("prepare");
+  if (manifest.observe !== undefined) handles.push("observe");
+  return {
+    tools: manifest.tool.map((t) => t.name),
+    hooks: manifest.hook.map((h) => h.event),
+    commands: manifest.command.map((c) => c.name),
+    contexts: manifest.context.map((c) => c.name),
+    routes: manifest.route.map((r) => r.name),
+    compactions: manifest.compaction.map((c) => c.name),
+    handles,
+    entry: manifest.entry,
+  };
+}
