@@ -2,13 +2,12 @@
  * The broker as a library: open it on a home folder, call approved extensions'
  * tools, close it. It refuses anything an operator did not approve.
  */
-import { lookup } from "node:dns/promises";
 import { capDispatcher, noHooks, type CapEnvironment } from "./caps/dispatcher.js";
 import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";
 import { CapabilityWork } from "./caps/in-flight.js";
 import { Permits } from "./caps/permits.js";
 import { EgressAgents } from "./egress/agents.js";
-import type { Resolver } from "./egress/judge.js";
+import { systemResolver } from "./egress/system-resolver.js";
 import { BrokerCode, TetherError, WireCode } from "./base/errors.js";
 import { jailSetup, type JailSetup } from "./jail/setup.js";
 import { createLogger, type Logger } from "./base/log.js";
@@ -34,11 +33,6 @@ import type { CallKind } from "../jail-runtime/wire/frames.js";
 
 export { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
 export type { HookOutcome } from "./session-scope.js";
-
-const defaultResolver: Resolver = async (name) => {
-  const answers = await lookup(name, { all: true, verbatim: true });
-  return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-};
 
 export class Broker {
   readonly home: string;
@@ -97,7 +91,7 @@ export class Broker {
       ledger: this.ledger,
       log: this.#log,
       operator: new OperatorPolicySource(this.home),
-      resolve: options.resolve ?? defaultResolver,
+      resolve: options.resolve ?? systemResolver,
       hooks: async (event) => {
         // The library caller's stage first (tests, embedders), then the session's bus.
         const own = await (options.capHooks ?? noHooks)(event);
@@ -302,16 +296,8 @@ export class Broker {
     if (row === undefined || !live.approval.grants.hooks.includes(event)) {
       return { outcome: { ok: false, error: { code: WireCode.unhandled, msg: `'${extension}' has no approved hook for '${event}'` } }, invocationId: null };
     }
-    const limits = live.approval.grants.limits;
-    const deadlineMs = Math.min(row.deadline_ms ?? DEFAULT_HOOK_DEADLINE_MS, limits.deadline_ms);
-    // The limit covers the wait for the satellite too: a hook queued behind a long call is late.
-    const late = AbortSignal.timeout(deadlineMs + (this.#options.graceMs ?? 500));
-    const signal = options.signal === undefined ? late : AbortSignal.any([options.signal, late]);
-    const result = await this.#invoke(live, scope, "event", event, payload, deadlineMs, { ...options, signal });
-    if (!result.outcome.ok && result.outcome.error.code === WireCode.cancelled && late.aborted) {
-      return { ...result, outcome: { ok: false, error: { code: WireCode.timeout, msg: `The hook passed its time limit of ${deadlineMs} ms` } } };
-    }
-    return result;
+    const deadlineMs = Math.min(row.deadline_ms ?? DEFAULT_HOOK_DEADLINE_MS, live.approval.grants.limits.deadline_ms);
+    return this.#timed(live, scope, "event", event, payload, deadlineMs, options, "The hook");
   }
 
   /** A session-facing kind (sessions/session-kind-rule.ts says whether, and for how long), timed as a hook is. */
@@ -320,11 +306,16 @@ export class Broker {
     const live = this.#slot(scope, extension);
     const rule = sessionKindRule(extension, live.installed.manifest, live.approval.grants, kind, name);
     if ("ok" in rule) return { outcome: rule, invocationId: null };
-    const late = AbortSignal.timeout(rule.deadlineMs + (this.#options.graceMs ?? 500));
+    return this.#timed(live, scope, kind, name, payload, rule.deadlineMs, options, `${kind}${name === "" ? "" : ` '${name}'`}`);
+  }
+
+  /** An invocation whose time limit covers the wait for the satellite too: one queued behind a long call is late (`timeout`). */
+  async #timed<K extends "event" | SessionKind>(live: Live, scope: SessionScope, kind: K, name: string, payload: string, deadlineMs: number, options: ScopeCallOptions, what: string): Promise<HookOutcome<K>> {
+    const late = AbortSignal.timeout(deadlineMs + (this.#options.graceMs ?? 500));
     const signal = options.signal === undefined ? late : AbortSignal.any([options.signal, late]);
-    const result = await this.#invoke(live, scope, kind, name, payload, rule.deadlineMs, { ...options, signal });
+    const result = await this.#invoke(live, scope, kind, name, payload, deadlineMs, { ...options, signal });
     if (!result.outcome.ok && result.outcome.error.code === WireCode.cancelled && late.aborted) {
-      return { ...result, outcome: { ok: false, error: { code: WireCode.timeout, msg: `${kind} '${name}' passed its time limit of ${rule.deadlineMs} ms` } } };
+      return { ...result, outcome: { ok: false, error: { code: WireCode.timeout, msg: `${what} passed its time limit of ${deadlineMs} ms` } } };
     }
     return result;
   }

@@ -22,10 +22,18 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-test.each(EXTENSIONS)("manifests/%s has a test file naming every tool, hook and command it declares", (name) => {
+test.each(EXTENSIONS)("manifests/%s has a test file naming every tool, hook, command, loader, route and strategy it declares", (name) => {
   const manifest = readManifest(join(MANIFESTS, name));
   const tests = readFileSync(join(MANIFESTS, name, "index_test.ts"), "utf8");
-  const declared = [...manifest.tool.map((t) => t.name), ...manifest.hook.map((h) => h.event), ...manifest.command.map((c) => c.name)];
+  const declared = [
+    ...manifest.tool.map((t) => t.name),
+    ...manifest.hook.map((h) => h.event),
+    ...manifest.command.map((c) => c.name),
+    ...[...manifest.context, ...manifest.route, ...manifest.compaction].map((row) => row.name),
+    // A managed extension's tests prepare and close it; an observer's tell it events.
+    ...(manifest.managed !== undefined ? ["kit.prepare(", "kit.close("] : []),
+    ...(manifest.observe !== undefined ? ["kit.observe("] : []),
+  ];
   expect(declared.filter((what) => !tests.includes(what))).toEqual([]);
 });
 

@@ -41,3 +41,33 @@ test("the handshake throws ServedMismatch (served_mismatch) carrying the problem
 test("a name served twice fails the handshake though neither side lacks it", () => {
   expect(() => checkServed("notes", declared, { tools: ["add_note", "list_notes", "add_note"], hooks: ["tool_call"], commands: ["notes"] })).toThrow(ServedMismatch);
 });
+
+describe("the session-facing kinds", () => {
+  const session = { tools: [], hooks: [], commands: [], contexts: ["notes"], routes: ["status"], compactions: ["fold"], handles: ["prepare", "observe"] as const, entry: "index.ts" };
+  const servedAll = { tools: [], hooks: [], commands: [], contexts: ["notes"], routes: ["status"], compactions: ["fold"], handles: ["close", "observe", "prepare"] as Array<"prepare" | "close" | "observe"> };
+
+  test("loaders, routes, strategies and handlers on one side only are each a problem with its fix", () => {
+    expect(servedProblems(session, { tools: [], hooks: [], commands: [], contexts: ["other"], routes: [], compactions: ["fold"], handles: ["close"] })).toEqual([
+      "declared in manifest.toml but not exported from index.ts: context notes (export it in `contexts`, or remove its [[context]] row)",
+      'exported from index.ts but not declared in manifest.toml: context other (add a [[context]] row with name = "other", or remove it from `contexts`)',
+      "declared in manifest.toml but not exported from index.ts: route status (export it in `routes`, or remove its [[route]] row)",
+      "declared in manifest.toml but not exported from index.ts: handler observe (export `observe`, or remove the [observe] table)",
+      "declared in manifest.toml but not exported from index.ts: handler prepare (export `managed = { prepare, close }`, or remove the [managed] table)",
+    ]);
+  });
+
+  test("`close` may be left out of `managed`; exporting `managed` or `observe` with no table is a problem", () => {
+    expect(servedProblems(session, { ...servedAll, handles: ["observe", "prepare"] })).toEqual([]);
+    expect(servedProblems({ tools: [], hooks: [] }, { tools: [], hooks: [], commands: [], handles: ["prepare", "close", "observe"] })).toEqual([
+      "exported from index.ts but not declared in manifest.toml: handler observe (add an [observe] table with the events it is told about, or stop exporting `observe`)".replace("index.ts", "the entry module"),
+      "exported from index.ts but not declared in manifest.toml: handler prepare (add a [managed] table, or stop exporting `managed`)".replace("index.ts", "the entry module"),
+    ]);
+  });
+
+  test("a mismatch in these kinds alone fails the handshake with just those problems", () => {
+    expect(() => checkServed("notes", session, servedAll)).not.toThrow();
+    expect(() => checkServed("notes", session, { ...servedAll, routes: [] })).toThrow(
+      "Extension 'notes' is broken: declared in manifest.toml but not exported from index.ts: route status (export it in `routes`, or remove its [[route]] row). Its author must fix the extension",
+    );
+  });
+});

@@ -8,14 +8,16 @@ import { abort, abortSignal } from "../../cap/intrinsics.js";
 import { answer, type Answer, type Served } from "../answer.js";
 import type { Ctx } from "../ctx.js";
 import type { AnyHook, Declared, EventPayload, HookEvent } from "../hook.js";
+import type { SessionServed } from "../session.js";
 import type { Command, Tool } from "../tool.js";
+import type { SessionKind, SessionPayload } from "../../wire/session-kinds.js";
 import { FakeKv } from "./kv.js";
 import { FakeNet, type Routes } from "./net.js";
 import { asDelivered, crashed } from "./outcome.js";
 import { StandIn, type LogLine } from "./stand-in.js";
 
 /** An extension's module, as its entry exports it: `import * as extension from "./index.ts"`. */
-export interface Extension {
+export interface Extension extends SessionServed {
   readonly tools?: Readonly<Record<string, Tool>>;
   readonly hooks?: Readonly<Record<string, AnyHook>>;
   readonly commands?: Readonly<Record<string, Command>>;
@@ -50,7 +52,22 @@ export interface TestKit {
   hook<E extends HookEvent>(event: E, payload: EventPayload<E>, options?: CallOptions): Promise<Answer>;
   /** Runs a command with its argument text (`/name args`). */
   command(name: string, args?: string, options?: CallOptions): Promise<Answer>;
+  /** Runs a context loader; an `ok` answer's value is `{ text }`. */
+  context(name: string, session?: Partial<SessionPayload<"context">>, options?: CallOptions): Promise<Answer>;
+  /** Prepares a session (`[managed]`); an `ok` answer's value is the preparation (`{ context?, tools?, … }`). */
+  prepare(session?: Partial<SessionPayload<"prepare">>, options?: CallOptions): Promise<Answer>;
+  /** Closes a session (`[managed]`). */
+  close(reason?: SessionPayload<"close">["reason"], options?: CallOptions): Promise<Answer>;
+  /** Tells the observer a batch of events (`seq` and `at_ms` filled in when left out). */
+  observe(events: ReadonlyArray<{ kind: SessionPayload<"observe">["events"][number]["kind"]; data?: Record<string, unknown> }>, options?: CallOptions): Promise<Answer>;
+  /** Calls a host route with a request string; an `ok` answer's value is `{ response }`. */
+  route(name: string, request: string, options?: CallOptions): Promise<Answer>;
+  /** Runs a compaction strategy; an `ok` answer's value is `{ summary, folds }`. */
+  compact(name: string, input: Pick<SessionPayload<"compact">, "messages"> & Partial<SessionPayload<"compact">>, options?: CallOptions): Promise<Answer>;
 }
+
+/** The session the kit's session-facing calls are made in. */
+const SESSION = { session_id: "test-session", workspace: "/workspace" };
 
 /** How long past its deadline an invocation may still answer before the broker answers `timeout`. */
 const GRACE_MS = 500;
@@ -77,15 +94,21 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
   const kv = options.kv instanceof FakeKv ? options.kv : new FakeKv(options.kv ?? {});
   const net = options.net instanceof FakeNet ? options.net : new FakeNet(options.net ?? {}, name);
   const standIn = new StandIn(kv, net);
+  let observed = 0;
   const hooks = extension.hooks ?? {};
   const served: Served = {
+    contexts: extension.contexts,
+    routes: extension.routes,
+    compactions: extension.compactions,
+    managed: extension.managed,
+    observe: extension.observe,
     tools: extension.tools ?? {},
     commands: extension.commands ?? {},
     // As the generated entry pairs them: each hook under the event it is exported as.
     hooks: Object.keys(hooks).map((event): Declared => [event, hooks[event]!]),
   };
 
-  async function invoke(kind: "tool" | "command" | "event", what: string, args: string, call: CallOptions = {}): Promise<Answer> {
+  async function invoke(kind: "tool" | "command" | "event" | SessionKind, what: string, args: string, call: CallOptions = {}): Promise<Answer> {
     const id = nextId++;
     const token = `kit-${id}-${Math.random().toString(36).slice(2)}`;
     const deadlineMs = call.deadlineMs ?? options.deadlineMs ?? 30_000;
@@ -128,5 +151,16 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     tool: (tool, args = {}, call) => invoke("tool", tool, JSON.stringify(args), call),
     hook: (event, payload, call) => invoke("event", event, JSON.stringify(payload), call),
     command: (command, args = "", call) => invoke("command", command, args, call),
+    context: (loader, session = {}, call) => invoke("context", loader, JSON.stringify({ ...SESSION, ...session }), call),
+    prepare: (session = {}, call) => invoke("prepare", "", JSON.stringify({ ...SESSION, resumed: false, active: [name], ...session }), call),
+    close: (reason = "session_closed", call) => invoke("close", "", JSON.stringify({ session_id: SESSION.session_id, reason }), call),
+    observe: (events, call) => {
+      let seq = ++observed;
+      const batch = events.map((e) => ({ seq: seq++, kind: e.kind, at_ms: Date.now(), data: e.data ?? {} }));
+      observed = seq - 1;
+      return invoke("observe", "", JSON.stringify({ session_id: SESSION.session_id, events: batch, dropped: 0 }), call);
+    },
+    route: (route, request, call) => invoke("route", route, JSON.stringify({ ...SESSION, route, request, active: [name] }), call),
+    compact: (strategy, input, call) => invoke("compact", strategy, JSON.stringify({ session_id: SESSION.session_id, strategy, reason: "requested", budget: 2000, hook_text: [], ...input }), call),
   };
 }
