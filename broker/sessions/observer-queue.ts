@@ -34,8 +34,8 @@ export interface ObserverCounters {
   readonly pending: number;
   /** Batches that failed (crashed, timed out, not answered); their events are not sent again. */
   readonly failed: number;
-  /** The last failure, for the operator. */
-  readonly lastError: string | null;
+  /** The last failed batch's error, for the operator (one word: status rows go out as JSON as they are). */
+  readonly failure: string | null;
 }
 
 export interface QueueEvents {
@@ -58,7 +58,7 @@ export class ObserverQueue {
   #delivered = 0;
   #dropped = 0;
   #failed = 0;
-  #lastError: string | null = null;
+  #failure: string | null = null;
   #running = false;
 
   constructor(extension: string, deliver: (batch: ObserverBatch) => Promise<BatchResult>, events: QueueEvents, bound = OBSERVER_QUEUE_BOUND) {
@@ -69,7 +69,7 @@ export class ObserverQueue {
   }
 
   get counters(): ObserverCounters {
-    return { delivered: this.#delivered, dropped: this.#dropped, pending: this.#queued.length + this.#inFlight, failed: this.#failed, lastError: this.#lastError };
+    return { delivered: this.#delivered, dropped: this.#dropped, pending: this.#queued.length + this.#inFlight, failed: this.#failed, failure: this.#failure };
   }
 
   /** Nothing queued, nothing being handled. */
@@ -123,7 +123,7 @@ export class ObserverQueue {
           this.#delivered += events.length;
         } else {
           this.#failed += 1;
-          this.#lastError = result.error;
+          this.#failure = result.error;
           this.#events.onFailure(this.extension, batch, result.error);
         }
       }

@@ -86,7 +86,7 @@ export class Observers {
   /** An active observer's counters (null when `extension` observes nothing here). */
   counters(extension: string): ObserverCounters | null {
     if (!this.#host.subscribers().has(extension)) return null;
-    return this.#queues.get(extension)?.counters ?? { delivered: 0, dropped: 0, pending: 0, failed: 0, lastError: null };
+    return this.#queues.get(extension)?.counters ?? { delivered: 0, dropped: 0, pending: 0, failed: 0, failure: null };
   }
 
   /** Resolves once every queue is empty and no batch is being handled (for tests and a graceful close). */

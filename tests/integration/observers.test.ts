@@ -111,8 +111,8 @@ test("at open, an observer of the session is told what was activated, as seq 1; 
   await session.observers.idle();
   expect(batches("watcher")).toEqual([{ dropped: 0, events: [{ seq: 1, kind: "session", at_ms: expect.any(Number), data: { change: "activation", activated: ["compactor", "watcher"], deactivated: [] } }] }]);
   expect(batches("compactor")).toEqual([]);
-  expect(counters("watcher")).toEqual({ delivered: 1, dropped: 0, pending: 0, failed: 0, lastError: null });
-  expect(counters("compactor")).toEqual({ delivered: 0, dropped: 0, pending: 0, failed: 0, lastError: null });
+  expect(counters("watcher")).toEqual({ delivered: 1, dropped: 0, pending: 0, failed: 0, failure: null });
+  expect(counters("compactor")).toEqual({ delivered: 0, dropped: 0, pending: 0, failed: 0, failure: null });
 });
 
 test("each observer gets only the kinds it was approved for, in order, with seq per observer", async () => {
@@ -179,7 +179,7 @@ test("a slow observer's queue is bounded: the oldest are dropped, counted, and t
 test("an observer that throws is noted (counter, last error) and the next batch still arrives", async () => {
   await session.fire("usage", usage("throw"));
   await session.observers.idle();
-  expect(counters("watcher")).toMatchObject({ failed: 1, lastError: expect.stringContaining("observer asked to fail") });
+  expect(counters("watcher")).toMatchObject({ failed: 1, failure: expect.stringContaining("observer asked to fail") });
   const last = events("watcher").at(-1)!;
   await session.fire("agent_settled", {});
   await session.observers.idle();

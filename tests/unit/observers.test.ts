@@ -58,7 +58,7 @@ test("the first event goes at once; those fired while it is handled go together 
   expect(second.events.map((e) => e.at_ms)).toEqual([1001, 1002, 1003, 1004]);
   f.answer("watcher");
   await f.observers.idle();
-  expect(f.observers.counters("watcher")).toEqual({ delivered: 5, dropped: 0, pending: 0, failed: 0, lastError: null });
+  expect(f.observers.counters("watcher")).toEqual({ delivered: 5, dropped: 0, pending: 0, failed: 0, failure: null });
 });
 
 test("only observers approved for the kind are told; each has its own queue, so a busy one holds up no other", async () => {
@@ -118,7 +118,7 @@ test("a failed batch is noted (counter, log) and not sent again; delivery goes o
   expect(f.of("flaky")[1]!.events.map((e) => e.seq)).toEqual([2]);
   f.answer("flaky");
   await f.observers.idle();
-  expect(f.observers.counters("flaky")).toEqual({ delivered: 1, dropped: 0, pending: 0, failed: 1, lastError: "crashed: boom" });
+  expect(f.observers.counters("flaky")).toEqual({ delivered: 1, dropped: 0, pending: 0, failed: 1, failure: "crashed: boom" });
 });
 
 test("a deliverer that rejects counts as a failed batch, not an unhandled rejection", async () => {
@@ -126,7 +126,7 @@ test("a deliverer that rejects counts as a failed batch, not an unhandled reject
   const observers = new Observers("s", { subscribers: () => new Map([["x", ["turn"] as ObservedKind[]]]), deliver: () => Promise.reject(new Error("not live")), log: createLogger({ sink: (_l, m) => warnings.push(m) }) });
   observers.notify("turn", {});
   await observers.idle();
-  expect(observers.counters("x")).toMatchObject({ failed: 1, lastError: "not live" });
+  expect(observers.counters("x")).toMatchObject({ failed: 1, failure: "not live" });
 });
 
 test("oversized data is replaced by a note of its size", async () => {
