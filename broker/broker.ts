@@ -132,6 +132,11 @@ export class Broker {
     return this.#closed;
   }
 
+  /** The broker's log (what names an extension also goes to its own file): for sessions' notes. */
+  get log(): Logger {
+    return this.#log;
+  }
+
   /**
    * Moves whenever the broker stopped a satellite because its approval was
    * revoked or its install changed; sessions re-plan when it moves.

@@ -32,6 +32,8 @@ export class SessionBus {
   readonly #ledger: Ledger;
   readonly #active: ActiveSet;
   readonly #builtin: BuiltinHooks;
+  /** Told every harness event once its payload is checked, before any hook is asked (the session's observers). */
+  observed: ((event: HarnessEvent, data: Readonly<Record<string, unknown>>) => void) | null = null;
 
   constructor(scope: SessionScope, workspace: string, ledger: Ledger, active: ActiveSet, builtin: BuiltinHooks) {
     this.id = scope.id;
@@ -120,6 +122,7 @@ export class SessionBus {
     const checked = v.safeParse(EventPayloads[event], full);
     if (!checked.success) throw new TetherError(WireCode.badArguments, `event '${event}': ${describeIssues(checked.issues)}`);
     const data = checked.output as Record<string, unknown>;
+    this.observed?.(event, data);
     const composed = this.traced(event, await this.compose(event, data), "", null);
     if (event === "agent_end" && composed.block !== null && typeof data["held"] === "number" && data["held"] >= MAX_HELD) {
       // Hooks already kept this turn going MAX_HELD times: let it end.

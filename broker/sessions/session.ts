@@ -17,6 +17,7 @@ import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
 import { ActiveSet, type ExtensionStatus, type ReloadReport } from "./active-set.js";
 import { SessionBus, type HarnessEvent, type HarnessPayload } from "./bus.js";
 import { hookedToolCall, type ToolCallReport } from "./hooked-call.js";
+import { activeObservers, deliverThrough, Observers, type ObserverCounters } from "./observers.js";
 import { Preferences } from "./preferences.js";
 import { SessionRecords } from "./session-records.js";
 import { streamed, type Step } from "./stream.js";
@@ -24,6 +25,10 @@ import { streamed, type Step } from "./stream.js";
 export { ActiveSet, type ExtensionState, type ExtensionStatus, type ReloadReport } from "./active-set.js";
 export { MAX_HELD, shownTarget, type HarnessEvent, type HarnessPayload } from "./bus.js";
 export type { ToolCallReport } from "./hooked-call.js";
+export type { ObserverCounters } from "./observers.js";
+
+/** A status row; an observer's also carries its delivery counters. */
+export type SessionExtensionStatus = ExtensionStatus & { readonly observer?: ObserverCounters };
 
 export interface SessionOptions {
   readonly id: string;
@@ -43,6 +48,7 @@ export class Session {
   readonly #builtin: BuiltinHooks;
   readonly #active: ActiveSet;
   readonly #bus: SessionBus;
+  readonly #observers: Observers;
 
   private constructor(broker: Broker, scope: SessionScope, options: SessionOptions) {
     this.#broker = broker;
@@ -54,6 +60,8 @@ export class Session {
     this.#builtin = new BuiltinHooks(broker.home);
     this.#active = new ActiveSet(broker, scope, this.#preferences, this.#builtin);
     this.#bus = new SessionBus(scope, options.workspace, broker.ledger, this.#active, this.#builtin);
+    this.#observers = new Observers(this.id, { subscribers: () => activeObservers(this.#active.applied.plan.active, scope.live), deliver: deliverThrough(scope), log: broker.log });
+    this.#bus.observed = (event, data) => this.#observers.harnessEvent(event, data);
   }
 
   /**
@@ -77,6 +85,7 @@ export class Session {
       scope.release();
       throw err;
     }
+    session.#observers.notify("session", { change: "activation", activated: [...session.#active.applied.plan.active], deactivated: [] });
     return session;
   }
 
@@ -93,6 +102,7 @@ export class Session {
   /** Saves a per-session preference (`null` removes the override); `reload` applies it. */
   prefer(extension: string, enabled: boolean | null): void {
     this.#preferences.setSession(this.id, extension, enabled);
+    this.#observers.notify("session", { change: "preference", extension, enabled });
   }
 
   /**
@@ -100,13 +110,27 @@ export class Session {
    * set is booted beside the old one and swapped in at once; satellites of
    * extensions that stay active keep running.
    */
-  reload(): Promise<ReloadReport> {
-    return this.#active.reload();
+  async reload(): Promise<ReloadReport> {
+    const report = await this.#active.reload();
+    this.#observers.notify("session", { change: "activation", activated: [...report.activated], deactivated: [...report.deactivated], failed: report.failed.map((f) => f.name) });
+    return report;
   }
 
   /** Every extension the session knows of, active ones first in registry order, then the rest by name. */
-  status(): ExtensionStatus[] {
-    return this.#active.status();
+  status(): SessionExtensionStatus[] {
+    return this.#active.status().map((row) => {
+      const observer = row.state === "active" ? this.#observers.counters(row.name) : null;
+      return observer === null ? row : { ...row, observer };
+    });
+  }
+
+  /**
+   * The session's observers: `notify(kind, data)` for events the session does
+   * not fire itself (a compaction), `setEnabled` to turn one off here, `idle()`
+   * to wait until everything queued was handed over.
+   */
+  get observers(): Observers {
+    return this.#observers;
   }
 
   /** The tools the model may call in this session, with the extension serving each. */
@@ -164,6 +188,7 @@ export class Session {
   async destroy(): Promise<void> {
     if (this.#active.closed) return;
     this.#active.closed = true;
+    this.#observers.destroy();
     if (this.#broker.closed) return;
     this.#scope.release();
     await Promise.all(this.#active.applied.plan.active.map((name) => this.#scope.deactivate(name, { abort: true })));
@@ -176,12 +201,16 @@ export class Session {
     if (this.#broker.closed) {
       // The broker already stopped every satellite and closed the store.
       this.#active.closed = true;
+      this.#observers.destroy();
       return [];
     }
     let notes: string[] = [];
     if (this.#active.applied.plan.active.includes(BUILTIN_HOOKS_NAME)) {
       notes = await this.#builtin.sessionEnd({ sessionId: this.id, workspace: this.workspace }, reason);
     }
+    // Observers are told the session ends, and get what is queued within a short deadline.
+    this.#observers.notify("session", { change: "closing", reason });
+    await this.#observers.close();
     this.#active.closed = true;
     this.#scope.release();
     await Promise.all(this.#active.applied.plan.active.map((name) => this.#scope.deactivate(name)));
