@@ -44,7 +44,8 @@ export class Broker {
   readonly #options: BrokerOptions;
   readonly #jail: JailSetup;
   readonly #launcher: SatelliteLauncher;
-  readonly #log: Logger;
+  /** The broker's log (what names an extension also goes to its own file): for sessions' notes too. */
+  readonly log: Logger;
   /** One object per session id: its policy, its cap_call stage, its live satellites. */
   readonly #scopes = new Map<string, SessionScope>();
   readonly #host: ScopeHost;
@@ -70,14 +71,14 @@ export class Broker {
     this.home = paths.home;
     const log = options.log ?? createLogger({ ...(options.logLevel !== undefined ? { level: options.logLevel } : {}) });
     // What is logged about an extension also goes to its own file (`tether logs <name>`).
-    this.#log = options.extensionLogs === false ? log : teeExtensionLogs(log, new ExtensionLogs(extensionLogDir(this.home)));
+    this.log = options.extensionLogs === false ? log : teeExtensionLogs(log, new ExtensionLogs(extensionLogDir(this.home)));
     this.store = openStore(paths.db);
     this.registry = new Registry(this.store, paths.artifacts, { ...(options.operator !== undefined ? { operator: options.operator } : {}) });
     this.ledger = new Ledger(this.store);
     this.#launcher = new SatelliteLauncher({
       home: this.home,
       jail: this.#jail,
-      log: this.#log,
+      log: this.log,
       ledger: this.ledger,
       ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
       ...(options.bootTimeoutMs !== undefined ? { bootTimeoutMs: options.bootTimeoutMs } : {}),
@@ -89,7 +90,7 @@ export class Broker {
     this.#caps = {
       store: this.store,
       ledger: this.ledger,
-      log: this.#log,
+      log: this.log,
       operator: new OperatorPolicySource(this.home),
       resolve: options.resolve ?? systemResolver,
       hooks: async (event) => {
@@ -130,11 +131,6 @@ export class Broker {
   /** Whether `close()` or `destroy()` was called. */
   get closed(): boolean {
     return this.#closed;
-  }
-
-  /** The broker's log (what names an extension also goes to its own file): for sessions' notes. */
-  get log(): Logger {
-    return this.#log;
   }
 
   /**
@@ -205,7 +201,7 @@ export class Broker {
     this.#dataVersion = version;
     this.#registryVersion = this.registry.version;
     this.#approvalEpoch++;
-    syncApprovals(this.registry, this.#scopes.values(), this.#log);
+    syncApprovals(this.registry, this.#scopes.values(), this.log);
   }
 
   #slot(scope: SessionScope, name: string): Live {
