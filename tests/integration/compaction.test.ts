@@ -9,9 +9,12 @@
  * the answer says so. Extensions: written to a temporary folder by this suite.
  */
 import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { execa } from "execa";
 import type { Broker } from "../../broker/broker.js";
 import type { Compacted, Session } from "../../broker/sessions/session.js";
 import { openHookSession, type HookSession } from "../support/hook-session.js";
+import { REPO } from "../support/satellites.js";
 import { writeExtensions } from "./support/write-extensions.js";
 
 const row = (name: string, extra = "") => `\n[[compaction]]\nname = "${name}"\ndescription = "Strategy ${name}."\n${extra}`;
@@ -129,6 +132,22 @@ test("the session's preference picks another strategy, is saved in the store, an
   expect(session.strategies().preferred).toBeNull();
   expect(() => session.preferStrategy("Not A Name")).toThrow("is not a strategy's name");
 });
+
+test("tether session folds prints them from the store, by compaction; --json has every row; a bad id is a usage error", async () => {
+  const tether = (...args: string[]) => execa(process.execPath, [join(REPO, "bin", "tether.js"), ...args], { env: { TETHER_HOME: broker.home }, cwd: REPO, stdin: "ignore", reject: false, timeout: 60_000 });
+  const text = await tether("session", "folds", session.id);
+  expect(text.exitCode).toBe(0);
+  const first = session.folds()[0]!.compactionId;
+  expect(text.stdout.split("\n").slice(0, 3)).toEqual([
+    expect.stringMatching(new RegExp(`^compaction ${first}: strategy tidy of alpha, \\d{4}-\\d\\d-\\d\\dT`)),
+    "  0..1        the greeting",
+    "  3..3        the question",
+  ]);
+  const json = await tether("session", "folds", session.id, "--json");
+  expect(JSON.parse(json.stdout)).toEqual(session.folds());
+  expect((await tether("session", "folds", "nobody-here")).stdout).toBe("Session nobody-here has no folds: no compaction stored any.");
+  expect((await tether("session", "folds")).exitCode).toBe(2);
+}, 120_000);
 
 describe("a strategy that fails leaves the conversation as it was", () => {
   const cases: [string, string, string][] = [
