@@ -24,6 +24,12 @@ export {
   type ToolCallReport,
   type HarnessEvent,
   type HarnessPayload,
+  type RouteReport,
+  type CompactInput,
+  type CompactReport,
+  type Compacted,
+  type NamedRow,
+  type FoldRow,
 } from "./sessions/session.js";
 export type { Step } from "./sessions/stream.js";
 export type { Composed, TraceRow } from "./hooks/compose.js";

@@ -171,8 +171,9 @@ export const COMMANDS: readonly Command[] = [
         summary: ["Turn an extension on or off: the global default, or one session's", "override (a live session applies it on reload)"],
       },
       { usage: "session reset <name> --session <id>", summary: ["Remove a session's override: the global default applies again"] },
+      { usage: "session folds <id>", summary: ["What compaction strategies folded in a session, by compaction"] },
     ],
-    help: "status opens the session in this process (real boots, default id: default) and prints each extension's state and why; enable, disable and reset write the saved preferences.",
+    help: "status opens the session in this process (real boots, default id: default) and prints each extension's state and why; enable, disable and reset write the saved preferences; folds reads the store.",
     options: [["session", "The session (status: default 'default'; else without it: the global default)"], "workspace", "json"],
     doc: `${OPERATORS}#sessions`,
     run: async (ctx) => {
@@ -180,6 +181,12 @@ export const COMMANDS: readonly Command[] = [
       const parsed = sessionCli.parseSessionArgs(ctx.args, ctx.values as Parameters<typeof sessionCli.parseSessionArgs>[1]);
       if (typeof parsed === "string") throw new UsageError(parsed);
       return ctx.withBroker(async (broker) => {
+        if (parsed.action === "folds") {
+          const { renderFolds, sessionFolds } = await import("./session-folds.js");
+          const folds = sessionFolds(broker, parsed.session ?? "");
+          ctx.out(folds, renderFolds(parsed.session ?? "", folds));
+          return EXIT.ok;
+        }
         if (parsed.action === "status") {
           const result = await sessionCli.sessionStatus(broker, parsed.session ?? sessionCli.DEFAULT_SESSION, parsed.workspace);
           for (const note of result.closeNotes) process.stderr.write(`… SessionEnd hook: ${note}\n`);

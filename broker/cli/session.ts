@@ -7,6 +7,7 @@
  *   enable / disable / reset
  *            write the saved preference (global default, or one session's
  *            override); a live session applies it on `reload`
+ *   folds    prints what compaction strategies folded in a session (session-folds.ts)
  */
 import * as v from "valibot";
 import type { Broker } from "../broker.js";
@@ -24,6 +25,7 @@ const USAGE = [
   ["enable", "<name> [--session <id>]"],
   ["disable", "<name> [--session <id>]"],
   ["reset", "<name> --session <id>"],
+  ["folds", "<id>"],
 ] as const;
 export type SessionAction = (typeof USAGE)[number][0];
 export const SESSION_ACTIONS: readonly SessionAction[] = USAGE.map(([action]) => action);
@@ -36,7 +38,7 @@ export interface SessionArgs {
   readonly action: SessionAction;
   /** The extension (enable, disable, reset). */
   readonly extension: string | null;
-  /** The --session given, if any. */
+  /** The --session given, if any (folds: its argument). */
   readonly session: string | null;
   /** The --workspace given, resolved (status). */
   readonly workspace: string | null;
@@ -53,6 +55,13 @@ export function parseSessionArgs(args: readonly string[], values: { session?: st
     return `unknown action '${action}': expected ${SESSION_ACTIONS.join(", ")}`;
   }
   const act = action as SessionAction;
+  if (act === "folds") {
+    if (extension === undefined) return `missing the session id: ${usage("folds")}`;
+    const checked = v.safeParse(SessionId, extension);
+    if (!checked.success) return `'${extension}': ${checked.issues[0].message}`;
+    if (values.session !== undefined || values.workspace !== undefined) return `folds takes the session id as its argument, not --session or --workspace: ${usage("folds")}`;
+    return { action: act, extension: null, session: extension, workspace: null };
+  }
   if (act !== "status" && extension === undefined) return `missing the extension name: ${usage(act)}`;
   if (act === "status" && extension !== undefined) return `unexpected '${extension}': ${usage("status")}`;
   if (act === "reset" && values.session === undefined) {

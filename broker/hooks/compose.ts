@@ -31,7 +31,8 @@ export type BusEvent =
   | "agent_settled"
   | "before_compact"
   | "usage"
-  | "cap_call";
+  | "cap_call"
+  | "route_call";
 
 /** What one hook answered (already decoded from its JSON text). */
 export interface Verdict {

@@ -9,7 +9,9 @@ import { EventPayloads } from "../../jail-runtime/wire/events.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import { TetherError, WireCode } from "../base/errors.js";
 import type { Composed, TraceRow } from "../hooks/compose.js";
-import type { HarnessEvent, ToolCallReport } from "../sessions/session.js";
+import { MAX_ROUTE_BYTES } from "../../jail-runtime/wire/session-kinds.js";
+import { MAX_COMPACT_MESSAGES } from "../sessions/compaction.js";
+import type { CompactReport, FoldRow, HarnessEvent, RouteReport, ToolCallReport } from "../sessions/session.js";
 import { SessionId } from "../sessions/session-records.js";
 
 /** JSON-RPC error codes: the spec's five, then the server's own (-32000 … -32099). */
@@ -129,6 +131,18 @@ export const Params = {
   "call.cancel": v.strictObject({ id: Id }),
   "session.close": v.strictObject({ session: Session, reason: v.optional(v.pipe(v.string(), v.maxLength(256))) }),
   "session.destroy": OnlySession,
+  "session.routes": OnlySession,
+  "session.route": v.strictObject({ session: Session, extension: Name, route: Name, request: v.pipe(v.string(), v.maxLength(MAX_ROUTE_BYTES)) }),
+  "session.strategies": OnlySession,
+  "session.prefer_strategy": v.strictObject({ session: Session, strategy: v.nullable(Name) }),
+  "session.compact": v.strictObject({
+    session: Session,
+    messages: v.pipe(v.array(v.unknown()), v.maxLength(MAX_COMPACT_MESSAGES)),
+    reason: v.pipe(v.string(), v.maxLength(256)),
+    budget: v.pipe(v.number(), v.integer(), v.minValue(1)),
+    strategy: v.optional(Name),
+  }),
+  "session.folds": v.strictObject({ session: Session, compaction_id: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))) }),
 } as const;
 
 export type Method = keyof typeof Params;
@@ -235,4 +249,19 @@ export function reportToWire(r: ToolCallReport, partialsDropped: number): Record
     trace: r.trace.map(traceToWire),
     partials_dropped: partialsDropped,
   };
+}
+
+/** A RouteReport. */
+export function routeToWire(r: RouteReport): Record<string, unknown> {
+  return { outcome: r.outcome, extension: r.extension, route: r.route, invocation_id: r.invocationId, blocked_by: r.blockedBy, notes: r.notes, trace: r.trace.map(traceToWire) };
+}
+
+/** A CompactReport: the outcome's compaction id in snake_case. */
+export function compactToWire(r: CompactReport): Record<string, unknown> {
+  const outcome = r.outcome.ok ? { ok: true, compaction_id: r.outcome.compactionId, summary: r.outcome.summary, folds: r.outcome.folds } : r.outcome;
+  return { outcome, strategy: r.strategy, extension: r.extension, hook_text: r.hookText, notes: r.notes, trace: r.trace.map(traceToWire) };
+}
+
+export function foldToWire(f: FoldRow): Record<string, unknown> {
+  return { compaction_id: f.compactionId, strategy: f.strategy, extension: f.extension, from: f.from, to: f.to, text: f.text, created_at: f.createdAt };
 }

@@ -19,7 +19,7 @@ import type { Broker } from "../broker.js";
 import type { Logger } from "../base/log.js";
 import { Session, type HarnessEvent, type HarnessPayload } from "../sessions/session.js";
 import { Connection, DEFAULT_LIMITS, type Handler, type RequestContext, type ServeLimits } from "./connection.js";
-import { RpcCode, RpcFailure, ServeCode, checkPayload, composedToWire, reportToWire, unknownSession, type Method, type ParamsOf } from "./protocol.js";
+import { RpcCode, RpcFailure, ServeCode, checkPayload, compactToWire, composedToWire, foldToWire, reportToWire, routeToWire, unknownSession, type Method, type ParamsOf } from "./protocol.js";
 import { bearerMatches } from "./token.js";
 import { listen, removeSocket, type Listening, type Where } from "./transport.js";
 
@@ -244,6 +244,27 @@ export class ServeServer implements Handler {
           await session.destroy();
           return { destroyed: true };
         });
+      case "session.routes":
+        return (await this.#session((params as ParamsOf<"session.routes">).session)).routes();
+      case "session.route": {
+        const p = params as ParamsOf<"session.route">;
+        return routeToWire(await (await this.#session(p.session)).route(p.extension, p.route, p.request, { signal: ctx.signal }));
+      }
+      case "session.strategies":
+        return (await this.#session((params as ParamsOf<"session.strategies">).session)).strategies();
+      case "session.prefer_strategy": {
+        const p = params as ParamsOf<"session.prefer_strategy">;
+        (await this.#session(p.session)).preferStrategy(p.strategy);
+        return { strategy: p.strategy };
+      }
+      case "session.compact": {
+        const { session, ...input } = params as ParamsOf<"session.compact">;
+        return compactToWire(await (await this.#session(session)).compact(input, { signal: ctx.signal }));
+      }
+      case "session.folds": {
+        const p = params as ParamsOf<"session.folds">;
+        return (await this.#session(p.session)).folds(p.compaction_id).map(foldToWire);
+      }
       case "call.cancel":
         // Answered by the connection itself (the request ids are the connection's).
         throw new RpcFailure(RpcCode.internal, ServeCode.internal, "call.cancel reached the server");

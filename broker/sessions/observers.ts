@@ -58,7 +58,8 @@ export class Observers {
   harnessEvent(event: string, data: Readonly<Record<string, unknown>>): void {
     const kind = OBSERVED_EVENTS[event];
     if (kind === undefined) return;
-    this.notify(kind, kind === "compaction" ? { reason: data["reason"] } : { ...data });
+    // `before_compact` is the harness saying it is about to compact; `session.compact` tells `compacted` after.
+    this.notify(kind, kind === "compaction" ? { phase: "before", reason: data["reason"] } : { ...data });
   }
 
   /** Queues one event for every active observer approved for `kind`; returns at once. */

@@ -18,6 +18,10 @@ import { ActiveSet, type ExtensionStatus, type ReloadReport } from "./active-set
 import { SessionBus, type HarnessEvent, type HarnessPayload } from "./bus.js";
 import { hookedToolCall, type ToolCallReport } from "./hooked-call.js";
 import { activeObservers, deliverThrough, Observers, type ObserverCounters } from "./observers.js";
+import { chooseStrategy, compact, type CompactInput, type CompactReport, type Compacted } from "./compaction.js";
+import { activeRows, type NamedRow } from "./named-rows.js";
+import { routeCall, type RouteReport } from "./route-call.js";
+import { FoldsRepository, type FoldRow } from "../store/folds-repository.js";
 import { Preferences } from "./preferences.js";
 import { SessionRecords } from "./session-records.js";
 import { streamed, type Step } from "./stream.js";
@@ -29,6 +33,10 @@ export type { ObserverCounters } from "./observers.js";
 
 /** A status row; an observer's also carries its delivery counters. */
 export type SessionExtensionStatus = ExtensionStatus & { readonly observer?: ObserverCounters };
+export type { RouteReport } from "./route-call.js";
+export type { CompactInput, CompactReport, Compacted } from "./compaction.js";
+export type { NamedRow } from "./named-rows.js";
+export type { FoldRow } from "../store/folds-repository.js";
 
 export interface SessionOptions {
   readonly id: string;
@@ -49,6 +57,8 @@ export class Session {
   readonly #active: ActiveSet;
   readonly #bus: SessionBus;
   readonly #observers: Observers;
+  readonly #folds: FoldsRepository;
+  readonly #compacted = new Set<(data: Compacted) => void>();
 
   private constructor(broker: Broker, scope: SessionScope, options: SessionOptions) {
     this.#broker = broker;
@@ -62,6 +72,9 @@ export class Session {
     this.#bus = new SessionBus(scope, options.workspace, broker.ledger, this.#active, this.#builtin);
     this.#observers = new Observers(this.id, { subscribers: () => activeObservers(this.#active.applied.plan.active, scope.live), deliver: deliverThrough(scope), log: broker.log });
     this.#bus.observed = (event, data) => this.#observers.harnessEvent(event, data);
+    // A compaction whose folds were stored: observers are told which strategy folded what.
+    this.#compacted.add((data) => this.#observers.notify("compaction", { phase: "compacted", ...data }));
+    this.#folds = new FoldsRepository(broker.store);
   }
 
   /**
@@ -182,6 +195,65 @@ export class Session {
     if (extension === undefined) return { extension: null, outcome: this.#active.notServed("command", name, [...plan.commands.keys()]) };
     const outcome = await this.#scope.runCommand(extension, name, match[2] ?? "", options);
     return { extension, outcome };
+  }
+
+  /** The host routes the harness may call here, in registry order (`route`). */
+  routes(): NamedRow[] {
+    this.#active.refresh();
+    return activeRows(this.#active, this.#scope, "route");
+  }
+
+  /**
+   * Calls a host route of an active extension with a request string, in this
+   * session's context, `route_call` hooks first (`route-call.ts`). Never
+   * rejects for an extension's faults.
+   */
+  route(extension: string, name: string, request: string, options: ScopeCallOptions = {}): Promise<RouteReport> {
+    return routeCall({ scope: this.#scope, active: this.#active, bus: this.#bus, ledger: this.#broker.ledger, workspace: this.workspace }, extension, name, request, options);
+  }
+
+  /** The compaction strategies active here, in registry order; the one `compact` would use now; the saved preference. */
+  strategies(): { strategies: NamedRow[]; current: string | null; preferred: string | null } {
+    this.#active.refresh();
+    const chosen = chooseStrategy({ scope: this.#scope, active: this.#active, folds: this.#folds });
+    return { strategies: activeRows(this.#active, this.#scope, "compaction"), current: "ok" in chosen ? null : chosen.row.name, preferred: this.#folds.preferredStrategy(this.id) };
+  }
+
+  /** Saves the compaction strategy this session prefers (by name); `null` goes back to the first active one. */
+  preferStrategy(name: string | null): void {
+    if (name !== null && !/^[a-z][a-z0-9_-]{0,63}$/.test(name)) {
+      throw new TetherError(WireCode.badArguments, `'${name.slice(0, 64)}' is not a strategy's name (a-z, 0-9, _ and -, at most 64, starting with a letter)`);
+    }
+    this.#folds.setPreferredStrategy(this.id, name);
+  }
+
+  /**
+   * Compacts the conversation (`compaction.ts`): `before_compact` hooks, then
+   * the strategy; its folds are stored only when its whole answer fits.
+   * Never rejects for an extension's faults.
+   */
+  compact(input: CompactInput, options: ScopeCallOptions = {}): Promise<CompactReport> {
+    const onCompacted = (data: Compacted) => {
+      for (const listener of this.#compacted) {
+        try {
+          listener(data);
+        } catch {
+          // One listener's trouble reaches neither the others nor the compaction.
+        }
+      }
+    };
+    return compact({ scope: this.#scope, active: this.#active, bus: this.#bus, folds: this.#folds, onCompacted }, input, options);
+  }
+
+  /** Tells `listener` of each compaction whose folds were stored here; returns how to stop. */
+  onCompacted(listener: (data: Compacted) => void): () => void {
+    this.#compacted.add(listener);
+    return () => this.#compacted.delete(listener);
+  }
+
+  /** The folds stored for this session, oldest compaction first; or one compaction's. */
+  folds(compactionId?: number): FoldRow[] {
+    return this.#folds.list(this.id, compactionId);
   }
 
   /** Aborts now: open calls end `closed`, satellites are killed; no SessionEnd hooks. Safe twice. */

@@ -175,3 +175,32 @@ export const hookTraces = sqliteTable(
   },
   (t) => [index("hook_traces_session").on(t.sessionId), index("hook_traces_about").on(t.aboutInvocationId)],
 );
+
+/**
+ * What compaction strategies folded: one row per fold (a range of the
+ * conversation's messages, inclusive, and the text that stands for it). The
+ * folds of one compaction share `compaction_id`, the strategy's invocation in
+ * the ledger. Only a compaction whose answer was checked whole is stored.
+ */
+export const folds = sqliteTable(
+  "folds",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    sessionId: text("session_id").notNull(),
+    compactionId: integer("compaction_id").notNull(),
+    strategy: text("strategy").notNull(),
+    extension: text("extension").notNull(),
+    fromIndex: integer("from_index").notNull(),
+    toIndex: integer("to_index").notNull(),
+    text: text("text").notNull(),
+    createdAt: integer("created_at").notNull().default(now),
+  },
+  (t) => [index("folds_session").on(t.sessionId, t.compactionId)],
+);
+
+/** The compaction strategy a session prefers (by its `[[compaction]]` name); no row: the first active one. */
+export const strategyPreferences = sqliteTable("strategy_preferences", {
+  sessionId: text("session_id").primaryKey(),
+  strategy: text("strategy").notNull(),
+  updatedAt: integer("updated_at").notNull().default(now),
+});

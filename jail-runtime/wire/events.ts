@@ -23,6 +23,9 @@ const CapCallRequest = v.object({
   addresses: v.array(v.object({ address: v.string(), class: v.string(), ipv4: v.optional(v.string()) })),
 });
 
+/** How much of a route's request a `route_call` hook is shown: the first 64 Ki characters. */
+export const MAX_ROUTE_CALL_REQUEST = 64 * 1024;
+
 /** Payloads, one per event. */
 export const EventPayloads = {
   session_start: v.object({ session_id: v.string(), workspace: v.string(), source: v.string() }),
@@ -53,6 +56,11 @@ export const EventPayloads = {
   }),
   /** A capability call made inside an invocation; `within` names that invocation (e.g. "tool:forecast"). */
   cap_call: v.object({ extension: v.string(), capability: v.string(), target: v.string(), within: v.string(), request: v.optional(CapCallRequest) }),
+  /**
+   * The harness calls a host route (`session.route`): which extension, which route, and the
+   * request as far as `MAX_ROUTE_CALL_REQUEST` characters (`truncated` says when it was cut).
+   */
+  route_call: v.object({ extension: v.string(), route: v.string(), request: v.pipe(v.string(), v.maxLength(MAX_ROUTE_CALL_REQUEST)), truncated: v.boolean() }),
 } as const;
 
 export type EventName = keyof typeof EventPayloads;
@@ -84,6 +92,7 @@ export const EventVerdicts = {
   /** Notify-only: any answer is ignored, so any object is accepted. */
   usage: v.looseObject({}),
   cap_call: v.strictObject({ ...Base, ...Block }),
+  route_call: v.strictObject({ ...Base, ...Block }),
 } as const satisfies Record<EventName, v.GenericSchema>;
 
 export type EventVerdict<E extends EventName> = v.InferOutput<(typeof EventVerdicts)[E]>;

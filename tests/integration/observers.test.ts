@@ -126,7 +126,7 @@ test("each observer gets only the kinds it was approved for, in order, with seq 
     [3, "usage", usage("m1")],
   ]);
   expect(events("compactor").map((e) => [e.seq, e.kind, e.data])).toEqual([
-    [1, "compaction", { reason: "threshold" }],
+    [1, "compaction", { phase: "before", reason: "threshold" }],
     [2, "compaction", { strategy: "folds", folded: 3 }],
   ]);
 });

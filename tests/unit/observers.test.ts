@@ -67,7 +67,7 @@ test("only observers approved for the kind are told; each has its own queue, so 
   f.observers.harnessEvent("usage", { model: "m" });
   f.observers.harnessEvent("before_compact", { reason: "threshold" });
   f.observers.harnessEvent("agent_end", { reply: "x", held: 0 });
-  expect(f.of("compacting").map((p) => p.events)).toEqual([[{ seq: 1, kind: "compaction", at_ms: 1002, data: { reason: "threshold" } }]]);
+  expect(f.of("compacting").map((p) => p.events)).toEqual([[{ seq: 1, kind: "compaction", at_ms: 1002, data: { phase: "before", reason: "threshold" } }]]);
   f.answer("compacting");
   await settle();
   expect(f.observers.counters("compacting")).toMatchObject({ delivered: 1, pending: 0 });

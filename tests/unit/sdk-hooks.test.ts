@@ -51,6 +51,7 @@ const PAYLOADS: { readonly [E in HookEvent]: EventPayload<E> } = {
   before_compact: { reason: "threshold" },
   usage: { seq: 1, origin: "provider_reported", model: "m", input_tokens: 10, output_tokens: 2 },
   cap_call: { extension: "x", capability: "net.fetch", target: "https://a.example", within: "tool:t" },
+  route_call: { extension: "x", route: "ping", request: "hi", truncated: false },
 };
 
 describe("hook(): the handler gets the event's payload, typed and checked", () => {
@@ -151,6 +152,7 @@ describe("answer(): what a hook replies, on the wire", () => {
         case "before_compact": return hook(e, () => proceed);
         case "usage": return hook(e, () => proceed);
         case "cap_call": return hook(e, () => proceed);
+        case "route_call": return hook(e, () => proceed);
       }
     };
     for (const e of HOOK_EVENTS) hooks.push([e, every(e)]);

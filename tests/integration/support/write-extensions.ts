@@ -1,0 +1,26 @@
+/**
+ * Test support: small extensions written into a temporary folder (one folder
+ * each: manifest.toml and index.ts), for suites whose fixtures are a few lines.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface ExtensionFiles {
+  /** The manifest's rows after name, version, description and entry. */
+  readonly manifest: string;
+  /** The module (index.ts). */
+  readonly code: string;
+}
+
+/** Writes each extension under a fresh temporary folder; returns that folder. */
+export function writeExtensions(prefix: string, extensions: Readonly<Record<string, ExtensionFiles>>): string {
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  for (const [name, files] of Object.entries(extensions)) {
+    const dir = join(root, name);
+    mkdirSync(dir);
+    writeFileSync(join(dir, "manifest.toml"), `name = "${name}"\nversion = "1.0.0"\ndescription = "Test extension ${name}."\nentry = "index.ts"\n${files.manifest}\n[limits]\nmemory_mb = 64\nidle_s = 0\n`);
+    writeFileSync(join(dir, "index.ts"), files.code);
+  }
+  return root;
+}
