@@ -32,6 +32,8 @@ interface Contributions {
   readonly requires: readonly string[];
   readonly tools: readonly string[];
   readonly commands: readonly string[];
+  readonly routes: readonly string[];
+  readonly compactions: readonly string[];
 }
 
 export interface ExtensionStatus extends Contributions {
@@ -68,7 +70,7 @@ interface Applied {
 }
 
 function emptyApplied(): Applied {
-  return { plan: { active: [], inactive: new Map(), tools: new Map(), commands: new Map() }, known: new Map(), failed: new Map() };
+  return { plan: { active: [], inactive: new Map(), tools: new Map(), commands: new Map(), routes: new Map(), compactions: new Map() }, known: new Map(), failed: new Map() };
 }
 
 export class ActiveSet {
@@ -120,6 +122,8 @@ export class ActiveSet {
         requires: m.requires,
         tools: m.tool.map((t) => t.name),
         commands: m.command.map((c) => c.name),
+        routes: m.route.map((r) => r.name),
+        compactions: m.compaction.map((c) => c.name),
         hooks: m.hook.map((h) => ({ event: h.event, onError: h.on_error ?? "note", match: matchOf(h) })),
         installed,
         notApproved,
@@ -132,6 +136,8 @@ export class ActiveSet {
       requires: [],
       tools: [],
       commands: [],
+      routes: [],
+      compactions: [],
       // The operator's hooks.json has matchers of its own, applied when the bus asks it.
       hooks: BUILTIN_HOOK_EVENTS.map((event) => ({ event, onError: "note" as const, match: undefined })),
       installed: null,
@@ -176,6 +182,8 @@ export class ActiveSet {
         priority: k.priority,
         tools: k.tools,
         commands: k.commands,
+        routes: k.routes,
+        compactions: k.compactions,
         enabled: wanted && allowed,
         disabledReason,
         notApproved: k.notApproved,
@@ -295,6 +303,8 @@ export class ActiveSet {
       requires: k.requires,
       tools: k.tools,
       commands: k.commands,
+      routes: k.routes,
+      compactions: k.compactions,
       hooks: k.hooks.map((h) => h.event),
       matchers: Object.fromEntries(k.hooks.flatMap((h) => (h.match !== undefined ? [[h.event, h.match]] : []))),
     });
