@@ -133,6 +133,11 @@ export class Broker {
     return scope;
   }
 
+  /** The broker's log (what concerns an extension also goes to its own file). */
+  get log(): Logger {
+    return this.#log;
+  }
+
   /** Whether `close()` or `destroy()` was called. */
   get closed(): boolean {
     return this.#closed;
