@@ -8,6 +8,9 @@ import { decodeSessionAnswer } from "../../broker/sessions/ask-session-kind.js";
 import { narrowPlan, type Setup } from "../../broker/sessions/bundle-setup.js";
 import { composeContext, MAX_SESSION_CONTEXT_BYTES } from "../../broker/sessions/composed-context.js";
 import type { ContextPiece } from "../../broker/sessions/context-loaders.js";
+import { closeManaged } from "../../broker/sessions/preparation.js";
+import { TetherError } from "../../broker/base/errors.js";
+import type { SessionScope } from "../../broker/session-scope.js";
 
 const piece = (extension: string, source: string, text: string): ContextPiece => ({ extension, source, text });
 
@@ -77,5 +80,28 @@ describe("narrowPlan", () => {
     ]);
     expect([...narrowed.commands]).toEqual([]);
     expect(narrowed.active).toEqual(plan.active);
+  });
+});
+
+describe("closeManaged", () => {
+  /** A scope whose every invocation answers `answer` (or throws it). */
+  const scopeAnswering = (answer: () => Promise<unknown>): SessionScope => ({ id: "s-1", invoke: answer }) as unknown as SessionScope;
+
+  test("an answered close is no note; the payload names the session (the scope's id) and the reason", async () => {
+    const asked: unknown[] = [];
+    const scope = { id: "s-1", invoke: async (...args: unknown[]) => (asked.push(args), { outcome: { ok: true, value: "{}" }, invocationId: 7 }) } as unknown as SessionScope;
+    expect(await closeManaged(scope, "planner", "reloaded_out")).toBeNull();
+    expect(asked).toEqual([["planner", "close", "close", '{"session_id":"s-1","reason":"reloaded_out"}']]);
+  });
+
+  test("a failed, malformed or refused close is a note naming the extension and the reason, never a throw", async () => {
+    const failed = scopeAnswering(async () => ({ outcome: { ok: false, error: { code: "timeout", msg: "close 'close' passed its time limit of 50 ms" } }, invocationId: 1 }));
+    expect(await closeManaged(failed, "planner", "session_closed")).toBe("close of 'planner' (session_closed) failed: timeout: close 'close' passed its time limit of 50 ms");
+    const malformed = scopeAnswering(async () => ({ outcome: { ok: true, value: '{"extra":1}' }, invocationId: 2 }));
+    expect(await closeManaged(malformed, "planner", "prepare_failed")).toMatch(/^close of 'planner' \(prepare_failed\) failed: crashed: it answered what a close answer may not hold/);
+    const refused = scopeAnswering(async () => {
+      throw new TetherError("closed", "The broker is closed");
+    });
+    expect(await closeManaged(refused, "planner", "session_closed")).toBe("close of 'planner' (session_closed) failed: closed: The broker is closed");
   });
 });
