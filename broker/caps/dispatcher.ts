@@ -11,7 +11,7 @@ import type { CapReply } from "../base/capability.js";
 import type { CapDispatcher } from "../base/capability.js";
 import { scopeFor } from "./audit-stage.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
-import { KvGetArgs, KvListArgs, KvPutArgs, kvDeleteAct, kvGetAct, kvListAct, kvPutAct } from "./kv.js";
+import { KvGetArgs, KvListArgs, KvPutArgs, kvDeleteAct, kvGetAct, kvListAct, kvPutAct, type KvFamily } from "./kv.js";
 import { LogArgs, logAct } from "./log.js";
 import { NetFetchArgs, netFetch } from "./net-fetch.js";
 import { Permits } from "./permits.js";
@@ -39,6 +39,16 @@ function oneAct<S extends v.GenericSchema>(schema: S, usage: string, act: (scope
   return capability(schema, usage, async (scope, args) => (await runAct(scope, act(scope, args))).reply);
 }
 
+/** `kv.*` (the extension's own keys) or `skv.*` (its keys in the invocation's session). */
+function kvCapabilities(family: KvFamily): Record<string, Runner> {
+  return {
+    [`${family}.get`]: oneAct(KvGetArgs, `${family}.get takes {key}`, kvGetAct(family)),
+    [`${family}.delete`]: oneAct(KvGetArgs, `${family}.delete takes {key}`, kvDeleteAct(family)),
+    [`${family}.list`]: oneAct(KvListArgs, `${family}.list takes {prefix?, limit?}`, kvListAct(family)),
+    [`${family}.put`]: oneAct(KvPutArgs, `${family}.put takes {key, json} or {key, bytes (base64)}`, kvPutAct(family)),
+  };
+}
+
 /**
  * The dispatcher for one invocation (rates and the fetch bound are per
  * invocation), built at its first capability call: most calls make none, and
@@ -55,10 +65,8 @@ function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
   const table: Record<string, Runner> = {
     "report.emit": oneAct(ReportArgs, "report.emit takes {text}", (scope, args) => reportAct(scope, args, reports)),
     log: oneAct(LogArgs, "log takes {level, msg}", (scope, args) => logAct(scope, args, logs)),
-    "kv.get": oneAct(KvGetArgs, "kv.get takes {key}", kvGetAct),
-    "kv.delete": oneAct(KvGetArgs, "kv.delete takes {key}", kvDeleteAct),
-    "kv.list": oneAct(KvListArgs, "kv.list takes {prefix?, limit?}", kvListAct),
-    "kv.put": oneAct(KvPutArgs, "kv.put takes {key, json} or {key, bytes (base64)}", kvPutAct),
+    ...kvCapabilities("kv"),
+    ...kvCapabilities("skv"),
     "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64)}", netFetch),
   };
   const refusals = new RefusalAudit((row) => env.ledger.audit(row));

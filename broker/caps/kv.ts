@@ -1,10 +1,12 @@
 /**
  * `kv.get/put/delete/list`: per-extension durable storage in the store, with
- * the size quota from the manifest's `[limits] kv_bytes`. Values are JSON or bytes;
- * the table is read and written through `store/kv-repository.ts`.
+ * the size quota from the manifest's `[limits] kv_bytes`; `skv.get/put/delete/list`:
+ * the same, in the invocation's session only (its id is the broker's, never the
+ * jail's), under the same quota. Values are JSON or bytes; the tables are read
+ * and written through `store/kv-repository.ts`.
  */
 import * as v from "valibot";
-import { kvRepository, type KvValue } from "../store/kv-repository.js";
+import { kvRepository, type KvSpace, type KvValue } from "../store/kv-repository.js";
 import type { Store } from "../store/open.js";
 import type { CapReply } from "../base/capability.js";
 import type { CallScope } from "./context.js";
@@ -17,64 +19,69 @@ export const KvListArgs = v.object({ prefix: v.optional(v.pipe(v.string(), v.max
 
 const denied = (msg: string): CapReply => ({ ok: false, error: { code: "denied", msg } });
 
-export function kvGet(store: Store, extension: string, args: v.InferOutput<typeof KvGetArgs>): CapReply {
-  const row = kvRepository(store).get(extension, args.key);
+/** Which storage a capability reaches: `kv` (the extension's own) or `skv` (its own in this session). */
+export type KvFamily = "kv" | "skv";
+
+export function kvGet(store: Store, space: KvSpace, args: v.InferOutput<typeof KvGetArgs>): CapReply {
+  const row = kvRepository(store).get(space, args.key);
   if (row === null) return { ok: true, value: null };
   if (row.encoding === "json") return { ok: true, value: { json: row.value.toString("utf8") } };
   return { ok: true, value: { bytes: new Uint8Array(row.value) } };
 }
 
-export function kvPut(store: Store, extension: string, quota: number, args: v.InferOutput<typeof KvPutArgs>): { reply: CapReply; bytes: number } {
+export function kvPut(store: Store, space: KvSpace, quota: number, args: v.InferOutput<typeof KvPutArgs>): { reply: CapReply; bytes: number } {
+  const family: KvFamily = space.session === null ? "kv" : "skv";
   let entry: KvValue;
   if ("json" in args) {
     const text = JSON.stringify(args.json);
-    if (text === undefined) return { reply: denied("kv.put: the value is not JSON"), bytes: 0 };
+    if (text === undefined) return { reply: denied(`${family}.put: the value is not JSON`), bytes: 0 };
     entry = { value: Buffer.from(text, "utf8"), encoding: "json" };
   } else {
     entry = { value: Buffer.from(args.bytes, "base64"), encoding: "bytes" };
   }
-  const put = kvRepository(store).put(extension, args.key, entry, quota);
-  if (!put.written) return { reply: denied(`kv.put: storage quota of ${quota} bytes would be exceeded (${put.after} bytes) (rule: limits.kv_bytes)`), bytes: entry.value.length };
+  const put = kvRepository(store).put(space, args.key, entry, quota);
+  if (!put.written) return { reply: denied(`${family}.put: storage quota of ${quota} bytes would be exceeded (${put.after} bytes) (rule: limits.kv_bytes)`), bytes: entry.value.length };
   return { reply: { ok: true, value: null }, bytes: entry.value.length };
 }
 
-export function kvDelete(store: Store, extension: string, args: v.InferOutput<typeof KvGetArgs>): CapReply {
-  return { ok: true, value: kvRepository(store).delete(extension, args.key) };
+export function kvDelete(store: Store, space: KvSpace, args: v.InferOutput<typeof KvGetArgs>): CapReply {
+  return { ok: true, value: kvRepository(store).delete(space, args.key) };
 }
 
-export function kvList(store: Store, extension: string, args: v.InferOutput<typeof KvListArgs>): CapReply {
-  return { ok: true, value: kvRepository(store).list(extension, args.prefix, args.limit) };
+export function kvList(store: Store, space: KvSpace, args: v.InferOutput<typeof KvListArgs>): CapReply {
+  return { ok: true, value: kvRepository(store).list(space, args.prefix, args.limit) };
 }
+
+/** The calling extension's keys: its own, or its own in the invocation's session. */
+const spaceOf = (scope: CallScope, family: KvFamily): KvSpace => ({ extension: scope.info.extension, session: family === "skv" ? scope.ctx.sessionId : null });
 
 /**
- * `kv.get`, `kv.delete`, `kv.list`: nothing to judge beyond the token (each
- * extension has its own keys); the hooks see the key or prefix.
+ * `get`, `delete`, `list`: nothing to judge beyond the token (each extension
+ * has its own keys); the hooks see the key or prefix.
  */
-function unjudgedAct(target: string, run: () => CapReply): Act<null> {
+function unjudgedAct(family: KvFamily, target: string, run: () => CapReply): Act<null> {
   return {
     judge: () => null,
     shown: () => ({ target }),
-    perform: () => ({ reply: run(), decision: "allowed", rule: "builtin:kv", target }),
+    perform: () => ({ reply: run(), decision: "allowed", rule: `builtin:${family}`, target }),
   };
 }
 
-export const kvGetAct = (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
-  unjudgedAct(args.key, () => kvGet(scope.env.store, scope.info.extension, args));
+export const kvGetAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
+  unjudgedAct(family, args.key, () => kvGet(scope.env.store, spaceOf(scope, family), args));
 
-export const kvDeleteAct = (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
-  unjudgedAct(args.key, () => kvDelete(scope.env.store, scope.info.extension, args));
+export const kvDeleteAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
+  unjudgedAct(family, args.key, () => kvDelete(scope.env.store, spaceOf(scope, family), args));
 
-export const kvListAct = (scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Act<null> =>
-  unjudgedAct(args.prefix, () => kvList(scope.env.store, scope.info.extension, args));
+export const kvListAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Act<null> =>
+  unjudgedAct(family, args.prefix, () => kvList(scope.env.store, spaceOf(scope, family), args));
 
-/** `kv.put`: the quota is the policy, judged when the value is written (it depends on what is stored then). */
-export function kvPutAct(scope: CallScope, args: v.InferOutput<typeof KvPutArgs>): Act<null> {
-  return {
-    judge: () => null,
-    shown: () => ({ target: args.key }),
-    perform: () => {
-      const { reply, bytes } = kvPut(scope.env.store, scope.info.extension, scope.ctx.grants().limits.kv_bytes, args);
-      return { reply, decision: reply.ok ? "allowed" : "denied", rule: reply.ok ? "builtin:kv" : "limits.kv_bytes", target: args.key, bytes };
-    },
-  };
-}
+/** `put`: the quota is the policy, judged when the value is written (it depends on what is stored then). */
+export const kvPutAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvPutArgs>): Act<null> => ({
+  judge: () => null,
+  shown: () => ({ target: args.key }),
+  perform: () => {
+    const { reply, bytes } = kvPut(scope.env.store, spaceOf(scope, family), scope.ctx.grants().limits.kv_bytes, args);
+    return { reply, decision: reply.ok ? "allowed" : "denied", rule: reply.ok ? `builtin:${family}` : "limits.kv_bytes", target: args.key, bytes };
+  },
+});

@@ -126,13 +126,26 @@ function source(p: Preference): string {
   return p.enabled ? "on by default" : "off by default";
 }
 
+/** A list, with the names a preparation left off in this session marked. */
+function named(label: string, names: readonly string[], off: readonly string[], shown: (n: string) => string = (n) => n): string {
+  const on = names.filter((n) => !off.includes(n)).map(shown);
+  return `${label}: ${on.join(", ") || "none"}${off.length > 0 ? ` (off here: ${off.map(shown).join(", ")})` : ""}`;
+}
+
 /** What an active extension adds to the session. */
 function contributes(s: ExtensionStatus): string {
   const parts: string[] = [];
-  if (s.tools.length > 0) parts.push(`tools: ${s.tools.join(", ")}`);
-  if (s.commands.length > 0) parts.push(`commands: ${s.commands.map((c) => `/${c}`).join(", ")}`);
+  if (s.tools.length > 0) parts.push(named("tools", s.tools, s.toolsOff));
+  if (s.commands.length > 0) parts.push(named("commands", s.commands, s.commandsOff, (c) => `/${c}`));
   if (s.hooks.length > 0) parts.push(`hooks: ${s.hooks.map((event) => describeHook(event, s.matchers[event])).join(", ")}`);
-  return parts.length > 0 ? parts.join("; ") : "adds no tools, commands or hooks";
+  if (s.contexts.length > 0) parts.push(`context: ${s.contexts.join(", ")}`);
+  if (s.routes.length > 0) parts.push(`routes: ${s.routes.join(", ")}`);
+  if (s.compactions.length > 0) parts.push(`compactions: ${s.compactions.join(", ")}`);
+  if (s.managed) parts.push("managed");
+  if (s.observes) parts.push("observes");
+  const what = parts.length > 0 ? parts.join("; ") : "adds no tools, commands or hooks";
+  // Warnings last, each on its own indented line: an operator should not miss one.
+  return [what, ...s.warnings.map((w) => `    warning: ${oneLine(w)}`)].join("\n");
 }
 
 /** One line per extension: state, name, then what it adds (active) or why not (inactive, disabled). */

@@ -4,7 +4,7 @@
  * An extension is active when it is wanted (preferences), approved, has not
  * failed (boot, served/declared mismatch), all it requires is active, and none
  * of its tool or command names collides with an extension earlier in registry
- * order. Anything else makes it inactive with the reason — and every extension
+ * order (nor any of its route or compaction strategy names). Anything else makes it inactive with the reason — and every extension
  * that requires it inactive too; unrelated extensions keep working.
  *
  * Pure: the session (issue 5) feeds it what it knows and re-plans after a
@@ -18,6 +18,10 @@ export interface Candidate {
   readonly priority: number;
   readonly tools: readonly string[];
   readonly commands: readonly string[];
+  /** Its `[[route]]` names: a host route has one owner per session, like a tool. */
+  readonly routes: readonly string[];
+  /** Its `[[compaction]]` strategy names, one owner each. */
+  readonly compactions: readonly string[];
   /** Wanted in this session (the effective preference). */
   readonly enabled: boolean;
   /** Why it is not wanted, when it is not (default: "disabled in this session"). */
@@ -37,7 +41,19 @@ export interface Plan {
   readonly tools: ReadonlyMap<string, string>;
   /** Which extension serves each command name. */
   readonly commands: ReadonlyMap<string, string>;
+  /** Which extension serves each route name. */
+  readonly routes: ReadonlyMap<string, string>;
+  /** Which extension serves each compaction strategy name. */
+  readonly compactions: ReadonlyMap<string, string>;
 }
+
+/** The names two extensions may not share in one session, with how a reason shows each. */
+const OWNED = [
+  { field: "tools", noun: (n: string) => `tool '${n}'` },
+  { field: "commands", noun: (n: string) => `command '/${n}'` },
+  { field: "routes", noun: (n: string) => `route '${n}'` },
+  { field: "compactions", noun: (n: string) => `compaction strategy '${n}'` },
+] as const;
 
 /** Plans a session's activation from its candidates. */
 export function planActivation(candidates: readonly Candidate[]): Plan {
@@ -64,8 +80,7 @@ export function planActivation(candidates: readonly Candidate[]): Plan {
 
   // Collisions, in registry order: the earlier extension keeps the name, the later one is inactive whole.
   const byName = new Map(eligible.map((c) => [c.name, c]));
-  const tools = new Map<string, string>();
-  const commands = new Map<string, string>();
+  const owners = { tools: new Map<string, string>(), commands: new Map<string, string>(), routes: new Map<string, string>(), compactions: new Map<string, string>() };
   const active: string[] = [];
   for (const name of order.order) {
     const c = byName.get(name)!;
@@ -74,19 +89,22 @@ export function planActivation(candidates: readonly Candidate[]): Plan {
       inactive.set(name, `requires '${missing}', which is inactive: ${inactive.get(missing)}`);
       continue;
     }
-    const tool = c.tools.find((t) => tools.has(t));
-    if (tool !== undefined) {
-      inactive.set(name, `its tool '${tool}' collides with '${tools.get(tool)}', which comes earlier in registry order`);
+    const collision = collisionOf(c, owners);
+    if (collision !== null) {
+      inactive.set(name, collision);
       continue;
     }
-    const command = c.commands.find((t) => commands.has(t));
-    if (command !== undefined) {
-      inactive.set(name, `its command '/${command}' collides with '${commands.get(command)}', which comes earlier in registry order`);
-      continue;
-    }
-    for (const t of c.tools) tools.set(t, name);
-    for (const t of c.commands) commands.set(t, name);
+    for (const { field } of OWNED) for (const n of c[field]) owners[field].set(n, name);
     active.push(name);
   }
-  return { active, inactive, tools, commands };
+  return { active, inactive, ...owners };
+}
+
+/** The first name of `c` an earlier extension already owns, as the reason `c` is inactive; null when none. */
+function collisionOf(c: Candidate, owners: Record<(typeof OWNED)[number]["field"], ReadonlyMap<string, string>>): string | null {
+  for (const { field, noun } of OWNED) {
+    const taken = c[field].find((n) => owners[field].has(n));
+    if (taken !== undefined) return `its ${noun(taken)} collides with '${owners[field].get(taken)}', which comes earlier in registry order`;
+  }
+  return null;
 }

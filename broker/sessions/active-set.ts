@@ -2,8 +2,10 @@
  * A session's active set: which extensions run for it, and why the others do not.
  *
  *   open ──► plan (preferences ∩ approved ∩ requires ∩ no collisions)
- *        ──► boot each planned satellite (a failure makes it, and everything
- *            that requires it, inactive; re-plan until nothing changes)
+ *        ──► boot each planned satellite, then ask its context loaders and,
+ *            if managed, its preparation (bundle-setup.ts); a failure makes
+ *            it, and everything that requires it, inactive; re-plan until
+ *            nothing changes
  *        ──► active set swapped in at once
  *
  * `reload` runs the same steps beside the live set and swaps only at the end:
@@ -14,25 +16,18 @@
  */
 import type { Broker } from "../broker.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
-import { BUILTIN_HOOKS_NAME, BUILTIN_HOOKS_PRIORITY, BUILTIN_HOOK_EVENTS, type BuiltinHooks } from "../hooks/builtin-hooks.js";
-import { matchOf } from "../install/hook-row.js";
-import type { Installed } from "../registry/registry.js";
+import type { BuiltinHooks } from "../hooks/builtin-hooks.js";
 import type { Failure } from "../base/outcome.js";
 import type { SessionScope } from "../session-scope.js";
 import { planActivation, type Candidate, type Plan } from "./activation.js";
+import { narrowPlan, setUpBundle, type Setup, type SetupSession } from "./bundle-setup.js";
+import { composeContext } from "./composed-context.js";
+import type { ContextPiece } from "./context-loaders.js";
+import { knownExtensions, type Contributions, type Known } from "./known.js";
+import { closeManaged, type CloseReason } from "./preparation.js";
 import type { Preference, Preferences } from "./preferences.js";
 
 export type ExtensionState = "active" | "inactive" | "disabled";
-
-/** What an extension contributes and needs, as its manifest (or built-in row) says. */
-interface Contributions {
-  readonly name: string;
-  readonly builtin: boolean;
-  readonly priority: number;
-  readonly requires: readonly string[];
-  readonly tools: readonly string[];
-  readonly commands: readonly string[];
-}
 
 export interface ExtensionStatus extends Contributions {
   readonly state: ExtensionState;
@@ -43,6 +38,13 @@ export interface ExtensionStatus extends Contributions {
   readonly hooks: readonly string[];
   /** The `match` list of each hook that has one, by event (a hook not listed is asked about every subject). */
   readonly matchers: Readonly<Record<string, readonly string[]>>;
+  /** Declared tools and commands its preparation left off in this session. */
+  readonly toolsOff: readonly string[];
+  readonly commandsOff: readonly string[];
+  /** Whether it observes this session (its approved `[observe]`, or what its preparation said). */
+  readonly observes: boolean;
+  /** Its preparation's warnings, and any of its context left out past the session's bound. */
+  readonly warnings: readonly string[];
 }
 
 export interface ReloadReport {
@@ -50,26 +52,29 @@ export interface ReloadReport {
   readonly deactivated: readonly string[];
   /** Wanted but not active, with why; their preference stays saved, so the next reload retries. */
   readonly failed: readonly { readonly name: string; readonly reason: string }[];
-}
-
-/** One extension the session knows of: installed or built in. */
-interface Known extends Contributions {
-  /** `match`: the manifest row's patterns; undefined: every subject. */
-  readonly hooks: readonly { readonly event: string; readonly onError: "note" | "block"; readonly match: readonly string[] | undefined }[];
-  readonly installed: Installed | null;
-  readonly notApproved: string | null;
+  /** Closes of managed extensions that failed (they never block a reload). */
+  readonly notes: readonly string[];
 }
 
 interface Applied {
   readonly plan: Plan;
   readonly known: ReadonlyMap<string, Known>;
-  /** Why a wanted extension failed to activate (boot failure, mismatch, broken hooks.json). */
+  /** Why a wanted extension failed to activate (boot failure, mismatch, loader or preparation, broken hooks.json). */
   readonly failed: ReadonlyMap<string, string>;
+  /** What each active extension's loaders and preparation gave this session. */
+  readonly setups: ReadonlyMap<string, Setup>;
 }
 
 function emptyApplied(): Applied {
-  return { plan: { active: [], inactive: new Map(), tools: new Map(), commands: new Map() }, known: new Map(), failed: new Map() };
+  return {
+    plan: { active: [], inactive: new Map(), tools: new Map(), commands: new Map(), routes: new Map(), compactions: new Map() },
+    known: new Map(),
+    failed: new Map(),
+    setups: new Map(),
+  };
 }
+
+const BUILTIN_SETUP: Setup = { pieces: [], warnings: [], tools: null, commands: null, observes: false, managed: false };
 
 export class ActiveSet {
   readonly id: string;
@@ -77,17 +82,21 @@ export class ActiveSet {
   readonly #scope: SessionScope;
   readonly #preferences: Preferences;
   readonly #builtin: BuiltinHooks;
+  readonly #workspace: string;
   #applied: Applied = emptyApplied();
   #epoch: number;
+  /** Failed closes not yet handed to a caller (a reload's report, the session's close). */
+  #notes: string[] = [];
   /** Set when the session closes: every use after it is refused. */
   closed = false;
 
-  constructor(broker: Broker, scope: SessionScope, preferences: Preferences, builtin: BuiltinHooks) {
+  constructor(broker: Broker, scope: SessionScope, preferences: Preferences, builtin: BuiltinHooks, workspace: string) {
     this.id = scope.id;
     this.#broker = broker;
     this.#scope = scope;
     this.#preferences = preferences;
     this.#builtin = builtin;
+    this.#workspace = workspace;
     this.#epoch = broker.approvalEpoch;
   }
 
@@ -100,44 +109,6 @@ export class ActiveSet {
   apply(applied: Applied): void {
     this.#applied = applied;
     this.#epoch = this.#broker.approvalEpoch;
-  }
-
-  /** Everything the session could run: installed extensions and the built-ins. */
-  #known(): Map<string, Known> {
-    const known = new Map<string, Known>();
-    for (const installed of this.#broker.registry.list()) {
-      const m = installed.manifest;
-      let notApproved: string | null = null;
-      try {
-        this.#broker.approved(m.name);
-      } catch (err) {
-        notApproved = (err as Error).message;
-      }
-      known.set(m.name, {
-        name: m.name,
-        builtin: false,
-        priority: m.priority,
-        requires: m.requires,
-        tools: m.tool.map((t) => t.name),
-        commands: m.command.map((c) => c.name),
-        hooks: m.hook.map((h) => ({ event: h.event, onError: h.on_error ?? "note", match: matchOf(h) })),
-        installed,
-        notApproved,
-      });
-    }
-    known.set(BUILTIN_HOOKS_NAME, {
-      name: BUILTIN_HOOKS_NAME,
-      builtin: true,
-      priority: BUILTIN_HOOKS_PRIORITY,
-      requires: [],
-      tools: [],
-      commands: [],
-      // The operator's hooks.json has matchers of its own, applied when the bus asks it.
-      hooks: BUILTIN_HOOK_EVENTS.map((event) => ({ event, onError: "note" as const, match: undefined })),
-      installed: null,
-      notApproved: null,
-    });
-    return known;
   }
 
   #preference(k: Known): Preference {
@@ -162,7 +133,7 @@ export class ActiveSet {
   }
 
   /** Plans from `known`; with `only`, nothing outside it becomes active (a refresh adds nothing). */
-  #plan(known: ReadonlyMap<string, Known>, failed: ReadonlyMap<string, string>, only?: ReadonlySet<string>): Plan {
+  #plan(known: ReadonlyMap<string, Known>, failed: ReadonlyMap<string, string>, setups: ReadonlyMap<string, Setup>, only?: ReadonlySet<string>): Plan {
     const candidates: Candidate[] = [...known.values()].map((k) => {
       const failure = failed.get(k.name);
       const wanted = this.#wanted(k);
@@ -176,67 +147,102 @@ export class ActiveSet {
         priority: k.priority,
         tools: k.tools,
         commands: k.commands,
+        routes: k.routes,
+        compactions: k.compactions,
         enabled: wanted && allowed,
         disabledReason,
         notApproved: k.notApproved,
         ...(failure !== undefined ? { failed: failure } : {}),
       };
     });
-    return planActivation(candidates);
+    return narrowPlan(planActivation(candidates), setups);
   }
 
-  /** Starts one planned extension; null when it is up, else why not. */
-  async #start(k: Known): Promise<string | null> {
+  /** A failed close is logged and kept for the caller's report; it never blocks. */
+  #note(extension: string, text: string): void {
+    this.#broker.log.warn(text, { session: this.id, extension });
+    this.#notes.push(text);
+  }
+
+  /** The notes gathered since the last call. */
+  takeNotes(): string[] {
+    return this.#notes.splice(0);
+  }
+
+  /** Starts one planned extension: boots it, then its loaders and preparation. Its Setup, or why not. */
+  async #start(k: Known, session: SetupSession): Promise<{ ok: true; setup: Setup } | { ok: false; reason: string }> {
     if (k.builtin) {
       try {
         this.#builtin.load();
-        return null;
+        return { ok: true, setup: BUILTIN_SETUP };
       } catch (err) {
-        return (err as Error).message;
+        return { ok: false, reason: (err as Error).message };
       }
     }
     try {
       await this.#scope.activate(k.name);
-      return null;
     } catch (err) {
       const code = err instanceof TetherError ? ` (${err.code})` : "";
-      return `failed to start${code}: ${(err as Error).message}`;
+      return { ok: false, reason: `failed to start${code}: ${(err as Error).message}` };
     }
+    const live = this.#scope.live.get(k.name)!;
+    const result = await setUpBundle(this.#scope, k.name, live.installed.manifest, live.approval.grants, session);
+    if (!result.ok) {
+      if (result.closeNote !== null) this.#note(k.name, result.closeNote);
+      // A rejected bundle keeps no satellite running.
+      await this.#scope.deactivate(k.name);
+    }
+    return result;
+  }
+
+  /** Lets one extension go: `close` first when it was prepared, then its satellite stops. */
+  async #letGo(name: string, setup: Setup | undefined, reason: CloseReason, options: { abort?: boolean } = {}): Promise<void> {
+    if (setup?.managed === true) {
+      const note = await closeManaged(this.#scope, name, reason);
+      if (note !== null) this.#note(name, note);
+    }
+    await this.#scope.deactivate(name, options);
   }
 
   /**
-   * Plans, boots what the plan needs and re-plans after each failure until the
-   * plan stands. `running` are the extensions whose satellites are already up.
+   * Plans, boots (and sets up) what the plan needs and re-plans after each
+   * failure until the plan stands. `running` are the extensions whose
+   * satellites are already up (their setups are kept); `resumed` tells a
+   * preparation the session was open before.
    */
-  async activate(running: ReadonlySet<string>): Promise<{ applied: Applied; started: string[] }> {
-    const known = this.#known();
+  async activate(running: ReadonlySet<string>, resumed: boolean): Promise<{ applied: Applied; started: string[] }> {
+    const known = knownExtensions(this.#broker);
     const failed = new Map<string, string>();
+    const setups = new Map([...this.#applied.setups].filter(([name]) => running.has(name)));
     const up = new Set(running);
     const started: string[] = [];
     try {
       for (;;) {
-        const plan = this.#plan(known, failed);
+        const plan = this.#plan(known, failed, setups);
         const toStart = plan.active.filter((name) => !up.has(name));
         if (toStart.length === 0) {
-          // Started, then dropped because something it requires failed later: stop it again.
+          // Started (and prepared), then dropped because something it requires failed later: let it go again.
           const extra = started.filter((name) => !plan.active.includes(name));
-          await Promise.all(extra.map((name) => this.#scope.deactivate(name)));
-          return { applied: { plan, known, failed }, started: started.filter((name) => plan.active.includes(name)) };
+          await Promise.all(extra.map((name) => this.#letGo(name, setups.get(name), "activation_failed")));
+          for (const name of extra) setups.delete(name);
+          return { applied: { plan, known, failed, setups }, started: started.filter((name) => plan.active.includes(name)) };
         }
         // Independent boots in parallel; the plan is re-made from their results.
-        const results = await Promise.all(toStart.map(async (name) => [name, await this.#start(known.get(name)!)] as const));
-        for (const [name, failure] of results) {
-          if (failure === null) {
+        const session: SetupSession = { id: this.id, workspace: this.#workspace, resumed, active: plan.active };
+        const results = await Promise.all(toStart.map(async (name) => [name, await this.#start(known.get(name)!, session)] as const));
+        for (const [name, result] of results) {
+          if (result.ok) {
             up.add(name);
             started.push(name);
+            setups.set(name, result.setup);
           } else {
-            failed.set(name, failure);
+            failed.set(name, result.reason);
           }
         }
       }
     } catch (err) {
-      // Nothing half-applied: what this activation started is stopped again.
-      await Promise.all(started.map((name) => this.#scope.deactivate(name).catch(() => {})));
+      // Nothing half-applied: what this activation started is let go again.
+      await Promise.all(started.map((name) => this.#letGo(name, setups.get(name), "activation_failed").catch(() => {})));
       throw err;
     }
   }
@@ -247,26 +253,29 @@ export class ActiveSet {
     const epoch = this.#broker.approvalEpoch;
     if (epoch === this.#epoch) return;
     this.#epoch = epoch;
-    const known = this.#known();
+    const known = knownExtensions(this.#broker);
     const before = new Set(this.#applied.plan.active);
-    const plan = this.#plan(known, this.#applied.failed, before);
-    // Anything that was active and is not now: its status says why (the plan's reason); its satellite stops.
+    const plan = this.#plan(known, this.#applied.failed, this.#applied.setups, before);
+    // Anything that was active and is not now: its status says why (the plan's reason); its satellite
+    // stops. No close: an extension whose approval is gone is asked nothing more.
     const dropped = [...before].filter((name) => !plan.active.includes(name));
-    this.#applied = { plan, known, failed: this.#applied.failed };
+    this.#applied = { ...this.#applied, plan, known };
     for (const name of dropped) void this.#scope.deactivate(name).catch(() => {});
   }
 
   /**
    * Applies the saved preferences (and approvals) to the live session. The new
    * set is booted beside the old one and swapped in at once; satellites of
-   * extensions that stay active keep running.
+   * extensions that stay active keep running (their loaders and preparation
+   * are not asked again); those that leave are closed with `reloaded_out`.
    */
   async reload(): Promise<ReloadReport> {
     this.refresh();
     const before = new Set(this.#applied.plan.active);
+    const previous = this.#applied.setups;
     let result: { applied: Applied; started: string[] };
     try {
-      result = await this.activate(before);
+      result = await this.activate(before, true);
     } catch (err) {
       throw new TetherError(BrokerCode.closed, `Reload of session '${this.id}' failed; the session is unchanged: ${(err as Error).message}`);
     }
@@ -276,28 +285,57 @@ export class ActiveSet {
     const activated = applied.plan.active.filter((name) => !before.has(name));
     this.#applied = applied;
     this.#epoch = this.#broker.approvalEpoch;
-    await Promise.all(deactivated.map((name) => this.#scope.deactivate(name)));
+    await Promise.all(deactivated.map((name) => this.#letGo(name, previous.get(name), "reloaded_out")));
     const failed = [...applied.failed].map(([name, reason]) => ({ name, reason }));
-    return { activated, deactivated, failed };
+    return { activated, deactivated, failed, notes: this.takeNotes() };
+  }
+
+  /** Lets every active extension go (the session closes): managed ones are closed first, in parallel. */
+  async letGoAll(reason: CloseReason, options: { abort?: boolean } = {}): Promise<void> {
+    const { plan, setups } = this.#applied;
+    await Promise.all(plan.active.map((name) => this.#letGo(name, options.abort === true ? undefined : setups.get(name), reason, options)));
+  }
+
+  /** The composed context: every active extension's pieces in registry order, under the session's bound. */
+  context(): ContextPiece[] {
+    this.refresh();
+    return [...this.#composed().pieces];
+  }
+
+  #composed() {
+    const { plan, setups } = this.#applied;
+    return composeContext(plan.active, (name) => setups.get(name)?.pieces ?? []);
   }
 
   /** Every extension the session knows of, active ones first in registry order, then the rest by name. */
   status(): ExtensionStatus[] {
     this.refresh();
-    const { plan, known } = this.#applied;
-    const row = (k: Known, state: ExtensionState, reason: string | null): ExtensionStatus => ({
-      name: k.name,
-      state,
-      reason,
-      builtin: k.builtin,
-      preference: this.#preference(k),
-      priority: k.priority,
-      requires: k.requires,
-      tools: k.tools,
-      commands: k.commands,
-      hooks: k.hooks.map((h) => h.event),
-      matchers: Object.fromEntries(k.hooks.flatMap((h) => (h.match !== undefined ? [[h.event, h.match]] : []))),
-    });
+    const { plan, known, setups } = this.#applied;
+    const omitted = this.#composed().omitted;
+    const row = (k: Known, state: ExtensionState, reason: string | null): ExtensionStatus => {
+      const setup = state === "active" ? setups.get(k.name) : undefined;
+      return {
+        name: k.name,
+        builtin: k.builtin,
+        priority: k.priority,
+        requires: k.requires,
+        tools: k.tools,
+        commands: k.commands,
+        contexts: k.contexts,
+        routes: k.routes,
+        compactions: k.compactions,
+        managed: k.managed,
+        state,
+        reason,
+        preference: this.#preference(k),
+        hooks: k.hooks.map((h) => h.event),
+        matchers: Object.fromEntries(k.hooks.flatMap((h) => (h.match !== undefined ? [[h.event, h.match]] : []))),
+        toolsOff: setup === undefined ? [] : k.tools.filter((t) => plan.tools.get(t) !== k.name),
+        commandsOff: setup === undefined ? [] : k.commands.filter((c) => plan.commands.get(c) !== k.name),
+        observes: setup?.observes ?? false,
+        warnings: [...(setup?.warnings ?? []), ...(omitted.get(k.name) ?? [])],
+      };
+    };
     const active = plan.active.map((name) => row(known.get(name)!, "active", null));
     const rest = [...known.values()]
       .filter((k) => !plan.active.includes(k.name))
@@ -315,10 +353,12 @@ export class ActiveSet {
   /** The tools the model may call in this session, with the extension serving each. */
   tools(): { name: string; extension: string; description: string; parameters: Record<string, unknown> }[] {
     this.refresh();
+    const { plan, known } = this.#applied;
     const out: { name: string; extension: string; description: string; parameters: Record<string, unknown> }[] = [];
-    for (const name of this.#applied.plan.active) {
-      const k = this.#applied.known.get(name);
-      for (const t of k?.installed?.manifest.tool ?? []) out.push({ name: t.name, extension: name, description: t.description, parameters: t.parameters });
+    for (const name of plan.active) {
+      for (const t of known.get(name)?.installed?.manifest.tool ?? []) {
+        if (plan.tools.get(t.name) === name) out.push({ name: t.name, extension: name, description: t.description, parameters: t.parameters });
+      }
     }
     return out;
   }
@@ -326,25 +366,34 @@ export class ActiveSet {
   /** The session's `/commands`, with the extension serving each. */
   commands(): { name: string; extension: string; description: string }[] {
     this.refresh();
+    const { plan, known } = this.#applied;
     const out: { name: string; extension: string; description: string }[] = [];
-    for (const name of this.#applied.plan.active) {
-      const k = this.#applied.known.get(name);
-      for (const c of k?.installed?.manifest.command ?? []) out.push({ name: c.name, extension: name, description: c.description });
+    for (const name of plan.active) {
+      for (const c of known.get(name)?.installed?.manifest.command ?? []) {
+        if (plan.commands.get(c.name) === name) out.push({ name: c.name, extension: name, description: c.description });
+      }
     }
     return out;
   }
 
-  /** The answer for a name no active extension serves: names the inactive one that would, and why. */
+  /** The answer for a name no active extension serves: names the inactive one (or the preparation) that would, and why. */
   notServed(what: "tool" | "command", name: string, served: string[]): Failure {
-    for (const k of this.#applied.known.values()) {
-      const has = what === "tool" ? k.tools.includes(name) : k.commands.includes(name);
-      if (has && !this.#applied.plan.active.includes(k.name)) {
-        const reason = this.#applied.plan.inactive.get(k.name) ?? "not active";
-        return { ok: false, error: { code: BrokerCode.inactive, msg: `The ${what} '${what === "command" ? "/" : ""}${name}' belongs to '${k.name}', which is inactive in this session: ${reason}` } };
-      }
+    const { plan, known, setups } = this.#applied;
+    const shown = what === "command" ? `/${name}` : name;
+    const owners = [...known.values()].filter((k) => (what === "tool" ? k.tools : k.commands).includes(name));
+    // An active owner left it off (its preparation narrowed it); otherwise its owner is inactive.
+    const narrowed = owners.find((k) => plan.active.includes(k.name));
+    if (narrowed !== undefined) {
+      const on = (what === "tool" ? setups.get(narrowed.name)?.tools : setups.get(narrowed.name)?.commands) ?? [];
+      const list = on.map((n) => (what === "command" ? `/${n}` : n)).join(", ");
+      return { ok: false, error: { code: BrokerCode.inactive, msg: `The ${what} '${shown}' of '${narrowed.name}' is off in this session: its preparation turned on only [${list}]` } };
+    }
+    const owner = owners[0];
+    if (owner !== undefined) {
+      const reason = plan.inactive.get(owner.name) ?? "not active";
+      return { ok: false, error: { code: BrokerCode.inactive, msg: `The ${what} '${shown}' belongs to '${owner.name}', which is inactive in this session: ${reason}` } };
     }
     const list = served.sort().map((n) => (what === "command" ? `/${n}` : n));
     return { ok: false, error: { code: WireCode.unknownTool, msg: `Unknown ${what} '${name}'; this session serves [${list.join(", ")}]` } };
   }
-
 }

@@ -15,6 +15,7 @@ import type { Composed } from "../hooks/compose.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
 import { ActiveSet, type ExtensionStatus, type ReloadReport } from "./active-set.js";
+import type { ContextPiece } from "./context-loaders.js";
 import { SessionBus, type HarnessEvent, type HarnessPayload } from "./bus.js";
 import { hookedToolCall, type ToolCallReport } from "./hooked-call.js";
 import { activeObservers, deliverThrough, Observers, type ObserverCounters } from "./observers.js";
@@ -27,6 +28,8 @@ import { SessionRecords } from "./session-records.js";
 import { streamed, type Step } from "./stream.js";
 
 export { ActiveSet, type ExtensionState, type ExtensionStatus, type ReloadReport } from "./active-set.js";
+export { MAX_SESSION_CONTEXT_BYTES } from "./composed-context.js";
+export type { ContextPiece } from "./context-loaders.js";
 export { MAX_HELD, shownTarget, type HarnessEvent, type HarnessPayload } from "./bus.js";
 export type { ToolCallReport } from "./hooked-call.js";
 export type { ObserverCounters } from "./observers.js";
@@ -68,9 +71,9 @@ export class Session {
     this.#preferences = new Preferences(broker.store);
     this.#records = new SessionRecords(broker.store);
     this.#builtin = new BuiltinHooks(broker.home);
-    this.#active = new ActiveSet(broker, scope, this.#preferences, this.#builtin);
+    this.#active = new ActiveSet(broker, scope, this.#preferences, this.#builtin, options.workspace);
     this.#bus = new SessionBus(scope, options.workspace, broker.ledger, this.#active, this.#builtin);
-    this.#observers = new Observers(this.id, { subscribers: () => activeObservers(this.#active.applied.plan.active, scope.live), deliver: deliverThrough(scope), log: broker.log });
+    this.#observers = new Observers(this.id, { subscribers: () => activeObservers(this.#active.applied.plan.active.filter((name) => this.#active.applied.setups.get(name)?.observes !== false), scope.live), deliver: deliverThrough(scope), log: broker.log });
     this.#bus.observed = (event, data) => this.#observers.harnessEvent(event, data);
     // A compaction whose folds were stored: observers are told which strategy folded what.
     this.#compacted.add((data) => this.#observers.notify("compaction", { phase: "compacted", ...data }));
@@ -87,13 +90,16 @@ export class Session {
     if (scope.claimed) {
       throw new TetherError(BrokerCode.sessionInUse, `Session '${options.id}' is already open on this broker; close it first or use another id`);
     }
-    const record = new SessionRecords(broker.store).open(options.id, options.workspace, options.policy ?? {});
+    const records = new SessionRecords(broker.store);
+    // A managed extension's preparation is told whether the session was open before.
+    const resumed = records.get(options.id) !== null;
+    const record = records.open(options.id, options.workspace, options.policy ?? {});
     scope.setPolicy(record.policy);
     const session = new Session(broker, scope, { ...options, id: record.id });
     // Claimed before the boots, so a second open of the id during them is refused too.
     scope.claim((event) => session.#bus.capCall(event));
     try {
-      session.#active.apply((await session.#active.activate(new Set())).applied);
+      session.#active.apply((await session.#active.activate(new Set(), resumed)).applied);
     } catch (err) {
       scope.release();
       throw err;
@@ -144,6 +150,16 @@ export class Session {
    */
   get observers(): Observers {
     return this.#observers;
+  }
+
+  /**
+   * The session's composed context: each active extension's context loaders'
+   * texts (`context:<name>`), then its preparation's instructions and context
+   * (`prepare`), in registry order, at most `MAX_SESSION_CONTEXT_BYTES` in all
+   * (a piece past the bound is left out whole; its status row says so).
+   */
+  context(): ContextPiece[] {
+    return this.#active.context();
   }
 
   /** The tools the model may call in this session, with the extension serving each. */
@@ -263,11 +279,16 @@ export class Session {
     this.#observers.destroy();
     if (this.#broker.closed) return;
     this.#scope.release();
-    await Promise.all(this.#active.applied.plan.active.map((name) => this.#scope.deactivate(name, { abort: true })));
+    // Aborting: no close is asked of managed extensions.
+    await this.#active.letGoAll("session_closed", { abort: true });
     this.#records.close(this.id);
   }
 
-  /** Lets open calls finish, runs the SessionEnd command hooks, stops the session's satellites and marks it closed. Safe twice. */
+  /**
+   * Lets open calls finish, runs the SessionEnd command hooks, closes managed
+   * extensions, stops the session's satellites and marks it closed. Returns
+   * the hooks' notes and any failed close. Safe twice.
+   */
   async close(reason = "other"): Promise<string[]> {
     if (this.#active.closed) return [];
     if (this.#broker.closed) {
@@ -285,8 +306,9 @@ export class Session {
     await this.#observers.close();
     this.#active.closed = true;
     this.#scope.release();
-    await Promise.all(this.#active.applied.plan.active.map((name) => this.#scope.deactivate(name)));
+    // Managed extensions are closed (`session_closed`) before their satellites stop; a failed close is a note.
+    await this.#active.letGoAll("session_closed");
     this.#records.close(this.id);
-    return notes;
+    return [...notes, ...this.#active.takeNotes()];
   }
 }

@@ -1,12 +1,13 @@
 /**
- * The `kv` table: each extension's durable keys and values. A value is stored
- * as bytes with its encoding ("json": UTF-8 JSON text, or "bytes"). What counts
- * against the quota is every value's length plus its key's UTF-8 length.
+ * The `kv` and `session_kv` tables: each extension's durable keys and values,
+ * either its own (`kv.*`) or its own in one session (`skv.*`). A value is
+ * stored as bytes with its encoding ("json": UTF-8 JSON text, or "bytes").
+ * What counts against the quota is every value's length plus its key's UTF-8
+ * length, over both tables: an extension's storage has one bound, however
+ * many sessions it keeps state in.
  */
 import type { Statement } from "better-sqlite3";
-import { and, eq, sql } from "drizzle-orm";
 import type { Store } from "./open.js";
-import { kv } from "./schema.js";
 
 export type KvEncoding = "json" | "bytes";
 
@@ -15,55 +16,88 @@ export interface KvValue {
   readonly encoding: KvEncoding;
 }
 
+/** Whose keys: the extension's own (`session` null), or the extension's in one session. */
+export interface KvSpace {
+  readonly extension: string;
+  readonly session: string | null;
+}
+
 /** What `put` did: written, or refused because the extension's bytes would exceed the quota. */
 export type KvPutOutcome = { readonly written: true } | { readonly written: false; readonly after: number };
 
+const SIZE = "length(value) + length(cast(key as blob))";
+/** An exact, case-sensitive prefix: LIKE would treat % and _ as wildcards and fold ASCII case. */
+const PREFIX = "substr(cast(key as blob), 1, ?) = cast(? as blob)";
+
+/** One table's statements; `where` picks the space's rows (its parameters come first). */
+class SpaceStatements {
+  readonly get: Statement<unknown[], { value: Buffer; encoding: KvEncoding }>;
+  readonly size: Statement<unknown[], { n: number }>;
+  readonly put: Statement<unknown[]>;
+  readonly delete: Statement<unknown[]>;
+  readonly list: Statement<unknown[], { key: string }>;
+
+  constructor(store: Store, table: string, where: string, columns: string, conflict: string) {
+    const db = store.sqlite;
+    this.get = db.prepare(`select value, encoding from ${table} where ${where} and key = ?`);
+    this.size = db.prepare(`select ${SIZE} as n from ${table} where ${where} and key = ?`);
+    const marks = columns.split(",").map(() => "?").join(", ");
+    this.put = db.prepare(
+      `insert into ${table} (${columns}, key, value, encoding, updated_at) values (${marks}, ?, ?, ?, ?)` +
+        ` on conflict (${conflict}, key) do update set value = excluded.value, encoding = excluded.encoding, updated_at = excluded.updated_at`,
+    );
+    this.delete = db.prepare(`delete from ${table} where ${where} and key = ?`);
+    this.list = db.prepare(`select key from ${table} where ${where} and ${PREFIX} order by key limit ?`);
+  }
+}
+
 export class KvRepository {
-  readonly #store: Store;
   // Prepared once per store: kv calls sit on the capability hot path.
-  readonly #get: Statement<[string, string], { value: Buffer; encoding: KvEncoding }>;
-  readonly #usedExcept: Statement<[string, string], { n: number }>;
+  readonly #own: SpaceStatements;
+  readonly #session: SpaceStatements;
+  readonly #used: Statement<[string, string], { n: number }>;
 
   constructor(store: Store) {
-    this.#store = store;
-    this.#get = store.sqlite.prepare("select value, encoding from kv where extension = ? and key = ?");
-    this.#usedExcept = store.sqlite.prepare("select coalesce(sum(length(value) + length(cast(key as blob))), 0) as n from kv where extension = ? and key <> ?");
+    this.#own = new SpaceStatements(store, "kv", "extension = ?", "extension", "extension");
+    this.#session = new SpaceStatements(store, "session_kv", "extension = ? and session_id = ?", "extension, session_id", "extension, session_id");
+    this.#used = store.sqlite.prepare(`select (select coalesce(sum(${SIZE}), 0) from kv where extension = ?) + (select coalesce(sum(${SIZE}), 0) from session_kv where extension = ?) as n`);
   }
 
-  get(extension: string, key: string): KvValue | null {
-    return this.#get.get(extension, key) ?? null;
+  #in(space: KvSpace): { statements: SpaceStatements; params: string[] } {
+    return space.session === null ? { statements: this.#own, params: [space.extension] } : { statements: this.#session, params: [space.extension, space.session] };
+  }
+
+  get(space: KvSpace, key: string): KvValue | null {
+    const { statements, params } = this.#in(space);
+    return statements.get.get(...params, key) ?? null;
+  }
+
+  /** The bytes the extension stores, in every space. */
+  used(extension: string): number {
+    return this.#used.get(extension, extension)?.n ?? 0;
   }
 
   /** Writes `key` unless the extension's bytes, with this value in place of the old one, would exceed `quota`. */
-  put(extension: string, key: string, entry: KvValue, quota: number): KvPutOutcome {
+  put(space: KvSpace, key: string, entry: KvValue, quota: number): KvPutOutcome {
+    const { statements, params } = this.#in(space);
     const { value, encoding } = entry;
-    // Bytes stored under every other key, plus this one's.
-    const after = (this.#usedExcept.get(extension, key)?.n ?? 0) + value.length + Buffer.byteLength(key);
+    const old = statements.size.get(...params, key)?.n ?? 0;
+    const after = this.used(space.extension) - old + value.length + Buffer.byteLength(key);
     if (after > quota) return { written: false, after };
-    this.#store.orm
-      .insert(kv)
-      .values({ extension, key, value, encoding, updatedAt: Date.now() })
-      .onConflictDoUpdate({ target: [kv.extension, kv.key], set: { value, encoding, updatedAt: Date.now() } })
-      .run();
+    statements.put.run(...params, key, value, encoding, Date.now());
     return { written: true };
   }
 
   /** Whether there was a value to delete. */
-  delete(extension: string, key: string): boolean {
-    return this.#store.orm.delete(kv).where(and(eq(kv.extension, extension), eq(kv.key, key))).run().changes > 0;
+  delete(space: KvSpace, key: string): boolean {
+    const { statements, params } = this.#in(space);
+    return statements.delete.run(...params, key).changes > 0;
   }
 
   /** Up to `limit` keys starting with `prefix`, in key order. */
-  list(extension: string, prefix: string, limit: number): string[] {
-    // An exact, case-sensitive prefix: LIKE would treat % and _ as wildcards and fold ASCII case.
-    return this.#store.orm
-      .select({ key: kv.key })
-      .from(kv)
-      .where(and(eq(kv.extension, extension), sql`substr(cast(${kv.key} as blob), 1, ${Buffer.byteLength(prefix)}) = cast(${prefix} as blob)`))
-      .orderBy(kv.key)
-      .limit(limit)
-      .all()
-      .map((r) => r.key);
+  list(space: KvSpace, prefix: string, limit: number): string[] {
+    const { statements, params } = this.#in(space);
+    return statements.list.all(...params, Buffer.byteLength(prefix), prefix, limit).map((r) => r.key);
   }
 }
 

@@ -149,6 +149,25 @@ export const kv = sqliteTable(
 );
 
 /**
+ * Per-session storage of an extension (`skv.*`): its keys in one session, apart
+ * from every other session's. Counted with its `kv` rows against one
+ * `[limits] kv_bytes` quota.
+ */
+export const sessionKv = sqliteTable(
+  "session_kv",
+  {
+    extension: text("extension").notNull(),
+    sessionId: text("session_id").notNull(),
+    key: text("key").notNull(),
+    value: blob("value", { mode: "buffer" }).notNull(),
+    /** "json" (UTF-8 JSON text) or "bytes". */
+    encoding: text("encoding", { enum: ["json", "bytes"] }).notNull().default("bytes"),
+    updatedAt: integer("updated_at").notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.extension, t.sessionId, t.key] })],
+);
+
+/**
  * The hook bus's trace: one row per hook asked about one event (which
  * extension, what it answered, how long it took), so an operator can see why a
  * call was blocked or rewritten.

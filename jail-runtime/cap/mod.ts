@@ -7,6 +7,7 @@ export { serveLoop, RUNTIME_NAME } from "./runtime.js";
 import { castCap } from "./invocation.js";
 export * as net from "./net.js";
 export * as kv from "./kv.js";
+export * as skv from "./skv.js";
 export * as log from "./log.js";
 export { FetchResult, type FetchInit } from "./net.js";
 

@@ -76,12 +76,12 @@ interface Batch {
 }
 
 function kvGet(extension: string, key: string): unknown {
-  const row = kvRepository(broker.store).get(extension, key);
+  const row = kvRepository(broker.store).get({ extension, session: null }, key);
   return row === null ? null : JSON.parse(row.value.toString("utf8"));
 }
 
 function kvPut(extension: string, key: string, value: unknown): void {
-  kvRepository(broker.store).put(extension, key, { value: Buffer.from(JSON.stringify(value)), encoding: "json" }, 1 << 30);
+  kvRepository(broker.store).put({ extension, session: null }, key, { value: Buffer.from(JSON.stringify(value)), encoding: "json" }, 1 << 30);
 }
 
 /** Every batch `extension` recorded, in order. */

@@ -6,6 +6,8 @@ const ext = (name: string, more: Partial<Candidate> = {}): Candidate => ({
   priority: 0,
   tools: [`${name}_tool`],
   commands: [],
+  routes: [],
+  compactions: [],
   enabled: true,
   notApproved: null,
   ...more,
@@ -52,6 +54,31 @@ test("a tool or command name that collides makes the later extension (in registr
   expect(plan.tools.has("z_only")).toBe(false); // whole or not at all
   expect(plan.inactive.get("cmd2")).toBe("its command '/deploy' collides with 'cmd1', which comes earlier in registry order");
   expect(plan.inactive.get("fan")).toContain("requires 'zeta', which is inactive: its tool 'search' collides");
+});
+
+test("a route or a compaction strategy name is owned like a tool: the later extension is inactive whole, naming the earlier one", () => {
+  const plan = planActivation([
+    ext("zed", { routes: ["status", "z_route"], compactions: ["z_fold"] }),
+    ext("early", { routes: ["status"] }),
+    ext("fold2", { compactions: ["folds"] }),
+    ext("fold1", { compactions: ["folds"], priority: -1 }),
+    ext("user", { requires: ["fold2"] }),
+  ]);
+  expect(plan.active).toEqual(["fold1", "early"]);
+  expect(plan.inactive.get("zed")).toBe("its route 'status' collides with 'early', which comes earlier in registry order");
+  expect(plan.inactive.get("fold2")).toBe("its compaction strategy 'folds' collides with 'fold1', which comes earlier in registry order");
+  expect(plan.inactive.get("user")).toBe("requires 'fold2', which is inactive: its compaction strategy 'folds' collides with 'fold1', which comes earlier in registry order");
+  // Whole or not at all: the inactive one's other names are nobody's.
+  expect([...plan.routes]).toEqual([["status", "early"]]);
+  expect([...plan.compactions]).toEqual([["folds", "fold1"]]);
+  expect(plan.tools.has("zed_tool")).toBe(false);
+});
+
+test("a route and a tool may share a name (they are different kinds); two extensions' distinct routes both stay", () => {
+  const plan = planActivation([ext("a", { tools: ["status"], routes: ["status"] }), ext("b", { routes: ["other"], compactions: ["status"] })]);
+  expect(plan.active).toEqual(["a", "b"]);
+  expect(plan.routes.get("other")).toBe("b");
+  expect(plan.compactions.get("status")).toBe("b");
 });
 
 test("priority decides who keeps a colliding name, before the name does", () => {

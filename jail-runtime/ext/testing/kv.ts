@@ -1,7 +1,8 @@
 /**
  * An in-memory `kv` for tests: the broker's answers to `kv.get`, `kv.put`,
  * `kv.delete` and `kv.list` (broker/caps/kv.ts), its quota and key order,
- * with no store behind it.
+ * with no store behind it — and the same for `skv.*`, the keys of the one
+ * session a test runs in, counted under the same quota.
  */
 import * as v from "valibot";
 import type { CapReply } from "./reply.js";
@@ -35,6 +36,9 @@ function fromBase64(text: string): Uint8Array {
   return out;
 }
 
+/** `kv`: the extension's own keys; `skv`: its keys in the test's session. */
+export type KvFamily = "kv" | "skv";
+
 function size(value: Stored): number {
   return "json" in value ? utf8.encode(value.json).length : value.bytes.length;
 }
@@ -51,7 +55,7 @@ function size(value: Stored): number {
  * ```
  */
 export class FakeKv {
-  readonly #entries = new Map<string, Stored>();
+  readonly #spaces: Record<KvFamily, Map<string, Stored>> = { kv: new Map(), skv: new Map() };
 
   /** `entries` are stored as JSON values (a `Uint8Array` as bytes), past any quota. */
   constructor(
@@ -61,67 +65,71 @@ export class FakeKv {
     for (const [key, value] of Object.entries(entries)) this.set(key, value);
   }
 
-  /** Stores `value` as a test's setup would, with no quota check. */
-  set(key: string, value: unknown): void {
-    this.#entries.set(key, value instanceof Uint8Array ? { bytes: value.slice() } : { json: JSON.stringify(value) ?? "null" });
+  /** Stores `value` as a test's setup would, with no quota check (`skv`: in the session's keys). */
+  set(key: string, value: unknown, family: KvFamily = "kv"): void {
+    this.#spaces[family].set(key, value instanceof Uint8Array ? { bytes: value.slice() } : { json: JSON.stringify(value) ?? "null" });
   }
 
   /** The JSON value under `key` (undefined when absent, the bytes when it holds bytes): for assertions. */
-  value(key: string): unknown {
-    const stored = this.#entries.get(key);
+  value(key: string, family: KvFamily = "kv"): unknown {
+    const stored = this.#spaces[family].get(key);
     if (stored === undefined) return undefined;
     return "json" in stored ? JSON.parse(stored.json) : stored.bytes.slice();
   }
 
   /** Every key, in the store's order. */
-  keys(): string[] {
-    return [...this.#entries.keys()].sort(byBytes);
+  keys(family: KvFamily = "kv"): string[] {
+    return [...this.#spaces[family].keys()].sort(byBytes);
   }
 
-  /** The bytes counted against the quota. */
+  /** The bytes counted against the quota (`kv` and `skv` together). */
   used(): number {
     let total = 0;
-    for (const [key, value] of this.#entries) total += size(value) + utf8.encode(key).length;
+    for (const space of Object.values(this.#spaces)) for (const [key, value] of space) total += size(value) + utf8.encode(key).length;
     return total;
   }
 
-  /** Answers one `kv.*` capability call (decoded arguments) as the broker does. */
+  /** Answers one `kv.*` or `skv.*` capability call (decoded arguments) as the broker does. */
   serve(cap: string, args: unknown): CapReply {
-    switch (cap) {
-      case "kv.get": {
+    const dot = cap.indexOf(".");
+    const family = cap.slice(0, dot);
+    if (family !== "kv" && family !== "skv") return refused("denied", "unknown-capability", `There is no capability '${cap.slice(0, 64)}'`);
+    const entries = this.#spaces[family];
+    switch (cap.slice(dot + 1)) {
+      case "get": {
         const parsed = v.safeParse(GetArgs, args);
-        if (!parsed.success) return refused("bad_arguments", "args", "kv.get takes {key}");
-        const stored = this.#entries.get(parsed.output.key);
+        if (!parsed.success) return refused("bad_arguments", "args", `${family}.get takes {key}`);
+        const stored = entries.get(parsed.output.key);
         if (stored === undefined) return { ok: true, value: null };
         return { ok: true, value: "json" in stored ? { json: stored.json } : { bytes: stored.bytes.slice() } };
       }
-      case "kv.delete": {
+      case "delete": {
         const parsed = v.safeParse(GetArgs, args);
-        if (!parsed.success) return refused("bad_arguments", "args", "kv.delete takes {key}");
-        return { ok: true, value: this.#entries.delete(parsed.output.key) };
+        if (!parsed.success) return refused("bad_arguments", "args", `${family}.delete takes {key}`);
+        return { ok: true, value: entries.delete(parsed.output.key) };
       }
-      case "kv.list": {
+      case "list": {
         const parsed = v.safeParse(ListArgs, args);
-        if (!parsed.success) return refused("bad_arguments", "args", "kv.list takes {prefix?, limit?}");
+        if (!parsed.success) return refused("bad_arguments", "args", `${family}.list takes {prefix?, limit?}`);
         const { prefix, limit } = parsed.output;
-        return { ok: true, value: this.keys().filter((key) => key.startsWith(prefix)).slice(0, limit) };
+        return { ok: true, value: this.keys(family).filter((key) => key.startsWith(prefix)).slice(0, limit) };
       }
-      case "kv.put": {
+      case "put": {
         const parsed = v.safeParse(PutArgs, args);
-        if (!parsed.success) return refused("bad_arguments", "args", "kv.put takes {key, json} or {key, bytes (base64)}");
+        if (!parsed.success) return refused("bad_arguments", "args", `${family}.put takes {key, json} or {key, bytes (base64)}`);
         const { key } = parsed.output;
         let entry: Stored;
         if ("json" in parsed.output) {
           const text = JSON.stringify(parsed.output.json);
-          if (text === undefined) return { ok: false, error: { code: "denied", msg: "kv.put: the value is not JSON" } };
+          if (text === undefined) return { ok: false, error: { code: "denied", msg: `${family}.put: the value is not JSON` } };
           entry = { json: text };
         } else {
           entry = { bytes: fromBase64(parsed.output.bytes) };
         }
-        const old = this.#entries.get(key);
+        const old = entries.get(key);
         const after = this.used() - (old === undefined ? 0 : size(old) + utf8.encode(key).length) + size(entry) + utf8.encode(key).length;
-        if (after > this.quota) return refused("denied", "limits.kv_bytes", `kv.put: storage quota of ${this.quota} bytes would be exceeded (${after} bytes)`);
-        this.#entries.set(key, entry);
+        if (after > this.quota) return refused("denied", "limits.kv_bytes", `${family}.put: storage quota of ${this.quota} bytes would be exceeded (${after} bytes)`);
+        entries.set(key, entry);
         return { ok: true, value: null };
       }
       default:

@@ -80,7 +80,7 @@ export class StandIn {
     } catch {
       return refused("bad_arguments", "args", `Capability '${cap.slice(0, 64)}' arguments are not JSON`);
     }
-    if (cap.startsWith("kv.")) return this.kv.serve(cap, args);
+    if (cap.startsWith("kv.") || cap.startsWith("skv.")) return this.kv.serve(cap, args);
     if (cap === "net.fetch") return this.net.serve(args);
     if (cap === "log") {
       const parsed = v.safeParse(LogArgs, args);
