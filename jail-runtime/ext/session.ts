@@ -21,6 +21,7 @@ import { SessionAnswers, SessionPayloads, type SessionKind, type SessionPayload,
 import { jsonParse, objectHasOwn } from "../cap/intrinsics.js";
 import type { Ctx } from "./ctx.js";
 import { BadArguments } from "./decode_args.js";
+import { CapError } from "../cap/invocation.js";
 import { rendered } from "./rendered.js";
 
 type Returns<T> = T | Promise<T>;
@@ -124,7 +125,10 @@ export async function answerSession(served: SessionServed, kind: SessionKind, na
   try {
     return await run(kind, name, served, payload, ctx);
   } catch (err) {
-    if (err instanceof BadArguments) return fail(ErrorCode.badArguments, `${kind} '${name}': ${err.message}`);
+    const what = name === "" ? kind : `${kind} '${name}'`;
+    if (err instanceof BadArguments) return fail(ErrorCode.badArguments, `${what}: ${err.message}`);
+    // A capability the broker refused, left uncaught: the answer says so, with the rule (as for a tool).
+    if (err instanceof CapError) return fail(err.code, `${what}: ${err.message}`);
     throw err;
   }
 }
