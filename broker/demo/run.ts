@@ -16,6 +16,7 @@ import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
 import { buildReview, renderReview } from "../registry/review.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { Session, type ExtensionStatus } from "../sessions/session.js";
+import { sessionKindsDemo } from "./session-kinds.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const home = mkdtempSync(join(tmpdir(), "tether-demo-"));
@@ -57,7 +58,7 @@ function startWeatherService(): Promise<Server> {
 
 const indent = (text: string) => text.split("\n").map((l) => `  ${l}`).join("\n");
 
-const EXTENSIONS = ["echo", "misbehave", "weather", "guard", "briefing", "flaky", "flaky-digest"];
+const EXTENSIONS = ["echo", "misbehave", "weather", "guard", "briefing", "flaky", "flaky-digest", "scratchpad", "fold-results", "tickets", "ticket-digest"];
 
 /** One line per extension: what an active one serves, or why one is not active. */
 function renderStatus(rows: readonly ExtensionStatus[]): string {
@@ -70,6 +71,10 @@ function renderStatus(rows: readonly ExtensionStatus[]): string {
         r.tools.length > 0 ? `tools ${r.tools.join(", ")}` : "",
         r.hooks.length > 0 ? `hooks ${r.hooks.join(", ")}` : "",
         r.commands.length > 0 ? `commands ${r.commands.map((c) => `/${c}`).join(", ")}` : "",
+        r.managed ? "managed" : "",
+        r.observes ? "observes" : "",
+        r.routes.length > 0 ? `routes ${r.routes.join(", ")}` : "",
+        r.compactions.length > 0 ? `compaction ${r.compactions.join(", ")}` : "",
       ].filter((p) => p !== "");
       return `${head}  ${parts.join("; ")}${r.priority !== 0 ? ` (priority ${r.priority})` : ""}`;
     })
@@ -142,6 +147,8 @@ async function main(): Promise<void> {
     console.log(`  feed_digest → ${show((await session.callTool("feed_digest", "{}")).outcome)}`);
     console.log(`  feed_items → ${show((await session.callTool("feed_items", "{}")).outcome)}`);
     console.log(`  echo → ${show((await session.callTool("echo", '{"text":"still here"}')).outcome)}`);
+
+    await sessionKindsDemo(session, step);
 
     step("The harness's events: a context extension briefs the model");
     const opened = await session.fire("session_start", { source: "startup" });

@@ -57,5 +57,5 @@ export const observe: Observer = async (batch) => {
 };
 
 export const routes: Record<string, Route> = {
-  summary: async () => JSON.stringify({ lines: [...(await lines()), ...pending], turns: ((await skv.get("turns")) as number | null) ?? 0 }),
+  summary: async () => JSON.stringify({ saved: await lines(), pending, turns: ((await skv.get("turns")) as number | null) ?? 0 }),
 };

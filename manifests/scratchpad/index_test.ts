@@ -12,7 +12,7 @@ Deno.test("jot buffers, pad reads; a turn flushes to the session's storage and i
   assertEquals(await kit.observe([{ kind: "turn" }]), { ok: true, value: {} });
   assertEquals(kit.kv.value("lines", "skv"), ["check the flaky test"]);
   assertEquals(kit.kv.value("turns", "skv"), 1);
-  assertEquals(await kit.route("summary", ""), { ok: true, value: { response: '{"lines":["check the flaky test"],"turns":1}' } });
+  assertEquals(await kit.route("summary", ""), { ok: true, value: { response: '{"saved":["check the flaky test"],"pending":[],"turns":1}' } });
 });
 
 Deno.test("a long pad is a warning at preparation", async () => {
