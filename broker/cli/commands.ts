@@ -173,7 +173,7 @@ export const COMMANDS: readonly Command[] = [
       { usage: "session reset <name> --session <id>", summary: ["Remove a session's override: the global default applies again"] },
       { usage: "session folds <id>", summary: ["What compaction strategies folded in a session, by compaction"] },
     ],
-    help: "status opens the session in this process (real boots, default id: default) and prints each extension's state and why; enable, disable and reset write the saved preferences; folds reads the store.",
+    help: "status opens the session in this process (real boots, default id: default) and prints each extension's state and why, then the context its loaders and preparations composed; enable, disable and reset write the saved preferences; folds reads the store.",
     options: [["session", "The session (status: default 'default'; else without it: the global default)"], "workspace", "json"],
     doc: `${OPERATORS}#sessions`,
     run: async (ctx) => {
@@ -190,7 +190,7 @@ export const COMMANDS: readonly Command[] = [
         if (parsed.action === "status") {
           const result = await sessionCli.sessionStatus(broker, parsed.session ?? sessionCli.DEFAULT_SESSION, parsed.workspace);
           for (const note of result.closeNotes) process.stderr.write(`… SessionEnd hook: ${note}\n`);
-          ctx.out(result.statuses, sessionCli.renderStatus(result.statuses));
+          ctx.out(result.statuses, `${sessionCli.renderStatus(result.statuses)}${sessionCli.renderContext(result.context)}`);
           return EXIT.ok;
         }
         const change = sessionCli.changePreference(broker, parsed.action, parsed.extension ?? "", parsed.session);

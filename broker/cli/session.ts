@@ -17,6 +17,7 @@ import { BUILTIN_HOOKS_NAME } from "../install/manifest.js";
 import { GLOBAL, Preferences, type Preference } from "../sessions/preferences.js";
 import { SessionId, SessionRecords } from "../sessions/session-records.js";
 import type { ExtensionStatus } from "../sessions/session.js";
+import type { ContextPiece } from "../sessions/context-loaders.js";
 import { workspaceFolder } from "./workspace.js";
 
 /** Each action with what it takes after `tether session <action>`. */
@@ -90,6 +91,8 @@ export interface StatusResult {
   readonly statuses: ExtensionStatus[];
   /** What the built-in hooks' SessionEnd command hooks said when the session closed. */
   readonly closeNotes: string[];
+  /** The session's composed context (its loaders' and preparations' texts), in registry order. */
+  readonly context: ContextPiece[];
 }
 
 /**
@@ -104,14 +107,26 @@ export async function sessionStatus(broker: Broker, id: string, workspace: strin
   const where = workspace ?? record?.workspace ?? cwd;
   const session = await Session.open(broker, { id, workspace: where, ...(record !== null ? { policy: record.policy } : {}) });
   let statuses: ExtensionStatus[];
+  let context: ContextPiece[];
   try {
     statuses = session.status();
+    context = session.context();
   } catch (err) {
     await session.close();
     throw err;
   }
   const closeNotes = await session.close();
-  return { session: session.id, workspace: where, statuses, closeNotes };
+  return { session: session.id, workspace: where, statuses, closeNotes, context };
+}
+
+/** The composed context under the status lines: each piece's source, then its text (first lines), in registry order. */
+export function renderContext(context: readonly ContextPiece[]): string {
+  if (context.length === 0) return "";
+  const shown = (text: string) => {
+    const lines = text.split("\n");
+    return lines.length > 3 ? [...lines.slice(0, 3), `… (${lines.length - 3} more lines)`] : lines;
+  };
+  return ["", "context (registry order):", ...context.flatMap((p) => [`  ${p.extension} ${p.source}:`, ...shown(p.text).map((l) => `    ${l}`)])].join("\n");
 }
 
 /** One line, however many lines the reason had (a boot failure quotes the satellite's stderr). */

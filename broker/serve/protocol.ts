@@ -131,6 +131,7 @@ export const Params = {
   "call.cancel": v.strictObject({ id: Id }),
   "session.close": v.strictObject({ session: Session, reason: v.optional(v.pipe(v.string(), v.maxLength(256))) }),
   "session.destroy": OnlySession,
+  "session.context": OnlySession,
   "session.routes": OnlySession,
   "session.route": v.strictObject({ session: Session, extension: Name, route: Name, request: v.pipe(v.string(), v.maxLength(MAX_ROUTE_BYTES)) }),
   "session.strategies": OnlySession,

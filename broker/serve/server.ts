@@ -244,6 +244,8 @@ export class ServeServer implements Handler {
           await session.destroy();
           return { destroyed: true };
         });
+      case "session.context":
+        return (await this.#session((params as ParamsOf<"session.context">).session)).context();
       case "session.routes":
         return (await this.#session((params as ParamsOf<"session.routes">).session)).routes();
       case "session.route": {

@@ -1,7 +1,7 @@
 /**
  * `tether serve`'s route and compaction methods over a real WebSocket (the
  * server in this process, on a loopback port; real jailed satellites behind
- * it): session.routes and session.route, session.strategies,
+ * it): session.context, session.routes and session.route, session.strategies,
  * session.prefer_strategy, session.compact and session.folds, in snake_case,
  * with a params error named by field. Extensions: written to a temporary folder.
  */
@@ -22,6 +22,10 @@ const EXTENSIONS = {
 name = "ping"
 description = "Answers pong."
 
+[[context]]
+name = "where"
+description = "Says which session this is."
+
 [[compaction]]
 name = "first"
 description = "Folds the first two messages."
@@ -37,6 +41,7 @@ const first: Strategy = () => ({ summary: "first", folds: [{ from: 0, to: 1, tex
 const last: Strategy = (input) => ({ summary: "last", folds: [{ from: input.messages.length - 1, to: input.messages.length - 1, text: "the last" }] });
 export const routes = { ping };
 export const compactions = { first, last };
+export const contexts = { where: (session: { session_id: string }) => \`You are in \${session.session_id}.\` };
 `,
   },
 } as const;
@@ -85,6 +90,7 @@ afterAll(async () => {
 
 test("routes, strategies, a compaction and its folds over the WebSocket", async () => {
   expect(await rpc("session.open", { id: "wire-1", workspace: tmp })).toMatchObject({ result: { id: "wire-1" } });
+  expect(await rpc("session.context", { session: "wire-1" })).toEqual({ jsonrpc: "2.0", id: expect.any(Number), result: [{ extension: "helper", source: "context:where", text: "You are in wire-1." }] });
   expect(await rpc("session.routes", { session: "wire-1" })).toMatchObject({ result: [{ name: "ping", extension: "helper", description: "Answers pong." }] });
   expect(await rpc("session.route", { session: "wire-1", extension: "helper", route: "ping", request: "hi" })).toMatchObject({
     result: { outcome: { ok: true, response: "pong hi in wire-1" }, extension: "helper", route: "ping", invocation_id: expect.any(Number), blocked_by: null, notes: [], trace: [] },

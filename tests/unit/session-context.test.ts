@@ -105,3 +105,16 @@ describe("closeManaged", () => {
     expect(await closeManaged(refused, "planner", "session_closed")).toBe("close of 'planner' (session_closed) failed: closed: The broker is closed");
   });
 });
+
+describe("tether session status's context lines", () => {
+  test("each piece under its extension and source, long texts cut to three lines; nothing when there is none", async () => {
+    const { renderContext } = await import("../../broker/cli/session.js");
+    expect(renderContext([])).toBe("");
+    expect(
+      renderContext([
+        { extension: "pad", source: "prepare", text: "one line" },
+        { extension: "docs", source: "context:rules", text: "a\nb\nc\nd\ne" },
+      ]),
+    ).toBe(["", "context (registry order):", "  pad prepare:", "    one line", "  docs context:rules:", "    a", "    b", "    c", "    … (2 more lines)"].join("\n"));
+  });
+});
