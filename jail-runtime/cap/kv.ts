@@ -2,9 +2,9 @@
  * `kv`: per-extension durable storage in the broker's store, bounded by the
  * manifest's `[limits] kv_bytes`.
  */
-import { callCap } from "./invocation.js";
-import { toBase64 } from "./base64.js";
-import { jsonParse } from "./intrinsics.js";
+import { kvCalls, type KvCalls } from "./kv-family.js";
+
+const calls = kvCalls("kv");
 
 /**
  * Reads a JSON value (or null when the key is absent or holds bytes).
@@ -15,11 +15,7 @@ import { jsonParse } from "./intrinsics.js";
  * const last = await kv.get("last-city");
  * ```
  */
-export async function get(key: string): Promise<unknown> {
-  const value = (await callCap("kv.get", { key })) as { json?: string; bytes?: Uint8Array } | null;
-  if (value === null || value.json === undefined) return null;
-  return jsonParse(value.json);
-}
+export const get: KvCalls["get"] = calls.get;
 
 /**
  * Reads bytes (or null when the key is absent or holds JSON).
@@ -30,10 +26,7 @@ export async function get(key: string): Promise<unknown> {
  * const icon = await kv.getBytes("icon.png");
  * ```
  */
-export async function getBytes(key: string): Promise<Uint8Array | null> {
-  const value = (await callCap("kv.get", { key })) as { json?: string; bytes?: Uint8Array } | null;
-  return value?.bytes ?? null;
-}
+export const getBytes: KvCalls["getBytes"] = calls.getBytes;
 
 /**
  * Stores a JSON value or bytes under `key`.
@@ -44,10 +37,7 @@ export async function getBytes(key: string): Promise<Uint8Array | null> {
  * await kv.put("last-city", { name: "Lisbon" });
  * ```
  */
-export async function put(key: string, value: unknown): Promise<void> {
-  if (value instanceof Uint8Array) await callCap("kv.put", { key, bytes: toBase64(value) });
-  else await callCap("kv.put", { key, json: value });
-}
+export const put: KvCalls["put"] = calls.put;
 
 /**
  * Deletes `key`; true when it existed.
@@ -58,9 +48,7 @@ export async function put(key: string, value: unknown): Promise<void> {
  * await kv.del("last-city");
  * ```
  */
-export async function del(key: string): Promise<boolean> {
-  return (await callCap("kv.delete", { key })) === true;
-}
+export const del: KvCalls["del"] = calls.del;
 
 /**
  * Keys starting with `prefix` (exactly, case-sensitively), sorted, at most `limit`.
@@ -71,6 +59,4 @@ export async function del(key: string): Promise<boolean> {
  * const cities = await kv.list("city/", 50);
  * ```
  */
-export async function list(prefix = "", limit = 100): Promise<string[]> {
-  return (await callCap("kv.list", { prefix, limit })) as string[];
-}
+export const list: KvCalls["list"] = calls.list;

@@ -4,9 +4,9 @@
  * session's. The broker knows the session of each invocation; nothing here
  * names it. Counted with `kv` against the manifest's `[limits] kv_bytes`.
  */
-import { callCap } from "./invocation.js";
-import { toBase64 } from "./base64.js";
-import { jsonParse } from "./intrinsics.js";
+import { kvCalls, type KvCalls } from "./kv-family.js";
+
+const calls = kvCalls("skv");
 
 /**
  * Reads a JSON value (or null when the key is absent or holds bytes).
@@ -17,11 +17,7 @@ import { jsonParse } from "./intrinsics.js";
  * const plan = await skv.get("plan");
  * ```
  */
-export async function get(key: string): Promise<unknown> {
-  const value = (await callCap("skv.get", { key })) as { json?: string; bytes?: Uint8Array } | null;
-  if (value === null || value.json === undefined) return null;
-  return jsonParse(value.json);
-}
+export const get: KvCalls["get"] = calls.get;
 
 /**
  * Reads bytes (or null when the key is absent or holds JSON).
@@ -32,10 +28,7 @@ export async function get(key: string): Promise<unknown> {
  * const draft = await skv.getBytes("draft.bin");
  * ```
  */
-export async function getBytes(key: string): Promise<Uint8Array | null> {
-  const value = (await callCap("skv.get", { key })) as { json?: string; bytes?: Uint8Array } | null;
-  return value?.bytes ?? null;
-}
+export const getBytes: KvCalls["getBytes"] = calls.getBytes;
 
 /**
  * Stores a JSON value or bytes under `key`.
@@ -46,10 +39,7 @@ export async function getBytes(key: string): Promise<Uint8Array | null> {
  * await skv.put("plan", { step: 1 });
  * ```
  */
-export async function put(key: string, value: unknown): Promise<void> {
-  if (value instanceof Uint8Array) await callCap("skv.put", { key, bytes: toBase64(value) });
-  else await callCap("skv.put", { key, json: value });
-}
+export const put: KvCalls["put"] = calls.put;
 
 /**
  * Deletes `key`; true when it existed.
@@ -60,9 +50,7 @@ export async function put(key: string, value: unknown): Promise<void> {
  * await skv.del("plan");
  * ```
  */
-export async function del(key: string): Promise<boolean> {
-  return (await callCap("skv.delete", { key })) === true;
-}
+export const del: KvCalls["del"] = calls.del;
 
 /**
  * Keys starting with `prefix` (exactly, case-sensitively), sorted, at most `limit`.
@@ -73,6 +61,4 @@ export async function del(key: string): Promise<boolean> {
  * const notes = await skv.list("note/", 50);
  * ```
  */
-export async function list(prefix = "", limit = 100): Promise<string[]> {
-  return (await callCap("skv.list", { prefix, limit })) as string[];
-}
+export const list: KvCalls["list"] = calls.list;
