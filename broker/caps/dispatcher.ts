@@ -59,7 +59,7 @@ function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
     "kv.delete": oneAct(KvGetArgs, "kv.delete takes {key}", kvDeleteAct),
     "kv.list": oneAct(KvListArgs, "kv.list takes {prefix?, limit?}", kvListAct),
     "kv.put": oneAct(KvPutArgs, "kv.put takes {key, json} or {key, bytes (base64)}", kvPutAct),
-    "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64)}", netFetch),
+    "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64), secret?}", netFetch),
   };
   const refusals = new RefusalAudit((row) => env.ledger.audit(row));
   // The manifest's bound, under the operator's ceiling (a policy that cannot be read allows no egress anyway).
