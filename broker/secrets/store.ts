@@ -1,17 +1,19 @@
 /**
- * Where the operator's secrets live: `<home>/secrets/<extension>.json`, mode
- * 0600 in a 0700 folder, outside the store (the ledger, backups of tether.db
- * and `tether audit` never hold a value). Written whole to a temporary file and
- * renamed; a file or folder another user could read, or one owned by another
- * user, is refused with the command that fixes it.
+ * Where the operator's secrets live: `<home>/secrets/<extension>.<name>`, one
+ * file per secret holding its value, mode 0600 in a 0700 folder, outside the
+ * store (the ledger, backups of tether.db and `tether audit` never hold a
+ * value). One file each, so two `tether secret set` at once never lose one
+ * another's value; each is written whole to a temporary file and renamed. A
+ * file or folder another user could read, or one owned by another user, is
+ * refused with the command that fixes it.
  *
  * No OS keyring: the broker runs on headless servers where none is unlocked
  * (no session bus, no user to type a password). `SecretSource` is the seam a
  * keyring-backed source would implement (`BrokerOptions.secrets`).
  */
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import * as v from "valibot";
 
 /** What the capabilities read: a secret's value now, or null when it is not set. */
 export interface SecretSource {
@@ -24,18 +26,10 @@ export class SecretStoreError extends Error {
   override readonly name = "SecretStoreError";
 }
 
-/** The longest value, and the largest file read. */
+/** The longest value (and the largest file read). */
 export const MAX_SECRET_BYTES = 8192;
-const MAX_FILE_BYTES = 256 * 1024;
 /** The shortest value: anything shorter could not be told from other text when responses are redacted. */
 export const MIN_SECRET_LENGTH = 8;
-
-const SecretsFile = v.strictObject({
-  secrets: v.pipe(
-    v.record(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/)), v.pipe(v.string(), v.maxLength(MAX_SECRET_BYTES))),
-    v.check((r) => Object.keys(r).length <= 64, "at most 64 secrets"),
-  ),
-});
 
 /** Why `value` cannot be a secret, or null. */
 export function secretValueProblem(value: string): string | null {
@@ -45,7 +39,7 @@ export function secretValueProblem(value: string): string | null {
   return null;
 }
 
-const EXTENSION = /^[a-z][a-z0-9_-]{0,63}$/;
+const NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 
 export class FileSecrets implements SecretSource {
   readonly dir: string;
@@ -54,32 +48,44 @@ export class FileSecrets implements SecretSource {
     this.dir = join(home, "secrets");
   }
 
-  file(extension: string): string {
-    if (!EXTENSION.test(extension)) throw new SecretStoreError(`'${extension.slice(0, 64)}' is not an extension name`);
-    return join(this.dir, `${extension}.json`);
+  /** The file of `extension`'s secret `name` (names hold no `.`: the first one separates them). */
+  file(extension: string, name: string): string {
+    if (!NAME.test(extension)) throw new SecretStoreError(`'${extension.slice(0, 64)}' is not an extension name`);
+    if (!NAME.test(name)) throw new SecretStoreError(`'${name.slice(0, 64)}' is not a secret's name`);
+    return join(this.dir, `${extension}.${name}`);
   }
 
   get(extension: string, name: string): string | null {
-    return this.#read(extension)[name] ?? null;
+    const file = this.file(extension, name);
+    return this.#folder(false) ? this.#read(file) : null;
   }
 
   /** The names of `extension`'s secrets that are set. */
   names(extension: string): string[] {
-    return Object.keys(this.#read(extension)).sort();
+    this.file(extension, "x");
+    if (!this.#folder(false)) return [];
+    const prefix = `${extension}.`;
+    return readdirSync(this.dir)
+      .filter((f) => f.startsWith(prefix) && NAME.test(f.slice(prefix.length)))
+      .map((f) => f.slice(prefix.length))
+      .filter((name) => this.get(extension, name) !== null)
+      .sort();
   }
 
   set(extension: string, name: string, value: string): void {
+    const file = this.file(extension, name);
     const problem = secretValueProblem(value);
     if (problem !== null) throw new SecretStoreError(`the value of ${extension}'s secret '${name}' was refused: ${problem}`);
-    this.#write(extension, { ...this.#read(extension), [name]: value });
+    this.#folder(true);
+    this.#write(file, value);
   }
 
   /** True when it was set. */
   unset(extension: string, name: string): boolean {
-    const secrets = this.#read(extension);
-    if (!Object.hasOwn(secrets, name)) return false;
-    delete secrets[name];
-    this.#write(extension, secrets);
+    const file = this.file(extension, name);
+    if (this.get(extension, name) === null) return false;
+    rmSync(file, { force: true });
+    this.#syncFolder();
     return true;
   }
 
@@ -100,24 +106,24 @@ export class FileSecrets implements SecretSource {
     return true;
   }
 
-  #read(extension: string): Record<string, string> {
-    const file = this.file(extension);
-    if (!this.#folder(false)) return {};
+  /** The value in `file`, null when there is none; checked on the descriptor it is read from. */
+  #read(file: string): string | null {
     let fd: number;
     try {
       // No link is followed, and the checks below are of the file this descriptor reads.
       fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") return {};
-      if (code === "ELOOP") throw new SecretStoreError(`${file} is a symbolic link, which is not followed; remove it and set the secrets again`);
+      if (code === "ENOENT") return null;
+      if (code === "ELOOP") throw new SecretStoreError(`${file} is a symbolic link, which is not followed; remove it and set the secret again`);
       throw err;
     }
     try {
       const st = fstatSync(fd);
+      if (!st.isFile()) throw new SecretStoreError(`${file} is not a file; remove it and set the secret again`);
       checkOwner(file, st.uid);
       if ((st.mode & 0o077) !== 0) throw new SecretStoreError(`${file} has mode ${octal(st.mode)}: other users could read it; run: chmod 600 ${file}`);
-      if (st.size > MAX_FILE_BYTES) throw new SecretStoreError(`${file} is over ${MAX_FILE_BYTES} bytes; it is not a secrets file tether wrote`);
+      if (st.size > MAX_SECRET_BYTES) throw new SecretStoreError(`${file} is over ${MAX_SECRET_BYTES} bytes; it is not a secret tether wrote`);
       const buffer = Buffer.alloc(st.size);
       let at = 0;
       while (at < st.size) {
@@ -125,38 +131,27 @@ export class FileSecrets implements SecretSource {
         if (n === 0) break;
         at += n;
       }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(buffer.subarray(0, at).toString("utf8"));
-      } catch {
-        throw new SecretStoreError(`${file} is not JSON; remove it and set the secrets again`);
-      }
-      const checked = v.safeParse(SecretsFile, parsed);
-      if (!checked.success) throw new SecretStoreError(`${file} is not a secrets file tether wrote (${checked.issues[0].message.slice(0, 120)}); remove it and set the secrets again`);
-      return { ...checked.output.secrets };
+      return buffer.subarray(0, at).toString("utf8");
     } finally {
       closeSync(fd);
     }
   }
 
-  #write(extension: string, secrets: Record<string, string>): void {
-    const file = this.file(extension);
-    this.#folder(true);
-    if (Object.keys(secrets).length === 0) {
-      rmSync(file, { force: true });
-      return;
-    }
-    const tmp = `${file}.${process.pid}.tmp`;
-    rmSync(tmp, { force: true });
+  #write(file: string, value: string): void {
+    const tmp = `${file}.${process.pid}-${randomBytes(4).toString("hex")}.tmp`;
     const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     try {
-      writeSync(fd, `${JSON.stringify({ secrets }, null, 2)}\n`);
+      writeSync(fd, value);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
-    // A crash leaves the old file or the new one, never half of one.
+    // A crash leaves the old value or the new one, never half of one.
     renameSync(tmp, file);
+    this.#syncFolder();
+  }
+
+  #syncFolder(): void {
     const dirFd = openSync(this.dir, constants.O_RDONLY);
     try {
       fsyncSync(dirFd);

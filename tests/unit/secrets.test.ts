@@ -3,7 +3,7 @@
  * store's modes and atomic writes, the redactor, and an upgrade's diff.
  * (Injection over real satellites: tests/integration/secrets.test.ts.)
  */
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseManifest } from "../../broker/install/manifest.js";
@@ -79,14 +79,14 @@ describe("the file store", () => {
   beforeEach(() => (home = mkdtempSync(join(tmpdir(), "tether-secrets-"))));
   afterEach(() => rmSync(home, { recursive: true, force: true }));
 
-  test("set writes <home>/secrets/<ext>.json 0600 in a 0700 folder, atomically; get, names, unset", () => {
+  test("set writes <home>/secrets/<ext>.<name> 0600 in a 0700 folder, atomically; get, names, unset", () => {
     const store = new FileSecrets(home);
     expect(store.get("gh", "github_token")).toBeNull();
     store.set("gh", "github_token", "ghp_abcdefgh12345678");
     store.set("gh", "other", "zzzzzzzz");
     expect(statSync(join(home, "secrets")).mode & 0o777).toBe(0o700);
-    expect(statSync(join(home, "secrets", "gh.json")).mode & 0o777).toBe(0o600);
-    expect(readdirSync(join(home, "secrets"))).toEqual(["gh.json"]); // no temporary file left
+    expect(statSync(join(home, "secrets", "gh.github_token")).mode & 0o777).toBe(0o600);
+    expect(readdirSync(join(home, "secrets")).sort()).toEqual(["gh.github_token", "gh.other"]); // no temporary file left
     expect(store.get("gh", "github_token")).toBe("ghp_abcdefgh12345678");
     expect(store.names("gh")).toEqual(["github_token", "other"]);
     expect(store.unset("gh", "other")).toBe(true);
@@ -97,7 +97,7 @@ describe("the file store", () => {
   test("a file or folder other users could read is refused, naming the chmod", () => {
     const store = new FileSecrets(home);
     store.set("gh", "github_token", "ghp_abcdefgh12345678");
-    const file = join(home, "secrets", "gh.json");
+    const file = join(home, "secrets", "gh.github_token");
     chmodSync(file, 0o644);
     expect(() => store.get("gh", "github_token")).toThrow(`${file} has mode 0644: other users could read it; run: chmod 600 ${file}`);
     chmodSync(file, 0o600);
@@ -110,12 +110,12 @@ describe("the file store", () => {
   test("a link, a file that is not the store's, and bad values are refused", () => {
     const store = new FileSecrets(home);
     store.set("gh", "github_token", "ghp_abcdefgh12345678");
-    const other = join(home, "elsewhere.json");
-    writeFileSync(other, JSON.stringify({ secrets: { a: "aaaaaaaaaa" } }), { mode: 0o600 });
-    symlinkSync(other, join(home, "secrets", "ln.json"));
+    const other = join(home, "elsewhere");
+    writeFileSync(other, "aaaaaaaaaa", { mode: 0o600 });
+    symlinkSync(other, join(home, "secrets", "ln.a"));
     expect(() => store.get("ln", "a")).toThrow("is a symbolic link, which is not followed");
-    writeFileSync(join(home, "secrets", "junk.json"), "{}", { mode: 0o600 });
-    expect(() => store.get("junk", "a")).toThrow(SecretStoreError);
+    mkdirSync(join(home, "secrets", "dir.a"));
+    expect(() => store.get("dir", "a")).toThrow(SecretStoreError);
     expect(() => store.set("gh", "x", "short")).toThrow("shorter than 8 characters");
     expect(() => store.set("gh", "x", "has\nline break")).toThrow("printable ASCII");
     expect(() => store.set("../up", "x", "aaaaaaaaaa")).toThrow("is not an extension name");
