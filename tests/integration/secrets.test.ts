@@ -225,7 +225,18 @@ describe("tether secret, the real binary", () => {
     expect(readFileSync(file, "utf8")).toBe(TOKEN);
     expect(readFileSync(join(home, "secrets", `${EXT}.api_key`), "utf8")).toBe(KEY);
 
-    const [list, undeclared, short] = await Promise.all([tether(undefined, "secret", "list"), tether("abcdefghij", "secret", "set", EXT, "nope"), tether("abc", "secret", "set", EXT, "never_set")]);
+    const [list, undeclared, short, doctor] = await Promise.all([
+      tether(undefined, "secret", "list"),
+      tether("abcdefghij", "secret", "set", EXT, "nope"),
+      tether("abc", "secret", "set", EXT, "never_set"),
+      tether(undefined, "doctor", "--json"),
+    ]);
+    const checks = JSON.parse(doctor.stdout) as Array<{ name: string; ok: boolean; detail: string }>;
+    expect(checks.find((c) => c.name === "secrets")).toEqual({
+      name: "secrets",
+      ok: true,
+      detail: `1 of 3 approved secrets NOT SET (requests naming them are refused): tether secret set ${EXT} never_set`,
+    });
     expect(list.code).toBe(0);
     expect(list.stdout).toContain(`${EXT} api_token: set\n    sent as Authorization: Bearer … to http://api.test:${P1}/v1`);
     expect(list.stdout).toContain(`${EXT} api_key: set\n    sent as ?api_key=… to http://api.test:${P1}/q`);
