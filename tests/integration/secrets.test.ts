@@ -247,6 +247,17 @@ describe("tether secret, the real binary", () => {
     expect(short.stderr).toContain("shorter than 8 characters");
   }, SLOW);
 
+  test("set --file reads the file; unset removes the value", async () => {
+    const file = join(tmp, "value.txt");
+    writeFileSync(file, "from-a-file-12345\n", { mode: 0o600 });
+    const set = await tether(undefined, "secret", "set", EXT, "never_set", "--file", file);
+    expect(set.code).toBe(0);
+    expect(readFileSync(join(home, "secrets", `${EXT}.never_set`), "utf8")).toBe("from-a-file-12345");
+    const unset = await tether(undefined, "secret", "unset", EXT, "never_set");
+    expect(unset).toMatchObject({ code: 0, stdout: `unset ${EXT}'s secret never_set` });
+    expect(readdirSync(join(home, "secrets")).sort()).toEqual([`${EXT}.api_key`, `${EXT}.api_token`]);
+  }, SLOW);
+
   test("review shows each secret, where it goes and whether it is set", () => {
     const installed = broker.registry.require(EXT);
     const text = renderReview(buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval(EXT), { secretSet: (n) => n !== "never_set" }), installed);
