@@ -5,6 +5,7 @@ import type { Resolver } from "./egress/judge.js";
 import type { JailOptions } from "./jail/setup.js";
 import type { SandboxMode } from "./jail/sandbox.js";
 import type { ScopeCallOptions } from "./session-scope.js";
+import type { SecretSource } from "./secrets/store.js";
 
 /**
  * What a broker is told. Nothing is read from the environment: each option
@@ -35,6 +36,8 @@ export interface BrokerOptions extends JailOptions {
   readonly resolve?: Resolver;
   /** The `cap_call` hook stage (the hook bus plugs in here). */
   readonly capHooks?: CapHookStage;
+  /** Where the secrets injected into requests are read (default `<home>/secrets/`, broker/secrets/store.ts): the seam for a keyring. */
+  readonly secrets?: SecretSource;
   /** Reuse Deno's caches per approved artifact (default true; see broker/jail/deno-cache.ts). */
   readonly denoCache?: boolean;
 }

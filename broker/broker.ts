@@ -22,6 +22,7 @@ import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
 import { ToolArgsChecker } from "./base/tool-args.js";
 import { ParsedRules } from "./caps/egress-policy.js";
+import { FileSecrets } from "./secrets/store.js";
 import { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
 import { currentApproval, syncApprovals } from "./approval-sync.js";
 import { InvocationEnd } from "./caps/invocation-end.js";
@@ -102,6 +103,7 @@ export class Broker {
       work: this.#work,
       agents: this.#agents,
       rules: new ParsedRules(),
+      secrets: options.secrets ?? new FileSecrets(this.home),
       fetchBounds: (extension) => {
         let own = this.#extensionFetches.get(extension);
         if (own === undefined) this.#extensionFetches.set(extension, (own = new Permits(EXTENSION_FETCHES, "broker:fetches-per-extension")));
@@ -166,10 +168,7 @@ export class Broker {
     return new Broker(options);
   }
 
-  /**
-   * The approval that lets `name` run now, or an error that names the command
-   * that fixes it.
-   */
+  /** The approval that lets `name` run now, or an error that names the command that fixes it. */
   approved(name: string): { installed: Installed; approval: Approval } {
     const installed = this.registry.require(name);
     const approval = this.registry.latestApproval(name);
@@ -217,9 +216,8 @@ export class Broker {
   }
 
   /**
-   * Boots the satellite of `extension` for `session` now (activation does, so a
-   * failed boot or a served/declared mismatch is known before anything is asked).
-   * Rejects with a TetherError naming what failed.
+   * Boots the satellite of `extension` for `session` now (activation does, so a failed boot or a
+   * served/declared mismatch is known before anything is asked). Rejects naming what failed.
    */
   activate(session: string, extension: string): Promise<void> {
     return this.scope(session).activate(extension);

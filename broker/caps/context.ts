@@ -5,6 +5,7 @@
 import type { EgressAgents } from "../egress/agents.js";
 import type { Resolver } from "../egress/judge.js";
 import type { Logger } from "../base/log.js";
+import type { SecretSource } from "../secrets/store.js";
 import type { Grants } from "../registry/grants.js";
 import type { CapReply } from "../base/capability.js";
 import type { CapCall, InvocationInfo } from "../base/capability.js";
@@ -59,6 +60,8 @@ export interface CapEnvironment {
   readonly work: CapabilityWork;
   /** The broker's pooled connections. */
   readonly agents: EgressAgents;
+  /** The operator's secrets, read when a request that names one is sent (never cached). */
+  readonly secrets: SecretSource;
   /** The broker's parsed egress rules, by their text. */
   readonly rules: ParsedRules;
   /** The bounds on concurrent fetches beyond the invocation's own: the extension's, then the broker's. */
@@ -85,8 +88,8 @@ export interface CallScope {
   readonly call: CapCall;
   /** The invocation's bound on concurrent fetches (`[limits] fetches`). */
   readonly fetches: Permits;
-  /** Writes the audit row of a decision. */
-  audit(decision: "allowed" | "denied", rule: string, target?: string, bytes?: number): void;
+  /** Writes the audit row of a decision (`secret`: the name of a secret the request carried). */
+  audit(decision: "allowed" | "denied", rule: string, target?: string, bytes?: number, secret?: string): void;
   /** Refuses: audits a denied row and answers with the rule named. */
   refuse(code: string, rule: string, msg: string, target?: string): CapReply;
 }

@@ -67,7 +67,7 @@ function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
     log: oneAct(LogArgs, "log takes {level, msg}", (scope, args) => logAct(scope, args, logs)),
     ...kvCapabilities("kv"),
     ...kvCapabilities("skv"),
-    "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64)}", netFetch),
+    "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64), secret?}", netFetch),
   };
   const refusals = new RefusalAudit((row) => env.ledger.audit(row));
   // The manifest's bound, under the operator's ceiling (a policy that cannot be read allows no egress anyway).

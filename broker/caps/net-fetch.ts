@@ -17,6 +17,7 @@ import { decodeBase64, requestBodyBound } from "./base64.js";
 import type { CallScope, CapCallRequest } from "./context.js";
 import { composeEgressPolicy } from "./egress-policy.js";
 import { linkedSignal } from "./linked-signal.js";
+import { fetchSecret, sentHop, type FetchSecret, type SentHop } from "./net-secret.js";
 import { acquireAll } from "./permits.js";
 import { refusal, runAct, type Act, type Performed, type Refusal } from "./pipeline.js";
 import type { OperatorPolicy } from "./policy.js";
@@ -27,6 +28,8 @@ export const NetFetchArgs = v.object({
   headers: v.optional(v.pipe(v.array(v.tuple([v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(8192))])), v.maxLength(100)), []),
   // Bounded in length before the schema runs (dispatcher.ts) and decoded by a linear pass, not a pattern.
   body: v.optional(v.nullable(v.string()), null),
+  /** A secret of the extension's to inject (docs/secrets.md), by name: the extension never holds its value. */
+  secret: v.optional(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/))),
 });
 type NetFetchArgs = v.InferOutput<typeof NetFetchArgs>;
 
@@ -60,7 +63,7 @@ function shownRequest(exchange: Exchange, verdict: Allowed): CapCallRequest {
   return { method: t.method, scheme: t.scheme, host, port: t.port, path: exchange.url.pathname, rule: verdict.rule, addresses };
 }
 
-function hopAct(scope: CallScope, exchange: Exchange): Act<JudgedHop> {
+function hopAct(scope: CallScope, exchange: Exchange, secret: FetchSecret | null): Act<JudgedHop> {
   const { env, ctx, info } = scope;
   const url = exchange.url.href;
   return {
@@ -76,6 +79,16 @@ function hopAct(scope: CallScope, exchange: Exchange): Act<JudgedHop> {
     async perform({ operator, verdict }): Promise<Performed> {
       const remaining = ctx.deadlineAt - Date.now();
       if (remaining <= 0) return denied("limit:deadline", "net.fetch refused: the invocation's deadline passed before the request was sent", url);
+      // Judged and hooked without it: the secret goes in now, only under a rule it is bound to.
+      let sent: SentHop = { url: exchange.url, headers: exchange.headers, carried: false };
+      if (secret !== null) {
+        const hop = sentHop(scope, secret, exchange, verdict.rule);
+        if ("rule" in hop) return denied(hop.rule, hop.msg, url);
+        sent = hop;
+      }
+      // The audit row names the secret a hop carried; nothing that comes back holds its value.
+      const carried = sent.carried ? { secret: secret!.binding.name } : {};
+      const clean = (text: string) => (secret === null ? text : secret.redactor.text(text));
       // Waiting for a permit ends with the deadline, the invocation, or the broker.
       const waiting = linkedSignal([ctx.signal, env.work.signal], remaining);
       const permits = await acquireAll([scope.fetches, ...env.fetchBounds(info.extension)], waiting.signal);
@@ -102,26 +115,30 @@ function hopAct(scope: CallScope, exchange: Exchange): Act<JudgedHop> {
       });
       let result;
       try {
-        result = await sendHop(info.extension, exchange, verdict, env.agents, operator.maxBodyBytes, waiting.signal);
+        result = await sendHop(info.extension, { url: sent.url, method: exchange.method, headers: sent.headers, body: exchange.body }, verdict, env.agents, operator.maxBodyBytes, waiting.signal);
       } finally {
         release();
         permits.release();
         waiting.dispose();
       }
       const cut = withdrawn as { rule: string; reason: string } | null;
-      if (cut !== null) return denied(`withdrawn:${cut.rule}`, `net.fetch stopped mid-request: the policy changed (${cut.reason})`, url);
+      if (cut !== null) return { ...denied(`withdrawn:${cut.rule}`, `net.fetch stopped mid-request: the policy changed (${cut.reason})`, url), ...carried };
       if (result.kind === "redirect") {
-        const error = exchange.follow(result.location, result.status);
-        if (error !== null) return denied("url", `net.fetch refused: ${error.error}`, url);
-        return { reply: { ok: true }, decision: "allowed", rule: verdict.rule, target: url, next: true };
+        // A Location echoing the secret would put it in the next hop's URL, its audit row and the reply.
+        const error = exchange.follow(clean(result.location), result.status);
+        if (error !== null) return { ...denied("url", `net.fetch refused: ${error.error}`, url), ...carried };
+        return { reply: { ok: true }, decision: "allowed", rule: verdict.rule, target: url, next: true, ...carried };
       }
       if (result.kind === "failed") {
-        if (result.limit === "body") return denied("limit:body", `net.fetch refused: ${result.failure}`, url);
+        if (result.limit === "body") return { ...denied("limit:body", `net.fetch refused: ${clean(result.failure)}`, url), ...carried };
         // Allowed by policy, but the target could not be reached.
-        return { reply: { ok: false, error: { code: WireCode.unreachable, msg: `net.fetch failed: ${result.failure}` } }, decision: "allowed", rule: verdict.rule, target: url };
+        return { reply: { ok: false, error: { code: WireCode.unreachable, msg: `net.fetch failed: ${clean(result.failure)}` } }, decision: "allowed", rule: verdict.rule, target: url, ...carried };
       }
       const r = result.response;
-      return { reply: { ok: true, value: { status: r.status, headers: r.headers, body: r.body, url: r.url } }, decision: "allowed", rule: verdict.rule, target: url, bytes: r.body.length };
+      const headers = secret === null ? r.headers : r.headers.map(([n, v]): [string, string] => [clean(n), clean(v)]);
+      const body = secret === null ? r.body : secret.redactor.bytes(r.body);
+      // The URL that answered as the extension wrote it (a query secret is not in it).
+      return { reply: { ok: true, value: { status: r.status, headers, body, url } }, decision: "allowed", rule: verdict.rule, target: url, bytes: body.length, ...carried };
     },
   };
 }
@@ -148,8 +165,14 @@ export async function netFetch(scope: CallScope, args: NetFetchArgs): Promise<Ca
   // What no rule can vouch for, whatever the hop: override headers, bodies on bodiless methods, CONNECT.
   const unsafe = guardRequest({ url: exchange.url, method: args.method, headers: args.headers, body });
   if (unsafe !== null) return scope.refuse(WireCode.denied, unsafe.rule, `net.fetch refused: ${unsafe.reason}`, exchange.url.href);
+  let secret: FetchSecret | null = null;
+  if (args.secret !== undefined) {
+    const named = fetchSecret(scope, args.secret, args.headers, exchange.url);
+    if ("rule" in named) return scope.refuse(WireCode.denied, named.rule, named.msg, exchange.url.href);
+    secret = named;
+  }
   for (;;) {
-    const { reply, next } = await runAct(scope, hopAct(scope, exchange));
+    const { reply, next } = await runAct(scope, hopAct(scope, exchange, secret));
     if (!next) return reply;
   }
 }

@@ -27,6 +27,8 @@ export interface Performed {
   readonly rule: string;
   readonly target: string;
   readonly bytes?: number;
+  /** The secret the request carried, by name (the audit row says so; never its value). */
+  readonly secret?: string;
   /** The act led to another (a redirect): the capability goes on. */
   readonly next?: boolean;
 }
@@ -88,6 +90,6 @@ export async function runAct<J>(scope: CallScope, act: Act<J>): Promise<{ reply:
   } catch (err) {
     return { reply: internalError(scope, err, shown?.target), next: false };
   }
-  scope.audit(performed.decision, performed.rule, performed.target, performed.bytes ?? 0);
+  scope.audit(performed.decision, performed.rule, performed.target, performed.bytes ?? 0, performed.secret);
   return { reply: performed.reply, next: performed.next === true };
 }

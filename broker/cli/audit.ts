@@ -63,7 +63,7 @@ export function renderAudit(entries: readonly AuditEntry[], paint: Paint = PLAIN
       const at = new Date(e.at).toISOString();
       return e.type === "invocation"
         ? `${at} ${e.session} ${e.extension} ${e.kind} ${e.name} → ${e.outcome}${e.durationMs !== null ? ` (${e.durationMs} ms)` : ""}${e.hooksBypassed ? " [hooks bypassed: --no-hooks]" : ""}`
-        : `${at} ${e.session} ${e.extension} cap ${e.capability}${e.target ? ` ${e.target}` : ""} → ${(e.decision === "denied" ? paint.red : paint.green)(e.decision.toUpperCase())} by ${e.rule}${e.bytes ? ` (${e.bytes} bytes)` : ""}`;
+        : `${at} ${e.session} ${e.extension} cap ${e.capability}${e.target ? ` ${e.target}` : ""} → ${(e.decision === "denied" ? paint.red : paint.green)(e.decision.toUpperCase())} by ${e.rule}${e.secret ? ` with secret ${e.secret}` : ""}${e.bytes ? ` (${e.bytes} bytes)` : ""}`;
     })
     .join("\n");
 }

@@ -127,6 +127,32 @@ export const COMMANDS: readonly Command[] = [
       }),
   },
   {
+    name: "secret",
+    usage: [
+      {
+        usage: "secret set <ext> <name> [--file <path>]",
+        summary: ["Set a secret the broker sends in an extension's requests: the value", "from stdin or --file, never the command line"],
+      },
+      { usage: "secret list [<ext>]", summary: ["Each declared secret: set or not, where it may go (never a value)"] },
+      { usage: "secret unset <ext> <name>", summary: ["Remove a secret's value"] },
+    ],
+    help:
+      "Values live in <home>/secrets/<ext>.<name> (mode 0600, folder 0700), outside the store; a file or folder other users could read is refused with the chmod to run. " +
+      "set reads stdin (typed without echo on a terminal, or piped) or --file, and refuses a value given as an argument. Only a secret the installed manifest declares in a [[secret]] row can be set.",
+    options: ["file", "json"],
+    doc: "docs/secrets.md#the-operator-sets-it-tether-secret",
+    needs: [1, "what to do: tether secret set <ext> <name>, tether secret list, tether secret unset <ext> <name>"],
+    run: async (ctx) => {
+      const { parseSecretArgs, runSecret } = await import("./secret.js");
+      const args = parseSecretArgs(ctx.args, ctx.values as { file?: string });
+      return ctx.withBroker(async (broker) => {
+        const shown = await runSecret(broker, args);
+        ctx.out(shown.value, shown.text);
+        return EXIT.ok;
+      });
+    },
+  },
+  {
     name: "call",
     usage: [
       {

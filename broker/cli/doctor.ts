@@ -19,6 +19,8 @@ import { prepareHome, resolveHome } from "../store/home.js";
 import { journalState } from "../store/journal-state.js";
 import { migrationsFolder, openStore, type Store } from "../store/open.js";
 import { collectUnreferenced } from "../registry/artifact-gc.js";
+import { Registry } from "../registry/registry.js";
+import { FileSecrets, SecretStoreError } from "../secrets/store.js";
 
 export interface Check {
   readonly name: string;
@@ -72,12 +74,14 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
   if (bwrap !== null) for (const layer of jailLayers(setup)) checks.push(layer);
   let homeDir: string | null = null;
   let artifacts: Check | null = null;
+  let secrets: Check | null = null;
   try {
     const paths = prepareHome(resolveHome(options.home));
     homeDir = paths.home;
     const store = openStore(paths.db);
     const { journal, appliedMigrations: applied } = journalState(store);
     artifacts = artifactsCheck(store, paths.artifacts, join(paths.home, "cache", "deno"));
+    secrets = secretsCheck(new Registry(store, paths.artifacts), paths.home);
     store.close();
     const shipped = (JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
     checks.push(
@@ -89,9 +93,32 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
     checks.push({ name: "store", ok: false, detail: `cannot open the store: ${(err as Error).message}` });
   }
   if (artifacts !== null) checks.push(artifacts);
+  if (secrets !== null) checks.push(secrets);
   if (homeDir !== null) checks.push(homeCheck(homeDir), hooksCheck(homeDir), policyCheck(homeDir));
   checks.push(socketCheck(jailIdentity(setup.identity)));
   return checks;
+}
+
+/** Secrets approved extensions may name: each set and readable (one not set is noted: requests naming it are refused). */
+function secretsCheck(registry: Registry, home: string): Check {
+  const store = new FileSecrets(home);
+  const unset: string[] = [];
+  let count = 0;
+  try {
+    for (const installed of registry.list()) {
+      if (registry.status(installed) !== "approved") continue;
+      for (const b of registry.latestApproval(installed.name)!.grants.secrets) {
+        count++;
+        if (store.get(installed.name, b.name) === null) unset.push(`tether secret set ${installed.name} ${b.name}`);
+      }
+    }
+  } catch (err) {
+    if (err instanceof SecretStoreError) return { name: "secrets", ok: false, detail: err.message };
+    throw err;
+  }
+  if (count === 0) return { name: "secrets", ok: true, detail: "no approved extension uses a secret" };
+  if (unset.length === 0) return { name: "secrets", ok: true, detail: `${count} approved secrets, all set, in ${store.dir}` };
+  return { name: "secrets", ok: true, detail: `${unset.length} of ${count} approved secrets NOT SET (requests naming them are refused): ${unset.join("; ")}` };
 }
 
 /** The home holds approvals and artifacts: nobody else may write there. */

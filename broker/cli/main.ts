@@ -119,7 +119,8 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       console.error(`tether ${name}: ${err.message}`);
       return EXIT.usage;
     }
-    if (err instanceof TetherError) {
+    // The secrets folder's own errors name the fix (a chmod, a chown): they are not unexpected.
+    if (err instanceof TetherError || (err instanceof Error && err.name === "SecretStoreError")) {
       console.error(`tether ${name}: ${err.message}`);
       return EXIT.failed;
     }

@@ -7,6 +7,7 @@
  */
 import type { Broker } from "../broker.js";
 import { OperatorPolicySource } from "../caps/policy.js";
+import { secretStatus } from "./secret.js";
 import type { Installed } from "../registry/registry.js";
 import { buildReview, renderReview, type Review } from "../registry/review.js";
 import { sourceDiffs, type SourceDiff } from "../registry/source-changes.js";
@@ -24,6 +25,7 @@ export function reviewFor(broker: Broker, name: string): { installed: Installed;
     approvedManifestBytes: approval === null ? null : (registry.sourceContent(approval.manifestHash)?.length ?? null),
     policy: { reach: current instanceof Error ? current : current.reach, file: policy.file },
     withheld: registry.withheldOnApproval(name, installed),
+    secretSet: secretStatus(broker.home, name),
   });
   return { installed, review };
 }

@@ -7,14 +7,19 @@
  */
 import { request } from "undici";
 import type { EgressAgents } from "./agents.js";
-import type { Exchange } from "./exchange.js";
+
+/** What one hop sends: the exchange as it stands, with whatever the broker adds at send time (a secret). */
+export interface HopRequest {
+  readonly url: URL;
+  readonly method: string;
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly body: Uint8Array | null;
+}
 
 export interface FetchResponse {
   readonly status: number;
   readonly headers: Array<[string, string]>;
   readonly body: Uint8Array;
-  /** The URL that answered (after redirects). */
-  readonly url: string;
 }
 
 export type HopResult =
@@ -53,14 +58,15 @@ function abortReason(signal: AbortSignal): string {
   return typeof reason === "string" ? reason : "aborted";
 }
 
-export async function sendHop(extension: string, exchange: Exchange, pinned: { address: string; family: 4 | 6 }, agents: EgressAgents, maxBodyBytes: number, signal: AbortSignal): Promise<HopResult> {
-  const url = exchange.url;
+/** Sends `hop` (its URL may hold a secret: nothing here echoes it but undici's own errors, which the caller redacts). */
+export async function sendHop(extension: string, hop: HopRequest, pinned: { address: string; family: 4 | 6 }, agents: EgressAgents, maxBodyBytes: number, signal: AbortSignal): Promise<HopResult> {
+  const url = hop.url;
   let res;
   try {
     res = await request(url, {
-      method: exchange.method as "GET",
-      headers: Object.fromEntries(exchange.headers),
-      body: exchange.body ?? null,
+      method: hop.method as "GET",
+      headers: Object.fromEntries(hop.headers),
+      body: hop.body ?? null,
       dispatcher: agents.pinned(extension, url.origin, pinned.address, pinned.family),
       // undici's own timers are coarse (they can fire ~0.5 s early): the signal is exact.
       headersTimeout: 0,
@@ -93,5 +99,5 @@ export async function sendHop(extension: string, exchange: Exchange, pinned: { a
     if (value === undefined) continue;
     for (const v of Array.isArray(value) ? value : [value]) headers.push([name, v]);
   }
-  return { kind: "response", response: { status: res.statusCode, headers, body: bytes, url: url.href } };
+  return { kind: "response", response: { status: res.statusCode, headers, body: bytes } };
 }

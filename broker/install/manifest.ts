@@ -9,6 +9,7 @@ import * as v from "valibot";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { OBSERVED_KINDS } from "../../jail-runtime/wire/session-kinds.js";
 import { HookRow } from "./hook-row.js";
+import { SecretRow, secretProblems } from "./secret-row.js";
 
 const Identifier = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
 const ToolName = v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, "expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)"));
@@ -76,6 +77,7 @@ export const Manifest = v.strictObject({
   managed: v.optional(ManagedTable),
   observe: v.optional(ObserveTable),
   net: v.optional(v.strictObject({ allow: v.optional(v.array(v.string()), []) }), { allow: [] }),
+  secret: v.optional(v.array(SecretRow), []),
   limits: v.optional(Limits, {}),
 });
 export type Manifest = v.InferOutput<typeof Manifest>;
@@ -130,6 +132,8 @@ export function parseManifest(text: string, file: string): Manifest {
     if (events.has(row.event)) throw new TetherError(BrokerCode.installFailed, `${file}: hook '${row.event}' is declared twice`);
     events.add(row.event);
   }
+  const secrets = secretProblems(m.secret, m.net.allow, file);
+  if (secrets.length > 0) throw new TetherError(BrokerCode.installFailed, secrets.join("; "));
   return m;
 }
 

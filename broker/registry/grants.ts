@@ -5,6 +5,16 @@
 import * as v from "valibot";
 import { Limits, type Manifest } from "../install/manifest.js";
 
+/** One approved secret: which rules' requests carry it, in which header or query parameter, written how. */
+export const SecretBinding = v.object({
+  name: v.string(),
+  rules: v.array(v.string()),
+  header: v.optional(v.string()),
+  query: v.optional(v.string()),
+  format: v.string(),
+});
+export type SecretBinding = v.InferOutput<typeof SecretBinding>;
+
 export const Grants = v.object({
   net: v.array(v.string()),
   tools: v.array(v.string()),
@@ -16,6 +26,8 @@ export const Grants = v.object({
   compactions: v.optional(v.array(v.string()), []),
   managed: v.optional(v.boolean(), false),
   observe: v.optional(v.array(v.string()), []),
+  // The secrets the broker may inject, each bound to rules and a place; an approval made before them granted none.
+  secrets: v.optional(v.array(SecretBinding), []),
   // Defaults fill limits an older approval did not record.
   limits: Limits,
 });
@@ -33,6 +45,7 @@ export function requestedGrants(manifest: Manifest): Grants {
     compactions: manifest.compaction.map((c) => c.name).sort(),
     managed: manifest.managed !== undefined,
     observe: [...(manifest.observe?.events ?? [])].sort(),
+    secrets: manifest.secret.map((s) => ({ name: s.name, rules: [...s.rules], ...(s.header !== undefined ? { header: s.header } : { query: s.query! }), format: s.format })),
     limits: {
       memory_mb: manifest.limits.memory_mb,
       deadline_ms: manifest.limits.deadline_ms,
@@ -60,6 +73,9 @@ export interface GrantDiff {
   /** The session-facing kinds, each as `kind name` (`context notes`, `route status`, `compaction folds`, `managed`, `observe turn`). */
   readonly addedSession: string[];
   readonly removedSession: string[];
+  /** Secret bindings, one `name → rule as place` each: a new secret or a new rule or place for one widens. */
+  readonly addedSecrets: string[];
+  readonly removedSecrets: string[];
   /** Limits raised: [name, approved, requested]. */
   readonly raisedLimits: Array<[string, number, number]>;
   readonly loweredLimits: Array<[string, number, number]>;
@@ -88,6 +104,8 @@ export function diffGrants(approved: Grants, requested: Grants): GrantDiff {
     removedCommands: minus(approved.commands, requested.commands),
     addedSession: minus(sessionItems(requested), sessionItems(approved)),
     removedSession: minus(sessionItems(approved), sessionItems(requested)),
+    addedSecrets: minus(secretItems(requested), secretItems(approved)),
+    removedSecrets: minus(secretItems(approved), secretItems(requested)),
     raisedLimits: raised,
     loweredLimits: lowered,
   };
@@ -104,7 +122,18 @@ export function sessionItems(g: Grants): string[] {
   ];
 }
 
+/** Where a secret goes, its value shown as `…`: `Authorization: Bearer …` or `?api_key=…`. */
+export function secretPlace(b: SecretBinding): string {
+  const shown = b.format.replace("{}", "…");
+  return b.header !== undefined ? `${b.header}: ${shown}` : `?${b.query ?? ""}=${shown}`;
+}
+
+/** A grant's secret bindings, one `name → rule as place` item per rule. */
+export function secretItems(g: Grants): string[] {
+  return g.secrets.flatMap((b) => b.rules.map((rule) => `${b.name} → ${rule} as ${secretPlace(b)}`));
+}
+
 /** True when the diff asks for anything the approval did not grant. */
 export function widens(diff: GrantDiff): boolean {
-  return diff.addedNet.length + diff.addedTools.length + diff.addedHooks.length + diff.addedCommands.length + diff.addedSession.length + diff.raisedLimits.length > 0;
+  return diff.addedNet.length + diff.addedTools.length + diff.addedHooks.length + diff.addedCommands.length + diff.addedSession.length + diff.addedSecrets.length + diff.raisedLimits.length > 0;
 }

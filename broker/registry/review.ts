@@ -11,7 +11,7 @@ import { sightLines } from "../hooks/hook-sight.js";
 import { EVENT_NAMES, type EventName } from "../../jail-runtime/wire/events.js";
 import type { ArtifactRecord } from "./artifact-records.js";
 import type { Approval, Installed, InstallStatus } from "./registry.js";
-import { diffGrants, requestedGrants, widens, type GrantDiff, type Grants } from "./grants.js";
+import { diffGrants, requestedGrants, secretItems, secretPlace, widens, type GrantDiff, type Grants } from "./grants.js";
 import { sourceChanges, type SourceChange } from "./source-changes.js";
 
 /** What a review reads besides the install and the approval. */
@@ -25,6 +25,8 @@ export interface ReviewContext {
   readonly policy?: { readonly reach: Reach | Error; readonly file: string };
   /** Requested rules an approval now keeps out (an earlier --only). */
   readonly withheld?: readonly string[];
+  /** Whether each secret is set in the operator's store (a string: why the store cannot be read). */
+  readonly secretSet?: (name: string) => boolean | string;
 }
 
 /** An upgrade's artifact against the approved one. */
@@ -56,6 +58,8 @@ export interface Review {
   readonly policyError: string | null;
   /** Requested rules an approval now keeps out unless `--all` (withheld by an earlier `--only`). */
   readonly withheld: readonly string[];
+  /** Each requested secret: set or not (unknown: null; a string: why the store cannot be read). */
+  readonly secrets: ReadonlyArray<{ readonly name: string; readonly set: boolean | string | null }>;
 }
 
 export function buildReview(installed: Installed, status: InstallStatus, approval: Approval | null, context: ReviewContext = {}): Review {
@@ -106,6 +110,7 @@ export function buildReview(installed: Installed, status: InstallStatus, approva
     reach,
     policyError: policy !== undefined && policy.reach instanceof Error && requested.net.length > 0 ? policy.reach.message : null,
     withheld: requested.net.filter((rule) => context.withheld?.includes(rule) === true),
+    secrets: requested.secrets.map((b) => ({ name: b.name, set: context.secretSet?.(b.name) ?? null })),
   };
 }
 
@@ -167,6 +172,7 @@ export function renderReview(review: Review, installed: Installed): string {
       for (const w of review.reach.filter((w) => w.rule === rule)) lines.push(`      ! every call to its ${w.class.replace(/_/g, "-")} addresses is refused (${w.refusal}): ${w.fix}`);
     }
   if (review.policyError !== null) lines.push(`  ! the operator's policy does not parse, so every egress call is refused until it is fixed: ${review.policyError}`);
+  lines.push(...secretLines(review, installed));
   lines.push("  files, environment, processes: nothing (jailed; only capabilities the broker serves)");
   lines.push("");
   lines.push(`It adds ${plural(r.tools.length, "tool")}:`);
@@ -196,6 +202,22 @@ export function renderReview(review: Review, installed: Installed): string {
   return lines.join("\n");
 }
 
+/** The secrets it asks the broker to send for it, where each goes, and whether the operator set it. */
+function secretLines(review: Review, installed: Installed): string[] {
+  const r = review.requested;
+  if (r.secrets.length === 0) return [];
+  const lines = ["  secrets, sent by the broker (the extension never sees them):"];
+  for (const b of r.secrets) {
+    const set = review.secrets.find((s) => s.name === b.name)?.set ?? null;
+    const status = set === null ? "" : set === true ? " (set)" : set === false ? ` (NOT SET: tether secret set ${review.name} ${b.name})` : ` (the secrets file cannot be read: ${set})`;
+    const added = review.diff !== null && secretItems({ ...r, secrets: [b] }).some((item) => review.diff!.addedSecrets.includes(item));
+    lines.push(`    ${b.name} — sent as ${secretPlace(b)} to ${b.rules.join(", ")}${status}${added ? "   [NEW]" : ""}`);
+    const row = installed.manifest.secret.find((s) => s.name === b.name);
+    if (row !== undefined && row.description !== "") lines.push(`      ${row.description}`);
+  }
+  return lines;
+}
+
 /** A diff's lines: `  + network: <rule>` for each thing asked for beyond the approval, then `  - …` for each given up. */
 export function renderDiff(d: GrantDiff): string[] {
   const lines: string[] = [];
@@ -204,12 +226,14 @@ export function renderDiff(d: GrantDiff): string[] {
   for (const hook of d.addedHooks) lines.push(`  + hook: ${hook}`);
   for (const command of d.addedCommands) lines.push(`  + command: /${command}`);
   for (const item of d.addedSession) lines.push(`  + ${item}`);
+  for (const item of d.addedSecrets) lines.push(`  + secret ${item}`);
   for (const [key, was, now] of d.raisedLimits) lines.push(`  + limit ${key}: ${was} → ${now}`);
   for (const rule of d.removedNet) lines.push(`  - network: ${rule}`);
   for (const tool of d.removedTools) lines.push(`  - tool: ${tool}`);
   for (const hook of d.removedHooks) lines.push(`  - hook: ${hook}`);
   for (const command of d.removedCommands) lines.push(`  - command: /${command}`);
   for (const item of d.removedSession) lines.push(`  - ${item}`);
+  for (const item of d.removedSecrets) lines.push(`  - secret ${item}`);
   for (const [key, was, now] of d.loweredLimits) lines.push(`  - limit ${key}: ${was} → ${now}`);
   return lines;
 }

@@ -32,7 +32,7 @@ export type AuditEntry =
       /** The operator bypassed the hook bus (`tether call --no-hooks`). */
       hooksBypassed: boolean;
     }
-  | { type: "capability"; at: number; session: string; extension: string; invocation: number | null; capability: string; target: string; decision: string; rule: string; bytes: number };
+  | { type: "capability"; at: number; session: string; extension: string; invocation: number | null; capability: string; target: string; decision: string; rule: string; bytes: number; secret?: string | null };
 
 /** Invocations and capability decisions, oldest first. */
 export function auditEntries(store: Store, filter: AuditFilter, perTable: number): AuditEntry[] {
@@ -59,7 +59,7 @@ export function auditEntries(store: Store, filter: AuditFilter, perTable: number
     }
   }
   for (const r of store.orm.select().from(capAudit).where(and(...capWhere)).orderBy(desc(capAudit.id)).limit(limit).all()) {
-    entries.push({ type: "capability", at: r.at, session: r.sessionId, extension: r.extension, invocation: r.invocationId, capability: r.capability, target: r.target, decision: r.decision, rule: r.rule, bytes: r.bytes });
+    entries.push({ type: "capability", at: r.at, session: r.sessionId, extension: r.extension, invocation: r.invocationId, capability: r.capability, target: r.target, decision: r.decision, rule: r.rule, bytes: r.bytes, secret: r.secret });
   }
   entries.sort((a, b) => a.at - b.at);
   // With a limit, the newest N of both tables together.

@@ -33,6 +33,8 @@ export interface AuditRow {
   readonly decision: "allowed" | "denied";
   readonly rule: string;
   readonly bytes: number;
+  /** The secret injected into the request, by name; never a value. */
+  readonly secret?: string;
 }
 
 /** One hook's answer to one event, as the bus traced it. */
@@ -97,7 +99,7 @@ export class Ledger {
     );
     this.#updateFinish = db.prepare("update invocations set finished_at = ?, duration_ms = ?, outcome = ? where id = ?");
     this.#insertAudit = db.prepare(
-      "insert into cap_audit (invocation_id, session_id, extension, capability, target, decision, rule, bytes, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "insert into cap_audit (invocation_id, session_id, extension, capability, target, decision, rule, bytes, secret, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.#insertTrace = db.prepare(
       "insert into hook_traces (session_id, event, subject, about_invocation_id, hook_invocation_id, extension, answer, detail, duration_ms, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -180,7 +182,7 @@ export class Ledger {
     this.#traces = [];
     this.#store.sqlite.transaction(() => {
       for (const f of finishes) this.#updateFinish.run(f.finishedAt, f.durationMs, f.outcome, f.id);
-      for (const a of audits) this.#insertAudit.run(a.invocationId, a.sessionId, a.extension, a.capability, a.target, a.decision, a.rule, a.bytes, a.at);
+      for (const a of audits) this.#insertAudit.run(a.invocationId, a.sessionId, a.extension, a.capability, a.target, a.decision, a.rule, a.bytes, a.secret ?? null, a.at);
       for (const t of traces) {
         this.#insertTrace.run(t.sessionId, t.event, t.subject, t.aboutInvocationId, t.hookInvocationId, t.extension, t.answer, t.detail, t.durationMs, t.at);
       }

@@ -129,6 +129,8 @@ export const capAudit = sqliteTable(
     decision: text("decision", { enum: ["allowed", "denied"] }).notNull(),
     rule: text("rule").notNull(),
     bytes: integer("bytes").notNull().default(0),
+    /** The secret the broker injected into this request, by name (never its value); null: none. */
+    secret: text("secret"),
     at: integer("at").notNull(),
   },
   (t) => [index("cap_audit_extension").on(t.extension), index("cap_audit_at").on(t.at)],

@@ -364,7 +364,7 @@ test("every kv call is one cap_audit row: builtin:kv, the decision, the key as t
   const session = "default";
   const put = await call(ROOMY, "put", { key: "audited", value: { n: 12345 } });
   expect(put.rows).toEqual([
-    { id: expect.any(Number), invocation_id: put.invocation, session_id: session, extension: ROOMY, capability: "kv.put", target: "audited", decision: "allowed", rule: "builtin:kv", bytes: 11, at: expect.any(Number) },
+    { id: expect.any(Number), invocation_id: put.invocation, session_id: session, extension: ROOMY, capability: "kv.put", target: "audited", decision: "allowed", rule: "builtin:kv", bytes: 11, secret: null, at: expect.any(Number) },
   ]);
   const bytes = await call(ROOMY, "put_bytes", { key: "audited-bytes", bytes: [1, 2, 3, 4, 5] });
   expect(bytes.rows).toEqual([expect.objectContaining({ invocation_id: bytes.invocation, capability: "kv.put", target: "audited-bytes", decision: "allowed", rule: "builtin:kv", bytes: 5 })]);

@@ -357,6 +357,7 @@ describe("bad input, doctor and known bugs, each on fresh homes", () => {
         ["mounts", true],
         ["store", true],
         ["artifacts", true],
+        ["secrets", true],
         ["home", true],
         ["hooks", true],
         ["policy", true],

@@ -205,6 +205,7 @@ describe("the dev loop's rules", () => {
     compactions: [],
     managed: false,
     observe: [],
+    secrets: [],
     limits: { memory_mb: 64, deadline_ms: 5000, idle_s: 300, kv_bytes: 1024, fetches: 4, concurrency: 1 },
   };
 

@@ -36,6 +36,8 @@ export interface FakeRequest {
   readonly url: string;
   readonly headers: ReadonlyArray<readonly [string, string]>;
   readonly body: Uint8Array | null;
+  /** The secret the request named (the broker would add its value; a test sees only the name). */
+  readonly secret?: string;
 }
 
 export type RouteAnswer = Respond | Refuse | Unreachable;
@@ -54,6 +56,7 @@ const Args = v.object({
   method: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z]{1,16}$/)), "GET"),
   headers: v.optional(v.pipe(v.array(v.tuple([v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(8192))])), v.maxLength(100)), []),
   body: v.optional(v.nullable(v.string()), null),
+  secret: v.optional(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/))),
 });
 
 const where = (url: URL) => `${url.protocol}//${url.host}${url.pathname}`;
@@ -116,7 +119,7 @@ export class FakeNet {
   /** Answers one `net.fetch` capability call (decoded arguments) as the broker does. */
   async serve(args: unknown): Promise<CapReply> {
     const parsed = v.safeParse(Args, args);
-    if (!parsed.success) return refused("bad_arguments", "args", "net.fetch takes {url, method?, headers?, body? (base64)}");
+    if (!parsed.success) return refused("bad_arguments", "args", "net.fetch takes {url, method?, headers?, body? (base64), secret?}");
     const method = parsed.output.method.toUpperCase();
     let url: URL;
     try {
@@ -133,6 +136,7 @@ export class FakeNet {
       url: url.href,
       headers: parsed.output.headers.map(([name, value]) => [name.toLowerCase(), value] as const),
       body: parsed.output.body === null ? null : fromBase64(parsed.output.body),
+      ...(parsed.output.secret !== undefined ? { secret: parsed.output.secret } : {}),
     };
     this.requests.push(request);
     const key = Object.keys(this.routes).find((k) => matches(k, method, url.href));

@@ -1,0 +1,1 @@
+ALTER TABLE `cap_audit` ADD `secret` text;
