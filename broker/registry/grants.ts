@@ -16,6 +16,8 @@ export const Grants = v.object({
   compactions: v.optional(v.array(v.string()), []),
   managed: v.optional(v.boolean(), false),
   observe: v.optional(v.array(v.string()), []),
+  /** Model providers (`[[provider]]`), by name: each is handed the completions harnesses ask of it. */
+  providers: v.optional(v.array(v.string()), []),
   // Defaults fill limits an older approval did not record.
   limits: Limits,
 });
@@ -33,6 +35,7 @@ export function requestedGrants(manifest: Manifest): Grants {
     compactions: manifest.compaction.map((c) => c.name).sort(),
     managed: manifest.managed !== undefined,
     observe: [...(manifest.observe?.events ?? [])].sort(),
+    providers: manifest.provider.map((p) => p.name).sort(),
     limits: {
       memory_mb: manifest.limits.memory_mb,
       deadline_ms: manifest.limits.deadline_ms,
@@ -57,7 +60,7 @@ export interface GrantDiff {
   readonly removedHooks: string[];
   readonly addedCommands: string[];
   readonly removedCommands: string[];
-  /** The session-facing kinds, each as `kind name` (`context notes`, `route status`, `compaction folds`, `managed`, `observe turn`). */
+  /** The session-facing kinds and providers, each as `kind name` (`context notes`, `route status`, `compaction folds`, `managed`, `observe turn`, `provider openai`). */
   readonly addedSession: string[];
   readonly removedSession: string[];
   /** Limits raised: [name, approved, requested]. */
@@ -101,6 +104,8 @@ export function sessionItems(g: Grants): string[] {
     ...g.compactions.map((n) => `compaction ${n}`),
     ...(g.managed ? ["managed"] : []),
     ...g.observe.map((n) => `observe ${n}`),
+    // A new provider widens: it is handed whole conversations (its models are catalog data, not grants).
+    ...g.providers.map((n) => `provider ${n}`),
   ];
 }
 

@@ -9,6 +9,13 @@ export interface FetchInit {
   readonly method?: string;
   readonly headers?: Readonly<Record<string, string>> | ReadonlyArray<readonly [string, string]>;
   readonly body?: string | Uint8Array | null;
+  /**
+   * A secret of this extension's manifest (`[[secret]]`), by name: the broker
+   * adds its value to the request (the header or query parameter the manifest
+   * names) when the URL is under a rule it is bound to. The extension never
+   * sees the value: it is `[secret]` in anything that comes back.
+   */
+  readonly secret?: string;
 }
 
 /**
@@ -58,12 +65,15 @@ export class FetchResult {
  * import { net } from "@tether/cap";
  * const res = await net.fetch("https://api.example.com/v1/weather?city=Lisbon");
  * if (res.ok) console.log(res.json());
+ * // With a secret the operator set (the manifest's [[secret]] "weather_key"):
+ * const auth = await net.fetch("https://api.example.com/v1/account", { secret: "weather_key" });
  * ```
  */
 export async function fetch(url: string, init: FetchInit = {}): Promise<FetchResult> {
   const headers = Array.isArray(init.headers) ? init.headers : Object.entries(init.headers ?? {});
   const body = init.body === undefined || init.body === null ? null : toBase64(typeof init.body === "string" ? new TextEncoder().encode(init.body) : init.body);
-  const value = (await callCap("net.fetch", { url: String(url), method: init.method ?? "GET", headers, body })) as {
+  const secret = init.secret === undefined ? {} : { secret: String(init.secret) };
+  const value = (await callCap("net.fetch", { url: String(url), method: init.method ?? "GET", headers, body, ...secret })) as {
     status: number;
     url: string;
     headers: Array<[string, string]>;

@@ -203,6 +203,7 @@ describe("the dev loop's rules", () => {
     contexts: [],
     routes: [],
     compactions: [],
+    providers: [],
     managed: false,
     observe: [],
     limits: { memory_mb: 64, deadline_ms: 5000, idle_s: 300, kv_bytes: 1024, fetches: 4, concurrency: 1 },
