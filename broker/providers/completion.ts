@@ -55,7 +55,8 @@ const names = (entries: readonly { name: string }[]) => `[${entries.map((e) => e
 /** The provider for `request`, or the failure that says why none. */
 function choose(broker: Broker, request: v.InferOutput<typeof CompletionRequest>, session: string | undefined): { entry: ProviderEntry; notes: readonly string[] } | Failure {
   const catalog = providerCatalog(broker);
-  void pruneDaemon(broker, catalog);
+  // Not waited for: what it stops is no longer chosen anyway.
+  pruneDaemon(broker, catalog).catch(() => {});
   const ranked = rankProviders(catalog, session === undefined ? null : new ProviderPreferencesRepository(broker.store).get(session));
   const model = request.model;
   if (request.provider !== undefined) {
@@ -80,6 +81,7 @@ function choose(broker: Broker, request: v.InferOutput<typeof CompletionRequest>
 
 /** Asks for one completion. Never rejects for a provider's faults (they are the outcome); a malformed request throws `bad_arguments`. */
 export async function complete(broker: Broker, input: unknown, options: CompletionOptions = {}): Promise<CompletionReport> {
+  if (broker.closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
   const request = checkCompletionRequest(input);
   const chosen = choose(broker, request, options.session);
   if ("ok" in chosen) return { outcome: chosen, provider: null, extension: null, model: request.model, invocationId: null, notes: [] };
