@@ -31,6 +31,8 @@ import { SessionScope, type HookOutcome, type Live, type ScopeCallOptions, type 
 import { sessionKindRule } from "./sessions/session-kind-rule.js";
 import type { SessionKind } from "../jail-runtime/wire/session-kinds.js";
 import type { CallKind } from "../jail-runtime/wire/frames.js";
+import { complete, type CompletionOptions, type CompletionReport } from "./providers/completion.js";
+import { providersFor, type ProvidersView } from "./providers/view.js";
 
 export { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
 export type { HookOutcome } from "./session-scope.js";
@@ -135,28 +137,30 @@ export class Broker {
     return this.#closed;
   }
 
-  /**
-   * Moves whenever the broker stopped a satellite because its approval was
-   * revoked or its install changed; sessions re-plan when it moves.
-   */
+  /** Moves whenever the broker stopped a satellite because its approval was revoked or its install changed; sessions re-plan when it moves. */
   get approvalEpoch(): number {
     this.#enforceApprovals();
     return this.#approvalEpoch;
   }
 
-  /** Sets a session's policy (offline, a narrower allow list); the next capability call obeys it. */
+  /** Sets a session's policy (offline, a narrower allow list); the next capability call obeys it, and requests on the wire are judged again now. */
   setSessionPolicy(session: string, policy: SessionPolicy): void {
-    // Requests already on the wire are judged again now, not at their next hop.
     this.scope(session).setPolicy(policy);
   }
 
-  /**
-   * Judges every request on the wire again against the policies as they stand
-   * (done by itself within a fraction of a second while any is in flight; call
-   * it after a change to have it at once). Those that no longer pass are cut off.
-   */
+  /** Judges every request on the wire again against the policies now (done by itself within a fraction of a second; call it to have it at once); those that fail are cut off. */
   recheckEgress(): Promise<void> {
     return this.#work.recheck();
+  }
+
+  /** The model providers served now (globally enabled extensions), ranked by `session`'s saved preference when given; the daemon scope (providers/). */
+  providers(session?: string): ProvidersView {
+    return providersFor(this, session);
+  }
+
+  /** A completion through a provider's daemon satellite (providers/completion.ts); its deltas to `options.onPartial`. Never rejects for a provider's faults. */
+  complete(request: unknown, options: CompletionOptions = {}): Promise<CompletionReport> {
+    return complete(this, request, options);
   }
 
   static open(options: BrokerOptions = {}): Broker {
@@ -215,10 +219,7 @@ export class Broker {
     return live;
   }
 
-  /**
-   * Boots the satellite of `extension` for `session` now (activation does, so a failed boot or a
-   * served/declared mismatch is known before anything is asked). Rejects naming what failed.
-   */
+  /** Boots the satellite of `extension` for `session` now (activation does: a failed boot or a served/declared mismatch is known before anything is asked); rejects naming what failed. */
   activate(session: string, extension: string): Promise<void> {
     return this.scope(session).activate(extension);
   }

@@ -32,6 +32,11 @@ export {
   type FoldRow,
 } from "./sessions/session.js";
 export type { Step } from "./sessions/stream.js";
+export type { CompletionOptions, CompletionOutcome, CompletionReport } from "./providers/completion.js";
+export type { ProvidersView } from "./providers/view.js";
+export type { ProviderEntry, ProviderModel, UnavailableProvider } from "./providers/catalog.js";
+export type { DaemonStatus } from "./providers/daemon.js";
+export { DAEMON_SCOPE } from "./providers/daemon.js";
 export type { Composed, TraceRow } from "./hooks/compose.js";
 export type { InvocationOutcome, ToolContent, ToolReply } from "./base/outcome.js";
 export { replyOf, textOf } from "./base/outcome.js";

@@ -32,6 +32,8 @@ export interface SuccessValues {
   readonly observe: string;
   readonly route: string;
   readonly compact: string;
+  /** A provider's completion (jail-runtime/wire/provider-kinds.ts), JSON text like the others. */
+  readonly complete: string;
 }
 
 /** How any invocation can fail: a code and a message. */

@@ -226,6 +226,23 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "providers",
+    usage: [{ usage: "providers [--session <id>]", summary: ["The model providers served now, their models, windows and prices;", "what is not served and why; the daemon scope's extensions"] }],
+    help:
+      "Providers come from extensions that are approved and enabled globally (tether session enable <name>), in registry order; a provider name two extensions declare is served by the first, and the later serves none. " +
+      "--session ranks and excludes as that session's saved preference does (it enables nothing). Reads the store; boots nothing.",
+    options: [["session", "Rank as this session's saved preference does"], "json"],
+    doc: `${OPERATORS}#providers`,
+    run: (ctx) =>
+      ctx.withBroker(async (broker) => {
+        const { providersOutput, renderProviders } = await import("./providers.js");
+        const session = typeof ctx.values.session === "string" ? ctx.values.session : undefined;
+        const view = providersOutput(broker, session);
+        ctx.out(view, renderProviders(view, session));
+        return EXIT.ok;
+      }),
+  },
+  {
     name: "audit",
     usage: [
       { usage: "audit [--ext <name>] [--session <id>] [--since <when>] [--limit <n>] [--denied]", summary: ["The invocation ledger and capability audit"] },

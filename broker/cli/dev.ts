@@ -58,11 +58,11 @@ export function defaultDevHome(env: Readonly<Record<string, string | undefined>>
 
 /**
  * Whether `diff` reaches further: egress rules, hooks, managed preparation,
- * observing and compaction (what each sees of a session), secret bindings, limits. Tools,
- * commands, context loaders and routes it offers do not.
+ * observing, compaction and providers (what each sees of a session), secret
+ * bindings, limits. Tools, commands, context loaders and routes it offers do not.
  */
 export function devWidens(diff: GrantDiff): boolean {
-  const sees = diff.addedSession.filter((item) => item === "managed" || item.startsWith("observe ") || item.startsWith("compaction "));
+  const sees = diff.addedSession.filter((item) => item === "managed" || item.startsWith("observe ") || item.startsWith("compaction ") || item.startsWith("provider "));
   return diff.addedNet.length + diff.addedHooks.length + sees.length + diff.addedSecrets.length + diff.raisedLimits.length > 0;
 }
 

@@ -17,6 +17,7 @@ export function declaredOf(manifest: Manifest): Declared {
     contexts: manifest.context.map((c) => c.name),
     routes: manifest.route.map((r) => r.name),
     compactions: manifest.compaction.map((c) => c.name),
+    providers: manifest.provider.map((p) => p.name),
     handles,
     entry: manifest.entry,
   };

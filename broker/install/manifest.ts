@@ -49,6 +49,29 @@ export const ObserveTable = v.strictObject({
   events: v.pipe(v.array(v.picklist(OBSERVED_KINDS)), v.minLength(1, "expected at least one of: " + OBSERVED_KINDS.join(", "))),
 });
 
+/** One model of a `[[provider]]`: catalog data, shown at review and served to harnesses. */
+export const ProviderModel = v.strictObject({
+  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/, "expected a model id (letters, digits, . _ : / @ -, at most 128, starting with a letter or digit)")),
+  context_window: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000_000)),
+  /** US dollars per million tokens; 0 for a free or local model. */
+  input_price_per_mtok: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1_000_000)), 0),
+  output_price_per_mtok: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1_000_000)), 0),
+  capabilities: v.optional(v.pipe(v.array(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, "expected a capability word (a-z, 0-9, _ and -)"))), v.maxLength(32)), []),
+});
+
+/** A `[[provider]]`: a model provider this extension's `providers` export answers completions for. */
+export const ProviderRow = v.strictObject({
+  name: Identifier,
+  description: v.pipe(v.string(), v.maxLength(4096)),
+  /** Where its API is; handed to each completion (a `[net] allow` rule must still allow it). */
+  base_url: v.optional(v.union([v.literal(""), v.pipe(v.string(), v.maxLength(2048), v.regex(/^https?:\/\/[^\s]+$/, "expected an http or https URL"))]), ""),
+  /** The name of a secret the broker injects into the provider's requests (handed to each completion). */
+  secret: v.optional(Identifier),
+  models: v.pipe(v.array(ProviderModel), v.minLength(1, "expected at least one model"), v.maxLength(256)),
+  /** A completion's time limit (default and ceiling: [limits] deadline_ms). */
+  deadline_ms: Deadline,
+});
+
 export const Limits = v.strictObject({
   memory_mb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(8192)), 128),
   deadline_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3_600_000)), 30_000),
@@ -74,6 +97,7 @@ export const Manifest = v.strictObject({
   context: v.optional(v.array(ContributionRow), []),
   route: v.optional(v.array(ContributionRow), []),
   compaction: v.optional(v.array(ContributionRow), []),
+  provider: v.optional(v.array(ProviderRow), []),
   managed: v.optional(ManagedTable),
   observe: v.optional(ObserveTable),
   net: v.optional(v.strictObject({ allow: v.optional(v.array(v.string()), []) }), { allow: [] }),
@@ -125,6 +149,19 @@ export function parseManifest(text: string, file: string): Manifest {
     for (const row of m[kind]) {
       if (names.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: ${kind} '${row.name}' is declared twice`);
       names.add(row.name);
+    }
+  }
+  const providers = new Set<string>();
+  for (const row of m.provider) {
+    if (providers.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: provider '${row.name}' is declared twice`);
+    providers.add(row.name);
+    const ids = new Set<string>();
+    for (const model of row.models) {
+      if (ids.has(model.id)) throw new TetherError(BrokerCode.installFailed, `${file}: provider '${row.name}' lists model '${model.id}' twice`);
+      ids.add(model.id);
+    }
+    if (row.secret !== undefined && !m.secret.some((s) => s.name === row.secret)) {
+      throw new TetherError(BrokerCode.installFailed, `${file}: provider '${row.name}' names the secret '${row.secret}', which no [[secret]] row declares; add one (with the rules and header it goes to), or remove secret from the provider`);
     }
   }
   const events = new Set<string>();

@@ -28,6 +28,8 @@ export const Grants = v.object({
   observe: v.optional(v.array(v.string()), []),
   // The secrets the broker may inject, each bound to rules and a place; an approval made before them granted none.
   secrets: v.optional(v.array(SecretBinding), []),
+  /** Model providers (`[[provider]]`), by name: each is handed the completions harnesses ask of it. */
+  providers: v.optional(v.array(v.string()), []),
   // Defaults fill limits an older approval did not record.
   limits: Limits,
 });
@@ -46,6 +48,7 @@ export function requestedGrants(manifest: Manifest): Grants {
     managed: manifest.managed !== undefined,
     observe: [...(manifest.observe?.events ?? [])].sort(),
     secrets: manifest.secret.map((s) => ({ name: s.name, rules: [...s.rules], ...(s.header !== undefined ? { header: s.header } : { query: s.query! }), format: s.format })),
+    providers: manifest.provider.map((p) => p.name).sort(),
     limits: {
       memory_mb: manifest.limits.memory_mb,
       deadline_ms: manifest.limits.deadline_ms,
@@ -70,7 +73,7 @@ export interface GrantDiff {
   readonly removedHooks: string[];
   readonly addedCommands: string[];
   readonly removedCommands: string[];
-  /** The session-facing kinds, each as `kind name` (`context notes`, `route status`, `compaction folds`, `managed`, `observe turn`). */
+  /** The session-facing kinds and providers, each as `kind name` (`context notes`, `route status`, `compaction folds`, `managed`, `observe turn`, `provider openai`). */
   readonly addedSession: string[];
   readonly removedSession: string[];
   /** Secret bindings, one `name → rule as place` each: a new secret or a new rule or place for one widens. */
@@ -119,6 +122,8 @@ export function sessionItems(g: Grants): string[] {
     ...g.compactions.map((n) => `compaction ${n}`),
     ...(g.managed ? ["managed"] : []),
     ...g.observe.map((n) => `observe ${n}`),
+    // A new provider widens: it is handed whole conversations (its models are catalog data, not grants).
+    ...g.providers.map((n) => `provider ${n}`),
   ];
 }
 

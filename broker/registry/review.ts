@@ -143,6 +143,11 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
   for (const row of m.route) lines.push(`It serves a route the harness calls: ${row.name} — ${row.description}${tag(`route ${row.name}`)}`);
   for (const row of m.compaction) lines.push(`It offers a compaction strategy: ${row.name} — ${row.description} (sees the whole conversation when chosen)${tag(`compaction ${row.name}`)}`);
   if (m.managed !== undefined) lines.push(`It is managed: prepared for each session (sees the session's id, workspace path and active extensions; keeps per-session state)${tag("managed")}`);
+  for (const row of m.provider) {
+    lines.push(`It is a model provider: ${row.name} — ${row.description} (runs as a daemon satellite; sees every conversation a harness asks it to complete)${tag(`provider ${row.name}`)}`);
+    if (row.base_url !== "") lines.push(`      its API: ${row.base_url}${row.secret !== undefined ? ` (with the secret '${row.secret}')` : ""}`);
+    for (const model of row.models) lines.push(`      model ${model.id}: ${model.context_window} tokens, $${model.input_price_per_mtok}/$${model.output_price_per_mtok} per million in/out${model.capabilities.length > 0 ? `, ${model.capabilities.join(", ")}` : ""}`);
+  }
   if (m.observe !== undefined) lines.push(`It observes the session: ${m.observe.events.join(", ")} (told as they happen; answers nothing)${m.observe.events.some((e) => tag(`observe ${e}`) !== "") ? "   [NEW]" : ""}`);
   return lines;
 }

@@ -63,7 +63,7 @@ const OPEN = 1;
 export interface RequestContext {
   /** Aborted by `call.cancel`, by the client going away, or by a shutdown that ran out of time. */
   readonly signal: AbortSignal;
-  /** Sends a `tool.partial` notification for this request (dropped when the client is not reading). */
+  /** Sends a partial notification for this request (`tool.partial`; `providers.partial` for a completion), dropped when the client is not reading. */
   readonly partial: (text: string) => void;
   /** How many partials were dropped so far. */
   readonly dropped: () => number;
@@ -81,7 +81,7 @@ export interface Handler {
 
 interface InFlight {
   readonly controller: AbortController;
-  /** tool.call and command.run stop when aborted; the others run to their end. */
+  /** tool.call, command.run and providers.complete stop when aborted; the others run to their end. */
   readonly cancellable: boolean;
 }
 
@@ -196,7 +196,7 @@ export class Connection {
     if (this.#inFlight.size >= this.#limits.maxInFlight) {
       return answer(failed(id ?? null, new RpcFailure(RpcCode.busy, ServeCode.busy, `This connection already has ${this.#limits.maxInFlight} requests in flight; wait for one to finish`)));
     }
-    const entry: InFlight = { controller: new AbortController(), cancellable: method === "tool.call" || method === "command.run" };
+    const entry: InFlight = { controller: new AbortController(), cancellable: method === "tool.call" || method === "command.run" || method === "providers.complete" };
     this.#inFlight.set(key, entry);
     let dropped = 0;
     const ctx: RequestContext = {
@@ -205,7 +205,7 @@ export class Connection {
         id === undefined
           ? () => {}
           : (text) => {
-              if (!this.#partial(id, text)) dropped++;
+              if (!this.#partial(id, method === "providers.complete" ? "providers.partial" : "tool.partial", text)) dropped++;
             },
       dropped: () => dropped,
     };
@@ -234,10 +234,10 @@ export class Connection {
   }
 
   /** Sends a partial unless the client is behind; false when it was dropped. */
-  #partial(id: RpcId, text: string): boolean {
+  #partial(id: RpcId, notification: "tool.partial" | "providers.partial", text: string): boolean {
     if (this.#closed || this.#socket.readyState !== OPEN) return false;
     if (this.#socket.bufferedAmount > this.#limits.partialHighWater) return false;
-    this.send({ jsonrpc: "2.0", method: "tool.partial", params: { id, text } });
+    this.send({ jsonrpc: "2.0", method: notification, params: { id, text } });
     return true;
   }
 

@@ -13,6 +13,9 @@ import { MAX_ROUTE_BYTES } from "../../jail-runtime/wire/session-kinds.js";
 import { MAX_COMPACT_MESSAGES } from "../sessions/compaction.js";
 import type { CompactReport, FoldRow, HarnessEvent, RouteReport, ToolCallReport } from "../sessions/session.js";
 import { SessionId } from "../sessions/session-records.js";
+import { CompletionRequest } from "../../jail-runtime/wire/provider-kinds.js";
+import type { CompletionReport } from "../providers/completion.js";
+import { ProviderPreferenceInput } from "../providers/ranking.js";
 
 /** JSON-RPC error codes: the spec's five, then the server's own (-32000 … -32099). */
 export const RpcCode = {
@@ -144,6 +147,9 @@ export const Params = {
     strategy: v.optional(Name),
   }),
   "session.folds": v.strictObject({ session: Session, compaction_id: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))) }),
+  "session.prefer_providers": v.strictObject({ session: Session, preference: v.nullable(ProviderPreferenceInput) }),
+  "providers.list": v.strictObject({ session: v.optional(Session) }),
+  "providers.complete": v.strictObject({ session: v.optional(Session), ...CompletionRequest.entries }),
 } as const;
 
 export type Method = keyof typeof Params;
@@ -261,6 +267,13 @@ export function routeToWire(r: RouteReport): Record<string, unknown> {
 export function compactToWire(r: CompactReport): Record<string, unknown> {
   const outcome = r.outcome.ok ? { ok: true, compaction_id: r.outcome.compactionId, summary: r.outcome.summary, folds: r.outcome.folds } : r.outcome;
   return { outcome, strategy: r.strategy, extension: r.extension, hook_text: r.hookText, notes: r.notes, trace: r.trace.map(traceToWire) };
+}
+
+/** A CompletionReport, with how many partials were dropped for a client that was not reading. */
+export function completionToWire(r: CompletionReport, partialsDropped: number): Record<string, unknown> {
+  const o = r.outcome;
+  const outcome = o.ok ? { ok: true, text: o.text, usage: o.usage, stop_reason: o.stopReason, model: o.model } : o;
+  return { outcome, provider: r.provider, extension: r.extension, model: r.model, invocation_id: r.invocationId, notes: r.notes, partials_dropped: partialsDropped };
 }
 
 export function foldToWire(f: FoldRow): Record<string, unknown> {

@@ -19,7 +19,7 @@ import type { Broker } from "../broker.js";
 import type { Logger } from "../base/log.js";
 import { Session, type HarnessEvent, type HarnessPayload } from "../sessions/session.js";
 import { Connection, DEFAULT_LIMITS, type Handler, type RequestContext, type ServeLimits } from "./connection.js";
-import { RpcCode, RpcFailure, ServeCode, checkPayload, compactToWire, composedToWire, foldToWire, reportToWire, routeToWire, unknownSession, type Method, type ParamsOf } from "./protocol.js";
+import { RpcCode, RpcFailure, ServeCode, checkPayload, compactToWire, completionToWire, composedToWire, foldToWire, reportToWire, routeToWire, unknownSession, type Method, type ParamsOf } from "./protocol.js";
 import { bearerMatches } from "./token.js";
 import { listen, removeSocket, type Listening, type Where } from "./transport.js";
 
@@ -266,6 +266,19 @@ export class ServeServer implements Handler {
       case "session.folds": {
         const p = params as ParamsOf<"session.folds">;
         return (await this.#session(p.session)).folds(p.compaction_id).map(foldToWire);
+      }
+      case "session.prefer_providers": {
+        const p = params as ParamsOf<"session.prefer_providers">;
+        const session = await this.#session(p.session);
+        session.preferProviders(p.preference);
+        return { preference: session.providers().preference };
+      }
+      case "providers.list":
+        return this.#broker.providers((params as ParamsOf<"providers.list">).session);
+      case "providers.complete": {
+        const { session, ...request } = params as ParamsOf<"providers.complete">;
+        const report = await this.#broker.complete(request, { signal: ctx.signal, onPartial: ctx.partial, ...(session !== undefined ? { session } : {}) });
+        return completionToWire(report, ctx.dropped());
       }
       case "call.cancel":
         // Answered by the connection itself (the request ids are the connection's).

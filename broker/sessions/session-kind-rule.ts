@@ -32,6 +32,12 @@ export function sessionKindRule(extension: string, manifest: Manifest, grants: G
     case "close":
       if (manifest.managed === undefined || !grants.managed) return failure(WireCode.unhandled, `'${extension}' is not an approved managed extension`);
       return cap(kind === "prepare" ? manifest.managed.prepare_deadline_ms : manifest.managed.close_deadline_ms);
+    case "complete": {
+      // A completion may take as long as the extension's own deadline allows.
+      const row = manifest.provider.find((r) => r.name === name);
+      if (row === undefined || !grants.providers.includes(name)) return failure(WireCode.unknownTool, `'${extension}' has no approved provider '${name}'; it has [${[...grants.providers].sort().join(", ")}]`);
+      return cap(row.deadline_ms ?? grants.limits.deadline_ms);
+    }
     case "observe":
       if (manifest.observe === undefined || grants.observe.length === 0) return failure(WireCode.unhandled, `'${extension}' is not an approved observer`);
       return cap(undefined);

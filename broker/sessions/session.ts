@@ -25,6 +25,10 @@ import { routeCall, type RouteReport } from "./route-call.js";
 import { FoldsRepository, type FoldRow } from "../store/folds-repository.js";
 import { Preferences } from "./preferences.js";
 import { SessionRecords } from "./session-records.js";
+import type { CompletionOptions, CompletionReport } from "../providers/completion.js";
+import { checkProviderPreference } from "../providers/ranking.js";
+import type { ProvidersView } from "../providers/view.js";
+import { ProviderPreferencesRepository } from "../store/provider-preferences-repository.js";
 import { streamed, type Step } from "./stream.js";
 
 export { ActiveSet, type ExtensionState, type ExtensionStatus, type ReloadReport } from "./active-set.js";
@@ -259,6 +263,25 @@ export class Session {
       }
     };
     return compact({ scope: this.#scope, active: this.#active, bus: this.#bus, folds: this.#folds, onCompacted }, input, options);
+  }
+
+  /**
+   * Saves how this session ranks and excludes model providers (`rank`: names
+   * to try first, in order; `exclude`: never these); `null` removes it. It
+   * orders what is served globally and enables nothing (docs/providers.md).
+   */
+  preferProviders(preference: { rank?: readonly string[]; exclude?: readonly string[] } | null): void {
+    new ProviderPreferencesRepository(this.#broker.store).set(this.id, preference === null ? null : checkProviderPreference(preference));
+  }
+
+  /** The providers served now, as this session ranks them (`Broker.providers(id)`). */
+  providers(): ProvidersView {
+    return this.#broker.providers(this.id);
+  }
+
+  /** A completion for this session: its ranking picks the provider when none is named (`Broker.complete`). */
+  complete(request: unknown, options: Omit<CompletionOptions, "session"> = {}): Promise<CompletionReport> {
+    return this.#broker.complete(request, { ...options, session: this.id });
   }
 
   /** Tells `listener` of each compaction whose folds were stored here; returns how to stop. */

@@ -225,3 +225,16 @@ export const strategyPreferences = sqliteTable("strategy_preferences", {
   strategy: text("strategy").notNull(),
   updatedAt: integer("updated_at").notNull().default(now),
 });
+
+/**
+ * How a session ranks and excludes model providers (by `[[provider]]` name),
+ * as JSON arrays of names; no row: every eligible provider, in registry order.
+ */
+export const providerPreferences = sqliteTable("provider_preferences", {
+  sessionId: text("session_id").primaryKey(),
+  /** JSON: the names to try first, in order. */
+  rank: text("rank").notNull(),
+  /** JSON: the names this session never uses. */
+  exclude: text("exclude").notNull(),
+  updatedAt: integer("updated_at").notNull().default(now),
+});

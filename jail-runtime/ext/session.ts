@@ -10,7 +10,9 @@
  * - `observe`: told the session's events in batches, answering nothing (`[observe]`);
  * - `routes`: named handlers the harness calls with a request string (`[[route]]`);
  * - `compactions`: named strategies that summarise a conversation and say
- *   which messages they folded (`[[compaction]]`).
+ *   which messages they folded (`[[compaction]]`);
+ * - `providers`: model providers answering completions (`[[provider]]`,
+ *   ./provider.ts), asked in the broker's daemon scope.
  *
  * Payloads and answers are the schemas in jail-runtime/wire/session-kinds.ts.
  */
@@ -23,6 +25,7 @@ import type { Ctx } from "./ctx.js";
 import { BadArguments } from "./decode_args.js";
 import { CapError } from "../cap/invocation.js";
 import { rendered } from "./rendered.js";
+import { ProviderError, type Provider } from "./provider.js";
 
 type Returns<T> = T | Promise<T>;
 
@@ -48,6 +51,7 @@ export interface SessionServed {
   readonly compactions?: Readonly<Record<string, Strategy>>;
   readonly managed?: Managed;
   readonly observe?: Observer;
+  readonly providers?: Readonly<Record<string, Provider>>;
 }
 
 type Answer = { readonly ok: true; readonly value: string } | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
@@ -59,12 +63,12 @@ function own<T>(table: Readonly<Record<string, T>> | undefined, name: string): T
 }
 
 /** The names this module serves of each kind, and which session handlers it has: what its `hello` says. */
-export function sessionNames(served: SessionServed): { contexts: string[]; routes: string[]; compactions: string[]; handles: Array<"prepare" | "close" | "observe"> } {
+export function sessionNames(served: SessionServed): { contexts: string[]; routes: string[]; compactions: string[]; providers: string[]; handles: Array<"prepare" | "close" | "observe"> } {
   const handles: Array<"prepare" | "close" | "observe"> = [];
   if (typeof served.managed?.prepare === "function") handles.push("prepare");
   if (typeof served.managed?.close === "function") handles.push("close");
   if (typeof served.observe === "function") handles.push("observe");
-  return { contexts: Object.keys(served.contexts ?? {}), routes: Object.keys(served.routes ?? {}), compactions: Object.keys(served.compactions ?? {}), handles };
+  return { contexts: Object.keys(served.contexts ?? {}), routes: Object.keys(served.routes ?? {}), compactions: Object.keys(served.compactions ?? {}), providers: Object.keys(served.providers ?? {}), handles };
 }
 
 /** Runs the function for `kind`, checking its payload first and its answer after; throws what the function throws. */
@@ -91,6 +95,12 @@ async function run(kind: SessionKind, name: string, served: SessionServed, paylo
       const strategy = own(served.compactions, name);
       if (strategy === undefined) return fail(ErrorCode.unknownTool, `No compaction strategy '${name}'; this extension serves [${Object.keys(served.compactions ?? {}).sort().join(", ")}]`);
       reply = await strategy(input, ctx);
+      break;
+    }
+    case "complete": {
+      const provider = own(served.providers, name);
+      if (provider === undefined) return fail(ErrorCode.unknownTool, `No provider '${name}'; this extension serves [${Object.keys(served.providers ?? {}).sort().join(", ")}]`);
+      reply = await provider(input, ctx);
       break;
     }
     case "prepare":
@@ -129,6 +139,8 @@ export async function answerSession(served: SessionServed, kind: SessionKind, na
     if (err instanceof BadArguments) return fail(ErrorCode.badArguments, `${what}: ${err.message}`);
     // A capability the broker refused, left uncaught: the answer says so, with the rule (as for a tool).
     if (err instanceof CapError) return fail(err.code, `${what}: ${err.message}`);
+    // A provider's API failed: the message says how, with no stack.
+    if (err instanceof ProviderError) return fail(ErrorCode.refused, `${what}: ${err.message}`);
     throw err;
   }
 }

@@ -37,6 +37,8 @@ export const Hello = v.object({
   contexts: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   routes: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   compactions: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
+  /** Model providers it serves, by name. */
+  providers: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   /** Which session handlers its module exports: `prepare` and `close` (managed), `observe`. */
   handles: v.optional(v.pipe(v.array(v.picklist(["prepare", "close", "observe"])), v.maxLength(3)), []),
 });

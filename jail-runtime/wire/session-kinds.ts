@@ -7,6 +7,7 @@
  * answers). Both travel as JSON text, as hook payloads and verdicts do.
  */
 import * as v from "valibot";
+import { CompleteAnswer, CompletePayload } from "./provider-kinds.js";
 
 const Text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 const Count = v.pipe(v.number(), v.integer(), v.minValue(0));
@@ -21,8 +22,12 @@ export const MAX_OBSERVED_BATCH = 256;
 /** The most folds one compaction may make. */
 export const MAX_FOLDS = 256;
 
-/** What each session-facing kind is called on the wire (`call.kind`). */
-export const SESSION_KINDS = ["context", "prepare", "close", "observe", "route", "compact"] as const;
+/**
+ * What each kind asked through a scope is called on the wire (`call.kind`).
+ * `complete` (a model provider's completion, ./provider-kinds.ts) is asked in
+ * the daemon scope, not a session's, but travels the same way.
+ */
+export const SESSION_KINDS = ["context", "prepare", "close", "observe", "route", "compact", "complete"] as const;
 export type SessionKind = (typeof SESSION_KINDS)[number];
 
 /** The session as a loader, a preparation or a route sees it: no files, the workspace as text. */
@@ -68,6 +73,7 @@ export const SessionPayloads = {
     /** What `before_compact` hooks asked the summariser to keep, in registry order. */
     hook_text: v.array(v.string()),
   }),
+  complete: CompletePayload,
 } as const;
 
 export const Fold = v.object({
@@ -95,6 +101,7 @@ export const SessionAnswers = {
   observe: v.strictObject({}),
   route: v.strictObject({ response: Text(MAX_ROUTE_BYTES) }),
   compact: v.strictObject({ summary: Text(MAX_CONTEXT_BYTES), folds: v.pipe(v.array(Fold), v.maxLength(MAX_FOLDS)) }),
+  complete: CompleteAnswer,
 } as const;
 
 export type SessionPayload<K extends SessionKind> = v.InferOutput<(typeof SessionPayloads)[K]>;

@@ -2,7 +2,8 @@
  * The example extensions' own tests: `deno test` over manifests/ (each
  * extension's `index_test.ts`, written with the SDK's test kit), type-checked
  * and run through manifests/deno.json, with nothing fetched. Each tool, hook
- * and command a manifest declares is named in its extension's test file.
+ * and command a manifest declares is named in its extension's test file
+ * (a provider, as a `kit.complete("<name>"` call).
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -22,7 +23,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-test.each(EXTENSIONS)("manifests/%s has a test file naming every tool, hook, command, loader, route and strategy it declares", (name) => {
+test.each(EXTENSIONS)("manifests/%s has a test file naming every tool, hook, command, loader, route, strategy and provider it declares", (name) => {
   const manifest = readManifest(join(MANIFESTS, name));
   const tests = readFileSync(join(MANIFESTS, name, "index_test.ts"), "utf8");
   const declared = [
@@ -30,6 +31,8 @@ test.each(EXTENSIONS)("manifests/%s has a test file naming every tool, hook, com
     ...manifest.hook.map((h) => h.event),
     ...manifest.command.map((c) => c.name),
     ...[...manifest.context, ...manifest.route, ...manifest.compaction].map((row) => row.name),
+    // A provider's tests ask it for a completion, by name.
+    ...manifest.provider.flatMap((row) => [`kit.complete("${row.name}"`]),
     // A managed extension's tests prepare and close it; an observer's tell it events.
     ...(manifest.managed !== undefined ? ["kit.prepare(", "kit.close("] : []),
     ...(manifest.observe !== undefined ? ["kit.observe("] : []),

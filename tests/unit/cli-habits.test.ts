@@ -203,6 +203,7 @@ describe("the dev loop's rules", () => {
     contexts: [],
     routes: [],
     compactions: [],
+    providers: [],
     managed: false,
     observe: [],
     secrets: [],

@@ -65,3 +65,8 @@ test("the manifest refuses a name declared twice, an unknown observed event, and
   expect(() => parseManifest(`${HEAD}\n[observe]\nevents = ["tool_call"]\n`, "m.toml")).toThrow(/observe\.events\.0: Invalid type: Expected \("turn" \| "usage" \| "compaction" \| "session"\)/);
   expect(() => parseManifest(`${HEAD}\n[observe]\nevents = []\n`, "m.toml")).toThrow("expected at least one of: turn, usage, compaction, session");
 });
+
+test("a provider naming a secret no [[secret]] row declares is refused, saying what to add", () => {
+  const provider = `${HEAD}\n[[provider]]\nname = "p"\ndescription = "d"\nsecret = "key"\nmodels = [{ id = "m", context_window = 1000 }]\n`;
+  expect(() => parseManifest(provider, "m.toml")).toThrow("m.toml: provider 'p' names the secret 'key', which no [[secret]] row declares");
+});

@@ -64,6 +64,8 @@ export interface TestKit {
   route(name: string, request: string, options?: CallOptions): Promise<Answer>;
   /** Runs a compaction strategy; an `ok` answer's value is `{ summary, folds }`. */
   compact(name: string, input: Pick<SessionPayload<"compact">, "messages"> & Partial<SessionPayload<"compact">>, options?: CallOptions): Promise<Answer>;
+  /** Asks a provider for a completion (`base_url` "" and no secret unless given); an `ok` answer's value is `{ text, usage, … }`, each delta in `reports`. */
+  complete(provider: string, request: Pick<SessionPayload<"complete">, "model" | "messages"> & Partial<SessionPayload<"complete">>, options?: CallOptions): Promise<Answer>;
 }
 
 /** The session the kit's session-facing calls are made in. */
@@ -102,6 +104,7 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     compactions: extension.compactions,
     managed: extension.managed,
     observe: extension.observe,
+    providers: extension.providers,
     tools: extension.tools ?? {},
     commands: extension.commands ?? {},
     // As the generated entry pairs them: each hook under the event it is exported as.
@@ -161,6 +164,7 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
       return invoke("observe", "", JSON.stringify({ session_id: SESSION.session_id, events: batch, dropped: 0 }), call);
     },
     route: (route, request, call) => invoke("route", route, JSON.stringify({ ...SESSION, route, request, active: [name] }), call),
+    complete: (provider, request, call) => invoke("complete", provider, JSON.stringify({ provider, max_tokens: 1024, base_url: "", secret: null, session_id: null, ...request }), call),
     compact: (strategy, input, call) => invoke("compact", strategy, JSON.stringify({ session_id: SESSION.session_id, strategy, reason: "requested", budget: 2000, hook_text: [], ...input }), call),
   };
 }

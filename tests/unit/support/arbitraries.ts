@@ -63,6 +63,7 @@ export const helloFrame = fc.record(
     contexts: fc.array(wireName, { maxLength: 3 }),
     routes: fc.array(wireName, { maxLength: 3 }),
     compactions: fc.array(wireName, { maxLength: 3 }),
+    providers: fc.array(wireName, { maxLength: 3 }),
     handles: fc.subarray(["prepare" as const, "close" as const, "observe" as const]),
   },
   { noNullPrototype: true },
