@@ -9,6 +9,7 @@ import * as v from "valibot";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { OBSERVED_KINDS } from "../../jail-runtime/wire/session-kinds.js";
 import { HookRow } from "./hook-row.js";
+import { LoginRow, endpointProblem, endpointsOf } from "./login-row.js";
 
 const Identifier = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
 const ToolName = v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, "expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)"));
@@ -21,6 +22,7 @@ export const ToolRow = v.strictObject({
 });
 
 export { HookRow } from "./hook-row.js";
+export { LoginRow } from "./login-row.js";
 
 export const CommandRow = v.strictObject({
   name: Identifier,
@@ -75,6 +77,8 @@ export const Manifest = v.strictObject({
   compaction: v.optional(v.array(ContributionRow), []),
   managed: v.optional(ManagedTable),
   observe: v.optional(ObserveTable),
+  /** OAuth sign-ins the broker runs; their tokens fill `[[secret]]`s and never reach the jail (docs/login.md). */
+  login: v.optional(v.array(LoginRow), []),
   net: v.optional(v.strictObject({ allow: v.optional(v.array(v.string()), []) }), { allow: [] }),
   limits: v.optional(Limits, {}),
 });
@@ -125,12 +129,34 @@ export function parseManifest(text: string, file: string): Manifest {
       names.add(row.name);
     }
   }
+  loginProblems(m, file);
   const events = new Set<string>();
   for (const row of m.hook) {
     if (events.has(row.event)) throw new TetherError(BrokerCode.installFailed, `${file}: hook '${row.event}' is declared twice`);
     events.add(row.event);
   }
   return m;
+}
+
+/** `[[login]]` rows: unique names, endpoints the URL parser accepts, and a declared `[[secret]]` when the manifest has them. */
+function loginProblems(m: Manifest, file: string): void {
+  const names = new Set<string>();
+  const secrets = new Set<string>();
+  // `[[secret]]` is another table's; check against it only when this manifest shape has one.
+  const declared = (m as { secret?: ReadonlyArray<{ name: string }> }).secret;
+  m.login.forEach((row, i) => {
+    if (names.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: login '${row.name}' is declared twice`);
+    names.add(row.name);
+    if (secrets.has(row.secret)) throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.secret: '${row.secret}' is filled by another login already; give each login its own secret`);
+    secrets.add(row.secret);
+    for (const [field, url] of endpointsOf(row)) {
+      const problem = endpointProblem(url);
+      if (problem !== null) throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.${field}: ${problem}`);
+    }
+    if (declared !== undefined && !declared.some((s) => s.name === row.secret)) {
+      throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.secret: no [[secret]] named '${row.secret}'; declare it, or name one that is declared`);
+    }
+  });
 }
 
 /** Reads `<dir>/manifest.toml`. */
