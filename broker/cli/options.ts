@@ -25,6 +25,7 @@ export const OPTIONS = {
   dir: { type: "string" },
   all: { type: "boolean" },
   diff: { type: "boolean" },
+  timeout: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "V" },
 } satisfies ParseArgsConfig["options"];
@@ -56,6 +57,7 @@ export const OPTION_HELP: Record<OptionName, readonly [string, string]> = {
   dir: ["--dir <folder>", "The folder to create (default: ./<name>)"],
   all: ["--all", "Grant every requested egress rule, also those an earlier --only withheld"],
   diff: ["--diff", "Also print how each changed source file differs (old against new)"],
+  timeout: ["--timeout <s>", "How long to wait for the browser's redirect, in seconds (default 300)"],
   help: ["--help, -h", "Show the help (of a command: tether <command> --help)"],
   version: ["--version, -V", "Show the version of tether and of its wire protocol"],
 };
