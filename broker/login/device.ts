@@ -56,7 +56,8 @@ export async function startDevice(row: DeviceRow, extension: string, options: Fl
   const started = options.clock.now();
   const deadline = started + d.expires_in * 1000;
   const done = (async () => {
-    let interval = (d.interval ?? DEFAULT_INTERVAL_S) * 1000;
+    // At least a second: a server answering 0 must not turn the wait into a busy loop of requests.
+    let interval = Math.max(1, d.interval ?? DEFAULT_INTERVAL_S) * 1000;
     for (let polls = 1; ; polls++) {
       await options.clock.sleep(interval, options.signal);
       if (options.clock.now() >= deadline) {
