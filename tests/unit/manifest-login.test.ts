@@ -3,6 +3,8 @@
  * message that names the field and what to change.
  */
 import { parseManifest } from "../../broker/install/manifest.js";
+import type { Installed } from "../../broker/registry/registry.js";
+import { buildReview, renderReview } from "../../broker/registry/review.js";
 
 const HEAD = `name = "gh"\nversion = "1.0.0"\ndescription = "x"\nentry = "index.ts"\n`;
 const DEVICE = `[[login]]
@@ -59,4 +61,16 @@ test("names are unique, and so are the secrets the logins fill", () => {
   expect(refused(`${DEVICE}\n${DEVICE.replace('name = "github"', 'name = "other"')}`)).toMatch(/login\.1\.secret: 'github_token' is filled by another login already/);
   expect(refused(DEVICE.replace('secret = "github_token"', 'secret = "Github Token"'))).toMatch(/login\.0\.secret: expected a lowercase name/);
   expect(refused(DEVICE.replace('scopes = ["repo:read"]', 'scopes = ["repo read"]'))).toMatch(/login\.0\.scopes\.0: expected one scope token/);
+});
+
+test("tether review shows each login: where the operator signs in, the token endpoint, the scopes and the secret it fills", () => {
+  const manifest = parseManifest(`${HEAD}${DEVICE}`, "m.toml");
+  const installed = { name: "gh", version: "1.0.0", description: "x", manifest, manifestText: "", manifestHash: "a", artifactHash: "b" } as unknown as Installed;
+  expect(renderReview(buildReview(installed, "pending", null), installed)).toContain(
+    [
+      "It asks you to sign in (1 login; tether login gh — the broker keeps the tokens, the jail never sees them):",
+      "  github — Sign in to GitHub",
+      "      device flow at https://github.com/login/device/code, tokens from https://github.com/login/oauth/access_token, scopes repo:read; the access token fills the secret github_token",
+    ].join("\n"),
+  );
 });
