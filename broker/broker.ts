@@ -1,7 +1,4 @@
-/**
- * The broker as a library: open it on a home folder, call approved extensions'
- * tools, close it. It refuses anything an operator did not approve.
- */
+/** The broker as a library: open it on a home folder, call approved extensions' tools, close it. It refuses anything an operator did not approve. */
 import { capDispatcher, noHooks, type CapEnvironment } from "./caps/dispatcher.js";
 import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";
 import { CapabilityWork } from "./caps/in-flight.js";
@@ -23,6 +20,7 @@ import { openStore, type Store } from "./store/open.js";
 import { ToolArgsChecker } from "./base/tool-args.js";
 import { ParsedRules } from "./caps/egress-policy.js";
 import { FileSecrets } from "./secrets/store.js";
+import { loginSecrets } from "./login/logins.js";
 import { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
 import { currentApproval, syncApprovals } from "./approval-sync.js";
 import { InvocationEnd } from "./caps/invocation-end.js";
@@ -106,6 +104,7 @@ export class Broker {
       agents: this.#agents,
       rules: new ParsedRules(),
       secrets: options.secrets ?? new FileSecrets(this.home),
+      logins: loginSecrets(this),
       fetchBounds: (extension) => {
         let own = this.#extensionFetches.get(extension);
         if (own === undefined) this.#extensionFetches.set(extension, (own = new Permits(EXTENSION_FETCHES, "broker:fetches-per-extension")));

@@ -36,6 +36,8 @@ export const BrokerCode = {
   sessionInUse: "session_in_use",
   /** The tool or command is not served by any active extension of the session; the message names the inactive one and why. */
   inactive: "inactive",
+  /** A sign-in (`tether login`, `login.start`), a refresh or a logout failed; the message names the endpoint and the OAuth error code. */
+  loginFailed: "login_failed",
 } as const;
 export type BrokerCode = (typeof BrokerCode)[keyof typeof BrokerCode];
 export const BROKER_CODES: readonly BrokerCode[] = Object.values(BrokerCode);

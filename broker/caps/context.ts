@@ -5,7 +5,7 @@
 import type { EgressAgents } from "../egress/agents.js";
 import type { Resolver } from "../egress/judge.js";
 import type { Logger } from "../base/log.js";
-import type { SecretSource } from "../secrets/store.js";
+import type { LoginSecrets, SecretSource } from "../secrets/store.js";
 import type { Grants } from "../registry/grants.js";
 import type { CapReply } from "../base/capability.js";
 import type { CapCall, InvocationInfo } from "../base/capability.js";
@@ -62,6 +62,8 @@ export interface CapEnvironment {
   readonly agents: EgressAgents;
   /** The operator's secrets, read when a request that names one is sent (never cached). */
   readonly secrets: SecretSource;
+  /** Secrets a `[[login]]` fills: its current access token (refreshed when due), or null. */
+  readonly logins: LoginSecrets;
   /** The broker's parsed egress rules, by their text. */
   readonly rules: ParsedRules;
   /** The bounds on concurrent fetches beyond the invocation's own: the extension's, then the broker's. */

@@ -82,7 +82,7 @@ function hopAct(scope: CallScope, exchange: Exchange, secret: FetchSecret | null
       // Judged and hooked without it: the secret goes in now, only under a rule it is bound to.
       let sent: SentHop = { url: exchange.url, headers: exchange.headers, carried: false };
       if (secret !== null) {
-        const hop = sentHop(scope, secret, exchange, verdict.rule);
+        const hop = await sentHop(scope, secret, exchange, verdict.rule);
         if ("rule" in hop) return denied(hop.rule, hop.msg, url);
         sent = hop;
       }

@@ -54,7 +54,7 @@ export function fetchSecret(scope: CallScope, name: string, headers: ReadonlyArr
  * rules is refused; a redirect hop outside them is sent without it (a
  * redirect to a CDN or another origin never carries the credential).
  */
-export function sentHop(scope: CallScope, secret: FetchSecret, exchange: Exchange, rule: string): SentHop | SecretRefusal {
+export async function sentHop(scope: CallScope, secret: FetchSecret, exchange: Exchange, rule: string): Promise<SentHop | SecretRefusal> {
   const { binding, redactor } = secret;
   const ext = scope.info.extension;
   const plain = { url: exchange.url, headers: exchange.headers, carried: false };
@@ -63,6 +63,14 @@ export function sentHop(scope: CallScope, secret: FetchSecret, exchange: Exchang
     return { rule: `secret:${binding.name} not bound to ${rule}`, msg: `net.fetch refused: secret '${binding.name}' is sent only under ${binding.rules.map((r) => `'${r}'`).join(", ")}, and this URL is under '${rule}'` };
   }
   let value: string | null;
+  if (scope.env.logins.fills(ext, binding.name)) {
+    // Filled by a sign-in the broker ran: the token store answers (refreshing a due token), never the jail.
+    value = await scope.env.logins.currentToken(ext, binding.name);
+    if (value === null) {
+      return { rule: `secret:${binding.name} not signed in`, msg: `net.fetch refused: secret '${binding.name}' comes from a sign-in that is not done or has expired; the operator must run: tether login ${ext}` };
+    }
+    return inject(binding, redactor, exchange, value);
+  }
   try {
     value = scope.env.secrets.get(ext, binding.name);
     const problem = value === null ? null : secretValueProblem(value);
@@ -76,6 +84,11 @@ export function sentHop(scope: CallScope, secret: FetchSecret, exchange: Exchang
   if (value === null) {
     return { rule: `secret:${binding.name} not set`, msg: `net.fetch refused: secret '${binding.name}' is not set; the operator must run: tether secret set ${ext} ${binding.name}` };
   }
+  return inject(binding, redactor, exchange, value);
+}
+
+/** The hop with `value` in the binding's header or query parameter; the redactor learns both forms of it. */
+function inject(binding: FetchSecret["binding"], redactor: FetchSecret["redactor"], exchange: Exchange, value: string): SentHop {
   const sent = formatted(binding.format, value);
   redactor.add(value, sent);
   if (binding.header !== undefined) {

@@ -350,6 +350,39 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "login",
+    usage: [
+      {
+        usage: "login <name> [<login>] [--timeout <s>]",
+        summary: ["Sign an extension in to a service its [[login]] names: the broker runs", "the OAuth flow and keeps the tokens; the jail never sees them"],
+      },
+    ],
+    help:
+      "A device login prints a URL and a code to enter there, then waits; an authorization_code login prints a URL to open in a browser on this machine and waits for its redirect to a loopback listener (--timeout, default 300 s). " +
+      "Ctrl-C cancels. The tokens are kept in <home>/logins (mode 0600), refreshed before they expire, and injected into the extension's requests as the [[secret]] the login fills. <login> may be left out when the extension declares one.",
+    options: ["timeout", "json"],
+    doc: `${OPERATORS}#sign-ins`,
+    needs: [1, "the extension name: tether login <name> [<login>]"],
+    run: async (ctx) => (await import("./login.js")).runLogin(ctx),
+  },
+  {
+    name: "logout",
+    usage: [{ usage: "logout <name> [<login>]", summary: ["Revoke (when the login declares how) and delete an extension's sign-in;", "every one of its logins without <login>"] }],
+    help: "Asks the login's revocation_endpoint, when it declares one, to revoke the refresh and access tokens, then deletes them whatever it answers (a failed revocation is a note on stderr). Works for an extension no longer installed too.",
+    options: ["json"],
+    doc: `${OPERATORS}#sign-ins`,
+    needs: [1, "the extension name: tether logout <name> [<login>]"],
+    run: async (ctx) => (await import("./login.js")).runLogout(ctx),
+  },
+  {
+    name: "logins",
+    usage: [{ usage: "logins [<name>]", summary: ["Each declared sign-in: signed in or not, expiry, refreshable"] }],
+    help: "One line per [[login]] of the installed extensions (or of one): signed in as of when, how many seconds the access token has left, whether it can be refreshed — never a token.",
+    options: ["json"],
+    doc: `${OPERATORS}#sign-ins`,
+    run: async (ctx) => (await import("./login.js")).runLogins(ctx),
+  },
+  {
     name: "new",
     usage: [{ usage: "new <name> [--dir <folder>]", summary: ["Scaffold an extension (manifest, a tool, a hook, deno tests, the SDK)"] }],
     help: "Writes a new extension folder: manifest.toml, index.ts with one tool and one hook, deno tests on the SDK's test kit, deno.json, and the SDK in its node_modules. `deno test` passes in it at once, and `tether install` accepts it. Refuses a name the manifest would refuse and a folder that is not empty.",

@@ -26,6 +26,7 @@ export const OPTIONS = {
   all: { type: "boolean" },
   diff: { type: "boolean" },
   file: { type: "string" },
+  timeout: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "V" },
 } satisfies ParseArgsConfig["options"];
@@ -58,6 +59,7 @@ export const OPTION_HELP: Record<OptionName, readonly [string, string]> = {
   all: ["--all", "Grant every requested egress rule, also those an earlier --only withheld"],
   diff: ["--diff", "Also print how each changed source file differs (old against new)"],
   file: ["--file <path>", "Read the secret's value from this file (one trailing line break is dropped)"],
+  timeout: ["--timeout <s>", "How long to wait for the browser's redirect, in seconds (default 300)"],
   help: ["--help, -h", "Show the help (of a command: tether <command> --help)"],
   version: ["--version, -V", "Show the version of tether and of its wire protocol"],
 };

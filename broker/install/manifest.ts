@@ -10,6 +10,7 @@ import { BrokerCode, TetherError } from "../base/errors.js";
 import { OBSERVED_KINDS } from "../../jail-runtime/wire/session-kinds.js";
 import { HookRow } from "./hook-row.js";
 import { SecretRow, secretProblems } from "./secret-row.js";
+import { LoginRow, endpointProblem, endpointsOf } from "./login-row.js";
 
 const Identifier = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
 const ToolName = v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, "expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)"));
@@ -22,6 +23,7 @@ export const ToolRow = v.strictObject({
 });
 
 export { HookRow } from "./hook-row.js";
+export { LoginRow } from "./login-row.js";
 
 export const CommandRow = v.strictObject({
   name: Identifier,
@@ -100,6 +102,8 @@ export const Manifest = v.strictObject({
   provider: v.optional(v.array(ProviderRow), []),
   managed: v.optional(ManagedTable),
   observe: v.optional(ObserveTable),
+  /** OAuth sign-ins the broker runs; their tokens fill `[[secret]]`s and never reach the jail (docs/login.md). */
+  login: v.optional(v.array(LoginRow), []),
   net: v.optional(v.strictObject({ allow: v.optional(v.array(v.string()), []) }), { allow: [] }),
   secret: v.optional(v.array(SecretRow), []),
   limits: v.optional(Limits, {}),
@@ -164,6 +168,7 @@ export function parseManifest(text: string, file: string): Manifest {
       throw new TetherError(BrokerCode.installFailed, `${file}: provider '${row.name}' names the secret '${row.secret}', which no [[secret]] row declares; add one (with the rules and header it goes to), or remove secret from the provider`);
     }
   }
+  loginProblems(m, file);
   const events = new Set<string>();
   for (const row of m.hook) {
     if (events.has(row.event)) throw new TetherError(BrokerCode.installFailed, `${file}: hook '${row.event}' is declared twice`);
@@ -172,6 +177,25 @@ export function parseManifest(text: string, file: string): Manifest {
   const secrets = secretProblems(m.secret, m.net.allow, file);
   if (secrets.length > 0) throw new TetherError(BrokerCode.installFailed, secrets.join("; "));
   return m;
+}
+
+/** `[[login]]` rows: unique names, endpoints the URL parser accepts, and a declared `[[secret]]` each. */
+function loginProblems(m: Manifest, file: string): void {
+  const names = new Set<string>();
+  const secrets = new Set<string>();
+  m.login.forEach((row, i) => {
+    if (names.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: login '${row.name}' is declared twice`);
+    names.add(row.name);
+    if (secrets.has(row.secret)) throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.secret: '${row.secret}' is filled by another login already; give each login its own secret`);
+    secrets.add(row.secret);
+    for (const [field, url] of endpointsOf(row)) {
+      const problem = endpointProblem(url);
+      if (problem !== null) throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.${field}: ${problem}`);
+    }
+    if (!m.secret.some((s) => s.name === row.secret)) {
+      throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.secret: no [[secret]] named '${row.secret}'; declare it, or name one that is declared`);
+    }
+  });
 }
 
 /** Reads `<dir>/manifest.toml`. */

@@ -152,6 +152,20 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
   return lines;
 }
 
+/** Its `[[login]]` rows: where the operator would sign in, and which secret the token fills (docs/login.md). */
+function loginLines(installed: Installed): string[] {
+  const rows = installed.manifest.login;
+  if (rows.length === 0) return [];
+  const lines = [`It asks you to sign in (${plural(rows.length, "login")}; tether login ${installed.name} — the broker keeps the tokens, the jail never sees them):`];
+  for (const row of rows) {
+    const start = row.flow === "device" ? row.device_authorization_endpoint : row.authorization_endpoint;
+    const scopes = row.scopes.length > 0 ? `scopes ${row.scopes.join(" ")}` : "the server's default scopes";
+    lines.push(`  ${row.name} — ${row.description}`);
+    lines.push(`      ${row.flow === "device" ? "device flow" : "browser sign-in (authorization code)"} at ${start}, tokens from ${row.token_endpoint}, ${scopes}; the access token fills the secret ${row.secret}`);
+  }
+  return lines;
+}
+
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 export function renderReview(review: Review, installed: Installed): string {
@@ -193,6 +207,7 @@ export function renderReview(review: Review, installed: Installed): string {
   }
   if (r.commands.length > 0) lines.push(`It adds commands: ${r.commands.map((c) => `/${c}`).join(", ")}`);
   lines.push(...sessionLines(installed, review.diff));
+  lines.push(...loginLines(installed));
   lines.push("");
   lines.push(`Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);
   if (review.diff !== null) {

@@ -21,6 +21,14 @@ export interface SecretSource {
   get(extension: string, name: string): string | null;
 }
 
+/** The secrets a sign-in fills (`[[login]] secret`): the broker's logins answer them, never the operator's store. */
+export interface LoginSecrets {
+  /** Whether `name` of `extension` is filled by one of its approved `[[login]]` rows. */
+  fills(extension: string, name: string): boolean;
+  /** Its access token now (refreshed first when due), or null: not signed in, expired, not approved. */
+  currentToken(extension: string, name: string): Promise<string | null>;
+}
+
 /** The store is there but must not be read as it is. */
 export class SecretStoreError extends Error {
   override readonly name = "SecretStoreError";

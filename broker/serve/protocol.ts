@@ -34,6 +34,8 @@ export const RpcCode = {
   shuttingDown: -32003,
   /** The session id is open on another workspace. */
   sessionConflict: -32004,
+  /** No running sign-in has that login_id. */
+  unknownLogin: -32005,
 } as const;
 
 /** `data.code` of errors that are not a Tether error (those carry their own code). */
@@ -47,6 +49,7 @@ export const ServeCode = {
   unknownSession: "unknown_session",
   shuttingDown: "shutting_down",
   sessionConflict: "session_conflict",
+  unknownLogin: "unknown_login",
 } as const;
 
 export interface RpcErrorBody {
@@ -98,6 +101,7 @@ const Workspace = v.pipe(
 const Policy = v.strictObject({ offline: v.optional(v.boolean()), allow: v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(1024))), v.maxLength(256))) });
 const Name = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
 const OnlySession = v.strictObject({ session: Session });
+const LoginId = v.pipe(v.string(), v.minLength(1), v.maxLength(64));
 
 export const HARNESS_EVENTS = [
   "session_start",
@@ -150,6 +154,11 @@ export const Params = {
   "session.prefer_providers": v.strictObject({ session: Session, preference: v.nullable(ProviderPreferenceInput) }),
   "providers.list": v.strictObject({ session: v.optional(Session) }),
   "providers.complete": v.strictObject({ session: v.optional(Session), ...CompletionRequest.entries }),
+  "login.start": v.strictObject({ extension: Name, login: v.optional(Name) }),
+  "login.wait": v.strictObject({ login_id: LoginId }),
+  "login.cancel": v.strictObject({ login_id: LoginId }),
+  "login.status": v.strictObject({ extension: v.optional(Name) }),
+  "login.logout": v.strictObject({ extension: Name, login: v.optional(Name) }),
 } as const;
 
 export type Method = keyof typeof Params;

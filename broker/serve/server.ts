@@ -20,6 +20,9 @@ import type { Logger } from "../base/log.js";
 import { Session, type HarnessEvent, type HarnessPayload } from "../sessions/session.js";
 import { Connection, DEFAULT_LIMITS, type Handler, type RequestContext, type ServeLimits } from "./connection.js";
 import { RpcCode, RpcFailure, ServeCode, checkPayload, compactToWire, completionToWire, composedToWire, foldToWire, reportToWire, routeToWire, unknownSession, type Method, type ParamsOf } from "./protocol.js";
+import { loginsOf } from "../login/logins.js";
+import { Refresher } from "../login/refresher.js";
+import { PendingLogins } from "./logins.js";
 import { bearerMatches } from "./token.js";
 import { listen, removeSocket, type Listening, type Where } from "./transport.js";
 
@@ -77,6 +80,9 @@ export class ServeServer implements Handler {
   #pending = 0;
   #idle: Array<() => void> = [];
   #listening: Listening | null = null;
+  readonly #pendingLogins: PendingLogins;
+  /** Renews stored sign-ins as they fall due, while the server runs. */
+  readonly #refresher: Refresher;
 
   constructor(options: ServeOptions) {
     this.#broker = options.broker;
@@ -84,6 +90,8 @@ export class ServeServer implements Handler {
     this.#log = options.log;
     this.#limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.#say = options.say ?? ((line) => process.stderr.write(`${line}\n`));
+    this.#pendingLogins = new PendingLogins(loginsOf(this.#broker));
+    this.#refresher = new Refresher(loginsOf(this.#broker), this.#log);
     this.#http = createServer((_req, res) => {
       // Plain HTTP gets nothing but a pointer to the protocol.
       res.writeHead(426, { "content-type": "text/plain", connection: "close", upgrade: "websocket" });
@@ -101,6 +109,7 @@ export class ServeServer implements Handler {
   /** Starts listening; what a client connects to. */
   async listen(where: Where): Promise<Listening> {
     this.#listening = await listen(this.#http, where);
+    this.#refresher.start();
     return this.#listening;
   }
 
@@ -280,6 +289,20 @@ export class ServeServer implements Handler {
         const report = await this.#broker.complete(request, { signal: ctx.signal, onPartial: ctx.partial, ...(session !== undefined ? { session } : {}) });
         return completionToWire(report, ctx.dropped());
       }
+      case "login.start": {
+        const p = params as ParamsOf<"login.start">;
+        return this.#pendingLogins.start(p.extension, p.login);
+      }
+      case "login.wait":
+        return this.#pendingLogins.wait((params as ParamsOf<"login.wait">).login_id, ctx.signal);
+      case "login.cancel":
+        return this.#pendingLogins.cancel((params as ParamsOf<"login.cancel">).login_id);
+      case "login.status":
+        return loginsOf(this.#broker).status((params as ParamsOf<"login.status">).extension);
+      case "login.logout": {
+        const p = params as ParamsOf<"login.logout">;
+        return loginsOf(this.#broker).logout(p.extension, p.login);
+      }
       case "call.cancel":
         // Answered by the connection itself (the request ids are the connection's).
         throw new RpcFailure(RpcCode.internal, ServeCode.internal, "call.cancel reached the server");
@@ -299,6 +322,8 @@ export class ServeServer implements Handler {
   async shutdown(hurry: Promise<unknown>): Promise<void> {
     this.#accepting = false;
     this.#http.close(); // no new connections; a Unix socket's file goes with its listener
+    this.#pendingLogins.cancelAll();
+    await this.#refresher.stop();
     const inFlight = [...this.#connections.values()].reduce((n, c) => n + c.inFlight, 0);
     this.#say(`tether serve: shutting down; ${inFlight} request(s) in flight get up to ${this.#limits.drainMs / 1000} s to finish`);
     let graceful = await within(this.#whenIdle(), this.#limits.drainMs, hurry);
