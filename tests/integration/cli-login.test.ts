@@ -97,6 +97,23 @@ client_id = "tether-test"
 device_authorization_endpoint = "${server.url}/device/code"
 token_endpoint = "${server.url}/token"
 secret = "dev_token"
+
+[[secret]]
+name = "web_token"
+description = "The browser sign-in's token"
+rules = ["${server.url}/api/*"]
+header = "Authorization"
+format = "Bearer {}"
+
+[[secret]]
+name = "dev_token"
+description = "The device sign-in's token"
+rules = ["${server.url}/api/*"]
+header = "Authorization"
+format = "Bearer {}"
+
+[net]
+allow = ["${server.url}/api/*"]
 `,
   );
   expect((await tether("install", src)).code).toBe(0);

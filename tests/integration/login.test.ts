@@ -28,7 +28,7 @@ function manifest(name: string, flow: "device" | "authorization_code") {
   const url = server.url;
   const endpoint = flow === "device" ? `device_authorization_endpoint = "${url}/device/code"` : `authorization_endpoint = "${url}/authorize"`;
   return parseManifest(
-    `name = "${name}"\nversion = "1.0.0"\ndescription = "test"\nentry = "index.ts"\n\n[[login]]\nname = "github"\ndescription = "Sign in to the test server"\nflow = "${flow}"\nclient_id = "Iv1.abc"\n${endpoint}\ntoken_endpoint = "${url}/token"\nrevocation_endpoint = "${url}/revoke"\nscopes = ["repo:read"]\nsecret = "github_token"\n`,
+    `name = "${name}"\nversion = "1.0.0"\ndescription = "test"\nentry = "index.ts"\n\n[[login]]\nname = "github"\ndescription = "Sign in to the test server"\nflow = "${flow}"\nclient_id = "Iv1.abc"\n${endpoint}\ntoken_endpoint = "${url}/token"\nrevocation_endpoint = "${url}/revoke"\nscopes = ["repo:read"]\nsecret = "github_token"\n\n[[secret]]\nname = "github_token"\ndescription = "The signed-in token"\nrules = ["${url}/api/*"]\nheader = "Authorization"\nformat = "Bearer {}"\n\n[net]\nallow = ["${url}/api/*"]\n`,
     `${name}/manifest.toml`,
   );
 }

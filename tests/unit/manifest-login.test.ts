@@ -6,7 +6,11 @@ import { parseManifest } from "../../broker/install/manifest.js";
 import type { Installed } from "../../broker/registry/registry.js";
 import { buildReview, renderReview } from "../../broker/registry/review.js";
 
-const HEAD = `name = "gh"\nversion = "1.0.0"\ndescription = "x"\nentry = "index.ts"\n`;
+/** The secrets the logins below fill, each bound to the API rule (a login's token is injected like any secret). */
+const SECRETS = ["github_token", "web_token"]
+  .map((name) => `[[secret]]\nname = "${name}"\ndescription = "x"\nrules = ["https://api.github.com/*"]\nheader = "Authorization"\nformat = "Bearer {}"\n`)
+  .join("\n");
+const HEAD = `name = "gh"\nversion = "1.0.0"\ndescription = "x"\nentry = "index.ts"\n\n[net]\nallow = ["https://api.github.com/*"]\n\n${SECRETS}\n`;
 const DEVICE = `[[login]]
 name = "github"
 description = "Sign in to GitHub"
