@@ -127,6 +127,20 @@ export const COMMANDS: readonly Command[] = [
       }),
   },
   {
+    name: "status",
+    usage: [{ usage: "status", summary: ["Each extension: approval, what it serves in sessions and as a daemon,", "and each secret it uses (set, signed in) — never a value"] }],
+    help: "Read from the home; nothing boots. Daemon satellites (model providers) come from globally enabled, approved extensions; they run in tether serve and the library.",
+    options: ["json"],
+    doc: `${OPERATORS}#tether-status`,
+    run: (ctx) =>
+      ctx.withBroker(async (broker) => {
+        const { overview, renderOverview } = await import("./status.js");
+        const o = overview(broker);
+        ctx.out(o, renderOverview(o));
+        return EXIT.ok;
+      }),
+  },
+  {
     name: "secret",
     usage: [
       {

@@ -1,0 +1,80 @@
+/**
+ * `tether status`: the broker at a glance, read from the home (nothing
+ * boots): each installed extension with its approval and what it serves
+ * where — in sessions, or in the daemon scope (model providers) — then each
+ * credential it uses: operator-set secrets (set or not) and sign-ins (signed
+ * in, when it expires). Never a value.
+ */
+import type { Broker } from "../broker.js";
+import { loginsOf } from "../login/logins.js";
+import { secretStatus } from "./secret.js";
+
+export interface ExtensionOverview {
+  readonly name: string;
+  readonly version: string;
+  readonly status: string;
+  /** What it serves in sessions: tools, hooks, commands and the session-facing kinds, as counts. */
+  readonly session: string;
+  /** The providers it serves in the daemon scope (from globally enabled extensions only). */
+  readonly daemon: readonly string[];
+  readonly credentials: readonly { readonly secret: string; readonly state: string }[];
+}
+
+export interface Overview {
+  readonly extensions: readonly ExtensionOverview[];
+  readonly daemon: { readonly eligible: readonly string[]; readonly running: readonly string[] };
+}
+
+const count = (n: number, one: string) => (n === 0 ? "" : `${n} ${one}${n === 1 ? "" : "s"}`);
+
+export function overview(broker: Broker): Overview {
+  const registry = broker.registry;
+  const providers = broker.providers();
+  const logins = loginsOf(broker).status();
+  const extensions = registry.list().map((installed): ExtensionOverview => {
+    const m = installed.manifest;
+    const session = [
+      count(m.tool.length, "tool"),
+      count(m.hook.length, "hook"),
+      count(m.command.length, "command"),
+      count(m.context.length, "context loader"),
+      count(m.route.length, "route"),
+      count(m.compaction.length, "compaction strategy").replace("strategys", "strategies"),
+      m.managed !== undefined ? "managed" : "",
+      m.observe !== undefined ? "observer" : "",
+    ].filter((part) => part !== "");
+    const isSet = secretStatus(broker.home, m.name);
+    const credentials = m.secret.map((secret) => {
+      const login = logins.find((l) => l.extension === m.name && l.secret === secret.name);
+      if (login !== undefined) {
+        const state = login.problem ?? (login.signed_in ? `signed in (${login.login})${login.expires_in !== null ? `, expires in ${login.expires_in} s` : ""}` : `not signed in: tether login ${m.name} ${login.login}`);
+        return { secret: secret.name, state };
+      }
+      const set = isSet(secret.name);
+      return { secret: secret.name, state: set === true ? "set" : set === false ? `NOT SET: tether secret set ${m.name} ${secret.name}` : set };
+    });
+    return {
+      name: m.name,
+      version: m.version,
+      status: registry.status(installed),
+      session: session.length === 0 ? "nothing in sessions" : session.join(", "),
+      daemon: providers.providers.filter((p) => p.extension === m.name).map((p) => p.name),
+      credentials,
+    };
+  });
+  return { extensions, daemon: { eligible: providers.daemon.eligible, running: providers.daemon.running } };
+}
+
+export function renderOverview(o: Overview): string {
+  if (o.extensions.length === 0) return "no extensions installed (tether install <folder>)";
+  const width = Math.max(...o.extensions.map((e) => e.name.length));
+  const lines: string[] = [];
+  for (const e of o.extensions) {
+    lines.push(`${e.name.padEnd(width)}  ${e.version.padEnd(8)} ${e.status.padEnd(9)} sessions: ${e.session}`);
+    if (e.daemon.length > 0) lines.push(`${"".padEnd(width)}  daemon: providers ${e.daemon.join(", ")}`);
+    for (const c of e.credentials) lines.push(`${"".padEnd(width)}  secret ${c.secret}: ${c.state}`);
+  }
+  lines.push("");
+  lines.push(`daemon scope: eligible ${o.daemon.eligible.length === 0 ? "none" : o.daemon.eligible.join(", ")}; running in this process: ${o.daemon.running.length === 0 ? "none" : o.daemon.running.join(", ")} (daemon satellites run in tether serve and the library, booted at a provider's first completion)`);
+  return lines.join("\n");
+}
