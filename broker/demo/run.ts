@@ -16,6 +16,7 @@ import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
 import { buildReview, renderReview } from "../registry/review.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { Session, type ExtensionStatus } from "../sessions/session.js";
+import { credentialsDemo } from "./credentials.js";
 import { sessionKindsDemo } from "./session-kinds.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -212,6 +213,8 @@ async function main(): Promise<void> {
 
     step("An MCP client that knows nothing of Tether: `tether mcp --session demo-mcp` on stdio");
     await mcpClientDemo(workspace);
+
+    await credentialsDemo(broker, REPO, step);
 
     step("Revoke: the extension drops out of the session; the rest keep working");
     broker.registry.revoke("misbehave");

@@ -1,6 +1,6 @@
 /**
  * Sign-ins through the real binary (`node bin/tether.js`) and over `tether
- * serve`, against the OAuth server of tests/support/oauth-server.ts: the
+ * serve`, against the OAuth server of examples/servers/oauth-server.ts: the
  * operator's `tether login` (the test plays the browser, or the device's
  * approval), `tether logins`, `tether logout`, Ctrl-C; `login.start` /
  * `login.wait` / `login.status` / `login.logout` over the WebSocket. No token
@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { WebSocket } from "ws";
-import { startOAuthServer, type OAuthServer } from "../support/oauth-server.js";
+import { startOAuthServer, type OAuthServer } from "../../examples/servers/oauth-server.js";
 import { REPO } from "../support/satellites.js";
 
 const BIN = join(REPO, "bin", "tether.js");

@@ -1,6 +1,6 @@
 /**
  * Sign-ins run by the broker, against a real OAuth server on loopback
- * (tests/support/oauth-server.ts): the authorization-code flow with PKCE (the
+ * (examples/servers/oauth-server.ts): the authorization-code flow with PKCE (the
  * test plays the browser), the device flow, refresh, the token endpoint's
  * failures, logout, the token file's mode — and no token value in any message,
  * log line or progress line.
@@ -16,7 +16,7 @@ import { challengeOf } from "../../broker/login/pkce.js";
 import { Refresher } from "../../broker/login/refresher.js";
 import { statusLine } from "../../broker/login/status.js";
 import { FakeClock } from "../support/fake-clock.js";
-import { startOAuthServer, type OAuthServer } from "../support/oauth-server.js";
+import { startOAuthServer, type OAuthServer } from "../../examples/servers/oauth-server.js";
 
 let server: OAuthServer;
 let root: string;

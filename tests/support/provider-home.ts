@@ -15,7 +15,7 @@ import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/base/log.js";
 import { Preferences } from "../../broker/sessions/preferences.js";
 import { envOptions } from "./env-options.js";
-import { fakeAnthropic, fakeOpenAi, type FakeProvider } from "./fake-providers.js";
+import { fakeAnthropic, fakeOpenAi, type FakeProvider } from "../../examples/servers/fake-providers.js";
 import { REPO } from "./satellites.js";
 
 export interface ProviderHome {

@@ -1,6 +1,6 @@
 /**
- * Test support: a real OAuth 2.0 authorization server on loopback (node:http),
- * small enough to read. It implements what the broker's sign-ins speak:
+ * A real OAuth 2.0 authorization server on loopback (node:http), small enough
+ * to read: the login tests and `make demo` sign in to it. It implements what the broker's sign-ins speak:
  *
  *   GET  /authorize     auto-approves: redirects to redirect_uri with code and state
  *                       (knobs: a different state, an error), and records the request
@@ -74,7 +74,8 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-export async function startOAuthServer(): Promise<OAuthServer> {
+/** `port` 0 (the tests) picks a free one; the demo names the one its manifest does. */
+export async function startOAuthServer(port = 0): Promise<OAuthServer> {
   const codes = new Map<string, CodeGrant>();
   const devices = new Map<string, DeviceGrant>();
   const refreshTokens = new Set<string>();
@@ -182,7 +183,10 @@ export async function startOAuthServer(): Promise<OAuthServer> {
       res.destroy();
     });
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", reject);
+    http.listen(port, "127.0.0.1", resolve);
+  });
   const server: OAuthServer = {
     url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`,
     issued: [],

@@ -1,5 +1,5 @@
 /**
- * Fake model providers on loopback, for the provider tests: one speaking an
+ * Fake model providers on loopback, for the provider tests and `make demo`: one speaking an
  * OpenAI-compatible streaming API (`POST /v1/chat/completions`, SSE `data:`
  * chunks then `data: [DONE]`, usage in the last chunk) and one an
  * Anthropic-compatible one (`POST /v1/messages`, SSE events `message_start`,
@@ -67,7 +67,7 @@ const anthropic: Speak = (res, model, script) => {
   res.end();
 };
 
-async function start(path: string, speak: Speak, script: FakeScript): Promise<FakeProvider> {
+async function start(path: string, speak: Speak, script: FakeScript, port: number): Promise<FakeProvider> {
   const requests: FakeRequest[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -94,22 +94,25 @@ async function start(path: string, speak: Speak, script: FakeScript): Promise<Fa
       speak(res, model, script);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", resolve);
+  });
+  const bound = (server.address() as AddressInfo).port;
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    port,
+    baseUrl: `http://127.0.0.1:${bound}/v1`,
+    port: bound,
     requests,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
-/** An OpenAI-compatible provider: `POST /v1/chat/completions` with `stream: true`. */
-export function fakeOpenAi(script: FakeScript = DEFAULT_SCRIPT): Promise<FakeProvider> {
-  return start("/v1/chat/completions", openAi, script);
+/** An OpenAI-compatible provider: `POST /v1/chat/completions` with `stream: true`; `port` 0 picks a free one. */
+export function fakeOpenAi(script: FakeScript = DEFAULT_SCRIPT, port = 0): Promise<FakeProvider> {
+  return start("/v1/chat/completions", openAi, script, port);
 }
 
 /** An Anthropic-compatible provider: `POST /v1/messages` with `stream: true`. */
-export function fakeAnthropic(script: FakeScript = DEFAULT_SCRIPT): Promise<FakeProvider> {
-  return start("/v1/messages", anthropic, script);
+export function fakeAnthropic(script: FakeScript = DEFAULT_SCRIPT, port = 0): Promise<FakeProvider> {
+  return start("/v1/messages", anthropic, script, port);
 }
