@@ -12,6 +12,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
+import { buildReview, renderReview } from "../../broker/registry/review.js";
 import { createLogger, silentLogger } from "../../broker/base/log.js";
 import { ServeServer } from "../../broker/serve/server.js";
 import { Preferences } from "../../broker/sessions/preferences.js";
@@ -138,3 +139,10 @@ test("past the route's rate: 429 with Retry-After", async () => {
   expect(third).toMatchObject({ status: 429, body: "Too many requests\n" });
   expect(Number(third.headers["retry-after"])).toBeGreaterThanOrEqual(1);
 }, SLOW);
+
+test("review lists each route with its methods, path, rate and bound", () => {
+  const installed = broker.registry.get("notes")!;
+  const text = renderReview(buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval("notes")), installed);
+  expect(text).toContain("It serves HTTP: GET /ext/notes/notes/* — The notes as JSON, or as a small HTML page at /notes/page.");
+  expect(text).toContain("It serves HTTP: POST /ext/notes/upload — Takes a small body and says its size. (runs as a daemon satellite; sees each request's path, query, headers and body, never cookies or the token; 60/min, bodies up to 1024 bytes)");
+});
