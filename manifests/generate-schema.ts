@@ -60,6 +60,15 @@ const DESCRIPTIONS: Record<string, string> = {
   "compaction.name": "The strategy's name (a-z, 0-9, _ and -): a key of the module's exported `compactions`. Unique in a session.",
   "compaction.description": "How it compacts; at most 4096 characters.",
   "compaction.deadline_ms": "This strategy's time limit in milliseconds (never more than [limits] deadline_ms).",
+  service:
+    "HTTP routes, one [[service]] row each, that tether serve mounts under /ext/<extension>/ for the serve token's holders; the module's exported `services` answers each request from the daemon scope, only while the extension is enabled globally (docs/services.md).",
+  "service.name": "The route's name (a-z, 0-9, _ and -): a key of the module's exported `services`.",
+  "service.description": "What the route serves, for the operator; at most 4096 characters.",
+  "service.methods": "The HTTP methods it takes (GET, HEAD, POST, PUT, PATCH, DELETE); another is answered 405.",
+  "service.path": "Its path under /ext/<extension>: exact, or ending in /* for everything under it.",
+  "service.max_body_bytes": "The request body bound in bytes (default 16384, ceiling 1048576); past it the request is answered 413 before the service sees it.",
+  "service.rate_per_minute": "Requests a minute the route takes, from all clients together (default 60); past it 429 with Retry-After.",
+  "service.deadline_ms": "A request's time limit in milliseconds (default 5000, never more than [limits] deadline_ms); past it 504.",
   provider:
     "Model providers, one [[provider]] row each: catalog data (models, context windows, prices) served to harnesses, and completions the module's exported `providers` answer through net.fetch. Served from the daemon scope, only while the extension is enabled globally. A later extension with a taken provider name serves no provider.",
   "provider.name": "The provider's name (a-z, 0-9, _ and -): a key of the module's exported `providers`. Unique among the globally enabled extensions.",

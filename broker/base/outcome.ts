@@ -34,6 +34,8 @@ export interface SuccessValues {
   readonly compact: string;
   /** A provider's completion (jail-runtime/wire/provider-kinds.ts), JSON text like the others. */
   readonly complete: string;
+  /** A service's HTTP response (jail-runtime/wire/service-kinds.ts), JSON text. */
+  readonly service: string;
 }
 
 /** How any invocation can fail: a code and a message. */

@@ -18,6 +18,7 @@ export function declaredOf(manifest: Manifest): Declared {
     routes: manifest.route.map((r) => r.name),
     compactions: manifest.compaction.map((c) => c.name),
     providers: manifest.provider.map((p) => p.name),
+    services: manifest.service.map((s) => s.name),
     handles,
     entry: manifest.entry,
   };

@@ -8,6 +8,7 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import * as v from "valibot";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { OBSERVED_KINDS } from "../../jail-runtime/wire/session-kinds.js";
+import { DEFAULT_SERVICE_BODY_BYTES, MAX_SERVICE_BODY_BYTES } from "../../jail-runtime/wire/service-kinds.js";
 import { HookRow } from "./hook-row.js";
 import { SecretRow, secretProblems } from "./secret-row.js";
 import { LoginRow, endpointProblem, endpointsOf } from "./login-row.js";
@@ -61,6 +62,21 @@ export const ProviderModel = v.strictObject({
   capabilities: v.optional(v.pipe(v.array(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, "expected a capability word (a-z, 0-9, _ and -)"))), v.maxLength(32)), []),
 });
 
+/** A `[[service]]`: HTTP routes `tether serve` mounts under `/ext/<extension>/` (docs/services.md). */
+export const ServiceRow = v.strictObject({
+  name: Identifier,
+  description: v.pipe(v.string(), v.maxLength(4096)),
+  methods: v.pipe(v.array(v.picklist(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"])), v.minLength(1, "expected at least one method"), v.maxLength(6)),
+  /** Under `/ext/<extension>`: an exact path, or a prefix ending in `/*`. */
+  path: v.pipe(v.string(), v.maxLength(512), v.regex(/^\/(?:[A-Za-z0-9._~-]+\/)*(?:[A-Za-z0-9._~-]+|\*)?$/, "expected a path from / (letters, digits, . _ ~ -), optionally ending in /* for everything under it")),
+  /** The request body bound (default 16 KiB, ceiling 1 MiB). */
+  max_body_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_SERVICE_BODY_BYTES)), DEFAULT_SERVICE_BODY_BYTES),
+  /** Requests a minute the route takes, from all clients together. */
+  rate_per_minute: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(60_000)), 60),
+  /** A request's time limit (never more than `[limits] deadline_ms`). */
+  deadline_ms: Deadline,
+});
+
 /** A `[[provider]]`: a model provider this extension's `providers` export answers completions for. */
 export const ProviderRow = v.strictObject({
   name: Identifier,
@@ -100,6 +116,7 @@ export const Manifest = v.strictObject({
   route: v.optional(v.array(ContributionRow), []),
   compaction: v.optional(v.array(ContributionRow), []),
   provider: v.optional(v.array(ProviderRow), []),
+  service: v.optional(v.array(ServiceRow), []),
   managed: v.optional(ManagedTable),
   observe: v.optional(ObserveTable),
   /** OAuth sign-ins the broker runs; their tokens fill `[[secret]]`s and never reach the jail (docs/login.md). */
@@ -154,6 +171,11 @@ export function parseManifest(text: string, file: string): Manifest {
       if (names.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: ${kind} '${row.name}' is declared twice`);
       names.add(row.name);
     }
+  }
+  const services = new Set<string>();
+  for (const row of m.service) {
+    if (services.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: service '${row.name}' is declared twice`);
+    services.add(row.name);
   }
   const providers = new Set<string>();
   for (const row of m.provider) {

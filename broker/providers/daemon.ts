@@ -8,6 +8,7 @@
  * with every other scope by `Broker.close()`.
  */
 import type { Broker } from "../broker.js";
+import { serviceExtensions } from "../services/mounted.js";
 import type { ProviderCatalog } from "./catalog.js";
 
 export const DAEMON_SCOPE = "@daemon";
@@ -29,6 +30,7 @@ export function daemonStatus(broker: Broker, catalog: ProviderCatalog): DaemonSt
 /** Stops the daemon satellites of extensions no longer eligible (turned off globally, lost a collision). */
 export async function pruneDaemon(broker: Broker, catalog: ProviderCatalog): Promise<void> {
   const scope = broker.scope(DAEMON_SCOPE);
-  const eligible = new Set(catalog.providers.map((p) => p.extension));
+  // An extension serving HTTP routes keeps its satellite too.
+  const eligible = new Set([...catalog.providers.map((p) => p.extension), ...serviceExtensions(broker)]);
   await Promise.all([...scope.live.keys()].filter((name) => !eligible.has(name)).map((name) => scope.deactivate(name)));
 }

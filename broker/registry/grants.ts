@@ -30,10 +30,17 @@ export const Grants = v.object({
   secrets: v.optional(v.array(SecretBinding), []),
   /** Model providers (`[[provider]]`), by name: each is handed the completions harnesses ask of it. */
   providers: v.optional(v.array(v.string()), []),
+  /** HTTP services (`[[service]]`), each as `name METHODS path`: a new method or path widens. */
+  services: v.optional(v.array(v.string()), []),
   // Defaults fill limits an older approval did not record.
   limits: Limits,
 });
 export type Grants = v.InferOutput<typeof Grants>;
+
+/** How a `[[service]]` row is granted: its name, methods and path, so a new method or path asks again. */
+export function serviceGrant(row: Manifest["service"][number]): string {
+  return `${row.name} ${[...row.methods].sort().join(",")} ${row.path}`;
+}
 
 /** What the manifest asks for. */
 export function requestedGrants(manifest: Manifest): Grants {
@@ -49,6 +56,7 @@ export function requestedGrants(manifest: Manifest): Grants {
     observe: [...(manifest.observe?.events ?? [])].sort(),
     secrets: manifest.secret.map((s) => ({ name: s.name, rules: [...s.rules], ...(s.header !== undefined ? { header: s.header } : { query: s.query! }), format: s.format })),
     providers: manifest.provider.map((p) => p.name).sort(),
+    services: manifest.service.map(serviceGrant).sort(),
     limits: {
       memory_mb: manifest.limits.memory_mb,
       deadline_ms: manifest.limits.deadline_ms,
@@ -124,6 +132,7 @@ export function sessionItems(g: Grants): string[] {
     ...g.observe.map((n) => `observe ${n}`),
     // A new provider widens: it is handed whole conversations (its models are catalog data, not grants).
     ...g.providers.map((n) => `provider ${n}`),
+    ...g.services.map((n) => `service ${n}`),
   ];
 }
 

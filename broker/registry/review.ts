@@ -11,7 +11,7 @@ import { sightLines } from "../hooks/hook-sight.js";
 import { EVENT_NAMES, type EventName } from "../../jail-runtime/wire/events.js";
 import type { ArtifactRecord } from "./artifact-records.js";
 import type { Approval, Installed, InstallStatus } from "./registry.js";
-import { diffGrants, requestedGrants, secretItems, secretPlace, widens, type GrantDiff, type Grants } from "./grants.js";
+import { diffGrants, requestedGrants, secretItems, secretPlace, serviceGrant, widens, type GrantDiff, type Grants } from "./grants.js";
 import { sourceChanges, type SourceChange } from "./source-changes.js";
 
 /** What a review reads besides the install and the approval. */
@@ -147,6 +147,9 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
     lines.push(`It is a model provider: ${row.name} — ${row.description} (runs as a daemon satellite; sees every conversation a harness asks it to complete)${tag(`provider ${row.name}`)}`);
     if (row.base_url !== "") lines.push(`      its API: ${row.base_url}${row.secret !== undefined ? ` (with the secret '${row.secret}')` : ""}`);
     for (const model of row.models) lines.push(`      model ${model.id}: ${model.context_window} tokens, $${model.input_price_per_mtok}/$${model.output_price_per_mtok} per million in/out${model.capabilities.length > 0 ? `, ${model.capabilities.join(", ")}` : ""}`);
+  }
+  for (const row of m.service) {
+    lines.push(`It serves HTTP: ${row.methods.join(",")} /ext/${m.name}${row.path} — ${row.description} (runs as a daemon satellite; sees each request's path, query, headers and body, never cookies or the token; ${row.rate_per_minute}/min, bodies up to ${row.max_body_bytes} bytes)${tag(`service ${serviceGrant(row)}`)}`);
   }
   if (m.observe !== undefined) lines.push(`It observes the session: ${m.observe.events.join(", ")} (told as they happen; answers nothing)${m.observe.events.some((e) => tag(`observe ${e}`) !== "") ? "   [NEW]" : ""}`);
   return lines;

@@ -15,6 +15,7 @@ export interface Declared {
   readonly routes?: readonly string[];
   readonly compactions?: readonly string[];
   readonly providers?: readonly string[];
+  readonly services?: readonly string[];
   /** The session handlers its manifest calls for: `prepare` (`[managed]`), `observe` (`[observe]`). */
   readonly handles?: readonly ("prepare" | "observe")[];
   /** The manifest's `entry` (the module that exports them), for messages; default "the entry module". */
@@ -22,7 +23,7 @@ export interface Declared {
 }
 
 /** What a hello says the artifact serves. */
-export type Served = Pick<Hello, "tools" | "hooks" | "commands"> & Partial<Pick<Hello, "contexts" | "routes" | "compactions" | "providers" | "handles">>;
+export type Served = Pick<Hello, "tools" | "hooks" | "commands"> & Partial<Pick<Hello, "contexts" | "routes" | "compactions" | "providers" | "services" | "handles">>;
 
 /** A hello that does not serve what the manifest declares: `problems` says, one line each, what to change. */
 export class ServedMismatch extends TetherError {
@@ -70,6 +71,10 @@ const KINDS = {
     missing: () => `export it in \`providers\`, or remove its [[provider]] row`,
     extra: (n: string) => `add a [[provider]] row with name = "${n}", or remove it from \`providers\``,
   },
+  service: {
+    missing: () => `export it in \`services\`, or remove its [[service]] row`,
+    extra: (n: string) => `add a [[service]] row with name = "${n}", or remove it from \`services\``,
+  },
   handler: {
     missing: (n: string) => (n === "prepare" ? "export `managed = { prepare, close }`, or remove the [managed] table" : "export `observe`, or remove the [observe] table"),
     extra: (n: string) => (n === "prepare" ? "add a [managed] table, or stop exporting `managed`" : "add an [observe] table with the events it is told about, or stop exporting `observe`"),
@@ -90,6 +95,7 @@ export function servedProblems(declared: Declared, served: Served): string[] {
     ["route", declared.routes ?? [], served.routes ?? []],
     ["compaction", declared.compactions ?? [], served.compactions ?? []],
     ["provider", declared.providers ?? [], served.providers ?? []],
+    ["service", declared.services ?? [], served.services ?? []],
     // `close` goes with `prepare` and may be left out: only what the manifest calls for is compared.
     ["handler", declared.handles ?? [], (served.handles ?? []).filter((h) => h !== "close")],
   ];
@@ -107,7 +113,7 @@ export function checkServed(name: string, declared: Declared, hello: Served): vo
   // A name served twice is a mismatch too, though no side lacks it.
   const twice = (a: readonly string[]) => new Set(a).size !== a.length;
   if (problems.length === 0 && !twice(hello.tools) && !twice(hello.hooks) && !twice(hello.commands)) return;
-  if (problems.length > 0 && servedProblems({ ...declared, contexts: [], routes: [], compactions: [], providers: [], handles: [] }, { ...hello, contexts: [], routes: [], compactions: [], providers: [], handles: [] }).length === 0) {
+  if (problems.length > 0 && servedProblems({ ...declared, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] }, { ...hello, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] }).length === 0) {
     // Only the session-facing kinds differ: say just that.
     throw new ServedMismatch(`Extension '${name}' is broken: ${problems.join("; ")}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`, problems);
   }

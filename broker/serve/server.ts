@@ -3,6 +3,7 @@
  * (docs/api.md).
  *
  *   HTTP upgrade ─► token? (401, no socket) ─► room? (503) ─► Connection
+ *   HTTP /ext/… ─► ServiceHttp (docs/services.md) ─► a daemon satellite
  *   Connection ─► handle(method, params) ─► the server's sessions ─► Session
  *
  * **Sessions belong to the server**, not to the connection that opened them:
@@ -24,6 +25,7 @@ import { loginsOf } from "../login/logins.js";
 import { Refresher } from "../login/refresher.js";
 import { PendingLogins } from "./logins.js";
 import { bearerMatches } from "./token.js";
+import { EXT_PREFIX, ServiceHttp } from "../services/http-services.js";
 import { listen, removeSocket, type Listening, type Where } from "./transport.js";
 
 interface SessionEntry {
@@ -36,6 +38,8 @@ export interface ServeOptions {
   readonly token: string;
   readonly log: Logger;
   readonly limits?: Partial<ServeLimits>;
+  /** How long an HTTP client may take to send a service request's body (default 10 s). */
+  readonly serviceBodyMs?: number;
   /** Where the server's own lines go (shutdown progress). */
   readonly say?: (line: string) => void;
 }
@@ -92,8 +96,10 @@ export class ServeServer implements Handler {
     this.#say = options.say ?? ((line) => process.stderr.write(`${line}\n`));
     this.#pendingLogins = new PendingLogins(loginsOf(this.#broker));
     this.#refresher = new Refresher(loginsOf(this.#broker), this.#log);
-    this.#http = createServer((_req, res) => {
-      // Plain HTTP gets nothing but a pointer to the protocol.
+    const services = new ServiceHttp({ broker: this.#broker, token: this.#token, log: this.#log, ...(options.serviceBodyMs !== undefined ? { bodyReadMs: options.serviceBodyMs } : {}) });
+    this.#http = createServer((req, res) => {
+      if ((req.url ?? "").startsWith(EXT_PREFIX)) return void services.handle(req, res, this.#accepting);
+      // Other plain HTTP gets nothing but a pointer to the protocol.
       res.writeHead(426, { "content-type": "text/plain", connection: "close", upgrade: "websocket" });
       res.end("tether serve speaks JSON-RPC 2.0 over a WebSocket; see docs/api.md\n");
     });

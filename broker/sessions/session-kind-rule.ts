@@ -9,7 +9,7 @@ import type { SessionKind } from "../../jail-runtime/wire/session-kinds.js";
 import { WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
 import type { Manifest } from "../install/manifest.js";
-import type { Grants } from "../registry/grants.js";
+import { serviceGrant, type Grants } from "../registry/grants.js";
 
 /** The default time limit of a session-facing invocation, as for a hook. */
 export const DEFAULT_SESSION_DEADLINE_MS = 5_000;
@@ -37,6 +37,11 @@ export function sessionKindRule(extension: string, manifest: Manifest, grants: G
       const row = manifest.provider.find((r) => r.name === name);
       if (row === undefined || !grants.providers.includes(name)) return failure(WireCode.unknownTool, `'${extension}' has no approved provider '${name}'; it has [${[...grants.providers].sort().join(", ")}]`);
       return cap(row.deadline_ms ?? grants.limits.deadline_ms);
+    }
+    case "service": {
+      const row = manifest.service.find((r) => r.name === name);
+      if (row === undefined || !grants.services.includes(serviceGrant(row))) return failure(WireCode.unknownTool, `'${extension}' has no approved service '${name}'`);
+      return cap(row.deadline_ms);
     }
     case "observe":
       if (manifest.observe === undefined || grants.observe.length === 0) return failure(WireCode.unhandled, `'${extension}' is not an approved observer`);

@@ -35,6 +35,7 @@ export { answer, type Answer, type Asked, type Served } from "./answer.js";
 export type { ContextLoader, Managed, Observer, Route, Strategy, SessionServed } from "./session.js";
 export { deltaPartials, excerpt, MAX_PARTIALS, PARTIAL_CHARS, ProviderError, reportDeltas, sseEvents, type Provider, type SseEvent } from "./provider.js";
 export type { ChatMessage, Usage } from "../wire/provider-kinds.js";
+export type { Service, ServiceRequest, ServiceResponse } from "./service.js";
 export type { SessionPayload, SessionReply, ObservedEvent, ObservedKind, Fold } from "../wire/session-kinds.js";
 export { rendered, type Rendered } from "./rendered.js";
 export { serve, serving } from "./runtime.js";

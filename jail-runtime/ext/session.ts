@@ -26,6 +26,7 @@ import { BadArguments } from "./decode_args.js";
 import { CapError } from "../cap/invocation.js";
 import { rendered } from "./rendered.js";
 import { ProviderError, type Provider } from "./provider.js";
+import type { Service } from "./service.js";
 
 type Returns<T> = T | Promise<T>;
 
@@ -52,6 +53,8 @@ export interface SessionServed {
   readonly managed?: Managed;
   readonly observe?: Observer;
   readonly providers?: Readonly<Record<string, Provider>>;
+  /** HTTP services (`[[service]]`, ./service.ts), asked in the daemon scope. */
+  readonly services?: Readonly<Record<string, Service>>;
 }
 
 type Answer = { readonly ok: true; readonly value: string } | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
@@ -63,12 +66,12 @@ function own<T>(table: Readonly<Record<string, T>> | undefined, name: string): T
 }
 
 /** The names this module serves of each kind, and which session handlers it has: what its `hello` says. */
-export function sessionNames(served: SessionServed): { contexts: string[]; routes: string[]; compactions: string[]; providers: string[]; handles: Array<"prepare" | "close" | "observe"> } {
+export function sessionNames(served: SessionServed): { contexts: string[]; routes: string[]; compactions: string[]; providers: string[]; services: string[]; handles: Array<"prepare" | "close" | "observe"> } {
   const handles: Array<"prepare" | "close" | "observe"> = [];
   if (typeof served.managed?.prepare === "function") handles.push("prepare");
   if (typeof served.managed?.close === "function") handles.push("close");
   if (typeof served.observe === "function") handles.push("observe");
-  return { contexts: Object.keys(served.contexts ?? {}), routes: Object.keys(served.routes ?? {}), compactions: Object.keys(served.compactions ?? {}), providers: Object.keys(served.providers ?? {}), handles };
+  return { contexts: Object.keys(served.contexts ?? {}), routes: Object.keys(served.routes ?? {}), compactions: Object.keys(served.compactions ?? {}), providers: Object.keys(served.providers ?? {}), services: Object.keys(served.services ?? {}), handles };
 }
 
 /** Runs the function for `kind`, checking its payload first and its answer after; throws what the function throws. */
@@ -101,6 +104,12 @@ async function run(kind: SessionKind, name: string, served: SessionServed, paylo
       const provider = own(served.providers, name);
       if (provider === undefined) return fail(ErrorCode.unknownTool, `No provider '${name}'; this extension serves [${Object.keys(served.providers ?? {}).sort().join(", ")}]`);
       reply = await provider(input, ctx);
+      break;
+    }
+    case "service": {
+      const service = own(served.services, name);
+      if (service === undefined) return fail(ErrorCode.unknownTool, `No service '${name}'; this extension serves [${Object.keys(served.services ?? {}).sort().join(", ")}]`);
+      reply = await service(input, ctx);
       break;
     }
     case "prepare":

@@ -39,6 +39,8 @@ export const Hello = v.object({
   compactions: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   /** Model providers it serves, by name. */
   providers: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
+  /** HTTP services it serves, by name. */
+  services: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   /** Which session handlers its module exports: `prepare` and `close` (managed), `observe`. */
   handles: v.optional(v.pipe(v.array(v.picklist(["prepare", "close", "observe"])), v.maxLength(3)), []),
 });

@@ -8,6 +8,7 @@
  */
 import * as v from "valibot";
 import { CompleteAnswer, CompletePayload } from "./provider-kinds.js";
+import { ServiceAnswer, ServicePayload } from "./service-kinds.js";
 
 const Text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 const Count = v.pipe(v.number(), v.integer(), v.minValue(0));
@@ -25,9 +26,10 @@ export const MAX_FOLDS = 256;
 /**
  * What each kind asked through a scope is called on the wire (`call.kind`).
  * `complete` (a model provider's completion, ./provider-kinds.ts) is asked in
- * the daemon scope, not a session's, but travels the same way.
+ * the daemon scope, not a session's, but travels the same way; so does
+ * `service` (an HTTP request to a `[[service]]`, ./service-kinds.ts).
  */
-export const SESSION_KINDS = ["context", "prepare", "close", "observe", "route", "compact", "complete"] as const;
+export const SESSION_KINDS = ["context", "prepare", "close", "observe", "route", "compact", "complete", "service"] as const;
 export type SessionKind = (typeof SESSION_KINDS)[number];
 
 /** The session as a loader, a preparation or a route sees it: no files, the workspace as text. */
@@ -74,6 +76,7 @@ export const SessionPayloads = {
     hook_text: v.array(v.string()),
   }),
   complete: CompletePayload,
+  service: ServicePayload,
 } as const;
 
 export const Fold = v.object({
@@ -102,6 +105,7 @@ export const SessionAnswers = {
   route: v.strictObject({ response: Text(MAX_ROUTE_BYTES) }),
   compact: v.strictObject({ summary: Text(MAX_CONTEXT_BYTES), folds: v.pipe(v.array(Fold), v.maxLength(MAX_FOLDS)) }),
   complete: CompleteAnswer,
+  service: ServiceAnswer,
 } as const;
 
 export type SessionPayload<K extends SessionKind> = v.InferOutput<(typeof SessionPayloads)[K]>;

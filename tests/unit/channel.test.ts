@@ -43,7 +43,7 @@ describe("Channel", () => {
     const { conn, written } = fakeConn([], 7);
     const channel = new Channel(conn);
     const frames = [
-      { t: "hello", boot: "b", runtime: "tether-deno/1", tools: ["echo"], hooks: [], commands: [], contexts: [], routes: [], compactions: [], providers: [], handles: [] },
+      { t: "hello", boot: "b", runtime: "tether-deno/1", tools: ["echo"], hooks: [], commands: [], contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] },
       { t: "result", id: 1, ok: true, value: { content: [{ type: "text", text: "x".repeat(50) }], terminate: false } },
       { t: "cap", id: 2, token: "k", cap: "report.emit", args: JSON.stringify({ text: "hi" }) },
     ];

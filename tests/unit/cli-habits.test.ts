@@ -204,6 +204,7 @@ describe("the dev loop's rules", () => {
     routes: [],
     compactions: [],
     providers: [],
+    services: [],
     managed: false,
     observe: [],
     secrets: [],

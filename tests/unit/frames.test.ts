@@ -27,7 +27,7 @@ function rejection(schema: v.GenericSchema, input: unknown): string {
 }
 
 const call = { t: "call", id: 1, token: "tok", kind: "tool", name: "weather", args: '{"city":"Lisbon"}', strand: "s1", deadline_ms: 30_000 };
-const hello = { t: "hello", boot: "b".repeat(64), runtime: "tether-deno/1", tools: ["a", "b"], hooks: ["tool_call"], commands: [], contexts: [], routes: [], compactions: [], providers: [], handles: [] };
+const hello = { t: "hello", boot: "b".repeat(64), runtime: "tether-deno/1", tools: ["a", "b"], hooks: ["tool_call"], commands: [], contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] };
 const cap = { t: "cap", id: 2, token: "tok", cap: "net.fetch", args: JSON.stringify({ url: "https://example.org" }) };
 
 describe("frame schemas accept what the wire carries", () => {
@@ -122,7 +122,7 @@ describe("frame schemas refuse what the wire must not carry", () => {
 
   test("an unknown call kind is refused at .kind", () => {
     expect(rejection(Call, { ...call, kind: "outcome" })).toBe(
-      'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete") but received "outcome" at .kind',
+      'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service") but received "outcome" at .kind',
     );
   });
 
@@ -157,7 +157,7 @@ describe("describeIssues()", () => {
     expect(describeIssues(parsed.issues)).toBe(
       [
         "Invalid value: Expected >=0 but received -1 at .id",
-        'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete") but received "x" at .kind',
+        'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service") but received "x" at .kind',
         "Invalid type: Expected string but received 7 at .name",
       ].join("; "),
     );

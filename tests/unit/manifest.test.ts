@@ -46,6 +46,7 @@ describe("parseManifest() on a valid manifest", () => {
       secret: [],
       compaction: [],
       provider: [],
+      service: [],
       login: [],
       net: { allow: [] },
       limits: { memory_mb: 128, deadline_ms: 30_000, idle_s: 300, kv_bytes: 1_048_576, fetches: 4, concurrency: 1 },

@@ -64,6 +64,7 @@ export const helloFrame = fc.record(
     routes: fc.array(wireName, { maxLength: 3 }),
     compactions: fc.array(wireName, { maxLength: 3 }),
     providers: fc.array(wireName, { maxLength: 3 }),
+    services: fc.array(wireName, { maxLength: 3 }),
     handles: fc.subarray(["prepare" as const, "close" as const, "observe" as const]),
   },
   { noNullPrototype: true },

@@ -1,0 +1,84 @@
+/**
+ * What crosses between an HTTP client and a service, and what does not: the
+ * request's headers less credentials and hop-by-hop ones; its body read up to
+ * the route's bound (413 past it) within a read deadline (408); the answer's
+ * headers less cookies, hop-by-hop ones and what the broker itself sets.
+ */
+import type { IncomingMessage } from "node:http";
+import { MAX_HEADER_CHARS, MAX_SERVICE_HEADERS } from "../../jail-runtime/wire/service-kinds.js";
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1) and their kin: about one connection, never passed on. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
+/** Request headers a service never sees: the serve token and the client's credentials. */
+const REQUEST_DROPPED = new Set(["authorization", "proxy-authorization", "cookie"]);
+/** Response headers a service may not set: cookies (a service must not plant state in a client of the broker), framing the broker computes. */
+const RESPONSE_DROPPED = new Set(["set-cookie", "set-cookie2", "content-length", "proxy-authenticate", "www-authenticate", "strict-transport-security", "alt-svc"]);
+const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]{1,256}$/;
+
+function dropHopByHop(name: string, connection: string | undefined): boolean {
+  if (HOP_BY_HOP.has(name) || name.startsWith("proxy-")) return true;
+  // Headers the Connection header names are hop-by-hop too.
+  return (connection ?? "").toLowerCase().split(",").some((n) => n.trim() === name);
+}
+
+/** The request's headers a service is handed: lowercase, credentials and hop-by-hop ones gone, bounded in count and size. */
+export function requestHeaders(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  const connection = req.headers.connection;
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (Object.keys(out).length >= MAX_SERVICE_HEADERS) break;
+    if (REQUEST_DROPPED.has(name) || dropHopByHop(name, connection) || !TOKEN.test(name) || value === undefined) continue;
+    const text = Array.isArray(value) ? value.join(", ") : value;
+    if (text.length <= MAX_HEADER_CHARS) out[name] = text;
+  }
+  return out;
+}
+
+/** The answer's headers the client gets: valid names and values only, cookies, hop-by-hop and broker-owned ones gone. */
+export function responseHeaders(headers: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [raw, value] of Object.entries(headers)) {
+    const name = raw.toLowerCase();
+    if (!TOKEN.test(name) || RESPONSE_DROPPED.has(name) || dropHopByHop(name, headers["connection"] ?? headers["Connection"])) continue;
+    // No control characters: a value may not split the response.
+    if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+export type BodyRead = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly status: 408 | 413 };
+
+/** Reads the body up to `max` bytes within `deadlineMs`; stops reading at the bound or the deadline (the caller closes the connection). */
+export function readBody(req: IncomingMessage, max: number, deadlineMs: number): Promise<BodyRead> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const finish = (result: BodyRead) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.off("data", onData);
+      if (!result.ok) req.pause();
+      resolve(result);
+    };
+    const timer = setTimeout(() => finish({ ok: false, status: 408 }), deadlineMs);
+    timer.unref();
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) return finish({ ok: false, status: 413 });
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => finish({ ok: true, body: Buffer.concat(chunks) }));
+    req.once("error", () => finish({ ok: false, status: 408 }));
+  });
+}
+
+/** A body as the payload carries it: UTF-8 text when it is that, else base64. */
+export function encodeBody(body: Buffer): { body: string; body_encoding: "text" | "base64" } {
+  const text = body.toString("utf8");
+  if (Buffer.from(text, "utf8").equals(body)) return { body: text, body_encoding: "text" };
+  return { body: body.toString("base64"), body_encoding: "base64" };
+}
