@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/base/log.js";
 import { dbFile } from "../../broker/store/ext-db.js";
+import { overview, renderOverview } from "../../broker/cli/status.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 
@@ -121,4 +122,13 @@ test("an extension with no approved [storage] is refused with rule storage, and 
   expect((r.reply as { message: string }).message).toContain("declare [storage]");
   expect(r.rows).toMatchObject([{ capability: "db.exec", decision: "denied", rule: "storage" }]);
   expect(() => statSync(dbFile(broker.home, BARE))).toThrow();
+});
+
+test("tether status shows each extension's storage against its quotas, and no line for one that declares and stores nothing", () => {
+  const o = overview(broker);
+  const size = statSync(dbFile(broker.home, EXT)).size;
+  expect(o.extensions.find((e) => e.name === EXT)?.storage).toEqual({ kv_bytes: 0, kv_quota: 1_048_576, db_bytes: size, db_quota: 65_536 });
+  const lines = renderOverview(o).split("\n");
+  expect(lines).toContain(`${"".padEnd(BARE.length)}  storage: kv 0 of 1048576 bytes; db ${size} of 65536 bytes`);
+  expect(lines.filter((l) => l.includes("storage:"))).toHaveLength(1);
 });
