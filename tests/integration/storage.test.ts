@@ -13,6 +13,7 @@ import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/base/log.js";
 import { dbFile } from "../../broker/store/ext-db.js";
 import { overview, renderOverview } from "../../broker/cli/status.js";
+import { runUninstall } from "../../broker/cli/uninstall.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 
@@ -131,4 +132,24 @@ test("tether status shows each extension's storage against its quotas, and no li
   const lines = renderOverview(o).split("\n");
   expect(lines).toContain(`${"".padEnd(BARE.length)}  storage: kv 0 of 1048576 bytes; db ${size} of 65536 bytes`);
   expect(lines.filter((l) => l.includes("storage:"))).toHaveLength(1);
+});
+
+test("uninstall leaves the data and says so, a reinstall finds it again; --purge removes it and says what it removed", async () => {
+  const file = dbFile(broker.home, EXT);
+  const size = statSync(file).size;
+  const kept = runUninstall(broker, EXT, false);
+  expect(kept.result).toMatchObject({ name: EXT, purged: false, data: { db: { file, bytes: size }, kv: { keys: 0 } } });
+  expect(kept.text).toContain(`its data stays (a reinstall finds it again; tether uninstall ${EXT} --purge removes it)`);
+  expect(kept.text).toContain(`db: ${file}, ${size} bytes`);
+  expect(statSync(file).size).toBe(size);
+
+  await broker.registry.install(join(tmp, "src", EXT));
+  broker.registry.approve(EXT);
+  expect((await call(EXT, "query", "SELECT count(*) AS n FROM notes")).reply).toEqual({ ok: true, rows: [{ n: 1 }] });
+
+  const purged = runUninstall(broker, EXT, true);
+  expect(purged.result).toMatchObject({ purged: true, data: { db: { file } } });
+  expect(purged.text).toContain("removed its data:");
+  expect(() => statSync(file)).toThrow();
+  expect(runUninstall(broker, BARE, true).text).toBe(`uninstalled ${BARE}; it had stored nothing`);
 });
