@@ -55,7 +55,8 @@ export function checkStatement(sql: string): SqlCheck {
   const kind = (/^[a-z]+/i.exec(text)?.[0] ?? "").toLowerCase();
   if (kind === "attach" || kind === "detach") return refuse("storage.attach", `${kind.toUpperCase()} is refused: an extension reaches only its own database`);
   if (kind === "vacuum") return refuse("storage.vacuum", "VACUUM is refused (VACUUM INTO writes another file)");
-  if (/\bload_extension\s*\(/i.test(text)) return refuse("storage.load_extension", "load_extension() is refused: an extension loads no native code");
+  // Read in the raw text too: a '--' inside a string literal would hide the rest of the line from the stripped one.
+  if (/\bload_extension\s*\(/i.test(text) || /\bload_extension\b/i.test(sql)) return refuse("storage.load_extension", "load_extension() is refused: an extension loads no native code");
   if (!ALLOWED.has(kind)) return refuse("storage.statement", `'${kind.slice(0, 32) || text.slice(0, 32)}' statements are refused; use SELECT, INSERT, UPDATE, DELETE, REPLACE, WITH, CREATE, DROP, ALTER or a read-only PRAGMA`);
   if (kind === "pragma") {
     const m = /^pragma\s+(?:main\s*\.\s*)?([a-z_]+)\s*(\(\s*["'`[]?[\w$]+["'`\]]?\s*\))?\s*;?\s*$/i.exec(text);

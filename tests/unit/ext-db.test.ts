@@ -24,6 +24,7 @@ describe("the statement allowlist", () => {
     ["ATTACH DATABASE '/etc/x' AS x", "storage.attach"],
     ["detach x", "storage.attach"],
     ["SELECT load_extension('/tmp/evil.so')", "storage.load_extension"],
+    ["SELECT '--', load_extension('/tmp/evil.so')", "storage.load_extension"],
     ["PRAGMA writable_schema = ON", "storage.pragma"],
     ["PRAGMA journal_mode", "storage.pragma"],
     ["PRAGMA user_version = 3", "storage.pragma"],
