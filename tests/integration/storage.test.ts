@@ -14,6 +14,7 @@ import { createLogger } from "../../broker/base/log.js";
 import { dbFile } from "../../broker/store/ext-db.js";
 import { overview, renderOverview } from "../../broker/cli/status.js";
 import { runUninstall } from "../../broker/cli/uninstall.js";
+import { reviewOutput } from "../../broker/cli/review.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 
@@ -123,6 +124,11 @@ test("an extension with no approved [storage] is refused with rule storage, and 
   expect((r.reply as { message: string }).message).toContain("declare [storage]");
   expect(r.rows).toMatchObject([{ capability: "db.exec", decision: "denied", rule: "storage" }]);
   expect(() => statSync(dbFile(broker.home, BARE))).toThrow();
+});
+
+test("review shows the database and its quota; one with no [storage] shows none", () => {
+  expect(reviewOutput(broker, EXT, false).text).toContain(`Database: its own SQLite file (<home>/data/${EXT}.sqlite), up to 65536 bytes, through db.query and db.exec`);
+  expect(reviewOutput(broker, BARE, false).text).not.toContain("Database:");
 });
 
 test("tether status shows each extension's storage against its quotas, and no line for one that declares and stores nothing", () => {
