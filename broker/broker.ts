@@ -89,6 +89,7 @@ export class Broker {
     });
     this.#dataVersionQuery = dataVersionReader(this.store);
     this.#caps = {
+      home: this.home,
       store: this.store,
       ledger: this.ledger,
       log: this.log,

@@ -108,6 +108,8 @@ const DESCRIPTIONS: Record<string, string> = {
   "secret.header": "The header the broker sends it in (e.g. Authorization). Exactly one of header and query; hop-by-hop, Host, Content-Length, proxy and override headers are refused.",
   "secret.query": "The query parameter the broker sends it in (e.g. api_key). Exactly one of header and query.",
   "secret.format": "How the value is written, {} standing for it exactly once (default \"{}\"; e.g. \"Bearer {}\").",
+  storage: "The extension's own SQLite database (<home>/data/<name>.sqlite), reached through db.query and db.exec (docs/storage.md).",
+  "storage.max_bytes": "The database's size quota in bytes (65536 to 1073741824, default 10485760): SQLite refuses to grow past it.",
   limits: "Resource limits of the extension's satellite.",
   "limits.memory_mb": "V8 old-space limit of the satellite in MiB (16 to 8192).",
   "limits.deadline_ms": "Deadline of one invocation in milliseconds (1 to 3600000); past it the satellite is killed.",

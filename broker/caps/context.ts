@@ -50,6 +50,8 @@ export type CapHookStage = (event: CapCallEvent) => Promise<{ block: string; by:
 export const noHooks: CapHookStage = async () => null;
 
 export interface CapEnvironment {
+  /** The broker's home: an extension's database is `<home>/data/<name>.sqlite`. */
+  readonly home: string;
   readonly store: Store;
   readonly ledger: Ledger;
   readonly log: Logger;

@@ -11,6 +11,7 @@ import type { CapReply } from "../base/capability.js";
 import type { CapDispatcher } from "../base/capability.js";
 import { scopeFor } from "./audit-stage.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
+import { DbArgs, dbAct } from "./db.js";
 import { KvGetArgs, KvListArgs, KvPutArgs, kvDeleteAct, kvGetAct, kvListAct, kvPutAct, type KvFamily } from "./kv.js";
 import { LogArgs, logAct } from "./log.js";
 import { NetFetchArgs, netFetch } from "./net-fetch.js";
@@ -67,6 +68,8 @@ function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
     log: oneAct(LogArgs, "log takes {level, msg}", (scope, args) => logAct(scope, args, logs)),
     ...kvCapabilities("kv"),
     ...kvCapabilities("skv"),
+    "db.query": oneAct(DbArgs, "db.query takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})", dbAct("query")),
+    "db.exec": oneAct(DbArgs, "db.exec takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})", dbAct("exec")),
     "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64), secret?}", netFetch),
   };
   const refusals = new RefusalAudit((row) => env.ledger.audit(row));

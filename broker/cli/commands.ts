@@ -100,15 +100,15 @@ export const COMMANDS: readonly Command[] = [
   {
     name: "uninstall",
     usage: [{ usage: "uninstall <name>", summary: ["Remove an extension (its approval is revoked)"] }],
-    help: "Revokes the approval and removes the install. The approval history and the ledger stay; installing the name again needs a new approval.",
-    options: ["json"],
+    help: "Revokes the approval and removes the install. The approval history and the ledger stay; installing the name again needs a new approval. What it stored (kv, skv, its [storage] database) stays and is listed; --purge removes it.",
+    options: ["purge", "json"],
     doc: `${OPERATORS}#8-uninstall`,
     needs: [1, "the extension name: tether uninstall <name>"],
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
-        const name = ctx.args[0]!;
-        broker.registry.uninstall(name);
-        ctx.out({ name, uninstalled: true }, `uninstalled ${name}`);
+        const { runUninstall } = await import("./uninstall.js");
+        const { result, text } = runUninstall(broker, ctx.args[0]!, ctx.values.purge === true);
+        ctx.out(result, text);
         return EXIT.ok;
       }),
   },

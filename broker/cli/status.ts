@@ -3,10 +3,13 @@
  * boots): each installed extension with its approval and what it serves
  * where — in sessions, or in the daemon scope (model providers) — then each
  * credential it uses: operator-set secrets (set or not) and sign-ins (signed
- * in, when it expires). Never a value.
+ * in, when it expires), then the storage it uses against its quotas (kv and
+ * skv together, and its `[storage]` database). Never a value.
  */
 import type { Broker } from "../broker.js";
 import { loginsOf } from "../login/logins.js";
+import { dbSize } from "../store/ext-db.js";
+import { kvRepository } from "../store/kv-repository.js";
 import { secretStatus } from "./secret.js";
 
 export interface ExtensionOverview {
@@ -18,6 +21,8 @@ export interface ExtensionOverview {
   /** The providers it serves in the daemon scope (from globally enabled extensions only). */
   readonly daemon: readonly string[];
   readonly credentials: readonly { readonly secret: string; readonly state: string }[];
+  /** Bytes used and the manifest's quotas: kv and skv together, and the `[storage]` database (null: none declared, or no file yet). */
+  readonly storage: { readonly kv_bytes: number; readonly kv_quota: number; readonly db_bytes: number | null; readonly db_quota: number | null };
 }
 
 export interface Overview {
@@ -31,6 +36,7 @@ export function overview(broker: Broker): Overview {
   const registry = broker.registry;
   const providers = broker.providers();
   const logins = loginsOf(broker).status();
+  const kv = kvRepository(broker.store);
   const extensions = registry.list().map((installed): ExtensionOverview => {
     const m = installed.manifest;
     const session = [
@@ -60,6 +66,7 @@ export function overview(broker: Broker): Overview {
       session: session.length === 0 ? "nothing in sessions" : session.join(", "),
       daemon: providers.providers.filter((p) => p.extension === m.name).map((p) => p.name),
       credentials,
+      storage: { kv_bytes: kv.used(m.name), kv_quota: m.limits.kv_bytes, db_bytes: dbSize(broker.home, m.name), db_quota: m.storage?.max_bytes ?? null },
     };
   });
   return { extensions, daemon: { eligible: providers.daemon.eligible, running: providers.daemon.running } };
@@ -73,6 +80,12 @@ export function renderOverview(o: Overview): string {
     lines.push(`${e.name.padEnd(width)}  ${e.version.padEnd(8)} ${e.status.padEnd(9)} sessions: ${e.session}`);
     if (e.daemon.length > 0) lines.push(`${"".padEnd(width)}  daemon: providers ${e.daemon.join(", ")}`);
     for (const c of e.credentials) lines.push(`${"".padEnd(width)}  secret ${c.secret}: ${c.state}`);
+    // Shown once it uses any: an extension that stores nothing gets no line.
+    const st = e.storage;
+    if (st.kv_bytes > 0 || st.db_quota !== null) {
+      const db = st.db_quota === null ? "" : `; db ${st.db_bytes ?? 0} of ${st.db_quota} bytes`;
+      lines.push(`${"".padEnd(width)}  storage: kv ${st.kv_bytes} of ${st.kv_quota} bytes${db}`);
+    }
   }
   lines.push("");
   lines.push(`daemon scope: eligible ${o.daemon.eligible.length === 0 ? "none" : o.daemon.eligible.join(", ")}; running in this process: ${o.daemon.running.length === 0 ? "none" : o.daemon.running.join(", ")} (daemon satellites run in tether serve and the library, booted at a provider's first completion)`);

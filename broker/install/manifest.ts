@@ -101,6 +101,12 @@ export const Limits = v.strictObject({
   concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16)), 1),
 });
 
+/** `[storage]`: the extension's own SQLite database (docs/storage.md). */
+export const StorageTable = v.strictObject({
+  /** The database's size quota: SQLite refuses to grow it past this. */
+  max_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(65_536), v.maxValue(1_073_741_824)), 10_485_760),
+});
+
 export const Manifest = v.strictObject({
   name: Identifier,
   version: v.pipe(v.string(), v.regex(/^(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, "expected a semver version like 1.2.3")),
@@ -124,6 +130,7 @@ export const Manifest = v.strictObject({
   net: v.optional(v.strictObject({ allow: v.optional(v.array(v.string()), []) }), { allow: [] }),
   secret: v.optional(v.array(SecretRow), []),
   limits: v.optional(Limits, {}),
+  storage: v.optional(StorageTable),
 });
 export type Manifest = v.InferOutput<typeof Manifest>;
 

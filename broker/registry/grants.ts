@@ -34,6 +34,8 @@ export const Grants = v.object({
   services: v.optional(v.array(v.string()), []),
   // Defaults fill limits an older approval did not record.
   limits: Limits,
+  /** `[storage]`: the database's quota, or null for none; an approval made before it granted none. */
+  storage: v.optional(v.nullable(v.object({ max_bytes: v.number() })), null),
 });
 export type Grants = v.InferOutput<typeof Grants>;
 
@@ -65,6 +67,7 @@ export function requestedGrants(manifest: Manifest): Grants {
       fetches: manifest.limits.fetches,
       concurrency: manifest.limits.concurrency,
     },
+    storage: manifest.storage === undefined ? null : { max_bytes: manifest.storage.max_bytes },
   };
 }
 
@@ -104,6 +107,11 @@ export function diffGrants(approved: Grants, requested: Grants): GrantDiff {
     if (now > was) raised.push([key, was, now]);
     if (now < was) lowered.push([key, was, now]);
   }
+  // A database, or a larger one, widens like a raised limit (none approved counts as 0 bytes).
+  const dbWas = approved.storage?.max_bytes ?? 0;
+  const dbNow = requested.storage?.max_bytes ?? 0;
+  if (dbNow > dbWas) raised.push(["storage.max_bytes", dbWas, dbNow]);
+  if (dbNow < dbWas) lowered.push(["storage.max_bytes", dbWas, dbNow]);
   return {
     addedNet: minus(requested.net, approved.net),
     removedNet: minus(approved.net, requested.net),

@@ -209,6 +209,7 @@ describe("the dev loop's rules", () => {
     observe: [],
     secrets: [],
     limits: { memory_mb: 64, deadline_ms: 5000, idle_s: 300, kv_bytes: 1024, fetches: 4, concurrency: 1 },
+    storage: null,
   };
 
   test("a new egress rule, hook or raised limit widens; new tools and commands, and anything narrower, do not", () => {

@@ -1,0 +1,28 @@
+/**
+ * `tether uninstall <name> [--purge]`: revokes and removes the install. What
+ * the extension stored (kv, skv, its database) stays unless `--purge`, and the
+ * answer says what stayed or what was removed, so nothing is kept or lost
+ * silently.
+ */
+import type { Broker } from "../broker.js";
+import { describeData, extensionData, holdsData, purgeExtensionData, type ExtensionData } from "../store/extension-data.js";
+
+export interface Uninstalled {
+  readonly name: string;
+  readonly uninstalled: true;
+  readonly purged: boolean;
+  /** What it had stored: left in place, or (purged) removed. */
+  readonly data: ExtensionData;
+}
+
+export function runUninstall(broker: Broker, name: string, purge: boolean): { result: Uninstalled; text: string } {
+  broker.registry.uninstall(name);
+  const data = extensionData(broker.store, broker.home, name);
+  if (purge) purgeExtensionData(broker.store, broker.home, name);
+  const lines = describeData(data).map((l) => `  ${l}`);
+  let text = `uninstalled ${name}`;
+  if (!holdsData(data)) text += purge ? "; it had stored nothing" : "";
+  else if (purge) text += `; removed its data:\n${lines.join("\n")}`;
+  else text += `; its data stays (a reinstall finds it again; tether uninstall ${name} --purge removes it):\n${lines.join("\n")}`;
+  return { result: { name, uninstalled: true, purged: purge, data }, text };
+}
