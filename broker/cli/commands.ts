@@ -6,6 +6,7 @@
  */
 import { defined } from "../base/defined.js";
 import { EXIT, UsageError, confirm, type Command } from "./command.js";
+import { LOGIN, LOGINS, LOGOUT, PROVIDERS, SECRET, STATUS } from "./commands-credentials.js";
 
 // ── the commands ─────────────────────────────────────────────────────────
 
@@ -126,46 +127,8 @@ export const COMMANDS: readonly Command[] = [
         return EXIT.ok;
       }),
   },
-  {
-    name: "status",
-    usage: [{ usage: "status", summary: ["Each extension: approval, what it serves in sessions and as a daemon,", "and each secret it uses (set, signed in) — never a value"] }],
-    help: "Read from the home; nothing boots. Daemon satellites (model providers) come from globally enabled, approved extensions; they run in tether serve and the library.",
-    options: ["json"],
-    doc: `${OPERATORS}#tether-status`,
-    run: (ctx) =>
-      ctx.withBroker(async (broker) => {
-        const { overview, renderOverview } = await import("./status.js");
-        const o = overview(broker);
-        ctx.out(o, renderOverview(o));
-        return EXIT.ok;
-      }),
-  },
-  {
-    name: "secret",
-    usage: [
-      {
-        usage: "secret set <ext> <name> [--file <path>]",
-        summary: ["Set a secret the broker sends in an extension's requests: the value", "from stdin or --file, never the command line"],
-      },
-      { usage: "secret list [<ext>]", summary: ["Each declared secret: set or not, where it may go (never a value)"] },
-      { usage: "secret unset <ext> <name>", summary: ["Remove a secret's value"] },
-    ],
-    help:
-      "Values live in <home>/secrets/<ext>.<name> (mode 0600, folder 0700), outside the store; a file or folder other users could read is refused with the chmod to run. " +
-      "set reads stdin (typed without echo on a terminal, or piped) or --file, and refuses a value given as an argument. Only a secret the installed manifest declares in a [[secret]] row can be set.",
-    options: ["file", "json"],
-    doc: "docs/secrets.md#the-operator-sets-it-tether-secret",
-    needs: [1, "what to do: tether secret set <ext> <name>, tether secret list, tether secret unset <ext> <name>"],
-    run: async (ctx) => {
-      const { parseSecretArgs, runSecret } = await import("./secret.js");
-      const args = parseSecretArgs(ctx.args, ctx.values as { file?: string });
-      return ctx.withBroker(async (broker) => {
-        const shown = await runSecret(broker, args);
-        ctx.out(shown.value, shown.text);
-        return EXIT.ok;
-      });
-    },
-  },
+  STATUS,
+  SECRET,
   {
     name: "call",
     usage: [
@@ -239,23 +202,7 @@ export const COMMANDS: readonly Command[] = [
       });
     },
   },
-  {
-    name: "providers",
-    usage: [{ usage: "providers [--session <id>]", summary: ["The model providers served now, their models, windows and prices;", "what is not served and why; the daemon scope's extensions"] }],
-    help:
-      "Providers come from extensions that are approved and enabled globally (tether session enable <name>), in registry order; a provider name two extensions declare is served by the first, and the later serves none. " +
-      "--session ranks and excludes as that session's saved preference does (it enables nothing). Reads the store; boots nothing.",
-    options: [["session", "Rank as this session's saved preference does"], "json"],
-    doc: `${OPERATORS}#providers`,
-    run: (ctx) =>
-      ctx.withBroker(async (broker) => {
-        const { providersOutput, renderProviders } = await import("./providers.js");
-        const session = typeof ctx.values.session === "string" ? ctx.values.session : undefined;
-        const view = providersOutput(broker, session);
-        ctx.out(view, renderProviders(view, session));
-        return EXIT.ok;
-      }),
-  },
+  PROVIDERS,
   {
     name: "audit",
     usage: [
@@ -363,39 +310,9 @@ export const COMMANDS: readonly Command[] = [
       return runDev(ctx);
     },
   },
-  {
-    name: "login",
-    usage: [
-      {
-        usage: "login <name> [<login>] [--timeout <s>]",
-        summary: ["Sign an extension in to a service its [[login]] names: the broker runs", "the OAuth flow and keeps the tokens; the jail never sees them"],
-      },
-    ],
-    help:
-      "A device login prints a URL and a code to enter there, then waits; an authorization_code login prints a URL to open in a browser on this machine and waits for its redirect to a loopback listener (--timeout, default 300 s). " +
-      "Ctrl-C cancels. The tokens are kept in <home>/logins (mode 0600), refreshed before they expire, and injected into the extension's requests as the [[secret]] the login fills. <login> may be left out when the extension declares one.",
-    options: ["timeout", "json"],
-    doc: `${OPERATORS}#sign-ins`,
-    needs: [1, "the extension name: tether login <name> [<login>]"],
-    run: async (ctx) => (await import("./login.js")).runLogin(ctx),
-  },
-  {
-    name: "logout",
-    usage: [{ usage: "logout <name> [<login>]", summary: ["Revoke (when the login declares how) and delete an extension's sign-in;", "every one of its logins without <login>"] }],
-    help: "Asks the login's revocation_endpoint, when it declares one, to revoke the refresh and access tokens, then deletes them whatever it answers (a failed revocation is a note on stderr). Works for an extension no longer installed too.",
-    options: ["json"],
-    doc: `${OPERATORS}#sign-ins`,
-    needs: [1, "the extension name: tether logout <name> [<login>]"],
-    run: async (ctx) => (await import("./login.js")).runLogout(ctx),
-  },
-  {
-    name: "logins",
-    usage: [{ usage: "logins [<name>]", summary: ["Each declared sign-in: signed in or not, expiry, refreshable"] }],
-    help: "One line per [[login]] of the installed extensions (or of one): signed in as of when, how many seconds the access token has left, whether it can be refreshed — never a token.",
-    options: ["json"],
-    doc: `${OPERATORS}#sign-ins`,
-    run: async (ctx) => (await import("./login.js")).runLogins(ctx),
-  },
+  LOGIN,
+  LOGOUT,
+  LOGINS,
   {
     name: "new",
     usage: [{ usage: "new <name> [--dir <folder>]", summary: ["Scaffold an extension (manifest, a tool, a hook, deno tests, the SDK)"] }],
