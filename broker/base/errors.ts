@@ -28,6 +28,8 @@ export const BrokerCode = {
   notApproved: "not_approved",
   /** An approval asked for something the manifest does not request. */
   approvalInvalid: "approval_invalid",
+  /** A migration failed at approval: nothing was applied and no approval recorded. */
+  migrationFailed: "migration_failed",
   /** The satellite slot is closed and takes no more calls. */
   closed: "closed",
   /** A hook refused the call (or withheld its result); the message is the hook's reason and names the extension. */

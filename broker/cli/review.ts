@@ -10,6 +10,7 @@ import { OperatorPolicySource } from "../caps/policy.js";
 import { secretStatus } from "./secret.js";
 import type { Installed } from "../registry/registry.js";
 import { buildReview, renderReview, type Review } from "../registry/review.js";
+import type { MigrationPlan } from "../registry/migrations.js";
 import { sourceDiffs, type SourceDiff } from "../registry/source-changes.js";
 
 /** The review of installed extension `name` (an error naming what to run when it is not installed). */
@@ -26,8 +27,17 @@ export function reviewFor(broker: Broker, name: string): { installed: Installed;
     policy: { reach: current instanceof Error ? current : current.reach, file: policy.file },
     withheld: registry.withheldOnApproval(name, installed),
     secretSet: secretStatus(broker.home, name),
+    migrations: planOrError(() => registry.migrationPlan(installed)),
   });
   return { installed, review };
+}
+
+function planOrError(plan: () => MigrationPlan): MigrationPlan | Error {
+  try {
+    return plan();
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
 }
 
 /** What `tether review` prints: the review, and with `diff` each changed source file's diff after it. */

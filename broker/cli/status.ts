@@ -9,6 +9,7 @@
 import type { Broker } from "../broker.js";
 import { loginsOf } from "../login/logins.js";
 import { dbSize } from "../store/ext-db.js";
+import { appliedCount } from "../store/ext-migrations.js";
 import { kvRepository } from "../store/kv-repository.js";
 import { secretStatus } from "./secret.js";
 
@@ -22,7 +23,7 @@ export interface ExtensionOverview {
   readonly daemon: readonly string[];
   readonly credentials: readonly { readonly secret: string; readonly state: string }[];
   /** Bytes used and the manifest's quotas: kv and skv together, and the `[storage]` database (null: none declared, or no file yet). */
-  readonly storage: { readonly kv_bytes: number; readonly kv_quota: number; readonly db_bytes: number | null; readonly db_quota: number | null };
+  readonly storage: { readonly kv_bytes: number; readonly kv_quota: number; readonly db_bytes: number | null; readonly db_quota: number | null; readonly migrations: number | null };
 }
 
 export interface Overview {
@@ -66,7 +67,7 @@ export function overview(broker: Broker): Overview {
       session: session.length === 0 ? "nothing in sessions" : session.join(", "),
       daemon: providers.providers.filter((p) => p.extension === m.name).map((p) => p.name),
       credentials,
-      storage: { kv_bytes: kv.used(m.name), kv_quota: m.limits.kv_bytes, db_bytes: dbSize(broker.home, m.name), db_quota: m.storage?.max_bytes ?? null },
+      storage: { kv_bytes: kv.used(m.name), kv_quota: m.limits.kv_bytes, db_bytes: dbSize(broker.home, m.name), db_quota: m.storage?.max_bytes ?? null, migrations: m.storage === undefined ? null : appliedCount(broker.home, m.name) },
     };
   });
   return { extensions, daemon: { eligible: providers.daemon.eligible, running: providers.daemon.running } };
@@ -83,7 +84,7 @@ export function renderOverview(o: Overview): string {
     // Shown once it uses any: an extension that stores nothing gets no line.
     const st = e.storage;
     if (st.kv_bytes > 0 || st.db_quota !== null) {
-      const db = st.db_quota === null ? "" : `; db ${st.db_bytes ?? 0} of ${st.db_quota} bytes`;
+      const db = st.db_quota === null ? "" : `; db ${st.db_bytes ?? 0} of ${st.db_quota} bytes${st.migrations ? `, ${st.migrations} migration${st.migrations === 1 ? "" : "s"} applied` : ""}`;
       lines.push(`${"".padEnd(width)}  storage: kv ${st.kv_bytes} of ${st.kv_quota} bytes${db}`);
     }
   }

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { scanArtifact } from "./artifact-scan.js";
+import { migrationsTrailer, readMigrations } from "./migrations.js";
 import { PRELUDE_PATH, PRELUDE_SPECIFIER, generatedEntry } from "./entry.js";
 import type { Manifest } from "./manifest.js";
 
@@ -279,9 +280,12 @@ export async function bundleExtension(dir: string, manifest: Manifest): Promise<
   }
   const file = result.outputFiles[0];
   if (file === undefined) throw new TetherError(BrokerCode.installFailed, `Bundling '${manifest.name}' produced no output`);
-  const code = file.text;
-  await scanArtifact(code, manifest.name);
-  return { code, sha256: createHash("sha256").update(code).digest("hex"), sources: sourcesOf(root, read) };
+  await scanArtifact(file.text, manifest.name);
+  // Migrations ride on the artifact: its last line pins them, so the approved hash covers them (migrations.ts).
+  const migrations = readMigrations(root, manifest);
+  const code = manifest.storage === undefined ? file.text : file.text + migrationsTrailer(migrations);
+  const sources = [...sourcesOf(root, read), ...migrations].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { code, sha256: createHash("sha256").update(code).digest("hex"), sources };
 }
 
 /** The files read, by path in the folder (checked regular files inside it: read again here for their hashes). */

@@ -15,6 +15,7 @@ import { manifestProblems } from "../install/manifest-checks.js";
 import type { Store } from "../store/open.js";
 import { approvals, installs } from "../store/schema.js";
 import { collectUnreferenced, type Collected } from "./artifact-gc.js";
+import { applyPending, migrationPlan, recordApplied, type MigrationPlan } from "./migrations.js";
 import { artifactRecord, recordArtifact, sourceContent, type ArtifactRecord } from "./artifact-records.js";
 import { parseGrants, requestedGrants, type Grants } from "./grants.js";
 
@@ -77,6 +78,8 @@ function sameFolder(a: string, b: string): boolean {
 export class Registry {
   readonly #store: Store;
   readonly #artifacts: string;
+  /** The home the artifacts folder is in (extensions' databases are under its data/). */
+  readonly #home: string;
   /** Bumped by every change this process makes (other processes show in PRAGMA data_version). */
   version = 0;
 
@@ -91,6 +94,7 @@ export class Registry {
   constructor(store: Store, artifactsDir: string, options: { operator?: string } = {}) {
     this.#store = store;
     this.#artifacts = artifactsDir;
+    this.#home = dirname(artifactsDir);
     this.#operator = options.operator ?? defaultOperator();
   }
 
@@ -215,7 +219,7 @@ export class Registry {
    * subset of those requested; anything outside the request is an error.
    * Without it, rules an earlier `--only` left out stay out, unless `all`.
    */
-  approve(name: string, options: { onlyNet?: readonly string[]; all?: boolean; by?: string } = {}): Approval {
+  approve(name: string, options: { onlyNet?: readonly string[]; all?: boolean; by?: string; progress?: Progress } = {}): Approval {
     const installed = this.require(name);
     const grants = requestedGrants(installed.manifest);
     const requested = grants.net;
@@ -231,7 +235,10 @@ export class Registry {
     }
     const withheldNet = requested.filter((rule) => !grants.net.includes(rule));
     const orm = this.#store.orm;
+    // Its database first: a failed migration throws here, before anything is recorded.
+    const migrated = grants.storage === null ? [] : applyPending(orm, this.#home, installed, grants.storage.max_bytes, options.progress ?? (() => {}));
     orm.transaction((tx) => {
+      recordApplied(tx, migrated);
       tx.update(approvals).set({ revokedAt: Date.now() }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
       tx.insert(approvals)
         .values({
@@ -278,6 +285,11 @@ export class Registry {
     this.#store.orm.delete(installs).where(eq(installs.name, name)).run();
     this.version++;
     this.collectUnreferenced();
+  }
+
+  /** Its migrations, what its database has, and what would stop approving it. */
+  migrationPlan(installed: Installed): MigrationPlan {
+    return migrationPlan(this.#store.orm, this.#home, installed);
   }
 
   /** What `name`'s artifact `artifactHash` was built from; null when it was not recorded (or is no longer named). */

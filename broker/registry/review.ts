@@ -10,6 +10,7 @@ import { matchOf } from "../install/hook-row.js";
 import { sightLines } from "../hooks/hook-sight.js";
 import { EVENT_NAMES, type EventName } from "../../jail-runtime/wire/events.js";
 import type { ArtifactRecord } from "./artifact-records.js";
+import type { MigrationPlan } from "./migrations.js";
 import type { Approval, Installed, InstallStatus } from "./registry.js";
 import { diffGrants, requestedGrants, secretItems, secretPlace, serviceGrant, widens, type GrantDiff, type Grants } from "./grants.js";
 import { sourceChanges, type SourceChange } from "./source-changes.js";
@@ -27,6 +28,8 @@ export interface ReviewContext {
   readonly withheld?: readonly string[];
   /** Whether each secret is set in the operator's store (a string: why the store cannot be read). */
   readonly secretSet?: (name: string) => boolean | string;
+  /** Its migrations and what its database has (an Error: they cannot be read). */
+  readonly migrations?: MigrationPlan | Error;
 }
 
 /** An upgrade's artifact against the approved one. */
@@ -60,6 +63,8 @@ export interface Review {
   readonly withheld: readonly string[];
   /** Each requested secret: set or not (unknown: null; a string: why the store cannot be read). */
   readonly secrets: ReadonlyArray<{ readonly name: string; readonly set: boolean | string | null }>;
+  /** Its migrations, which the database has, and what would stop approving (null: not read). */
+  readonly migrations: MigrationPlan | { readonly error: string } | null;
 }
 
 export function buildReview(installed: Installed, status: InstallStatus, approval: Approval | null, context: ReviewContext = {}): Review {
@@ -111,6 +116,7 @@ export function buildReview(installed: Installed, status: InstallStatus, approva
     policyError: policy !== undefined && policy.reach instanceof Error && requested.net.length > 0 ? policy.reach.message : null,
     withheld: requested.net.filter((rule) => context.withheld?.includes(rule) === true),
     secrets: requested.secrets.map((b) => ({ name: b.name, set: context.secretSet?.(b.name) ?? null })),
+    migrations: context.migrations === undefined ? null : context.migrations instanceof Error ? { error: context.migrations.message } : context.migrations,
   };
 }
 
@@ -214,6 +220,7 @@ export function renderReview(review: Review, installed: Installed): string {
   lines.push("");
   lines.push(`Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);
   if (r.storage !== null) lines.push(`Database: its own SQLite file (<home>/data/${installed.manifest.name}.sqlite), up to ${r.storage.max_bytes} bytes, through db.query and db.exec ([storage]; docs/storage.md)`);
+  lines.push(...migrationLines(review.migrations));
   if (review.diff !== null) {
     lines.push("");
     lines.push(review.widens ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:" : "Changed since approval (nothing widened):");
@@ -224,6 +231,30 @@ export function renderReview(review: Review, installed: Installed): string {
   const withheld = review.withheld.length > 0 ? `; --all also grants what an earlier --only withheld: ${review.withheld.join(", ")}` : "";
   if (review.status !== "approved") lines.push(`To allow it: tether approve ${review.name}${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`);
   return lines.join("\n");
+}
+
+/** At most this many lines of a pending migration's SQL are shown (the rest: tether review --diff). */
+const SHOWN_SQL_LINES = 12;
+
+/** Its migrations: each one's summary, applied or run by approving (with its SQL), and what stops approving. */
+function migrationLines(plan: Review["migrations"]): string[] {
+  if (plan === null) return [];
+  if ("error" in plan) return [`  ! its migrations cannot be read: ${plan.error}`];
+  if (plan.migrations.length === 0 && plan.problems.length === 0) return [];
+  const pending = plan.migrations.filter((m) => m.applied === null).length;
+  const lines = [`Migrations: ${plan.migrations.length} shipped, the database has ${plan.at}${pending > 0 ? `; approving runs ${pending} on it, in order, in one transaction (all or none)` : ""}:`];
+  for (const m of plan.migrations) {
+    if (m.applied !== null) {
+      lines.push(`  ${m.name} — ${m.summary}   (applied${m.applied.version === null ? "" : ` by ${m.applied.version}`})`);
+      continue;
+    }
+    lines.push(`  ${m.name} — ${m.summary}   [NEW: runs when approved]`);
+    const sql = m.text.trimEnd().split("\n");
+    for (const line of sql.slice(0, SHOWN_SQL_LINES)) lines.push(`      | ${line}`);
+    if (sql.length > SHOWN_SQL_LINES) lines.push(`      | … ${sql.length - SHOWN_SQL_LINES} more lines (tether review --diff shows them all)`);
+  }
+  for (const problem of plan.problems) lines.push(`  ! approving is refused: ${problem}`);
+  return lines;
 }
 
 /** The secrets it asks the broker to send for it, where each goes, and whether the operator set it. */

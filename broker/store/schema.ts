@@ -238,3 +238,23 @@ export const providerPreferences = sqliteTable("provider_preferences", {
   exclude: text("exclude").notNull(),
   updatedAt: integer("updated_at").notNull().default(now),
 });
+
+/**
+ * The migrations applied to each extension's database (`[storage]`,
+ * docs/storage.md): the database's own `PRAGMA user_version` says how many ran
+ * (it moves in the migrations' transaction); these rows say which texts, when
+ * and under which approval, so an edited migration is caught.
+ */
+export const extensionMigrations = sqliteTable(
+  "extension_migrations",
+  {
+    extension: text("extension").notNull(),
+    number: integer("number").notNull(),
+    name: text("name").notNull(),
+    sha256: text("sha256").notNull(),
+    appliedAt: integer("applied_at").notNull().default(now),
+    /** The version whose approval applied it. */
+    version: text("version").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.extension, t.number] })],
+);

@@ -134,7 +134,7 @@ test("review shows the database and its quota; one with no [storage] shows none"
 test("tether status shows each extension's storage against its quotas, and no line for one that declares and stores nothing", () => {
   const o = overview(broker);
   const size = statSync(dbFile(broker.home, EXT)).size;
-  expect(o.extensions.find((e) => e.name === EXT)?.storage).toEqual({ kv_bytes: 0, kv_quota: 1_048_576, db_bytes: size, db_quota: 65_536 });
+  expect(o.extensions.find((e) => e.name === EXT)?.storage).toEqual({ kv_bytes: 0, kv_quota: 1_048_576, db_bytes: size, db_quota: 65_536, migrations: 0 });
   const lines = renderOverview(o).split("\n");
   expect(lines).toContain(`${"".padEnd(BARE.length)}  storage: kv 0 of 1048576 bytes; db ${size} of 65536 bytes`);
   expect(lines.filter((l) => l.includes("storage:"))).toHaveLength(1);
