@@ -7,8 +7,8 @@
  * (the folder of its psql) beside it.
  *
  * Why one per run and not one per file: the fleet tests are about several
- * brokers sharing one store, and initdb + start costs ~1.5 s per server (stop
- * ~0.2 s); a file that needs a server of its own (to stop it, say) calls
+ * brokers sharing one store, and initdb + start costs 1.3–2 s per server (stop
+ * 0.2–0.4 s); a file that needs a server of its own (to stop it, say) calls
  * `startPostgres()` itself. Jest runs a project's globalSetup in its parent
  * process before it starts any worker, and only when that project has tests to
  * run (`make unit` starts no server); workers inherit the parent's environment,
