@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_MODULES := node_modules/.package-lock.json
 JEST := node --experimental-vm-modules node_modules/jest/bin/jest.js
 
-.PHONY: sandbox all install build typecheck test unit integration jail-test bench demo doctor clean
+.PHONY: sandbox postgres all install build typecheck test unit integration jail-test fleet-test bench demo doctor clean
 
 all: build
 
@@ -26,14 +26,33 @@ sandbox:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else echo "missing:$$missing — run 'sudo apt-get install -y$$missing' (or set TETHER_INSECURE_NO_SANDBOX=1 for no OS sandbox at all)"; exit 1; fi; }
 
+# A throwaway PostgreSQL server for the fleet tests (tests/support/postgres-server.ts,
+# docs/fleet-tests.md): initdb, pg_ctl, postgres, pg_isready and psql, from Debian's
+# `postgresql` package, and setpriv (the server runs as nobody under root). Installed when
+# missing and we may (root) — without Debian's default cluster, which the tests never use;
+# otherwise say how.
+PG_FOUND = for d in $$(command -v initdb >/dev/null 2>&1 && dirname "$$(readlink -f "$$(command -v initdb)")") /usr/lib/postgresql/*/bin; do \
+	  [ -x "$$d/initdb" ] && [ -x "$$d/pg_ctl" ] && [ -x "$$d/postgres" ] && [ -x "$$d/pg_isready" ] && [ -x "$$d/psql" ] && exit 0; \
+	done; exit 1
+postgres:
+	@if [ "$$(id -u)" = 0 ]; then command -v setpriv >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq util-linux; }; fi; \
+	( $(PG_FOUND) ) || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-common && \
+	    sed -i '/^#* *create_main_cluster *=/d' /etc/postgresql-common/createcluster.conf && \
+	    echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql && \
+	    ( $(PG_FOUND) ) || { echo "the postgresql package did not provide initdb, pg_ctl, postgres, pg_isready and psql under /usr/lib/postgresql/<version>/bin"; exit 1; }; \
+	  else echo "missing: the PostgreSQL server (initdb, pg_ctl, postgres) — run 'sudo apt-get install -y postgresql' (the fleet tests start a throwaway one)"; exit 1; fi; }
+
 build: $(NODE_MODULES)
 	npx tsc -p tsconfig.build.json
 
 typecheck: $(NODE_MODULES)
 	npx tsc -p tsconfig.json --noEmit
 
-test: $(NODE_MODULES) sandbox typecheck
-	$(JEST) --selectProjects unit integration jail
+test: $(NODE_MODULES) sandbox postgres typecheck
+	$(JEST) --selectProjects unit integration jail fleet
 	bash tests/support/jail-unprivileged.sh
 
 unit: $(NODE_MODULES)
@@ -45,6 +64,9 @@ integration: $(NODE_MODULES) sandbox
 jail-test: $(NODE_MODULES) sandbox
 	$(JEST) --selectProjects jail
 	bash tests/support/jail-unprivileged.sh
+
+fleet-test: $(NODE_MODULES) postgres
+	$(JEST) --selectProjects fleet
 
 bench: $(NODE_MODULES) sandbox
 	npx tsx bench/invoke.ts

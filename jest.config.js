@@ -19,5 +19,13 @@ export default {
     { ...common, displayName: "unit", testMatch: ["<rootDir>/tests/unit/**/*.test.ts"] },
     { ...common, displayName: "integration", testMatch: ["<rootDir>/tests/integration/**/*.test.ts"] },
     { ...common, displayName: "jail", testMatch: ["<rootDir>/tests/jail/**/*.test.ts"] },
+    // Several brokers sharing one PostgreSQL store: one throwaway server per run (tests/support/postgres-global-setup.mjs).
+    {
+      ...common,
+      displayName: "fleet",
+      testMatch: ["<rootDir>/tests/fleet/**/*.test.ts"],
+      globalSetup: "<rootDir>/tests/support/postgres-global-setup.mjs",
+      globalTeardown: "<rootDir>/tests/support/postgres-global-teardown.mjs",
+    },
   ],
 };
