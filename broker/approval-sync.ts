@@ -4,9 +4,29 @@
  * stops the extension's satellites (in every session); a re-approval of the same
  * artifact (perhaps narrower) keeps them running under the new grants.
  */
+import { BrokerCode, TetherError } from "./base/errors.js";
 import type { Logger } from "./base/log.js";
 import type { Approval, Installed, Registry } from "./registry/registry.js";
 import type { SessionScope } from "./session-scope.js";
+
+/** The approval that lets `name` run now, or an error that names the command that fixes it (`Broker.approved`). */
+export function approvalInForce(registry: Registry, name: string): { installed: Installed; approval: Approval } {
+  const installed = registry.require(name);
+  const approval = registry.latestApproval(name);
+  if (approval === null) {
+    throw new TetherError(BrokerCode.notApproved, `Extension '${name}' is not approved. Run: tether review ${name}, then tether approve ${name}`);
+  }
+  if (approval.revokedAt !== null) {
+    throw new TetherError(BrokerCode.notApproved, `Extension '${name}' was revoked. Run: tether review ${name}, then tether approve ${name} to allow it again`);
+  }
+  if (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash) {
+    throw new TetherError(
+      BrokerCode.notApproved,
+      `Extension '${name}' changed since it was approved. Run: tether review ${name} to see what changed, then tether approve ${name}`,
+    );
+  }
+  return { installed, approval };
+}
 
 /** The approval in force for exactly this install (manifest and artifact), or null when revoked or changed. */
 export function currentApproval(registry: Registry, installed: Installed): Approval | null {

@@ -22,7 +22,8 @@ import { ParsedRules } from "./caps/egress-policy.js";
 import { FileSecrets } from "./secrets/store.js";
 import { loginSecrets } from "./login/logins.js";
 import { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
-import { currentApproval, syncApprovals } from "./approval-sync.js";
+import { approvalInForce, currentApproval, syncApprovals } from "./approval-sync.js";
+import { gatedHost, Initializers, type InitReport } from "./init/initializers.js";
 import { InvocationEnd } from "./caps/invocation-end.js";
 import { SatelliteLauncher } from "./satellite-launcher.js";
 import { SessionScope, type HookOutcome, type Live, type ScopeCallOptions, type ScopeHost } from "./session-scope.js";
@@ -50,6 +51,8 @@ export class Broker {
   /** One object per session id: its policy, its cap_call stage, its live satellites. */
   readonly #scopes = new Map<string, SessionScope>();
   readonly #host: ScopeHost;
+  /** Initializers (`[init]`): every invocation of the host waits for its extension's. */
+  readonly #inits: Initializers;
   readonly #caps: CapEnvironment;
   readonly #work = new CapabilityWork();
   readonly #agents = new EgressAgents();
@@ -112,7 +115,8 @@ export class Broker {
         return [own, this.#brokerFetches];
       },
     };
-    this.#host = {
+    this.#inits = new Initializers(this);
+    this.#host = gatedHost(this.#inits, {
       boot: async (scope, extension) => {
         if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
         await this.#slot(scope, extension).slot.boot();
@@ -122,7 +126,7 @@ export class Broker {
       callHook: (scope, extension, event, payload, options) => this.#callHook(scope, extension, event, payload, options),
       invoke: (scope, extension, kind, name, payload, options) => this.#invokeSessionKind(scope, extension, kind, name, payload, options),
       policyChanged: () => void this.#work.recheck(),
-    };
+    });
   }
 
   /** The broker's object for session `id` (made on first use): what a `Session` claims, and the hookless path. */
@@ -174,21 +178,12 @@ export class Broker {
 
   /** The approval that lets `name` run now, or an error that names the command that fixes it. */
   approved(name: string): { installed: Installed; approval: Approval } {
-    const installed = this.registry.require(name);
-    const approval = this.registry.latestApproval(name);
-    if (approval === null) {
-      throw new TetherError(BrokerCode.notApproved, `Extension '${name}' is not approved. Run: tether review ${name}, then tether approve ${name}`);
-    }
-    if (approval.revokedAt !== null) {
-      throw new TetherError(BrokerCode.notApproved, `Extension '${name}' was revoked. Run: tether review ${name}, then tether approve ${name} to allow it again`);
-    }
-    if (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash) {
-      throw new TetherError(
-        BrokerCode.notApproved,
-        `Extension '${name}' changed since it was approved. Run: tether review ${name} to see what changed, then tether approve ${name}`,
-      );
-    }
-    return { installed, approval };
+    return approvalInForce(this.registry, name);
+  }
+
+  /** Runs `name`'s initializer (`[init]`) for the approval in force unless it already ran (init/initializers.ts); what came of it. */
+  initialize(name: string, reason: "approved" | "start" = "approved"): Promise<InitReport> {
+    return this.#inits.initialize(name, reason);
   }
 
   /** Stops satellites whose approval is gone or replaced (another process may have revoked it). */

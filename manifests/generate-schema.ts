@@ -108,6 +108,8 @@ const DESCRIPTIONS: Record<string, string> = {
   "secret.header": "The header the broker sends it in (e.g. Authorization). Exactly one of header and query; hop-by-hop, Host, Content-Length, proxy and override headers are refused.",
   "secret.query": "The query parameter the broker sends it in (e.g. api_key). Exactly one of header and query.",
   "secret.format": "How the value is written, {} standing for it exactly once (default \"{}\"; e.g. \"Bearer {}\").",
+  init: "An initializer: the module exports `init`, which the broker runs once per approved version (after `tether approve`, or before the extension's first invocation when a broker finds that version not yet initialized). A failed init leaves the extension inactive until it succeeds at a later broker start (docs/storage.md).",
+  "init.deadline_ms": "The initializer's time limit in milliseconds (default 10000, never more than [limits] deadline_ms).",
   storage: "The extension's own SQLite database (<home>/data/<name>.sqlite), reached through db.query and db.exec (docs/storage.md).",
   "storage.max_bytes": "The database's size quota in bytes (65536 to 1073741824, default 10485760): SQLite refuses to grow past it.",
   limits: "Resource limits of the extension's satellite.",

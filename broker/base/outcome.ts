@@ -36,6 +36,8 @@ export interface SuccessValues {
   readonly complete: string;
   /** A service's HTTP response (jail-runtime/wire/service-kinds.ts), JSON text. */
   readonly service: string;
+  /** An initializer's answer (`{ message? }`), JSON text. */
+  readonly init: string;
 }
 
 /** How any invocation can fail: a code and a message. */

@@ -58,7 +58,8 @@ export const COMMANDS: readonly Command[] = [
     usage: [{ usage: "approve <name> [--only <rule>...] [--all] [--yes]", summary: ["Approve what is installed (narrow egress with --only; a later", "approval keeps that narrowing unless --all)"] }],
     help:
       "Shows the review on stderr and asks on the terminal; without one (a script) it declines, exit 3, unless --yes is given. " +
-      "The approval pins the manifest and artifact as installed (its migrations with it: the pending ones run on its database first, all or none); --only grants a subset of the requested egress rules, and a later approval keeps withholding what it left out unless --all is given.",
+      "The approval pins the manifest and artifact as installed (its migrations with it: the pending ones run on its database first, all or none); --only grants a subset of the requested egress rules, and a later approval keeps withholding what it left out unless --all is given. " +
+      "An extension with [init] has its initializer run right after, with one line on how it went; a failed init leaves the approval standing (exit 0) and the extension inactive until it succeeds at a later start of a broker.",
     options: ["only", "all", "yes", "json"],
     doc: `${OPERATORS}#3-approve`,
     needs: [1, "the extension name: tether approve <name>"],
@@ -80,7 +81,10 @@ export const COMMANDS: readonly Command[] = [
         const progress = (line: string) => void (ctx.json ? undefined : process.stderr.write(`… ${line}\n`));
         const approval = registry.approve(name, { ...(only !== undefined ? { onlyNet: only } : {}), all: ctx.values.all === true, progress });
         const kept = only === undefined && approval.withheldNet.length > 0 ? `; still withheld by an earlier --only: ${approval.withheldNet.join(", ")} (--all grants it)` : "";
-        ctx.out({ name, approval }, `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")}${kept})` : ` (no egress${kept})`}`);
+        const approved = `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")}${kept})` : ` (no egress${kept})`}`;
+        // With [init]: its initializer runs now; a failure leaves the approval standing (exit 0).
+        const init = installed.manifest.init === undefined ? undefined : await broker.initialize(name, "approved");
+        ctx.out({ name, approval, ...(init !== undefined ? { init } : {}) }, init === undefined ? approved : `${approved}\n${(await import("../init/init-lines.js")).initLine(name, init)}`);
         return EXIT.ok;
       }),
   },

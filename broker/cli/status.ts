@@ -4,10 +4,12 @@
  * where — in sessions, or in the daemon scope (model providers) — then each
  * credential it uses: operator-set secrets (set or not) and sign-ins (signed
  * in, when it expires), then the storage it uses against its quotas (kv and
- * skv together, and its `[storage]` database). Never a value.
+ * skv together, and its `[storage]` database), and its initializer's state
+ * (`[init]`). Never a value.
  */
 import type { Broker } from "../broker.js";
 import { loginsOf } from "../login/logins.js";
+import { initState } from "../init/init-lines.js";
 import { dbSize } from "../store/ext-db.js";
 import { appliedCount } from "../store/ext-migrations.js";
 import { kvRepository } from "../store/kv-repository.js";
@@ -24,6 +26,8 @@ export interface ExtensionOverview {
   readonly credentials: readonly { readonly secret: string; readonly state: string }[];
   /** Bytes used and the manifest's quotas: kv and skv together, and the `[storage]` database (null: none declared, or no file yet). */
   readonly storage: { readonly kv_bytes: number; readonly kv_quota: number; readonly db_bytes: number | null; readonly db_quota: number | null; readonly migrations: number | null };
+  /** Its initializer's state (`[init]`): `init: done for <version> at <time>`, `init failed: <reason>`, `init: not run yet`; null without one. */
+  readonly init: string | null;
 }
 
 export interface Overview {
@@ -68,6 +72,7 @@ export function overview(broker: Broker): Overview {
       daemon: providers.providers.filter((p) => p.extension === m.name).map((p) => p.name),
       credentials,
       storage: { kv_bytes: kv.used(m.name), kv_quota: m.limits.kv_bytes, db_bytes: dbSize(broker.home, m.name), db_quota: m.storage?.max_bytes ?? null, migrations: m.storage === undefined ? null : appliedCount(broker.home, m.name) },
+      init: initState(broker, installed),
     };
   });
   return { extensions, daemon: { eligible: providers.daemon.eligible, running: providers.daemon.running } };
@@ -87,6 +92,7 @@ export function renderOverview(o: Overview): string {
       const db = st.db_quota === null ? "" : `; db ${st.db_bytes ?? 0} of ${st.db_quota} bytes${st.migrations ? `, ${st.migrations} migration${st.migrations === 1 ? "" : "s"} applied` : ""}`;
       lines.push(`${"".padEnd(width)}  storage: kv ${st.kv_bytes} of ${st.kv_quota} bytes${db}`);
     }
+    if (e.init !== null) lines.push(`${"".padEnd(width)}  ${e.init}`);
   }
   lines.push("");
   lines.push(`daemon scope: eligible ${o.daemon.eligible.length === 0 ? "none" : o.daemon.eligible.join(", ")}; running in this process: ${o.daemon.running.length === 0 ? "none" : o.daemon.running.join(", ")} (daemon satellites run in tether serve and the library, booted at a provider's first completion)`);

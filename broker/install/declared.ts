@@ -7,9 +7,10 @@ import type { Declared } from "../satellite/handshake.js";
 import type { Manifest } from "./manifest.js";
 
 export function declaredOf(manifest: Manifest): Declared {
-  const handles: Array<"prepare" | "observe"> = [];
+  const handles: Array<"prepare" | "observe" | "init"> = [];
   if (manifest.managed !== undefined) handles.push("prepare");
   if (manifest.observe !== undefined) handles.push("observe");
+  if (manifest.init !== undefined) handles.push("init");
   return {
     tools: manifest.tool.map((t) => t.name),
     hooks: manifest.hook.map((h) => h.event),

@@ -47,6 +47,12 @@ export const ManagedTable = v.strictObject({
   close_deadline_ms: Deadline,
 });
 
+/** `[init]`: the module exports `init`, run once per approved version (docs/storage.md#initializers). */
+export const InitTable = v.strictObject({
+  /** Its time limit (default 10 s, never more than `[limits] deadline_ms`). */
+  deadline_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3_600_000)), 10_000),
+});
+
 /** `[observe]`: which of the session's events it is told about. */
 export const ObserveTable = v.strictObject({
   events: v.pipe(v.array(v.picklist(OBSERVED_KINDS)), v.minLength(1, "expected at least one of: " + OBSERVED_KINDS.join(", "))),
@@ -125,6 +131,7 @@ export const Manifest = v.strictObject({
   service: v.optional(v.array(ServiceRow), []),
   managed: v.optional(ManagedTable),
   observe: v.optional(ObserveTable),
+  init: v.optional(InitTable),
   /** OAuth sign-ins the broker runs; their tokens fill `[[secret]]`s and never reach the jail (docs/login.md). */
   login: v.optional(v.array(LoginRow), []),
   net: v.optional(v.strictObject({ allow: v.optional(v.array(v.string()), []) }), { allow: [] }),

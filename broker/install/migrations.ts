@@ -13,7 +13,7 @@ import { lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { splitStatements } from "../registry/migration-summary.js";
-import { checkStatement } from "../store/sql-allowlist.js";
+import { checkStatement, stripComments } from "../store/sql-allowlist.js";
 import type { SourceFile } from "./bundle.js";
 import type { Manifest } from "./manifest.js";
 
@@ -81,7 +81,7 @@ export function readMigrations(root: string, manifest: Manifest): SourceFile[] {
     if (statements.length > MAX_MIGRATION_STATEMENTS) fail(`'${shown}' holds ${statements.length} statements; at most ${MAX_MIGRATION_STATEMENTS}`);
     statements.forEach((statement, j) => {
       const check = checkStatement(statement);
-      if (!check.ok) fail(`'${shown}' statement ${j + 1} (${statement.replace(/\s+/g, " ").slice(0, 60)}): ${check.msg} (rule: ${check.rule}); a migration obeys the rules db.exec does, and the broker wraps it in a transaction itself`);
+      if (!check.ok) fail(`'${shown}' statement ${j + 1} (${stripComments(statement).replace(/\s+/g, " ").trim().slice(0, 60)}): ${check.msg} (rule: ${check.rule}); a migration obeys the rules db.exec does, and the broker wraps it in a transaction itself`);
     });
     files.push({ path: shown, sha256: createHash("sha256").update(content).digest("hex"), content });
   });

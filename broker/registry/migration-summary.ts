@@ -5,31 +5,13 @@
  * the text only (nothing runs), so a summary is a hint: review shows the SQL
  * itself beside it.
  */
-import { stripComments } from "../store/sql-allowlist.js";
+import { splitStatements, stripComments } from "../../jail-runtime/wire/sql-allowlist.js";
+
+/** The statements of a migration file: the allowlist's own splitter, so the broker, review and the test kit split alike. */
+export { splitStatements };
 
 const IDENT = String.raw`("[^"]+"|\x60[^\x60]+\x60|\[[^\]]+\]|[\w$]+)`;
 const unquote = (name: string): string => name.replace(/^["`[]|["`\]]$/g, "");
-
-/** The statements of a migration file, split at `;` outside quotes and comments. */
-export function splitStatements(sql: string): string[] {
-  const text = stripComments(sql);
-  const out: string[] = [];
-  let current = "";
-  let quote: string | null = null;
-  for (const ch of text) {
-    if (quote !== null) {
-      if (ch === quote) quote = null;
-    } else if (ch === "'" || ch === '"' || ch === "`") quote = ch;
-    else if (ch === ";") {
-      if (current.trim() !== "") out.push(current.trim());
-      current = "";
-      continue;
-    }
-    current += ch;
-  }
-  if (current.trim() !== "") out.push(current.trim());
-  return out;
-}
 
 /** One statement's summary. */
 export function summarizeStatement(statement: string): string {
@@ -52,6 +34,6 @@ export function summarizeStatement(statement: string): string {
 
 /** A migration's summary: its statements' summaries, joined. */
 export function summarizeMigration(sql: string): string {
-  const parts = splitStatements(sql).map(summarizeStatement);
+  const parts = splitStatements(sql).map((statement) => summarizeStatement(stripComments(statement)));
   return parts.length === 0 ? "does nothing" : parts.join("; ");
 }

@@ -221,6 +221,8 @@ export function renderReview(review: Review, installed: Installed): string {
   lines.push(`Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);
   if (r.storage !== null) lines.push(`Database: its own SQLite file (<home>/data/${installed.manifest.name}.sqlite), up to ${r.storage.max_bytes} bytes, through db.query and db.exec ([storage]; docs/storage.md)`);
   lines.push(...migrationLines(review.migrations));
+  const init = installed.manifest.init;
+  if (init !== undefined) lines.push(`Initializer: runs once per approved version, after its migrations, up to ${Math.min(init.deadline_ms, r.limits.deadline_ms)} ms ([init]; docs/storage.md)`);
   if (review.diff !== null) {
     lines.push("");
     lines.push(review.widens ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:" : "Changed since approval (nothing widened):");

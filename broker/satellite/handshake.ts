@@ -16,8 +16,8 @@ export interface Declared {
   readonly compactions?: readonly string[];
   readonly providers?: readonly string[];
   readonly services?: readonly string[];
-  /** The session handlers its manifest calls for: `prepare` (`[managed]`), `observe` (`[observe]`). */
-  readonly handles?: readonly ("prepare" | "observe")[];
+  /** The handlers its manifest calls for: `prepare` (`[managed]`), `observe` (`[observe]`), `init` (`[init]`). */
+  readonly handles?: readonly ("prepare" | "observe" | "init")[];
   /** The manifest's `entry` (the module that exports them), for messages; default "the entry module". */
   readonly entry?: string;
 }
@@ -76,8 +76,8 @@ const KINDS = {
     extra: (n: string) => `add a [[service]] row with name = "${n}", or remove it from \`services\``,
   },
   handler: {
-    missing: (n: string) => (n === "prepare" ? "export `managed = { prepare, close }`, or remove the [managed] table" : "export `observe`, or remove the [observe] table"),
-    extra: (n: string) => (n === "prepare" ? "add a [managed] table, or stop exporting `managed`" : "add an [observe] table with the events it is told about, or stop exporting `observe`"),
+    missing: (n: string) => (n === "prepare" ? "export `managed = { prepare, close }`, or remove the [managed] table" : n === "init" ? "export `init`, or remove [init]" : "export `observe`, or remove the [observe] table"),
+    extra: (n: string) => (n === "prepare" ? "add a [managed] table, or stop exporting `managed`" : n === "init" ? "add an [init] table, or stop exporting `init`" : "add an [observe] table with the events it is told about, or stop exporting `observe`"),
   },
 } as const;
 
@@ -100,9 +100,11 @@ export function servedProblems(declared: Declared, served: Served): string[] {
     ["handler", declared.handles ?? [], (served.handles ?? []).filter((h) => h !== "close")],
   ];
   const problems: string[] = [];
+  // The initializer is one export, not a named row: it reads as just `init`.
+  const what = (kind: keyof typeof KINDS, n: string) => (kind === "handler" && n === "init" ? "init" : `${kind} ${n}`);
   for (const [kind, want, have] of sides) {
-    for (const n of minus(want, have)) problems.push(`declared in manifest.toml but not exported from ${entry}: ${kind} ${n} (${KINDS[kind].missing(n)})`);
-    for (const n of minus(have, want)) problems.push(`exported from ${entry} but not declared in manifest.toml: ${kind} ${n} (${KINDS[kind].extra(n)})`);
+    for (const n of minus(want, have)) problems.push(`declared in manifest.toml but not exported from ${entry}: ${what(kind, n)} (${KINDS[kind].missing(n)})`);
+    for (const n of minus(have, want)) problems.push(`exported from ${entry} but not declared in manifest.toml: ${what(kind, n)} (${KINDS[kind].extra(n)})`);
   }
   return problems;
 }

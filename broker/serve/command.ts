@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { Broker, type BrokerOptions } from "../broker.js";
 import { createLogger } from "../base/log.js";
 import { resolveHome } from "../store/home.js";
+import { runPendingInits } from "../init/init-lines.js";
 import { ServeServer } from "./server.js";
 import { TokenFileError, loadOrCreateToken } from "./token.js";
 import { ListenError, type Where } from "./transport.js";
@@ -86,6 +87,8 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   process.on("SIGINT", onSignal);
 
   process.stdout.write(`tether serve: listening on ${url} (token file: ${tokenFile})\n`);
+  // Initializers ([init]) of approved versions not yet initialized, one line each; calls meanwhile wait for theirs.
+  void runPendingInits(broker, (line) => process.stderr.write(`tether serve: ${line}\n`));
   await stop;
   try {
     await server.shutdown(hurried);

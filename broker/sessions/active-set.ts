@@ -182,6 +182,8 @@ export class ActiveSet {
     try {
       await this.#scope.activate(k.name);
     } catch (err) {
+      // Its initializer failed (init/initializers.ts): the message is the reason, as it is.
+      if (err instanceof TetherError && err.code === BrokerCode.inactive) return { ok: false, reason: err.message };
       const code = err instanceof TetherError ? ` (${err.code})` : "";
       return { ok: false, reason: `failed to start${code}: ${(err as Error).message}` };
     }

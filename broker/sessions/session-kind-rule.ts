@@ -1,7 +1,7 @@
 /**
  * Whether an approved extension may be asked an invocation of a session-facing
  * kind (a context loader, its preparation or close, an observer batch, a
- * route, a compaction strategy), and its time limit: the row's (or the
+ * route, a compaction strategy, a provider, a service, the initializer), and its time limit: the row's (or the
  * `[managed]` table's) `deadline_ms`, 5 s by default, never more than the
  * extension's `[limits] deadline_ms`.
  */
@@ -43,6 +43,10 @@ export function sessionKindRule(extension: string, manifest: Manifest, grants: G
       if (row === undefined || !grants.services.includes(serviceGrant(row))) return failure(WireCode.unknownTool, `'${extension}' has no approved service '${name}'`);
       return cap(row.deadline_ms);
     }
+    case "init":
+      // Its own default (10 s, the manifest's), capped like the others.
+      if (manifest.init === undefined) return failure(WireCode.unhandled, `'${extension}' declares no [init]`);
+      return cap(manifest.init.deadline_ms);
     case "observe":
       if (manifest.observe === undefined || grants.observe.length === 0) return failure(WireCode.unhandled, `'${extension}' is not an approved observer`);
       return cap(undefined);

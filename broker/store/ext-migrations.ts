@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import { splitStatements } from "../registry/migration-summary.js";
 import { dbFile, openExtensionDb } from "./ext-db.js";
-import { checkStatement } from "./sql-allowlist.js";
+import { checkStatement, stripComments } from "./sql-allowlist.js";
 
 export interface MigrationText {
   readonly number: number;
@@ -25,7 +25,7 @@ export class MigrationFailure extends Error {
     readonly sql: string,
     readonly reason: string,
   ) {
-    super(`migration ${migration} failed at statement ${statement} (${sql.replace(/\s+/g, " ").slice(0, 80)}): ${reason}`);
+    super(`migration ${migration} failed at statement ${statement} (${stripComments(sql).replace(/\s+/g, " ").trim().slice(0, 80)}): ${reason}`);
   }
 }
 

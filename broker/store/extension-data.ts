@@ -42,6 +42,8 @@ export function purgeExtensionData(store: Store, home: string, extension: string
     store.sqlite.prepare("delete from session_kv where extension = ?").run(extension);
     // The database goes, so the record of what was applied to it goes too.
     store.sqlite.prepare("delete from extension_migrations where extension = ?").run(extension);
+    // What it initialized is gone with it: a reinstall runs its initializer again.
+    store.sqlite.prepare("delete from extension_inits where extension = ?").run(extension);
   })();
   const file = dbFile(home, extension);
   for (const suffix of ["", "-journal", "-wal", "-shm"]) rmSync(file + suffix, { force: true });

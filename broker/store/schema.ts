@@ -258,3 +258,27 @@ export const extensionMigrations = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.extension, t.number] })],
 );
+
+/**
+ * Initializers (`[init]`, broker/init/initializers.ts): one row per approved
+ * version an init was run for, keyed as the approval pins it (extension,
+ * artifact hash, manifest hash). `ran_at` set: it succeeded, and is never run
+ * again for that version; `failed_at` set (and `ran_at` null): its last run
+ * failed with `error`, and a later broker start runs it again.
+ */
+export const extensionInits = sqliteTable(
+  "extension_inits",
+  {
+    extension: text("extension").notNull(),
+    artifactHash: text("artifact_hash").notNull(),
+    manifestHash: text("manifest_hash").notNull(),
+    /** The manifest version it initialized. */
+    version: text("version").notNull(),
+    ranAt: integer("ran_at"),
+    /** What a successful init answered (`{ message }`), if anything. */
+    message: text("message"),
+    error: text("error"),
+    failedAt: integer("failed_at"),
+  },
+  (t) => [primaryKey({ columns: [t.extension, t.artifactHash, t.manifestHash] })],
+);

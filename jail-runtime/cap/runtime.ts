@@ -148,7 +148,7 @@ function sorted(names: readonly string[]): string[] {
  */
 export async function serveLoop(
   answerer: Answerer,
-  served: { tools: string[]; hooks: string[]; commands?: string[]; contexts?: string[]; routes?: string[]; compactions?: string[]; providers?: string[]; services?: string[]; handles?: Array<"prepare" | "close" | "observe"> },
+  served: { tools: string[]; hooks: string[]; commands?: string[]; contexts?: string[]; routes?: string[]; compactions?: string[]; providers?: string[]; services?: string[]; handles?: Array<"prepare" | "close" | "observe" | "init"> },
 ): Promise<never> {
   const b = booted;
   if (b === null) {
@@ -173,7 +173,7 @@ export async function serveLoop(
     compactions: sorted(served.compactions ?? []),
     providers: sorted(served.providers ?? []),
     services: sorted(served.services ?? []),
-    handles: sorted(served.handles ?? []) as Array<"prepare" | "close" | "observe">,
+    handles: sorted(served.handles ?? []) as Array<"prepare" | "close" | "observe" | "init">,
   });
 
   let busy = false;

@@ -36,6 +36,7 @@ export type { ContextLoader, Managed, Observer, Route, Strategy, SessionServed }
 export { deltaPartials, excerpt, MAX_PARTIALS, PARTIAL_CHARS, ProviderError, reportDeltas, sseEvents, type Provider, type SseEvent } from "./provider.js";
 export type { ChatMessage, Usage } from "../wire/provider-kinds.js";
 export type { Service, ServiceRequest, ServiceResponse } from "./service.js";
+export type { Init, InitPayload, InitReply } from "./init.js";
 export type { SessionPayload, SessionReply, ObservedEvent, ObservedKind, Fold } from "../wire/session-kinds.js";
 export { rendered, type Rendered } from "./rendered.js";
 export { serve, serving } from "./runtime.js";

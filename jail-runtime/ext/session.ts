@@ -12,7 +12,9 @@
  * - `compactions`: named strategies that summarise a conversation and say
  *   which messages they folded (`[[compaction]]`);
  * - `providers`: model providers answering completions (`[[provider]]`,
- *   ./provider.ts), asked in the broker's daemon scope.
+ *   ./provider.ts), asked in the broker's daemon scope;
+ * - `init`: the initializer (`[init]`, ./init.ts), run once per approved
+ *   version in the daemon scope.
  *
  * Payloads and answers are the schemas in jail-runtime/wire/session-kinds.ts.
  */
@@ -27,6 +29,7 @@ import { CapError } from "../cap/invocation.js";
 import { rendered } from "./rendered.js";
 import { ProviderError, type Provider } from "./provider.js";
 import type { Service } from "./service.js";
+import type { Init } from "./init.js";
 
 type Returns<T> = T | Promise<T>;
 
@@ -55,6 +58,8 @@ export interface SessionServed {
   readonly providers?: Readonly<Record<string, Provider>>;
   /** HTTP services (`[[service]]`, ./service.ts), asked in the daemon scope. */
   readonly services?: Readonly<Record<string, Service>>;
+  /** The initializer (`[init]`, ./init.ts), run once per approved version. */
+  readonly init?: Init;
 }
 
 type Answer = { readonly ok: true; readonly value: string } | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
@@ -66,17 +71,18 @@ function own<T>(table: Readonly<Record<string, T>> | undefined, name: string): T
 }
 
 /** The names this module serves of each kind, and which session handlers it has: what its `hello` says. */
-export function sessionNames(served: SessionServed): { contexts: string[]; routes: string[]; compactions: string[]; providers: string[]; services: string[]; handles: Array<"prepare" | "close" | "observe"> } {
-  const handles: Array<"prepare" | "close" | "observe"> = [];
+export function sessionNames(served: SessionServed): { contexts: string[]; routes: string[]; compactions: string[]; providers: string[]; services: string[]; handles: Array<"prepare" | "close" | "observe" | "init"> } {
+  const handles: Array<"prepare" | "close" | "observe" | "init"> = [];
   if (typeof served.managed?.prepare === "function") handles.push("prepare");
   if (typeof served.managed?.close === "function") handles.push("close");
   if (typeof served.observe === "function") handles.push("observe");
+  if (typeof served.init === "function") handles.push("init");
   return { contexts: Object.keys(served.contexts ?? {}), routes: Object.keys(served.routes ?? {}), compactions: Object.keys(served.compactions ?? {}), providers: Object.keys(served.providers ?? {}), services: Object.keys(served.services ?? {}), handles };
 }
 
 /** Runs the function for `kind`, checking its payload first and its answer after; throws what the function throws. */
 async function run(kind: SessionKind, name: string, served: SessionServed, payload: unknown, ctx: Ctx): Promise<Answer> {
-  const what = kind === "prepare" || kind === "close" || kind === "observe" ? kind : `${kind} '${name}'`;
+  const what = kind === "prepare" || kind === "close" || kind === "observe" || kind === "init" ? kind : `${kind} '${name}'`;
   const checked = v.safeParse(SessionPayloads[kind], payload);
   if (!checked.success) return fail(ErrorCode.badArguments, `${what}: ${describeIssues(checked.issues)}`);
   const input = checked.output as never;
@@ -119,6 +125,10 @@ async function run(kind: SessionKind, name: string, served: SessionServed, paylo
     case "close":
       await served.managed?.close?.(input, ctx);
       reply = {};
+      break;
+    case "init":
+      if (served.init === undefined) return fail(ErrorCode.unhandled, "This extension exports no `init`");
+      reply = (await served.init(input, ctx)) ?? {};
       break;
     case "observe":
       if (served.observe === undefined) return fail(ErrorCode.unhandled, "This extension exports no `observe`");

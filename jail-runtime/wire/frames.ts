@@ -41,8 +41,8 @@ export const Hello = v.object({
   providers: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   /** HTTP services it serves, by name. */
   services: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
-  /** Which session handlers its module exports: `prepare` and `close` (managed), `observe`. */
-  handles: v.optional(v.pipe(v.array(v.picklist(["prepare", "close", "observe"])), v.maxLength(3)), []),
+  /** Which session handlers its module exports: `prepare` and `close` (managed), `observe`, `init` (its initializer). */
+  handles: v.optional(v.pipe(v.array(v.picklist(["prepare", "close", "observe", "init"])), v.maxLength(4)), []),
 });
 export type Hello = v.InferOutput<typeof Hello>;
 

@@ -20,6 +20,8 @@ export const MAX_CONTEXT_BYTES = 64 * 1024;
 export const MAX_ROUTE_BYTES = 1024 * 1024;
 /** The most one observer batch carries; what a slow observer misses beyond it is counted, not queued. */
 export const MAX_OBSERVED_BATCH = 256;
+/** The longest line an initializer may answer (`{ message }`). */
+export const MAX_INIT_MESSAGE = 1024;
 /** The most folds one compaction may make. */
 export const MAX_FOLDS = 256;
 
@@ -27,9 +29,10 @@ export const MAX_FOLDS = 256;
  * What each kind asked through a scope is called on the wire (`call.kind`).
  * `complete` (a model provider's completion, ./provider-kinds.ts) is asked in
  * the daemon scope, not a session's, but travels the same way; so does
- * `service` (an HTTP request to a `[[service]]`, ./service-kinds.ts).
+ * `service` (an HTTP request to a `[[service]]`, ./service-kinds.ts), and
+ * `init` (an extension's initializer, `[init]`: once per approved version).
  */
-export const SESSION_KINDS = ["context", "prepare", "close", "observe", "route", "compact", "complete", "service"] as const;
+export const SESSION_KINDS = ["context", "prepare", "close", "observe", "route", "compact", "complete", "service", "init"] as const;
 export type SessionKind = (typeof SESSION_KINDS)[number];
 
 /** The session as a loader, a preparation or a route sees it: no files, the workspace as text. */
@@ -77,6 +80,12 @@ export const SessionPayloads = {
   }),
   complete: CompletePayload,
   service: ServicePayload,
+  /** An initializer (`[init]`): the manifest version it initializes, and why it runs now. */
+  init: v.object({
+    version: Text(256),
+    /** `approved`: right after `tether approve`; `start`: a broker found the approved version not yet initialized. */
+    reason: v.picklist(["approved", "start"]),
+  }),
 } as const;
 
 export const Fold = v.object({
@@ -106,6 +115,8 @@ export const SessionAnswers = {
   compact: v.strictObject({ summary: Text(MAX_CONTEXT_BYTES), folds: v.pipe(v.array(Fold), v.maxLength(MAX_FOLDS)) }),
   complete: CompleteAnswer,
   service: ServiceAnswer,
+  /** What the initializer did, in one line for the operator (`tether approve`, `tether status`). */
+  init: v.strictObject({ message: v.optional(Text(MAX_INIT_MESSAGE)) }),
 } as const;
 
 export type SessionPayload<K extends SessionKind> = v.InferOutput<(typeof SessionPayloads)[K]>;

@@ -122,7 +122,7 @@ describe("frame schemas refuse what the wire must not carry", () => {
 
   test("an unknown call kind is refused at .kind", () => {
     expect(rejection(Call, { ...call, kind: "outcome" })).toBe(
-      'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service") but received "outcome" at .kind',
+      'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service" | "init") but received "outcome" at .kind',
     );
   });
 
@@ -157,7 +157,7 @@ describe("describeIssues()", () => {
     expect(describeIssues(parsed.issues)).toBe(
       [
         "Invalid value: Expected >=0 but received -1 at .id",
-        'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service") but received "x" at .kind',
+        'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service" | "init") but received "x" at .kind',
         "Invalid type: Expected string but received 7 at .name",
       ].join("; "),
     );

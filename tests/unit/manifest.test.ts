@@ -242,3 +242,13 @@ describe("readManifest()", () => {
     expect(() => readManifest(dir)).toThrow(`${join(dir, "manifest.toml")}: cannot read the manifest (is this an extension folder?)`);
   });
 });
+
+describe("[init]", () => {
+  test("an empty [init] table takes the 10 s default; deadline_ms is a positive integer; no other key", () => {
+    expect(parseManifest(HEAD, FILE).init).toBeUndefined();
+    expect(parseManifest(`${HEAD}[init]\n`, FILE).init).toEqual({ deadline_ms: 10_000 });
+    expect(parseManifest(`${HEAD}[init]\ndeadline_ms = 2500\n`, FILE).init).toEqual({ deadline_ms: 2500 });
+    expect(refusal(`${HEAD}[init]\ndeadline_ms = 0\n`)).toContain("init.deadline_ms");
+    expect(refusal(`${HEAD}[init]\nretries = 3\n`)).toContain("init.retries");
+  });
+});

@@ -71,3 +71,21 @@ describe("the session-facing kinds", () => {
     );
   });
 });
+
+describe("the initializer", () => {
+  test("[init] without an exported `init`, and the reverse, are each a problem worded as `init`", () => {
+    expect(servedProblems({ tools: [], hooks: [], handles: ["init"], entry: "index.ts" }, { tools: [], hooks: [], commands: [], handles: [] })).toEqual([
+      "declared in manifest.toml but not exported from index.ts: init (export `init`, or remove [init])",
+    ]);
+    expect(servedProblems({ tools: [], hooks: [], entry: "index.ts" }, { tools: [], hooks: [], commands: [], handles: ["init"] })).toEqual([
+      "exported from index.ts but not declared in manifest.toml: init (add an [init] table, or stop exporting `init`)",
+    ]);
+    expect(servedProblems({ tools: [], hooks: [], handles: ["init"] }, { tools: [], hooks: [], commands: [], handles: ["init"] })).toEqual([]);
+  });
+
+  test("a missing `init` alone fails the handshake with just that problem", () => {
+    expect(() => checkServed("notes", { tools: [], hooks: [], handles: ["init"], entry: "index.ts" }, { tools: [], hooks: [], commands: [], handles: [] })).toThrow(
+      "Extension 'notes' is broken: declared in manifest.toml but not exported from index.ts: init (export `init`, or remove [init]). Its author must fix the extension",
+    );
+  });
+});

@@ -1,7 +1,8 @@
 /**
- * `testKit()`: runs an extension's tools, hooks and commands the way a
- * satellite does — one invocation at a time, under a token, with a deadline —
- * against in-memory capabilities, with no socket and no broker.
+ * `testKit()`: runs an extension's tools, hooks, commands and the other kinds
+ * (its initializer, its services, …) the way a satellite does — one
+ * invocation at a time, under a token, with a deadline — against in-memory
+ * capabilities (`kv`, `net`, `db`), with no socket and no broker.
  */
 import { begin, castCap, end } from "../../cap/invocation.js";
 import { abort, abortSignal } from "../../cap/intrinsics.js";
@@ -11,6 +12,7 @@ import type { AnyHook, Declared, EventPayload, HookEvent } from "../hook.js";
 import type { SessionServed } from "../session.js";
 import type { Command, Tool } from "../tool.js";
 import type { SessionKind, SessionPayload } from "../../wire/session-kinds.js";
+import { FakeDb, type FakeDbOptions } from "./db.js";
 import { FakeKv } from "./kv.js";
 import { FakeNet, type Routes } from "./net.js";
 import { asDelivered, crashed } from "./outcome.js";
@@ -30,6 +32,10 @@ export interface KitOptions {
   readonly kv?: FakeKv | Readonly<Record<string, unknown>>;
   /** Its `net`: a `FakeNet`, or the routes to answer. */
   readonly net?: FakeNet | Routes;
+  /** Its `db` (`[storage]`): a `FakeDb`, or the options of a new one (its migrations folder, its quota); default an empty one. */
+  readonly db?: FakeDb | FakeDbOptions;
+  /** Its version (the manifest's `version`), as `init` is handed it; default "1.0.0". */
+  readonly version?: string;
   /** The deadline of each invocation (the manifest's `[limits] deadline_ms`); default 30000. */
   readonly deadlineMs?: number;
 }
@@ -42,6 +48,8 @@ export interface CallOptions {
 export interface TestKit {
   readonly kv: FakeKv;
   readonly net: FakeNet;
+  /** Its database: `db.query` and `db.exec` reach it (made at first use). */
+  readonly db: FakeDb;
   /** `log.write` lines, in order. */
   readonly logs: readonly LogLine[];
   /** Partials (`ctx.report`, `report.emit`), in order. */
@@ -66,6 +74,36 @@ export interface TestKit {
   compact(name: string, input: Pick<SessionPayload<"compact">, "messages"> & Partial<SessionPayload<"compact">>, options?: CallOptions): Promise<Answer>;
   /** Asks a provider for a completion (`base_url` "" and no secret unless given); an `ok` answer's value is `{ text, usage, … }`, each delta in `reports`. */
   complete(provider: string, request: Pick<SessionPayload<"complete">, "model" | "messages"> & Partial<SessionPayload<"complete">>, options?: CallOptions): Promise<Answer>;
+  /** Runs the initializer (`[init]`; `version` the kit's, `reason` "approved" unless given); an `ok` answer's value is `{ message? }`. */
+  init(payload?: Partial<SessionPayload<"init">>, options?: CallOptions): Promise<Answer>;
+  /**
+   * Sends a `[[service]]` route one HTTP request (GET / with no query,
+   * headers or body unless given; a `Uint8Array` body travels as base64);
+   * an `ok` answer's value is the response `{ status, headers, body, body_encoding }`.
+   */
+  service(name: string, request?: ServiceRequestInput, options?: CallOptions): Promise<Answer>;
+}
+
+/** What `kit.service` builds a request from: any of its parts. */
+export interface ServiceRequestInput {
+  readonly method?: string;
+  readonly path?: string;
+  readonly query?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string | Uint8Array;
+}
+
+function base64(bytes: Uint8Array): string {
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary);
+}
+
+/** The `service` payload for a request to route `route`, as the broker builds it (header names lowercase). */
+function servicePayload(route: string, r: ServiceRequestInput): SessionPayload<"service"> {
+  const headers = Object.fromEntries(Object.entries(r.headers ?? {}).map(([k, x]) => [k.toLowerCase(), x]));
+  const bytes = r.body instanceof Uint8Array;
+  return { route, method: (r.method ?? "GET").toUpperCase(), path: r.path ?? "/", query: (r.query ?? "").replace(/^\?/, ""), headers, body: bytes ? base64(r.body as Uint8Array) : ((r.body as string | undefined) ?? ""), body_encoding: bytes ? "base64" : "text" };
 }
 
 /** The session the kit's session-facing calls are made in. */
@@ -95,7 +133,9 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
   const name = options.name ?? "extension";
   const kv = options.kv instanceof FakeKv ? options.kv : new FakeKv(options.kv ?? {});
   const net = options.net instanceof FakeNet ? options.net : new FakeNet(options.net ?? {}, name);
-  const standIn = new StandIn(kv, net);
+  let db: FakeDb | null = options.db instanceof FakeDb ? options.db : null;
+  const dbOf = (): FakeDb => (db ??= new FakeDb(options.db instanceof FakeDb ? {} : (options.db ?? {})));
+  const standIn = new StandIn(kv, net, dbOf);
   let observed = 0;
   const hooks = extension.hooks ?? {};
   const served: Served = {
@@ -105,6 +145,8 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     managed: extension.managed,
     observe: extension.observe,
     providers: extension.providers,
+    services: extension.services,
+    init: extension.init,
     tools: extension.tools ?? {},
     commands: extension.commands ?? {},
     // As the generated entry pairs them: each hook under the event it is exported as.
@@ -149,6 +191,9 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
   return {
     kv,
     net,
+    get db() {
+      return dbOf();
+    },
     logs: standIn.logs,
     reports: standIn.reports,
     tool: (tool, args = {}, call) => invoke("tool", tool, JSON.stringify(args), call),
@@ -166,5 +211,7 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     route: (route, request, call) => invoke("route", route, JSON.stringify({ ...SESSION, route, request, active: [name] }), call),
     complete: (provider, request, call) => invoke("complete", provider, JSON.stringify({ provider, max_tokens: 1024, base_url: "", secret: null, session_id: null, ...request }), call),
     compact: (strategy, input, call) => invoke("compact", strategy, JSON.stringify({ session_id: SESSION.session_id, strategy, reason: "requested", budget: 2000, hook_text: [], ...input }), call),
+    init: (payload = {}, call) => invoke("init", "", JSON.stringify({ version: options.version ?? "1.0.0", reason: "approved", ...payload }), call),
+    service: (route, request = {}, call) => invoke("service", route, JSON.stringify(servicePayload(route, request)), call),
   };
 }

@@ -1,7 +1,8 @@
 /**
  * The author SDK's test kit, `@tether/ext/testing`: run a tool, hook or
- * command with no socket and no broker, against in-memory `kv`, a scriptable
- * `net`, and recorders for `log` and `report`. For tests only: an install
+ * command (or an initializer, a service, …) with no socket and no broker,
+ * against in-memory `kv`, a scriptable `net`, an in-memory SQLite `db`
+ * (`FakeDb`), and recorders for `log` and `report`. For tests only: an install
  * refuses an extension whose bundle imports it.
  *
  * @example
@@ -21,7 +22,8 @@
  * assertEquals(kit.reports, ["greeting Ada"]);
  * ```
  */
-export { testKit, type CallOptions, type Extension, type KitOptions, type TestKit } from "./kit.js";
+export { testKit, type CallOptions, type Extension, type KitOptions, type ServiceRequestInput, type TestKit } from "./kit.js";
+export { FakeDb, DEFAULT_DB_BYTES, type FakeDbOptions, type Row } from "./db.js";
 export { FakeKv, DEFAULT_KV_BYTES } from "./kv.js";
 export { FakeNet, type FakeRequest, type Refuse, type Respond, type Route, type RouteAnswer, type Routes, type Unreachable } from "./net.js";
 export type { LogLine } from "./stand-in.js";

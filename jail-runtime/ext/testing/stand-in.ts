@@ -10,6 +10,7 @@ import { Cap, describeIssues } from "../../wire/frames.js";
 import { attach, settle } from "../../cap/invocation.js";
 import { FakeKv } from "./kv.js";
 import { FakeNet } from "./net.js";
+import type { FakeDb } from "./db.js";
 import { refused, type CapReply } from "./reply.js";
 import { Rate } from "../../wire/rate.js";
 
@@ -38,6 +39,10 @@ export class StandIn {
   constructor(
     readonly kv: FakeKv,
     readonly net: FakeNet,
+    /** The `db` (made at its first use: an extension that stores nothing there needs no SQLite). */
+    readonly db: () => FakeDb = () => {
+      throw new Error("this kit has no db");
+    },
   ) {}
 
   /** Takes the channel's place: from now on every capability call in this process comes here. */
@@ -82,6 +87,7 @@ export class StandIn {
     }
     if (cap.startsWith("kv.") || cap.startsWith("skv.")) return this.kv.serve(cap, args);
     if (cap === "net.fetch") return this.net.serve(args);
+    if (cap === "db.query" || cap === "db.exec") return this.db().serve(cap, args);
     if (cap === "log") {
       const parsed = v.safeParse(LogArgs, args);
       if (!parsed.success) return refused("bad_arguments", "args", "log takes {level, msg}");
