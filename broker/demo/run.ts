@@ -18,6 +18,7 @@ import type { InvocationOutcome } from "../base/outcome.js";
 import { Session, type ExtensionStatus } from "../sessions/session.js";
 import { credentialsDemo } from "./credentials.js";
 import { sessionKindsDemo } from "./session-kinds.js";
+import { storageDemo } from "./storage.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const home = mkdtempSync(join(tmpdir(), "tether-demo-"));
@@ -215,6 +216,7 @@ async function main(): Promise<void> {
     await mcpClientDemo(workspace);
 
     await credentialsDemo(broker, REPO, step);
+    await storageDemo(() => Broker.open({ ...environment, home, graceMs: 250, log: createLogger({ level: "error" }) }), REPO, home, step);
 
     step("Revoke: the extension drops out of the session; the rest keep working");
     broker.registry.revoke("misbehave");

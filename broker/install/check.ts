@@ -9,6 +9,7 @@
  * check or boot without a bundle (the bundle is what confines the sources'
  * imports to the folder). The type check and the boot run side by side.
  */
+import { MIGRATIONS_DIR } from "./migrations.js";
 import { readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
@@ -87,7 +88,10 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
     skip("boot", "the bundle must succeed first");
     return report(m);
   }
-  done("bundle", [], `${(artifact.code.length / 1024).toFixed(0)} KiB artifact from ${plural(artifact.sources.length, "file")} of the folder, self-contained`);
+  const migrations = artifact.sources.filter((s) => s.path.startsWith(`${MIGRATIONS_DIR}/`)).length;
+  const code = artifact.sources.length - migrations;
+  const shipped = migrations === 0 ? "" : `; ${plural(migrations, "migration")}, each statement within the allowlist`;
+  done("bundle", [], `${(artifact.code.length / 1024).toFixed(0)} KiB artifact from ${plural(code, "file")} of the folder, self-contained${shipped}`);
 
   progress(options.types === false ? "booting it once in the jail" : `type-checking ${m.entry} and booting it once in the jail`);
   const [types, boot] = await Promise.all([options.types === false ? null : typeCheck(folder, m, options.types), dryBoot(artifact, m, folder, options)]);

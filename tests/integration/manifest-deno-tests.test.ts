@@ -43,7 +43,7 @@ test.each(EXTENSIONS)("manifests/%s has a test file naming every tool, hook, com
 test("deno test passes over every example extension, offline", async () => {
   const env = { PATH: process.env.PATH ?? "", HOME: home, DENO_DIR: join(home, "deno-dir"), NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" };
   const { code, output } = await new Promise<{ code: number; output: string }>((done) => {
-    execFile(denoBinary(), ["test", "--no-remote", "--config", join(MANIFESTS, "deno.json")], { cwd: MANIFESTS, env, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
+    execFile(denoBinary(), ["test", "--no-remote", `--allow-read=${MANIFESTS}`, "--config", join(MANIFESTS, "deno.json")], { cwd: MANIFESTS, env, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
       done({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, output: `${stdout}${stderr}` });
     });
   });

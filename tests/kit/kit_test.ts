@@ -74,6 +74,8 @@ Deno.test("the quota: a write past max_bytes is refused with storage.max_bytes",
 Deno.test("new FakeDb({ migrations }) applies NNNN_name.sql files in order, statements split at ';'", () => {
   const fake = new FakeDb({ migrations: new URL("./migrations", import.meta.url) });
   assertEquals(fake.migrations, ["0001_notes.sql", "0002_pinned.sql"]);
+  // As the broker does at approval: the database says how many migrations it has.
+  assertEquals(fake.rows("PRAGMA user_version"), [{ user_version: 2 }]);
   assertEquals(fake.rows("SELECT text, pinned FROM notes"), [{ text: "first; with a semicolon", pinned: 0 }]);
   const byPath = new FakeDb({ migrations: new URL("./migrations", import.meta.url).pathname });
   assertEquals(byPath.migrations, ["0001_notes.sql", "0002_pinned.sql"]);

@@ -121,21 +121,33 @@ export class FakeDb {
     this.#db.exec(`PRAGMA max_page_count = ${Math.max(1, Math.floor(this.maxBytes / page))}`);
   }
 
-  /** Applies each `NNNN_name.sql` of `folder` in order, one transaction per file. */
+  /**
+   * Applies each `NNNN_name.sql` of `folder` in order, as the broker does at
+   * approval: in one transaction, checked against the allowlist, with
+   * `PRAGMA user_version` moved to the last one's number.
+   */
   #migrate(folder: string | URL): string[] {
     const fs = builtin<{ readdirSync(p: string | URL): string[]; readFileSync(p: string | URL, encoding: "utf8"): string }>("node:fs");
-    const files = fs.readdirSync(folder).filter((name) => /^\d{4}_[A-Za-z0-9_.-]+\.sql$/.test(name)).sort();
-    for (const name of files) {
-      const file = typeof folder === "string" ? `${folder.replace(/\/+$/, "")}/${name}` : new URL(name, folder.href.endsWith("/") ? folder.href : `${folder.href}/`);
-      const text = fs.readFileSync(file, "utf8");
-      this.#db.exec("BEGIN");
-      try {
-        for (const statement of splitStatements(text)) this.#db.prepare(statement).run();
-        this.#db.exec("COMMIT");
-      } catch (err) {
-        this.#db.exec("ROLLBACK");
-        throw new Error(`FakeDb: migration ${name} failed: ${(err as Error).message}`);
-      }
+    const files = fs.readdirSync(folder).sort();
+    let current = "";
+    this.#db.exec("BEGIN");
+    try {
+      files.forEach((name, i) => {
+        current = name;
+        const m = /^(\d{4})_[a-z0-9][a-z0-9_]{0,63}\.sql$/.exec(name);
+        if (m === null || Number(m[1]) !== i + 1) throw new Error(`expected ${String(i + 1).padStart(4, "0")}_name.sql (numbered from 0001, lowercase, nothing else in the folder), as the broker does at install`);
+        const file = typeof folder === "string" ? `${folder.replace(/\/+$/, "")}/${name}` : new URL(name, folder.href.endsWith("/") ? folder.href : `${folder.href}/`);
+        splitStatements(fs.readFileSync(file, "utf8")).forEach((statement, j) => {
+          const check = checkStatement(statement);
+          if (!check.ok) throw new Error(`statement ${j + 1}: ${check.msg} (rule: ${check.rule})`);
+          this.#db.prepare(statement).run();
+        });
+        this.#db.exec(`PRAGMA user_version = ${i + 1}`);
+      });
+      this.#db.exec("COMMIT");
+    } catch (err) {
+      this.#db.exec("ROLLBACK");
+      throw new Error(`FakeDb: migration ${current} failed: ${(err as Error).message}`);
     }
     return files;
   }
