@@ -1,7 +1,7 @@
 /**
  * `make demo`'s storage part: the notes example (manifests/notes) installed
  * first as 1.0.0 with one migration, its migrations at review, approved (the
- * migration runs), notes added, the HTTP service answering as JSON and HTML
+ * migration runs, then its initializer seeds a note), notes added, the HTTP service answering as JSON and HTML
  * through a real `tether serve` listener on loopback; then the upgrade to
  * 1.1.0: review shows the second migration, approving applies it, the notes
  * are kept and can be pinned. It runs on a broker of its own on the demo's
@@ -13,6 +13,7 @@ import type { Broker } from "../broker.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { createLogger } from "../base/log.js";
 import { reviewOutput } from "../cli/review.js";
+import { initLine } from "../init/init-lines.js";
 import { ServeServer } from "../serve/server.js";
 
 const SESSION = "notes-demo";
@@ -49,6 +50,7 @@ export async function storageDemo(open: () => Broker, repo: string, workDir: str
   console.log(storageLines(broker, "notes"));
   broker.registry.approve("notes", { by: "demo", progress: (line) => console.log(`  … ${line}`) });
   console.log("  approved notes 1.0.0");
+  console.log(`  ${initLine("notes", await broker.initialize("notes"))}`);
   for (const note of ["buy milk", "ship the release notes"]) {
     console.log(`  add "${note}" → ${said(await broker.callTool("notes", "add", JSON.stringify({ text: note }), { session: SESSION }))}`);
   }
@@ -75,6 +77,7 @@ export async function storageDemo(open: () => Broker, repo: string, workDir: str
     console.log(storageLines(broker, "notes"));
     broker.registry.approve("notes", { by: "demo", progress: (line) => console.log(`  … ${line}`) });
     console.log("  approved notes 1.1.0");
+    console.log(`  ${initLine("notes", await broker.initialize("notes"))}`);
     console.log(`  pin 2 → ${said(await broker.callTool("notes", "pin", JSON.stringify({ id: 2 }), { session: SESSION }))}`);
     console.log(`  list → ${said(await broker.callTool("notes", "list", "{}", { session: SESSION })).replace(/\n/g, " / ")}`);
     console.log(`  GET ${base}/notes.json\n    → ${await get("/notes.json")}`);
