@@ -5,35 +5,25 @@
  * the text only (nothing runs), so a summary is a hint: review shows the SQL
  * itself beside it.
  */
-import { stripComments } from "../store/sql-allowlist.js";
+import { scanSql, stripComments } from "../store/sql-allowlist.js";
 
 const IDENT = String.raw`("[^"]+"|\x60[^\x60]+\x60|\[[^\]]+\]|[\w$]+)`;
 const unquote = (name: string): string => name.replace(/^["`[]|["`\]]$/g, "");
 
-/** The statements of a migration file, split at `;` outside quotes and comments. */
+/**
+ * The statements of a migration file, split at `;` outside quotes and
+ * comments as SQLite reads them, each as written (comments kept): what the
+ * allowlist judges and what runs is the text review shows.
+ */
 export function splitStatements(sql: string): string[] {
-  const text = stripComments(sql);
-  const out: string[] = [];
-  let current = "";
-  let quote: string | null = null;
-  for (const ch of text) {
-    if (quote !== null) {
-      if (ch === quote) quote = null;
-    } else if (ch === "'" || ch === '"' || ch === "`") quote = ch;
-    else if (ch === ";") {
-      if (current.trim() !== "") out.push(current.trim());
-      current = "";
-      continue;
-    }
-    current += ch;
-  }
-  if (current.trim() !== "") out.push(current.trim());
-  return out;
+  return scanSql(sql)
+    .filter((s) => s.code.trim() !== "")
+    .map((s) => s.text.trim());
 }
 
 /** One statement's summary. */
 export function summarizeStatement(statement: string): string {
-  const s = statement.replace(/\s+/g, " ").trim();
+  const s = stripComments(statement).replace(/\s+/g, " ").trim();
   const exists = String.raw`(?:if (?:not )?exists )?`;
   let m = new RegExp(String.raw`^create (?:temp(?:orary)? )?table ${exists}${IDENT}`, "i").exec(s);
   if (m) return `creates table ${unquote(m[1]!)}`;

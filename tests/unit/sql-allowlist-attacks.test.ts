@@ -1,0 +1,154 @@
+/**
+ * Hostile SQL against an extension's own database (broker/store/sql-allowlist.ts,
+ * ext-db.ts, ext-migrations.ts), each class probed in many spellings:
+ *
+ * - a PRAGMA write spelled as a call, `PRAGMA user_version(7)`: it forged the
+ *   number the broker reads to know which migrations the database has;
+ * - a pragma's table-valued function, `SELECT * FROM pragma_optimize(…)`: it
+ *   ran ANALYZE (a refused statement) from inside a "select", and
+ *   `pragma_database_list` told the extension the broker's home;
+ * - a temp table (`CREATE TEMP TABLE`, `CREATE TABLE temp.x`): not counted
+ *   by the quota at all;
+ * - a migration's `--` or `/*` inside a string literal: the broker split the
+ *   comment-stripped text and ran *that*, so the statements that ran were not
+ *   the text review showed (a string could hide a statement).
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { checkStatement } from "../../broker/store/sql-allowlist.js";
+import { dbFile, runStatement } from "../../broker/store/ext-db.js";
+import { runMigrations } from "../../broker/store/ext-migrations.js";
+import { splitStatements, summarizeMigration } from "../../broker/registry/migration-summary.js";
+
+let home: string;
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), "tether-sqlatk-"));
+});
+afterEach(() => rmSync(home, { recursive: true, force: true }));
+
+const QUOTA = 65_536;
+const run = (mode: "query" | "exec", sql: string) => runStatement(home, "x", QUOTA, mode, sql);
+const userVersion = (): number => {
+  if (!existsSync(dbFile(home, "x"))) return 0;
+  const db = new Database(dbFile(home, "x"), { readonly: true });
+  try {
+    return db.pragma("user_version", { simple: true }) as number;
+  } finally {
+    db.close();
+  }
+};
+
+describe("a pragma write in any spelling is refused", () => {
+  test.each([
+    "PRAGMA user_version(7)",
+    "PRAGMA main.user_version(7)",
+    "pragma USER_VERSION ( 7 )",
+    "PRAGMA user_version('7')",
+    'PRAGMA user_version("7")',
+    "PRAGMA user_version([7])",
+    "PRAGMA main . user_version(7);",
+    "/* x */ PRAGMA user_version(7) -- y",
+    "PRAGMA user_version = 7",
+    'PRAGMA "user_version" = 7',
+    "PRAGMA 'user_version' = 7",
+    "PRAGMA main.writable_schema = 1",
+    "PRAGMA writable_schema(1)",
+    "PRAGMA temp.user_version(7)",
+    "PRAGMA table_info = notes",
+    "PRAGMA table_info(notes) = 1",
+  ])("%s", (sql) => {
+    const c = checkStatement(sql);
+    expect(c).toMatchObject({ ok: false, rule: "storage.pragma" });
+    run("exec", sql);
+    expect(userVersion()).toBe(0);
+  });
+
+  test("reading stays allowed", () => {
+    expect(checkStatement("PRAGMA user_version")).toMatchObject({ ok: true });
+    expect(checkStatement("PRAGMA main.user_version;")).toMatchObject({ ok: true });
+    expect(checkStatement("PRAGMA table_info(notes)")).toMatchObject({ ok: true });
+    expect(checkStatement('PRAGMA index_list("notes")')).toMatchObject({ ok: true });
+    expect(checkStatement("SELECT * FROM pragma_table_info('notes')")).toMatchObject({ ok: true });
+    expect(checkStatement("SELECT user_version FROM pragma_user_version")).toMatchObject({ ok: true });
+  });
+});
+
+describe("a pragma's table-valued function is a pragma: only the readable ones", () => {
+  test("pragma_optimize ran ANALYZE (a refused statement) from a select", () => {
+    expect(run("exec", "CREATE TABLE t (a)").ok).toBe(true);
+    expect(run("exec", "CREATE INDEX t_a ON t (a)").ok).toBe(true);
+    expect(run("exec", "INSERT INTO t SELECT value FROM json_each('[1,2,3,4,5,6,7,8]')").ok).toBe(true);
+    run("query", "SELECT * FROM pragma_optimize(0x10002)");
+    const names = run("query", "SELECT name FROM sqlite_master");
+    expect(names.ok && (names.value as { name: string }[]).map((r) => r.name)).toEqual(["t", "t_a"]);
+  });
+
+  test.each([
+    "SELECT * FROM pragma_optimize(0x10002)",
+    "SELECT * FROM PRAGMA_OPTIMIZE",
+    'SELECT * FROM "pragma_optimize"(65538)',
+    "SELECT * FROM [pragma_optimize](65538)",
+    "SELECT * FROM main.pragma_optimize",
+    "SELECT * FROM pragma_database_list",
+    "SELECT file FROM pragma_database_list WHERE name = 'main'",
+    "WITH x AS (SELECT * FROM pragma_optimize) SELECT 1",
+    "INSERT INTO t SELECT file FROM pragma_database_list",
+    "CREATE VIEW v AS SELECT * FROM pragma_database_list",
+    "CREATE TABLE c AS SELECT * FROM pragma_compile_options",
+    "SELECT * FROM pragma_integrity_check",
+    "SELECT * FROM pragma_function_list",
+    "SELECT * FROM pragma_table_list",
+  ])("%s is refused (rule storage.pragma)", (sql) => {
+    expect(checkStatement(sql)).toMatchObject({ ok: false, rule: "storage.pragma" });
+  });
+});
+
+describe("the temp schema is under the quota too", () => {
+  test.each([
+    "CREATE TEMP TABLE t AS SELECT randomblob(300000)",
+    "CREATE TEMPORARY TABLE t AS SELECT randomblob(300000)",
+    "CREATE TABLE temp.t AS SELECT randomblob(300000)",
+    'CREATE TABLE "temp".t AS SELECT randomblob(300000)',
+    "CREATE TEMP TABLE t AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 400) SELECT randomblob(1000) AS b FROM c",
+  ])("%s", (sql) => {
+    expect(run("exec", sql)).toMatchObject({ ok: false, rule: "storage.max_bytes" });
+  });
+});
+
+describe("a migration runs the text review shows, statement by statement", () => {
+  test("a '--' inside a string does not turn the rest of the line into a comment", () => {
+    // As SQLite (and a reviewer) reads it: one SELECT of two strings. Split from its comment-stripped text, it was two statements, the second a DROP.
+    const text = "CREATE TABLE keep (x);\nSELECT printf('a--',\n'); DROP TABLE keep; --');\n";
+    expect(splitStatements(text)).toEqual(["CREATE TABLE keep (x)", "SELECT printf('a--',\n'); DROP TABLE keep; --')"]);
+    expect(summarizeMigration(text)).not.toMatch(/drops/);
+    runMigrations(home, "x", QUOTA, [{ number: 1, name: "0001_x.sql", text }]);
+    const db = new Database(dbFile(home, "x"), { readonly: true });
+    try {
+      expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'keep'").all()).toEqual([{ name: "keep" }]);
+    } finally {
+      db.close();
+    }
+  });
+
+  test.each([
+    ["INSERT INTO t VALUES ('--');", ["INSERT INTO t VALUES ('--')"]],
+    ["INSERT INTO t VALUES ('/*'); INSERT INTO t VALUES ('*/');", ["INSERT INTO t VALUES ('/*')", "INSERT INTO t VALUES ('*/')"]],
+    ['CREATE TABLE "a--b" (x); SELECT 1', ['CREATE TABLE "a--b" (x)', "SELECT 1"]],
+    ["CREATE TABLE [a/*b] (x); SELECT 1", ["CREATE TABLE [a/*b] (x)", "SELECT 1"]],
+    ["CREATE TABLE [a;b] (x); SELECT 1", ["CREATE TABLE [a;b] (x)", "SELECT 1"]],
+    ["INSERT INTO t VALUES ('it''s; fine'); SELECT 1", ["INSERT INTO t VALUES ('it''s; fine')", "SELECT 1"]],
+    ["-- lead\nCREATE TABLE t (x); -- tail", ["-- lead\nCREATE TABLE t (x)"]],
+    ["SELECT 1 /* ; */ ; SELECT 2", ["SELECT 1 /* ; */", "SELECT 2"]],
+  ])("%j splits as SQLite reads it", (text, want) => {
+    expect(splitStatements(text)).toEqual(want);
+  });
+
+  test("a string still cannot hide a refused statement from the allowlist", () => {
+    for (const text of ["SELECT '--'; ATTACH 'x' AS y", "SELECT '/*'; PRAGMA user_version(9); SELECT '*/'", "SELECT \"--\"\n; VACUUM INTO '/tmp/x'"]) {
+      const refused = splitStatements(text).map(checkStatement).filter((c) => !c.ok);
+      expect(refused.length).toBeGreaterThan(0);
+    }
+  });
+});
