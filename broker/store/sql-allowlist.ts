@@ -94,6 +94,31 @@ function tableOf(kind: string, text: string): string {
   }
 }
 
+/** String literals emptied ('…' → ''), so a table name or keyword written inside one is not read as one. */
+const blankStrings = (code: string): string => code.replace(/"[^"]*"?|\x60[^\x60]*\x60?|\[[^\]]*\]?|'[^']*'?/g, (t) => (t.startsWith("'") ? "''" : t));
+
+/**
+ * The statement a `WITH …` clause leads to, and the text from its keyword on:
+ * the first SELECT, INSERT, UPDATE, DELETE, REPLACE or VALUES right after a
+ * `)` closing a common table expression at the top level. The audit row and
+ * the hooks see `delete notes` for `WITH x AS (…) DELETE FROM notes`, not `with`.
+ */
+function afterWith(text: string): { kind: string; rest: string } | null {
+  let depth = 0;
+  let closed = false;
+  for (const m of text.matchAll(/"[^"]*"?|\x60[^\x60]*\x60?|\[[^\]]*\]?|''|[()]|[A-Za-z_][\w$]*/g)) {
+    const token = m[0];
+    if (token === "(") depth += 1;
+    else if (token === ")") depth -= 1;
+    if (depth === 0 && closed && /^(select|insert|update|delete|replace|values)$/i.test(token)) {
+      const kind = token.toLowerCase();
+      return { kind: kind === "values" ? "select" : kind, rest: text.slice(m.index) };
+    }
+    closed = depth === 0 && token === ")";
+  }
+  return null;
+}
+
 /** Whether `sql` may be prepared at all; the prepared statement is checked again by ext-db.ts. */
 export function checkStatement(sql: string): SqlCheck {
   const text = stripComments(sql).trim();
@@ -116,5 +141,10 @@ export function checkStatement(sql: string): SqlCheck {
     if (!readable) return refuse("storage.pragma", `only these PRAGMAs may be read: ${[...PRAGMAS].join(", ")} (no '=' assignment, no '(value)' call)`);
     return { ok: true, kind, table: name };
   }
-  return { ok: true, kind, table: tableOf(kind, text) };
+  const bare = blankStrings(text);
+  if (kind === "with") {
+    const main = afterWith(bare);
+    if (main !== null) return { ok: true, kind: main.kind, table: tableOf(main.kind, main.rest) };
+  }
+  return { ok: true, kind, table: tableOf(kind, bare) };
 }

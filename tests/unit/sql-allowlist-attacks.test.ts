@@ -11,7 +11,10 @@
  *   by the quota at all;
  * - a migration's `--` or `/*` inside a string literal: the broker split the
  *   comment-stripped text and ran *that*, so the statements that ran were not
- *   the text review showed (a string could hide a statement).
+ *   the text review showed (a string could hide a statement);
+ * - the audit's target (what `cap_call` hooks judge): `WITH x AS (SELECT 1
+ *   FROM harmless) DELETE FROM secrets` was `with harmless`, so a hook
+ *   refusing `delete secrets` never saw it.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -150,5 +153,23 @@ describe("a migration runs the text review shows, statement by statement", () =>
       const refused = splitStatements(text).map(checkStatement).filter((c) => !c.ok);
       expect(refused.length).toBeGreaterThan(0);
     }
+  });
+});
+
+describe("the audit's kind and table (what cap_call hooks see) name the statement that runs", () => {
+  test.each([
+    ["WITH x AS (SELECT 1 FROM harmless) DELETE FROM secrets", "delete", "secrets"],
+    ["WITH x AS (SELECT 1) INSERT INTO secrets SELECT * FROM x", "insert", "secrets"],
+    ["WITH x AS (SELECT 1) REPLACE INTO secrets SELECT * FROM x", "replace", "secrets"],
+    ["with x as (select ')' from harmless) update secrets set a = 1", "update", "secrets"],
+    ['WITH "a(" AS (SELECT 1 FROM harmless) DELETE FROM secrets', "delete", "secrets"],
+    ["WITH replace AS (SELECT 1 FROM harmless) DELETE FROM secrets", "delete", "secrets"],
+    ["WITH a AS (SELECT 1), b AS MATERIALIZED (SELECT 2 FROM harmless) DELETE FROM secrets WHERE 1", "delete", "secrets"],
+    ["WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 3) SELECT * FROM c", "select", "c"],
+    ["WITH x AS (SELECT 1 FROM harmless) /* ) delete */ DELETE FROM secrets", "delete", "secrets"],
+    ["SELECT 'from harmless' FROM secrets", "select", "secrets"],
+    ["DELETE FROM secrets WHERE a = 'from harmless'", "delete", "secrets"],
+  ])("%s → %s %s", (sql, kind, table) => {
+    expect(checkStatement(sql)).toEqual({ ok: true, kind, table });
   });
 });
