@@ -16,7 +16,7 @@
  *   FROM harmless) DELETE FROM secrets` was `with harmless`, so a hook
  *   refusing `delete secrets` never saw it.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -33,6 +33,7 @@ afterEach(() => rmSync(home, { recursive: true, force: true }));
 
 const QUOTA = 65_536;
 const run = (mode: "query" | "exec", sql: string) => runStatement(home, "x", QUOTA, mode, sql);
+const statSize = (): number => statSync(dbFile(home, "x")).size;
 const userVersion = (): number => {
   if (!existsSync(dbFile(home, "x"))) return 0;
   const db = new Database(dbFile(home, "x"), { readonly: true });
@@ -171,5 +172,72 @@ describe("the audit's kind and table (what cap_call hooks see) name the statemen
     ["DELETE FROM secrets WHERE a = 'from harmless'", "delete", "secrets"],
   ])("%s → %s %s", (sql, kind, table) => {
     expect(checkStatement(sql)).toEqual({ ok: true, kind, table });
+  });
+});
+
+describe("held: the main schema's quota in every way of growing it", () => {
+  const grow: Array<[string, string[]]> = [
+    ["one big blob", ["CREATE TABLE t (b)", "INSERT INTO t VALUES (randomblob(200000))"]],
+    ["zeroblob (no memory, still pages)", ["CREATE TABLE t (b)", "INSERT INTO t VALUES (zeroblob(200000))"]],
+    ["an index over many rows", ["CREATE TABLE t (b)", "INSERT INTO t SELECT hex(randomblob(100)) FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 200) SELECT i FROM c)", "CREATE INDEX t_b ON t (b, b, b)"]],
+    ["a table from a select", ["CREATE TABLE t AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 1000) SELECT randomblob(100) AS b FROM c"]],
+    ["an fts index", ["CREATE VIRTUAL TABLE f USING fts5(x)", "INSERT INTO f SELECT group_concat(hex(randomblob(8)), ' ') FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 8000) SELECT i FROM c)"]],
+    ["an rtree", ["CREATE VIRTUAL TABLE r USING rtree(id, a, b)", "INSERT INTO r SELECT i, i, i + 1 FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 20000) SELECT i FROM c)"]],
+    ["a view's worth of rows inserted", ["CREATE TABLE t (b)", "CREATE VIEW v AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 2000) SELECT randomblob(64) AS b FROM c", "INSERT INTO t SELECT b FROM v"]],
+  ];
+  test.each(grow)("%s", (_what, statements) => {
+    const results = statements.map((s) => run("exec", s));
+    expect(results.at(-1)).toMatchObject({ ok: false, rule: "storage.max_bytes" });
+    expect(statSize()).toBeLessThanOrEqual(QUOTA);
+  });
+});
+
+describe("held: nothing reaches a file other than the extension's own database", () => {
+  test.each([
+    "ATTACH ':memory:' AS m",
+    "/**/ATTACH 'other.sqlite' AS m",
+    "-- x\n  attach database '../tether.db' as t",
+    "\"ATTACH\" 'other.sqlite' AS m",
+    "\uFF21TTACH 'other.sqlite' AS m",
+    "WITH x AS (SELECT 1) ATTACH 'other.sqlite' AS m",
+    "CREATE TABLE t (a); ATTACH 'other.sqlite' AS m",
+    "CREATE TRIGGER tr AFTER INSERT ON t BEGIN ATTACH 'other.sqlite' AS m; END",
+    "SELECT * FROM (SELECT sqlite_attach('other.sqlite', 'm', NULL))",
+    "SELECT sqlite_detach('main')",
+    "DETACH main",
+    "VACUUM INTO 'copy.sqlite'",
+    "vacuum main into 'copy.sqlite'",
+    "SELECT load_extension('x')",
+    "SELECT \"load_extension\"('x')",
+    "SELECT readfile('/etc/passwd')",
+    "SELECT writefile('copy.sqlite', 'x')",
+    "SELECT edit('x')",
+    "SELECT fts3_tokenizer('simple', x'0000000000000000')",
+    "CREATE VIRTUAL TABLE d USING sqlite_dbpage",
+    "SELECT * FROM sqlite_dbpage",
+    "PRAGMA writable_schema = 1",
+    "INSERT INTO sqlite_master VALUES ('table', 'z', 'z', 0, 'CREATE TABLE z (a)')",
+    "UPDATE sqlite_schema SET sql = 'x'",
+  ])("%s", (sql) => {
+    const mode = /^\s*select/i.test(sql) ? "query" : "exec";
+    expect(run(mode, sql).ok).toBe(false);
+    expect(existsSync(join(home, "data", "copy.sqlite")) || existsSync(join(home, "data", "other.sqlite")) || existsSync("copy.sqlite")).toBe(false);
+  });
+
+  test("what follows a NUL is not run (SQLite reads up to it), and a view calling a missing function fails when used", () => {
+    expect(run("exec", "CREATE TABLE z AS SELECT 1\u0000; VACUUM INTO 'copy.sqlite'").ok).toBe(true);
+    expect(existsSync(join(home, "data", "copy.sqlite")) || existsSync("copy.sqlite")).toBe(false);
+    expect(run("exec", "CREATE VIEW v AS SELECT sqlite_attach('other.sqlite', 'm', NULL) AS a").ok).toBe(true);
+    expect(run("query", "SELECT * FROM v")).toMatchObject({ ok: false, rule: "storage.sql" });
+    expect(existsSync(join(home, "data", "other.sqlite"))).toBe(false);
+  });
+
+  test("an fts or rtree shadow table is not writable (the connection is defensive)", () => {
+    expect(run("exec", "CREATE VIRTUAL TABLE f USING fts3(x)").ok).toBe(true);
+    expect(run("exec", "CREATE VIRTUAL TABLE g USING fts5(x)").ok).toBe(true);
+    expect(run("exec", "CREATE VIRTUAL TABLE r USING rtree(id, a, b)").ok).toBe(true);
+    for (const sql of ["UPDATE f_segdir SET root = x'00ff00ff'", "INSERT INTO f_segments VALUES (1, x'0102')", "UPDATE g_data SET block = x'ffffffff'", "INSERT INTO g_config VALUES ('pgsz', 1)", "UPDATE r_node SET data = x'ffff'"]) {
+      expect(run("exec", sql)).toMatchObject({ ok: false, rule: "storage.sql" });
+    }
   });
 });
