@@ -241,3 +241,19 @@ describe("held: nothing reaches a file other than the extension's own database",
     }
   });
 });
+
+// NOT FIXED (the event-loop class of tests/integration/storage-attacks.test.ts):
+// a statement is run inside the broker's own process with SQLite's default
+// limits, so one call makes the broker allocate a value of up to 1 GB
+// (SQLITE_MAX_LENGTH) — several in one statement — whatever max_bytes says;
+// a sort or DISTINCT over such rows spills to temp files the quota does not
+// count (300 MB sorted under a 64 KiB quota in a probe).
+// better-sqlite3 exposes neither sqlite3_limit nor a per-connection heap
+// bound; `PRAGMA hard_heap_limit` is process-wide (it would bound the
+// broker's own store too). Fix with the same move as the time bound: run
+// statements in a child process the broker kills at the deadline, with
+// hard_heap_limit (and an address-space rlimit) set there.
+test.failing("a statement cannot make the broker hold hundreds of megabytes", () => {
+  const r = run("query", "SELECT length(randomblob(400000000)) + length(randomblob(400000000)) AS n");
+  expect(r.ok).toBe(false);
+});
