@@ -230,7 +230,8 @@ export function renderReview(review: Review, installed: Installed): string {
   lines.push("");
   const withheld = review.withheld.length > 0 ? `; --all also grants what an earlier --only withheld: ${review.withheld.join(", ")}` : "";
   if (review.status !== "approved") lines.push(`To allow it: tether approve ${review.name}${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`);
-  return lines.join("\n");
+  // Everything the extension wrote (its description, its tools', its migrations') reaches the terminal with its control characters written out.
+  return lines.join("\n").split("\n").map(visibleText).join("\n");
 }
 
 /**

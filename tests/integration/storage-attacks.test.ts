@@ -8,7 +8,9 @@
  *   running (fixed in sql-allowlist.ts: a pragma call is a write);
  * - review showing a migration other than the one that runs: terminal control
  *   characters in a migration's text (a bare CR, ESC sequences) drew a
- *   harmless line over the statement that runs (fixed in review.ts: written out);
+ *   harmless line over the statement that runs, and the same for every text
+ *   an extension writes into review (its description, its tools'): fixed in
+ *   review.ts, control characters written out as `\u{…}`;
  * - the broker's event loop: better-sqlite3 is synchronous and SQLite has no
  *   time bound here, so one extension's long statement stalls the whole broker
  *   (every other extension's calls, the deadline that should stop it). NOT
@@ -165,3 +167,16 @@ test.failing("a statement past the extension's deadline_ms is stopped at the dea
   await sql(B, "query", spin(SLOW_ROWS));
   expect(Date.now() - t0).toBeLessThan(3000);
 }, 60_000);
+
+test("the rest of review too: a manifest's description cannot draw over review with a CR or hide text with an ESC sequence", async () => {
+  const dir = writeExt(A, "1.0.0", V1);
+  const manifest = readFileSync(join(dir, "manifest.toml"), "utf8")
+    .replace('description = "Runs SQL through', 'description = "Harmless.\\r\\u001b[2KRuns SQL through')
+    .replace('description = "db.exec: answers', 'description = "db.exec\\u001b[8m hidden \\u001b[0m: answers');
+  writeFileSync(join(dir, "manifest.toml"), manifest);
+  await broker.registry.install(dir);
+  const text = reviewOutput(broker, A, false).text;
+  expect(text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+  expect(text).toContain("Harmless.\\u{d}\\u{1b}[2KRuns SQL through");
+  expect(text).toContain("db.exec\\u{1b}[8m hidden \\u{1b}[0m: answers");
+});
