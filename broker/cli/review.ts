@@ -9,7 +9,7 @@ import type { Broker } from "../broker.js";
 import { OperatorPolicySource } from "../caps/policy.js";
 import { secretStatus } from "./secret.js";
 import type { Installed } from "../registry/registry.js";
-import { buildReview, renderReview, type Review } from "../registry/review.js";
+import { buildReview, renderReview, visibleText, type Review } from "../registry/review.js";
 import type { MigrationPlan } from "../registry/migrations.js";
 import { sourceDiffs, type SourceDiff } from "../registry/source-changes.js";
 
@@ -56,6 +56,7 @@ export function reviewOutput(broker: Broker, name: string, diff: boolean): { val
     return { value: { ...review, sourceDiff: [] }, text: `${text}\n\nNo source diff: ${why}` };
   }
   const diffs: SourceDiff[] = sourceDiffs(sources, (sha) => broker.registry.sourceContent(sha));
-  const shown = diffs.map((d) => d.unified ?? `${d.path} (${d.change}): ${d.note}`);
+  // A source's control characters written out, as review does for a migration's SQL: the terminal draws nothing it is told to.
+  const shown = diffs.map((d) => (d.unified === null || d.unified === undefined ? `${d.path} (${d.change}): ${d.note}` : d.unified.split(/\r?\n/).map(visibleText).join("\n")));
   return { value: { ...review, sourceDiff: diffs }, text: `${text}\n\nSource changes since the approval:\n\n${shown.join("\n\n")}` };
 }

@@ -232,8 +232,18 @@ export function renderReview(review: Review, installed: Installed): string {
   lines.push("");
   const withheld = review.withheld.length > 0 ? `; --all also grants what an earlier --only withheld: ${review.withheld.join(", ")}` : "";
   if (review.status !== "approved") lines.push(`To allow it: tether approve ${review.name}${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`);
-  return lines.join("\n");
+  // Everything the extension wrote (its description, its tools', its migrations') reaches the terminal with its control characters written out.
+  return lines.join("\n").split("\n").map(visibleText).join("\n");
 }
+
+/**
+ * A migration's text as the terminal should show it: every control character
+ * (ESC sequences, a bare CR, backspace…) and every bidirectional override
+ * written out as `\u{…}`, so what the operator reads is the text that runs,
+ * not what the text makes the terminal draw over it.
+ */
+export const visibleText = (text: string): string =>
+  text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 
 /** At most this many lines of a pending migration's SQL are shown (the rest: tether review --diff). */
 const SHOWN_SQL_LINES = 12;
@@ -247,12 +257,12 @@ function migrationLines(plan: Review["migrations"]): string[] {
   const lines = [`Migrations: ${plan.migrations.length} shipped, the database has ${plan.at}${pending > 0 ? `; approving runs ${pending} on it, in order, in one transaction (all or none)` : ""}:`];
   for (const m of plan.migrations) {
     if (m.applied !== null) {
-      lines.push(`  ${m.name} — ${m.summary}   (applied${m.applied.version === null ? "" : ` by ${m.applied.version}`})`);
+      lines.push(`  ${m.name} — ${visibleText(m.summary)}   (applied${m.applied.version === null ? "" : ` by ${m.applied.version}`})`);
       continue;
     }
-    lines.push(`  ${m.name} — ${m.summary}   [NEW: runs when approved]`);
-    const sql = m.text.trimEnd().split("\n");
-    for (const line of sql.slice(0, SHOWN_SQL_LINES)) lines.push(`      | ${line}`);
+    lines.push(`  ${m.name} — ${visibleText(m.summary)}   [NEW: runs when approved]`);
+    const sql = m.text.trimEnd().split(/\r?\n/);
+    for (const line of sql.slice(0, SHOWN_SQL_LINES)) lines.push(`      | ${visibleText(line)}`);
     if (sql.length > SHOWN_SQL_LINES) lines.push(`      | … ${sql.length - SHOWN_SQL_LINES} more lines (tether review --diff shows them all)`);
   }
   for (const problem of plan.problems) lines.push(`  ! approving is refused: ${problem}`);

@@ -43,7 +43,8 @@ export function openExtensionDb(home: string, extension: string, maxBytes: numbe
     db.pragma("trusted_schema = OFF");
     const page = db.pragma("page_size", { simple: true }) as number;
     // At least one page, so an empty database can still be read.
-    db.pragma(`max_page_count = ${Math.max(1, Math.floor(maxBytes / page))}`);
+    // The temp schema too (CREATE TEMP TABLE, CREATE TABLE temp.x): without it, it grows without bound for the call.
+    for (const schema of ["main", "temp"]) db.pragma(`${schema}.max_page_count = ${Math.max(1, Math.floor(maxBytes / page))}`);
     return db;
   } catch (err) {
     db.close();

@@ -118,7 +118,7 @@ export class FakeDb {
     this.#db = new DatabaseSync(":memory:");
     this.migrations = options.migrations === undefined ? [] : this.#migrate(options.migrations);
     const page = Number(this.#db.prepare("PRAGMA page_size").all()[0]?.["page_size"] ?? 4096);
-    this.#db.exec(`PRAGMA max_page_count = ${Math.max(1, Math.floor(this.maxBytes / page))}`);
+    for (const schema of ["main", "temp"]) this.#db.exec(`PRAGMA ${schema}.max_page_count = ${Math.max(1, Math.floor(this.maxBytes / page))}`);
   }
 
   /**
