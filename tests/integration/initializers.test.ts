@@ -7,11 +7,12 @@
  * next `Broker.open`; one past its deadline is inactive with "passed its time
  * limit"; a manifest with `[init]` whose module exports no `init` is refused at
  * install; `tether approve` runs it and says how it went, `tether status` and
- * `tether review` show it. Fixture: tests/integration/fixtures/initializers/seeder.
+ * `tether review` show it, `tether serve` runs the pending ones at startup. Fixture: tests/integration/fixtures/initializers/seeder.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { spawn } from "node:child_process";
 import { execa } from "execa";
 import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/base/log.js";
@@ -164,4 +165,27 @@ test("tether approve runs the init and says how it went; status and review show 
     "init failed: Error: the seed file is missing; 'cli-flaky' stays inactive until it succeeds (it runs again at the next start of a broker)",
   );
   expect((await tether(["status"])).stdout).toContain("init failed: Error: the seed file is missing");
+}, SLOW);
+
+test("tether serve runs the pending initializers of approved extensions at startup, a line each", async () => {
+  const broker = opened[0]!;
+  await broker.registry.install(variant("pending", "3.0.0"));
+  broker.registry.approve("pending");
+  const child = spawn(process.execPath, [BIN, "serve", "--home", home, "--port", "0"], { cwd: REPO, env: { ...process.env, TETHER_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  try {
+    const started = Date.now();
+    while (!/tether serve: pending: init: ran in \d+\.\d s: seeded 1 note/.test(out) && Date.now() - started < 60_000 && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+    expect(out).toMatch(/tether serve: pending: init: ran in \d+\.\d s: seeded 1 note/);
+    // Those done already are not run again (no line); one that failed in an earlier broker is retried.
+    expect(out).not.toMatch(/tether serve: seeder:/);
+    expect(out).toContain("tether serve: cli-flaky: init: ran in");
+  } finally {
+    child.kill("SIGTERM");
+    await exited;
+  }
+  expect(kvValue(broker, "pending", "seeded")).toEqual({ version: "3.0.0", reason: "start" });
 }, SLOW);
