@@ -19,6 +19,7 @@ import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
 import { ToolArgsChecker } from "./base/tool-args.js";
 import { ParsedRules } from "./caps/egress-policy.js";
+import { DbProcesses } from "./store/db-processes.js";
 import { FileSecrets } from "./secrets/store.js";
 import { loginSecrets } from "./login/logins.js";
 import { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
@@ -107,6 +108,7 @@ export class Broker {
       work: this.#work,
       agents: this.#agents,
       rules: new ParsedRules(),
+      dbs: new DbProcesses(this.home),
       secrets: options.secrets ?? new FileSecrets(this.home),
       logins: loginSecrets(this),
       fetchBounds: (extension) => {
@@ -372,6 +374,7 @@ export class Broker {
     await Promise.all([...this.#scopes.values()].map((scope) => scope.stopAll()));
     // Capability work still running (a body streaming after its invocation ended) writes its audit row first.
     await this.#work.settle();
+    this.#caps.dbs.close();
     this.ledger.close();
     this.store.close();
     await this.#agents.close();
@@ -384,6 +387,7 @@ export class Broker {
     this.#work.abort("the broker was destroyed");
     await Promise.all([...this.#scopes.values()].map((scope) => scope.stopAll({ abort: true })));
     await this.#work.settle();
+    this.#caps.dbs.close();
     await this.#agents.destroy();
     if (!wasClosed) {
       this.ledger.close();

@@ -3,6 +3,7 @@
  * invocation's context (read at dispatch), and one call's scope.
  */
 import type { EgressAgents } from "../egress/agents.js";
+import type { DbProcesses } from "../store/db-processes.js";
 import type { Resolver } from "../egress/judge.js";
 import type { Logger } from "../base/log.js";
 import type { LoginSecrets, SecretSource } from "../secrets/store.js";
@@ -68,6 +69,8 @@ export interface CapEnvironment {
   readonly logins: LoginSecrets;
   /** The broker's parsed egress rules, by their text. */
   readonly rules: ParsedRules;
+  /** Extensions' database processes (`db.query`, `db.exec`): their SQL never runs on the broker's thread. */
+  readonly dbs: DbProcesses;
   /** The bounds on concurrent fetches beyond the invocation's own: the extension's, then the broker's. */
   fetchBounds(extension: string): readonly Permits[];
 }

@@ -8,7 +8,7 @@
 import * as v from "valibot";
 import type { CapReply } from "../base/capability.js";
 import { checkStatement } from "../store/sql-allowlist.js";
-import { runStatement, type DbResult, type SqlParams } from "../store/ext-db.js";
+import type { DbResult, SqlParams } from "../store/ext-db.js";
 import type { CallScope } from "./context.js";
 import type { Act } from "./pipeline.js";
 
@@ -50,13 +50,13 @@ export const dbAct = (mode: "query" | "exec") => (scope: CallScope, args: v.Infe
   return {
     judge: () => null,
     shown: () => ({ target: shownKind }),
-    perform: () => {
+    perform: async () => {
       const storage = scope.ctx.grants().storage;
       if (storage === null) {
         const reply: CapReply = { ok: false, error: { code: "denied", msg: `db.${mode}: this extension has no approved database; declare [storage] in its manifest and approve it (tether review, tether approve) (rule: storage)` } };
         return { reply, decision: "denied", rule: "storage", target: shownKind };
       }
-      const r = runStatement(scope.env.home, scope.info.extension, storage.max_bytes, mode, args.sql, sqlParams(args.params));
+      const r = await scope.env.dbs.run(scope.info.extension, storage.max_bytes, mode, args.sql, sqlParams(args.params), scope.ctx.deadlineAt);
       if (!r.ok) return { reply: { ok: false, error: { code: "denied", msg: `${r.msg} (rule: ${r.rule})` } }, decision: "denied", rule: r.rule, target: targetOf(r) };
       return { reply: { ok: true, value: r.value }, decision: "allowed", rule: "builtin:db", target: targetOf(r), bytes: r.bytes };
     },

@@ -11,7 +11,8 @@ import { readFileSync } from "node:fs";
 import { asc, eq } from "drizzle-orm";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { MIGRATION_NAME, pinnedMigrations } from "../install/migrations.js";
-import { appliedCount, MigrationFailure, runMigrations } from "../store/ext-migrations.js";
+import { runMigrationsBounded } from "../store/db-processes.js";
+import { appliedCount, MigrationFailure } from "../store/ext-migrations.js";
 import type { Orm } from "../store/open.js";
 import { extensionMigrations } from "../store/schema.js";
 import { sourceContent } from "./artifact-records.js";
@@ -100,7 +101,7 @@ export function applyPending(db: Db, home: string, installed: Installed, maxByte
   if (plan.problems.length > 0) throw new TetherError(BrokerCode.migrationFailed, `Cannot approve '${name}': ${plan.problems.join("; ")}`);
   const pending = plan.migrations.filter((m) => m.applied === null);
   try {
-    runMigrations(home, name, maxBytes, pending, (m) => progress(`applying migration ${m.name}: ${pending.find((p) => p.number === m.number)!.summary}`));
+    runMigrationsBounded(home, name, maxBytes, pending, (m) => progress(`applying migration ${m.name}: ${pending.find((p) => p.number === m.number)!.summary}`));
   } catch (err) {
     if (!(err instanceof MigrationFailure)) throw err;
     throw new TetherError(

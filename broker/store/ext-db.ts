@@ -41,6 +41,8 @@ export function openExtensionDb(home: string, extension: string, maxBytes: numbe
   const db = new Database(file, { timeout: 5000 });
   try {
     db.pragma("trusted_schema = OFF");
+    // Sorts and temporary tables in SQLite's (capped) heap, not in files the quota does not see.
+    db.pragma("temp_store = MEMORY");
     const page = db.pragma("page_size", { simple: true }) as number;
     // At least one page, so an empty database can still be read.
     // The temp schema too (CREATE TEMP TABLE, CREATE TABLE temp.x): without it, it grows without bound for the call.

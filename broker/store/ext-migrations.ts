@@ -25,7 +25,7 @@ export class MigrationFailure extends Error {
     readonly sql: string,
     readonly reason: string,
   ) {
-    super(`migration ${migration} failed at statement ${statement} (${stripComments(sql).replace(/\s+/g, " ").trim().slice(0, 80)}): ${reason}`);
+    super(statement === 0 ? `migration ${migration} failed: ${reason}` : `migration ${migration} failed at statement ${statement} (${stripComments(sql).replace(/\s+/g, " ").trim().slice(0, 80)}): ${reason}`);
   }
 }
 

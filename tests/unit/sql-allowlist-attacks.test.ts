@@ -23,6 +23,7 @@ import Database from "better-sqlite3";
 import { checkStatement } from "../../broker/store/sql-allowlist.js";
 import { dbFile, runStatement } from "../../broker/store/ext-db.js";
 import { runMigrations } from "../../broker/store/ext-migrations.js";
+import { DbProcesses, runMigrationsBounded } from "../../broker/store/db-processes.js";
 import { splitStatements, summarizeMigration } from "../../broker/registry/migration-summary.js";
 
 let home: string;
@@ -242,18 +243,30 @@ describe("held: nothing reaches a file other than the extension's own database",
   });
 });
 
-// NOT FIXED (the event-loop class of tests/integration/storage-attacks.test.ts):
-// a statement is run inside the broker's own process with SQLite's default
-// limits, so one call makes the broker allocate a value of up to 1 GB
-// (SQLITE_MAX_LENGTH) — several in one statement — whatever max_bytes says;
-// a sort or DISTINCT over such rows spills to temp files the quota does not
-// count (300 MB sorted under a 64 KiB quota in a probe).
-// better-sqlite3 exposes neither sqlite3_limit nor a per-connection heap
-// bound; `PRAGMA hard_heap_limit` is process-wide (it would bound the
-// broker's own store too). Fix with the same move as the time bound: run
-// statements in a child process the broker kills at the deadline, with
-// hard_heap_limit (and an address-space rlimit) set there.
-test.failing("a statement cannot make the broker hold hundreds of megabytes", () => {
-  const r = run("query", "SELECT length(randomblob(400000000)) + length(randomblob(400000000)) AS n");
-  expect(r.ok).toBe(false);
+// The memory class: in the broker's own process SQLite's default limits let one
+// call allocate values of up to 1 GB whatever max_bytes says, and a sort spill
+// to temp files the quota does not count. Statements therefore run in a
+// database process per extension (broker/store/db-processes.ts) under a data
+// limit (RLIMIT_DATA: SQLite answers "out of memory"), with temporary results
+// kept in memory rather than in files.
+test("in a database process, a statement asking SQLite for gigabytes is refused by its data limit", async () => {
+  const dbs = new DbProcesses(home);
+  try {
+    const r = await dbs.run("x", QUOTA, "query", "SELECT length(randomblob(400000000)) + length(randomblob(400000000)) AS n", undefined, Date.now() + 30_000);
+    expect(r).toMatchObject({ ok: false, rule: "storage.sql" });
+    expect(r.ok ? "" : r.msg).toMatch(/out of memory|too big/);
+  } finally {
+    dbs.close();
+  }
+});
+
+test("a migration that never ends is stopped at its time limit and leaves the database as it was", () => {
+  let failure: Error | null = null;
+  try {
+    runMigrationsBounded(home, "x", QUOTA, [{ number: 1, name: "0001_x.sql", text: "CREATE TABLE t (x);\nWITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c;" }], () => {}, 1500);
+  } catch (err) {
+    failure = err as Error;
+  }
+  expect(failure?.message).toBe("migration 0001_x.sql failed: it ran past 1.5 s and was stopped");
+  expect(run("query", "SELECT name FROM sqlite_master")).toMatchObject({ ok: true, value: [] });
 });

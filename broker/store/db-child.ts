@@ -1,0 +1,49 @@
+/**
+ * An extension's database process: runs its statements, one at a time, off
+ * the broker's thread (db-processes.ts). better-sqlite3 is synchronous and has
+ * no interrupt, so a statement that runs long or allocates without bound
+ * would stall or swell whatever process runs it; here it stalls only this one,
+ * which the broker kills at the call's deadline, under a data limit the broker
+ * set (db-processes.ts), with temporary results kept in memory
+ * (`temp_store = MEMORY`, ext-db.ts) so no sort spills to files past it.
+ *
+ * `migrate` mode (argv[2]) runs one batch of migrations read from stdin and
+ * exits (the broker waits for it with a time limit).
+ */
+import { createInterface } from "node:readline";
+import { runStatement, type DbResult } from "./ext-db.js";
+import { decodeParams, encodeValue, type DbRequest } from "./db-wire.js";
+import { MigrationFailure, runMigrations, type MigrationText } from "./ext-migrations.js";
+
+function answer(id: number, result: DbResult): void {
+  process.stdout.write(`${JSON.stringify({ id, result: encodeValue(result) })}\n`);
+}
+
+if (process.argv[2] === "migrate") {
+  let input = "";
+  process.stdin.setEncoding("utf8");
+  process.stdin.on("data", (chunk: string) => (input += chunk));
+  process.stdin.on("end", () => {
+    const job = JSON.parse(input) as { home: string; extension: string; maxBytes: number; pending: MigrationText[] };
+    try {
+      runMigrations(job.home, job.extension, job.maxBytes, job.pending, (m) => process.stdout.write(`${JSON.stringify({ starting: m.number })}\n`));
+      process.stdout.write(`${JSON.stringify({ ok: true })}\n`);
+    } catch (err) {
+      const f = err instanceof MigrationFailure ? err : new MigrationFailure("?", 0, "", (err as Error).message);
+      process.stdout.write(`${JSON.stringify({ ok: false, migration: f.migration, statement: f.statement, sql: f.sql, reason: f.reason })}\n`);
+    }
+  });
+} else {
+  const lines = createInterface({ input: process.stdin });
+  lines.on("line", (line) => {
+    const request = JSON.parse(line) as DbRequest;
+    let result: DbResult;
+    try {
+      result = runStatement(request.home, request.extension, request.maxBytes, request.mode, request.sql, decodeParams(request.params));
+    } catch (err) {
+      result = { ok: false, kind: "refused", table: "", rule: "storage.sql", msg: `db.${request.mode}: ${(err as Error).message.slice(0, 200)}` };
+    }
+    answer(request.id, result);
+  });
+  lines.on("close", () => process.exit(0));
+}
