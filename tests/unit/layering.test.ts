@@ -352,6 +352,20 @@ describe("layering", () => {
     expect(uses).toEqual([]);
   });
 
+  test("only broker/store/ knows a dialect: PostgreSQL's packages and schema only under broker/store/pg/, SQLite's only under broker/store/", () => {
+    const PG = /^(pg|pg-[\w-]+|drizzle-orm\/(pg-core|node-postgres)(\/.*)?)$/;
+    const SQLITE = /^(better-sqlite3|drizzle-orm\/(sqlite-core|better-sqlite3)(\/.*)?)$/;
+    const all = edges(brokerFiles);
+    const offending = [
+      ...all.filter((e) => !e.from.startsWith("broker/store/pg/") && (PG.test(e.specifier) || e.to === "broker/store/pg/schema.ts")).map((e) => `${e.from} imports ${e.specifier}`),
+      ...all.filter((e) => !e.from.startsWith("broker/store/") && SQLITE.test(e.specifier)).map((e) => `${e.from} imports ${e.specifier}`),
+    ];
+    expect(offending).toEqual([]);
+    // The rule sees what it is about.
+    expect(all.some((e) => e.from.startsWith("broker/store/pg/") && e.specifier === "pg")).toBe(true);
+    expect(all.some((e) => e.from.startsWith("broker/store/") && e.specifier === "better-sqlite3")).toBe(true);
+  });
+
   test("the storage rule matches reality: store/ itself uses what the rest may not", () => {
     const inStore = edges(brokerFiles.filter((f) => f.startsWith("broker/store/")));
     expect(inStore.some((e) => e.specifier === "drizzle-orm")).toBe(true);

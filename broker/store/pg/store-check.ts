@@ -1,0 +1,57 @@
+/**
+ * `tether doctor --store <url>`: the fleet's shared store — that it answers,
+ * its migrations (applied at open), and clock skew: this host's against the
+ * server's, recorded in `hosts`, and the widest gap between any two hosts
+ * seen in the last day (times the fleet compares, such as lease expiry,
+ * assume clocks within a second).
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import { openPgStore, pgMigrationsFolder, shownUrl } from "./open.js";
+import { hosts } from "./schema.js";
+
+export interface StoreCheck {
+  readonly ok: boolean;
+  readonly detail: string;
+  readonly server?: string;
+  readonly migrations?: number;
+  readonly skewMs?: number;
+  /** The widest gap between two hosts' clocks, among hosts seen in the last day. */
+  readonly fleetSkewMs?: number;
+}
+
+/** Clocks further apart than this are a failure. */
+export const MAX_SKEW_MS = 1000;
+
+export async function checkPgStore(url: string, host: string, version: string): Promise<StoreCheck> {
+  const shown = shownUrl(url);
+  let store;
+  try {
+    store = await openPgStore(url);
+  } catch (err) {
+    return { ok: false, detail: `${shown}: cannot open it: ${(err as Error).message.slice(0, 300)} (check the URL, that the server runs, and the role's rights: docs/fleet.md#roles)` };
+  }
+  try {
+    const server = (await store.pool.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
+    const shipped = (JSON.parse(readFileSync(join(pgMigrationsFolder(), "meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
+    const applied = Number((await store.pool.query<{ n: string }>("SELECT count(*) AS n FROM drizzle.__drizzle_migrations")).rows[0]!.n);
+    const before = Date.now();
+    const at = Number((await store.pool.query<{ t: string }>("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS t")).rows[0]!.t);
+    const skewMs = Math.round(at - (before + Date.now()) / 2);
+    await store.orm
+      .insert(hosts)
+      .values({ name: host, clockSkewMs: skewMs, version })
+      .onConflictDoUpdate({ target: hosts.name, set: { clockSkewMs: skewMs, version, seenAt: sql`((extract(epoch from clock_timestamp()) * 1000)::bigint)` } });
+    const range = (await store.pool.query<{ lo: string; hi: string; n: string }>("SELECT min(clock_skew_ms) AS lo, max(clock_skew_ms) AS hi, count(*) AS n FROM hosts WHERE seen_at > $1", [at - 86_400_000])).rows[0]!;
+    const fleetSkewMs = Number(range.hi) - Number(range.lo);
+    const problems: string[] = [];
+    if (applied !== shipped) problems.push(`${applied} of ${shipped} migrations applied (an older broker? upgrade every host)`);
+    if (Math.abs(skewMs) > MAX_SKEW_MS) problems.push(`this host's clock is ${skewMs} ms from the server's: run NTP (chrony, systemd-timesyncd)`);
+    if (fleetSkewMs > MAX_SKEW_MS) problems.push(`two hosts' clocks are ${fleetSkewMs} ms apart: run NTP on every host`);
+    const detail = `${shown}: PostgreSQL ${server}, ${applied} of ${shipped} migrations applied, this host (${host}) ${skewMs >= 0 ? "+" : ""}${skewMs} ms from the server, ${range.n} host(s) within ${fleetSkewMs} ms of each other${problems.length > 0 ? `; ${problems.join("; ")}` : ""}`;
+    return { ok: problems.length === 0, detail, server, migrations: applied, skewMs, fleetSkewMs };
+  } finally {
+    await store.close();
+  }
+}
