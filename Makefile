@@ -71,6 +71,7 @@ fleet-test: $(NODE_MODULES) postgres
 bench: $(NODE_MODULES) sandbox
 	npx tsx bench/invoke.ts
 	npx tsx bench/ledger.ts
+	npx tsx bench/db.ts
 	npx tsx bench/egress.ts
 	npx tsx bench/hooks.ts
 	npx tsx bench/boot.ts
