@@ -1,5 +1,5 @@
 /**
- * Initializers (`[init]`, docs/storage.md#initializers): an extension's `init`
+ * Initializers (`[init]`, docs/initializers.md): an extension's `init`
  * runs once per approved version — keyed by the approval in force (extension,
  * artifact hash, manifest hash) — in the daemon scope, bounded by its
  * `[init] deadline_ms`. Before any invocation of an extension that declares

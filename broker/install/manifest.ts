@@ -47,7 +47,7 @@ export const ManagedTable = v.strictObject({
   close_deadline_ms: Deadline,
 });
 
-/** `[init]`: the module exports `init`, run once per approved version (docs/storage.md#initializers). */
+/** `[init]`: the module exports `init`, run once per approved version (docs/initializers.md). */
 export const InitTable = v.strictObject({
   /** Its time limit (default 10 s, never more than `[limits] deadline_ms`). */
   deadline_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3_600_000)), 10_000),
@@ -107,7 +107,7 @@ export const Limits = v.strictObject({
   concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16)), 1),
 });
 
-/** `[storage]`: the extension's own SQLite database (docs/storage.md). */
+/** `[storage]`: the extension's own SQLite database (docs/initializers.md). */
 export const StorageTable = v.strictObject({
   /** The database's size quota: SQLite refuses to grow it past this. */
   max_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(65_536), v.maxValue(1_073_741_824)), 10_485_760),

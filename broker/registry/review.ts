@@ -222,7 +222,7 @@ export function renderReview(review: Review, installed: Installed): string {
   if (r.storage !== null) lines.push(`Database: its own SQLite file (<home>/data/${installed.manifest.name}.sqlite), up to ${r.storage.max_bytes} bytes, through db.query and db.exec ([storage]; docs/storage.md)`);
   lines.push(...migrationLines(review.migrations));
   const init = installed.manifest.init;
-  if (init !== undefined) lines.push(`Initializer: runs once per approved version, after its migrations, up to ${Math.min(init.deadline_ms, r.limits.deadline_ms)} ms ([init]; docs/storage.md)`);
+  if (init !== undefined) lines.push(`Initializer: runs once per approved version, after its migrations, up to ${Math.min(init.deadline_ms, r.limits.deadline_ms)} ms ([init]; docs/initializers.md)`);
   if (review.diff !== null) {
     lines.push("");
     lines.push(review.widens ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:" : "Changed since approval (nothing widened):");

@@ -4,7 +4,7 @@
  * approve`, or before the first invocation a broker makes of a version not yet
  * initialized — in its daemon scope, bounded by `[init] deadline_ms`
  * (payload `init`, jail-runtime/wire/session-kinds.ts). A throw leaves the
- * extension inactive until a later broker start runs it again (docs/storage.md).
+ * extension inactive until a later broker start runs it again (docs/initializers.md).
  *
  * @example
  * ```ts

@@ -1,5 +1,5 @@
 /**
- * Initializers (`[init]`, docs/storage.md#initializers), over real brokers and
+ * Initializers (`[init]`, docs/initializers.md), over real brokers and
  * real jailed satellites on one home: an init runs once per approved version
  * before the extension's first invocation (not again in this broker, nor in a
  * second broker on the home); a failed one makes the extension inactive with
@@ -150,7 +150,7 @@ test("tether approve runs the init and says how it went; status and review show 
   const dir = variant("cli", "2.0.0");
   expect((await tether(["install", dir])).code).toBe(0);
   const review = await tether(["review", "cli"]);
-  expect(`${review.stdout}${review.stderr}`).toContain("Initializer: runs once per approved version, after its migrations, up to 5000 ms ([init]; docs/storage.md)");
+  expect(`${review.stdout}${review.stderr}`).toContain("Initializer: runs once per approved version, after its migrations, up to 5000 ms ([init]; docs/initializers.md)");
   expect((await tether(["status"])).stdout).toMatch(/cli .*\n\s+init: not run yet/);
   const approved = await tether(["approve", "cli", "--yes"]);
   expect(approved.code).toBe(0);

@@ -1,5 +1,5 @@
 /**
- * Migrations (docs/storage.md#migrations) over a real broker home and real
+ * Migrations (docs/migrations.md) over a real broker home and real
  * jailed satellites: shipped in `migrations/`, pinned by the artifact, shown
  * at review, applied in order when the version is approved (recorded, the
  * database's user_version moved in the same transaction), kept across an

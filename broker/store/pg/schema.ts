@@ -247,7 +247,7 @@ export const providerPreferences = pgTable("provider_preferences", {
 
 /**
  * The migrations applied to each extension's database (`[storage]`,
- * docs/storage.md): the database's own `PRAGMA user_version` says how many ran
+ * docs/migrations.md): the database's own `PRAGMA user_version` says how many ran
  * (it moves in the migrations' transaction); these rows say which texts, when
  * and under which approval, so an edited migration is caught.
  */
