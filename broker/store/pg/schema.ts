@@ -300,3 +300,30 @@ export const hosts = pgTable("hosts", {
   clockSkewMs: bigint("clock_skew_ms", { mode: "number" }).notNull(),
   version: text("version").notNull(),
 });
+
+/**
+ * The bytes of every artifact the fleet's installs name (fleet-only): a host
+ * that did not build an artifact writes its own copy from here, and runs it
+ * only when the bytes hash to the approved artifact hash.
+ */
+export const artifactBlobs = pgTable(
+  "artifact_blobs",
+  {
+    extension: text("extension").notNull(),
+    artifactHash: text("artifact_hash").notNull(),
+    content: bytea("content").notNull(),
+    createdAt: bigint("created_at", { mode: "number" }).notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.extension, t.artifactHash] })],
+);
+
+/**
+ * Counters that move with every change of one kind of fleet record
+ * (fleet-only; "registry": installs and approvals). Brokers are told of a
+ * change by NOTIFY; when a notification is missed (a dropped connection),
+ * polling this row finds the change.
+ */
+export const fleetVersions = pgTable("fleet_versions", {
+  name: text("name").primaryKey(),
+  version: bigint("version", { mode: "number" }).notNull().default(0),
+});
