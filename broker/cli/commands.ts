@@ -271,7 +271,9 @@ export const COMMANDS: readonly Command[] = [
     run: async (ctx) => {
       const { runServe } = await import("../serve/command.js");
       const v = ctx.values as { socket?: string; port?: string; "token-file"?: string };
-      return runServe({ broker: ctx.options, ...defined({ socket: v.socket, port: v.port, tokenFile: v["token-file"] }) });
+      const { fleetOptionsOf } = await import("./fleet-join.js");
+      const fleet = fleetOptionsOf(ctx.options);
+      return runServe({ broker: ctx.options, ...defined({ socket: v.socket, port: v.port, tokenFile: v["token-file"] }), ...(fleet !== null ? { fleet } : {}) });
     },
   },
   {
@@ -331,14 +333,15 @@ export const COMMANDS: readonly Command[] = [
     usage: [{ usage: "doctor [--store <url>]", summary: ["Check Deno, the sandbox layers and the store (with --store, the", "fleet's shared PostgreSQL store too)"] }],
     help:
       "Checks that Deno runs, that bubblewrap can make namespaces, each jail layer, that the store opens with every migration applied, the home's mode, hooks.json and the socket folders. " +
-      "With --store postgres://…: that the shared store answers, its migrations (applied at open), and clock skew, this host's against the server's and between the hosts it has seen. Exit 1 when any fails; each failure says how to fix it.",
+      "With --store postgres://… (or TETHER_STORE): that the shared store answers, its migrations (applied at open), and clock skew, this host's against the server's and between the hosts it has seen. Exit 1 when any fails; each failure says how to fix it.",
     options: ["store", "json"],
     doc: `${OPERATORS}#doctor`,
     run: async (ctx) => {
       const { runChecks } = await import("./doctor.js");
       const checks = runChecks(ctx.options);
-      const url = ctx.values.store as string | undefined;
-      if (url !== undefined) checks.push(await (await import("./doctor-store.js")).storeCheck(url));
+      // The fleet's store, from --store or TETHER_STORE, checked as this host's name in it.
+      const url = ctx.options.store;
+      if (url !== undefined) checks.push(await (await import("./doctor-store.js")).storeCheck(url, ctx.options.fleetHost));
       const p = ctx.paint;
       ctx.out(checks, checks.map((c) => `${c.ok ? p.green("ok  ") : p.red("FAIL")} ${c.name}: ${c.detail}`).join("\n"));
       return checks.every((c) => c.ok) ? EXIT.ok : EXIT.failed;

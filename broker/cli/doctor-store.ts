@@ -6,8 +6,8 @@ import { checkPgStore } from "../store/pg/store-check.js";
 import { packageVersion } from "../base/version.js";
 import type { Check } from "./doctor.js";
 
-export async function storeCheck(url: string): Promise<Check> {
+export async function storeCheck(url: string, host: string = hostname()): Promise<Check> {
   if (!isPgUrl(url)) throw new UsageError("--store takes a PostgreSQL URL: postgres://user:password@host:5432/database (docs/fleet.md)");
-  const r = await checkPgStore(url, hostname(), packageVersion());
+  const r = await checkPgStore(url, host, packageVersion());
   return { name: "store (fleet)", ok: r.ok, detail: r.detail };
 }

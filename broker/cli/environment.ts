@@ -15,8 +15,12 @@ import { CGROUP_MODES } from "../jail/cgroup-detect.js";
 import { isJailId } from "../jail/identity.js";
 import { LOG_LEVELS } from "../base/log.js";
 
-/** What the environment says: the broker's options (`logLevel` also for the loggers the commands make). */
-export type EnvironmentOptions = Omit<BrokerOptions, "log">;
+/**
+ * What the environment says: the broker's options (`logLevel` also for the
+ * loggers the commands make), and the fleet's store and this host's name in
+ * it, which the commands and `tether serve` join (broker/fleet.ts).
+ */
+export type EnvironmentOptions = Omit<BrokerOptions, "log"> & { readonly store?: string; readonly fleetHost?: string };
 
 /** A variable holds a value it does not accept; the message names it and what it takes. */
 export class EnvironmentError extends Error {
@@ -51,6 +55,8 @@ const VARIABLES = {
   TETHER_CGROUP: { accepts: CGROUP_MODES.join(", "), schema: v.picklist(CGROUP_MODES), option: "cgroup" },
   TETHER_NATIVE_DIR: { accepts: "a folder path", schema: v.string(), option: "nativeDir" },
   TETHER_OPERATOR: { accepts: "a name", schema: v.string(), option: "operator" },
+  TETHER_STORE: { accepts: "a PostgreSQL URL (postgres://role:password@host:5432/database)", schema: v.pipe(v.string(), v.regex(/^postgres(?:ql)?:\/\//)), option: "store" },
+  TETHER_FLEET_HOST: { accepts: "a host name (letters, digits, '.', '-', '_')", schema: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/)), option: "fleetHost" },
 } as const satisfies Record<string, { accepts: string; schema: v.GenericSchema<string, unknown>; option: keyof EnvironmentOptions }>;
 
 /** The variables this module reads, for docs and tests. */

@@ -46,12 +46,15 @@ Options:
   --json           Machine-readable output (every listing)
   --yes            Do not ask for confirmation (scripts)
   --home <dir>     The home folder (default: $TETHER_HOME or ~/.tether)
+  --store <url>    The fleet's PostgreSQL store, shared with other hosts
+                   (default: $TETHER_STORE; none: this home alone)
   --help, -h       This help; tether <command> --help for one command's
   --version, -V    The version of tether and of its wire protocol
 
 Environment: TETHER_HOME, TETHER_LOG (debug, info, warn, error), TETHER_DENO,
 TETHER_INSECURE_NO_SANDBOX=1, TETHER_JAIL_UID/GID, TETHER_JAIL_ROOT,
-TETHER_CGROUP (auto, none, v1, v2), TETHER_NATIVE_DIR, TETHER_OPERATOR;
+TETHER_CGROUP (auto, none, v1, v2), TETHER_NATIVE_DIR, TETHER_OPERATOR,
+TETHER_STORE (postgres://…), TETHER_FLEET_HOST (this host's name in the fleet);
 NO_COLOR (no colour on a terminal), XDG_STATE_HOME (where tether dev keeps dev homes).
 
 Exit codes: 0 ok, 1 failed (the message says what to run next), 2 bad usage,

@@ -16,6 +16,7 @@ import { paintFor } from "./colour.js";
 import { EXIT, UsageError, type CommandContext } from "./command.js";
 import { EnvironmentError, readEnvironment, type EnvironmentOptions } from "./environment.js";
 import { didYouMean } from "./suggest.js";
+import { fleetOptionsOf, inFleet } from "./fleet-join.js";
 
 export { EXIT, UsageError } from "./command.js";
 export type { Command, CommandContext } from "./command.js";
@@ -91,7 +92,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     return EXIT.usage;
   }
   // --home wins over TETHER_HOME.
-  const options: EnvironmentOptions = { ...environment, ...defined({ home: values.home }) };
+  const options: EnvironmentOptions = { ...environment, ...defined({ home: values.home, store: values.store }) };
   const ctx: CommandContext = {
     name,
     args,
@@ -105,8 +106,10 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       const { Broker } = await import("../broker.js");
       let broker: Broker | null = null;
       try {
+        const fleet = fleetOptionsOf(options);
         broker = Broker.open(options);
-        return await fn(broker);
+        const opened = broker;
+        return await (fleet === null ? fn(opened) : inFleet(opened, fleet, () => fn(opened)));
       } finally {
         await broker?.close();
       }

@@ -58,7 +58,7 @@ export const OPTION_HELP: Record<OptionName, readonly [string, string]> = {
   mcp: ["--mcp", "Also serve the dev session's tools as an MCP server on stdio"],
   "yes-widen": ["--yes-widen", "Approve a change that widens what it reaches without asking (shows the diff)"],
   dir: ["--dir <folder>", "The folder to create (default: ./<name>)"],
-  store: ["--store <url>", "Also check the fleet's shared PostgreSQL store (postgres://…; docs/fleet.md)"],
+  store: ["--store <url>", "The fleet's PostgreSQL store (default $TETHER_STORE; docs/fleet.md)"],
   purge: ["--purge", "Also remove what it stored: its kv and skv keys and its [storage] database"],
   all: ["--all", "Grant every requested egress rule, also those an earlier --only withheld"],
   diff: ["--diff", "Also print how each changed source file differs (old against new)"],

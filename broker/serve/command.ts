@@ -7,6 +7,7 @@
  */
 import { join, resolve } from "node:path";
 import { Broker, type BrokerOptions } from "../broker.js";
+import type { FleetMember, FleetOptions } from "../fleet.js";
 import { createLogger } from "../base/log.js";
 import { resolveHome } from "../store/home.js";
 import { runPendingInits } from "../init/init-lines.js";
@@ -20,6 +21,8 @@ export interface ServeCommandOptions {
   readonly socket?: string;
   readonly port?: string;
   readonly tokenFile?: string;
+  /** Join this fleet's shared store (docs/fleet.md): its approvals and revocations apply here as they are made on any host. */
+  readonly fleet?: FleetOptions;
 }
 
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -54,6 +57,16 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
     console.error(`tether serve: cannot open the home ${home}: ${(err as Error).message}`);
     return EXIT.failed;
   }
+  let fleet: FleetMember | null = null;
+  if (options.fleet !== undefined) {
+    try {
+      fleet = await (await import("../fleet.js")).FleetMember.join(broker, options.fleet);
+    } catch (err) {
+      await broker.close();
+      console.error(`tether serve: cannot join the fleet's store: ${(err as Error).message} (check --store or TETHER_STORE, and tether doctor --store)`);
+      return EXIT.failed;
+    }
+  }
   let server: ServeServer;
   let url: string;
   try {
@@ -61,6 +74,7 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
     server = new ServeServer({ broker, token, log });
     ({ url } = await server.listen(where));
   } catch (err) {
+    await fleet?.close();
     await broker.close();
     const known = err instanceof TokenFileError || err instanceof ListenError;
     console.error(`tether serve: ${known ? "" : "cannot start: "}${(err as Error).message}`);
@@ -86,10 +100,12 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
 
-  process.stdout.write(`tether serve: listening on ${url} (token file: ${tokenFile})\n`);
+  process.stdout.write(`tether serve: listening on ${url} (token file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}\n`);
   // Initializers ([init]) of approved versions not yet initialized, one line each; calls meanwhile wait for theirs.
   void runPendingInits(broker, (line) => process.stderr.write(`tether serve: ${line}\n`));
   await stop;
+  // The fleet's changes stop applying here before the broker closes under them.
+  await fleet?.close();
   try {
     await server.shutdown(hurried);
   } finally {

@@ -7,9 +7,8 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { sql } from "drizzle-orm";
 import { openPgStore, pgMigrationsFolder, shownUrl } from "./open.js";
-import { hosts } from "./schema.js";
+import { recordHost } from "./hosts.js";
 
 export interface StoreCheck {
   readonly ok: boolean;
@@ -36,13 +35,7 @@ export async function checkPgStore(url: string, host: string, version: string): 
     const server = (await store.pool.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
     const shipped = (JSON.parse(readFileSync(join(pgMigrationsFolder(), "meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
     const applied = Number((await store.pool.query<{ n: string }>("SELECT count(*) AS n FROM drizzle.__drizzle_migrations")).rows[0]!.n);
-    const before = Date.now();
-    const at = Number((await store.pool.query<{ t: string }>("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS t")).rows[0]!.t);
-    const skewMs = Math.round(at - (before + Date.now()) / 2);
-    await store.orm
-      .insert(hosts)
-      .values({ name: host, clockSkewMs: skewMs, version })
-      .onConflictDoUpdate({ target: hosts.name, set: { clockSkewMs: skewMs, version, seenAt: sql`((extract(epoch from clock_timestamp()) * 1000)::bigint)` } });
+    const { skewMs, serverNow: at } = await recordHost(store, host, version);
     const range = (await store.pool.query<{ lo: string; hi: string; n: string }>("SELECT min(clock_skew_ms) AS lo, max(clock_skew_ms) AS hi, count(*) AS n FROM hosts WHERE seen_at > $1", [at - 86_400_000])).rows[0]!;
     const fleetSkewMs = Number(range.hi) - Number(range.lo);
     const problems: string[] = [];

@@ -1,0 +1,42 @@
+/**
+ * The fleet's store as the commands are given it (`--store`, or
+ * `TETHER_STORE`; docs/fleet.md): this host's name in it (`TETHER_FLEET_HOST`,
+ * default the machine's host name), and joining it around a command.
+ */
+import { hostname } from "node:os";
+import type { Broker } from "../broker.js";
+import type { FleetMember, FleetOptions } from "../fleet.js";
+import { UsageError } from "./command.js";
+import type { EnvironmentOptions } from "./environment.js";
+
+/** The fleet to join, or null for a broker on its own; a usage error when the store is not a PostgreSQL URL. */
+export function fleetOptionsOf(options: EnvironmentOptions): FleetOptions | null {
+  if (options.store === undefined) return null;
+  // Checked here, not by importing the store's driver: most commands never load it.
+  if (!/^postgres(?:ql)?:\/\//.test(options.store)) throw new UsageError("--store takes the fleet's PostgreSQL URL: postgres://role:password@host:5432/database (docs/fleet.md)");
+  return { url: options.store, host: options.fleetHost ?? hostname() };
+}
+
+/**
+ * Runs a command's `fn` on `broker` as a host of the fleet: the registry is
+ * pulled first, and what `fn` changed in it is published after — also when
+ * `fn` failed part way, so the fleet holds what this host's copy holds.
+ */
+export async function inFleet<T>(broker: Broker, fleet: FleetOptions, fn: () => Promise<T>): Promise<T> {
+  const { FleetMember } = await import("../fleet.js");
+  let member: FleetMember;
+  try {
+    member = await FleetMember.join(broker, { ...fleet, listen: false });
+  } catch (err) {
+    throw new UsageError(`cannot join the fleet's store: ${(err as Error).message} (check --store or TETHER_STORE, and tether doctor --store)`);
+  }
+  try {
+    return await fn();
+  } finally {
+    try {
+      if (await member.publish()) process.stderr.write(`… published to the fleet as host ${member.host} (${member.shown})\n`);
+    } finally {
+      await member.close();
+    }
+  }
+}

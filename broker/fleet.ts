@@ -1,0 +1,134 @@
+/**
+ * A broker that is one host of a fleet (docs/fleet.md): its registry —
+ * installs and approvals — is the fleet's, kept in the shared PostgreSQL
+ * store and copied into the host's own store, where every call reads it.
+ *
+ * Joining pulls the fleet's registry (writing the artifacts this host lacks,
+ * each checked against its hash) and listens for changes; every change
+ * another host publishes is pulled at once and applied to the running
+ * satellites as a local approval or revocation is (a revoked extension's
+ * satellites stop). A command run with the fleet's store publishes what it
+ * changed in the copy (`publish`): a `tether approve` on any host is an
+ * approval on every host.
+ */
+import { join } from "node:path";
+import type { Broker } from "./broker.js";
+import { packageVersion } from "./base/version.js";
+import { recordHost } from "./store/pg/hosts.js";
+import { openPgStore, type PgStore } from "./store/pg/open.js";
+import { listenRegistry, type RegistryListener } from "./store/pg/registry-listener.js";
+import { publishRegistry, pullRegistry, type PullResult, type RegistrySnapshot } from "./store/pg/registry-mirror.js";
+
+export interface FleetOptions {
+  /** The shared store: postgres://role:password@host:5432/database. */
+  readonly url: string;
+  /** This host's name in the fleet (unique per broker host). */
+  readonly host: string;
+  /** How often the registry's version is polled besides the pushed notifications (default 1000 ms). */
+  readonly pollMs?: number;
+  /**
+   * Whether to follow the fleet's changes as they happen (default true: a
+   * serving broker). A command that changes the registry does not: a pull
+   * in the middle of it would undo what it has not yet published.
+   */
+  readonly listen?: boolean;
+}
+
+export class FleetMember {
+  readonly host: string;
+  /** The store's URL without its password. */
+  readonly shown: string;
+  readonly #broker: Broker;
+  readonly #store: PgStore;
+  #snapshot: RegistrySnapshot | null = null;
+  #pulling: Promise<PullResult> | null = null;
+  #again = false;
+  #listener: RegistryListener | null = null;
+  readonly #reported = new Set<string>();
+  #pulls = 0;
+
+  private constructor(broker: Broker, store: PgStore, host: string) {
+    this.#broker = broker;
+    this.#store = store;
+    this.host = host;
+    this.shown = store.shown;
+  }
+
+  /** Connects `broker` to the fleet's store: records the host, pulls the registry, listens for changes. */
+  static async join(broker: Broker, options: FleetOptions): Promise<FleetMember> {
+    const store = await openPgStore(options.url);
+    const member = new FleetMember(broker, store, options.host);
+    try {
+      await recordHost(store, options.host, packageVersion());
+      await member.pull();
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    if (options.listen === false) return member;
+    member.#listener = listenRegistry(options.url, store, () => void member.pull().catch((err) => member.#report(`pulling the fleet's registry failed: ${(err as Error).message}`)), {
+      version: () => member.#snapshot?.version ?? -1,
+      ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+      onError: (message) => member.#report(message),
+    });
+    return member;
+  }
+
+  /** Pulls done so far (tests wait on it). */
+  get pulls(): number {
+    return this.#pulls;
+  }
+
+  /** Whether pushed notifications are arriving (else the poll finds changes). */
+  get listening(): boolean {
+    return this.#listener?.listening ?? false;
+  }
+
+  /** Makes this host's copy equal to the fleet's registry, and applies it to the running satellites. Calls made meanwhile share one pull and one after it. */
+  pull(): Promise<PullResult> {
+    if (this.#pulling !== null) {
+      this.#again = true;
+      return this.#pulling;
+    }
+    const run = async (): Promise<PullResult> => {
+      let result: PullResult;
+      do {
+        this.#again = false;
+        result = await pullRegistry(this.#store, this.#broker.store, join(this.#broker.home, "artifacts"));
+        this.#snapshot = result.snapshot;
+        this.#pulls++;
+        for (const problem of result.problems) this.#report(problem);
+        if (result.changed) {
+          // The registry's own counter tells the broker its copy changed (the store's data_version does
+          // not move for this connection's writes); reading the epoch applies it to the live satellites now.
+          this.#broker.registry.version++;
+          void this.#broker.approvalEpoch;
+        }
+      } while (this.#again && !this.#broker.closed);
+      return result;
+    };
+    this.#pulling = run().finally(() => (this.#pulling = null));
+    return this.#pulling;
+  }
+
+  /** Sends the fleet what a command changed in this host's copy since the last pull, then pulls. */
+  async publish(): Promise<boolean> {
+    if (this.#snapshot === null) await this.pull();
+    const published = await publishRegistry(this.#store, this.#broker.store, this.#snapshot!);
+    if (published) await this.pull();
+    return published;
+  }
+
+  async close(): Promise<void> {
+    await this.#listener?.close();
+    await this.#pulling?.catch(() => {});
+    await this.#store.close();
+  }
+
+  /** Each distinct problem once, in the broker's log. */
+  #report(message: string): void {
+    if (this.#reported.has(message)) return;
+    this.#reported.add(message);
+    this.#broker.log.warn(message, { fleet: this.shown, host: this.host });
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Tells a broker when the fleet's registry changed: pushed by the server
+ * (`LISTEN tether_registry`, on a connection of its own), and found by
+ * polling the registry's version as the fallback — a notification sent while
+ * the connection was down is lost, and the poll sees the version moved. A lost
+ * connection is opened again (after 0.1 s, doubling to 5 s).
+ */
+import pg from "pg";
+import type { PgStore } from "./open.js";
+import { REGISTRY_CHANNEL, registryVersion } from "./registry-mirror.js";
+
+export interface RegistryListenerOptions {
+  /** How often the version is polled (default 1000 ms). */
+  readonly pollMs?: number;
+  /** The version the caller's copy is at (changes after it are reported). */
+  readonly version: () => number;
+  readonly onError?: (message: string) => void;
+}
+
+export interface RegistryListener {
+  /** Whether the push connection is up (the poll covers the gaps). */
+  readonly listening: boolean;
+  close(): Promise<void>;
+}
+
+export function listenRegistry(url: string, fleet: PgStore, onChange: () => void, options: RegistryListenerOptions): RegistryListener {
+  let client: pg.Client | null = null;
+  let closed = false;
+  let listening = false;
+  let retryMs = 100;
+  let retry: NodeJS.Timeout | null = null;
+
+  const connect = async (): Promise<void> => {
+    if (closed) return;
+    const c = new pg.Client({ connectionString: url });
+    c.on("notification", (n) => {
+      if (n.channel === REGISTRY_CHANNEL) onChange();
+    });
+    c.on("error", (err) => lost(c, err));
+    c.on("end", () => lost(c, null));
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${REGISTRY_CHANNEL}`);
+    } catch (err) {
+      lost(c, err as Error);
+      return;
+    }
+    if (closed) return void c.end().catch(() => {});
+    client = c;
+    listening = true;
+    retryMs = 100;
+    // Changes made while it was not listening: the caller pulls, and compares.
+    onChange();
+  };
+
+  const lost = (c: pg.Client, err: Error | null): void => {
+    if (client !== null && client !== c) return;
+    client = null;
+    listening = false;
+    c.removeAllListeners("end");
+    c.end().catch(() => {});
+    if (closed) return;
+    if (err !== null) options.onError?.(`the fleet's change notifications stopped (${err.message}); polling until they are back`);
+    if (retry === null) {
+      retry = setTimeout(() => {
+        retry = null;
+        void connect();
+      }, retryMs);
+      retry.unref();
+      retryMs = Math.min(retryMs * 2, 5000);
+    }
+  };
+
+  const poll = setInterval(() => {
+    registryVersion(fleet).then(
+      (version) => {
+        if (version !== options.version()) onChange();
+      },
+      () => {}, // the store is down: the next pull says so
+    );
+  }, options.pollMs ?? 1000);
+  poll.unref();
+
+  void connect();
+  return {
+    get listening() {
+      return listening;
+    },
+    close: async () => {
+      closed = true;
+      clearInterval(poll);
+      if (retry !== null) clearTimeout(retry);
+      const c = client;
+      client = null;
+      listening = false;
+      if (c !== null) {
+        c.removeAllListeners("end");
+        await c.end().catch(() => {});
+      }
+    },
+  };
+}

@@ -1,0 +1,191 @@
+/**
+ * The fleet's registry: installs and approvals live in the shared store, and
+ * each host's own store holds a copy of them that its broker reads at every
+ * call (synchronously, as a single broker reads its own).
+ *
+ * `pullRegistry` makes the host's copy equal to the fleet's — every install
+ * and every approval, approval ids as the fleet numbered them — and writes
+ * the artifacts this host lacks from the fleet's bytes, each checked against
+ * the hash the install (and so the approval) names; an artifact whose bytes do
+ * not hash to it is not installed here. `publishRegistry` sends the fleet what
+ * a command changed in the host's copy since the last pull: installs made or
+ * removed, approvals made, approvals revoked. Both run in one transaction on
+ * each side, and a publish tells every broker with NOTIFY.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { and, eq, isNull, sql } from "drizzle-orm";
+import type { Store } from "../open.js";
+import * as lite from "../schema.js";
+import type { PgStore } from "./open.js";
+import * as fleetSchema from "./schema.js";
+
+/** The channel every broker of the fleet listens on for registry changes. */
+export const REGISTRY_CHANNEL = "tether_registry";
+const REGISTRY_VERSION = "registry";
+
+type InstallRow = typeof lite.installs.$inferSelect;
+type ApprovalRow = typeof lite.approvals.$inferSelect;
+
+/** What the last pull saw, so a publish sends only what a command changed since. */
+export interface RegistrySnapshot {
+  /** fleet_versions.registry when it was read. */
+  readonly version: number;
+  /** By name: what identifies an install's content. */
+  readonly installs: ReadonlyMap<string, string>;
+  /** By id: revoked or not. */
+  readonly approvals: ReadonlyMap<number, number | null>;
+}
+
+export interface PullResult {
+  readonly snapshot: RegistrySnapshot;
+  /** Whether the host's copy changed. */
+  readonly changed: boolean;
+  /** Installs left out here, each with why (an artifact missing from the fleet, or not matching its hash). */
+  readonly problems: readonly string[];
+}
+
+const installKey = (r: Pick<InstallRow, "manifestHash" | "artifactHash" | "updatedAt">): string => `${r.manifestHash}:${r.artifactHash}:${r.updatedAt}`;
+const sha256 = (bytes: Buffer): string => createHash("sha256").update(bytes).digest("hex");
+/** Where this host keeps an artifact: the name an install here would give it. */
+const artifactFile = (artifactsDir: string, name: string, hash: string): string => join(artifactsDir, `${name}-${hash.slice(0, 16)}.js`);
+
+/** The fleet's registry version now (the polling fallback compares it). */
+export async function registryVersion(fleet: PgStore): Promise<number> {
+  const r = await fleet.pool.query<{ version: string }>("SELECT version FROM fleet_versions WHERE name = $1", [REGISTRY_VERSION]);
+  return Number(r.rows[0]?.version ?? 0);
+}
+
+/** Makes the host's installs and approvals equal to the fleet's. */
+export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: string): Promise<PullResult> {
+  const client = await fleet.pool.connect();
+  let version: number;
+  let installs: InstallRow[];
+  let approvals: ApprovalRow[];
+  const blobs = new Map<string, Buffer>();
+  const problems: string[] = [];
+  try {
+    // One snapshot of the three tables: an install and the approval pinning it are seen together.
+    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    version = Number((await client.query<{ version: string }>("SELECT version FROM fleet_versions WHERE name = $1", [REGISTRY_VERSION])).rows[0]?.version ?? 0);
+    installs = (await client.query("SELECT * FROM installs ORDER BY name")).rows.map(installOf);
+    approvals = (await client.query("SELECT * FROM approvals ORDER BY id")).rows.map(approvalOf);
+    for (const row of installs) {
+      const path = artifactFile(artifactsDir, row.name, row.artifactHash);
+      if (existsSync(path) && sha256(readFileSync(path)) === row.artifactHash) continue;
+      const blob = await client.query<{ content: Buffer }>("SELECT content FROM artifact_blobs WHERE extension = $1 AND artifact_hash = $2", [row.name, row.artifactHash]);
+      const content = blob.rows[0]?.content;
+      if (content === undefined) problems.push(`${row.name}: the fleet has no artifact ${row.artifactHash.slice(0, 16)}; install it again from any host`);
+      else if (sha256(content) !== row.artifactHash) problems.push(`${row.name}: the fleet's artifact does not hash to ${row.artifactHash.slice(0, 16)}; not installed on this host`);
+      else blobs.set(row.name, content);
+    }
+    await client.query("COMMIT");
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+  const refused = new Set(problems.map((p) => p.slice(0, p.indexOf(":"))));
+  const kept = installs.filter((r) => !refused.has(r.name)).map((r) => ({ ...r, artifactPath: artifactFile(artifactsDir, r.name, r.artifactHash) }));
+  const changed = local.orm.transaction(
+    (tx) => {
+      const before = JSON.stringify([tx.select().from(lite.installs).orderBy(lite.installs.name).all(), tx.select().from(lite.approvals).orderBy(lite.approvals.id).all()]);
+      // Written inside the immediate transaction, as an install writes its artifact: the collector never sees it unrecorded.
+      for (const [name, content] of blobs) {
+        const row = kept.find((r) => r.name === name)!;
+        writeFileSync(`${row.artifactPath}.tmp`, content, { mode: 0o600 });
+        renameSync(`${row.artifactPath}.tmp`, row.artifactPath);
+      }
+      tx.delete(lite.installs).run();
+      for (const row of kept) tx.insert(lite.installs).values(row).run();
+      tx.delete(lite.approvals).run();
+      for (const row of approvals) tx.insert(lite.approvals).values(row).run();
+      const after = JSON.stringify([tx.select().from(lite.installs).orderBy(lite.installs.name).all(), tx.select().from(lite.approvals).orderBy(lite.approvals.id).all()]);
+      return before !== after;
+    },
+    { behavior: "immediate" },
+  );
+  return { snapshot: snapshotOf(version, kept, approvals), changed, problems };
+}
+
+/** Sends the fleet what changed in the host's copy since `since` was pulled; false when nothing had. */
+export async function publishRegistry(fleet: PgStore, local: Store, since: RegistrySnapshot): Promise<boolean> {
+  const installs = local.orm.select().from(lite.installs).all();
+  const approvals = local.orm.select().from(lite.approvals).orderBy(lite.approvals.id).all();
+  const made = installs.filter((r) => since.installs.get(r.name) !== installKey(r));
+  const removed = [...since.installs.keys()].filter((name) => !installs.some((r) => r.name === name));
+  const approved = approvals.filter((r) => !since.approvals.has(r.id));
+  const revoked = approvals.filter((r) => since.approvals.has(r.id) && since.approvals.get(r.id) === null && r.revokedAt !== null);
+  if (made.length + removed.length + approved.length + revoked.length === 0) return false;
+  await fleet.orm.transaction(async (tx) => {
+    for (const row of made) {
+      // The bytes go with the record: every other host writes its copy from them.
+      const content = readFileSync(row.artifactPath);
+      await tx.insert(fleetSchema.artifactBlobs).values({ extension: row.name, artifactHash: row.artifactHash, content }).onConflictDoNothing();
+      await tx.insert(fleetSchema.installs).values(row).onConflictDoUpdate({ target: fleetSchema.installs.name, set: row });
+    }
+    for (const name of removed) {
+      await tx.delete(fleetSchema.installs).where(eq(fleetSchema.installs.name, name));
+    }
+    for (const row of revoked) {
+      await tx.update(fleetSchema.approvals).set({ revokedAt: row.revokedAt }).where(and(eq(fleetSchema.approvals.id, row.id), isNull(fleetSchema.approvals.revokedAt)));
+    }
+    for (const row of approved) {
+      // One approval in force per extension, whichever host approves: approvals of one extension queue here.
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`tether.approve:${row.extension}`}))`);
+      await tx
+        .update(fleetSchema.approvals)
+        .set({ revokedAt: row.approvedAt })
+        .where(and(eq(fleetSchema.approvals.extension, row.extension), isNull(fleetSchema.approvals.revokedAt)));
+      const { id: _local, ...values } = row;
+      await tx.insert(fleetSchema.approvals).values(values);
+    }
+    await tx.execute(sql`INSERT INTO fleet_versions (name, version) VALUES (${REGISTRY_VERSION}, 1) ON CONFLICT (name) DO UPDATE SET version = fleet_versions.version + 1`);
+    // Delivered when the transaction commits, to every broker listening.
+    await tx.execute(sql`SELECT pg_notify(${REGISTRY_CHANNEL}, '')`);
+  });
+  return true;
+}
+
+function snapshotOf(version: number, installs: readonly InstallRow[], approvals: readonly ApprovalRow[]): RegistrySnapshot {
+  return {
+    version,
+    installs: new Map(installs.map((r) => [r.name, installKey(r)])),
+    approvals: new Map(approvals.map((r) => [r.id, r.revokedAt])),
+  };
+}
+
+type Raw = Record<string, unknown>;
+const num = (v: unknown): number => Number(v);
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+function installOf(r: Raw): InstallRow {
+  return {
+    name: String(r.name),
+    version: String(r.version),
+    description: String(r.description),
+    manifestText: String(r.manifest_text),
+    manifestHash: String(r.manifest_hash),
+    artifactPath: String(r.artifact_path),
+    artifactHash: String(r.artifact_hash),
+    sourceDir: String(r.source_dir),
+    installedAt: num(r.installed_at),
+    updatedAt: num(r.updated_at),
+  };
+}
+
+function approvalOf(r: Raw): ApprovalRow {
+  return {
+    id: num(r.id),
+    extension: String(r.extension),
+    manifestHash: String(r.manifest_hash),
+    artifactHash: String(r.artifact_hash),
+    grants: String(r.grants),
+    approvedBy: String(r.approved_by),
+    approvedAt: num(r.approved_at),
+    revokedAt: numOrNull(r.revoked_at),
+    withheldNet: String(r.withheld_net),
+  };
+}

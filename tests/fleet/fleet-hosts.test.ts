@@ -1,0 +1,147 @@
+/**
+ * Hosts of a fleet as real processes over the run's real PostgreSQL server: an
+ * operator installs and approves with the `tether` command on host a (its home,
+ * `TETHER_STORE`), a `tether serve` on host b — another home, never told
+ * anything but the store — serves the tool to a harness client over its
+ * WebSocket; a `tether revoke` on host a stops host b's satellite and b's next
+ * call is refused; `tether list` on b shows the fleet's state.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { WebSocket } from "ws";
+import { REPO } from "../support/satellites.js";
+import { until } from "../support/wait.js";
+
+const serverUrl = process.env.TETHER_TEST_POSTGRES_URL ?? "";
+const BIN = join(REPO, "bin", "tether.js");
+const WORKER = join(REPO, "tests/integration/fixtures/bus/worker");
+let url: string;
+const homes: string[] = [];
+const children: ChildProcess[] = [];
+
+async function freshDatabase(name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(serverUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+function home(name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `tether-fleet-${name}-`));
+  homes.push(dir);
+  return dir;
+}
+
+const fleetEnv = (host: string, dir: string) => ({ ...process.env, TETHER_HOME: dir, TETHER_STORE: url, TETHER_FLEET_HOST: host, TETHER_OPERATOR: `op-${host}` });
+
+/** Runs `tether <args>` as host `host`. */
+function tether(host: string, dir: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: REPO, env: fleetEnv(host, dir), timeout: 120_000 }, (err, stdout, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr });
+    });
+  });
+}
+
+interface Served {
+  readonly url: string;
+  readonly token: string;
+  err(): string;
+}
+
+async function serve(host: string, dir: string): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], { cwd: REPO, env: fleetEnv(host, dir), stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  await until(`tether serve on host ${host} to start`, () => /listening on/.test(out) || child.exitCode !== null, 60_000);
+  const line = /^tether serve: listening on (\S+) \(token file: (.+)\) as host (\S+) of the fleet at (\S+)$/m.exec(out);
+  if (line === null) throw new Error(`tether serve did not start as a fleet host:\n${out}\n${err}`);
+  expect(line[3]).toBe(host);
+  expect(line[4]).not.toContain(new URL(url).password);
+  return { url: line[1]!, token: readFileSync(line[2]!, "utf8").trim(), err: () => err };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Message = any;
+
+async function connect(served: Served): Promise<{ call(method: string, params: unknown): Promise<Message>; close(): void }> {
+  const ws = new WebSocket(served.url, { headers: { Authorization: `Bearer ${served.token}` } });
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("error", reject);
+  });
+  const received: Message[] = [];
+  ws.on("message", (data: Buffer) => received.push(JSON.parse(data.toString("utf8"))));
+  let next = 0;
+  return {
+    call: async (method, params) => {
+      const id = ++next;
+      ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+      await until(`the answer to ${method}`, () => received.some((m) => m.id === id), 60_000);
+      return received.find((m) => m.id === id);
+    },
+    close: () => ws.close(),
+  };
+}
+
+beforeAll(async () => {
+  if (serverUrl === "") throw new Error("TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)");
+  url = await freshDatabase("tether_fleet_hosts");
+});
+
+afterAll(async () => {
+  for (const child of children) {
+    if (child.exitCode === null) {
+      child.kill("SIGTERM");
+      await new Promise((resolve) => child.once("exit", resolve));
+    }
+  }
+  for (const dir of homes) rmSync(dir, { recursive: true, force: true });
+});
+
+test("approve with the tether command on host a, call through tether serve on host b; revoke on a and b's satellite stops, its next call refused", async () => {
+  const a = home("a");
+  const b = home("b");
+  const installed = await tether("a", a, "install", WORKER);
+  expect(installed.code).toBe(0);
+  expect(installed.stderr).toMatch(/published to the fleet as host a/);
+  const approved = await tether("a", a, "approve", "worker", "--yes");
+  expect(approved.code).toBe(0);
+
+  const served = await serve("b", b);
+  const client = await connect(served);
+  try {
+    expect((await client.call("session.open", { id: "s1", workspace: b })).result).toBeDefined();
+    const ran = await client.call("tool.call", { session: "s1", tool: "run", arguments: { text: "hi" } });
+    expect(ran.result.outcome.ok).toBe(true);
+    expect(ran.result.extension).toBe("worker");
+
+    const listed = await tether("b", b, "list");
+    expect(listed.stdout).toMatch(/worker\s+1\.0\.0\s+approved/);
+
+    const revoked = await tether("a", a, "revoke", "worker");
+    expect(revoked.code).toBe(0);
+    await until("host b to stop the revoked extension's satellite", () => /approval revoked/.test(served.err()), 30_000);
+    const refused = await client.call("tool.call", { session: "s1", tool: "run", arguments: { text: "hi" } });
+    expect(refused.result.outcome.ok).toBe(false);
+    // The session re-planned without it: its tools are inactive, with the reason (docs/errors.md).
+    expect(refused.result.outcome.error.code).toBe("inactive");
+    expect(refused.result.outcome.error.msg).toMatch(/Extension 'worker' was revoked/);
+    expect((await tether("b", b, "list")).stdout).toMatch(/worker\s+1\.0\.0\s+revoked/);
+  } finally {
+    client.close();
+  }
+});
