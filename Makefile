@@ -68,10 +68,11 @@ jail-test: $(NODE_MODULES) sandbox
 fleet-test: $(NODE_MODULES) postgres
 	$(JEST) --selectProjects fleet
 
-bench: $(NODE_MODULES) sandbox
+bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/invoke.ts
 	npx tsx bench/ledger.ts
 	npx tsx bench/db.ts
+	npx tsx bench/fleet-revocation.ts
 	npx tsx bench/egress.ts
 	npx tsx bench/hooks.ts
 	npx tsx bench/boot.ts

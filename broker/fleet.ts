@@ -26,6 +26,8 @@ export interface FleetOptions {
   readonly host: string;
   /** How often the registry's version is polled besides the pushed notifications (default 1000 ms). */
   readonly pollMs?: number;
+  /** Whether changes are pushed (LISTEN; default true), else found by polling alone (behind a pooler in transaction mode, which does not carry LISTEN). */
+  readonly push?: boolean;
   /**
    * Whether to follow the fleet's changes as they happen (default true: a
    * serving broker). A command that changes the registry does not: a pull
@@ -69,6 +71,7 @@ export class FleetMember {
     member.#listener = listenRegistry(options.url, store, () => void member.pull().catch((err) => member.#report(`pulling the fleet's registry failed: ${(err as Error).message}`)), {
       version: () => member.#snapshot?.version ?? -1,
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+      ...(options.push !== undefined ? { push: options.push } : {}),
       onError: (message) => member.#report(message),
     });
     return member;

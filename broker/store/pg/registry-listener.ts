@@ -14,6 +14,8 @@ export interface RegistryListenerOptions {
   readonly pollMs?: number;
   /** The version the caller's copy is at (changes after it are reported). */
   readonly version: () => number;
+  /** Whether to LISTEN (default true); false polls only (a pooler in transaction mode, such as PgBouncer's, does not carry LISTEN). */
+  readonly push?: boolean;
   readonly onError?: (message: string) => void;
 }
 
@@ -81,7 +83,7 @@ export function listenRegistry(url: string, fleet: PgStore, onChange: () => void
   }, options.pollMs ?? 1000);
   poll.unref();
 
-  void connect();
+  if (options.push !== false) void connect();
   return {
     get listening() {
       return listening;
