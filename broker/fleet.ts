@@ -13,7 +13,9 @@
  */
 import { join } from "node:path";
 import type { Broker } from "./broker.js";
+import { currentApproval } from "./approval-sync.js";
 import { packageVersion } from "./base/version.js";
+import { applyPending, recordApplied } from "./registry/migrations.js";
 import { recordHost } from "./store/pg/hosts.js";
 import { openPgStore, type PgStore } from "./store/pg/open.js";
 import { listenRegistry, type RegistryListener } from "./store/pg/registry-listener.js";
@@ -102,10 +104,12 @@ export class FleetMember {
         this.#pulls++;
         for (const problem of result.problems) this.#report(problem);
         if (result.changed) {
+          this.#migrate();
           // The registry's own counter tells the broker its copy changed (the store's data_version does
           // not move for this connection's writes); reading the epoch applies it to the live satellites now.
           this.#broker.registry.version++;
           void this.#broker.approvalEpoch;
+          if (this.#listener !== null) void this.#initialize();
         }
       } while (this.#again && !this.#broker.closed);
       return result;
@@ -126,6 +130,34 @@ export class FleetMember {
     await this.#listener?.close();
     await this.#pulling?.catch(() => {});
     await this.#store.close();
+  }
+
+  /**
+   * An approval made on another host applied its [storage] migrations to that
+   * host's database of the extension; this host's database gets them here,
+   * before the approval is applied to anything running here. One that fails
+   * is reported, and the extension's calls here meet the database as it was.
+   */
+  #migrate(): void {
+    const broker = this.#broker;
+    for (const installed of broker.registry.list()) {
+      const approval = currentApproval(broker.registry, installed);
+      const storage = approval?.grants.storage ?? null;
+      if (storage === null) continue;
+      try {
+        if (broker.registry.migrationPlan(installed).migrations.every((m) => m.applied !== null)) continue;
+        const applied = applyPending(broker.store.orm, broker.home, installed, storage.max_bytes, (line) => broker.log.info(line, { extension: installed.name }));
+        broker.store.orm.transaction((tx) => recordApplied(tx, applied));
+      } catch (err) {
+        this.#report(`${installed.name}: its migrations could not be applied on this host: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /** Initializers ([init]) of versions approved elsewhere, run here as `tether serve` runs them at start. */
+  async #initialize(): Promise<void> {
+    const { runPendingInits } = await import("./init/init-lines.js");
+    await runPendingInits(this.#broker, (line) => this.#broker.log.info(line, { fleet: this.shown })).catch((err) => this.#report(`initializers: ${(err as Error).message}`));
   }
 
   /** Each distinct problem once, in the broker's log. */

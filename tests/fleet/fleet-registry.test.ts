@@ -182,3 +182,26 @@ test("approve and revoke storms from two hosts with calls in flight: every call 
     await admin.end();
   }
 });
+
+test("an extension with [storage] approved on one host has its migrations applied to another host's database of it, and its review records there", async () => {
+  const a = await host("a", { listen: false });
+  await a.broker.registry.install(join(REPO, "manifests/notes"));
+  a.broker.registry.approve("notes");
+  await a.member.publish();
+  const b = await host("b");
+  const installed = b.broker.registry.get("notes")!;
+  expect(b.broker.registry.status(installed)).toBe("approved");
+  // Migration 0002 (the pinned column) is there: pin works on host b's own database.
+  const added = await b.broker.callTool("notes", "add", JSON.stringify({ text: "from b" }), { session: "s1" });
+  expect(added.ok).toBe(true);
+  const pinned = await b.broker.callTool("notes", "pin", JSON.stringify({ id: 1 }), { session: "s1" });
+  expect(pinned.ok).toBe(true);
+  expect(b.broker.registry.migrationPlan(installed).migrations.map((m) => [m.name, m.applied !== null])).toEqual([
+    ["0001_notes.sql", true],
+    ["0002_pinned.sql", true],
+  ]);
+  // What it was built from came along: the review's source list on b names the same files as on a.
+  const onA = a.broker.registry.artifactRecord("notes", installed.artifactHash)!;
+  expect(b.broker.registry.artifactRecord("notes", installed.artifactHash)!.sources).toEqual(onA.sources);
+  expect(b.warnings).toEqual([]);
+});

@@ -64,6 +64,7 @@ export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: s
   let installs: InstallRow[];
   let approvals: ApprovalRow[];
   const blobs = new Map<string, Buffer>();
+  const records: Array<{ artifact: typeof lite.artifacts.$inferInsert; contents: Array<{ sha256: string; content: Buffer }> }> = [];
   const problems: string[] = [];
   try {
     // One snapshot of the three tables: an install and the approval pinning it are seen together.
@@ -79,6 +80,17 @@ export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: s
       if (content === undefined) problems.push(`${row.name}: the fleet has no artifact ${row.artifactHash.slice(0, 16)}; install it again from any host`);
       else if (sha256(content) !== row.artifactHash) problems.push(`${row.name}: the fleet's artifact does not hash to ${row.artifactHash.slice(0, 16)}; not installed on this host`);
       else blobs.set(row.name, content);
+    }
+    for (const row of installs) {
+      const has = local.orm.select({ n: sql<number>`1` }).from(lite.artifacts).where(and(eq(lite.artifacts.extension, row.name), eq(lite.artifacts.artifactHash, row.artifactHash))).get();
+      if (has !== undefined) continue;
+      const record = (await client.query("SELECT * FROM artifacts WHERE extension = $1 AND artifact_hash = $2", [row.name, row.artifactHash])).rows[0] as Raw | undefined;
+      if (record === undefined) continue;
+      const artifact = { extension: String(record.extension), artifactHash: String(record.artifact_hash), bytes: num(record.bytes), sources: String(record.sources), sourceDir: String(record.source_dir), createdAt: num(record.created_at) };
+      const hashes = recordedHashes(artifact.sources, row.manifestHash);
+      const contents = (await client.query<{ sha256: string; content: Buffer }>("SELECT sha256, content FROM source_files WHERE sha256 = ANY($1)", [hashes])).rows;
+      // Kept only when the bytes are what their hash says: a review on this host shows what was built, nothing else.
+      records.push({ artifact, contents: contents.filter((c) => sha256(c.content) === c.sha256) });
     }
     await client.query("COMMIT");
   } catch (err) {
@@ -102,6 +114,10 @@ export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: s
       for (const row of kept) tx.insert(lite.installs).values(row).run();
       tx.delete(lite.approvals).run();
       for (const row of approvals) tx.insert(lite.approvals).values(row).run();
+      for (const { artifact, contents } of records) {
+        tx.insert(lite.artifacts).values(artifact).onConflictDoNothing().run();
+        for (const c of contents) tx.insert(lite.sourceFiles).values(c).onConflictDoNothing().run();
+      }
       const after = JSON.stringify([tx.select().from(lite.installs).orderBy(lite.installs.name).all(), tx.select().from(lite.approvals).orderBy(lite.approvals.id).all()]);
       return before !== after;
     },
@@ -125,6 +141,14 @@ export async function publishRegistry(fleet: PgStore, local: Store, since: Regis
       const content = readFileSync(row.artifactPath);
       await tx.insert(fleetSchema.artifactBlobs).values({ extension: row.name, artifactHash: row.artifactHash, content }).onConflictDoNothing();
       await tx.insert(fleetSchema.installs).values(row).onConflictDoUpdate({ target: fleetSchema.installs.name, set: row });
+      // What it was built from: the review's diff and the [storage] migrations' texts, on every host.
+      const record = local.orm.select().from(lite.artifacts).where(and(eq(lite.artifacts.extension, row.name), eq(lite.artifacts.artifactHash, row.artifactHash))).get();
+      if (record === undefined) continue;
+      await tx.insert(fleetSchema.artifacts).values(record).onConflictDoNothing();
+      for (const sha of recordedHashes(record.sources, row.manifestHash)) {
+        const content = local.orm.select({ content: lite.sourceFiles.content }).from(lite.sourceFiles).where(eq(lite.sourceFiles.sha256, sha)).get()?.content;
+        if (content !== undefined) await tx.insert(fleetSchema.sourceFiles).values({ sha256: sha, content }).onConflictDoNothing();
+      }
     }
     for (const name of removed) {
       await tx.delete(fleetSchema.installs).where(eq(fleetSchema.installs.name, name));
@@ -147,6 +171,12 @@ export async function publishRegistry(fleet: PgStore, local: Store, since: Regis
     await tx.execute(sql`SELECT pg_notify(${REGISTRY_CHANNEL}, '')`);
   });
   return true;
+}
+
+/** The contents a record names: its source files and the manifest's text. */
+function recordedHashes(sources: string, manifestHash: string): string[] {
+  const entries = JSON.parse(sources) as Array<{ sha256: string }>;
+  return [...new Set([...entries.map((e) => e.sha256), manifestHash])];
 }
 
 function snapshotOf(version: number, installs: readonly InstallRow[], approvals: readonly ApprovalRow[]): RegistrySnapshot {
