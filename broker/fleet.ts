@@ -38,6 +38,9 @@ export interface FleetOptions {
   readonly listen?: boolean;
 }
 
+/** How often a serving host records itself as seen. */
+const SEEN_EVERY_MS = 10_000;
+
 export class FleetMember {
   readonly host: string;
   /** The store's URL without its password. */
@@ -50,6 +53,7 @@ export class FleetMember {
   #listener: RegistryListener | null = null;
   readonly #reported = new Set<string>();
   #pulls = 0;
+  #seen: NodeJS.Timeout | null = null;
 
   private constructor(broker: Broker, store: PgStore, host: string) {
     this.#broker = broker;
@@ -70,6 +74,9 @@ export class FleetMember {
       throw err;
     }
     if (options.listen === false) return member;
+    // Seen by the fleet while it serves: `tether status` and `tether doctor --store` list it with its clock.
+    member.#seen = setInterval(() => void recordHost(store, options.host, packageVersion()).catch(() => {}), SEEN_EVERY_MS);
+    member.#seen.unref();
     member.#listener = listenRegistry(options.url, store, () => void member.pull().catch((err) => member.#report(`pulling the fleet's registry failed: ${(err as Error).message}`)), {
       version: () => member.#snapshot?.version ?? -1,
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
@@ -127,6 +134,7 @@ export class FleetMember {
   }
 
   async close(): Promise<void> {
+    if (this.#seen !== null) clearInterval(this.#seen);
     await this.#listener?.close();
     await this.#pulling?.catch(() => {});
     await this.#store.close();

@@ -285,7 +285,8 @@ export const COMMANDS: readonly Command[] = [
     run: async (ctx) => {
       const { runMcp } = await import("../mcp/command.js");
       const v = ctx.values as { session?: string; workspace?: string };
-      return runMcp({ broker: ctx.options, ...defined({ session: v.session, workspace: v.workspace }) });
+      const fleet = (await import("./fleet-join.js")).fleetOptionsOf(ctx.options);
+      return runMcp({ broker: ctx.options, ...defined({ session: v.session, workspace: v.workspace }), ...(fleet !== null ? { fleet } : {}) });
     },
   },
   {

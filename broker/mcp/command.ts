@@ -13,6 +13,7 @@ import { resolve } from "node:path";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import * as v from "valibot";
 import type { Broker, BrokerOptions } from "../broker.js";
+import type { FleetMember, FleetOptions } from "../fleet.js";
 import { TetherError } from "../base/errors.js";
 import { packageVersion } from "../base/version.js";
 import type { Session } from "../sessions/session.js";
@@ -28,6 +29,8 @@ export interface McpOptions {
    * tool list changed. `tether dev --mcp` calls it after each rebuild.
    */
   readonly onOpen?: (reload: () => Promise<void>) => void;
+  /** Join this fleet's shared store (docs/fleet.md): approvals and revocations made on any host apply here. */
+  readonly fleet?: FleetOptions;
 }
 
 const EXIT_OK = 0;
@@ -112,10 +115,12 @@ export async function runMcp(options: McpOptions): Promise<number> {
 
   let broker: Broker | null = null;
   let session: Session | null = null;
+  let fleet: FleetMember | null = null;
   try {
     // The logger writes to stderr (its default sink); said explicitly, as stdout is the MCP channel.
     const brokerOptions = options.broker ?? {};
     broker = Broker.open({ ...brokerOptions, log: createLogger({ ...(brokerOptions.logLevel !== undefined ? { level: brokerOptions.logLevel } : {}) }) });
+    if (options.fleet !== undefined) fleet = await (await import("../fleet.js")).FleetMember.join(broker, options.fleet);
     // The session's saved policy is kept (opening with none would widen it back).
     const record = new SessionRecords(broker.store).get(options.session);
     if (given === null && record !== null && isFolder(record.workspace)) workspace = record.workspace;
@@ -124,6 +129,7 @@ export async function runMcp(options: McpOptions): Promise<number> {
     const code = err instanceof TetherError ? ` (${err.code})` : "";
     say(`could not open session '${options.session}'${code}: ${(err as Error).message}`);
     await session?.destroy().catch(() => {});
+    await fleet?.close().catch(() => {});
     await broker?.close().catch(() => {});
     unlisten();
     restoreConsole();
@@ -175,6 +181,7 @@ export async function runMcp(options: McpOptions): Promise<number> {
     say(`closing the session failed: ${(err as Error).message}`);
     code = EXIT_FAILED;
   } finally {
+    await fleet?.close().catch(() => {});
     await broker.close().catch((err: unknown) => {
       say(`closing the broker failed: ${(err as Error).message}`);
       code = EXIT_FAILED;
