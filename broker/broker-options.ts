@@ -42,6 +42,17 @@ export interface BrokerOptions extends JailOptions {
   readonly denoCache?: boolean;
 }
 
+/**
+ * The fleet a broker is a host of (broker/fleet.ts sets it when it joins):
+ * a session is leased by the host that opens it, and its state travels with it.
+ */
+export interface SessionFleet {
+  /** Before a session opens here: takes its lease (`session_in_use` naming the host that holds it) and pulls its state. */
+  openSession(id: string): Promise<void>;
+  /** After it closed here (or failed to open): ships its state and lets its lease go. */
+  closeSession(id: string): Promise<void>;
+}
+
 /** A call made through the broker itself: the session it belongs to is named, always. */
 export interface CallOptions extends ScopeCallOptions {
   readonly session: string;

@@ -22,7 +22,7 @@ import { ParsedRules } from "./caps/egress-policy.js";
 import { DbProcesses } from "./store/db-processes.js";
 import { FileSecrets } from "./secrets/store.js";
 import { loginSecrets } from "./login/logins.js";
-import { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
+import { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions, type SessionFleet } from "./broker-options.js";
 import { approvalInForce, currentApproval, syncApprovals } from "./approval-sync.js";
 import { gatedHost, Initializers, type InitReport } from "./init/initializers.js";
 import { InvocationEnd } from "./caps/invocation-end.js";
@@ -42,6 +42,8 @@ export class Broker {
   readonly store: Store;
   readonly registry: Registry;
   readonly ledger: Ledger;
+  /** The fleet this broker is a host of, once it joined one (sessions lease from it). */
+  fleet: SessionFleet | null = null;
   /** Checks tool arguments against their schemas (this broker's compiled schemas). */
   readonly toolArgs = new ToolArgsChecker();
   readonly #options: BrokerOptions;

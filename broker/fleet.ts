@@ -13,6 +13,7 @@
  */
 import { join } from "node:path";
 import type { Broker } from "./broker.js";
+import type { SessionFleet } from "./broker-options.js";
 import { currentApproval } from "./approval-sync.js";
 import { packageVersion } from "./base/version.js";
 import { applyPending, recordApplied } from "./registry/migrations.js";
@@ -20,6 +21,7 @@ import { recordHost } from "./store/pg/hosts.js";
 import { openPgStore, type PgStore } from "./store/pg/open.js";
 import { listenRegistry, type RegistryListener } from "./store/pg/registry-listener.js";
 import { publishRegistry, pullRegistry, type PullResult, type RegistrySnapshot } from "./store/pg/registry-mirror.js";
+import { pullSession, sessionDigest, sessionRows, shipSession } from "./store/pg/session-state.js";
 
 export interface FleetOptions {
   /** The shared store: postgres://role:password@host:5432/database. */
@@ -41,7 +43,10 @@ export interface FleetOptions {
 /** How often a serving host records itself as seen. */
 const SEEN_EVERY_MS = 10_000;
 
-export class FleetMember {
+/** How often the state of the sessions held here is shipped when it moved. */
+const SHIP_EVERY_MS = 250;
+
+export class FleetMember implements SessionFleet {
   readonly host: string;
   /** The store's URL without its password. */
   readonly shown: string;
@@ -54,6 +59,9 @@ export class FleetMember {
   readonly #reported = new Set<string>();
   #pulls = 0;
   #seen: NodeJS.Timeout | null = null;
+  /** The sessions open here, each with the digest of its state as last shipped. */
+  readonly #held = new Map<string, string>();
+  #shipping: NodeJS.Timeout | null = null;
 
   private constructor(broker: Broker, store: PgStore, host: string) {
     this.#broker = broker;
@@ -73,6 +81,7 @@ export class FleetMember {
       await store.close();
       throw err;
     }
+    broker.fleet = member;
     if (options.listen === false) return member;
     // Seen by the fleet while it serves: `tether status` and `tether doctor --store` list it with its clock.
     member.#seen = setInterval(() => void recordHost(store, options.host, packageVersion()).catch(() => {}), SEEN_EVERY_MS);
@@ -105,6 +114,7 @@ export class FleetMember {
     const run = async (): Promise<PullResult> => {
       let result: PullResult;
       do {
+        if (this.#broker.closed) throw new Error("the broker is closed");
         this.#again = false;
         result = await pullRegistry(this.#store, this.#broker.store, join(this.#broker.home, "artifacts"));
         this.#snapshot = result.snapshot;
@@ -133,7 +143,46 @@ export class FleetMember {
     return published;
   }
 
+  async openSession(id: string): Promise<void> {
+    await pullSession(this.#store, this.#broker.store, id);
+    this.#held.set(id, sessionDigest(sessionRows(this.#broker.store, id)));
+    if (this.#shipping === null) {
+      this.#shipping = setInterval(() => void this.#shipMoved(), SHIP_EVERY_MS);
+      this.#shipping.unref();
+    }
+  }
+
+  /** Never throws: a session closes here whatever the fleet's store does (what was not shipped is reported). */
+  async closeSession(id: string): Promise<void> {
+    if (!this.#held.has(id)) return;
+    try {
+      await this.#ship(id);
+    } catch (err) {
+      this.#report(`session ${id}: its last state did not reach the fleet's store: ${(err as Error).message}`);
+    }
+    this.#held.delete(id);
+  }
+
+  /** Ships each held session whose state moved since its last shipment. */
+  async #shipMoved(): Promise<void> {
+    for (const id of [...this.#held.keys()]) {
+      await this.#ship(id).catch((err) => this.#report(`shipping session state failed (retried): ${(err as Error).message}`));
+    }
+  }
+
+  async #ship(id: string): Promise<void> {
+    if (this.#broker.closed) return;
+    const rows = sessionRows(this.#broker.store, id);
+    const digest = sessionDigest(rows);
+    if (this.#held.get(id) === digest) return;
+    await shipSession(this.#store, id, rows);
+    if (this.#held.has(id)) this.#held.set(id, digest);
+  }
+
   async close(): Promise<void> {
+    if (this.#broker.fleet === this) this.#broker.fleet = null;
+    if (this.#shipping !== null) clearInterval(this.#shipping);
+    for (const id of [...this.#held.keys()]) await this.closeSession(id);
     if (this.#seen !== null) clearInterval(this.#seen);
     await this.#listener?.close();
     await this.#pulling?.catch(() => {});

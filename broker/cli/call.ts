@@ -84,6 +84,8 @@ export async function runCall(broker: Broker, call: CallArgs, onReport: (text: s
   }
   broker.approved(call.extension); // the same refusal, with the same words, as a direct call
   const { Session: Sessions } = await import("../sessions/session.js");
+  // In a fleet the saved record is the fleet's: leased to this host and pulled first.
+  await broker.fleet?.openSession(call.session);
   const record = new SessionRecords(broker.store).get(call.session);
   const workspace = call.workspace ?? record?.workspace ?? cwd;
   // The session's saved policy is kept (opening with none would widen it back).

@@ -103,6 +103,8 @@ export interface StatusResult {
  */
 export async function sessionStatus(broker: Broker, id: string, workspace: string | null, cwd = process.cwd()): Promise<StatusResult> {
   const { Session } = await import("../sessions/session.js");
+  // In a fleet the saved record is the fleet's: leased to this host and pulled first.
+  await broker.fleet?.openSession(id);
   const record = new SessionRecords(broker.store).get(id);
   const where = workspace ?? record?.workspace ?? cwd;
   const session = await Session.open(broker, { id, workspace: where, ...(record !== null ? { policy: record.policy } : {}) });

@@ -122,6 +122,8 @@ export async function runMcp(options: McpOptions): Promise<number> {
     broker = Broker.open({ ...brokerOptions, log: createLogger({ ...(brokerOptions.logLevel !== undefined ? { level: brokerOptions.logLevel } : {}) }) });
     if (options.fleet !== undefined) fleet = await (await import("../fleet.js")).FleetMember.join(broker, options.fleet);
     // The session's saved policy is kept (opening with none would widen it back).
+    // In a fleet the saved record is the fleet's: leased to this host and pulled first.
+    await broker.fleet?.openSession(options.session);
     const record = new SessionRecords(broker.store).get(options.session);
     if (given === null && record !== null && isFolder(record.workspace)) workspace = record.workspace;
     session = await Session.open(broker, { id: options.session, workspace, ...(record !== null ? { policy: record.policy } : {}) });

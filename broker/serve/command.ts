@@ -104,11 +104,11 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   // Initializers ([init]) of approved versions not yet initialized, one line each; calls meanwhile wait for theirs.
   void runPendingInits(broker, (line) => process.stderr.write(`tether serve: ${line}\n`));
   await stop;
-  // The fleet's changes stop applying here before the broker closes under them.
-  await fleet?.close();
   try {
     await server.shutdown(hurried);
   } finally {
+    // After the sessions closed (each shipped its state and let its lease go).
+    await fleet?.close();
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
   }

@@ -94,6 +94,9 @@ export class Session {
     if (scope.claimed) {
       throw new TetherError(BrokerCode.sessionInUse, `Session '${options.id}' is already open on this broker; close it first or use another id`);
     }
+    // In a fleet: leased to this host, and its state as the fleet last had it (a refusal names the holder).
+    await broker.fleet?.openSession(options.id);
+    if (scope.claimed) throw new TetherError(BrokerCode.sessionInUse, `Session '${options.id}' is already open on this broker; close it first or use another id`);
     const records = new SessionRecords(broker.store);
     // A managed extension's preparation is told whether the session was open before.
     const resumed = records.get(options.id) !== null;
@@ -106,6 +109,7 @@ export class Session {
       session.#active.apply((await session.#active.activate(new Set(), resumed)).applied);
     } catch (err) {
       scope.release();
+      await broker.fleet?.closeSession(options.id).catch(() => {});
       throw err;
     }
     session.#observers.notify("session", { change: "activation", activated: [...session.#active.applied.plan.active], deactivated: [] });
@@ -305,6 +309,7 @@ export class Session {
     // Aborting: no close is asked of managed extensions.
     await this.#active.letGoAll("session_closed", { abort: true });
     this.#records.close(this.id);
+    await this.#broker.fleet?.closeSession(this.id);
   }
 
   /**
@@ -332,6 +337,7 @@ export class Session {
     // Managed extensions are closed (`session_closed`) before their satellites stop; a failed close is a note.
     await this.#active.letGoAll("session_closed");
     this.#records.close(this.id);
+    await this.#broker.fleet?.closeSession(this.id);
     return [...notes, ...this.#active.takeNotes()];
   }
 }
