@@ -11,7 +11,7 @@ import * as pgSchema from "../../broker/store/pg/schema.js";
 import * as sqliteSchema from "../../broker/store/schema.js";
 
 /** Tables only the fleet's store has. */
-const FLEET_ONLY = ["artifact_blobs", "fleet_versions", "hosts"];
+const FLEET_ONLY = ["artifact_blobs", "fleet_cap_audit", "fleet_hook_traces", "fleet_invocations", "fleet_versions", "hosts", "session_leases"];
 
 interface Shape {
   readonly columns: Record<string, { notNull: boolean; default: boolean }>;

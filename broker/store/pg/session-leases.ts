@@ -1,0 +1,193 @@
+/**
+ * Which host of the fleet serves a session: a lease in `session_leases`,
+ * renewed by a heartbeat while the host lives, so a session is open on one
+ * host at a time and a host that dies gives it up when its lease expires.
+ *
+ * Every time is the PostgreSQL server's clock (`clock_timestamp()`), never a
+ * host's, so skew between hosts cannot shorten or stretch a lease.
+ *
+ * The crash guarantee: a host that takes over an expired lease marks, in the
+ * same transaction, the dead host's fleet_invocations rows of that session
+ * still "running" as "lost" — a started call never stays running forever.
+ */
+import type { LogFields } from "../../base/log.js";
+import { BrokerCode, TetherError } from "../../base/errors.js";
+import { LOST, RUNNING } from "../ledger.js";
+import type { PgStore } from "./open.js";
+
+export interface SessionLeasesOptions {
+  /** How long a lease lasts without a heartbeat (ms; default 15000); the heartbeat runs every third of it. */
+  readonly ttlMs?: number;
+  /** Where a failing heartbeat is reported (once per outage). */
+  readonly log?: (msg: string, fields: LogFields) => void;
+  /** A lease this host held is now another host's (its heartbeat came too late): the session must stop here. */
+  readonly onLost?: (sessionId: string) => void;
+}
+
+/** The server's clock in ms since the epoch. */
+const NOW = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+export class SessionLeases {
+  readonly #fleet: PgStore;
+  readonly #host: string;
+  readonly #ttlMs: number;
+  readonly #log: (msg: string, fields: LogFields) => void;
+  readonly #onLost: (sessionId: string) => void;
+  /** The sessions this broker holds: the heartbeat renews these, not every row naming the host (a previous run's). */
+  readonly #held = new Set<string>();
+  #timer: NodeJS.Timeout | null = null;
+  #failing = false;
+
+  constructor(fleet: PgStore, host: string, options: SessionLeasesOptions = {}) {
+    this.#fleet = fleet;
+    this.#host = host;
+    this.#ttlMs = options.ttlMs ?? 15_000;
+    this.#log = options.log ?? (() => {});
+    this.#onLost = options.onLost ?? (() => {});
+  }
+
+  /** The sessions this host holds now. */
+  get held(): ReadonlySet<string> {
+    return this.#held;
+  }
+
+  /**
+   * Takes the session's lease when it is free, expired, or already this
+   * host's; otherwise throws session_in_use naming the holder and until when.
+   */
+  async acquire(sessionId: string): Promise<void> {
+    const client = await this.#fleet.pool.connect();
+    // A checked-out client's lost connection is also emitted as an event; the failing query already reports it.
+    const ignore = (): void => {};
+    client.on("error", ignore);
+    let failed: Error | undefined;
+    try {
+      await client.query("BEGIN");
+      // Lock the current lease first, so the holder read here is the one the upsert replaces.
+      const old = (await client.query<{ host: string; expires: string }>("SELECT host, expires_at AS expires FROM session_leases WHERE session_id = $1 FOR UPDATE", [sessionId]))
+        .rows[0];
+      // Taken only when free, expired or ours; the server's clock decides.
+      const taken = (
+        await client.query<{ acquired: string }>(
+          `INSERT INTO session_leases (session_id, host, acquired_at, expires_at) VALUES ($1, $2, ${NOW}, ${NOW} + $3)
+           ON CONFLICT (session_id) DO UPDATE SET
+             host = excluded.host,
+             acquired_at = CASE WHEN session_leases.host = excluded.host THEN session_leases.acquired_at ELSE excluded.acquired_at END,
+             expires_at = excluded.expires_at
+           WHERE session_leases.expires_at < excluded.acquired_at OR session_leases.host = excluded.host
+           RETURNING acquired_at AS acquired`,
+          [sessionId, this.#host, this.#ttlMs],
+        )
+      ).rows[0];
+      if (taken === undefined) {
+        // Refused: the holder is `old`, or one that inserted the lease after the lock was asked for.
+        const holder =
+          old ?? (await client.query<{ host: string; expires: string }>("SELECT host, expires_at AS expires FROM session_leases WHERE session_id = $1", [sessionId])).rows[0];
+        await client.query("ROLLBACK");
+        if (holder === undefined) throw new Error(`the lease of session '${sessionId}' changed hands while it was being taken; try again`);
+        throw new TetherError(
+          BrokerCode.sessionInUse,
+          `Session '${sessionId}' is open on host '${holder.host}' until ${new Date(Number(holder.expires)).toISOString()}; close it there, or wait for its lease to expire if that host is down`,
+        );
+      }
+      if (old !== undefined && old.host !== this.#host) {
+        // Taken over from a host whose lease expired: its calls of this session will never finish.
+        await client.query("UPDATE fleet_invocations SET outcome = $1, finished_at = $2 WHERE host = $3 AND session_id = $4 AND outcome = $5", [
+          LOST,
+          taken.acquired,
+          old.host,
+          sessionId,
+          RUNNING,
+        ]);
+      }
+      await client.query("COMMIT");
+      this.#held.add(sessionId);
+      this.#startHeartbeat();
+    } catch (err) {
+      if (!(err instanceof TetherError)) {
+        failed = err instanceof Error ? err : new Error(String(err));
+        await client.query("ROLLBACK").catch(() => {});
+      }
+      throw err;
+    } finally {
+      client.off("error", ignore);
+      client.release(failed ?? false);
+    }
+  }
+
+  /** Gives the session's lease up (when this host holds it). */
+  async release(sessionId: string): Promise<void> {
+    this.#held.delete(sessionId);
+    if (this.#held.size === 0) this.#stopHeartbeat();
+    await this.#fleet.pool.query("DELETE FROM session_leases WHERE session_id = $1 AND host = $2", [sessionId, this.#host]);
+  }
+
+  /** Renews every lease this host holds; a lease another host took meanwhile is dropped and reported. */
+  async heartbeat(): Promise<void> {
+    if (this.#held.size === 0) return;
+    const sessions = [...this.#held];
+    const { rows } = await this.#fleet.pool.query<{ session_id: string }>(
+      `UPDATE session_leases SET expires_at = ${NOW} + $3 WHERE host = $1 AND session_id = ANY($2::text[]) RETURNING session_id`,
+      [this.#host, sessions, this.#ttlMs],
+    );
+    const renewed = new Set(rows.map((r) => r.session_id));
+    for (const s of sessions) {
+      // Released while the update ran: not lost.
+      if (renewed.has(s) || !this.#held.has(s)) continue;
+      this.#held.delete(s);
+      this.#onLost(s);
+    }
+  }
+
+  /**
+   * Marks "lost" the running fleet_invocations of sessions whose lease, held
+   * by the host that ran them, expired (a host that died and whose sessions
+   * nobody took over). Any host may run it. Returns how many rows it marked.
+   */
+  async reapExpiredHosts(): Promise<number> {
+    const result = await this.#fleet.pool.query(
+      `WITH clock AS (SELECT ${NOW} AS now)
+       UPDATE fleet_invocations f SET outcome = $1, finished_at = clock.now
+         FROM session_leases l, clock
+        WHERE f.outcome = $2 AND l.session_id = f.session_id AND l.host = f.host AND l.expires_at < clock.now`,
+      [LOST, RUNNING],
+    );
+    return result.rowCount ?? 0;
+  }
+
+  /** Stops the heartbeat and releases every lease this host holds. */
+  async close(): Promise<void> {
+    this.#stopHeartbeat();
+    const sessions = [...this.#held];
+    this.#held.clear();
+    if (sessions.length > 0) await this.#fleet.pool.query("DELETE FROM session_leases WHERE host = $1 AND session_id = ANY($2::text[])", [this.#host, sessions]);
+  }
+
+  #startHeartbeat(): void {
+    if (this.#timer !== null) return;
+    this.#timer = setInterval(() => {
+      this.heartbeat().then(
+        () => {
+          if (!this.#failing) return;
+          this.#failing = false;
+          this.#log("session leases: heartbeat renewing again", { host: this.#host, store: this.#fleet.shown });
+        },
+        (err: unknown) => {
+          if (this.#failing) return;
+          this.#failing = true;
+          this.#log("session leases: heartbeat failed; leases expire unless it recovers in time", {
+            host: this.#host,
+            store: this.#fleet.shown,
+            error: err instanceof Error ? err.message : String(err),
+          });
+        },
+      );
+    }, Math.max(1, Math.floor(this.#ttlMs / 3)));
+    this.#timer.unref();
+  }
+
+  #stopHeartbeat(): void {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+  }
+}
