@@ -22,6 +22,9 @@ import { openPgStore, type PgStore } from "./store/pg/open.js";
 import { listenRegistry, type RegistryListener } from "./store/pg/registry-listener.js";
 import { publishRegistry, pullRegistry, type PullResult, type RegistrySnapshot } from "./store/pg/registry-mirror.js";
 import { pullSession, sessionDigest, sessionRows, shipSession } from "./store/pg/session-state.js";
+import { holderOf, SessionLeases } from "./store/pg/session-leases.js";
+import { LedgerShipper } from "./store/pg/ledger-shipper.js";
+import { openStore, type Store } from "./store/open.js";
 
 export interface FleetOptions {
   /** The shared store: postgres://role:password@host:5432/database. */
@@ -38,6 +41,8 @@ export interface FleetOptions {
    * in the middle of it would undo what it has not yet published.
    */
   readonly listen?: boolean;
+  /** How long a session's lease lasts without this host's heartbeat (default 15000 ms): how soon a dead host's sessions open elsewhere. */
+  readonly leaseMs?: number;
 }
 
 /** How often a serving host records itself as seen. */
@@ -62,30 +67,54 @@ export class FleetMember implements SessionFleet {
   /** The sessions open here, each with the digest of its state as last shipped. */
   readonly #held = new Map<string, string>();
   #shipping: NodeJS.Timeout | null = null;
+  readonly #leases: SessionLeases;
+  readonly #ledger: LedgerShipper;
+  readonly #ledgerStore: Store;
+  #reaping: NodeJS.Timeout | null = null;
 
-  private constructor(broker: Broker, store: PgStore, host: string) {
+  private constructor(broker: Broker, store: PgStore, options: FleetOptions) {
     this.#broker = broker;
     this.#store = store;
-    this.host = host;
+    this.host = options.host;
     this.shown = store.shown;
+    const log = (message: string, fields: Record<string, unknown>) => broker.log.warn(message, { ...fields, fleet: store.shown, host: options.host });
+    this.#leases = new SessionLeases(store, holderOf(options.host), {
+      ...(options.leaseMs !== undefined ? { ttlMs: options.leaseMs } : {}),
+      log,
+      // Its heartbeat came too late and another host took the session: it stops here.
+      onLost: (id) => {
+        this.#held.delete(id);
+        broker.log.warn("this host's lease of the session expired and another host took it; its satellites here stop", { session: id, host: options.host });
+        void broker.scope(id).stopAll({ abort: true });
+      },
+    });
+    // The host's ledger, audit and hook traces, copied to the fleet in batches (one numbering per home: the host's name).
+    // On a connection of its own: it still ships the last rows after the broker closed its store.
+    this.#ledgerStore = openStore(join(broker.home, "tether.db"));
+    this.#ledger = new LedgerShipper(this.#ledgerStore, store, options.host, { log });
   }
 
   /** Connects `broker` to the fleet's store: records the host, pulls the registry, listens for changes. */
   static async join(broker: Broker, options: FleetOptions): Promise<FleetMember> {
     const store = await openPgStore(options.url);
-    const member = new FleetMember(broker, store, options.host);
+    const member = new FleetMember(broker, store, options);
     try {
       await recordHost(store, options.host, packageVersion());
       await member.pull();
     } catch (err) {
+      member.#ledgerStore.close();
       await store.close();
       throw err;
     }
     broker.fleet = member;
+    member.#ledger.start();
     if (options.listen === false) return member;
     // Seen by the fleet while it serves: `tether status` and `tether doctor --store` list it with its clock.
     member.#seen = setInterval(() => void recordHost(store, options.host, packageVersion()).catch(() => {}), SEEN_EVERY_MS);
     member.#seen.unref();
+    // Any serving host marks lost the running calls of sessions whose host died and which nobody reopened.
+    member.#reaping = setInterval(() => void member.#leases.reapExpiredHosts().catch(() => {}), options.leaseMs ?? 15_000);
+    member.#reaping.unref();
     member.#listener = listenRegistry(options.url, store, () => void member.pull().catch((err) => member.#report(`pulling the fleet's registry failed: ${(err as Error).message}`)), {
       version: () => member.#snapshot?.version ?? -1,
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
@@ -144,7 +173,13 @@ export class FleetMember implements SessionFleet {
   }
 
   async openSession(id: string): Promise<void> {
-    await pullSession(this.#store, this.#broker.store, id);
+    await this.#leases.acquire(id);
+    try {
+      await pullSession(this.#store, this.#broker.store, id);
+    } catch (err) {
+      await this.#leases.release(id).catch(() => {});
+      throw err;
+    }
     this.#held.set(id, sessionDigest(sessionRows(this.#broker.store, id)));
     if (this.#shipping === null) {
       this.#shipping = setInterval(() => void this.#shipMoved(), SHIP_EVERY_MS);
@@ -161,6 +196,8 @@ export class FleetMember implements SessionFleet {
       this.#report(`session ${id}: its last state did not reach the fleet's store: ${(err as Error).message}`);
     }
     this.#held.delete(id);
+    // Not released, the lease expires on its own.
+    await this.#leases.release(id).catch((err) => this.#report(`session ${id}: its lease could not be released (it expires): ${(err as Error).message}`));
   }
 
   /** Ships each held session whose state moved since its last shipment. */
@@ -184,8 +221,12 @@ export class FleetMember implements SessionFleet {
     if (this.#shipping !== null) clearInterval(this.#shipping);
     for (const id of [...this.#held.keys()]) await this.closeSession(id);
     if (this.#seen !== null) clearInterval(this.#seen);
+    if (this.#reaping !== null) clearInterval(this.#reaping);
+    await this.#leases.close().catch(() => {});
+    await this.#ledger.close().catch((err) => this.#report(`the ledger's last rows did not reach the fleet's store (they are shipped when this home starts again): ${(err as Error).message}`));
     await this.#listener?.close();
     await this.#pulling?.catch(() => {});
+    this.#ledgerStore.close();
     await this.#store.close();
   }
 

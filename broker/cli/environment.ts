@@ -20,7 +20,7 @@ import { LOG_LEVELS } from "../base/log.js";
  * loggers the commands make), and the fleet's store and this host's name in
  * it, which the commands and `tether serve` join (broker/fleet.ts).
  */
-export type EnvironmentOptions = Omit<BrokerOptions, "log"> & { readonly store?: string; readonly fleetHost?: string };
+export type EnvironmentOptions = Omit<BrokerOptions, "log"> & { readonly store?: string; readonly fleetHost?: string; readonly fleetLeaseMs?: number };
 
 /** A variable holds a value it does not accept; the message names it and what it takes. */
 export class EnvironmentError extends Error {
@@ -57,6 +57,11 @@ const VARIABLES = {
   TETHER_OPERATOR: { accepts: "a name", schema: v.string(), option: "operator" },
   TETHER_STORE: { accepts: "a PostgreSQL URL (postgres://role:password@host:5432/database)", schema: v.pipe(v.string(), v.regex(/^postgres(?:ql)?:\/\//)), option: "store" },
   TETHER_FLEET_HOST: { accepts: "a host name (letters, digits, '.', '-', '_')", schema: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/)), option: "fleetHost" },
+  TETHER_FLEET_LEASE_MS: {
+    accepts: "a session lease's length in ms, 1000 to 600000 (default 15000)",
+    schema: v.pipe(v.string(), v.regex(/^\d{4,6}$/), v.transform(Number), v.minValue(1000), v.maxValue(600_000)),
+    option: "fleetLeaseMs",
+  },
 } as const satisfies Record<string, { accepts: string; schema: v.GenericSchema<string, unknown>; option: keyof EnvironmentOptions }>;
 
 /** The variables this module reads, for docs and tests. */

@@ -14,7 +14,7 @@ export function fleetOptionsOf(options: EnvironmentOptions): FleetOptions | null
   if (options.store === undefined) return null;
   // Checked here, not by importing the store's driver: most commands never load it.
   if (!/^postgres(?:ql)?:\/\//.test(options.store)) throw new UsageError("--store takes the fleet's PostgreSQL URL: postgres://role:password@host:5432/database (docs/fleet.md)");
-  return { url: options.store, host: options.fleetHost ?? hostname() };
+  return { url: options.store, host: options.fleetHost ?? hostname(), ...(options.fleetLeaseMs !== undefined ? { leaseMs: options.fleetLeaseMs } : {}) };
 }
 
 /**

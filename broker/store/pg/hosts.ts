@@ -19,3 +19,32 @@ export async function recordHost(store: PgStore, host: string, version: string):
     .onConflictDoUpdate({ target: hosts.name, set: { clockSkewMs: skewMs, version, seenAt: sql`((extract(epoch from clock_timestamp()) * 1000)::bigint)` } });
   return { skewMs, serverNow };
 }
+
+export interface HostView {
+  readonly name: string;
+  readonly seenAt: number;
+  readonly version: string;
+  readonly clockSkewMs: number;
+  /** The sessions this host serves now (a live lease), each with the broker process holding it. */
+  readonly sessions: ReadonlyArray<{ readonly id: string; readonly process: string; readonly until: number }>;
+}
+
+/** Every host the fleet has seen, newest first, with the sessions each holds now (`tether status`). */
+export async function fleetHosts(store: PgStore): Promise<HostView[]> {
+  const hostRows = (await store.pool.query<{ name: string; seen_at: string; version: string; clock_skew_ms: string }>("SELECT name, seen_at, version, clock_skew_ms FROM hosts ORDER BY seen_at DESC, name")).rows;
+  // A lease's holder is "<host>/<pid>": one broker process of that host.
+  const leases = (
+    await store.pool.query<{ session_id: string; host: string; expires_at: string }>(
+      "SELECT session_id, host, expires_at FROM session_leases WHERE expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint ORDER BY session_id",
+    )
+  ).rows;
+  const views = hostRows.map((h) => ({ name: h.name, seenAt: Number(h.seen_at), version: h.version, clockSkewMs: Number(h.clock_skew_ms), sessions: [] as Array<{ id: string; process: string; until: number }> }));
+  for (const lease of leases) {
+    const slash = lease.host.lastIndexOf("/");
+    const name = slash < 0 ? lease.host : lease.host.slice(0, slash);
+    let view = views.find((v) => v.name === name);
+    if (view === undefined) views.push((view = { name, seenAt: 0, version: "?", clockSkewMs: 0, sessions: [] }));
+    view.sessions.push({ id: lease.session_id, process: slash < 0 ? "" : lease.host.slice(slash + 1), until: Number(lease.expires_at) });
+  }
+  return views;
+}

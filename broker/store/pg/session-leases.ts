@@ -24,6 +24,16 @@ export interface SessionLeasesOptions {
   readonly onLost?: (sessionId: string) => void;
 }
 
+/**
+ * A lease's holder is one broker process of a host, "<host>/<pid>" (a host
+ * name never holds a "/"): two processes of one host (a `tether serve` and a
+ * `tether session status`) do not share a session. The ledger is the host's
+ * (one home, one numbering), so a dead holder's calls are found by its host.
+ */
+export const holderOf = (host: string, pid: number = process.pid): string => `${host}/${pid}`;
+const hostOf = (holder: string): string => (holder.includes("/") ? holder.slice(0, holder.lastIndexOf("/")) : holder);
+const shownHolder = (holder: string): string => (holder.includes("/") ? `'${hostOf(holder)}' (broker process ${holder.slice(holder.lastIndexOf("/") + 1)})` : `'${holder}'`);
+
 /** The server's clock in ms since the epoch. */
 const NOW = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
@@ -87,7 +97,7 @@ export class SessionLeases {
         if (holder === undefined) throw new Error(`the lease of session '${sessionId}' changed hands while it was being taken; try again`);
         throw new TetherError(
           BrokerCode.sessionInUse,
-          `Session '${sessionId}' is open on host '${holder.host}' until ${new Date(Number(holder.expires)).toISOString()}; close it there, or wait for its lease to expire if that host is down`,
+          `Session '${sessionId}' is open on host ${shownHolder(holder.host)} until ${new Date(Number(holder.expires)).toISOString()}; close it there, or wait for its lease to expire if that host is down`,
         );
       }
       if (old !== undefined && old.host !== this.#host) {
@@ -95,7 +105,7 @@ export class SessionLeases {
         await client.query("UPDATE fleet_invocations SET outcome = $1, finished_at = $2 WHERE host = $3 AND session_id = $4 AND outcome = $5", [
           LOST,
           taken.acquired,
-          old.host,
+          hostOf(old.host),
           sessionId,
           RUNNING,
         ]);
@@ -149,7 +159,7 @@ export class SessionLeases {
       `WITH clock AS (SELECT ${NOW} AS now)
        UPDATE fleet_invocations f SET outcome = $1, finished_at = clock.now
          FROM session_leases l, clock
-        WHERE f.outcome = $2 AND l.session_id = f.session_id AND l.host = f.host AND l.expires_at < clock.now`,
+        WHERE f.outcome = $2 AND l.session_id = f.session_id AND (l.host = f.host OR l.host LIKE f.host || '/%') AND l.expires_at < clock.now`,
       [LOST, RUNNING],
     );
     return result.rowCount ?? 0;
