@@ -4,7 +4,11 @@
  * `TETHER_STORE`), a `tether serve` on host b — another home, never told
  * anything but the store — serves the tool to a harness client over its
  * WebSocket; a `tether revoke` on host a stops host b's satellite and b's next
- * call is refused; `tether list` on b shows the fleet's state.
+ * call is refused; `tether list` on b shows the fleet's state. A host killed
+ * with SIGKILL mid-call: while its lease lives its session is `session_in_use`
+ * elsewhere, naming it; once the lease expires the session reopens on another
+ * host with its preferences, and the call that was running is `lost` in the
+ * fleet's ledger.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -54,13 +58,14 @@ function tether(host: string, dir: string, ...args: string[]): Promise<{ code: n
 }
 
 interface Served {
+  readonly child: ChildProcess;
   readonly url: string;
   readonly token: string;
   err(): string;
 }
 
-async function serve(host: string, dir: string): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], { cwd: REPO, env: fleetEnv(host, dir), stdio: ["ignore", "pipe", "pipe"] });
+async function serve(host: string, dir: string, env: Record<string, string> = {}): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], { cwd: REPO, env: { ...fleetEnv(host, dir), ...env }, stdio: ["ignore", "pipe", "pipe"] });
   children.push(child);
   let out = "";
   let err = "";
@@ -71,13 +76,22 @@ async function serve(host: string, dir: string): Promise<Served> {
   if (line === null) throw new Error(`tether serve did not start as a fleet host:\n${out}\n${err}`);
   expect(line[3]).toBe(host);
   expect(line[4]).not.toContain(new URL(url).password);
-  return { url: line[1]!, token: readFileSync(line[2]!, "utf8").trim(), err: () => err };
+  return { url: line[1]!, token: readFileSync(line[2]!, "utf8").trim(), err: () => err, child };
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Message = any;
 
-async function connect(served: Served): Promise<{ call(method: string, params: unknown): Promise<Message>; close(): void }> {
+interface Client {
+  call(method: string, params: unknown): Promise<Message>;
+  /** Sends without waiting; the answer is `answer(id)`. */
+  start(method: string, params: unknown): number;
+  answer(id: number): Promise<Message>;
+  readonly received: Message[];
+  close(): void;
+}
+
+async function connect(served: Served): Promise<Client> {
   const ws = new WebSocket(served.url, { headers: { Authorization: `Bearer ${served.token}` } });
   await new Promise((resolve, reject) => {
     ws.once("open", resolve);
@@ -85,16 +99,18 @@ async function connect(served: Served): Promise<{ call(method: string, params: u
   });
   const received: Message[] = [];
   ws.on("message", (data: Buffer) => received.push(JSON.parse(data.toString("utf8"))));
+  ws.on("error", () => {}); // a server killed under it
   let next = 0;
-  return {
-    call: async (method, params) => {
-      const id = ++next;
-      ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
-      await until(`the answer to ${method}`, () => received.some((m) => m.id === id), 60_000);
-      return received.find((m) => m.id === id);
-    },
-    close: () => ws.close(),
+  const start = (method: string, params: unknown): number => {
+    const id = ++next;
+    ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+    return id;
   };
+  const answer = async (id: number): Promise<Message> => {
+    await until(`the answer to request ${id}`, () => received.some((m) => m.id === id), 60_000);
+    return received.find((m) => m.id === id);
+  };
+  return { call: (method, params) => answer(start(method, params)), start, answer, received, close: () => ws.close() };
 }
 
 beforeAll(async () => {
@@ -104,9 +120,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const child of children) {
-    if (child.exitCode === null) {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");
-      await new Promise((resolve) => child.once("exit", resolve));
+      await exited;
     }
   }
   for (const dir of homes) rmSync(dir, { recursive: true, force: true });
@@ -143,5 +160,54 @@ test("approve with the tether command on host a, call through tether serve on ho
     expect((await tether("b", b, "list")).stdout).toMatch(/worker\s+1\.0\.0\s+revoked/);
   } finally {
     client.close();
+  }
+});
+
+test("kill -9 a host mid-call: its session is in use elsewhere until the lease expires, then reopens there with its preferences, and the call is lost", async () => {
+  const a = home("a2");
+  const b = home("b2");
+  expect((await tether("a2", a, "approve", "worker", "--yes")).code).toBe(0);
+  const lease = { TETHER_FLEET_LEASE_MS: "1500" };
+  const servedA = await serve("a2", a, lease);
+  const clientA = await connect(servedA);
+  expect((await clientA.call("session.open", { id: "crash", workspace: a })).result).toBeDefined();
+  expect((await clientA.call("session.prefer", { session: "crash", extension: "worker", enabled: true })).result).toEqual({ extension: "worker", enabled: true });
+  const ticking = clientA.start("tool.call", { session: "crash", tool: "ticks", arguments: { n: 1000 } });
+  await until("the call to report a tick", () => clientA.received.some((m) => m.method === "tool.partial" && m.params.id === ticking), 30_000);
+
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    const row = async () => (await admin.query<{ outcome: string; host: string }>("SELECT outcome, host FROM fleet_invocations WHERE session_id = 'crash' AND name = 'ticks'")).rows[0];
+    let shipped: { outcome: string; host: string } | undefined;
+    for (let i = 0; i < 3000 && shipped === undefined; i++) {
+      shipped = await row();
+      if (shipped === undefined) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(shipped).toEqual({ outcome: "running", host: "a2" });
+
+    const servedB = await serve("b2", b, lease);
+    const clientB = await connect(servedB);
+    const refused = await clientB.call("session.open", { id: "crash", workspace: b });
+    expect(refused.error.data.code).toBe("session_in_use");
+    expect(refused.error.message).toMatch(/Session 'crash' is open on host 'a2' \(broker process \d+\)/);
+
+    servedA.child.kill("SIGKILL");
+    let reopened: Message;
+    for (;;) {
+      reopened = await clientB.call("session.open", { id: "crash", workspace: b });
+      if (reopened.error?.data?.code !== "session_in_use") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(reopened.error).toBeUndefined();
+    expect((await row())!.outcome).toBe("lost");
+    const status = await clientB.call("session.status", { session: "crash" });
+    const worker = status.result.find((r: Message) => r.name === "worker");
+    expect(worker.preference).toEqual({ enabled: true, source: "session" });
+    expect((await clientB.call("tool.call", { session: "crash", tool: "run", arguments: { text: "after" } })).result.outcome.ok).toBe(true);
+    clientB.close();
+  } finally {
+    await admin.end();
+    clientA.close();
   }
 });
