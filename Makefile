@@ -73,6 +73,7 @@ bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/ledger.ts
 	npx tsx bench/db.ts
 	npx tsx bench/fleet-revocation.ts
+	npx tsx bench/fleet-ledger.ts
 	npx tsx bench/egress.ts
 	npx tsx bench/hooks.ts
 	npx tsx bench/boot.ts

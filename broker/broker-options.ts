@@ -6,6 +6,7 @@ import type { JailOptions } from "./jail/setup.js";
 import type { SandboxMode } from "./jail/sandbox.js";
 import type { ScopeCallOptions } from "./session-scope.js";
 import type { SecretSource } from "./secrets/store.js";
+import type { KvStorage } from "./store/kv-storage.js";
 
 /**
  * What a broker is told. Nothing is read from the environment: each option
@@ -51,6 +52,8 @@ export interface SessionFleet {
   openSession(id: string): Promise<void>;
   /** After it closed here (or failed to open): ships its state and lets its lease go. */
   closeSession(id: string): Promise<void>;
+  /** The extensions' `kv` and `skv` keys, shared by the fleet's hosts (the quota holds across them). */
+  readonly kv: KvStorage;
 }
 
 /** A call made through the broker itself: the session it belongs to is named, always. */

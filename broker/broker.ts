@@ -33,6 +33,7 @@ import type { SessionKind } from "../jail-runtime/wire/session-kinds.js";
 import type { CallKind } from "../jail-runtime/wire/frames.js";
 import { complete, type CompletionOptions, type CompletionReport } from "./providers/completion.js";
 import { providersFor, type ProvidersView } from "./providers/view.js";
+import { kvRepository } from "./store/kv-repository.js";
 
 export { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
 export type { HookOutcome } from "./session-scope.js";
@@ -111,6 +112,7 @@ export class Broker {
       agents: this.#agents,
       rules: new ParsedRules(),
       dbs: new DbProcesses(this.home),
+      kv: () => this.fleet?.kv ?? kvRepository(this.store),
       secrets: options.secrets ?? new FileSecrets(this.home),
       logins: loginSecrets(this),
       fetchBounds: (extension) => {

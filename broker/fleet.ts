@@ -16,14 +16,14 @@ import type { Broker } from "./broker.js";
 import type { SessionFleet } from "./broker-options.js";
 import { currentApproval } from "./approval-sync.js";
 import { packageVersion } from "./base/version.js";
-import { applyPending, recordApplied } from "./registry/migrations.js";
-import { recordHost } from "./store/pg/hosts.js";
+import { fleetHosts, recordHost, type HostView } from "./store/pg/hosts.js";
 import { openPgStore, type PgStore } from "./store/pg/open.js";
 import { listenRegistry, type RegistryListener } from "./store/pg/registry-listener.js";
 import { publishRegistry, pullRegistry, type PullResult, type RegistrySnapshot } from "./store/pg/registry-mirror.js";
 import { pullSession, sessionDigest, sessionRows, shipSession } from "./store/pg/session-state.js";
 import { holderOf, SessionLeases } from "./store/pg/session-leases.js";
 import { LedgerShipper } from "./store/pg/ledger-shipper.js";
+import { FleetKv } from "./store/pg/fleet-kv.js";
 import { openStore, type Store } from "./store/open.js";
 
 export interface FleetOptions {
@@ -53,6 +53,8 @@ const SHIP_EVERY_MS = 250;
 
 export class FleetMember implements SessionFleet {
   readonly host: string;
+  /** Extensions' `kv` and `skv`: the fleet's tables, one quota across hosts. */
+  readonly kv: FleetKv;
   /** The store's URL without its password. */
   readonly shown: string;
   readonly #broker: Broker;
@@ -77,6 +79,7 @@ export class FleetMember implements SessionFleet {
     this.#store = store;
     this.host = options.host;
     this.shown = store.shown;
+    this.kv = new FleetKv(store);
     const log = (message: string, fields: Record<string, unknown>) => broker.log.warn(message, { ...fields, fleet: store.shown, host: options.host });
     this.#leases = new SessionLeases(store, holderOf(options.host), {
       ...(options.leaseMs !== undefined ? { ttlMs: options.leaseMs } : {}),
@@ -122,6 +125,11 @@ export class FleetMember implements SessionFleet {
       onError: (message) => member.#report(message),
     });
     return member;
+  }
+
+  /** The fleet's hosts and the sessions each serves now (`tether status`). */
+  hosts(): Promise<HostView[]> {
+    return fleetHosts(this.#store);
   }
 
   /** Pulls done so far (tests wait on it). */
@@ -243,9 +251,7 @@ export class FleetMember implements SessionFleet {
       const storage = approval?.grants.storage ?? null;
       if (storage === null) continue;
       try {
-        if (broker.registry.migrationPlan(installed).migrations.every((m) => m.applied !== null)) continue;
-        const applied = applyPending(broker.store.orm, broker.home, installed, storage.max_bytes, (line) => broker.log.info(line, { extension: installed.name }));
-        broker.store.orm.transaction((tx) => recordApplied(tx, applied));
+        broker.registry.applyApprovedMigrations(installed, storage.max_bytes, (line) => broker.log.info(line, { extension: installed.name }));
       } catch (err) {
         this.#report(`${installed.name}: its migrations could not be applied on this host: ${(err as Error).message}`);
       }

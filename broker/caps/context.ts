@@ -16,6 +16,7 @@ import type { ParsedRules } from "./egress-policy.js";
 import type { CapabilityWork } from "./in-flight.js";
 import type { Permits } from "./permits.js";
 import type { OperatorPolicySource, SessionPolicy } from "./policy.js";
+import type { KvStorage } from "../store/kv-storage.js";
 
 /** A judged `net.fetch` hop as the `cap_call` hooks see it: the broker's normal forms, never the raw spelling. */
 export interface CapCallRequest {
@@ -69,6 +70,8 @@ export interface CapEnvironment {
   readonly logins: LoginSecrets;
   /** The broker's parsed egress rules, by their text. */
   readonly rules: ParsedRules;
+  /** Where `kv` and `skv` keys live now: the home's store, or the fleet's once this broker joined one. */
+  kv(): KvStorage;
   /** Extensions' database processes (`db.query`, `db.exec`): their SQL never runs on the broker's thread. */
   readonly dbs: DbProcesses;
   /** The bounds on concurrent fetches beyond the invocation's own: the extension's, then the broker's. */

@@ -12,7 +12,8 @@ import type { CapDispatcher } from "../base/capability.js";
 import { scopeFor } from "./audit-stage.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
 import { DbArgs, dbAct } from "./db.js";
-import { KvGetArgs, KvListArgs, KvPutArgs, kvDeleteAct, kvGetAct, kvListAct, kvPutAct, type KvFamily } from "./kv.js";
+import { KvGetArgs, KvListArgs, KvPutArgs, kvUsage } from "../../jail-runtime/wire/kv-args.js";
+import { kvDeleteAct, kvGetAct, kvListAct, kvPutAct, type KvFamily } from "./kv.js";
 import { LogArgs, logAct } from "./log.js";
 import { NetFetchArgs, netFetch } from "./net-fetch.js";
 import { Permits } from "./permits.js";
@@ -43,10 +44,10 @@ function oneAct<S extends v.GenericSchema>(schema: S, usage: string, act: (scope
 /** `kv.*` (the extension's own keys) or `skv.*` (its keys in the invocation's session). */
 function kvCapabilities(family: KvFamily): Record<string, Runner> {
   return {
-    [`${family}.get`]: oneAct(KvGetArgs, `${family}.get takes {key}`, kvGetAct(family)),
-    [`${family}.delete`]: oneAct(KvGetArgs, `${family}.delete takes {key}`, kvDeleteAct(family)),
-    [`${family}.list`]: oneAct(KvListArgs, `${family}.list takes {prefix?, limit?}`, kvListAct(family)),
-    [`${family}.put`]: oneAct(KvPutArgs, `${family}.put takes {key, json} or {key, bytes (base64)}`, kvPutAct(family)),
+    [`${family}.get`]: oneAct(KvGetArgs, kvUsage(family).get, kvGetAct(family)),
+    [`${family}.delete`]: oneAct(KvGetArgs, kvUsage(family).delete, kvDeleteAct(family)),
+    [`${family}.list`]: oneAct(KvListArgs, kvUsage(family).list, kvListAct(family)),
+    [`${family}.put`]: oneAct(KvPutArgs, kvUsage(family).put, kvPutAct(family)),
   };
 }
 

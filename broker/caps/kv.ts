@@ -2,34 +2,31 @@
  * `kv.get/put/delete/list`: per-extension durable storage in the store, with
  * the size quota from the manifest's `[limits] kv_bytes`; `skv.get/put/delete/list`:
  * the same, in the invocation's session only (its id is the broker's, never the
- * jail's), under the same quota. Values are JSON or bytes; the tables are read
- * and written through `store/kv-repository.ts`.
+ * jail's), under the same quota. Values are JSON or bytes; the keys live in the
+ * home's store, or in a fleet's shared store (`store/kv-storage.ts`).
  */
 import * as v from "valibot";
-import { kvRepository, type KvSpace, type KvValue } from "../store/kv-repository.js";
-import type { Store } from "../store/open.js";
+import type { KvSpace, KvValue } from "../store/kv-repository.js";
+import type { KvStorage } from "../store/kv-storage.js";
 import type { CapReply } from "../base/capability.js";
 import type { CallScope } from "./context.js";
 import type { Act } from "./pipeline.js";
 
-const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(512));
-export const KvGetArgs = v.object({ key: Key });
-export const KvPutArgs = v.union([v.object({ key: Key, json: v.unknown() }), v.object({ key: Key, bytes: v.pipe(v.string(), v.base64()) })]);
-export const KvListArgs = v.object({ prefix: v.optional(v.pipe(v.string(), v.maxLength(512)), ""), limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 100) });
+import type { KvGetArgs, KvListArgs, KvPutArgs } from "../../jail-runtime/wire/kv-args.js";
 
 const denied = (msg: string): CapReply => ({ ok: false, error: { code: "denied", msg } });
 
 /** Which storage a capability reaches: `kv` (the extension's own) or `skv` (its own in this session). */
 export type KvFamily = "kv" | "skv";
 
-export function kvGet(store: Store, space: KvSpace, args: v.InferOutput<typeof KvGetArgs>): CapReply {
-  const row = kvRepository(store).get(space, args.key);
+export async function kvGet(kv: KvStorage, space: KvSpace, args: v.InferOutput<typeof KvGetArgs>): Promise<CapReply> {
+  const row = await kv.get(space, args.key);
   if (row === null) return { ok: true, value: null };
   if (row.encoding === "json") return { ok: true, value: { json: row.value.toString("utf8") } };
   return { ok: true, value: { bytes: new Uint8Array(row.value) } };
 }
 
-export function kvPut(store: Store, space: KvSpace, quota: number, args: v.InferOutput<typeof KvPutArgs>): { reply: CapReply; bytes: number } {
+export async function kvPut(kv: KvStorage, space: KvSpace, quota: number, args: v.InferOutput<typeof KvPutArgs>): Promise<{ reply: CapReply; bytes: number }> {
   const family: KvFamily = space.session === null ? "kv" : "skv";
   let entry: KvValue;
   if ("json" in args) {
@@ -39,17 +36,17 @@ export function kvPut(store: Store, space: KvSpace, quota: number, args: v.Infer
   } else {
     entry = { value: Buffer.from(args.bytes, "base64"), encoding: "bytes" };
   }
-  const put = kvRepository(store).put(space, args.key, entry, quota);
+  const put = await kv.put(space, args.key, entry, quota);
   if (!put.written) return { reply: denied(`${family}.put: storage quota of ${quota} bytes would be exceeded (${put.after} bytes) (rule: limits.kv_bytes)`), bytes: entry.value.length };
   return { reply: { ok: true, value: null }, bytes: entry.value.length };
 }
 
-export function kvDelete(store: Store, space: KvSpace, args: v.InferOutput<typeof KvGetArgs>): CapReply {
-  return { ok: true, value: kvRepository(store).delete(space, args.key) };
+export async function kvDelete(kv: KvStorage, space: KvSpace, args: v.InferOutput<typeof KvGetArgs>): Promise<CapReply> {
+  return { ok: true, value: await kv.delete(space, args.key) };
 }
 
-export function kvList(store: Store, space: KvSpace, args: v.InferOutput<typeof KvListArgs>): CapReply {
-  return { ok: true, value: kvRepository(store).list(space, args.prefix, args.limit) };
+export async function kvList(kv: KvStorage, space: KvSpace, args: v.InferOutput<typeof KvListArgs>): Promise<CapReply> {
+  return { ok: true, value: await kv.list(space, args.prefix, args.limit) };
 }
 
 /** The calling extension's keys: its own, or its own in the invocation's session. */
@@ -59,29 +56,29 @@ const spaceOf = (scope: CallScope, family: KvFamily): KvSpace => ({ extension: s
  * `get`, `delete`, `list`: nothing to judge beyond the token (each extension
  * has its own keys); the hooks see the key or prefix.
  */
-function unjudgedAct(family: KvFamily, target: string, run: () => CapReply): Act<null> {
+function unjudgedAct(family: KvFamily, target: string, run: () => Promise<CapReply>): Act<null> {
   return {
     judge: () => null,
     shown: () => ({ target }),
-    perform: () => ({ reply: run(), decision: "allowed", rule: `builtin:${family}`, target }),
+    perform: async () => ({ reply: await run(), decision: "allowed", rule: `builtin:${family}`, target }),
   };
 }
 
 export const kvGetAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
-  unjudgedAct(family, args.key, () => kvGet(scope.env.store, spaceOf(scope, family), args));
+  unjudgedAct(family, args.key, () => kvGet(scope.env.kv(), spaceOf(scope, family), args));
 
 export const kvDeleteAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
-  unjudgedAct(family, args.key, () => kvDelete(scope.env.store, spaceOf(scope, family), args));
+  unjudgedAct(family, args.key, () => kvDelete(scope.env.kv(), spaceOf(scope, family), args));
 
 export const kvListAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Act<null> =>
-  unjudgedAct(family, args.prefix, () => kvList(scope.env.store, spaceOf(scope, family), args));
+  unjudgedAct(family, args.prefix, () => kvList(scope.env.kv(), spaceOf(scope, family), args));
 
 /** `put`: the quota is the policy, judged when the value is written (it depends on what is stored then). */
 export const kvPutAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvPutArgs>): Act<null> => ({
   judge: () => null,
   shown: () => ({ target: args.key }),
-  perform: () => {
-    const { reply, bytes } = kvPut(scope.env.store, spaceOf(scope, family), scope.ctx.grants().limits.kv_bytes, args);
+  perform: async () => {
+    const { reply, bytes } = await kvPut(scope.env.kv(), spaceOf(scope, family), scope.ctx.grants().limits.kv_bytes, args);
     return { reply, decision: reply.ok ? "allowed" : "denied", rule: reply.ok ? `builtin:${family}` : "limits.kv_bytes", target: args.key, bytes };
   },
 });

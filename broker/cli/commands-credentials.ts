@@ -10,14 +10,24 @@ const OPERATORS = "docs/operators.md";
 export const STATUS: Command = {
   name: "status",
   usage: [{ usage: "status", summary: ["Each extension: approval, what it serves in sessions and as a daemon,", "and each secret it uses (set, signed in) — never a value"] }],
-  help: "Read from the home; nothing boots. Daemon satellites (model providers) come from globally enabled, approved extensions; they run in tether serve and the library.",
+  help: "Read from the home; nothing boots. Daemon satellites (model providers) come from globally enabled, approved extensions; they run in tether serve and the library. With the fleet's store (--store, TETHER_STORE): its hosts, when each was last seen, and the sessions each serves now.",
   options: ["json"],
   doc: `${OPERATORS}#tether-status`,
   run: (ctx) =>
     ctx.withBroker(async (broker) => {
-      const { overview, renderOverview } = await import("./status.js");
-      const o = overview(broker);
-      ctx.out(o, renderOverview(o));
+      const { overview, renderOverview, renderFleet } = await import("./status.js");
+      // With the fleet's store: the keys are the fleet's; its hosts and the sessions each serves now.
+      const { FleetMember } = await import("../fleet.js");
+      const member = broker.fleet instanceof FleetMember ? broker.fleet : null;
+      if (member === null) {
+        const o = overview(broker);
+        ctx.out(o, renderOverview(o));
+        return EXIT.ok;
+      }
+      const used = new Map(await Promise.all(broker.registry.list().map(async (i) => [i.name, await member.kv.used(i.name)] as const)));
+      const o = overview(broker, used);
+      const fleet = { store: member.shown, hosts: await member.hosts() };
+      ctx.out({ ...o, fleet }, `${renderOverview(o)}\n\n${renderFleet(fleet, Date.now())}`);
       return EXIT.ok;
     }),
 };

@@ -113,7 +113,7 @@ export const COMMANDS: readonly Command[] = [
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
         const { runUninstall } = await import("./uninstall.js");
-        const { result, text } = runUninstall(broker, ctx.args[0]!, ctx.values.purge === true);
+        const { result, text } = await runUninstall(broker, ctx.args[0]!, ctx.values.purge === true);
         ctx.out(result, text);
         return EXIT.ok;
       }),

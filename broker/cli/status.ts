@@ -8,6 +8,7 @@
  * (`[init]`). Never a value.
  */
 import type { Broker } from "../broker.js";
+import type { HostView } from "../store/pg/hosts.js";
 import { loginsOf } from "../login/logins.js";
 import { initState } from "../init/init-lines.js";
 import { dbSize } from "../store/ext-db.js";
@@ -37,7 +38,8 @@ export interface Overview {
 
 const count = (n: number, one: string) => (n === 0 ? "" : `${n} ${one}${n === 1 ? "" : "s"}`);
 
-export function overview(broker: Broker): Overview {
+/** `kvUsed`: each extension's kv and skv bytes, when they are not this home's (a fleet's host). */
+export function overview(broker: Broker, kvUsed?: ReadonlyMap<string, number>): Overview {
   const registry = broker.registry;
   const providers = broker.providers();
   const logins = loginsOf(broker).status();
@@ -71,7 +73,7 @@ export function overview(broker: Broker): Overview {
       session: session.length === 0 ? "nothing in sessions" : session.join(", "),
       daemon: providers.providers.filter((p) => p.extension === m.name).map((p) => p.name),
       credentials,
-      storage: { kv_bytes: kv.used(m.name), kv_quota: m.limits.kv_bytes, db_bytes: dbSize(broker.home, m.name), db_quota: m.storage?.max_bytes ?? null, migrations: m.storage === undefined ? null : appliedCount(broker.home, m.name) },
+      storage: { kv_bytes: kvUsed?.get(m.name) ?? kv.used(m.name), kv_quota: m.limits.kv_bytes, db_bytes: dbSize(broker.home, m.name), db_quota: m.storage?.max_bytes ?? null, migrations: m.storage === undefined ? null : appliedCount(broker.home, m.name) },
       init: initState(broker, installed),
     };
   });
@@ -96,5 +98,17 @@ export function renderOverview(o: Overview): string {
   }
   lines.push("");
   lines.push(`daemon scope: eligible ${o.daemon.eligible.length === 0 ? "none" : o.daemon.eligible.join(", ")}; running in this process: ${o.daemon.running.length === 0 ? "none" : o.daemon.running.join(", ")} (daemon satellites run in tether serve and the library, booted at a provider's first completion)`);
+  return lines.join("\n");
+}
+
+/** The fleet part of `tether status`: each host, when it was last seen, and the sessions it serves now. */
+export function renderFleet(fleet: { readonly store: string; readonly hosts: readonly HostView[] }, now: number): string {
+  const lines = [`fleet: ${fleet.store}, ${fleet.hosts.length} host${fleet.hosts.length === 1 ? "" : "s"}`];
+  const width = Math.max(0, ...fleet.hosts.map((h) => h.name.length));
+  for (const h of fleet.hosts) {
+    const seen = h.seenAt === 0 ? "never recorded" : `seen ${Math.max(0, Math.round((now - h.seenAt) / 1000))} s ago`;
+    const sessions = h.sessions.length === 0 ? "no sessions" : `sessions: ${h.sessions.map((s) => `${s.id} (process ${s.process})`).join(", ")}`;
+    lines.push(`  ${h.name.padEnd(width)}  ${seen}, ${h.version}, clock ${h.clockSkewMs >= 0 ? "+" : ""}${h.clockSkewMs} ms; ${sessions}`);
+  }
   return lines.join("\n");
 }

@@ -5,6 +5,7 @@
  * silently.
  */
 import type { Broker } from "../broker.js";
+import { FleetKv } from "../store/pg/fleet-kv.js";
 import { describeData, extensionData, holdsData, purgeExtensionData, type ExtensionData } from "../store/extension-data.js";
 
 export interface Uninstalled {
@@ -15,10 +16,16 @@ export interface Uninstalled {
   readonly data: ExtensionData;
 }
 
-export function runUninstall(broker: Broker, name: string, purge: boolean): { result: Uninstalled; text: string } {
+export async function runUninstall(broker: Broker, name: string, purge: boolean): Promise<{ result: Uninstalled; text: string }> {
   broker.registry.uninstall(name);
-  const data = extensionData(broker.store, broker.home, name);
-  if (purge) purgeExtensionData(broker.store, broker.home, name);
+  const local = extensionData(broker.store, broker.home, name);
+  // A fleet's host: the keys are the fleet's (every host's), the database this host's own.
+  const fleet = broker.fleet?.kv;
+  const data: ExtensionData = fleet instanceof FleetKv ? { ...local, ...(await fleet.data(name)) } : local;
+  if (purge) {
+    purgeExtensionData(broker.store, broker.home, name);
+    if (fleet instanceof FleetKv) await fleet.purge(name);
+  }
   const lines = describeData(data).map((l) => `  ${l}`);
   let text = `uninstalled ${name}`;
   if (!holdsData(data)) text += purge ? "; it had stored nothing" : "";

@@ -287,6 +287,18 @@ export class Registry {
     this.collectUnreferenced();
   }
 
+  /**
+   * Applies to this home's database of `installed` the migrations its approval
+   * made elsewhere (a fleet's other host) and records them; false when none
+   * was pending. Throws when one fails (nothing of it is recorded).
+   */
+  applyApprovedMigrations(installed: Installed, maxBytes: number, progress: Progress): boolean {
+    if (this.migrationPlan(installed).migrations.every((m) => m.applied !== null)) return false;
+    const applied = applyPending(this.#store.orm, this.#home, installed, maxBytes, progress);
+    this.#store.orm.transaction((tx) => recordApplied(tx, applied));
+    return true;
+  }
+
   /** Its migrations, what its database has, and what would stop approving it. */
   migrationPlan(installed: Installed): MigrationPlan {
     return migrationPlan(this.#store.orm, this.#home, installed);

@@ -4,7 +4,8 @@
  * `TETHER_STORE`), a `tether serve` on host b — another home, never told
  * anything but the store — serves the tool to a harness client over its
  * WebSocket; a `tether revoke` on host a stops host b's satellite and b's next
- * call is refused; `tether list` on b shows the fleet's state. A host killed
+ * call is refused; `tether list` on b shows the fleet's state, and `tether
+ * status` on a lists the hosts and the session b serves. A host killed
  * with SIGKILL mid-call: while its lease lives its session is `session_in_use`
  * elsewhere, naming it; once the lease expires the session reopens on another
  * host with its preferences, and the call that was running is `lost` in the
@@ -148,6 +149,14 @@ test("approve with the tether command on host a, call through tether serve on ho
 
     const listed = await tether("b", b, "list");
     expect(listed.stdout).toMatch(/worker\s+1\.0\.0\s+approved/);
+
+    // tether status on host a lists the fleet's hosts and the session host b serves now.
+    const status = await tether("a", a, "status");
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/^fleet: postgres:\/\/\S+, 2 hosts$/m);
+    expect(status.stdout).toMatch(/^ {2}b +seen \d+ s ago, \S+, clock [+-]\d+ ms; sessions: s1 \(process \d+\)$/m);
+    expect(status.stdout).toMatch(/^ {2}a +seen \d+ s ago, \S+, clock [+-]\d+ ms; no sessions$/m);
+    expect(status.stdout).not.toContain(new URL(url).password);
 
     const revoked = await tether("a", a, "revoke", "worker");
     expect(revoked.code).toBe(0);

@@ -2,8 +2,9 @@
  * Sessions in a fleet, over the run's real PostgreSQL server with brokers in
  * this process: a session closed on one host and opened on another has its
  * policy, its per-session preferences, its extensions' per-session storage
- * (skv), its folds and its strategy preference there; state that moves while
- * the session is open is shipped without a close.
+ * (skv, which lives in the fleet's tables), its folds and its strategy
+ * preference there; state that moves while the session is open is shipped
+ * without a close.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +17,6 @@ import { Session } from "../../broker/sessions/session.js";
 import { Preferences } from "../../broker/sessions/preferences.js";
 import { SessionRecords } from "../../broker/sessions/session-records.js";
 import { FoldsRepository } from "../../broker/store/folds-repository.js";
-import { kvRepository } from "../../broker/store/kv-repository.js";
 import { envOptions } from "../support/env-options.js";
 
 const serverUrl = process.env.TETHER_TEST_POSTGRES_URL ?? "";
@@ -65,7 +65,7 @@ test("a session closed on one host reopens on another with its policy, preferenc
   const b = await host("b");
   const onA = await Session.open(a.broker, { id: "travel", workspace: a.workspace, policy: { offline: true } });
   onA.prefer("worker", false);
-  kvRepository(a.broker.store).put({ extension: "worker", session: "travel" }, "cursor", { value: Buffer.from('{"at":7}'), encoding: "json" }, 1 << 20);
+  await a.member.kv.put({ extension: "worker", session: "travel" }, "cursor", { value: Buffer.from('{"at":7}'), encoding: "json" }, 1 << 20);
   const folds = new FoldsRepository(a.broker.store);
   folds.insert("travel", 41, "summary", "compactor", [{ from: 0, to: 9, text: "the first ten messages, folded" }]);
   folds.setPreferredStrategy("travel", "summary");
@@ -80,7 +80,7 @@ test("a session closed on one host reopens on another with its policy, preferenc
   try {
     expect(onB.policy).toEqual({ offline: true });
     expect(new Preferences(b.broker.store).effective("travel", "worker").enabled).toBe(false);
-    expect(kvRepository(b.broker.store).get({ extension: "worker", session: "travel" }, "cursor")?.value.toString()).toBe('{"at":7}');
+    expect((await b.member.kv.get({ extension: "worker", session: "travel" }, "cursor"))?.value.toString()).toBe('{"at":7}');
     const there = new FoldsRepository(b.broker.store);
     expect(there.list("travel").map((f) => [f.from, f.to, f.text, f.strategy])).toEqual([[0, 9, "the first ten messages, folded", "summary"]]);
     expect(there.preferredStrategy("travel")).toBe("summary");
@@ -93,20 +93,20 @@ test("state that moves while a session is open reaches the fleet without a close
   const a = await host("a2");
   const session = await Session.open(a.broker, { id: "live", workspace: a.workspace });
   try {
-    kvRepository(a.broker.store).put({ extension: "worker", session: "live" }, "k", { value: Buffer.from("v1"), encoding: "bytes" }, 1 << 20);
+    session.prefer("worker", false);
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
-      let value: string | null = null;
+      let value: boolean | null = null;
       const read = async () => {
-        const r = await admin.query<{ value: Buffer }>("SELECT value FROM session_kv WHERE session_id = 'live' AND key = 'k'");
-        value = r.rows[0]?.value.toString() ?? null;
+        const r = await admin.query<{ enabled: boolean }>("SELECT enabled FROM preferences WHERE scope = 'live' AND extension = 'worker'");
+        value = r.rows[0]?.enabled ?? null;
       };
-      for (let i = 0; i < 3000 && value !== "v1"; i++) {
+      for (let i = 0; i < 3000 && value !== false; i++) {
         await read();
-        if (value !== "v1") await new Promise((r) => setTimeout(r, 10));
+        if (value !== false) await new Promise((r) => setTimeout(r, 10));
       }
-      expect(value).toBe("v1");
+      expect(value).toBe(false);
     } finally {
       await admin.end();
     }

@@ -575,15 +575,16 @@ test("malformed capability arguments are bad_arguments (rule args); an unknown c
   const c = await call<Array<{ cap: string; ok: boolean; code?: string; message?: string }>>(ROOMY, "bad_calls");
   const answers = c.reply;
   const args = (cap: string, shape: string) => ({ cap, ok: false, code: "bad_arguments", message: `${cap} takes ${shape} (rule: args)` });
-  const put = args("kv.put", "{key, json} or {key, bytes (base64)}");
+  const KEY = "; a key is 1 to 512 characters, without NUL";
+  const put = args("kv.put", `{key, json} or {key, bytes (base64)}${KEY}`);
   expect(answers).toEqual([
     put, // number key
     put, // no value
     put, // bytes that are not base64
     put, // empty key
-    args("kv.get", "{key}"), // key over 512 characters
-    args("kv.get", "{key}"), // null arguments
-    args("kv.delete", "{key}"),
+    args("kv.get", `{key}${KEY}`), // key over 512 characters
+    args("kv.get", `{key}${KEY}`), // null arguments
+    args("kv.delete", `{key}${KEY}`),
     args("kv.list", "{prefix?, limit?}"), // limit 0
     args("kv.list", "{prefix?, limit?}"), // prefix not a string
     args("log", "{level, msg}"), // unknown level

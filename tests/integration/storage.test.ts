@@ -143,7 +143,7 @@ test("tether status shows each extension's storage against its quotas, and no li
 test("uninstall leaves the data and says so, a reinstall finds it again; --purge removes it and says what it removed", async () => {
   const file = dbFile(broker.home, EXT);
   const size = statSync(file).size;
-  const kept = runUninstall(broker, EXT, false);
+  const kept = await runUninstall(broker, EXT, false);
   expect(kept.result).toMatchObject({ name: EXT, purged: false, data: { db: { file, bytes: size }, kv: { keys: 0 } } });
   expect(kept.text).toContain(`its data stays (a reinstall finds it again; tether uninstall ${EXT} --purge removes it)`);
   expect(kept.text).toContain(`db: ${file}, ${size} bytes`);
@@ -153,9 +153,9 @@ test("uninstall leaves the data and says so, a reinstall finds it again; --purge
   broker.registry.approve(EXT);
   expect((await call(EXT, "query", "SELECT count(*) AS n FROM notes")).reply).toEqual({ ok: true, rows: [{ n: 1 }] });
 
-  const purged = runUninstall(broker, EXT, true);
+  const purged = await runUninstall(broker, EXT, true);
   expect(purged.result).toMatchObject({ purged: true, data: { db: { file } } });
   expect(purged.text).toContain("removed its data:");
   expect(() => statSync(file)).toThrow();
-  expect(runUninstall(broker, BARE, true).text).toBe(`uninstalled ${BARE}; it had stored nothing`);
+  expect((await runUninstall(broker, BARE, true)).text).toBe(`uninstalled ${BARE}; it had stored nothing`);
 });

@@ -1,7 +1,9 @@
 /**
  * A session's state in the fleet: what it is (workspace, policy), its
- * per-session preferences, its extensions' per-session storage (`skv`), its
- * compaction folds and its strategy and provider preferences. The host that
+ * per-session preferences, its compaction folds and its strategy and provider
+ * preferences. (Its extensions' per-session storage, `skv`, is not shipped:
+ * on a fleet's host it is read and written in the fleet's tables directly —
+ * `fleet-kv.ts` — so the quota holds across hosts.) The host that
  * holds a session's lease works on its own store's rows and ships them here
  * (`shipSession`: the session's rows replaced whole, in one transaction); a
  * host that opens the session pulls them first (`pullSession`), so a session
@@ -21,7 +23,6 @@ import * as fleetSchema from "./schema.js";
 type LiteRows = {
   sessions: Array<typeof lite.sessions.$inferSelect>;
   preferences: Array<typeof lite.preferences.$inferSelect>;
-  sessionKv: Array<typeof lite.sessionKv.$inferSelect>;
   folds: Array<Omit<typeof lite.folds.$inferSelect, "id">>;
   strategyPreferences: Array<typeof lite.strategyPreferences.$inferSelect>;
   providerPreferences: Array<typeof lite.providerPreferences.$inferSelect>;
@@ -33,7 +34,6 @@ export function sessionRows(local: Store, id: string): LiteRows {
   return {
     sessions: orm.select().from(lite.sessions).where(eq(lite.sessions.id, id)).all(),
     preferences: orm.select().from(lite.preferences).where(eq(lite.preferences.scope, id)).all(),
-    sessionKv: orm.select().from(lite.sessionKv).where(eq(lite.sessionKv.sessionId, id)).all(),
     folds: orm
       .select()
       .from(lite.folds)
@@ -58,13 +58,11 @@ export async function shipSession(fleet: PgStore, id: string, rows: LiteRows): P
   await fleet.orm.transaction(async (tx) => {
     await tx.delete(fleetSchema.sessions).where(eq(fleetSchema.sessions.id, id));
     await tx.delete(fleetSchema.preferences).where(eq(fleetSchema.preferences.scope, id));
-    await tx.delete(fleetSchema.sessionKv).where(eq(fleetSchema.sessionKv.sessionId, id));
     await tx.delete(fleetSchema.folds).where(eq(fleetSchema.folds.sessionId, id));
     await tx.delete(fleetSchema.strategyPreferences).where(eq(fleetSchema.strategyPreferences.sessionId, id));
     await tx.delete(fleetSchema.providerPreferences).where(eq(fleetSchema.providerPreferences.sessionId, id));
     if (rows.sessions.length > 0) await tx.insert(fleetSchema.sessions).values(rows.sessions);
     if (rows.preferences.length > 0) await tx.insert(fleetSchema.preferences).values(rows.preferences);
-    if (rows.sessionKv.length > 0) await tx.insert(fleetSchema.sessionKv).values(rows.sessionKv);
     if (rows.folds.length > 0) await tx.insert(fleetSchema.folds).values(rows.folds);
     if (rows.strategyPreferences.length > 0) await tx.insert(fleetSchema.strategyPreferences).values(rows.strategyPreferences);
     if (rows.providerPreferences.length > 0) await tx.insert(fleetSchema.providerPreferences).values(rows.providerPreferences);
@@ -78,10 +76,9 @@ export async function shipSession(fleet: PgStore, id: string, rows: LiteRows): P
  */
 export async function pullSession(fleet: PgStore, local: Store, id: string): Promise<boolean> {
   const orm = fleet.orm;
-  const [sessions, preferences, sessionKv, folds, strategyPreferences, providerPreferences] = await Promise.all([
+  const [sessions, preferences, folds, strategyPreferences, providerPreferences] = await Promise.all([
     orm.select().from(fleetSchema.sessions).where(eq(fleetSchema.sessions.id, id)),
     orm.select().from(fleetSchema.preferences).where(eq(fleetSchema.preferences.scope, id)),
-    orm.select().from(fleetSchema.sessionKv).where(eq(fleetSchema.sessionKv.sessionId, id)),
     orm.select().from(fleetSchema.folds).where(eq(fleetSchema.folds.sessionId, id)).orderBy(fleetSchema.folds.id),
     orm.select().from(fleetSchema.strategyPreferences).where(eq(fleetSchema.strategyPreferences.sessionId, id)),
     orm.select().from(fleetSchema.providerPreferences).where(eq(fleetSchema.providerPreferences.sessionId, id)),
@@ -90,13 +87,11 @@ export async function pullSession(fleet: PgStore, local: Store, id: string): Pro
   local.orm.transaction((tx) => {
     tx.delete(lite.sessions).where(eq(lite.sessions.id, id)).run();
     tx.delete(lite.preferences).where(eq(lite.preferences.scope, id)).run();
-    tx.delete(lite.sessionKv).where(eq(lite.sessionKv.sessionId, id)).run();
     tx.delete(lite.folds).where(eq(lite.folds.sessionId, id)).run();
     tx.delete(lite.strategyPreferences).where(eq(lite.strategyPreferences.sessionId, id)).run();
     tx.delete(lite.providerPreferences).where(eq(lite.providerPreferences.sessionId, id)).run();
     for (const row of sessions) tx.insert(lite.sessions).values(row).run();
     for (const row of preferences) tx.insert(lite.preferences).values(row).run();
-    for (const row of sessionKv) tx.insert(lite.sessionKv).values(row).run();
     for (const { id: _id, ...row } of folds) tx.insert(lite.folds).values(row).run();
     for (const row of strategyPreferences) tx.insert(lite.strategyPreferences).values(row).run();
     for (const row of providerPreferences) tx.insert(lite.providerPreferences).values(row).run();

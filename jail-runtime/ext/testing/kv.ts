@@ -7,15 +7,10 @@
 import * as v from "valibot";
 import type { CapReply } from "./reply.js";
 import { refused } from "./reply.js";
+import { KvGetArgs, KvListArgs, KvPutArgs, kvUsage } from "../../wire/kv-args.js";
 
 /** The broker's default `[limits] kv_bytes`. */
 export const DEFAULT_KV_BYTES = 1_048_576;
-
-// The broker's argument schemas and usage texts (broker/caps/kv.ts, dispatcher.ts).
-const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(512));
-const GetArgs = v.object({ key: Key });
-const PutArgs = v.union([v.object({ key: Key, json: v.unknown() }), v.object({ key: Key, bytes: v.pipe(v.string(), v.base64()) })]);
-const ListArgs = v.object({ prefix: v.optional(v.pipe(v.string(), v.maxLength(512)), ""), limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 100) });
 
 type Stored = { readonly json: string } | { readonly bytes: Uint8Array };
 
@@ -97,26 +92,26 @@ export class FakeKv {
     const entries = this.#spaces[family];
     switch (cap.slice(dot + 1)) {
       case "get": {
-        const parsed = v.safeParse(GetArgs, args);
-        if (!parsed.success) return refused("bad_arguments", "args", `${family}.get takes {key}`);
+        const parsed = v.safeParse(KvGetArgs, args);
+        if (!parsed.success) return refused("bad_arguments", "args", kvUsage(family).get);
         const stored = entries.get(parsed.output.key);
         if (stored === undefined) return { ok: true, value: null };
         return { ok: true, value: "json" in stored ? { json: stored.json } : { bytes: stored.bytes.slice() } };
       }
       case "delete": {
-        const parsed = v.safeParse(GetArgs, args);
-        if (!parsed.success) return refused("bad_arguments", "args", `${family}.delete takes {key}`);
+        const parsed = v.safeParse(KvGetArgs, args);
+        if (!parsed.success) return refused("bad_arguments", "args", kvUsage(family).delete);
         return { ok: true, value: entries.delete(parsed.output.key) };
       }
       case "list": {
-        const parsed = v.safeParse(ListArgs, args);
-        if (!parsed.success) return refused("bad_arguments", "args", `${family}.list takes {prefix?, limit?}`);
+        const parsed = v.safeParse(KvListArgs, args);
+        if (!parsed.success) return refused("bad_arguments", "args", kvUsage(family).list);
         const { prefix, limit } = parsed.output;
         return { ok: true, value: this.keys(family).filter((key) => key.startsWith(prefix)).slice(0, limit) };
       }
       case "put": {
-        const parsed = v.safeParse(PutArgs, args);
-        if (!parsed.success) return refused("bad_arguments", "args", `${family}.put takes {key, json} or {key, bytes (base64)}`);
+        const parsed = v.safeParse(KvPutArgs, args);
+        if (!parsed.success) return refused("bad_arguments", "args", kvUsage(family).put);
         const { key } = parsed.output;
         let entry: Stored;
         if ("json" in parsed.output) {

@@ -1,0 +1,155 @@
+/**
+ * Extensions' `kv` and `skv` on a fleet, over a real PostgreSQL server: the
+ * keys are the fleet's, so one host reads what another wrote, and the
+ * `[limits] kv_bytes` quota holds across hosts — puts racing from two hosts'
+ * connections never leave more than the quota stored. The fleet's keys behave
+ * as the home's store does (the same probes against both give the same
+ * answers: sizes, bytewise order, exact prefixes).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Broker } from "../../broker/broker.js";
+import { FleetMember } from "../../broker/fleet.js";
+import { createLogger } from "../../broker/base/log.js";
+import { KvRepository, type KvSpace } from "../../broker/store/kv-repository.js";
+import type { KvStorage } from "../../broker/store/kv-storage.js";
+import { openStore, type Store } from "../../broker/store/open.js";
+import { FleetKv } from "../../broker/store/pg/fleet-kv.js";
+import { openPgStore, type PgStore } from "../../broker/store/pg/open.js";
+import { freshDatabase } from "../support/pg-database.js";
+import { REPO } from "../support/satellites.js";
+import { envOptions } from "../support/env-options.js";
+import { until } from "../support/wait.js";
+
+const KEEPER = join(REPO, "tests/integration/fixtures/keeper");
+let url: string;
+const homes: string[] = [];
+const hosts: Array<{ broker: Broker; member: FleetMember }> = [];
+const stores: PgStore[] = [];
+
+beforeEach(async () => {
+  url = await freshDatabase("tether_fleet_kv");
+});
+
+afterEach(async () => {
+  for (const { broker, member } of hosts.splice(0)) {
+    await member.close();
+    await broker.destroy();
+  }
+  for (const s of stores.splice(0)) await s.close();
+  for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
+});
+
+async function host(name: string, options: { listen?: boolean } = {}): Promise<{ broker: Broker; member: FleetMember }> {
+  const home = mkdtempSync(join(tmpdir(), `tether-fleet-kv-${name}-`));
+  homes.push(home);
+  const broker = Broker.open({ ...envOptions(), home, log: createLogger({ level: "error" }), extensionLogs: false });
+  const member = await FleetMember.join(broker, { url, host: name, pollMs: 200, ...options });
+  hosts.push({ broker, member });
+  return { broker, member };
+}
+
+/** The keeper's JSON answer for one tool call on `broker`. */
+async function keeper(broker: Broker, tool: string, args: object): Promise<Record<string, unknown>> {
+  const outcome = await broker.callTool("keeper", tool, JSON.stringify(args), { session: "s1" });
+  if (!outcome.ok) throw new Error(`keeper/${tool}: ${outcome.error.code}: ${outcome.error.msg}`);
+  const block = outcome.value.content.find((c) => c.type === "json");
+  return (block as { json: Record<string, unknown> }).json;
+}
+
+test("one host reads what another wrote, and the quota (1024 bytes) counts every host's keys", async () => {
+  const a = await host("a", { listen: false });
+  const b = await host("b");
+  await a.broker.registry.install(KEEPER);
+  a.broker.registry.approve("keeper");
+  await a.member.publish();
+  await until("host b to see the approval", () => b.broker.registry.get("keeper") !== null && b.broker.registry.status(b.broker.registry.get("keeper")!) === "approved");
+
+  const big = "x".repeat(400);
+  expect(await keeper(a.broker, "put", { key: "k1", value: big })).toMatchObject({ ok: true });
+  expect(await keeper(b.broker, "get", { key: "k1" })).toEqual({ ok: true, value: big });
+  expect(await keeper(b.broker, "put", { key: "k2", value: big })).toMatchObject({ ok: true });
+  // 2 × (402 + 2) stored; a third would be 1212 > 1024, whichever host asks.
+  const refused = await keeper(a.broker, "put", { key: "k3", value: big });
+  expect(refused).toMatchObject({ ok: false, code: "denied" });
+  expect(String(refused.message)).toMatch(/storage quota of 1024 bytes would be exceeded \(1212 bytes\)/);
+  expect(await keeper(a.broker, "list", {})).toEqual({ ok: true, keys: ["k1", "k2"] });
+  expect(await keeper(a.broker, "del", { key: "k1" })).toMatchObject({ ok: true, existed: true });
+  expect(await keeper(b.broker, "list", {})).toEqual({ ok: true, keys: ["k2"] });
+  expect(await keeper(b.broker, "put", { key: "k3", value: big })).toMatchObject({ ok: true });
+  // A key PostgreSQL's text cannot hold is refused in the broker's words, as on a broker on its own.
+  const nul = await keeper(a.broker, "put", { key: "a\u0000b", value: 1 });
+  expect(nul).toMatchObject({ ok: false });
+  expect(String(nul.message)).toMatch(/NUL/);
+  // Neither home's own store holds the keys: they are the fleet's.
+  for (const h of [a, b]) expect(h.broker.store.sqlite.prepare("select count(*) as n from kv").get()).toEqual({ n: 0 });
+});
+
+test("puts racing from two hosts' connections, in kv and in two sessions' skv, never store more than the quota", async () => {
+  const hostA = await openPgStore(url);
+  const hostB = await openPgStore(url);
+  stores.push(hostA, hostB);
+  const kvs = [new FleetKv(hostA), new FleetKv(hostB)];
+  const quota = 2000;
+  const spaces: KvSpace[] = [
+    { extension: "racer", session: null },
+    { extension: "racer", session: "s1" },
+    { extension: "racer", session: "s2" },
+  ];
+  // 60 distinct keys of 100..199 bytes each (about 9 KB asked for, 2 KB allowed), all at once.
+  const puts = Array.from({ length: 60 }, (_, i) => {
+    const key = `key-${String(i).padStart(2, "0")}`;
+    const value = Buffer.alloc(100 + ((i * 37) % 100), i);
+    return { kv: kvs[i % 2]!, space: spaces[i % 3]!, key, size: value.length + key.length, value };
+  });
+  const outcomes = await Promise.all(puts.map((p) => p.kv.put(p.space, p.key, { value: p.value, encoding: "bytes" }, quota)));
+  const written = puts.filter((_, i) => outcomes[i]!.written);
+  const used = await kvs[0]!.used("racer");
+  expect(used).toBe(written.reduce((n, p) => n + p.size, 0));
+  expect(used).toBeLessThanOrEqual(quota);
+  expect(written.length).toBeGreaterThan(0);
+  expect(written.length).toBeLessThan(puts.length);
+  // Every refusal was right when it was decided: what it would have made exceeds the quota.
+  for (const o of outcomes) if (!o.written) expect(o.after).toBeGreaterThan(quota);
+  // Another extension's bytes are its own.
+  expect(await kvs[1]!.put({ extension: "other", session: null }, "k", { value: Buffer.alloc(1500), encoding: "bytes" }, quota)).toEqual({ written: true });
+});
+
+test("the fleet's keys answer every probe as the home's store does: sizes, bytewise order, exact prefixes", async () => {
+  const pgStore = await openPgStore(url);
+  stores.push(pgStore);
+  const dir = mkdtempSync(join(tmpdir(), "tether-fleet-kv-lite-"));
+  homes.push(dir);
+  const lite: Store = openStore(join(dir, "tether.db"));
+  try {
+    const both: Array<[string, KvStorage]> = [
+      ["sqlite", new KvRepository(lite)],
+      ["postgres", new FleetKv(pgStore)],
+    ];
+    // Keys chosen for what differs between stores: case, LIKE's wildcards, escapes, multi-byte and astral characters, prefixes of each other.
+    const keys = ["a", "A", "ab", "a%", "a_", "a\\", "a\\%", "%", "_x", "é", "e\u0301", "日本", "日本語", "😀", "😀x", "z", "Z", "a b", "a\tb", "ÿ", "\u00a0"];
+    const space = (session: string | null): KvSpace => ({ extension: "probe", session });
+    const answers = await Promise.all(
+      both.map(async ([name, kv]) => {
+        const out: unknown[] = [];
+        for (const [i, key] of keys.entries()) {
+          const session = i % 2 === 0 ? null : "s";
+          out.push(await kv.put(space(session), key, { value: Buffer.from(JSON.stringify(i)), encoding: "json" }, 1_000_000));
+        }
+        out.push(await kv.used("probe"));
+        // Every prefix of every key (and a few that match nothing), in both spaces, with two limits.
+        const prefixes = new Set<string>(["", "q", "a%x", "A_"]);
+        for (const key of keys) for (let n = 1; n <= key.length; n++) prefixes.add(key.slice(0, n));
+        for (const prefix of prefixes) for (const session of [null, "s"]) for (const limit of [1, 100]) out.push([prefix, session, limit, await kv.list(space(session), prefix, limit)]);
+        for (const key of keys) for (const session of [null, "s"]) out.push(await kv.get(space(session), key));
+        for (const key of keys.slice(0, 5)) out.push(await kv.delete(space(null), key), await kv.delete(space("s"), key));
+        out.push(await kv.used("probe"));
+        return { name, out: JSON.stringify(out, (_k, v: unknown) => (v !== null && typeof v === "object" && (v as { type?: string }).type === "Buffer" ? Buffer.from((v as { data: number[] }).data).toString("hex") : v)) };
+      }),
+    );
+    expect(answers[1]!.out).toEqual(answers[0]!.out);
+  } finally {
+    lite.close();
+  }
+});
