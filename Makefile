@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_MODULES := node_modules/.package-lock.json
 JEST := node --experimental-vm-modules node_modules/jest/bin/jest.js
 
-.PHONY: sandbox postgres browser all install build typecheck test unit integration jail-test fleet-test bench demo doctor clean
+.PHONY: sandbox postgres browser all install build typecheck test unit integration jail-test fleet-test browser-test bench demo doctor clean
 
 all: build
 
@@ -64,8 +64,8 @@ build: $(NODE_MODULES)
 typecheck: $(NODE_MODULES)
 	npx tsc -p tsconfig.json --noEmit
 
-test: $(NODE_MODULES) sandbox postgres typecheck
-	$(JEST) --selectProjects unit integration jail fleet
+test: $(NODE_MODULES) sandbox postgres browser typecheck
+	$(JEST) --selectProjects unit integration jail fleet browser
 	bash tests/support/jail-unprivileged.sh
 
 unit: $(NODE_MODULES)
@@ -80,6 +80,9 @@ jail-test: $(NODE_MODULES) sandbox
 
 fleet-test: $(NODE_MODULES) postgres
 	$(JEST) --selectProjects fleet
+
+browser-test: $(NODE_MODULES) browser
+	$(JEST) --selectProjects browser
 
 bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/invoke.ts
