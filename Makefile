@@ -96,8 +96,9 @@ bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/vs-mcp.ts
 	npx tsx bench/scale.ts
 
+# CONSOLE=1: then the operator console over the demo's home for a minute (broker/demo/console.ts).
 demo: $(NODE_MODULES) sandbox
-	npx tsx broker/demo/run.ts
+	npx tsx broker/demo/run.ts$(if $(CONSOLE), --console)
 
 clean:
 	rm -rf dist
