@@ -161,6 +161,14 @@ afterAll(async () => {
 
 const posts = (s: Site) => s.seen.filter((r) => r.method === "POST" && r.path === "/console/action");
 
+test("Chromium's own sandbox is on, except as root (where it cannot start)", async () => {
+  const page = await browser.page();
+  await page.goto("chrome://sandbox");
+  const status = (await page.locator("body").innerText()).replace(/\s+/g, " ");
+  if (process.getuid?.() === 0) expect(status).toContain("You are NOT adequately sandboxed");
+  else expect(status).toContain("You are adequately sandboxed");
+});
+
 describe("the console's Content-Security-Policy", () => {
   test("runs the same-origin script and sheet; refuses the inline script and style, and the page hears it", async () => {
     const page = await browser.page();

@@ -55,10 +55,11 @@ export function screenshotDir(env: NodeJS.ProcessEnv = process.env): string {
 /** Chromium's command-line switches for the tests. */
 export function chromiumArgs(asRoot = process.getuid?.() === 0): string[] {
   return [
-    // Chromium's own sandbox (namespaces, seccomp) refuses to start as root. The tests
-    // only ever load pages they serve themselves on loopback — never content from
-    // elsewhere — and the proxy below makes anything else unreachable, so running it
-    // without its sandbox there exposes nothing.
+    // Chromium's own sandbox (namespaces, seccomp) refuses to start as root: there it
+    // runs without it. The tests only ever load pages they serve themselves on
+    // loopback — never content from elsewhere — and the proxy below makes anything
+    // else unreachable, so that exposes nothing. As any other user the sandbox stays
+    // on (see `launchChromium`).
     ...(asRoot ? ["--no-sandbox"] : []),
     // Loopback only: every request that is not to loopback goes to a proxy at
     // 127.0.0.1:9, where nothing listens, and fails (ERR_PROXY_CONNECTION_FAILED);
@@ -73,7 +74,9 @@ export function chromiumArgs(asRoot = process.getuid?.() === 0): string[] {
 export async function launchChromium(): Promise<Browser> {
   const executablePath = findChromium();
   try {
-    return await chromium.launch({ executablePath, headless: true, args: chromiumArgs() });
+    // chromiumSandbox: true, or playwright itself adds --no-sandbox for every user;
+    // chromiumArgs() turns it off as root only.
+    return await chromium.launch({ executablePath, headless: true, chromiumSandbox: true, args: chromiumArgs() });
   } catch (err) {
     throw new Error(`cannot launch ${executablePath} headless: ${(err as Error).message}`);
   }
