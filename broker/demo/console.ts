@@ -10,16 +10,8 @@ import { Broker, type BrokerOptions } from "../broker.js";
 import { createLogger } from "../base/log.js";
 import { ServeServer } from "../serve/server.js";
 
-/** How long the console stays up unless TETHER_DEMO_CONSOLE_MS says otherwise. */
+/** How long the console stays up unless TETHER_DEMO_CONSOLE_MS says otherwise (read by broker/cli/environment.ts). */
 export const CONSOLE_MS = 60_000;
-
-/** How long to keep the console up: TETHER_DEMO_CONSOLE_MS (milliseconds, 0 or more), else a minute; throws on anything else. */
-export function consoleMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.TETHER_DEMO_CONSOLE_MS;
-  if (raw === undefined || raw === "") return CONSOLE_MS;
-  if (!/^\d{1,9}$/.test(raw)) throw new Error(`TETHER_DEMO_CONSOLE_MS takes a number of milliseconds, not '${raw}'`);
-  return Number(raw);
-}
 
 export interface ConsoleDemoOptions {
   /** The broker's options: the demo's home and environment. */

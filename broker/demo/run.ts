@@ -12,13 +12,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Broker } from "../broker.js";
 import { createLogger } from "../base/log.js";
-import { readEnvironment } from "../cli/environment.js";
+import { readDemoConsoleMs, readEnvironment } from "../cli/environment.js";
 import { queryAudit, queryHookTraces, renderAudit, type HookTraceEntry } from "../cli/audit.js";
 import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
 import { buildReview, renderReview } from "../registry/review.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { Session, type ExtensionStatus } from "../sessions/session.js";
-import { consoleDemo, consoleMs } from "./console.js";
+import { CONSOLE_MS, consoleDemo } from "./console.js";
 import { credentialsDemo } from "./credentials.js";
 import { sessionKindsDemo } from "./session-kinds.js";
 import { storageDemo } from "./storage.js";
@@ -33,7 +33,7 @@ if (args.some((a) => a !== "--console")) {
 const withConsole = args.includes("--console");
 let holdMs = 0;
 try {
-  if (withConsole) holdMs = consoleMs();
+  if (withConsole) holdMs = readDemoConsoleMs() ?? CONSOLE_MS;
 } catch (err) {
   console.error(`demo: ${(err as Error).message}`);
   process.exit(2);
