@@ -169,6 +169,13 @@ test("Chromium's own sandbox is on, except as root (where it cannot start)", asy
   else expect(status).toContain("You are adequately sandboxed");
 });
 
+test("Chromium reaches loopback only: anything else goes to a proxy where nothing listens", async () => {
+  for (const url of ["http://example.com/", "http://192.0.2.1/", "https://10.0.0.1/"]) {
+    await expect((await browser.page()).goto(url)).rejects.toThrow("net::ERR_PROXY_CONNECTION_FAILED");
+  }
+  await expect((await browser.page()).goto(`${server.origin}/console/whoami`).then((r) => r?.status())).resolves.toBe(200);
+});
+
 describe("the console's Content-Security-Policy", () => {
   test("runs the same-origin script and sheet; refuses the inline script and style, and the page hears it", async () => {
     const page = await browser.page();
