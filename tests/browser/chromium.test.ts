@@ -1,7 +1,10 @@
 /**
  * The real browser, and what the operator console's defences rely on it doing
- * (docs/browser-tests.md), against loopback HTTP servers started here:
+ * (docs/browser-tests.md), against loopback HTTP servers started here (code
+ * run in the page is written as strings: the project's types have no DOM):
  *
+ * - the test browser itself: Chromium's sandbox on except as root, and nothing
+ *   but loopback reachable (tests/support/browser.ts);
  * - the console's Content-Security-Policy: a same-origin script and style
  *   apply; an inline `<script>` and `<style>` in the same page do not, and the
  *   page hears a `securitypolicyviolation` (Chromium logs it too);
