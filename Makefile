@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_MODULES := node_modules/.package-lock.json
 JEST := node --experimental-vm-modules node_modules/jest/bin/jest.js
 
-.PHONY: sandbox postgres all install build typecheck test unit integration jail-test fleet-test bench demo doctor clean
+.PHONY: sandbox postgres browser all install build typecheck test unit integration jail-test fleet-test browser-test bench demo doctor clean
 
 all: build
 
@@ -45,14 +45,27 @@ postgres:
 	    ( $(PG_FOUND) ) || { echo "the postgresql package did not provide initdb, pg_ctl, postgres, pg_isready and psql under /usr/lib/postgresql/<version>/bin"; exit 1; }; \
 	  else echo "missing: the PostgreSQL server (initdb, pg_ctl, postgres) — run 'sudo apt-get install -y postgresql' (the fleet tests start a throwaway one)"; exit 1; fi; }
 
+# A real browser for the browser tests (tests/support/browser.ts, docs/browser-tests.md):
+# Debian's `chromium`, driven by playwright-core (which downloads no browser of its own).
+# TETHER_CHROMIUM names another binary. Installed when missing and we may (root);
+# otherwise say how.
+browser:
+	@chromium="$${TETHER_CHROMIUM:-/usr/bin/chromium}"; \
+	[ -x "$$chromium" ] || { \
+	  if [ -n "$$TETHER_CHROMIUM" ]; then echo "TETHER_CHROMIUM=$$TETHER_CHROMIUM is not an executable file (unset it to use Debian's chromium)"; exit 1; \
+	  elif [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium || exit 1; \
+	    [ -x /usr/bin/chromium ] || { echo "the chromium package did not provide /usr/bin/chromium"; exit 1; }; \
+	  else echo "missing: Chromium (/usr/bin/chromium) — run 'sudo apt-get install -y chromium' (or set TETHER_CHROMIUM to a Chromium binary)"; exit 1; fi; }
+
 build: $(NODE_MODULES)
 	npx tsc -p tsconfig.build.json
 
 typecheck: $(NODE_MODULES)
 	npx tsc -p tsconfig.json --noEmit
 
-test: $(NODE_MODULES) sandbox postgres typecheck
-	$(JEST) --selectProjects unit integration jail fleet
+test: $(NODE_MODULES) sandbox postgres browser typecheck
+	$(JEST) --selectProjects unit integration jail fleet browser
 	bash tests/support/jail-unprivileged.sh
 
 unit: $(NODE_MODULES)
@@ -68,6 +81,9 @@ jail-test: $(NODE_MODULES) sandbox
 fleet-test: $(NODE_MODULES) postgres
 	$(JEST) --selectProjects fleet
 
+browser-test: $(NODE_MODULES) browser
+	$(JEST) --selectProjects browser
+
 bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/invoke.ts
 	npx tsx bench/ledger.ts
@@ -81,8 +97,9 @@ bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/vs-mcp.ts
 	npx tsx bench/scale.ts
 
+# CONSOLE=1: then the operator console over the demo's home for a minute (broker/demo/console.ts).
 demo: $(NODE_MODULES) sandbox
-	npx tsx broker/demo/run.ts
+	npx tsx broker/demo/run.ts$(if $(CONSOLE), --console)
 
 clean:
 	rm -rf dist

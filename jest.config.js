@@ -27,5 +27,7 @@ export default {
       globalSetup: "<rootDir>/tests/support/postgres-global-setup.mjs",
       globalTeardown: "<rootDir>/tests/support/postgres-global-teardown.mjs",
     },
+    // Real Chromium (Debian's, driven by playwright-core): tests/support/browser.ts, docs/browser-tests.md.
+    { ...common, displayName: "browser", testMatch: ["<rootDir>/tests/browser/**/*.test.ts"], globalSetup: "<rootDir>/tests/support/browser-global-setup.mjs" },
   ],
 };

@@ -92,3 +92,15 @@ export function readEnvironment(env: Readonly<Record<string, string | undefined>
   }
   return options as EnvironmentOptions;
 }
+
+/**
+ * The demo's console (`make demo CONSOLE=1`, broker/demo/console.ts): how long it
+ * stays up, from TETHER_DEMO_CONSOLE_MS (milliseconds, 0 or more); undefined when
+ * unset (the demo's default applies). Not a broker option: only the demo reads it.
+ */
+export function readDemoConsoleMs(env: Readonly<Record<string, string | undefined>> = process.env): number | undefined {
+  const raw = env.TETHER_DEMO_CONSOLE_MS;
+  if (raw === undefined || raw === "") return undefined;
+  if (!/^\d{1,9}$/.test(raw)) throw new EnvironmentError([{ variable: "TETHER_DEMO_CONSOLE_MS", message: `TETHER_DEMO_CONSOLE_MS must be a number of milliseconds (0 or more), not '${raw}'` }]);
+  return Number(raw);
+}

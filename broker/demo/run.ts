@@ -1,5 +1,7 @@
 /**
  * `make demo`: the whole story in one readable run, on real jailed satellites.
+ * With `--console` (`make demo CONSOLE=1`), then the operator console over the
+ * demo's home for a minute (broker/demo/console.ts) before the home is removed.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -10,17 +12,32 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Broker } from "../broker.js";
 import { createLogger } from "../base/log.js";
-import { readEnvironment } from "../cli/environment.js";
+import { readDemoConsoleMs, readEnvironment } from "../cli/environment.js";
 import { queryAudit, queryHookTraces, renderAudit, type HookTraceEntry } from "../cli/audit.js";
 import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
 import { buildReview, renderReview } from "../registry/review.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { Session, type ExtensionStatus } from "../sessions/session.js";
+import { CONSOLE_MS, consoleDemo } from "./console.js";
 import { credentialsDemo } from "./credentials.js";
 import { sessionKindsDemo } from "./session-kinds.js";
 import { storageDemo } from "./storage.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const USAGE = "usage: npx tsx broker/demo/run.ts [--console]   (make demo [CONSOLE=1])";
+const args = process.argv.slice(2);
+if (args.some((a) => a !== "--console")) {
+  console.error(`demo: unknown argument ${args.find((a) => a !== "--console")}\n${USAGE}`);
+  process.exit(2);
+}
+const withConsole = args.includes("--console");
+let holdMs = 0;
+try {
+  if (withConsole) holdMs = readDemoConsoleMs() ?? CONSOLE_MS;
+} catch (err) {
+  console.error(`demo: ${(err as Error).message}`);
+  process.exit(2);
+}
 const home = mkdtempSync(join(tmpdir(), "tether-demo-"));
 
 function step(title: string): void {
@@ -245,8 +262,13 @@ async function main(): Promise<void> {
     if (session !== null) await session.close();
     await broker.close();
     weatherService.close();
+    console.log(withConsole ? "  all satellites stopped" : "  all satellites stopped; temporary home removed");
+    if (!withConsole) rmSync(home, { recursive: true, force: true });
+  }
+  if (withConsole) {
+    await consoleDemo({ broker: { ...environment, home, graceMs: 250 }, holdMs, step });
     rmSync(home, { recursive: true, force: true });
-    console.log("  all satellites stopped; temporary home removed");
+    console.log("  console closed; temporary home removed");
   }
 }
 

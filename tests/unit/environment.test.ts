@@ -3,7 +3,7 @@
  * becomes a broker option, once; a value a variable does not accept is refused,
  * naming the variable and what it takes.
  */
-import { EnvironmentError, readEnvironment, TETHER_VARIABLES } from "../../broker/cli/environment.js";
+import { EnvironmentError, readDemoConsoleMs, readEnvironment, TETHER_VARIABLES } from "../../broker/cli/environment.js";
 
 test("an empty environment sets nothing: every option keeps the library's default", () => {
   expect(readEnvironment({})).toEqual({});
@@ -70,4 +70,15 @@ test("every bad variable is named at once", () => {
   expect(() => readEnvironment({ TETHER_LOG: "loud", TETHER_CGROUP: "v9" })).toThrow(
     "TETHER_LOG must be debug, info, warn, error, not 'loud'; TETHER_CGROUP must be auto, none, v1, v2, not 'v9'",
   );
+});
+
+test("TETHER_DEMO_CONSOLE_MS: how long make demo CONSOLE=1 keeps the console up, in ms; not a broker option", () => {
+  expect(readDemoConsoleMs({})).toBeUndefined();
+  expect(readDemoConsoleMs({ TETHER_DEMO_CONSOLE_MS: "" })).toBeUndefined();
+  expect(readDemoConsoleMs({ TETHER_DEMO_CONSOLE_MS: "0" })).toBe(0);
+  expect(readDemoConsoleMs({ TETHER_DEMO_CONSOLE_MS: "1500" })).toBe(1500);
+  for (const bad of ["1.5", "-1", "1s", "9999999999"]) {
+    expect(() => readDemoConsoleMs({ TETHER_DEMO_CONSOLE_MS: bad })).toThrow(new EnvironmentError([{ variable: "TETHER_DEMO_CONSOLE_MS", message: `TETHER_DEMO_CONSOLE_MS must be a number of milliseconds (0 or more), not '${bad}'` }]));
+  }
+  expect(readEnvironment({ TETHER_DEMO_CONSOLE_MS: "1500" })).toEqual({});
 });
