@@ -51,6 +51,8 @@ export interface SessionFleet {
   openSession(id: string): Promise<void>;
   /** After it closed here (or failed to open): ships its state and lets its lease go. */
   closeSession(id: string): Promise<void>;
+  /** Sends the fleet what was changed in this host's registry (an approval, a revocation, an uninstall); false when nothing had changed. */
+  publish(): Promise<boolean>;
 }
 
 /** A call made through the broker itself: the session it belongs to is named, always. */

@@ -15,8 +15,9 @@ export interface Uninstalled {
   readonly data: ExtensionData;
 }
 
-export function runUninstall(broker: Broker, name: string, purge: boolean): { result: Uninstalled; text: string } {
-  broker.registry.uninstall(name);
+/** What `tether uninstall` does; the console's uninstall calls it too. `by`: who revokes (default: the registry's operator name). */
+export function runUninstall(broker: Broker, name: string, purge: boolean, by?: string): { result: Uninstalled; text: string } {
+  broker.registry.uninstall(name, by !== undefined ? { by } : {});
   const data = extensionData(broker.store, broker.home, name);
   if (purge) purgeExtensionData(broker.store, broker.home, name);
   const lines = describeData(data).map((l) => `  ${l}`);
