@@ -24,7 +24,7 @@ import { requestedGrants } from "../registry/grants.js";
 import { describeData, extensionData, holdsData } from "../store/extension-data.js";
 import { tokenMatches } from "../serve/token.js";
 import { ASSETS_PREFIX, assetAt } from "./assets.js";
-import { activity, auditPage, callDetail, type AuditPageFilter } from "./audit-query.js";
+import { activity, auditPage, callDetail, type AuditPageFilter } from "../store/audit-pages.js";
 import { ConsoleSessions, clearedCookie, crossSiteProblem, csrfMatches, hostProblem, overTls, sessionCookie, type ConsoleSession } from "./auth.js";
 import { ActionForm, ApproveForm, FormError, LoginForm, parseForm, readForm, type Fields } from "./form.js";
 import { redirect, send } from "./headers.js";

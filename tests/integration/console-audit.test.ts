@@ -6,7 +6,7 @@
  * activity chart with calls, refusals and crashes per extension.
  */
 import { Session } from "../../broker/sessions/session.js";
-import { PAGE_SIZE } from "../../broker/console/audit-query.js";
+import { PAGE_SIZE } from "../../broker/store/audit-pages.js";
 import { invocations } from "../../broker/store/schema.js";
 import { ConsoleClient, startConsole, type ConsoleRig } from "./support/console-client.js";
 

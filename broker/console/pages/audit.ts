@@ -5,7 +5,7 @@
  * traces about it (`tether audit`, `tether audit --hooks`).
  */
 import { html } from "htm/preact";
-import type { Activity, AuditPage, CallDetail, CapRow } from "../audit-query.js";
+import type { Activity, AuditPage, CallDetail, CapRow } from "../../store/audit-pages.js";
 import { activityChart } from "./chart.js";
 import { page, shown, when, type Chrome } from "./layout.js";
 

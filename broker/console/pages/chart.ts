@@ -5,7 +5,7 @@
  * one scale, so rows compare.
  */
 import { html } from "htm/preact";
-import type { Activity } from "../audit-query.js";
+import type { Activity } from "../../store/audit-pages.js";
 import { shown, when } from "./layout.js";
 
 const WIDTH = 960;

@@ -6,8 +6,8 @@
  * draws. Read-only, straight from the store `tether audit` reads.
  */
 import { and, count, desc, eq, gte, lte, or, sql, type SQL } from "drizzle-orm";
-import type { Store } from "../store/open.js";
-import { capAudit, hookTraces, invocations } from "../store/schema.js";
+import type { Store } from "./open.js";
+import { capAudit, hookTraces, invocations } from "./schema.js";
 
 export interface AuditPageFilter {
   readonly extension?: string | undefined;
