@@ -21,6 +21,7 @@ import { parseSince, SinceError } from "../cli/audit.js";
 import { reviewFor } from "../cli/review.js";
 import { runUninstall } from "../cli/uninstall.js";
 import { requestedGrants } from "../registry/grants.js";
+import { sourceDiffs } from "../registry/source-changes.js";
 import { describeData, extensionData, holdsData } from "../store/extension-data.js";
 import { tokenMatches } from "../serve/token.js";
 import { ASSETS_PREFIX, assetAt } from "./assets.js";
@@ -49,6 +50,8 @@ export interface ConsoleOptions {
   readonly sessions: LiveSessions;
   /** How long a console session lasts without a request (default 30 minutes). */
   readonly idleMs?: number;
+  /** False once the server is shutting down: the console then answers 503. */
+  readonly accepting?: () => boolean;
 }
 
 /** Whether a request's path is the console's. */
@@ -74,8 +77,10 @@ export class ConsoleHttp {
   readonly #log: Logger;
   readonly #live: LiveSessions;
   readonly #sessions: ConsoleSessions;
+  readonly #accepting: () => boolean;
 
   constructor(options: ConsoleOptions) {
+    this.#accepting = options.accepting ?? (() => true);
     this.#broker = options.broker;
     this.#token = options.token;
     this.#log = options.log;
@@ -90,6 +95,7 @@ export class ConsoleHttp {
       const path = url.pathname;
       const host = hostProblem(req);
       if (host !== null) throw new Refusal(403, "Refused", `${host}: open the console at http://127.0.0.1:<port>/console/`);
+      if (!this.#accepting()) throw new Refusal(503, "Shutting down", "tether serve is shutting down: nothing was changed");
       const method = req.method ?? "GET";
       const get = method === "GET" || method === "HEAD";
       if (!get && method !== "POST") throw new Refusal(405, "Method not allowed", `${method} is not a method the console answers`);
@@ -167,7 +173,8 @@ export class ConsoleHttp {
     if (ext !== null) {
       const name = segment(ext[1]!);
       const { installed, review } = reviewFor(this.#broker, name);
-      return send(res, 200, reviewPage({ installed, review, approval: registry.latestApproval(name) }, this.#chrome(session)));
+      const sources = sourceDiffs(review.changes?.sources ?? [], (sha) => registry.sourceContent(sha));
+      return send(res, 200, reviewPage({ installed, review, approval: registry.latestApproval(name), sources }, this.#chrome(session)));
     }
     if (path === `${CONSOLE_PREFIX}/audit`) {
       const { filter, text, problem } = auditFilter(query);

@@ -243,6 +243,11 @@ describe("an upgrade", () => {
     expect(diff).toMatch(/<li class="widening">\+ network: GET https:\/\/more\.example\.com\/<\/li>/);
     expect(diff).toMatch(/<li class="widening">\+ tool: poke<\/li>/);
     expect(text).toMatch(/<li data-rule="GET https:\/\/more\.example\.com\/" class="widening">/);
+    // What tether review --diff adds: how each source file changed.
+    const sources = /<section id="source-diff">([^]*?)<\/section>/.exec(text)?.[1] ?? "";
+    expect(sources).toContain('<details data-path="index.ts">');
+    expect(sources).toMatch(/<span class="add">\+export const tools = \{ look: \(\) => &quot;looked&quot;, poke: \(\) => &quot;poked&quot; \};/);
+    expect(sources).toContain('<details data-path="manifest.toml">');
     const confirm = await client.post("/console/ext/mesh/approve", { rule: ["GET https://more.example.com/", ...RULES] });
     expect(confirm.text).toContain("This upgrade asks for MORE than was approved");
   });

@@ -8,6 +8,7 @@
  */
 import { html } from "htm/preact";
 import type { Approval, Installed } from "../../registry/registry.js";
+import type { SourceDiff } from "../../registry/source-changes.js";
 import { reviewLines, type Review, type ReviewLine, type ReviewSection } from "../../registry/review.js";
 import { csrfField, extensionHref, page, shown, when, type Chrome } from "./layout.js";
 
@@ -62,9 +63,27 @@ export interface ReviewPage {
   readonly review: Review;
   /** The latest approval (revoked or not). */
   readonly approval: Approval | null;
+  /** On an upgrade, how each source file changed (what `tether review --diff` adds). */
+  readonly sources: readonly SourceDiff[];
 }
 
-export function reviewPage({ installed, review, approval }: ReviewPage, chrome: Chrome): string {
+/** `tether review --diff`'s part: each changed file's unified diff, its control characters written out. */
+function sourceSection(sources: readonly SourceDiff[]) {
+  if (sources.length === 0) return null;
+  return html`<section id="source-diff">
+    <h2>Source changes since the approval</h2>
+    ${sources.map(
+      (d) => html`<details data-path=${d.path}>
+        <summary><code>${shown(d.path)}</code> (${d.change})</summary>
+        ${d.unified === null || d.unified === undefined
+          ? html`<p class="muted">${shown(d.note ?? "")}</p>`
+          : html`<pre class="mono">${d.unified.split(/\r?\n/).map((line) => html`<span class=${line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : undefined}>${shown(line)}${"\n"}</span>`)}</pre>`}
+      </details>`,
+    )}
+  </section>`;
+}
+
+export function reviewPage({ installed, review, approval, sources }: ReviewPage, chrome: Chrome): string {
   const lines = reviewLines(review, installed);
   const [title, status] = lines.filter((l) => l.section === "summary" && l.text !== "");
   const name = review.name;
@@ -86,6 +105,7 @@ export function reviewPage({ installed, review, approval }: ReviewPage, chrome: 
       <p id="status"><span class=${`status status-${review.status}`}>${review.status}</span> ${shown((status?.text ?? "").replace(/^status: \w+/, ""))}
         ${approval !== null ? html`<span class="muted"> · latest approval by ${shown(approval.approvedBy)} at ${when(approval.approvedAt)}</span>` : null}</p>
       ${sections}
+      ${sourceSection(sources)}
       <div class="actions">
         <form id="approve" method="post" action=${`${extensionHref(name)}/approve`}>
           ${csrfField(chrome.csrf!)}
