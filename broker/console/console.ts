@@ -118,7 +118,7 @@ export class ConsoleHttp {
       const fields = await readForm(req);
       const csrf = fields.get("csrf");
       if (csrf === undefined || csrf.length !== 1 || !csrfMatches(session, csrf[0])) throw new Refusal(403, "Refused", "The form's CSRF token is missing or is not this session's: nothing was changed. Reload the page and try again");
-      return await this.#post(path, fields, session, res);
+      return await this.#post(path, fields, session, res, overTls(req));
     } catch (err) {
       this.#failed(err, session, res);
     }
@@ -199,10 +199,10 @@ export class ConsoleHttp {
 
   // ── actions ─────────────────────────────────────────────────────────────
 
-  async #post(path: string, fields: Fields, session: ConsoleSession, res: ServerResponse): Promise<void> {
+  async #post(path: string, fields: Fields, session: ConsoleSession, res: ServerResponse, secure: boolean): Promise<void> {
     if (path === `${CONSOLE_PREFIX}/logout`) {
       this.#sessions.end(session);
-      return redirect(res, `${CONSOLE_PREFIX}/login`, { "set-cookie": clearedCookie(false) });
+      return redirect(res, `${CONSOLE_PREFIX}/login`, { "set-cookie": clearedCookie(secure) });
     }
     const ext = /^\/console\/ext\/([^/]+)\/(approve|revoke|uninstall)$/.exec(path);
     if (ext !== null) {
