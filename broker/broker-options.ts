@@ -54,6 +54,8 @@ export interface SessionFleet {
   closeSession(id: string): Promise<void>;
   /** The extensions' `kv` and `skv` keys, shared by the fleet's hosts (the quota holds across them). */
   readonly kv: KvStorage;
+  /** Sends the fleet what was changed in this host's registry (an approval, a revocation, an uninstall); false when nothing had changed. */
+  publish(): Promise<boolean>;
 }
 
 /** A call made through the broker itself: the session it belongs to is named, always. */

@@ -67,7 +67,6 @@ export const COMMANDS: readonly Command[] = [
       ctx.withBroker(async (broker) => {
         const { renderReview } = await import("../registry/review.js");
         const name = ctx.args[0]!;
-        const registry = broker.registry;
         if (ctx.values.all === true && ctx.values.only !== undefined) throw new UsageError("--only and --all do not combine: --only grants the rules named, --all every rule requested");
         const { installed, review } = (await import("./review.js")).reviewFor(broker, name);
         if (ctx.values.yes !== true) {
@@ -79,12 +78,9 @@ export const COMMANDS: readonly Command[] = [
         }
         const only = ctx.values.only as string[] | undefined;
         const progress = (line: string) => void (ctx.json ? undefined : process.stderr.write(`… ${line}\n`));
-        const approval = registry.approve(name, { ...(only !== undefined ? { onlyNet: only } : {}), all: ctx.values.all === true, progress });
-        const kept = only === undefined && approval.withheldNet.length > 0 ? `; still withheld by an earlier --only: ${approval.withheldNet.join(", ")} (--all grants it)` : "";
-        const approved = `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")}${kept})` : ` (no egress${kept})`}`;
-        // With [init]: its initializer runs now; a failure leaves the approval standing (exit 0).
-        const init = installed.manifest.init === undefined ? undefined : await broker.initialize(name, "approved");
-        ctx.out({ name, approval, ...(init !== undefined ? { init } : {}) }, init === undefined ? approved : `${approved}\n${(await import("../init/init-lines.js")).initLine(name, init)}`);
+        const { approveExtension } = await import("./approve.js");
+        const done = await approveExtension(broker, name, { ...(only !== undefined ? { only } : {}), all: ctx.values.all === true, progress });
+        ctx.out({ name, approval: done.approval, ...(done.init !== undefined ? { init: done.init } : {}) }, done.text);
         return EXIT.ok;
       }),
   },
@@ -97,9 +93,9 @@ export const COMMANDS: readonly Command[] = [
     needs: [1, "the extension name: tether revoke <name>"],
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
-        const name = ctx.args[0]!;
-        const revoked = broker.registry.revoke(name);
-        ctx.out({ name, revoked }, revoked ? `revoked ${name}; running satellites stop on their next call` : `${name} had no active approval`);
+        const { revokeExtension } = await import("./approve.js");
+        const { name, revoked, text } = revokeExtension(broker, ctx.args[0]!);
+        ctx.out({ name, revoked }, text);
         return EXIT.ok;
       }),
   },

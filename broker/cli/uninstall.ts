@@ -16,8 +16,9 @@ export interface Uninstalled {
   readonly data: ExtensionData;
 }
 
-export async function runUninstall(broker: Broker, name: string, purge: boolean): Promise<{ result: Uninstalled; text: string }> {
-  broker.registry.uninstall(name);
+/** What `tether uninstall` does; the console's uninstall calls it too. `by`: who revokes (default: the registry's operator name). */
+export async function runUninstall(broker: Broker, name: string, purge: boolean, by?: string): Promise<{ result: Uninstalled; text: string }> {
+  broker.registry.uninstall(name, by !== undefined ? { by } : {});
   const local = extensionData(broker.store, broker.home, name);
   // A fleet's host: the keys are the fleet's (every host's), the database this host's own.
   const fleet = broker.fleet?.kv;

@@ -42,6 +42,8 @@ export interface Approval {
   readonly approvedBy: string;
   readonly approvedAt: number;
   readonly revokedAt: number | null;
+  /** Who revoked it, or who approved the approval that replaced it (null: in force, or revoked before this was recorded). */
+  readonly revokedBy: string | null;
   /** Requested egress rules this approval left out (`--only`), kept out by the next approval unless it is told `all`. */
   readonly withheldNet: readonly string[];
 }
@@ -234,19 +236,20 @@ export class Registry {
       grants.net = requested.filter((rule) => !withheld.includes(rule));
     }
     const withheldNet = requested.filter((rule) => !grants.net.includes(rule));
+    const by = options.by ?? this.#operator;
     const orm = this.#store.orm;
     // Its database first: a failed migration throws here, before anything is recorded.
     const migrated = grants.storage === null ? [] : applyPending(orm, this.#home, installed, grants.storage.max_bytes, options.progress ?? (() => {}));
     orm.transaction((tx) => {
       recordApplied(tx, migrated);
-      tx.update(approvals).set({ revokedAt: Date.now() }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
+      tx.update(approvals).set({ revokedAt: Date.now(), revokedBy: by }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
       tx.insert(approvals)
         .values({
           extension: name,
           manifestHash: installed.manifestHash,
           artifactHash: installed.artifactHash,
           grants: JSON.stringify(grants),
-          approvedBy: options.by ?? this.#operator,
+          approvedBy: by,
           withheldNet: JSON.stringify(withheldNet),
         })
         .run();
@@ -270,18 +273,23 @@ export class Registry {
     return requested.filter((rule) => previous.withheldNet.includes(rule) || ungranted.includes(rule));
   }
 
-  /** Revokes the current approval; true when there was one to revoke. */
-  revoke(name: string): boolean {
+  /** Who approvals and revocations are recorded as made by when not told (the CLI's and the console's default). */
+  get operator(): string {
+    return this.#operator;
+  }
+
+  /** Revokes the current approval, recorded as revoked by `by` (default: the operator's name); true when there was one to revoke. */
+  revoke(name: string, options: { by?: string } = {}): boolean {
     this.require(name);
-    const changed = this.#store.orm.update(approvals).set({ revokedAt: Date.now() }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
+    const changed = this.#store.orm.update(approvals).set({ revokedAt: Date.now(), revokedBy: options.by ?? this.#operator }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
     this.version++;
     return changed.changes > 0;
   }
 
-  /** Removes the install (approvals stay in the history; a reinstall needs a new approval). */
-  uninstall(name: string): void {
+  /** Removes the install (approvals stay in the history, revoked by `by`; a reinstall needs a new approval). */
+  uninstall(name: string, options: { by?: string } = {}): void {
     this.require(name);
-    this.revoke(name);
+    this.revoke(name, options);
     this.#store.orm.delete(installs).where(eq(installs.name, name)).run();
     this.version++;
     this.collectUnreferenced();

@@ -65,6 +65,8 @@ export interface Review {
   readonly secrets: ReadonlyArray<{ readonly name: string; readonly set: boolean | string | null }>;
   /** Its migrations, which the database has, and what would stop approving (null: not read). */
   readonly migrations: MigrationPlan | { readonly error: string } | null;
+  /** The latest approval's revocation: who (null: not recorded) and when; null when it is not revoked. */
+  readonly revoked: { readonly by: string | null; readonly at: number } | null;
 }
 
 export function buildReview(installed: Installed, status: InstallStatus, approval: Approval | null, context: ReviewContext = {}): Review {
@@ -117,6 +119,7 @@ export function buildReview(installed: Installed, status: InstallStatus, approva
     withheld: requested.net.filter((rule) => context.withheld?.includes(rule) === true),
     secrets: requested.secrets.map((b) => ({ name: b.name, set: context.secretSet?.(b.name) ?? null })),
     migrations: context.migrations === undefined ? null : context.migrations instanceof Error ? { error: context.migrations.message } : context.migrations,
+    revoked: approval === null || approval.revokedAt === null ? null : { by: approval.revokedBy ?? null, at: approval.revokedAt },
   };
 }
 
@@ -177,14 +180,41 @@ function loginLines(installed: Installed): string[] {
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-export function renderReview(review: Review, installed: Installed): string {
-  const lines: string[] = [];
+/** Where a line of the review belongs: the console shows each in its own section, `tether review` prints them in this order. */
+export type ReviewSection = "summary" | "rules" | "secrets" | "tools" | "hooks" | "commands" | "contributions" | "logins" | "limits" | "storage" | "migrations" | "init" | "diff" | "next";
+
+/** One line of the review as `tether review` prints it, with what the console needs to place and mark it. */
+export interface ReviewLine {
+  readonly section: ReviewSection;
+  /** The line as printed (before control characters are written out); "" between parts. */
+  readonly text: string;
+  /** On an egress rule's lines: the rule as written in the manifest. */
+  readonly rule?: string;
+  /** Set on what asks for more than was approved (a [NEW] item, a `+` line of the diff). */
+  readonly widening?: boolean;
+  /** A detail of the line above it (what a rule means, what a hook sees). */
+  readonly detail?: boolean;
+}
+
+/** Who revoked the approval and when, for a revoked extension. */
+function revokedNote(review: Review): string {
+  if (review.status !== "revoked" || review.revoked === null) return "";
+  return ` — revoked${review.revoked.by === null ? "" : ` by ${review.revoked.by}`} at ${new Date(review.revoked.at).toISOString()}`;
+}
+
+/** The review's lines, each in its section: `renderReview` prints them, the console shows them. */
+export function reviewLines(review: Review, installed: Installed): ReviewLine[] {
+  const lines: ReviewLine[] = [];
+  const push = (section: ReviewSection, text: string, extra: Omit<ReviewLine, "section" | "text"> = {}) => {
+    const widening = extra.widening ?? text.includes("[NEW]");
+    lines.push({ section, text, ...extra, ...(widening ? { widening } : {}) });
+  };
   const r = review.requested;
-  lines.push(`${review.name} ${review.version} — ${review.description}`);
-  lines.push(`status: ${review.status}`);
-  lines.push("");
-  lines.push("It can reach:");
-  if (r.net.length === 0) lines.push("  the network: nothing (no egress rules)");
+  push("summary", `${review.name} ${review.version} — ${review.description}`);
+  push("summary", `status: ${review.status}${revokedNote(review)}`);
+  push("summary", "");
+  push("rules", "It can reach:");
+  if (r.net.length === 0) push("rules", "  the network: nothing (no egress rules)");
   else
     for (const rule of r.net) {
       const tag = review.diff?.addedNet.includes(rule)
@@ -194,46 +224,55 @@ export function renderReview(review: Review, installed: Installed): string {
           : review.withheld.includes(rule)
             ? "   (withheld by an earlier --only: approving keeps it out; --all grants it)"
             : "";
-      lines.push(`  the network: ${rule}${tag}`);
+      push("rules", `  the network: ${rule}${tag}`, { rule });
       const decoded = review.decoded.find((d) => d.rule === rule) ?? describeRule(rule);
-      lines.push(`      means: ${decoded.canonical === null ? "" : `${decoded.canonical} — `}${decoded.summary}`);
-      for (const w of review.reach.filter((w) => w.rule === rule)) lines.push(`      ! every call to its ${w.class.replace(/_/g, "-")} addresses is refused (${w.refusal}): ${w.fix}`);
+      push("rules", `      means: ${decoded.canonical === null ? "" : `${decoded.canonical} — `}${decoded.summary}`, { rule, detail: true });
+      for (const w of review.reach.filter((w) => w.rule === rule)) push("rules", `      ! every call to its ${w.class.replace(/_/g, "-")} addresses is refused (${w.refusal}): ${w.fix}`, { rule, detail: true });
     }
-  if (review.policyError !== null) lines.push(`  ! the operator's policy does not parse, so every egress call is refused until it is fixed: ${review.policyError}`);
-  lines.push(...secretLines(review, installed));
-  lines.push("  files, environment, processes: nothing (jailed; only capabilities the broker serves)");
-  lines.push("");
-  lines.push(`It adds ${plural(r.tools.length, "tool")}:`);
-  for (const tool of installed.manifest.tool) lines.push(`  ${tool.name} — ${tool.description}${review.diff?.addedTools.includes(tool.name) ? "   [NEW]" : ""}`);
+  if (review.policyError !== null) push("rules", `  ! the operator's policy does not parse, so every egress call is refused until it is fixed: ${review.policyError}`);
+  for (const line of secretLines(review, installed)) push("secrets", line.text, line.detail ? { detail: true } : {});
+  push("rules", "  files, environment, processes: nothing (jailed; only capabilities the broker serves)");
+  push("rules", "");
+  push("tools", `It adds ${plural(r.tools.length, "tool")}:`);
+  for (const tool of installed.manifest.tool) push("tools", `  ${tool.name} — ${tool.description}${review.diff?.addedTools.includes(tool.name) ? "   [NEW]" : ""}`);
   // Each hook with what approving it lets it see and do: a hook's reach is the session's, not its own.
   // A matcher narrows what the hook is asked about; the approval is still for the whole event.
-  lines.push(r.hooks.length === 0 ? "It hooks no events." : `It hooks ${plural(r.hooks.length, "event")}:`);
+  push("hooks", r.hooks.length === 0 ? "It hooks no events." : `It hooks ${plural(r.hooks.length, "event")}:`);
   for (const event of r.hooks) {
     const row = installed.manifest.hook.find((h) => h.event === event);
     const match = row === undefined ? undefined : matchOf(row);
-    lines.push(`  ${describeHook(event, match)}${review.diff?.addedHooks.includes(event) ? "   [NEW]" : ""}`);
-    if (isEventName(event)) lines.push(...sightLines(event, match !== undefined).map((line) => `      ${line}`));
+    push("hooks", `  ${describeHook(event, match)}${review.diff?.addedHooks.includes(event) ? "   [NEW]" : ""}`);
+    if (isEventName(event)) for (const line of sightLines(event, match !== undefined)) push("hooks", `      ${line}`, { detail: true });
   }
-  if (r.commands.length > 0) lines.push(`It adds commands: ${r.commands.map((c) => `/${c}`).join(", ")}`);
-  lines.push(...sessionLines(installed, review.diff));
-  lines.push(...loginLines(installed));
-  lines.push("");
-  lines.push(`Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);
-  if (r.storage !== null) lines.push(`Database: its own SQLite file (<home>/data/${installed.manifest.name}.sqlite), up to ${r.storage.max_bytes} bytes, through db.query and db.exec ([storage]; docs/storage.md)`);
-  lines.push(...migrationLines(review.migrations));
+  if (r.commands.length > 0) push("commands", `It adds commands: ${r.commands.map((c) => `/${c}`).join(", ")}`);
+  for (const line of sessionLines(installed, review.diff)) push("contributions", line, line.startsWith("      ") ? { detail: true } : {});
+  for (const line of loginLines(installed)) push("logins", line, line.startsWith("      ") ? { detail: true } : {});
+  push("limits", "");
+  push("limits", `Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);
+  if (r.storage !== null) push("storage", `Database: its own SQLite file (<home>/data/${installed.manifest.name}.sqlite), up to ${r.storage.max_bytes} bytes, through db.query and db.exec ([storage]; docs/storage.md)`);
+  for (const line of migrationLines(review.migrations)) push("migrations", line, line.startsWith("      ") ? { detail: true } : {});
   const init = installed.manifest.init;
-  if (init !== undefined) lines.push(`Initializer: runs once per approved version, after its migrations, up to ${Math.min(init.deadline_ms, r.limits.deadline_ms)} ms ([init]; docs/initializers.md)`);
+  if (init !== undefined) push("init", `Initializer: runs once per approved version, after its migrations, up to ${Math.min(init.deadline_ms, r.limits.deadline_ms)} ms ([init]; docs/initializers.md)`);
   if (review.diff !== null) {
-    lines.push("");
-    lines.push(review.widens ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:" : "Changed since approval (nothing widened):");
-    lines.push(...renderDiff(review.diff));
-    if (review.changes !== null) lines.push(...renderChanges(review.changes, review.name));
+    push("diff", "");
+    push("diff", review.widens ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:" : "Changed since approval (nothing widened):", { widening: false });
+    for (const line of renderDiff(review.diff)) push("diff", line, { widening: line.startsWith("  + ") });
+    if (review.changes !== null) for (const line of renderChanges(review.changes, review.name)) push("diff", line);
   }
-  lines.push("");
+  push("next", "");
   const withheld = review.withheld.length > 0 ? `; --all also grants what an earlier --only withheld: ${review.withheld.join(", ")}` : "";
-  if (review.status !== "approved") lines.push(`To allow it: tether approve ${review.name}${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`);
+  if (review.status !== "approved") push("next", `To allow it: tether approve ${review.name}${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`);
+  return lines;
+}
+
+export function renderReview(review: Review, installed: Installed): string {
   // Everything the extension wrote (its description, its tools', its migrations') reaches the terminal with its control characters written out.
-  return lines.join("\n").split("\n").map(visibleText).join("\n");
+  return reviewLines(review, installed)
+    .map((line) => line.text)
+    .join("\n")
+    .split("\n")
+    .map(visibleText)
+    .join("\n");
 }
 
 /**
@@ -270,17 +309,17 @@ function migrationLines(plan: Review["migrations"]): string[] {
 }
 
 /** The secrets it asks the broker to send for it, where each goes, and whether the operator set it. */
-function secretLines(review: Review, installed: Installed): string[] {
+function secretLines(review: Review, installed: Installed): Array<{ text: string; detail: boolean }> {
   const r = review.requested;
   if (r.secrets.length === 0) return [];
-  const lines = ["  secrets, sent by the broker (the extension never sees them):"];
+  const lines = [{ text: "  secrets, sent by the broker (the extension never sees them):", detail: false }];
   for (const b of r.secrets) {
     const set = review.secrets.find((s) => s.name === b.name)?.set ?? null;
     const status = set === null ? "" : set === true ? " (set)" : set === false ? ` (NOT SET: tether secret set ${review.name} ${b.name})` : ` (the secrets file cannot be read: ${set})`;
     const added = review.diff !== null && secretItems({ ...r, secrets: [b] }).some((item) => review.diff!.addedSecrets.includes(item));
-    lines.push(`    ${b.name} — sent as ${secretPlace(b)} to ${b.rules.join(", ")}${status}${added ? "   [NEW]" : ""}`);
+    lines.push({ text: `    ${b.name} — sent as ${secretPlace(b)} to ${b.rules.join(", ")}${status}${added ? "   [NEW]" : ""}`, detail: false });
     const row = installed.manifest.secret.find((s) => s.name === b.name);
-    if (row !== undefined && row.description !== "") lines.push(`      ${row.description}`);
+    if (row !== undefined && row.description !== "") lines.push({ text: `      ${row.description}`, detail: true });
   }
   return lines;
 }

@@ -101,6 +101,8 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   process.on("SIGINT", onSignal);
 
   process.stdout.write(`tether serve: listening on ${url} (token file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}\n`);
+  // The operator console (docs/console.md) is on the same listener; a browser reaches a loopback port.
+  if (url.startsWith("ws://")) process.stdout.write(`tether serve: the operator console is at ${url.replace(/^ws:/, "http:")}/console/ (sign in with the token)\n`);
   // Initializers ([init]) of approved versions not yet initialized, one line each; calls meanwhile wait for theirs.
   void runPendingInits(broker, (line) => process.stderr.write(`tether serve: ${line}\n`));
   await stop;

@@ -26,11 +26,15 @@ import { Refresher } from "../login/refresher.js";
 import { PendingLogins } from "./logins.js";
 import { bearerMatches } from "./token.js";
 import { EXT_PREFIX, ServiceHttp } from "../services/http-services.js";
+import { ConsoleHttp, isConsolePath } from "../console/console.js";
+import type { LiveSession, LiveSessions } from "../console/live-sessions.js";
 import { listen, removeSocket, type Listening, type Where } from "./transport.js";
 
 interface SessionEntry {
   readonly workspace: string;
   readonly ready: Promise<Session>;
+  /** The session once it opened (the console lists only these). */
+  opened: Session | null;
 }
 
 export interface ServeOptions {
@@ -42,6 +46,8 @@ export interface ServeOptions {
   readonly serviceBodyMs?: number;
   /** Where the server's own lines go (shutdown progress). */
   readonly say?: (line: string) => void;
+  /** How long a console sign-in lasts without a request (default 30 minutes; docs/console.md). */
+  readonly consoleIdleMs?: number;
 }
 
 function textOf(data: RawData): string {
@@ -97,8 +103,11 @@ export class ServeServer implements Handler {
     this.#pendingLogins = new PendingLogins(loginsOf(this.#broker));
     this.#refresher = new Refresher(loginsOf(this.#broker), this.#log);
     const services = new ServiceHttp({ broker: this.#broker, token: this.#token, log: this.#log, ...(options.serviceBodyMs !== undefined ? { bodyReadMs: options.serviceBodyMs } : {}) });
+    const operatorConsole = new ConsoleHttp({ broker: this.#broker, token: this.#token, log: this.#log, sessions: this.#liveSessions(), accepting: () => this.#accepting, ...(options.consoleIdleMs !== undefined ? { idleMs: options.consoleIdleMs } : {}) });
     this.#http = createServer((req, res) => {
       if ((req.url ?? "").startsWith(EXT_PREFIX)) return void services.handle(req, res, this.#accepting);
+      // The operator console (docs/console.md): pages over the store and these sessions.
+      if (isConsolePath(req.url ?? "")) return void operatorConsole.handle(req, res);
       // Other plain HTTP gets nothing but a pointer to the protocol.
       res.writeHead(426, { "content-type": "text/plain", connection: "close", upgrade: "websocket" });
       res.end("tether serve speaks JSON-RPC 2.0 over a WebSocket; see docs/api.md\n");
@@ -183,8 +192,12 @@ export class ServeServer implements Handler {
       throw new RpcFailure(RpcCode.busy, ServeCode.busy, `The server already has ${this.#limits.maxSessions} sessions open; close one first`);
     }
     const ready = Session.open(this.#broker, { id: p.id, workspace: p.workspace, ...(p.policy !== undefined ? { policy: p.policy } : {}) });
-    const entry: SessionEntry = { workspace: p.workspace, ready };
+    const entry: SessionEntry = { workspace: p.workspace, ready, opened: null };
     this.#sessions.set(p.id, entry);
+    ready.then(
+      (session) => void (entry.opened = session),
+      () => {},
+    );
     ready.catch(() => {
       if (this.#sessions.get(p.id) === entry) this.#sessions.delete(p.id);
     });
@@ -195,8 +208,18 @@ export class ServeServer implements Handler {
     return { id: session.id, workspace: session.workspace, policy: session.policy, already_open: alreadyOpen, extensions: session.status() };
   }
 
+  /** The sessions as the console sees them: those open now, reloaded and closed as session.reload and session.close do. */
+  #liveSessions(): LiveSessions {
+    return {
+      list: async () =>
+        [...this.#sessions.entries()].flatMap(([id, entry]): LiveSession[] => (entry.opened === null ? [] : [{ id, workspace: entry.workspace, extensions: entry.opened.status() }])).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+      reload: async (id) => (await this.#session(id)).reload(),
+      close: (id) => this.#end(id, (session) => session.close("other")),
+    };
+  }
+
   /** Takes a session off the server (new requests for it get unknown_session), then ends it. */
-  async #end(id: string, how: (session: Session) => Promise<unknown>): Promise<unknown> {
+  async #end<T>(id: string, how: (session: Session) => Promise<T>): Promise<T> {
     const entry = this.#sessions.get(id);
     if (entry === undefined) throw unknownSession(id);
     this.#sessions.delete(id);

@@ -53,6 +53,11 @@ function digest(text: string): Buffer {
   return createHash("sha256").update(text, "utf8").digest();
 }
 
+/** Whether `given` is the token, compared in constant time (both sides hashed first). */
+export function tokenMatches(given: string, token: string): boolean {
+  return timingSafeEqual(digest(given), digest(token));
+}
+
 /**
  * Whether an `Authorization` header carries the token. Both sides are hashed
  * first, so the comparison takes the same time whatever the length or the
@@ -61,6 +66,6 @@ function digest(text: string): Buffer {
 export function bearerMatches(header: string | undefined, token: string): boolean {
   const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "");
   const given = match?.[1] ?? "";
-  const equal = timingSafeEqual(digest(given), digest(token));
+  const equal = tokenMatches(given, token);
   return match !== null && equal;
 }

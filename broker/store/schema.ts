@@ -34,6 +34,8 @@ export const approvals = sqliteTable(
     approvedBy: text("approved_by").notNull(),
     approvedAt: integer("approved_at").notNull().default(now),
     revokedAt: integer("revoked_at"),
+    /** Who revoked it (`tether revoke`, the console, an uninstall), or who approved what replaced it; null while in force, and for revocations recorded before it was kept. */
+    revokedBy: text("revoked_by"),
     /** JSON: requested egress rules this approval left out (`--only`); a later approval keeps them out unless told `--all`. */
     withheldNet: text("withheld_net").notNull().default("[]"),
   },

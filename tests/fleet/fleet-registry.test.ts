@@ -89,11 +89,13 @@ test("approved on one host, called on another; revoked on the first, the other's
   expect(first.ok).toBe(true);
   expect(b.broker.scope("s1").live.has("worker")).toBe(true);
 
-  a.broker.registry.revoke("worker");
+  a.broker.registry.revoke("worker", { by: "bob" });
   await a.member.publish();
   // Pushed, not waited for by a call: the satellite stops on its own.
   await until("host b's satellite to stop", () => !b.broker.scope("s1").live.has("worker"));
   expect(b.warnings.join("\n")).toMatch(/approval revoked/);
+  // Who revoked it crosses hosts with the revocation.
+  expect(b.broker.registry.latestApproval("worker")!.revokedBy).toBe("bob");
   const refused = await call(b).catch((err: Error & { code?: string }) => ({ ok: false as const, error: { code: err.code, msg: err.message } }));
   expect(refused.ok).toBe(false);
   expect(!refused.ok && refused.error.code).toBe("not_approved");
@@ -102,6 +104,7 @@ test("approved on one host, called on another; revoked on the first, the other's
   await a.member.publish();
   await until("host b to see the new approval", () => b.broker.registry.status(b.broker.registry.get("worker")!) === "approved");
   expect((await call(b)).ok).toBe(true);
+  expect(b.broker.registry.approvalHistory("worker").map((r) => r.revokedBy)).toEqual([null, "bob"]);
 });
 
 test("a host runs only the bytes the approval names: an artifact altered in the fleet's store is not installed there, and the operator is told", async () => {

@@ -154,14 +154,14 @@ export async function publishRegistry(fleet: PgStore, local: Store, since: Regis
       await tx.delete(fleetSchema.installs).where(eq(fleetSchema.installs.name, name));
     }
     for (const row of revoked) {
-      await tx.update(fleetSchema.approvals).set({ revokedAt: row.revokedAt }).where(and(eq(fleetSchema.approvals.id, row.id), isNull(fleetSchema.approvals.revokedAt)));
+      await tx.update(fleetSchema.approvals).set({ revokedAt: row.revokedAt, revokedBy: row.revokedBy }).where(and(eq(fleetSchema.approvals.id, row.id), isNull(fleetSchema.approvals.revokedAt)));
     }
     for (const row of approved) {
       // One approval in force per extension, whichever host approves: approvals of one extension queue here.
       await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`tether.approve:${row.extension}`}))`);
       await tx
         .update(fleetSchema.approvals)
-        .set({ revokedAt: row.approvedAt })
+        .set({ revokedAt: row.approvedAt, revokedBy: row.approvedBy })
         .where(and(eq(fleetSchema.approvals.extension, row.extension), isNull(fleetSchema.approvals.revokedAt)));
       const { id: _local, ...values } = row;
       await tx.insert(fleetSchema.approvals).values(values);
@@ -216,6 +216,7 @@ function approvalOf(r: Raw): ApprovalRow {
     approvedBy: String(r.approved_by),
     approvedAt: num(r.approved_at),
     revokedAt: numOrNull(r.revoked_at),
+    revokedBy: r.revoked_by === null || r.revoked_by === undefined ? null : String(r.revoked_by),
     withheldNet: String(r.withheld_net),
   };
 }

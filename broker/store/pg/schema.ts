@@ -41,6 +41,8 @@ export const approvals = pgTable(
     approvedBy: text("approved_by").notNull(),
     approvedAt: bigint("approved_at", { mode: "number" }).notNull().default(now),
     revokedAt: bigint("revoked_at", { mode: "number" }),
+    /** Who revoked it (`tether revoke`, the console, an uninstall), or who approved what replaced it; null while in force, and for revocations recorded before it was kept. */
+    revokedBy: text("revoked_by"),
     /** JSON: requested egress rules this approval left out (`--only`); a later approval keeps them out unless told `--all`. */
     withheldNet: text("withheld_net").notNull().default("[]"),
   },

@@ -1,0 +1,1 @@
+ALTER TABLE `approvals` ADD `revoked_by` text;
