@@ -1,7 +1,7 @@
 /**
  * What every console response carries, whatever it is (a page, an asset, a
  * redirect, an error): a strict Content-Security-Policy (no inline script or
- * style, nothing from another origin), no sniffing, no referrer, no caching,
+ * style, nothing from another origin), no sniffing, no referrer to other origins, no caching,
  * no framing.
  */
 import type { ServerResponse } from "node:http";
@@ -11,7 +11,8 @@ export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "content-security-policy": CSP,
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  // Not no-referrer: under it Chromium sends `Origin: null` on the console's own form posts, which the origin check must refuse.
+  "referrer-policy": "same-origin",
   "cache-control": "no-store",
   "x-frame-options": "DENY",
   "cross-origin-opener-policy": "same-origin",

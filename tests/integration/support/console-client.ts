@@ -105,5 +105,5 @@ export function expectSecurityHeaders(headers: Headers): void {
     nosniff: headers.get("x-content-type-options"),
     referrer: headers.get("referrer-policy"),
     cache: headers.get("cache-control"),
-  }).toEqual({ csp: CSP, nosniff: "nosniff", referrer: "no-referrer", cache: "no-store" });
+  }).toEqual({ csp: CSP, nosniff: "nosniff", referrer: "same-origin", cache: "no-store" });
 }
