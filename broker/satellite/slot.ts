@@ -56,6 +56,8 @@ export class SatelliteSlot {
   #destroyed = false;
   #idleTimer: NodeJS.Timeout | null = null;
   #drained: Array<() => void> = [];
+  /** The job whose invocation is open on the process, if any. */
+  #current: Job | null = null;
   /** How many processes this slot has booted. */
   boots = 0;
 
@@ -166,9 +168,14 @@ export class SatelliteSlot {
       return;
     }
     job.running = running;
-    if (job.options.signal?.aborted) running.cancel();
-    job.resolve(await running.outcome);
-    await running.settled;
+    this.#current = job;
+    try {
+      if (job.options.signal?.aborted) running.cancel();
+      job.resolve(await running.outcome);
+      await running.settled;
+    } finally {
+      this.#current = null;
+    }
   }
 
   /**
@@ -261,11 +268,17 @@ export class SatelliteSlot {
     await process?.close();
   }
 
-  /** Aborts now: queued calls fail `closed`, the open one fails, the process is killed. Safe to call twice. */
+  /**
+   * Aborts now: queued calls and the open one fail `closed` with `reason` (the
+   * broker stopped the satellite — a revocation, its session destroyed — the
+   * extension did not crash), and the process is killed. Safe to call twice.
+   */
   async destroy(reason = "was destroyed"): Promise<void> {
     this.#closed = true;
     this.#destroyed = true;
     this.#clearIdle();
+    const open = this.#current;
+    if (open !== null) open.resolve(failure(BrokerCode.closed, `The satellite of '${this.name}' ${reason} during '${open.req.name}'`));
     for (const job of this.#queue.splice(0)) job.resolve(failure(BrokerCode.closed, `The satellite of '${this.name}' ${reason}`));
     const process = this.#process;
     this.#process = null;

@@ -293,14 +293,14 @@ test("close() drains queued calls before shutting down; later calls are refused"
   expect(await slot.invoke(call("sleep", { ms: 1 }))).toMatchObject({ ok: false, error: { code: "closed" } });
 });
 
-test("destroy() aborts: the open call fails at once and queued calls fail closed", async () => {
+test("destroy() aborts: the open call (at once) and the queued ones fail closed, naming why", async () => {
   const slot = track(slotFor(misbehave));
   await slot.invoke(call("sleep", { ms: 1 })); // booted: the next call starts at once
   const open = slot.invoke(call("sleep", { ms: 30_000 }, 60_000));
   await until("the call to be handed to the satellite", () => slot.state === "busy");
   const queued = slot.invoke(call("sleep", { ms: 1 }));
   await slot.destroy("was torn down by the test");
-  expect(await open).toMatchObject({ ok: false, error: { code: "crashed" } });
+  expect(await open).toMatchObject({ ok: false, error: { code: "closed", msg: expect.stringMatching(/^The satellite of '.+' was torn down by the test during 'sleep'$/) } });
   expect(await queued).toMatchObject({ ok: false, error: { code: "closed" } });
   await slot.destroy("again"); // safe twice
 });

@@ -234,8 +234,23 @@ describe("calling from a harness", () => {
     // Ended by the destroy (200 ticks would end `ticked 200`), as the message says.
     const report = await pending;
     expect(report.outcome.ok).toBe(false);
-    expect(!report.outcome.ok && report.outcome.error).toEqual({ code: "crashed", msg: "Satellite 'worker' was stopped: its session was destroyed during 'ticks'" });
+    expect(!report.outcome.ok && report.outcome.error).toEqual({ code: "closed", msg: "The satellite of 'worker' was stopped: its session was destroyed during 'ticks'" });
     await expect(doomed.callTool("run", '{"text":"x"}')).rejects.toThrow("Session 'harness-doomed' is closed");
+  });
+
+  test("a revocation stops a running call: it ends closed, naming the revocation (the extension did not crash)", async () => {
+    const session = await openSession("harness-revoked");
+    let ticking!: () => void;
+    const ticked = new Promise<void>((resolve) => (ticking = resolve));
+    const pending = session.callTool("ticks", '{"n":200}', { onReport: () => ticking() });
+    await ticked; // the call is running in the satellite
+    broker.registry.revoke("worker");
+    void broker.approvalEpoch; // what a call or a fleet's pull reads: it applies the revocation to live satellites now
+    const report = await pending;
+    expect(!report.outcome.ok && report.outcome.error).toEqual({ code: "closed", msg: "The satellite of 'worker' was stopped: its approval was revoked or the install changed during 'ticks'" });
+    broker.registry.approve("worker");
+    expect((await session.callTool("run", '{"text":"again"}')).outcome.ok).toBe(true);
+    await session.close();
   });
 });
 
