@@ -1,15 +1,20 @@
 /**
  * Opens the fleet's shared store: a PostgreSQL database (docs/fleet.md),
  * its migrations from drizzle-pg/ applied at open under an advisory lock, so
- * brokers opening it at once apply each migration once.
+ * brokers opening it at once apply each migration once. A store whose
+ * migrations are all applied is only read: the migrator's record is checked
+ * first, so a role with data rights alone opens it (docs/fleet.md#roles), and
+ * the rights the broker needs are checked before it is used (./rights.ts).
  */
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
+import { readMigrationFiles } from "drizzle-orm/migrator";
 import pg from "pg";
 import * as schema from "./schema.js";
+import { INSUFFICIENT_PRIVILEGE, missingRights, pgCode, pgMessage, ROLES_DOC, StoreRightsError } from "./rights.js";
 
 export type PgOrm = NodePgDatabase<typeof schema>;
 
@@ -52,12 +57,23 @@ export async function openPgStore(url: string, options: { connectTimeoutMs?: num
   try {
     const client = await pool.connect();
     try {
-      await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
-      try {
-        await migrate(drizzle(client, { schema }), { migrationsFolder: pgMigrationsFolder() });
-      } finally {
-        await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
+      if ((await appliedState(client)).pending) {
+        await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+        try {
+          await migrate(drizzle(client, { schema }), { migrationsFolder: pgMigrationsFolder() });
+        } catch (err) {
+          if (pgCode(err) !== INSUFFICIENT_PRIVILEGE) throw err;
+          const { applied, shipped } = await appliedState(client).catch(() => ({ applied: 0, shipped: 0 }));
+          const role = (await client.query<{ r: string }>("SELECT current_user AS r")).rows[0]!.r;
+          throw new Error(
+            `${applied} of the ${shipped} migrations this broker ships are applied, and role ${role} cannot apply the rest (${pgMessage(err)}): the role that owns the tables applies them first, with tether doctor --store (${ROLES_DOC})`,
+          );
+        } finally {
+          await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
+        }
       }
+      const { role, missing } = await missingRights(client);
+      if (missing.length > 0) throw new StoreRightsError(role, missing);
     } finally {
       client.release();
     }
@@ -66,4 +82,29 @@ export async function openPgStore(url: string, options: { connectTimeoutMs?: num
     throw err;
   }
   return { pool, orm: drizzle(pool, { schema }), shown: shownUrl(url), close: () => pool.end() };
+}
+
+/**
+ * How many of the shipped migrations the store has, read from the migrator's
+ * record without writing anything (drizzle's `migrate` creates its schema and
+ * table first, which needs CREATE). Pending when the newest applied is older
+ * than the newest shipped, as drizzle's migrator decides.
+ */
+async function appliedState(client: pg.PoolClient): Promise<{ pending: boolean; applied: number; shipped: number }> {
+  const shipped = readMigrationFiles({ migrationsFolder: pgMigrationsFolder() });
+  const newest = Math.max(...shipped.map((m) => m.folderMillis));
+  let rows: Array<{ n: string; last: string | null }>;
+  try {
+    rows = (await client.query<{ n: string; last: string | null }>("SELECT count(*) AS n, max(created_at) AS last FROM drizzle.__drizzle_migrations")).rows;
+  } catch (err) {
+    const code = pgCode(err);
+    // No schema drizzle, or no record in it: a new database.
+    if (code === "3F000" || code === "42P01") return { pending: true, applied: 0, shipped: shipped.length };
+    if (code === INSUFFICIENT_PRIVILEGE) {
+      throw new Error(`cannot read the migrator's record drizzle.__drizzle_migrations (${pgMessage(err)}): grant the role USAGE on schema drizzle and SELECT on drizzle.__drizzle_migrations (${ROLES_DOC})`);
+    }
+    throw err;
+  }
+  const last = rows[0]?.last ?? null;
+  return { pending: last === null || Number(last) < newest, applied: Number(rows[0]?.n ?? 0), shipped: shipped.length };
 }

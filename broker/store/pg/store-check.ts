@@ -3,12 +3,14 @@
  * its migrations (applied at open), and clock skew: this host's against the
  * server's, recorded in `hosts`, and the widest gap between any two hosts
  * seen in the last day (times the fleet compares, such as lease expiry,
- * assume clocks within a second).
+ * assume clocks within a second). Opening it checks the role's rights
+ * (./rights.ts): one missing fails the check, naming it.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { openPgStore, pgMigrationsFolder, shownUrl } from "./open.js";
 import { recordHost } from "./hosts.js";
+import { ROLES_DOC } from "./rights.js";
 
 export interface StoreCheck {
   readonly ok: boolean;
@@ -29,7 +31,10 @@ export async function checkPgStore(url: string, host: string, version: string): 
   try {
     store = await openPgStore(url);
   } catch (err) {
-    return { ok: false, detail: `${shown}: cannot open it: ${(err as Error).message.slice(0, 300)} (check the URL, that the server runs, and the role's rights: docs/fleet.md#roles)` };
+    const message = (err as Error).message;
+    // A right missing, or migrations the role cannot apply, are named in full, with what to grant.
+    if (message.includes(ROLES_DOC)) return { ok: false, detail: `${shown}: ${message}` };
+    return { ok: false, detail: `${shown}: cannot open it: ${message.slice(0, 300)} (check the URL, that the server runs, and the role's rights: ${ROLES_DOC})` };
   }
   try {
     const server = (await store.pool.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
