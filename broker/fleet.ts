@@ -23,6 +23,7 @@ import { publishRegistry, pullRegistry, type PullResult, type RegistrySnapshot }
 import { pullSession, sessionDigest, sessionRows, shipSession } from "./store/pg/session-state.js";
 import { holderOf, SessionLeases } from "./store/pg/session-leases.js";
 import { LedgerShipper } from "./store/pg/ledger-shipper.js";
+import { explainPgError } from "./store/pg/rights.js";
 import { FleetKv } from "./store/pg/fleet-kv.js";
 import { openStore, type Store } from "./store/open.js";
 
@@ -118,7 +119,7 @@ export class FleetMember implements SessionFleet {
     // Any serving host marks lost the running calls of sessions whose host died and which nobody reopened.
     member.#reaping = setInterval(() => void member.#leases.reapExpiredHosts().catch(() => {}), options.leaseMs ?? 15_000);
     member.#reaping.unref();
-    member.#listener = listenRegistry(options.url, store, () => void member.pull().catch((err) => member.#report(`pulling the fleet's registry failed: ${(err as Error).message}`)), {
+    member.#listener = listenRegistry(options.url, store, () => void member.pull().catch((err) => member.#report(`pulling the fleet's registry failed: ${explainPgError(err)}`)), {
       version: () => member.#snapshot?.version ?? -1,
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
       ...(options.push !== undefined ? { push: options.push } : {}),
@@ -201,17 +202,17 @@ export class FleetMember implements SessionFleet {
     try {
       await this.#ship(id);
     } catch (err) {
-      this.#report(`session ${id}: its last state did not reach the fleet's store: ${(err as Error).message}`);
+      this.#report(`session ${id}: its last state did not reach the fleet's store: ${explainPgError(err)}`);
     }
     this.#held.delete(id);
     // Not released, the lease expires on its own.
-    await this.#leases.release(id).catch((err) => this.#report(`session ${id}: its lease could not be released (it expires): ${(err as Error).message}`));
+    await this.#leases.release(id).catch((err) => this.#report(`session ${id}: its lease could not be released (it expires): ${explainPgError(err)}`));
   }
 
   /** Ships each held session whose state moved since its last shipment. */
   async #shipMoved(): Promise<void> {
     for (const id of [...this.#held.keys()]) {
-      await this.#ship(id).catch((err) => this.#report(`shipping session state failed (retried): ${(err as Error).message}`));
+      await this.#ship(id).catch((err) => this.#report(`shipping session state failed (retried): ${explainPgError(err)}`));
     }
   }
 
@@ -231,7 +232,7 @@ export class FleetMember implements SessionFleet {
     if (this.#seen !== null) clearInterval(this.#seen);
     if (this.#reaping !== null) clearInterval(this.#reaping);
     await this.#leases.close().catch(() => {});
-    await this.#ledger.close().catch((err) => this.#report(`the ledger's last rows did not reach the fleet's store (they are shipped when this home starts again): ${(err as Error).message}`));
+    await this.#ledger.close().catch((err) => this.#report(`the ledger's last rows did not reach the fleet's store (they are shipped when this home starts again): ${explainPgError(err)}`));
     await this.#listener?.close();
     await this.#pulling?.catch(() => {});
     this.#ledgerStore.close();

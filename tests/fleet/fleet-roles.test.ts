@@ -15,7 +15,8 @@
  * - a right missing (INSERT on `fleet_invocations` and USAGE on a sequence,
  *   USAGE on schema `drizzle`) and a migration the role cannot apply: `tether doctor --store`
  *   and `tether serve` name what to grant and the doc's section, never the
- *   password, never a stack;
+ *   password, never a stack; a right revoked while a host serves is named by
+ *   its ledger's shipper, which ships again once it is granted back;
  * - the simple setup: the role owns an empty database, and the first
  *   `tether` command creates the tables, with no administrator's step.
  */
@@ -346,6 +347,35 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
     served.child.kill("SIGTERM");
     await exited;
     expect(served.err()).not.toMatch(/permission denied|lacks/);
+  });
+
+  test("a right revoked while a host serves: its ledger's shipper names the table, the right's doc, and ships again once it is granted", async () => {
+    const dir = home("e");
+    const served = await serve(brokerUrl, "e", dir);
+    const client = await connect(served);
+    try {
+      expect((await client.call("session.open", { id: "s-e", workspace: dir })).result).toBeDefined();
+      await asRole(adminUrl, (c) => c.query("REVOKE INSERT ON fleet_invocations FROM tether_broker"));
+      try {
+        expect(keeperAnswer(await client.call("tool.call", { session: "s-e", tool: "get", arguments: { key: "k" } })).ok).toBe(true);
+        await until(
+          "host e's shipper to say why it cannot ship",
+          () => /fleet ledger: cannot ship to the fleet store.*permission denied for table fleet_invocations: the store's role lacks a right the fleet needs \(docs\/fleet\.md#roles\)/.test(served.err()),
+          30_000,
+        );
+      } finally {
+        await asRole(adminUrl, (c) => c.query("GRANT INSERT ON fleet_invocations TO tether_broker"));
+      }
+      await until("host e's shipper to ship again", () => /fleet ledger: shipping again/.test(served.err()), 30_000);
+      const rows = await asSuperuser(async (c) => (await c.query("SELECT name, outcome FROM fleet_invocations WHERE host = 'e'")).rows, DB);
+      expect(rows).toEqual([{ name: "get", outcome: "ok" }]);
+      expect(served.err()).not.toContain(passwords.get("tether_broker")!);
+    } finally {
+      client.close();
+    }
+    const exited = new Promise((resolve) => served.child.once("exit", resolve));
+    served.child.kill("SIGTERM");
+    await exited;
   });
 
   test("the default privileges give tether_broker the same rights on a table and sequence a later migration creates", async () => {

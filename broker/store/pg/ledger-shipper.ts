@@ -21,6 +21,7 @@ import type { LogFields } from "../../base/log.js";
 import { RUNNING } from "../ledger.js";
 import type { Store } from "../open.js";
 import type { PgStore } from "./open.js";
+import { explainPgError } from "./rights.js";
 
 export interface LedgerShipperOptions {
   /** How often a tick ships what is new (ms; default 50). */
@@ -213,7 +214,7 @@ export class LedgerShipper {
         this.#log("fleet ledger: cannot ship to the fleet store; rows stay local and are retried every tick", {
           host: this.#host,
           store: this.#fleet.shown,
-          error: err instanceof Error ? err.message : String(err),
+          error: explainPgError(err),
         });
       }
       throw err;

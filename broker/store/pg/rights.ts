@@ -96,3 +96,13 @@ export function pgMessage(err: unknown): string {
 
 /** SQLSTATE 42501: insufficient_privilege. */
 export const INSUFFICIENT_PRIVILEGE = "42501";
+
+/**
+ * An error met while using the store, for a log line: PostgreSQL's own words
+ * (which name the table, never the password), and when it is a right the role
+ * lacks, where the rights are explained.
+ */
+export function explainPgError(err: unknown): string {
+  const message = pgMessage(err);
+  return pgCode(err) === INSUFFICIENT_PRIVILEGE ? `${message}: the store's role lacks a right the fleet needs (${ROLES_DOC})` : message;
+}
