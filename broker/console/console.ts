@@ -26,12 +26,12 @@ import { describeData, extensionData, holdsData } from "../store/extension-data.
 import { tokenMatches } from "../serve/token.js";
 import { ASSETS_PREFIX, assetAt } from "./assets.js";
 import { activity, auditPage, callDetail, type AuditPageFilter } from "../store/audit-pages.js";
-import { ConsoleSessions, clearedCookie, crossSiteProblem, csrfMatches, hostProblem, overTls, sessionCookie, type ConsoleSession } from "./auth.js";
+import { ConsoleSessions, clearedCookie, crossSiteProblem, csrfMatches, hostProblem, overTls, sameSecret, sessionCookie, type ConsoleSession } from "./auth.js";
 import { ActionForm, ApproveForm, FormError, LoginForm, parseForm, readForm, type Fields } from "./form.js";
 import { redirect, send } from "./headers.js";
 import type { LiveSessions } from "./live-sessions.js";
 import { auditPageHtml, callPage, type AuditQueryText } from "./pages/audit.js";
-import { confirmPage, type Confirmation } from "./pages/confirm.js";
+import { confirmPage, seenOf, type Confirmation } from "./pages/confirm.js";
 import { extensionsPage } from "./pages/extensions.js";
 import { extensionHref, problemPage, when, type Chrome } from "./pages/layout.js";
 import { loginPage } from "./pages/login.js";
@@ -78,6 +78,7 @@ export class ConsoleHttp {
   readonly #live: LiveSessions;
   readonly #sessions: ConsoleSessions;
   readonly #accepting: () => boolean;
+  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: ConsoleOptions) {
     this.#accepting = options.accepting ?? (() => true);
@@ -118,10 +119,19 @@ export class ConsoleHttp {
       const fields = await readForm(req);
       const csrf = fields.get("csrf");
       if (csrf === undefined || csrf.length !== 1 || !csrfMatches(session, csrf[0])) throw new Refusal(403, "Refused", "The form's CSRF token is missing or is not this session's: nothing was changed. Reload the page and try again");
-      return await this.#post(path, fields, session, res, overTls(req));
+      const signedIn = session;
+      // One action at a time: a confirm is checked against the state and done before the next is looked at (two posts of one confirmation make one change).
+      return await this.#serially(() => this.#post(path, fields, signedIn, res, overTls(req)));
     } catch (err) {
       this.#failed(err, session, res);
     }
+  }
+
+  /** Runs `work` after every action before it has finished. */
+  #serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => {});
+    return run;
   }
 
   #chrome(session: ConsoleSession, consume = true): Chrome {
@@ -215,7 +225,7 @@ export class ConsoleHttp {
       const inForce = approval !== null && approval.revokedAt === null ? approval : null;
       const by = session.operator;
       if (action === "revoke") {
-        if (form.confirm !== "yes") {
+        {
           const changes =
             inForce === null
               ? [`${name} has no approval in force: nothing changes`]
@@ -224,13 +234,14 @@ export class ConsoleHttp {
                   "Its calls are refused from then on; satellites already running stop at their next call",
                   "The approval history stays; approving again is a new approval",
                 ];
-          return this.#confirm(res, session, { title: `Revoke ${name}?`, action: path, changes, command: `tether revoke ${shellWord(name)}`, fields: [], back: extensionHref(name), danger: true });
+          const c: Confirmation = { title: `Revoke ${name}?`, action: path, changes, command: `tether revoke ${shellWord(name)}`, fields: [], back: extensionHref(name), danger: true, subject: [installed.manifestHash, installed.artifactHash, inForce?.id ?? null] };
+          if (!this.#confirmed(form, c)) return this.#confirm(res, session, c, form.confirm === "yes");
         }
         const done = revokeExtension(this.#broker, name, by);
         session.flash = `${done.text}${await this.#publish()}`;
         return redirect(res, extensionHref(name));
       }
-      if (form.confirm !== "yes") {
+      {
         const data = extensionData(this.#broker.store, this.#broker.home, name);
         const changes = [
           inForce === null ? `${name} has no approval in force` : `The approval of ${name} ${installed.version} made by ${inForce.approvedBy} at ${when(inForce.approvedAt)} is revoked, recorded as revoked by ${by}`,
@@ -238,7 +249,8 @@ export class ConsoleHttp {
           holdsData(data) ? `What it stored stays (a reinstall finds it again; tether uninstall ${name} --purge removes it): ${describeData(data).join("; ")}` : "It had stored nothing",
           "The approval history and the ledger stay",
         ];
-        return this.#confirm(res, session, { title: `Uninstall ${name}?`, action: path, changes, command: `tether uninstall ${shellWord(name)}`, fields: [], back: extensionHref(name), danger: true });
+        const c: Confirmation = { title: `Uninstall ${name}?`, action: path, changes, command: `tether uninstall ${shellWord(name)}`, fields: [], back: extensionHref(name), danger: true, subject: [installed.manifestHash, installed.artifactHash, inForce?.id ?? null] };
+        if (!this.#confirmed(form, c)) return this.#confirm(res, session, c, form.confirm === "yes");
       }
       const { text } = await runUninstall(this.#broker, name, false, by);
       session.flash = `${text}${await this.#publish()}`;
@@ -251,13 +263,14 @@ export class ConsoleHttp {
       const form = parseForm(ActionForm, fields);
       const found = (await this.#live.list()).find((s) => s.id === id);
       if (found === undefined) throw new Refusal(404, "Not found", `No live session '${id}' on this server`);
-      if (form.confirm !== "yes") {
+      {
         const active = found.extensions.filter((e) => e.state === "active").map((e) => e.name);
         const changes =
           action === "reload"
             ? [`Session ${id} works out again which extensions are active (now: ${active.join(", ") || "none"}); preferences changed since it opened apply`, "Managed extensions close and prepare again; calls in flight finish"]
             : [`Session ${id} (workspace ${found.workspace}) closes: its extensions' satellites stop, SessionEnd hooks run`, "A client that uses it afterwards is told it is unknown"];
-        return this.#confirm(res, session, { title: `${action === "reload" ? "Reload" : "Close"} session ${id}?`, action: path, changes, command: `session.${action} {"session": ${JSON.stringify(id)}} (docs/api.md)`, fields: [], back: `${CONSOLE_PREFIX}/sessions`, danger: action === "close" });
+        const c: Confirmation = { title: `${action === "reload" ? "Reload" : "Close"} session ${id}?`, action: path, changes, command: `session.${action} {"session": ${JSON.stringify(id)}} (docs/api.md)`, fields: [], back: `${CONSOLE_PREFIX}/sessions`, danger: action === "close", subject: [found.workspace, found.extensions] };
+        if (!this.#confirmed(form, c)) return this.#confirm(res, session, c, form.confirm === "yes");
       }
       if (action === "reload") {
         const report = await this.#live.reload(id);
@@ -285,7 +298,7 @@ export class ConsoleHttp {
     const request: { all?: true; only?: string[] } = requested.net.length === 0 ? {} : only.length === requested.net.length ? { all: true } : { only };
     const command = `tether approve ${shellWord(name)}${request.all === true ? " --all" : ""}${(request.only ?? []).map((rule) => ` --only ${shellWord(rule)}`).join("")}`;
     const by = session.operator;
-    if (form.confirm !== "yes") {
+    {
       const { review } = reviewFor(this.#broker, name);
       const left = requested.net.filter((rule) => !chosen.has(rule));
       const previous = this.#broker.registry.latestApproval(name);
@@ -301,7 +314,16 @@ export class ConsoleHttp {
         ...(review.widens ? ["This upgrade asks for MORE than was approved (see the review's diff)"] : []),
         ...(previous !== null && previous.revokedAt === null ? [`It replaces the approval made by ${previous.approvedBy} at ${when(previous.approvedAt)}`] : []),
       ];
-      return this.#confirm(res, session, { title: `Approve ${name} ${installed.version}?`, action: `${extensionHref(name)}/approve`, changes, command, fields: only.map((rule) => ["rule", rule] as const), back: extensionHref(name) });
+      const c: Confirmation = {
+        title: `Approve ${name} ${installed.version}?`,
+        action: `${extensionHref(name)}/approve`,
+        changes,
+        command,
+        fields: only.map((rule) => ["rule", rule] as const),
+        back: extensionHref(name),
+        subject: [installed.manifestHash, installed.artifactHash, previous?.id ?? null, previous?.revokedAt ?? null, plan.map((m) => m.name)],
+      };
+      if (!this.#confirmed(form, c)) return this.#confirm(res, session, c, form.confirm === "yes");
     }
     let published = "";
     const done = await approveExtension(this.#broker, name, { ...request, by, recorded: async () => (published = await this.#publish()) });
@@ -309,8 +331,14 @@ export class ConsoleHttp {
     redirect(res, extensionHref(name));
   }
 
-  #confirm(res: ServerResponse, session: ConsoleSession, c: Confirmation): void {
-    send(res, 200, confirmPage(c, this.#chrome(session, false)));
+  /** Whether the form confirms `c` as it stands now: confirm=yes with the digest of this very confirmation. */
+  #confirmed(form: { confirm?: "yes" | undefined; seen?: string | undefined }, c: Confirmation): boolean {
+    return form.confirm === "yes" && form.seen !== undefined && sameSecret(form.seen, seenOf(c));
+  }
+
+  /** The confirmation (200); 409 when a confirm was posted for something that no longer stands. */
+  #confirm(res: ServerResponse, session: ConsoleSession, c: Confirmation, stale = false): void {
+    send(res, stale ? 409 : 200, confirmPage(c, this.#chrome(session, false), stale));
   }
 
   /** Sends the fleet what changed, when this broker is a host of one; what to add to the flash. */

@@ -75,6 +75,8 @@ const printable = v.regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, "must hold no cont
 
 const csrf = v.pipe(v.string(), v.minLength(1), v.maxLength(128));
 const confirm = v.optional(v.picklist(["yes"]));
+/** What the confirmation showed, as its digest (`seenOf`): the action is done only while it still says the same. */
+const seen = v.optional(v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, "is not a confirmation's digest")));
 
 /** The login form. */
 export const LoginForm = v.object({
@@ -83,12 +85,13 @@ export const LoginForm = v.object({
 });
 
 /** A form that only needs its CSRF token and, for an action, the confirmation. */
-export const ActionForm = v.object({ csrf, confirm });
+export const ActionForm = v.object({ csrf, confirm, seen });
 
 /** Approve: the rules to grant (the boxes left checked), every one of them a requested rule (checked against the manifest by the registry). */
 export const ApproveForm = v.object({
   csrf,
   confirm,
+  seen,
   rule: v.pipe(v.array(v.pipe(v.string(), v.maxLength(2048), printable)), v.maxLength(256)),
 });
 
