@@ -66,10 +66,12 @@ export class ConsoleSessions {
 
   /** The session a request's cookie names, if it is live (its idle clock restarts); null otherwise. */
   find(req: IncomingMessage): ConsoleSession | null {
-    const id = cookieOf(req.headers.cookie, COOKIE);
-    if (id === null) return null;
-    const session = this.#sessions.get(id);
+    // Every cookie of the name, not the first: a neighbour on another port of this host can set one (cookies ignore ports), which the browser may send first.
+    const session = cookiesOf(req.headers.cookie, COOKIE)
+      .map((id) => this.#sessions.get(id))
+      .find((s) => s !== undefined);
     if (session === undefined) return null;
+    const id = session.id;
     const now = this.#now();
     if (now - session.lastSeen > this.#idleMs) {
       this.#sessions.delete(id);
@@ -93,15 +95,21 @@ export class ConsoleSessions {
   }
 }
 
-/** One cookie's value from a Cookie header; null when absent. */
-export function cookieOf(header: string | undefined, name: string): string | null {
-  if (header === undefined) return null;
+/** Every value a Cookie header gives the cookie `name`, in order. */
+export function cookiesOf(header: string | undefined, name: string): string[] {
+  if (header === undefined) return [];
+  const values: string[] = [];
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
     if (eq < 0) continue;
-    if (part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
   }
-  return null;
+  return values;
+}
+
+/** One cookie's (first) value from a Cookie header; null when absent. */
+export function cookieOf(header: string | undefined, name: string): string | null {
+  return cookiesOf(header, name)[0] ?? null;
 }
 
 /** Whether the request came over TLS (the cookie is then Secure). */
@@ -129,13 +137,13 @@ function hostName(host: string): string {
 }
 
 /**
- * Why a request may not be served here, or null. Over TCP the Host must be a
- * loopback name (a page whose own name was made to point at 127.0.0.1 — DNS
- * rebinding — is refused); over the Unix socket any Host is what the client
- * connected through.
+ * Why a request may not be served here, or null: the Host must be a loopback
+ * name (a page whose own name was made to point at 127.0.0.1 — DNS rebinding
+ * — is refused). Over the Unix socket too: a browser reaches it only through
+ * a forward from a TCP port (socat), and the forward passes on whatever Host
+ * the page's name gave.
  */
 export function hostProblem(req: IncomingMessage): string | null {
-  if (req.socket.remoteAddress === undefined) return null;
   const host = req.headers.host;
   if (host === undefined || !LOOPBACK_HOSTS.has(hostName(host))) return `the Host '${host ?? ""}' is not a loopback name (127.0.0.1, localhost, [::1])`;
   return null;

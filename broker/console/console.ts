@@ -50,6 +50,8 @@ export interface ConsoleOptions {
   readonly sessions: LiveSessions;
   /** How long a console session lasts without a request (default 30 minutes). */
   readonly idleMs?: number;
+  /** How long a form body may take to arrive (default 10 s; then 408). */
+  readonly bodyMs?: number;
   /** False once the server is shutting down: the console then answers 503. */
   readonly accepting?: () => boolean;
 }
@@ -78,10 +80,12 @@ export class ConsoleHttp {
   readonly #live: LiveSessions;
   readonly #sessions: ConsoleSessions;
   readonly #accepting: () => boolean;
+  readonly #bodyMs: number | undefined;
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: ConsoleOptions) {
     this.#accepting = options.accepting ?? (() => true);
+    this.#bodyMs = options.bodyMs;
     this.#broker = options.broker;
     this.#token = options.token;
     this.#log = options.log;
@@ -116,7 +120,7 @@ export class ConsoleHttp {
       if (get) return this.#page(path, url.searchParams, session, res);
       const cross = crossSiteProblem(req);
       if (cross !== null) throw new Refusal(403, "Refused", `${cross}: nothing was changed`);
-      const fields = await readForm(req);
+      const fields = await readForm(req, undefined, this.#bodyMs);
       const csrf = fields.get("csrf");
       if (csrf === undefined || csrf.length !== 1 || !csrfMatches(session, csrf[0])) throw new Refusal(403, "Refused", "The form's CSRF token is missing or is not this session's: nothing was changed. Reload the page and try again");
       const signedIn = session;
@@ -147,7 +151,7 @@ export class ConsoleHttp {
     }
     const chrome: Chrome = session === null ? { csrf: null } : this.#chrome(session, false);
     if (err instanceof Refusal) return send(res, err.status, problemPage(err.title, err.message, chrome, session === null ? undefined : `${CONSOLE_PREFIX}/`));
-    if (err instanceof FormError) return send(res, err.status, problemPage(err.status === 413 ? "Too large" : "Bad form", `${err.message}: nothing was changed`, chrome), err.status === 413 ? { connection: "close" } : {});
+    if (err instanceof FormError) return send(res, err.status, problemPage(err.status === 413 ? "Too large" : err.status === 408 ? "Too slow" : "Bad form", `${err.message}: nothing was changed`, chrome), err.status === 413 || err.status === 408 ? { connection: "close" } : {});
     if (err instanceof TetherError) return send(res, err.code === "not_installed" ? 404 : 409, problemPage(err.code === "not_installed" ? "Not found" : "Refused", err.message, chrome, `${CONSOLE_PREFIX}/`));
     this.#log.error("console: a request failed", { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
     send(res, 500, problemPage("Something failed", "The console could not answer this request; the server's log says why", chrome, `${CONSOLE_PREFIX}/`));
@@ -158,7 +162,7 @@ export class ConsoleHttp {
   async #login(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const cross = crossSiteProblem(req);
     if (cross !== null) throw new Refusal(403, "Refused", cross);
-    const form = parseForm(LoginForm, await readForm(req));
+    const form = parseForm(LoginForm, await readForm(req, undefined, this.#bodyMs));
     if (!tokenMatches(form.token, this.#token)) {
       this.#log.info("console: refused a sign-in with a wrong token");
       return send(res, 401, loginPage(this.#broker.registry.operator, "That is not the token: nothing was signed in"));
@@ -363,6 +367,9 @@ function segment(text: string): string {
   }
 }
 
+/** The largest time a Date holds (±100,000,000 days from 1970). */
+const MAX_DATE_MS = 8.64e15;
+
 /** The audit page's filters from its query string: what they mean, what the form shows back, and what could not be read. */
 function auditFilter(q: URLSearchParams): { filter: AuditPageFilter; text: AuditQueryText; problem: string | null } {
   const value = (key: string) => (q.get(key) ?? "").trim().slice(0, 512);
@@ -371,7 +378,10 @@ function auditFilter(q: URLSearchParams): { filter: AuditPageFilter; text: Audit
   const time = (key: "from" | "to"): number | undefined => {
     if (text[key] === "") return undefined;
     try {
-      return parseSince(text[key]);
+      const at = parseSince(text[key]);
+      // A time no date can hold (a duration of 10^400 hours) names no range: said, not a failed page.
+      if (!Number.isFinite(at) || Math.abs(at) > MAX_DATE_MS) throw new SinceError(`${text[key]}: out of range`);
+      return at;
     } catch (err) {
       if (!(err instanceof SinceError)) throw err;
       problems.push(`${key} '${text[key]}': expected a date like 2026-12-01T10:00 or a duration back from now like 2h`);

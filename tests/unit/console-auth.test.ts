@@ -103,11 +103,12 @@ describe("where a request comes from", () => {
     expect(ownOrigin(request(host, { remoteAddress: "127.0.0.1", encrypted: true }))).toBe("https://127.0.0.1:8080");
   });
 
-  test("over TCP the Host must be a loopback name; over the Unix socket anything", () => {
+  test("the Host must be a loopback name, over TCP and over the Unix socket (a forward passes the page's Host on)", () => {
     for (const host of ["127.0.0.1:1", "localhost:8080", "LOCALHOST", "[::1]:9"]) expect([host, hostProblem(request({ host }))]).toEqual([host, null]);
     for (const host of ["evil.example:8080", "127.0.0.1.evil.example", "10.0.0.1:80", ""]) expect(hostProblem(request({ host }))).toContain("not a loopback name");
     expect(hostProblem(request({}))).toContain("not a loopback name");
-    expect(hostProblem(request({ host: "evil.example" }, {}))).toBeNull();
+    expect(hostProblem(request({ host: "evil.example" }, {}))).toContain("not a loopback name");
+    expect(hostProblem(request({ host: "localhost" }, {}))).toBeNull();
   });
 });
 

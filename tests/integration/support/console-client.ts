@@ -27,12 +27,12 @@ export interface ConsoleRig {
 }
 
 /** A broker on a fresh home (an empty policy.toml) served on a free loopback port. */
-export async function startConsole(prefix: string, setup: (broker: Broker) => Promise<void> = async () => {}): Promise<ConsoleRig> {
+export async function startConsole(prefix: string, setup: (broker: Broker) => Promise<void> = async () => {}, options: { consoleBodyMs?: number } = {}): Promise<ConsoleRig> {
   const tmp = mkdtempSync(join(tmpdir(), prefix));
   const broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: silentLogger });
   writeFileSync(join(broker.home, "policy.toml"), "");
   await setup(broker);
-  const server = new ServeServer({ broker, token: TOKEN, log: silentLogger, say: () => {} });
+  const server = new ServeServer({ broker, token: TOKEN, log: silentLogger, say: () => {}, ...options });
   const { url } = await server.listen({ port: 0 });
   return { tmp, broker, server, base: url.replace(/^ws:/, "http:"), ws: url, stop: () => server.shutdown(Promise.resolve()) };
 }
