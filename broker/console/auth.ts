@@ -172,3 +172,44 @@ export function crossSiteProblem(req: IncomingMessage): string | null {
 export function csrfMatches(session: ConsoleSession, given: string | undefined): boolean {
   return given !== undefined && given !== "" && sameSecret(given, session.csrf);
 }
+
+export interface SignInLimitOptions {
+  /** At most this many failed sign-ins per window (default 10). */
+  readonly failures?: number;
+  /** The window, in ms (default a minute). */
+  readonly windowMs?: number;
+  readonly now?: () => number;
+}
+
+/**
+ * The bound on failed sign-ins: past `failures` wrong tokens within
+ * `windowMs`, every sign-in — the right token too — is refused until the
+ * oldest of them leaves the window. The token (32 random bytes) cannot be
+ * guessed anyway; the bound keeps a local client from trying at the server's
+ * speed. A browser page elsewhere cannot spend it: its posts are refused by
+ * the origin check before the token is looked at.
+ */
+export class SignInLimit {
+  readonly #failures: number;
+  readonly #windowMs: number;
+  readonly #now: () => number;
+  #failed: number[] = [];
+
+  constructor(options: SignInLimitOptions = {}) {
+    this.#failures = options.failures ?? 10;
+    this.#windowMs = options.windowMs ?? 60_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Null when a sign-in may be tried now; else in how many seconds one may. */
+  blocked(): number | null {
+    const now = this.#now();
+    this.#failed = this.#failed.filter((at) => now - at < this.#windowMs);
+    if (this.#failed.length < this.#failures) return null;
+    return Math.max(1, Math.ceil((this.#failed[0]! + this.#windowMs - now) / 1000));
+  }
+
+  failed(): void {
+    this.#failed.push(this.#now());
+  }
+}

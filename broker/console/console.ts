@@ -26,7 +26,7 @@ import { describeData, extensionData, holdsData } from "../store/extension-data.
 import { tokenMatches } from "../serve/token.js";
 import { ASSETS_PREFIX, assetAt } from "./assets.js";
 import { activity, auditPage, callDetail, type AuditPageFilter } from "../store/audit-pages.js";
-import { ConsoleSessions, clearedCookie, crossSiteProblem, csrfMatches, hostProblem, overTls, sameSecret, sessionCookie, type ConsoleSession } from "./auth.js";
+import { ConsoleSessions, clearedCookie, crossSiteProblem, csrfMatches, hostProblem, overTls, sameSecret, sessionCookie, SignInLimit, type SignInLimitOptions, type ConsoleSession } from "./auth.js";
 import { ActionForm, ApproveForm, FormError, LoginForm, parseForm, readForm, type Fields } from "./form.js";
 import { redirect, send } from "./headers.js";
 import type { LiveSessions } from "./live-sessions.js";
@@ -52,6 +52,8 @@ export interface ConsoleOptions {
   readonly idleMs?: number;
   /** How long a form body may take to arrive (default 10 s; then 408). */
   readonly bodyMs?: number;
+  /** The bound on failed sign-ins (default: 10 a minute). */
+  readonly signIns?: SignInLimitOptions;
   /** False once the server is shutting down: the console then answers 503. */
   readonly accepting?: () => boolean;
 }
@@ -81,11 +83,13 @@ export class ConsoleHttp {
   readonly #sessions: ConsoleSessions;
   readonly #accepting: () => boolean;
   readonly #bodyMs: number | undefined;
+  readonly #signIns: SignInLimit;
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: ConsoleOptions) {
     this.#accepting = options.accepting ?? (() => true);
     this.#bodyMs = options.bodyMs;
+    this.#signIns = new SignInLimit(options.signIns ?? {});
     this.#broker = options.broker;
     this.#token = options.token;
     this.#log = options.log;
@@ -163,7 +167,13 @@ export class ConsoleHttp {
     const cross = crossSiteProblem(req);
     if (cross !== null) throw new Refusal(403, "Refused", cross);
     const form = parseForm(LoginForm, await readForm(req, undefined, this.#bodyMs));
+    const wait = this.#signIns.blocked();
+    if (wait !== null) {
+      this.#log.warn("console: refused a sign-in: too many failed sign-ins");
+      return send(res, 429, loginPage(this.#broker.registry.operator, `Too many failed sign-ins: try again in ${wait} s. Nothing was signed in`), { "retry-after": String(wait) });
+    }
     if (!tokenMatches(form.token, this.#token)) {
+      this.#signIns.failed();
       this.#log.info("console: refused a sign-in with a wrong token");
       return send(res, 401, loginPage(this.#broker.registry.operator, "That is not the token: nothing was signed in"));
     }

@@ -174,3 +174,24 @@ describe("the audit's query string", () => {
 test("nothing the probes did changed the registry", () => {
   expect(registryRows(rig.broker)).toBe("[[],[]]");
 });
+
+describe("brute force of the token", () => {
+  let own: ConsoleRig;
+  beforeAll(async () => {
+    own = await startConsole("tether-console-brute-");
+  });
+  afterAll(async () => {
+    await own?.stop();
+  });
+  test("past 10 wrong tokens in a minute, every sign-in is refused (429, Retry-After) — the right token too — and none signs in", async () => {
+    const client = new ConsoleClient(own.base);
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i += 1) statuses.push((await client.login(`wrong-${i}`)).status);
+    expect(statuses).toEqual(new Array(10).fill(401));
+    const right = await client.login();
+    expect(right.status).toBe(429);
+    expect(Number(right.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(right.headers.get("set-cookie")).toBeNull();
+    expect(right.text).toContain("Too many failed sign-ins");
+  });
+});

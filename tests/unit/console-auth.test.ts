@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
-import { ConsoleSessions, clearedCookie, cookieOf, crossSiteProblem, csrfMatches, hostProblem, ownOrigin, sessionCookie } from "../../broker/console/auth.js";
+import { ConsoleSessions, SignInLimit, clearedCookie, cookieOf, cookiesOf, crossSiteProblem, csrfMatches, hostProblem, ownOrigin, sessionCookie } from "../../broker/console/auth.js";
 import { ApproveForm, ActionForm, FormError, LoginForm, MAX_FORM_BYTES, parseFields, parseForm, readBody, readForm } from "../../broker/console/form.js";
 
 /** A request as the checks read it: headers and whether it came over TCP or TLS. */
@@ -144,5 +144,26 @@ describe("forms", () => {
     expect(() => parseForm(LoginForm, fields("operator=alice"))).toThrow(FormError);
     expect(() => parseForm(LoginForm, fields(`token=t&operator=${"x".repeat(65)}`))).toThrow("at most 64 characters");
     expect(() => parseForm(LoginForm, fields("token=t&operator=al%07ice"))).toThrow("no control characters");
+  });
+});
+
+describe("the bound on failed sign-ins", () => {
+  test("past the failures in a window every sign-in waits until the oldest leaves it", () => {
+    let now = 1_000_000;
+    const limit = new SignInLimit({ failures: 3, windowMs: 60_000, now: () => now });
+    for (let i = 0; i < 3; i += 1) {
+      expect(limit.blocked()).toBeNull();
+      limit.failed();
+      now += 1_000;
+    }
+    expect(limit.blocked()).toBe(57);
+    now = 1_000_000 + 60_000;
+    expect(limit.blocked()).toBeNull();
+  });
+
+  test("every cookie of the name is read, in order", () => {
+    expect(cookiesOf("a=1; tether_console=x; b=2; tether_console=y", "tether_console")).toEqual(["x", "y"]);
+    expect(cookieOf("tether_console=x; tether_console=y", "tether_console")).toBe("x");
+    expect(cookiesOf(undefined, "tether_console")).toEqual([]);
   });
 });
