@@ -73,7 +73,7 @@ class Refusal extends Error {
 }
 
 /** A rule as a shell word (the command line a confirmation shows). */
-const shellWord = (text: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`);
+export const shellWord = (text: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`);
 
 export class ConsoleHttp {
   readonly #broker: Broker;
