@@ -31,7 +31,7 @@ import { ActionForm, ApproveForm, FormError, LoginForm, parseForm, readForm, typ
 import { redirect, send } from "./headers.js";
 import type { LiveSessions } from "./live-sessions.js";
 import { auditPageHtml, callPage, type AuditQueryText } from "./pages/audit.js";
-import { confirmPage, seenOf, type Confirmation } from "./pages/confirm.js";
+import { confirmPage, seenOf, type ChangeLine, type Confirmation } from "./pages/confirm.js";
 import { extensionsPage } from "./pages/extensions.js";
 import { extensionHref, problemPage, when, type Chrome } from "./pages/layout.js";
 import { loginPage } from "./pages/login.js";
@@ -317,10 +317,10 @@ export class ConsoleHttp {
       const left = requested.net.filter((rule) => !chosen.has(rule));
       const previous = this.#broker.registry.latestApproval(name);
       const plan = review.migrations !== null && !("error" in review.migrations) ? review.migrations.migrations.filter((m) => m.applied === null) : [];
-      const changes = [
+      const changes: ChangeLine[] = [
         `${name} ${installed.version} is approved as installed (manifest sha256 ${installed.manifestHash.slice(0, 16)}…, artifact sha256 ${installed.artifactHash.slice(0, 16)}…), recorded as approved by ${by}`,
-        requested.net.length === 0 ? "Egress: none (it asks for no network)" : `Egress granted: ${only.join(", ")}`,
-        ...(left.length > 0 ? [`Egress left out (a later approval keeps it out unless --all): ${left.join(", ")}`] : []),
+        requested.net.length === 0 ? "Egress: none (it asks for no network)" : { text: `Egress granted (${only.length} of ${requested.net.length} rules):`, items: only },
+        ...(left.length > 0 ? [{ text: `Egress left out (${left.length}; a later approval keeps it out unless --all):`, items: left }] : []),
         `Tools: ${requested.tools.join(", ") || "none"}; hooks: ${requested.hooks.join(", ") || "none"}; commands: ${requested.commands.map((c) => `/${c}`).join(", ") || "none"}`,
         ...(requested.secrets.length > 0 ? [`Secrets the broker sends for it: ${requested.secrets.map((s) => s.name).join(", ")}`] : []),
         ...(plan.length > 0 ? [`Its database first runs ${plan.length} migration(s), in one transaction: ${plan.map((m) => m.name).join(", ")}`] : []),

@@ -6,6 +6,9 @@
  * was installed underneath it, one confirmation posted twice at once (approve
  * and revoke), the rules of a confirmation swapped for others. Each refusal is
  * a 409 showing the confirmation as it stands now, and changes nothing.
+ * And the confirmation lists each rule as its own item: a rule whose text
+ * holds ", GET https://…" (which the rule parser takes as a path) cannot pass
+ * for two rules, nor make one left out read as granted.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,16 +18,19 @@ import { ConsoleClient, registryRows, seenIn, startConsole, type ConsoleRig } fr
 
 const RULES = ["GET https://api.example.com/v1", "POST https://hooks.example.org/in"];
 
-function version(root: string, v: string, rules: readonly string[]): string {
-  const dir = join(root, `drift-${v}`);
+function version(root: string, v: string, rules: readonly string[], name = "drift"): string {
+  const dir = join(root, `${name}-${v}`);
   mkdirSync(dir);
   writeFileSync(
     join(dir, "manifest.toml"),
-    `name = "drift"\nversion = "${v}"\ndescription = "Drifts."\nentry = "index.ts"\n\n[[tool]]\nname = "look"\ndescription = "Looks."\nparameters = { type = "object", properties = {} }\n\n[net]\nallow = ${JSON.stringify(rules)}\n\n[limits]\nmemory_mb = 64\nidle_s = 0\n`,
+    `name = "${name}"\nversion = "${v}"\ndescription = "Drifts."\nentry = "index.ts"\n\n[[tool]]\nname = "look"\ndescription = "Looks."\nparameters = { type = "object", properties = {} }\n\n[net]\nallow = ${JSON.stringify(rules)}\n\n[limits]\nmemory_mb = 64\nidle_s = 0\n`,
   );
   writeFileSync(join(dir, "index.ts"), `export const tools = { look: () => "${v}" };\n`);
   return dir;
 }
+
+/** A rule whose path reads like a second rule and a note, and the rule it hides. */
+const COMMA = ["GET https://docs.example.com/a, GET https://evil.example.net/* (all left out)", "GET https://evil.example.net/*"];
 
 let root: string;
 let rig: ConsoleRig;
@@ -36,6 +42,7 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "tether-console-replay-ext-"));
   rig = await startConsole("tether-console-replay-", async (broker) => {
     await broker.registry.install(version(root, "1.0.0", RULES));
+    await broker.registry.install(version(root, "1.0.0", COMMA, "comma"));
   });
   client = new ConsoleClient(rig.base);
   expect((await client.login(undefined, "alice")).status).toBe(303);
@@ -101,4 +108,14 @@ test("one revoke confirmation posted twice at once revokes once", async () => {
   expect(answers.map((a) => a.status).sort()).toEqual([303, 409]);
   expect(answers.find((a) => a.status === 409)!.text).toContain("has no approval in force");
   expect(rows().filter((r) => r.revokedAt !== null)).toHaveLength(rows().length);
+});
+
+test("each rule of a confirmation is its own item: a rule holding ', GET …' stays one, and a rule left out is listed as left out", async () => {
+  const shown = await client.postOnce("/console/ext/comma/approve", { rule: COMMA });
+  expect(shown.status).toBe(200);
+  const granted = /<li>Egress granted \(2 of 2 rules\):<ul class="items">(.*?)<\/ul><\/li>/.exec(shown.text)?.[1] ?? "";
+  expect([...granted.matchAll(/<li><code>(.*?)<\/code><\/li>/g)].map((m) => m[1])).toEqual(COMMA);
+  const narrowed = await client.postOnce("/console/ext/comma/approve", { rule: [COMMA[0]!] });
+  const left = /<li>Egress left out \(1; [^<]*<ul class="items">(.*?)<\/ul><\/li>/.exec(narrowed.text)?.[1] ?? "";
+  expect([...left.matchAll(/<li><code>(.*?)<\/code><\/li>/g)].map((m) => m[1])).toEqual([COMMA[1]]);
 });

@@ -7,12 +7,19 @@ import { createHash } from "node:crypto";
 import { html } from "htm/preact";
 import { csrfField, page, shown, type Chrome } from "./layout.js";
 
+/**
+ * One line of what will change: a sentence, or a sentence and the texts it
+ * lists (rules an extension wrote), each shown as its own item — never joined
+ * into the sentence, where a rule holding ", " could pass for two.
+ */
+export type ChangeLine = string | { readonly text: string; readonly items: readonly string[] };
+
 export interface Confirmation {
   readonly title: string;
   /** Where the form posts (the action's own URL). */
   readonly action: string;
   /** What will change, one line each. */
-  readonly changes: readonly string[];
+  readonly changes: readonly ChangeLine[];
   /** The same action as a command line. */
   readonly command: string;
   /** The fields to carry (besides csrf and confirm). */
@@ -44,7 +51,13 @@ export function confirmPage(c: Confirmation, chrome: Chrome, stale = false): str
     html`${stale ? html`<p class="problem" id="problem">What this does changed since the confirmation that was posted (or the form carried none): nothing was changed. Read it again, and confirm if it is still what you mean.</p>` : null}
       <section id="confirm">
         <h1>${shown(c.title)}</h1>
-        <ul>${c.changes.map((line) => html`<li>${shown(line)}</li>`)}</ul>
+        <ul>
+          ${c.changes.map((line) =>
+            typeof line === "string"
+              ? html`<li>${shown(line)}</li>`
+              : html`<li>${shown(line.text)}<ul class="items">${line.items.map((item) => html`<li><code>${shown(item)}</code></li>`)}</ul></li>`,
+          )}
+        </ul>
         <p class="muted">The same as: <code id="same-command">${shown(c.command)}</code></p>
       </section>
       <form id="confirm-form" class="panel" method="post" action=${c.action}>
