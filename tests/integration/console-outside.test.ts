@@ -117,6 +117,18 @@ describe("login CSRF: the sign-in only from the console's own page", () => {
   });
 });
 
+describe("redirects", () => {
+  test("no parameter picks where a redirect goes: next= and back= are ignored, and a path that reads as another host stays here", async () => {
+    const client = new ConsoleClient(rig.base);
+    const signIn = await client.request("POST", "/console/login?next=https://evil.example/&back=//evil.example", { body: new URLSearchParams({ token: TOKEN }), headers: { origin: rig.base, "sec-fetch-site": "same-origin" }, cookie: null });
+    expect(signIn.headers.get("location")).toBe("/console/");
+    const bare = await raw({ port }, "GET", "/console?next=//evil.example", { host: `127.0.0.1:${port}` });
+    expect(bare.headers.location).toBe("/console/");
+    const slashes = await raw({ port }, "GET", "//evil.example/console/", { host: `127.0.0.1:${port}` });
+    expect(slashes.headers.location ?? "").not.toMatch(/evil/);
+  });
+});
+
 describe("cookies", () => {
   test("session fixation: a cookie value the attacker chose is no session, and signing in hands out a fresh one", async () => {
     const client = new ConsoleClient(rig.base);

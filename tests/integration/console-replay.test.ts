@@ -119,3 +119,16 @@ test("each rule of a confirmation is its own item: a rule holding ', GET …' st
   const left = /<li>Egress left out \(1; [^<]*<ul class="items">(.*?)<\/ul><\/li>/.exec(narrowed.text)?.[1] ?? "";
   expect([...left.matchAll(/<li><code>(.*?)<\/code><\/li>/g)].map((m) => m[1])).toEqual([COMMA[1]]);
 });
+
+test("rules given twice grant once, and the confirmation names each once; a rule not requested is refused", async () => {
+  const shown = await client.postOnce("/console/ext/comma/approve", { rule: [COMMA[0]!, COMMA[0]!, COMMA[0]!] });
+  expect(shown.status).toBe(200);
+  expect(shown.text.match(/<input type="hidden" name="rule"/g)).toHaveLength(1);
+  const done = await client.postOnce("/console/ext/comma/approve", { rule: [COMMA[0]!, COMMA[0]!], confirm: "yes", seen: seenIn(shown.text)! });
+  expect(done.status).toBe(303);
+  expect(rig.broker.registry.latestApproval("comma")!.grants.net).toEqual([COMMA[0]]);
+  const before = registryRows(rig.broker);
+  const extra = await client.postOnce("/console/ext/comma/approve", { rule: [COMMA[0]!, "GET https://evil.example/"] });
+  expect(extra.status).toBe(400);
+  expect(registryRows(rig.broker)).toBe(before);
+});
