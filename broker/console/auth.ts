@@ -21,12 +21,16 @@ export interface ConsoleSession {
   /** The name approvals and revocations made here are recorded as made by. */
   readonly operator: string;
   lastSeen: number;
+  /** When it was signed in: it ends `maxAgeMs` later however busy it is. */
+  readonly createdAt: number;
   flash: string | null;
 }
 
 export interface ConsoleSessionOptions {
   /** How long a session lasts without a request (default 30 minutes). */
   readonly idleMs?: number;
+  /** How long a session lasts at most, in use or not (default 12 hours): a sign-in is not for ever. */
+  readonly maxAgeMs?: number;
   /** At most this many at once; signing in past it ends the least recently used (default 64). */
   readonly max?: number;
   /** The clock (tests give their own). */
@@ -43,11 +47,13 @@ export function sameSecret(a: string, b: string): boolean {
 export class ConsoleSessions {
   readonly #sessions = new Map<string, ConsoleSession>();
   readonly #idleMs: number;
+  readonly #maxAgeMs: number;
   readonly #max: number;
   readonly #now: () => number;
 
   constructor(options: ConsoleSessionOptions = {}) {
     this.#idleMs = options.idleMs ?? 30 * 60_000;
+    this.#maxAgeMs = options.maxAgeMs ?? 12 * 3_600_000;
     this.#max = options.max ?? 64;
     this.#now = options.now ?? Date.now;
   }
@@ -59,7 +65,7 @@ export class ConsoleSessions {
       const oldest = [...this.#sessions.values()].reduce((a, b) => (a.lastSeen <= b.lastSeen ? a : b));
       this.#sessions.delete(oldest.id);
     }
-    const session: ConsoleSession = { id: randomBytes(32).toString("base64url"), csrf: randomBytes(32).toString("base64url"), operator, lastSeen: this.#now(), flash: null };
+    const session: ConsoleSession = { id: randomBytes(32).toString("base64url"), csrf: randomBytes(32).toString("base64url"), operator, lastSeen: this.#now(), createdAt: this.#now(), flash: null };
     this.#sessions.set(session.id, session);
     return session;
   }
@@ -73,7 +79,7 @@ export class ConsoleSessions {
     if (session === undefined) return null;
     const id = session.id;
     const now = this.#now();
-    if (now - session.lastSeen > this.#idleMs) {
+    if (this.#expired(session, now)) {
       this.#sessions.delete(id);
       return null;
     }
@@ -91,7 +97,11 @@ export class ConsoleSessions {
 
   #sweep(): void {
     const now = this.#now();
-    for (const [id, s] of this.#sessions) if (now - s.lastSeen > this.#idleMs) this.#sessions.delete(id);
+    for (const [id, s] of this.#sessions) if (this.#expired(s, now)) this.#sessions.delete(id);
+  }
+
+  #expired(s: ConsoleSession, now: number): boolean {
+    return now - s.lastSeen > this.#idleMs || now - s.createdAt > this.#maxAgeMs;
   }
 }
 

@@ -47,6 +47,19 @@ describe("console sessions", () => {
     expect(sessions.find(req)).toBeNull();
   });
 
+  test("a session in constant use still ends at its maximum age", () => {
+    let now = 1_000;
+    const sessions = new ConsoleSessions({ idleMs: 100, maxAgeMs: 1_000, now: () => now });
+    const s = sessions.create("alice");
+    const req = request({ cookie: `tether_console=${s.id}` });
+    for (let i = 0; i < 10; i += 1) {
+      now += 100;
+      expect(sessions.find(req)).toBe(s);
+    }
+    now += 1;
+    expect(sessions.find(req)).toBeNull();
+  });
+
   test("past the bound, signing in ends the least recently used session", () => {
     let now = 0;
     const sessions = new ConsoleSessions({ max: 2, now: () => now++ });
