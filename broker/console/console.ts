@@ -4,10 +4,11 @@
  * the same actions as `tether approve`, `revoke` and `uninstall`, made through
  * the same functions.
  *
- *   request ─► Host a loopback name? (403) ─► asset? ─► login / logout
- *           ─► console session (cookie)? GET: 303 to login · POST: 401
- *           ─► POST: Origin / Sec-Fetch-Site same-origin? (403) ─► form (≤ 64 KiB, 413) ─► csrf? (403)
- *           ─► the page, or the action: confirmation first, then done and 303 with #flash
+ *   request ─► Host a loopback name, over TCP or the socket? (403) ─► asset? ─► login (≤ 10 failures a minute, 429) / logout
+ *           ─► console session (any of its cookies)? GET: 303 to login · POST: 401
+ *           ─► POST: Origin / Sec-Fetch-Site same-origin? (403) ─► form (≤ 64 KiB, 413; within 10 s, 408) ─► csrf? (403)
+ *           ─► the page, or the action, one at a time: confirmation first (its digest `seen` in the form),
+ *              then done only if the confirmation made again has that digest (else 409 and it again), and 303 with #flash
  *
  * Every response carries the security headers (headers.ts); an unexpected
  * failure is logged and answered 500 without its details.
