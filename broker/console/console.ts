@@ -18,7 +18,8 @@ import type { Broker } from "../broker.js";
 import { TetherError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { approveExtension, revokeExtension } from "../cli/approve.js";
-import { parseSince, SinceError } from "../cli/audit.js";
+import { SinceError } from "../cli/audit.js";
+import { parseUtcSince } from "./utc.js";
 import { reviewFor } from "../cli/review.js";
 import { runUninstall } from "../cli/uninstall.js";
 import { requestedGrants } from "../registry/grants.js";
@@ -389,7 +390,7 @@ function auditFilter(q: URLSearchParams): { filter: AuditPageFilter; text: Audit
   const time = (key: "from" | "to"): number | undefined => {
     if (text[key] === "") return undefined;
     try {
-      const at = parseSince(text[key]);
+      const at = parseUtcSince(text[key]);
       // A time no date can hold (a duration of 10^400 hours) names no range: said, not a failed page.
       if (!Number.isFinite(at) || Math.abs(at) > MAX_DATE_MS) throw new SinceError(`${text[key]}: out of range`);
       return at;

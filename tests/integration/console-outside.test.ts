@@ -17,6 +17,8 @@ import { silentLogger } from "../../broker/base/log.js";
 import { ServeServer } from "../../broker/serve/server.js";
 import { ConsoleClient, TOKEN, expectSecurityHeaders, registryRows, startConsole, type ConsoleRig } from "./support/console-client.js";
 import { envOptions } from "../support/env-options.js";
+import { REPO } from "../support/satellites.js";
+import { execa } from "execa";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 
@@ -181,6 +183,13 @@ describe("the audit's query string", () => {
     const answer = await client.get(`/console/audit?${new URLSearchParams({ [key]: value })}`);
     expect([key, value, answer.status]).toEqual([key, value, 200]);
   });
+});
+
+test("the audit's from and to are UTC, as the form says, whatever the server's time zone", async () => {
+  // Its own process: jest keeps a copy of the environment, so TZ set here would not reach the clock.
+  const script = `import { parseUtcSince } from "./broker/console/utc.ts"; console.log(JSON.stringify(["2026-12-01T10:00", "2026-12-01T12:00:30", "2026-12-01T10:00Z", "2026-12-01T10:00+01:00"].map((t) => new Date(parseUtcSince(t)).toISOString())));`;
+  const out = await execa(join(REPO, "node_modules", ".bin", "tsx"), ["--eval", script], { cwd: REPO, env: { TZ: "America/New_York" }, reject: false });
+  expect(JSON.parse(out.stdout)).toEqual(["2026-12-01T10:00:00.000Z", "2026-12-01T12:00:30.000Z", "2026-12-01T10:00:00.000Z", "2026-12-01T09:00:00.000Z"]);
 });
 
 test("nothing the probes did changed the registry", () => {
