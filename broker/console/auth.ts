@@ -21,12 +21,16 @@ export interface ConsoleSession {
   /** The name approvals and revocations made here are recorded as made by. */
   readonly operator: string;
   lastSeen: number;
+  /** When it was signed in: it ends `maxAgeMs` later however busy it is. */
+  readonly createdAt: number;
   flash: string | null;
 }
 
 export interface ConsoleSessionOptions {
   /** How long a session lasts without a request (default 30 minutes). */
   readonly idleMs?: number;
+  /** How long a session lasts at most, in use or not (default 12 hours): a sign-in is not for ever. */
+  readonly maxAgeMs?: number;
   /** At most this many at once; signing in past it ends the least recently used (default 64). */
   readonly max?: number;
   /** The clock (tests give their own). */
@@ -43,11 +47,13 @@ export function sameSecret(a: string, b: string): boolean {
 export class ConsoleSessions {
   readonly #sessions = new Map<string, ConsoleSession>();
   readonly #idleMs: number;
+  readonly #maxAgeMs: number;
   readonly #max: number;
   readonly #now: () => number;
 
   constructor(options: ConsoleSessionOptions = {}) {
     this.#idleMs = options.idleMs ?? 30 * 60_000;
+    this.#maxAgeMs = options.maxAgeMs ?? 12 * 3_600_000;
     this.#max = options.max ?? 64;
     this.#now = options.now ?? Date.now;
   }
@@ -59,19 +65,21 @@ export class ConsoleSessions {
       const oldest = [...this.#sessions.values()].reduce((a, b) => (a.lastSeen <= b.lastSeen ? a : b));
       this.#sessions.delete(oldest.id);
     }
-    const session: ConsoleSession = { id: randomBytes(32).toString("base64url"), csrf: randomBytes(32).toString("base64url"), operator, lastSeen: this.#now(), flash: null };
+    const session: ConsoleSession = { id: randomBytes(32).toString("base64url"), csrf: randomBytes(32).toString("base64url"), operator, lastSeen: this.#now(), createdAt: this.#now(), flash: null };
     this.#sessions.set(session.id, session);
     return session;
   }
 
   /** The session a request's cookie names, if it is live (its idle clock restarts); null otherwise. */
   find(req: IncomingMessage): ConsoleSession | null {
-    const id = cookieOf(req.headers.cookie, COOKIE);
-    if (id === null) return null;
-    const session = this.#sessions.get(id);
+    // Every cookie of the name, not the first: a neighbour on another port of this host can set one (cookies ignore ports), which the browser may send first.
+    const session = cookiesOf(req.headers.cookie, COOKIE)
+      .map((id) => this.#sessions.get(id))
+      .find((s) => s !== undefined);
     if (session === undefined) return null;
+    const id = session.id;
     const now = this.#now();
-    if (now - session.lastSeen > this.#idleMs) {
+    if (this.#expired(session, now)) {
       this.#sessions.delete(id);
       return null;
     }
@@ -89,19 +97,29 @@ export class ConsoleSessions {
 
   #sweep(): void {
     const now = this.#now();
-    for (const [id, s] of this.#sessions) if (now - s.lastSeen > this.#idleMs) this.#sessions.delete(id);
+    for (const [id, s] of this.#sessions) if (this.#expired(s, now)) this.#sessions.delete(id);
+  }
+
+  #expired(s: ConsoleSession, now: number): boolean {
+    return now - s.lastSeen > this.#idleMs || now - s.createdAt > this.#maxAgeMs;
   }
 }
 
-/** One cookie's value from a Cookie header; null when absent. */
-export function cookieOf(header: string | undefined, name: string): string | null {
-  if (header === undefined) return null;
+/** Every value a Cookie header gives the cookie `name`, in order. */
+export function cookiesOf(header: string | undefined, name: string): string[] {
+  if (header === undefined) return [];
+  const values: string[] = [];
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
     if (eq < 0) continue;
-    if (part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
   }
-  return null;
+  return values;
+}
+
+/** One cookie's (first) value from a Cookie header; null when absent. */
+export function cookieOf(header: string | undefined, name: string): string | null {
+  return cookiesOf(header, name)[0] ?? null;
 }
 
 /** Whether the request came over TLS (the cookie is then Secure). */
@@ -129,13 +147,13 @@ function hostName(host: string): string {
 }
 
 /**
- * Why a request may not be served here, or null. Over TCP the Host must be a
- * loopback name (a page whose own name was made to point at 127.0.0.1 — DNS
- * rebinding — is refused); over the Unix socket any Host is what the client
- * connected through.
+ * Why a request may not be served here, or null: the Host must be a loopback
+ * name (a page whose own name was made to point at 127.0.0.1 — DNS rebinding
+ * — is refused). Over the Unix socket too: a browser reaches it only through
+ * a forward from a TCP port (socat), and the forward passes on whatever Host
+ * the page's name gave.
  */
 export function hostProblem(req: IncomingMessage): string | null {
-  if (req.socket.remoteAddress === undefined) return null;
   const host = req.headers.host;
   if (host === undefined || !LOOPBACK_HOSTS.has(hostName(host))) return `the Host '${host ?? ""}' is not a loopback name (127.0.0.1, localhost, [::1])`;
   return null;
@@ -163,4 +181,45 @@ export function crossSiteProblem(req: IncomingMessage): string | null {
 /** Whether a form's csrf field is the session's token. */
 export function csrfMatches(session: ConsoleSession, given: string | undefined): boolean {
   return given !== undefined && given !== "" && sameSecret(given, session.csrf);
+}
+
+export interface SignInLimitOptions {
+  /** At most this many failed sign-ins per window (default 10). */
+  readonly failures?: number;
+  /** The window, in ms (default a minute). */
+  readonly windowMs?: number;
+  readonly now?: () => number;
+}
+
+/**
+ * The bound on failed sign-ins: past `failures` wrong tokens within
+ * `windowMs`, every sign-in — the right token too — is refused until the
+ * oldest of them leaves the window. The token (32 random bytes) cannot be
+ * guessed anyway; the bound keeps a local client from trying at the server's
+ * speed. A browser page elsewhere cannot spend it: its posts are refused by
+ * the origin check before the token is looked at.
+ */
+export class SignInLimit {
+  readonly #failures: number;
+  readonly #windowMs: number;
+  readonly #now: () => number;
+  #failed: number[] = [];
+
+  constructor(options: SignInLimitOptions = {}) {
+    this.#failures = options.failures ?? 10;
+    this.#windowMs = options.windowMs ?? 60_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Null when a sign-in may be tried now; else in how many seconds one may. */
+  blocked(): number | null {
+    const now = this.#now();
+    this.#failed = this.#failed.filter((at) => now - at < this.#windowMs);
+    if (this.#failed.length < this.#failures) return null;
+    return Math.max(1, Math.ceil((this.#failed[0]! + this.#windowMs - now) / 1000));
+  }
+
+  failed(): void {
+    this.#failed.push(this.#now());
+  }
 }

@@ -4,10 +4,11 @@
  * the same actions as `tether approve`, `revoke` and `uninstall`, made through
  * the same functions.
  *
- *   request ─► Host a loopback name? (403) ─► asset? ─► login / logout
- *           ─► console session (cookie)? GET: 303 to login · POST: 401
- *           ─► POST: Origin / Sec-Fetch-Site same-origin? (403) ─► form (≤ 64 KiB, 413) ─► csrf? (403)
- *           ─► the page, or the action: confirmation first, then done and 303 with #flash
+ *   request ─► Host a loopback name, over TCP or the socket? (403) ─► asset? ─► login (≤ 10 failures a minute, 429) / logout
+ *           ─► console session (any of its cookies)? GET: 303 to login · POST: 401
+ *           ─► POST: Origin / Sec-Fetch-Site same-origin? (403) ─► form (≤ 64 KiB, 413; within 10 s, 408) ─► csrf? (403)
+ *           ─► the page, or the action, one at a time: confirmation first (its digest `seen` in the form),
+ *              then done only if the confirmation made again has that digest (else 409 and it again), and 303 with #flash
  *
  * Every response carries the security headers (headers.ts); an unexpected
  * failure is logged and answered 500 without its details.
@@ -17,7 +18,8 @@ import type { Broker } from "../broker.js";
 import { TetherError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { approveExtension, revokeExtension } from "../cli/approve.js";
-import { parseSince, SinceError } from "../cli/audit.js";
+import { SinceError } from "../cli/audit.js";
+import { parseUtcSince } from "./utc.js";
 import { reviewFor } from "../cli/review.js";
 import { runUninstall } from "../cli/uninstall.js";
 import { requestedGrants } from "../registry/grants.js";
@@ -26,12 +28,12 @@ import { describeData, extensionData, holdsData } from "../store/extension-data.
 import { tokenMatches } from "../serve/token.js";
 import { ASSETS_PREFIX, assetAt } from "./assets.js";
 import { activity, auditPage, callDetail, type AuditPageFilter } from "../store/audit-pages.js";
-import { ConsoleSessions, clearedCookie, crossSiteProblem, csrfMatches, hostProblem, overTls, sessionCookie, type ConsoleSession } from "./auth.js";
+import { ConsoleSessions, clearedCookie, crossSiteProblem, csrfMatches, hostProblem, overTls, sameSecret, sessionCookie, SignInLimit, type SignInLimitOptions, type ConsoleSession } from "./auth.js";
 import { ActionForm, ApproveForm, FormError, LoginForm, parseForm, readForm, type Fields } from "./form.js";
 import { redirect, send } from "./headers.js";
 import type { LiveSessions } from "./live-sessions.js";
 import { auditPageHtml, callPage, type AuditQueryText } from "./pages/audit.js";
-import { confirmPage, type Confirmation } from "./pages/confirm.js";
+import { confirmPage, seenOf, type ChangeLine, type Confirmation } from "./pages/confirm.js";
 import { extensionsPage } from "./pages/extensions.js";
 import { extensionHref, problemPage, when, type Chrome } from "./pages/layout.js";
 import { loginPage } from "./pages/login.js";
@@ -50,6 +52,10 @@ export interface ConsoleOptions {
   readonly sessions: LiveSessions;
   /** How long a console session lasts without a request (default 30 minutes). */
   readonly idleMs?: number;
+  /** How long a form body may take to arrive (default 10 s; then 408). */
+  readonly bodyMs?: number;
+  /** The bound on failed sign-ins (default: 10 a minute). */
+  readonly signIns?: SignInLimitOptions;
   /** False once the server is shutting down: the console then answers 503. */
   readonly accepting?: () => boolean;
 }
@@ -69,7 +75,7 @@ class Refusal extends Error {
 }
 
 /** A rule as a shell word (the command line a confirmation shows). */
-const shellWord = (text: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`);
+export const shellWord = (text: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`);
 
 export class ConsoleHttp {
   readonly #broker: Broker;
@@ -78,9 +84,14 @@ export class ConsoleHttp {
   readonly #live: LiveSessions;
   readonly #sessions: ConsoleSessions;
   readonly #accepting: () => boolean;
+  readonly #bodyMs: number | undefined;
+  readonly #signIns: SignInLimit;
+  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: ConsoleOptions) {
     this.#accepting = options.accepting ?? (() => true);
+    this.#bodyMs = options.bodyMs;
+    this.#signIns = new SignInLimit(options.signIns ?? {});
     this.#broker = options.broker;
     this.#token = options.token;
     this.#log = options.log;
@@ -115,13 +126,22 @@ export class ConsoleHttp {
       if (get) return this.#page(path, url.searchParams, session, res);
       const cross = crossSiteProblem(req);
       if (cross !== null) throw new Refusal(403, "Refused", `${cross}: nothing was changed`);
-      const fields = await readForm(req);
+      const fields = await readForm(req, undefined, this.#bodyMs);
       const csrf = fields.get("csrf");
       if (csrf === undefined || csrf.length !== 1 || !csrfMatches(session, csrf[0])) throw new Refusal(403, "Refused", "The form's CSRF token is missing or is not this session's: nothing was changed. Reload the page and try again");
-      return await this.#post(path, fields, session, res, overTls(req));
+      const signedIn = session;
+      // One action at a time: a confirm is checked against the state and done before the next is looked at (two posts of one confirmation make one change).
+      return await this.#serially(() => this.#post(path, fields, signedIn, res, overTls(req)));
     } catch (err) {
       this.#failed(err, session, res);
     }
+  }
+
+  /** Runs `work` after every action before it has finished. */
+  #serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => {});
+    return run;
   }
 
   #chrome(session: ConsoleSession, consume = true): Chrome {
@@ -137,7 +157,7 @@ export class ConsoleHttp {
     }
     const chrome: Chrome = session === null ? { csrf: null } : this.#chrome(session, false);
     if (err instanceof Refusal) return send(res, err.status, problemPage(err.title, err.message, chrome, session === null ? undefined : `${CONSOLE_PREFIX}/`));
-    if (err instanceof FormError) return send(res, err.status, problemPage(err.status === 413 ? "Too large" : "Bad form", `${err.message}: nothing was changed`, chrome), err.status === 413 ? { connection: "close" } : {});
+    if (err instanceof FormError) return send(res, err.status, problemPage(err.status === 413 ? "Too large" : err.status === 408 ? "Too slow" : "Bad form", `${err.message}: nothing was changed`, chrome), err.status === 413 || err.status === 408 ? { connection: "close" } : {});
     if (err instanceof TetherError) return send(res, err.code === "not_installed" ? 404 : 409, problemPage(err.code === "not_installed" ? "Not found" : "Refused", err.message, chrome, `${CONSOLE_PREFIX}/`));
     this.#log.error("console: a request failed", { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
     send(res, 500, problemPage("Something failed", "The console could not answer this request; the server's log says why", chrome, `${CONSOLE_PREFIX}/`));
@@ -148,8 +168,14 @@ export class ConsoleHttp {
   async #login(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const cross = crossSiteProblem(req);
     if (cross !== null) throw new Refusal(403, "Refused", cross);
-    const form = parseForm(LoginForm, await readForm(req));
+    const form = parseForm(LoginForm, await readForm(req, undefined, this.#bodyMs));
+    const wait = this.#signIns.blocked();
+    if (wait !== null) {
+      this.#log.warn("console: refused a sign-in: too many failed sign-ins");
+      return send(res, 429, loginPage(this.#broker.registry.operator, `Too many failed sign-ins: try again in ${wait} s. Nothing was signed in`), { "retry-after": String(wait) });
+    }
     if (!tokenMatches(form.token, this.#token)) {
+      this.#signIns.failed();
       this.#log.info("console: refused a sign-in with a wrong token");
       return send(res, 401, loginPage(this.#broker.registry.operator, "That is not the token: nothing was signed in"));
     }
@@ -215,7 +241,7 @@ export class ConsoleHttp {
       const inForce = approval !== null && approval.revokedAt === null ? approval : null;
       const by = session.operator;
       if (action === "revoke") {
-        if (form.confirm !== "yes") {
+        {
           const changes =
             inForce === null
               ? [`${name} has no approval in force: nothing changes`]
@@ -224,13 +250,14 @@ export class ConsoleHttp {
                   "Its calls are refused from then on; satellites already running stop at their next call",
                   "The approval history stays; approving again is a new approval",
                 ];
-          return this.#confirm(res, session, { title: `Revoke ${name}?`, action: path, changes, command: `tether revoke ${shellWord(name)}`, fields: [], back: extensionHref(name), danger: true });
+          const c: Confirmation = { title: `Revoke ${name}?`, action: path, changes, command: `tether revoke ${shellWord(name)}`, fields: [], back: extensionHref(name), danger: true, subject: [installed.manifestHash, installed.artifactHash, inForce?.id ?? null] };
+          if (!this.#confirmed(form, c)) return this.#confirm(res, session, c, form.confirm === "yes");
         }
         const done = revokeExtension(this.#broker, name, by);
         session.flash = `${done.text}${await this.#publish()}`;
         return redirect(res, extensionHref(name));
       }
-      if (form.confirm !== "yes") {
+      {
         const data = extensionData(this.#broker.store, this.#broker.home, name);
         const changes = [
           inForce === null ? `${name} has no approval in force` : `The approval of ${name} ${installed.version} made by ${inForce.approvedBy} at ${when(inForce.approvedAt)} is revoked, recorded as revoked by ${by}`,
@@ -238,7 +265,8 @@ export class ConsoleHttp {
           holdsData(data) ? `What it stored stays (a reinstall finds it again; tether uninstall ${name} --purge removes it): ${describeData(data).join("; ")}` : "It had stored nothing",
           "The approval history and the ledger stay",
         ];
-        return this.#confirm(res, session, { title: `Uninstall ${name}?`, action: path, changes, command: `tether uninstall ${shellWord(name)}`, fields: [], back: extensionHref(name), danger: true });
+        const c: Confirmation = { title: `Uninstall ${name}?`, action: path, changes, command: `tether uninstall ${shellWord(name)}`, fields: [], back: extensionHref(name), danger: true, subject: [installed.manifestHash, installed.artifactHash, inForce?.id ?? null] };
+        if (!this.#confirmed(form, c)) return this.#confirm(res, session, c, form.confirm === "yes");
       }
       const { text } = await runUninstall(this.#broker, name, false, by);
       session.flash = `${text}${await this.#publish()}`;
@@ -251,13 +279,14 @@ export class ConsoleHttp {
       const form = parseForm(ActionForm, fields);
       const found = (await this.#live.list()).find((s) => s.id === id);
       if (found === undefined) throw new Refusal(404, "Not found", `No live session '${id}' on this server`);
-      if (form.confirm !== "yes") {
+      {
         const active = found.extensions.filter((e) => e.state === "active").map((e) => e.name);
         const changes =
           action === "reload"
             ? [`Session ${id} works out again which extensions are active (now: ${active.join(", ") || "none"}); preferences changed since it opened apply`, "Managed extensions close and prepare again; calls in flight finish"]
             : [`Session ${id} (workspace ${found.workspace}) closes: its extensions' satellites stop, SessionEnd hooks run`, "A client that uses it afterwards is told it is unknown"];
-        return this.#confirm(res, session, { title: `${action === "reload" ? "Reload" : "Close"} session ${id}?`, action: path, changes, command: `session.${action} {"session": ${JSON.stringify(id)}} (docs/api.md)`, fields: [], back: `${CONSOLE_PREFIX}/sessions`, danger: action === "close" });
+        const c: Confirmation = { title: `${action === "reload" ? "Reload" : "Close"} session ${id}?`, action: path, changes, command: `session.${action} {"session": ${JSON.stringify(id)}} (docs/api.md)`, fields: [], back: `${CONSOLE_PREFIX}/sessions`, danger: action === "close", subject: [found.workspace, found.extensions] };
+        if (!this.#confirmed(form, c)) return this.#confirm(res, session, c, form.confirm === "yes");
       }
       if (action === "reload") {
         const report = await this.#live.reload(id);
@@ -285,15 +314,15 @@ export class ConsoleHttp {
     const request: { all?: true; only?: string[] } = requested.net.length === 0 ? {} : only.length === requested.net.length ? { all: true } : { only };
     const command = `tether approve ${shellWord(name)}${request.all === true ? " --all" : ""}${(request.only ?? []).map((rule) => ` --only ${shellWord(rule)}`).join("")}`;
     const by = session.operator;
-    if (form.confirm !== "yes") {
+    {
       const { review } = reviewFor(this.#broker, name);
       const left = requested.net.filter((rule) => !chosen.has(rule));
       const previous = this.#broker.registry.latestApproval(name);
       const plan = review.migrations !== null && !("error" in review.migrations) ? review.migrations.migrations.filter((m) => m.applied === null) : [];
-      const changes = [
+      const changes: ChangeLine[] = [
         `${name} ${installed.version} is approved as installed (manifest sha256 ${installed.manifestHash.slice(0, 16)}…, artifact sha256 ${installed.artifactHash.slice(0, 16)}…), recorded as approved by ${by}`,
-        requested.net.length === 0 ? "Egress: none (it asks for no network)" : `Egress granted: ${only.join(", ")}`,
-        ...(left.length > 0 ? [`Egress left out (a later approval keeps it out unless --all): ${left.join(", ")}`] : []),
+        requested.net.length === 0 ? "Egress: none (it asks for no network)" : { text: `Egress granted (${only.length} of ${requested.net.length} rules):`, items: only },
+        ...(left.length > 0 ? [{ text: `Egress left out (${left.length}; a later approval keeps it out unless --all):`, items: left }] : []),
         `Tools: ${requested.tools.join(", ") || "none"}; hooks: ${requested.hooks.join(", ") || "none"}; commands: ${requested.commands.map((c) => `/${c}`).join(", ") || "none"}`,
         ...(requested.secrets.length > 0 ? [`Secrets the broker sends for it: ${requested.secrets.map((s) => s.name).join(", ")}`] : []),
         ...(plan.length > 0 ? [`Its database first runs ${plan.length} migration(s), in one transaction: ${plan.map((m) => m.name).join(", ")}`] : []),
@@ -301,7 +330,16 @@ export class ConsoleHttp {
         ...(review.widens ? ["This upgrade asks for MORE than was approved (see the review's diff)"] : []),
         ...(previous !== null && previous.revokedAt === null ? [`It replaces the approval made by ${previous.approvedBy} at ${when(previous.approvedAt)}`] : []),
       ];
-      return this.#confirm(res, session, { title: `Approve ${name} ${installed.version}?`, action: `${extensionHref(name)}/approve`, changes, command, fields: only.map((rule) => ["rule", rule] as const), back: extensionHref(name) });
+      const c: Confirmation = {
+        title: `Approve ${name} ${installed.version}?`,
+        action: `${extensionHref(name)}/approve`,
+        changes,
+        command,
+        fields: only.map((rule) => ["rule", rule] as const),
+        back: extensionHref(name),
+        subject: [installed.manifestHash, installed.artifactHash, previous?.id ?? null, previous?.revokedAt ?? null, plan.map((m) => m.name)],
+      };
+      if (!this.#confirmed(form, c)) return this.#confirm(res, session, c, form.confirm === "yes");
     }
     let published = "";
     const done = await approveExtension(this.#broker, name, { ...request, by, recorded: async () => (published = await this.#publish()) });
@@ -309,8 +347,14 @@ export class ConsoleHttp {
     redirect(res, extensionHref(name));
   }
 
-  #confirm(res: ServerResponse, session: ConsoleSession, c: Confirmation): void {
-    send(res, 200, confirmPage(c, this.#chrome(session, false)));
+  /** Whether the form confirms `c` as it stands now: confirm=yes with the digest of this very confirmation. */
+  #confirmed(form: { confirm?: "yes" | undefined; seen?: string | undefined }, c: Confirmation): boolean {
+    return form.confirm === "yes" && form.seen !== undefined && sameSecret(form.seen, seenOf(c));
+  }
+
+  /** The confirmation (200); 409 when a confirm was posted for something that no longer stands. */
+  #confirm(res: ServerResponse, session: ConsoleSession, c: Confirmation, stale = false): void {
+    send(res, stale ? 409 : 200, confirmPage(c, this.#chrome(session, false), stale));
   }
 
   /** Sends the fleet what changed, when this broker is a host of one; what to add to the flash. */
@@ -335,6 +379,9 @@ function segment(text: string): string {
   }
 }
 
+/** The largest time a Date holds (±100,000,000 days from 1970). */
+const MAX_DATE_MS = 8.64e15;
+
 /** The audit page's filters from its query string: what they mean, what the form shows back, and what could not be read. */
 function auditFilter(q: URLSearchParams): { filter: AuditPageFilter; text: AuditQueryText; problem: string | null } {
   const value = (key: string) => (q.get(key) ?? "").trim().slice(0, 512);
@@ -343,7 +390,10 @@ function auditFilter(q: URLSearchParams): { filter: AuditPageFilter; text: Audit
   const time = (key: "from" | "to"): number | undefined => {
     if (text[key] === "") return undefined;
     try {
-      return parseSince(text[key]);
+      const at = parseUtcSince(text[key]);
+      // A time no date can hold (a duration of 10^400 hours) names no range: said, not a failed page.
+      if (!Number.isFinite(at) || Math.abs(at) > MAX_DATE_MS) throw new SinceError(`${text[key]}: out of range`);
+      return at;
     } catch (err) {
       if (!(err instanceof SinceError)) throw err;
       problems.push(`${key} '${text[key]}': expected a date like 2026-12-01T10:00 or a duration back from now like 2h`);

@@ -13,7 +13,7 @@ export const MAX_FORM_BYTES = 64 * 1024;
 /** Why a form is refused: the status to answer and what to say. */
 export class FormError extends Error {
   constructor(
-    readonly status: 400 | 413 | 415,
+    readonly status: 400 | 408 | 413 | 415,
     message: string,
   ) {
     super(message);
@@ -26,30 +26,48 @@ export type Fields = ReadonlyMap<string, readonly string[]>;
 /** Past this many bytes a refused body is no longer read to its end: the connection is cut. */
 const DRAIN_BYTES = 1024 * 1024;
 
+/** How long a form body may take to arrive, by default. */
+export const FORM_BODY_MS = 10_000;
+
 /**
  * Reads the request's body, keeping at most `max` bytes: past it the rest is
  * read and dropped (so the client gets its 413 rather than a reset), up to
- * `DRAIN_BYTES`, where the connection is cut.
+ * `DRAIN_BYTES`, where the connection is cut. A body not whole within
+ * `deadlineMs` (a slow client holding the connection: slowloris) is a 408.
  */
-export async function readBody(req: IncomingMessage, max = MAX_FORM_BYTES): Promise<Buffer> {
+export function readBody(req: IncomingMessage, max = MAX_FORM_BYTES, deadlineMs = FORM_BODY_MS): Promise<Buffer> {
   const tooLarge = () => new FormError(413, `the form is larger than ${max} bytes`);
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > DRAIN_BYTES) {
     req.destroy();
-    throw tooLarge();
+    return Promise.reject(tooLarge());
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > DRAIN_BYTES) {
-      req.destroy();
-      break;
-    }
-    if (size <= max) chunks.push(chunk);
-  }
-  if (size > max) throw tooLarge();
-  return Buffer.concat(chunks);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const finish = (err: FormError | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.off("data", onData);
+      if (err !== null) reject(err);
+      else resolve(Buffer.concat(chunks));
+    };
+    const timer = setTimeout(() => finish(new FormError(408, `the form did not arrive within ${deadlineMs} ms`)), deadlineMs);
+    timer.unref();
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > DRAIN_BYTES) {
+        req.destroy();
+        return finish(tooLarge());
+      }
+      if (size <= max) chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => finish(size > max ? tooLarge() : null));
+    req.once("error", () => finish(new FormError(400, "the form's body could not be read")));
+  });
 }
 
 /** The fields of a urlencoded body. */
@@ -64,10 +82,10 @@ export function parseFields(body: Buffer): Fields {
 }
 
 /** Reads and parses a form POST (its content type checked first). */
-export async function readForm(req: IncomingMessage, max = MAX_FORM_BYTES): Promise<Fields> {
+export async function readForm(req: IncomingMessage, max = MAX_FORM_BYTES, deadlineMs = FORM_BODY_MS): Promise<Fields> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") throw new FormError(415, "the console takes forms as application/x-www-form-urlencoded");
-  return parseFields(await readBody(req, max));
+  return parseFields(await readBody(req, max, deadlineMs));
 }
 
 /** No control characters (they would be recorded, then shown). */
@@ -75,6 +93,8 @@ const printable = v.regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, "must hold no cont
 
 const csrf = v.pipe(v.string(), v.minLength(1), v.maxLength(128));
 const confirm = v.optional(v.picklist(["yes"]));
+/** What the confirmation showed, as its digest (`seenOf`): the action is done only while it still says the same. */
+const seen = v.optional(v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, "is not a confirmation's digest")));
 
 /** The login form. */
 export const LoginForm = v.object({
@@ -83,12 +103,13 @@ export const LoginForm = v.object({
 });
 
 /** A form that only needs its CSRF token and, for an action, the confirmation. */
-export const ActionForm = v.object({ csrf, confirm });
+export const ActionForm = v.object({ csrf, confirm, seen });
 
 /** Approve: the rules to grant (the boxes left checked), every one of them a requested rule (checked against the manifest by the registry). */
 export const ApproveForm = v.object({
   csrf,
   confirm,
+  seen,
   rule: v.pipe(v.array(v.pipe(v.string(), v.maxLength(2048), printable)), v.maxLength(256)),
 });
 

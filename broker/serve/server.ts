@@ -48,6 +48,8 @@ export interface ServeOptions {
   readonly say?: (line: string) => void;
   /** How long a console sign-in lasts without a request (default 30 minutes; docs/console.md). */
   readonly consoleIdleMs?: number;
+  /** How long a console form body may take to arrive (default 10 s; then 408). */
+  readonly consoleBodyMs?: number;
 }
 
 function textOf(data: RawData): string {
@@ -103,7 +105,7 @@ export class ServeServer implements Handler {
     this.#pendingLogins = new PendingLogins(loginsOf(this.#broker));
     this.#refresher = new Refresher(loginsOf(this.#broker), this.#log);
     const services = new ServiceHttp({ broker: this.#broker, token: this.#token, log: this.#log, ...(options.serviceBodyMs !== undefined ? { bodyReadMs: options.serviceBodyMs } : {}) });
-    const operatorConsole = new ConsoleHttp({ broker: this.#broker, token: this.#token, log: this.#log, sessions: this.#liveSessions(), accepting: () => this.#accepting, ...(options.consoleIdleMs !== undefined ? { idleMs: options.consoleIdleMs } : {}) });
+    const operatorConsole = new ConsoleHttp({ broker: this.#broker, token: this.#token, log: this.#log, sessions: this.#liveSessions(), accepting: () => this.#accepting, ...(options.consoleIdleMs !== undefined ? { idleMs: options.consoleIdleMs } : {}), ...(options.consoleBodyMs !== undefined ? { bodyMs: options.consoleBodyMs } : {}) });
     this.#http = createServer((req, res) => {
       if ((req.url ?? "").startsWith(EXT_PREFIX)) return void services.handle(req, res, this.#accepting);
       // The operator console (docs/console.md): pages over the store and these sessions.

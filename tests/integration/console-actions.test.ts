@@ -115,8 +115,8 @@ describe("approve", () => {
     expect(confirm.status).toBe(200);
     expect(registryRows(rig.broker)).toBe(before);
     expect(confirm.text).toContain('<section id="confirm">');
-    expect(confirm.text).toContain(`Egress granted: ${RULES[0]}, ${RULES[2]}`);
-    expect(confirm.text).toContain(`Egress left out (a later approval keeps it out unless --all): ${RULES[1]}`);
+    expect(confirm.text).toContain(`<li>Egress granted (2 of 3 rules):<ul class="items"><li><code>${RULES[0]}</code></li><li><code>${RULES[2]}</code></li></ul></li>`);
+    expect(confirm.text).toContain(`<li>Egress left out (1; a later approval keeps it out unless --all):<ul class="items"><li><code>${RULES[1]}</code></li></ul></li>`);
     expect(confirm.text).toContain("recorded as approved by alice");
     expect(confirm.text).toContain(`tether approve mesh --only '${RULES[0]}' --only '${RULES[2]}'`);
     expect(confirm.text).toMatch(/<form id="confirm-form"[^>]*action="\/console\/ext\/mesh\/approve"/);

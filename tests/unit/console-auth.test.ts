@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
-import { ConsoleSessions, clearedCookie, cookieOf, crossSiteProblem, csrfMatches, hostProblem, ownOrigin, sessionCookie } from "../../broker/console/auth.js";
+import { ConsoleSessions, SignInLimit, clearedCookie, cookieOf, cookiesOf, crossSiteProblem, csrfMatches, hostProblem, ownOrigin, sessionCookie } from "../../broker/console/auth.js";
 import { ApproveForm, ActionForm, FormError, LoginForm, MAX_FORM_BYTES, parseFields, parseForm, readBody, readForm } from "../../broker/console/form.js";
 
 /** A request as the checks read it: headers and whether it came over TCP or TLS. */
@@ -43,6 +43,19 @@ describe("console sessions", () => {
     expect(sessions.find(req)).toBe(s);
     now += 101;
     expect(sessions.find(req)).toBeNull();
+    now += 1;
+    expect(sessions.find(req)).toBeNull();
+  });
+
+  test("a session in constant use still ends at its maximum age", () => {
+    let now = 1_000;
+    const sessions = new ConsoleSessions({ idleMs: 100, maxAgeMs: 1_000, now: () => now });
+    const s = sessions.create("alice");
+    const req = request({ cookie: `tether_console=${s.id}` });
+    for (let i = 0; i < 10; i += 1) {
+      now += 100;
+      expect(sessions.find(req)).toBe(s);
+    }
     now += 1;
     expect(sessions.find(req)).toBeNull();
   });
@@ -103,11 +116,12 @@ describe("where a request comes from", () => {
     expect(ownOrigin(request(host, { remoteAddress: "127.0.0.1", encrypted: true }))).toBe("https://127.0.0.1:8080");
   });
 
-  test("over TCP the Host must be a loopback name; over the Unix socket anything", () => {
+  test("the Host must be a loopback name, over TCP and over the Unix socket (a forward passes the page's Host on)", () => {
     for (const host of ["127.0.0.1:1", "localhost:8080", "LOCALHOST", "[::1]:9"]) expect([host, hostProblem(request({ host }))]).toEqual([host, null]);
     for (const host of ["evil.example:8080", "127.0.0.1.evil.example", "10.0.0.1:80", ""]) expect(hostProblem(request({ host }))).toContain("not a loopback name");
     expect(hostProblem(request({}))).toContain("not a loopback name");
-    expect(hostProblem(request({ host: "evil.example" }, {}))).toBeNull();
+    expect(hostProblem(request({ host: "evil.example" }, {}))).toContain("not a loopback name");
+    expect(hostProblem(request({ host: "localhost" }, {}))).toBeNull();
   });
 });
 
@@ -143,5 +157,26 @@ describe("forms", () => {
     expect(() => parseForm(LoginForm, fields("operator=alice"))).toThrow(FormError);
     expect(() => parseForm(LoginForm, fields(`token=t&operator=${"x".repeat(65)}`))).toThrow("at most 64 characters");
     expect(() => parseForm(LoginForm, fields("token=t&operator=al%07ice"))).toThrow("no control characters");
+  });
+});
+
+describe("the bound on failed sign-ins", () => {
+  test("past the failures in a window every sign-in waits until the oldest leaves it", () => {
+    let now = 1_000_000;
+    const limit = new SignInLimit({ failures: 3, windowMs: 60_000, now: () => now });
+    for (let i = 0; i < 3; i += 1) {
+      expect(limit.blocked()).toBeNull();
+      limit.failed();
+      now += 1_000;
+    }
+    expect(limit.blocked()).toBe(57);
+    now = 1_000_000 + 60_000;
+    expect(limit.blocked()).toBeNull();
+  });
+
+  test("every cookie of the name is read, in order", () => {
+    expect(cookiesOf("a=1; tether_console=x; b=2; tether_console=y", "tether_console")).toEqual(["x", "y"]);
+    expect(cookieOf("tether_console=x; tether_console=y", "tether_console")).toBe("x");
+    expect(cookiesOf(undefined, "tether_console")).toEqual([]);
   });
 });

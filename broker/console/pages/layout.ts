@@ -6,13 +6,32 @@
  * characters written out (`shown`).
  */
 import { html } from "htm/preact";
-import type { ComponentChildren } from "preact";
+import type { ComponentChildren, VNode } from "preact";
 import { render } from "preact-render-to-string";
 import { visibleText } from "../../registry/review.js";
 import { css } from "../assets.js";
 
 /** Text an extension (or anyone but the broker) wrote, as the page shows it: control characters and bidirectional overrides written out. */
 export const shown = (text: string): string => visibleText(text);
+
+/** Control characters and bidirectional overrides but the line break (which a `<pre>` needs), written out as `shown` writes them. */
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g;
+
+/**
+ * Every text of a page's tree with its controls written out: the one path all
+ * page text takes, whether or not the page remembered `shown` (preact then
+ * escapes it for HTML). Attributes are left as they are: preact escapes them,
+ * and a form's values must be the exact texts they stand for.
+ */
+function visibleTree(node: ComponentChildren): ComponentChildren {
+  if (typeof node === "string") return node.replace(HIDDEN, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+  if (Array.isArray(node)) return node.map(visibleTree);
+  if (node !== null && typeof node === "object" && "props" in node) {
+    const vnode = node as VNode<{ children?: ComponentChildren }>;
+    if (vnode.props.children !== undefined) vnode.props.children = visibleTree(vnode.props.children);
+  }
+  return node;
+}
 
 /** What the frame shows around a page. */
 export interface Chrome {
@@ -55,7 +74,7 @@ export function page(title: string, chrome: Chrome, body: ComponentChildren): st
       </main>
     </body>
   </html>`;
-  return `<!doctype html>\n${render(tree)}`;
+  return `<!doctype html>\n${render(visibleTree(tree) as VNode)}`;
 }
 
 /** A page that says what went wrong (401, 403, 404, 413…): never a stack trace. */

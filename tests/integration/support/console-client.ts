@@ -27,12 +27,12 @@ export interface ConsoleRig {
 }
 
 /** A broker on a fresh home (an empty policy.toml) served on a free loopback port. */
-export async function startConsole(prefix: string, setup: (broker: Broker) => Promise<void> = async () => {}): Promise<ConsoleRig> {
+export async function startConsole(prefix: string, setup: (broker: Broker) => Promise<void> = async () => {}, options: { consoleBodyMs?: number } = {}): Promise<ConsoleRig> {
   const tmp = mkdtempSync(join(tmpdir(), prefix));
   const broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: silentLogger });
   writeFileSync(join(broker.home, "policy.toml"), "");
   await setup(broker);
-  const server = new ServeServer({ broker, token: TOKEN, log: silentLogger, say: () => {} });
+  const server = new ServeServer({ broker, token: TOKEN, log: silentLogger, say: () => {}, ...options });
   const { url } = await server.listen({ port: 0 });
   return { tmp, broker, server, base: url.replace(/^ws:/, "http:"), ws: url, stop: () => server.shutdown(Promise.resolve()) };
 }
@@ -77,8 +77,24 @@ export class ConsoleClient {
     return this.request("GET", path);
   }
 
-  /** A form POST as the browser sends it from the console's own page (Origin and Sec-Fetch-Site same-origin), with the CSRF token unless given. */
-  post(path: string, fields: Record<string, string | string[]> = {}, headers: Record<string, string> = {}): Promise<Answer> {
+  /**
+   * A form POST as the browser sends it from the console's own page (Origin
+   * and Sec-Fetch-Site same-origin), with the CSRF token unless given. A
+   * `confirm: "yes"` without `seen` is posted as an operator does it: first
+   * without confirm (the confirmation), then with the confirmation's digest.
+   */
+  async post(path: string, fields: Record<string, string | string[]> = {}, headers: Record<string, string> = {}): Promise<Answer> {
+    if (fields.confirm === "yes" && !("seen" in fields)) {
+      const { confirm: _confirm, ...first } = fields;
+      const shown = await this.postOnce(path, first, headers);
+      const seen = seenIn(shown.text);
+      return this.postOnce(path, seen === null ? fields : { ...fields, seen }, headers);
+    }
+    return this.postOnce(path, fields, headers);
+  }
+
+  /** One form POST, exactly the fields given (and the CSRF token unless given). */
+  postOnce(path: string, fields: Record<string, string | string[]> = {}, headers: Record<string, string> = {}): Promise<Answer> {
     const body = new URLSearchParams();
     if (this.csrf !== null && !("csrf" in fields)) body.append("csrf", this.csrf);
     for (const [name, value] of Object.entries(fields)) for (const v of Array.isArray(value) ? value : [value]) body.append(name, v);
@@ -106,4 +122,9 @@ export function expectSecurityHeaders(headers: Headers): void {
     referrer: headers.get("referrer-policy"),
     cache: headers.get("cache-control"),
   }).toEqual({ csp: CSP, nosniff: "nosniff", referrer: "same-origin", cache: "no-store" });
+}
+
+/** The digest a confirmation's form carries (`seen`), or null. */
+export function seenIn(html: string): string | null {
+  return /name="seen" value="([0-9a-f]{64})"/.exec(html)?.[1] ?? null;
 }
