@@ -11,35 +11,19 @@
  * host with its preferences, and the call that was running is `lost` in the
  * fleet's ledger.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { WebSocket } from "ws";
 import { REPO } from "../support/satellites.js";
 import { until } from "../support/wait.js";
+import { freshDatabase } from "../support/pg-database.js";
+import { Children, connectServe, runTether, startServe, type Message, type Served } from "../support/fleet-processes.js";
 
-const serverUrl = process.env.TETHER_TEST_POSTGRES_URL ?? "";
-const BIN = join(REPO, "bin", "tether.js");
 const WORKER = join(REPO, "tests/integration/fixtures/bus/worker");
 let url: string;
 const homes: string[] = [];
-const children: ChildProcess[] = [];
-
-async function freshDatabase(name: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const u = new URL(serverUrl);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
+const children = new Children();
 
 function home(name: string): string {
   const dir = mkdtempSync(join(tmpdir(), `tether-fleet-${name}-`));
@@ -47,86 +31,24 @@ function home(name: string): string {
   return dir;
 }
 
-const fleetEnv = (host: string, dir: string) => ({ ...process.env, TETHER_HOME: dir, TETHER_STORE: url, TETHER_FLEET_HOST: host, TETHER_OPERATOR: `op-${host}` });
-
 /** Runs `tether <args>` as host `host`. */
-function tether(host: string, dir: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: REPO, env: fleetEnv(host, dir), timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr });
-    });
-  });
-}
-
-interface Served {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly token: string;
-  err(): string;
-}
+const tether = (host: string, dir: string, ...args: string[]) => runTether(url, host, dir, ...args);
 
 async function serve(host: string, dir: string, env: Record<string, string> = {}): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], { cwd: REPO, env: { ...fleetEnv(host, dir), ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-  await until(`tether serve on host ${host} to start`, () => /listening on/.test(out) || child.exitCode !== null, 60_000);
-  const line = /^tether serve: listening on (\S+) \(token file: (.+)\) as host (\S+) of the fleet at (\S+)$/m.exec(out);
-  if (line === null) throw new Error(`tether serve did not start as a fleet host:\n${out}\n${err}`);
-  expect(line[3]).toBe(host);
-  expect(line[4]).not.toContain(new URL(url).password);
-  return { url: line[1]!, token: readFileSync(line[2]!, "utf8").trim(), err: () => err, child };
+  const served = await startServe(children, url, host, dir, env);
+  expect(served.host).toBe(host);
+  expect(served.shownStore).not.toContain(new URL(url).password);
+  return served;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Message = any;
-
-interface Client {
-  call(method: string, params: unknown): Promise<Message>;
-  /** Sends without waiting; the answer is `answer(id)`. */
-  start(method: string, params: unknown): number;
-  answer(id: number): Promise<Message>;
-  readonly received: Message[];
-  close(): void;
-}
-
-async function connect(served: Served): Promise<Client> {
-  const ws = new WebSocket(served.url, { headers: { Authorization: `Bearer ${served.token}` } });
-  await new Promise((resolve, reject) => {
-    ws.once("open", resolve);
-    ws.once("error", reject);
-  });
-  const received: Message[] = [];
-  ws.on("message", (data: Buffer) => received.push(JSON.parse(data.toString("utf8"))));
-  ws.on("error", () => {}); // a server killed under it
-  let next = 0;
-  const start = (method: string, params: unknown): number => {
-    const id = ++next;
-    ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
-    return id;
-  };
-  const answer = async (id: number): Promise<Message> => {
-    await until(`the answer to request ${id}`, () => received.some((m) => m.id === id), 60_000);
-    return received.find((m) => m.id === id);
-  };
-  return { call: (method, params) => answer(start(method, params)), start, answer, received, close: () => ws.close() };
-}
+const connect = connectServe;
 
 beforeAll(async () => {
-  if (serverUrl === "") throw new Error("TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)");
   url = await freshDatabase("tether_fleet_hosts");
 });
 
 afterAll(async () => {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
-  }
+  await children.stopAll();
   for (const dir of homes) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -20,22 +20,20 @@
  * - the simple setup: the role owns an empty database, and the first
  *   `tether` command creates the tables, with no administrator's step.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { WebSocket } from "ws";
 import { REPO } from "../support/satellites.js";
 import { until } from "../support/wait.js";
+import { Children, connectServe, runTether, serveRefused, startServe, type Message, type Ran, type Served } from "../support/fleet-processes.js";
 
 const serverUrl = process.env.TETHER_TEST_POSTGRES_URL ?? "";
-const BIN = join(REPO, "bin", "tether.js");
 const WORKER = join(REPO, "tests/integration/fixtures/bus/worker");
 const KEEPER = join(REPO, "tests/integration/fixtures/keeper");
 const homes: string[] = [];
-const children: ChildProcess[] = [];
+const children = new Children();
 
 /** The SQL blocks of docs/fleet.md's "Roles" section, in order: the simple setup, the stricter setup's roles, its grants. */
 function rolesSql(): string[] {
@@ -107,22 +105,11 @@ function home(name: string): string {
   return dir;
 }
 
-const envOf = (url: string, host: string, dir: string) => ({ ...process.env, TETHER_HOME: dir, TETHER_STORE: url, TETHER_FLEET_HOST: host, TETHER_OPERATOR: `op-${host}` });
-
-interface Ran {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** Runs `tether <args>` as host `host` of the fleet at `url`. */
-function tether(url: string, host: string, dir: string, ...args: string[]): Promise<Ran> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: REPO, env: envOf(url, host, dir), timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr });
-    });
-  });
-}
+const tether = runTether;
+const serve = (store: string, host: string, dir: string): Promise<Served> => startServe(children, store, host, dir);
+const refusedServe = (store: string, host: string, dir: string): Promise<Ran> => serveRefused(children, store, host, dir);
+const connect = connectServe;
 
 /** `tether doctor --store <url>`: its store line. */
 async function doctorStore(url: string, host: string, dir: string): Promise<{ ok: boolean; line: string; all: string }> {
@@ -131,67 +118,6 @@ async function doctorStore(url: string, host: string, dir: string): Promise<{ ok
   const line = /^(ok {3}|FAIL )store \(fleet\): .*$/m.exec(all);
   if (line === null) throw new Error(`tether doctor --store printed no store line:\n${all}`);
   return { ok: line[1] === "ok   ", line: line[0], all };
-}
-
-interface Served {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly token: string;
-  err(): string;
-}
-
-async function serve(storeUrl: string, host: string, dir: string): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], { cwd: REPO, env: envOf(storeUrl, host, dir), stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-  await until(`tether serve on host ${host} to start`, () => /listening on/.test(out) || child.exitCode !== null, 60_000);
-  const line = /^tether serve: listening on (\S+) \(token file: (.+)\) as host (\S+) of the fleet at (\S+)$/m.exec(out);
-  if (line === null) throw new Error(`tether serve did not start as a fleet host:\n${out}\n${err}`);
-  return { url: line[1]!, token: readFileSync(line[2]!, "utf8").trim(), err: () => err, child };
-}
-
-/** Runs `tether serve` expecting it to refuse to start: its exit code and what it printed. */
-function serveRefused(storeUrl: string, host: string, dir: string): Promise<Ran> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], { cwd: REPO, env: envOf(storeUrl, host, dir), stdio: ["ignore", "pipe", "pipe"] });
-    children.push(child);
-    let stdout = "";
-    let stderr = "";
-    child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-    // A serve that started after all is stopped, and what it printed tells.
-    child.stdout!.on("data", () => /listening on/.test(stdout) && child.kill("SIGTERM"));
-    child.once("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
-  });
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Message = any;
-
-interface Client {
-  call(method: string, params: unknown): Promise<Message>;
-  close(): void;
-}
-
-async function connect(served: Served): Promise<Client> {
-  const ws = new WebSocket(served.url, { headers: { Authorization: `Bearer ${served.token}` } });
-  await new Promise((resolve, reject) => {
-    ws.once("open", resolve);
-    ws.once("error", reject);
-  });
-  const received: Message[] = [];
-  ws.on("message", (data: Buffer) => received.push(JSON.parse(data.toString("utf8"))));
-  let next = 0;
-  const call = async (method: string, params: unknown): Promise<Message> => {
-    const id = ++next;
-    ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
-    await until(`the answer to request ${id}`, () => received.some((m) => m.id === id), 60_000);
-    return received.find((m) => m.id === id);
-  };
-  return { call, close: () => ws.close() };
 }
 
 /** The JSON a keeper tool answered (its one JSON block). */
@@ -210,13 +136,7 @@ beforeAll(() => {
 });
 
 afterAll(async () => {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
-  }
+  await children.stopAll();
   for (const dir of homes) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -409,7 +329,7 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
         expect(out).not.toMatch(STACK);
       }
 
-      const refused = await serveRefused(brokerUrl, "c", dir);
+      const refused = await refusedServe(brokerUrl, "c", dir);
       expect(refused.code).not.toBe(0);
       expect(refused.stdout).not.toMatch(/listening on/);
       expect(refused.stderr).toContain("tether serve: cannot join the fleet's store: role tether_broker lacks INSERT on table fleet_invocations");
