@@ -9,25 +9,12 @@
  */
 import { request as httpRequest } from "node:http";
 import { WebSocket } from "ws";
-import { ConsoleClient, TOKEN, expectSecurityHeaders, registryRows, startConsole, type ConsoleRig } from "./support/console-client.js";
+import { ConsoleClient, TOKEN, expectSecurityHeaders, registryRows, startConsole, type ConsoleRig, rpcOver } from "./support/console-client.js";
 
 let rig: ConsoleRig;
 let ws: WebSocket;
 
-/** One JSON-RPC request over the rig's WebSocket. */
-function rpc(method: string, params: unknown): Promise<Record<string, unknown>> {
-  const id = Math.floor(Math.random() * 1e9);
-  return new Promise((resolve) => {
-    const onMessage = (data: Buffer) => {
-      const message = JSON.parse(data.toString()) as Record<string, unknown>;
-      if (message["id"] !== id) return;
-      ws.off("message", onMessage);
-      resolve(message);
-    };
-    ws.on("message", onMessage);
-    ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
-  });
-}
+const rpc = (method: string, params: unknown) => rpcOver(ws, method, params);
 
 beforeAll(async () => {
   rig = await startConsole("tether-console-auth-", async (broker) => {

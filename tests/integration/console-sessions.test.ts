@@ -6,26 +6,12 @@
  * its confirmation, as session.reload and session.close would.
  */
 import { WebSocket } from "ws";
-import { ConsoleClient, TOKEN, registryRows, startConsole, type ConsoleRig } from "./support/console-client.js";
+import { ConsoleClient, TOKEN, registryRows, startConsole, type ConsoleRig, rpcOver } from "./support/console-client.js";
 
 let rig: ConsoleRig;
 let ws: WebSocket;
 let client: ConsoleClient;
-let nextId = 1;
-
-function rpc(method: string, params: unknown): Promise<Record<string, unknown>> {
-  const id = nextId++;
-  return new Promise((resolve) => {
-    const onMessage = (data: Buffer) => {
-      const message = JSON.parse(data.toString()) as Record<string, unknown>;
-      if (message["id"] !== id) return;
-      ws.off("message", onMessage);
-      resolve(message);
-    };
-    ws.on("message", onMessage);
-    ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
-  });
-}
+const rpc = (method: string, params: unknown) => rpcOver(ws, method, params);
 
 const rowOf = (html: string, id: string): string => new RegExp(`<tr data-session="${id}">([^]*?)</tr>`).exec(html)?.[1] ?? "";
 

@@ -11,6 +11,7 @@ import { silentLogger } from "../../../broker/base/log.js";
 import { CSP } from "../../../broker/console/headers.js";
 import { ServeServer } from "../../../broker/serve/server.js";
 import { approvals, installs } from "../../../broker/store/schema.js";
+import type { WebSocket } from "ws";
 import { envOptions } from "../../support/env-options.js";
 
 export const TOKEN = "c".repeat(64);
@@ -127,4 +128,21 @@ export function expectSecurityHeaders(headers: Headers): void {
 /** The digest a confirmation's form carries (`seen`), or null. */
 export function seenIn(html: string): string | null {
   return /name="seen" value="([0-9a-f]{64})"/.exec(html)?.[1] ?? null;
+}
+
+let nextRpcId = 1;
+
+/** One JSON-RPC request over a client's WebSocket to the rig's server; resolves with its answer. */
+export function rpcOver(ws: WebSocket, method: string, params: unknown): Promise<Record<string, unknown>> {
+  const id = nextRpcId++;
+  return new Promise((resolve) => {
+    const onMessage = (data: Buffer) => {
+      const message = JSON.parse(data.toString()) as Record<string, unknown>;
+      if (message["id"] !== id) return;
+      ws.off("message", onMessage);
+      resolve(message);
+    };
+    ws.on("message", onMessage);
+    ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+  });
 }
