@@ -2,15 +2,12 @@
  * `tether check <folder>`: what `tether install` would refuse, plus a type
  * check, for an author before anyone installs it — every problem at once, each
  * saying what to change. Opens no store and needs no home: the dry boot runs
- * from a throwaway folder. When the home exists, Deno's type-check cache is
- * kept under it (`cache/deno-check`), which makes the next check faster.
+ * from a throwaway folder; the bundle and the type check run in host-side
+ * jails over a snapshot of the folder (docs/jail.md, Host-side work).
  */
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { checkExtension, type CheckReport } from "../install/check.js";
 import { denoBinary } from "../jail/deno-binary.js";
 import { jailSetup } from "../jail/setup.js";
-import { resolveHome } from "../store/home.js";
 import type { EnvironmentOptions } from "./environment.js";
 import type { EXIT } from "./main.js";
 
@@ -23,11 +20,9 @@ export async function runCheck(args: readonly string[], options: EnvironmentOpti
     console.error(`tether check: ${dir === undefined ? "missing the extension folder" : `one folder at a time, not ${args.length}`}: ${CHECK_USAGE}`);
     return "usage";
   }
-  const home = resolveHome(options.home);
   const jail = jailSetup(options);
-  let deno: string;
   try {
-    deno = denoBinary(jail.deno);
+    denoBinary(jail.deno);
   } catch (err) {
     console.error(`tether check: ${(err as Error).message}`);
     return "failed";
@@ -35,7 +30,7 @@ export async function runCheck(args: readonly string[], options: EnvironmentOpti
   const report = await checkExtension(dir, {
     jail,
     ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
-    types: { deno, ...(existsSync(home) ? { cacheDir: join(home, "cache", "deno-check") } : {}) },
+    types: {},
     progress: (line) => {
       if (!json) process.stderr.write(`… ${line}\n`);
     },

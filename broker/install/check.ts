@@ -41,8 +41,8 @@ export interface CheckReport {
 }
 
 export interface CheckOptions extends DryBootOptions {
-  /** How to run `deno check`; false: no type check (the stage is skipped). */
-  readonly types: TypeCheckOptions | false;
+  /** How long `deno check` may take; false: no type check (the stage is skipped). It runs in the same jail setup as the boot. */
+  readonly types: Pick<TypeCheckOptions, "timeoutMs"> | false;
   readonly progress?: (line: string) => void;
 }
 
@@ -76,12 +76,13 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
     return report(null);
   }
   const m = manifest;
+  const jobSetup = { jail: options.jail, ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}) };
   done("manifest", manifestProblems(m, "manifest.toml"), `${m.name} ${m.version}: ${plural(m.tool.length, "tool")}, ${plural(m.hook.length, "hook")}, ${plural(m.command.length, "command")}`);
 
   let artifact: Artifact;
   try {
     progress(`bundling ${m.name}@${m.version} (${m.entry})`);
-    artifact = await bundleExtension(folder, m);
+    artifact = await bundleExtension(folder, m, jobSetup);
   } catch (err) {
     done("bundle", [messageOf(err)], "");
     skip("types", "the bundle must succeed first (it confines what the sources import)");
@@ -94,7 +95,7 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
   done("bundle", [], `${(artifact.code.length / 1024).toFixed(0)} KiB artifact from ${plural(code, "file")} of the folder, self-contained${shipped}`);
 
   progress(options.types === false ? "booting it once in the jail" : `type-checking ${m.entry} and booting it once in the jail`);
-  const [types, boot] = await Promise.all([options.types === false ? null : typeCheck(folder, m, options.types), dryBoot(artifact, m, folder, options)]);
+  const [types, boot] = await Promise.all([options.types === false ? null : typeCheck(folder, m, { ...options.types, ...jobSetup }), dryBoot(artifact, m, folder, options)]);
   if (types === null) skip("types", "not asked for");
   else
     done(

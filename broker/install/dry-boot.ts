@@ -17,7 +17,7 @@ import { declaredOf } from "./declared.js";
 import { ServedMismatch, type Served } from "../satellite/handshake.js";
 import { SatelliteProcess } from "../satellite/process.js";
 import { rewritePlaces } from "./artifact-lines.js";
-import type { Artifact } from "./bundle.js";
+import type { Artifact } from "./bundle-core.js";
 import type { Manifest } from "./manifest.js";
 
 export interface DryBootOptions {

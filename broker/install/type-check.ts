@@ -3,19 +3,22 @@
  * `@tether/ext` and `@tether/cap` mapped to the SDK as the bundler maps them,
  * its own `node_modules/` and the SDK's packages resolved as Node would, and
  * nothing fetched (`--no-remote`, no lock file written). It runs none of the
- * sources; it reads them, on the host. It is run only on a folder whose bundle
- * passed, so every import the bundle follows is confined to the folder; what
- * the bundle drops unread (`import type`, `/// <reference path>`) deno check
- * still reads wherever it points — to show in its own error messages, on the
- * checker's terminal — and a timeout bounds a read that never ends (a FIFO).
- * Each error comes back with its file and line in the folder.
+ * sources, but it reads whatever they name — `/// <reference path>`, `import
+ * type`, `@ts-types`, a `types` field — which the bundle never follows; so it
+ * runs in a host-side jail (jail/host-job.ts) that shows the folder's
+ * snapshot at the folder's real path and the SDK and its packages at theirs,
+ * read-only, and nothing else of the host: a host file named by any of those
+ * forms does not exist there. Deno's cache lives and dies on the jail's
+ * bounded /tmp. Each error comes back with its file and line in the folder.
  */
-import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runtimeRoot, SDK_ALIASES } from "./bundle.js";
+import { jobFailure, placed, runHostJob, type HostJob, type HostJobSetup } from "../jail/host-job.js";
+import { resolveSandbox } from "../jail/sandbox.js";
+import { folderBinds, runtimeRoot, SDK_ALIASES } from "./bundle.js";
+import { snapshotFolder } from "./folder-snapshot.js";
 import type { Manifest } from "./manifest.js";
 
 export interface TypeProblem {
@@ -36,45 +39,58 @@ export interface TypeCheck {
   readonly ms: number;
 }
 
-export interface TypeCheckOptions {
-  /** The Deno binary. */
-  readonly deno: string;
-  /** Deno's cache (DENO_DIR): kept between checks it makes them faster; default a throwaway one. */
-  readonly cacheDir?: string;
+export interface TypeCheckOptions extends HostJobSetup {
   /** Default 120 s. */
   readonly timeoutMs?: number;
 }
 
+/** What the type checker may take: memory (TypeScript's compiler with the SDK's types loaded), and its /tmp (Deno's cache). */
+export const TYPE_CHECK_MEMORY_BYTES = 1024 * 2 ** 20;
+const TYPE_CHECK_TMP_BYTES = 128 * 2 ** 20;
+/** The most of its report that is read. */
+const REPORT_BYTES = 16 * 2 ** 20;
+const JAIL_CONFIG = "/opt/tether/deno.json";
+
 const AT = /^\s+at (file:\/\/\S+?):(\d+):(\d+)$/;
 const ERROR = /^(TS\d+) \[ERROR\]: (.*)$/;
 
-/** Type-checks `dir`'s entry. */
-export async function typeCheck(dir: string, manifest: Manifest, options: TypeCheckOptions): Promise<TypeCheck> {
+/** Type-checks `dir`'s entry, in the type-check jail. */
+export async function typeCheck(dir: string, manifest: Manifest, options: TypeCheckOptions = {}): Promise<TypeCheck> {
   const started = performance.now();
   const root = realpathSync(dir);
   const sdk = runtimeRoot();
+  const sandbox = resolveSandbox(options.sandbox);
+  const snapshot = snapshotFolder(root, options.jail?.identity);
   const work = mkdtempSync(join(tmpdir(), "tether-type-check-"));
   try {
     const imports = Object.fromEntries(Object.entries(SDK_ALIASES).map(([name, path]) => [name, join(sdk, path)]));
     // The SDK imports its own files as `./x.js` (Node-style ESM): sloppy imports read them as the `.ts` they are.
-    writeFileSync(join(work, "deno.json"), JSON.stringify({ nodeModulesDir: "manual", unstable: ["sloppy-imports"], imports }));
-    const cache = options.cacheDir ?? join(work, "deno-dir");
-    mkdirSync(cache, { recursive: true });
-    const args = ["check", "--config", join(work, "deno.json"), "--no-remote", "--no-lock", "--quiet", join(root, manifest.entry)];
-    const env = { HOME: work, DENO_DIR: cache, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1", DENO_NO_PROMPT: "1" };
+    const config = { host: join(work, "deno.json"), jail: JAIL_CONFIG };
+    writeFileSync(config.host, JSON.stringify({ nodeModulesDir: "manual", unstable: ["sloppy-imports"], imports }));
     const timeoutMs = options.timeoutMs ?? 120_000;
-    const run = await new Promise<{ code: number; output: string; timedOut: boolean }>((done) => {
-      execFile(options.deno, args, { cwd: work, env, timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
-        const timedOut = err !== null && (err as { killed?: boolean }).killed === true;
-        done({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, output: `${stdout}${stderr}`, timedOut });
-      });
-    });
+    const job: HostJob = {
+      label: "type check",
+      runtime: "deno",
+      args: ["check", "--config", placed(sandbox, config), "--no-remote", "--no-lock", "--quiet", join(root, manifest.entry)],
+      binds: sandbox === "bwrap" ? folderBinds(root, snapshot) : [],
+      files: [config],
+      // An operator's step, not an extension's call: it may use the machine's CPUs.
+      cpus: availableParallelism(),
+      memoryBytes: TYPE_CHECK_MEMORY_BYTES,
+      tmpBytes: TYPE_CHECK_TMP_BYTES,
+      env: { DENO_NO_UPDATE_CHECK: "1", DENO_NO_PROMPT: "1" },
+      jail: options.jail ?? {},
+      sandbox,
+    };
+    const run = await runHostJob(job, "", timeoutMs, REPORT_BYTES);
     const ms = Math.round(performance.now() - started);
-    if (run.timedOut) return { ok: false, errors: [], other: [`the type check did not finish within ${timeoutMs / 1000} s`], ms };
-    const { errors, other } = parseOutput(run.output, root, sdk);
-    if (run.code !== 0 && errors.length === 0 && other.length === 0) other.push(`deno check failed (exit ${run.code}): ${run.output.trim().slice(-2000)}`);
-    return { ok: run.code === 0, errors, other, ms };
+    if (run.timedOut || run.overflowed || run.oomKilled) return { ok: false, errors: [], other: [jobFailure(job, run, timeoutMs)], ms };
+    const output = `${run.stdout.toString("utf8")}${run.stderr}`;
+    const { errors, other } = parseOutput(output, root, sdk);
+    if (run.exitCode !== 0 && errors.length === 0 && other.length === 0) other.push(`deno check failed (${run.signal ?? `exit ${run.exitCode}`}): ${output.trim().slice(-2000)}`);
+    return { ok: run.exitCode === 0, errors, other, ms };
   } finally {
+    snapshot.remove();
     rmSync(work, { recursive: true, force: true });
   }
 }

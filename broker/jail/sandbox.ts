@@ -4,6 +4,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { denoForJail, jailIdentity, type JailIdentity } from "./identity.js";
 import { realPath, sharedLibraries } from "./libraries.js";
@@ -49,12 +50,21 @@ export function resolveSandbox(requested?: SandboxMode): SandboxMode {
   );
 }
 
+/** A host path shown inside the jail, bound by a descriptor the broker opens (the jail's uid needs no path to it). */
+export interface JailBind {
+  readonly host: string;
+  readonly jail: string;
+  /** Default read-only. */
+  readonly writable?: boolean;
+}
+
 export interface LaunchSpec {
   readonly sandbox: SandboxMode;
   readonly deno: string;
-  readonly artifact: string;
-  /** The satellite's own fresh directory holding its socket. */
-  readonly socketDir: string;
+  /** The satellite's artifact (a satellite; a host-side job passes `payload` instead). */
+  readonly artifact?: string;
+  /** The satellite's own fresh directory holding its socket (a satellite only). */
+  readonly socketDir?: string;
   readonly memoryMb: number;
   /** Deno's caches for this artifact, bound at /tmp/deno (bwrap only; see deno-cache.ts). */
   readonly denoCache?: { readonly dir: string; readonly writable: boolean } | null;
@@ -66,10 +76,22 @@ export interface LaunchSpec {
   readonly cgroupProcs?: readonly string[];
   /** The compiled seccomp filter (see seccomp.ts); null: none. */
   readonly seccomp?: string | null;
-  /** What runs inside the jail instead of the satellite (probes, tests): an argv of jail paths. */
+  /** What runs inside the jail instead of the satellite (host-side jobs, probes, tests): an argv of jail paths. */
   readonly payload?: readonly string[];
-  /** More host files, copied read-only into the jail (probes, tests). */
+  /** More host files, copied read-only into the jail (job scripts, probes, tests). */
   readonly extraFiles?: ReadonlyArray<{ readonly host: string; readonly jail: string }>;
+  /** Another program than Deno, bound with the libraries it links at `jail` (a host-side job's Node). */
+  readonly runtime?: { readonly host: string; readonly jail: string };
+  /** Host folders and files bound inside the jail by descriptor (host-side jobs: the folder snapshot, a database file). */
+  readonly binds?: readonly JailBind[];
+  /** Bytes of the jail's /tmp; default JAIL_TMP_BYTES. */
+  readonly tmpBytes?: number;
+  /** The largest file the jail may write (RLIMIT_FSIZE); default JAIL_FILE_BYTES. */
+  readonly fileBytes?: number;
+  /** RLIMIT_DATA for everything in the jail; default none (a satellite is bounded by V8's heap flag, its cgroup and the watchdog). */
+  readonly dataBytes?: number;
+  /** More environment for the payload (never inherited: only what is named here and the jail's own). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export interface Launch {
@@ -84,7 +106,7 @@ export interface Launch {
    */
   readonly bwrapOptions: readonly string[] | null;
   readonly env: Readonly<Record<string, string>>;
-  /** Host files the child must get, opened for reading, on the descriptors after 3 (bwrap copies them in). */
+  /** Host files and folders the child must get, opened for reading, on the descriptors after 3 (bwrap copies or binds them). */
   readonly files: readonly string[];
 }
 
@@ -144,23 +166,32 @@ function existingProcMasks(): { files: string[]; dirs: string[] } {
   return procMasks;
 }
 
-/** Builds the command line for one satellite (or, with `payload`, for a probe in the same jail). */
+/** The satellite's own payload: Deno running its artifact against its socket. */
+function satellitePayload(spec: LaunchSpec, deno: string, artifact: string, socket: string): string[] {
+  if (spec.artifact === undefined || spec.socketDir === undefined) throw new TypeError("a launch without a payload needs an artifact and a socket folder");
+  return [deno, ...denoRunArgs(artifact, socket, spec.memoryMb)];
+}
+
+/** Builds the command line for one satellite (or, with `payload`, for a host-side job or a probe in the same jail). */
 export function launchCommand(spec: LaunchSpec): Launch {
   const identity = spec.identity === undefined ? jailIdentity() : spec.identity;
   const launcher = (program: readonly string[], keep: number, fsize: number): string[] => {
     const args = ["--keep", String(keep)];
     for (const procs of spec.cgroupProcs ?? []) args.push("--cgroup", procs);
     args.push("--fsize", String(fsize));
+    if (spec.dataBytes !== undefined) args.push("--data", String(spec.dataBytes));
     if (identity !== null && spec.sandbox === "bwrap") args.push("--uid", String(identity.uid), "--gid", String(identity.gid), "--nproc", String(JAIL_NPROC));
     return [...args, "--", ...program];
   };
+  const fileBytes = spec.fileBytes ?? JAIL_FILE_BYTES;
   if (spec.sandbox === "none") {
-    const program = spec.payload ?? [spec.deno, ...denoRunArgs(spec.artifact, `${spec.socketDir}/s.sock`, spec.memoryMb)];
+    const program = spec.payload ?? satellitePayload(spec, spec.deno, spec.artifact ?? "", `${spec.socketDir}/s.sock`);
+    const home = spec.socketDir ?? tmpdir();
     return {
       file: nativeProgram("jail-exec", spec.nativeDir),
-      args: launcher(program, 3, JAIL_FILE_BYTES),
+      args: launcher(program, 3, fileBytes),
       bwrapOptions: null,
-      env: { ...CHILD_ENV, HOME: spec.socketDir, DENO_DIR: `${spec.socketDir}/deno` },
+      env: { ...CHILD_ENV, HOME: home, DENO_DIR: `${home}/deno`, ...spec.env },
       files: [],
     };
   }
@@ -191,17 +222,21 @@ export function launchCommand(spec: LaunchSpec): Launch {
   const masks = existingProcMasks();
   for (const file of masks.files) args.push("--ro-bind", "/dev/null", `/proc/${file}`);
   for (const dir of masks.dirs) args.push("--perms", "0555", "--size", "4096", "--tmpfs", `/proc/${dir}`, "--remount-ro", `/proc/${dir}`);
-  args.push("--dev", "/dev", "--size", String(JAIL_TMP_BYTES), "--tmpfs", "/tmp");
-  for (const lib of sharedLibraries(spec.deno)) args.push("--ro-bind", realPath(lib), lib);
+  args.push("--dev", "/dev", "--size", String(spec.tmpBytes ?? JAIL_TMP_BYTES), "--tmpfs", "/tmp");
+  const runtime = spec.runtime ?? { host: spec.deno, jail: JAIL_DENO };
+  for (const lib of sharedLibraries(runtime.host)) args.push("--ro-bind", realPath(lib), lib);
+  args.push("--ro-bind", denoForJail(runtime.host, identity), runtime.jail);
   // The artifact is copied in from a descriptor the broker opened: the jail's uid needs no path to it.
-  args.push("--ro-bind", denoForJail(spec.deno, identity), JAIL_DENO, "--ro-bind-data", passFile(spec.artifact), JAIL_ARTIFACT);
+  if (spec.artifact !== undefined) args.push("--ro-bind-data", passFile(spec.artifact), JAIL_ARTIFACT);
   // Only the socket itself is bound, not its directory: once the broker unlinks
   // the host path, nothing the satellite does at that path reaches the host.
-  args.push("--bind", `${spec.socketDir}/s.sock`, JAIL_SOCKET);
+  if (spec.socketDir !== undefined) args.push("--bind", `${spec.socketDir}/s.sock`, JAIL_SOCKET);
   for (const extra of spec.extraFiles ?? []) args.push("--perms", "0555", "--ro-bind-data", passFile(extra.host), extra.jail);
+  // By descriptor, opened by the broker: a root broker's jail uid needs no path to them (bwrap closes each once bound).
+  for (const bind of spec.binds ?? []) args.push(bind.writable === true ? "--bind-fd" : "--ro-bind-fd", passFile(bind.host), bind.jail);
   // Deno opens its caches read-write (read-only, it silently falls back to none), so each
   // satellite gets a private copy in its own /tmp; only the one warm-up boot writes the original.
-  let fsize = JAIL_FILE_BYTES;
+  let fsize = fileBytes;
   if (spec.denoCache?.writable === true) {
     // The warm-up: only the cache files themselves reach the host, each bounded by the
     // launcher's file size limit, and DENO_DIR stays on the bounded tmpfs — localStorage
@@ -221,8 +256,8 @@ export function launchCommand(spec: LaunchSpec): Launch {
   if (spec.seccomp) args.push("--seccomp", passFile(spec.seccomp));
   // Last: everything bwrap made outside /tmp becomes read-only (its root and /dev are unsized tmpfs).
   args.push("--remount-ro", "/dev", "--remount-ro", "/");
-  for (const [key, value] of Object.entries(CHILD_ENV)) args.push("--setenv", key, value);
+  for (const [key, value] of Object.entries({ ...CHILD_ENV, ...spec.env })) args.push("--setenv", key, value);
   args.push("--chdir", "/tmp");
-  const payload = spec.payload ?? [JAIL_DENO, ...denoRunArgs(JAIL_ARTIFACT, JAIL_SOCKET, spec.memoryMb)];
+  const payload = spec.payload ?? satellitePayload(spec, JAIL_DENO, JAIL_ARTIFACT, JAIL_SOCKET);
   return { file: nativeProgram("jail-exec", spec.nativeDir), args: launcher([bwrap, "--args", "3", "--", ...payload], 4 + files.length, fsize), bwrapOptions: args, env: {}, files };
 }

@@ -13,6 +13,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { randomBytes } from "node:crypto";
 import { bundleExtension } from "../../broker/install/bundle.js";
+import { bundleFolder, runtimeRoot } from "../../broker/install/bundle-core.js";
 import { scanArtifact } from "../../broker/install/artifact-scan.js";
 import { readManifest } from "../../broker/install/manifest.js";
 import { TetherError } from "../../broker/base/errors.js";
@@ -269,10 +270,20 @@ describe("every importer × outside spelling × position is refused, naming the 
 });
 
 describe.each(Object.entries(IMPORTERS))("from %s", (_name, importer) => {
-  test("a glob-style import() escaping the folder is refused at load (esbuild reads the matches without asking onResolve)", async () => {
+  test("a glob-style import() escaping the folder finds nothing in the bundling jail: the host's files are not there", async () => {
     const dir = await probeExtension(importer, (importerDir) => `export const leak = (name) => import(\`${relative(importerDir, host)}/secret\${name}.txt\`);\n`);
     const message = await refusal(dir);
-    expect(message).toContain(`is outside the extension folder (it is ${join(host, "secret.txt")})`);
+    expect(message).toContain(`${importer.file}:1: Could not resolve import("${relative(join(dir, importer.realDir), host)}/secret*.txt")`);
+  });
+
+  test("the confinement plugin alone (no jail) refuses the same glob at load (esbuild reads the matches without asking onResolve)", async () => {
+    const dir = await probeExtension(importer, (importerDir) => `export const leak = (name) => import(\`${relative(importerDir, host)}/secret\${name}.txt\`);\n`);
+    const error = await bundleFolder(realpathSync(dir), runtimeRoot(), readManifest(dir)).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(error?.message).toContain(`is outside the extension folder (it is ${join(host, "secret.txt")})`);
+    expect(error?.message).not.toContain(TOKEN);
   });
 });
 

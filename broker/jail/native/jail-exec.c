@@ -2,13 +2,14 @@
  * jail-exec: the step between the broker and bwrap.
  *
  *   jail-exec [--keep N] [--cgroup FILE]... [--uid U --gid G] [--fsize BYTES]
- *             [--nproc N] -- PROGRAM ARG...
+ *             [--data BYTES] [--nproc N] -- PROGRAM ARG...
  *
  * In this order, each step failing closed (exit 127, a line on stderr):
  *  1. joins every cgroup named (writes "0", itself, to each cgroup.procs), so
  *     bwrap and everything it starts is born inside the satellite's bounds;
  *  2. sets resource limits: no core files, files no larger than --fsize (a write
- *     past it fails with EFBIG: SIGXFSZ is ignored),
+ *     past it fails with EFBIG: SIGXFSZ is ignored), no more than --data bytes of
+ *     data segment and private mappings (a host-side job's allocation bound),
  *     at most --nproc processes for the jail uid;
  *  3. becomes --uid/--gid with no supplementary groups (the broker may be
  *     root; the jail never is) and sets no_new_privs;
@@ -91,7 +92,7 @@ static void close_from(int first) {
 int main(int argc, char **argv) {
   int keep = 3;
   long long uid = -1, gid = -1;
-  unsigned long long fsize = 0, nproc = 0;
+  unsigned long long fsize = 0, nproc = 0, data = 0;
   const char *cgroups[8];
   int ncgroups = 0;
   int i = 1;
@@ -111,6 +112,7 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "--gid") == 0) gid = (long long)number(value, a);
     else if (strcmp(a, "--fsize") == 0) fsize = number(value, a);
     else if (strcmp(a, "--nproc") == 0) nproc = number(value, a);
+    else if (strcmp(a, "--data") == 0) data = number(value, a);
     else die("unknown option", a);
   }
   if (i >= argc) die("no program given", NULL);
@@ -126,6 +128,8 @@ int main(int argc, char **argv) {
        grow as no cache. An ignored signal stays ignored across exec. */
     signal(SIGXFSZ, SIG_IGN);
   }
+
+  if (data > 0) limit(RLIMIT_DATA, (rlim_t)data, "data");
 
   if (uid >= 0) {
     if (nproc > 0) limit(RLIMIT_NPROC, (rlim_t)nproc, "nproc");

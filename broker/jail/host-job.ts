@@ -1,0 +1,215 @@
+/**
+ * A host-side job: work the broker does *for* an extension on bytes the
+ * extension controls — bundling its folder, type-checking it, running its
+ * SQL and migrations — run in the satellite's jail, with the satellite's
+ * launcher and layers (launchCommand): no host descriptor, an unprivileged
+ * host uid, namespaces with no network and none of the host's files, the
+ * seccomp filter, a cgroup where the host has one, and limits on file size
+ * and memory. Only what the job names is shown to it, by descriptor:
+ * its program (Node or Deno) with the libraries it links, its trusted
+ * script, and its binds (a folder snapshot read-only, a database file
+ * writable). Nothing here reads what the job reads.
+ */
+import { spawnSync, type SpawnSyncReturns } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ResultPromise } from "execa";
+import { createSatelliteCgroup, type SatelliteCgroup } from "./cgroup.js";
+import type { SatelliteLimits } from "./cgroup-limits.js";
+import { denoBinary } from "./deno-binary.js";
+import { jailIdentity } from "./identity.js";
+import { launchCommand, type JailBind, type Launch, type SandboxMode } from "./sandbox.js";
+import { seccompFilter } from "./seccomp.js";
+import type { JailSetup } from "./setup.js";
+import { spawnJailed } from "./spawn.js";
+
+/** Where a host-side job's program sits inside its jail. */
+export const JOB_NODE = "/opt/tether/node";
+export const JOB_SCRIPT = "/opt/tether/job.cjs";
+
+/** How a broker's host-side jobs are jailed: as its satellites are (its jail options and sandbox mode). */
+export interface HostJobSetup {
+  readonly jail?: JailSetup;
+  /** bwrap unless "none" (insecure) is asked for; refused when bwrap is missing. */
+  readonly sandbox?: SandboxMode;
+}
+
+export interface HostJob {
+  /** What it is, for its cgroup's name and for messages ("bundle", "type check", "database"). */
+  readonly label: string;
+  /** Node with a trusted script of the broker's (job-scripts.ts), or Deno. */
+  readonly runtime: "node" | "deno";
+  /** Node: the trusted script's host path, copied in read-only at JOB_SCRIPT. */
+  readonly script?: string;
+  /** The argv after the program (and the script); paths as `placed` gives them. */
+  readonly args: readonly string[];
+  readonly binds?: readonly JailBind[];
+  /** More trusted files copied in read-only (a config, the native SQLite addon, esbuild's binary). */
+  readonly files?: ReadonlyArray<{ readonly host: string; readonly jail: string }>;
+  /** The memory bound: the cgroup's (satellite-sized) and RLIMIT_DATA. */
+  readonly memoryBytes: number;
+  /** CPUs it may use at once (the cgroup's quota); default one. */
+  readonly cpus?: number;
+  /** Default 64 MiB. */
+  readonly tmpBytes?: number;
+  /** Largest file it may write; default the jail's. */
+  readonly fileBytes?: number;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly jail: JailSetup;
+  readonly sandbox: SandboxMode;
+}
+
+/** The default scratch space of a host-side job (Deno's type-check cache lives there). */
+export const JOB_TMP_BYTES = 64 * 1024 * 1024;
+
+/** A bind's path as the job sees it: the jail path, or the host path when there is no OS sandbox. */
+export function placed(sandbox: SandboxMode, bind: { readonly host: string; readonly jail: string }): string {
+  return sandbox === "none" ? bind.host : bind.jail;
+}
+
+/** The cgroup's bounds for a job: its memory, 128 tasks (esbuild's and Deno's threads), its CPUs. */
+function jobLimits(job: HostJob): SatelliteLimits {
+  return { memoryBytes: job.memoryBytes, pids: 128, cpuQuota: job.cpus ?? 1 };
+}
+
+interface Prepared {
+  readonly launch: Launch;
+  readonly cgroup: SatelliteCgroup | null;
+}
+
+function prepare(job: HostJob): Prepared {
+  const cgroup = job.sandbox === "bwrap" ? createSatelliteCgroup(`job-${job.label}`, jobLimits(job), job.jail.cgroup) : null;
+  const deno = denoBinary(job.jail.deno);
+  const node = process.execPath;
+  const program = job.runtime === "node" ? [placed(job.sandbox, { host: node, jail: JOB_NODE }), placed(job.sandbox, { host: job.script ?? "", jail: JOB_SCRIPT })] : [placed(job.sandbox, { host: deno, jail: "/opt/tether/deno" })];
+  const files = [...(job.runtime === "node" ? [{ host: job.script ?? "", jail: JOB_SCRIPT }] : []), ...(job.files ?? [])];
+  const launch = launchCommand({
+    sandbox: job.sandbox,
+    deno,
+    memoryMb: Math.ceil(job.memoryBytes / 2 ** 20),
+    identity: jailIdentity(job.jail.identity),
+    cgroupProcs: cgroup?.procsFiles ?? [],
+    seccomp: job.sandbox === "bwrap" ? seccompFilter(job.jail.nativeDir) : null,
+    ...(job.jail.nativeDir !== undefined ? { nativeDir: job.jail.nativeDir } : {}),
+    ...(job.runtime === "node" ? { runtime: { host: node, jail: JOB_NODE } } : {}),
+    payload: [...program, ...job.args],
+    extraFiles: job.sandbox === "bwrap" ? files : [],
+    binds: job.sandbox === "bwrap" ? (job.binds ?? []) : [],
+    tmpBytes: job.tmpBytes ?? JOB_TMP_BYTES,
+    ...(job.fileBytes !== undefined ? { fileBytes: job.fileBytes } : {}),
+    dataBytes: job.memoryBytes,
+    env: job.env ?? {},
+  });
+  return { launch, cgroup };
+}
+
+export type RunningJob = ResultPromise<{ buffer: false; encoding: "buffer" }>;
+
+/** Starts a long-lived job (a database process): its stdin, stdout and stderr are the caller's; `done` removes its cgroup. */
+export function startHostJob(job: HostJob): { child: RunningJob; oomKilled: () => boolean; done: () => void } {
+  const { launch, cgroup } = prepare(job);
+  let child: RunningJob;
+  try {
+    child = spawnJailed(launch);
+  } catch (err) {
+    void cgroup?.remove();
+    throw err;
+  }
+  return { child, oomKilled: () => cgroup?.oomKilled() === true, done: () => void cgroup?.remove() };
+}
+
+export interface JobResult {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stdout: Buffer;
+  readonly stderr: string;
+  /** It ran past its time and was killed. */
+  readonly timedOut: boolean;
+  /** It wrote more than it may and was killed. */
+  readonly overflowed: boolean;
+  /** The kernel killed it for passing its memory bound. */
+  readonly oomKilled: boolean;
+}
+
+/** Runs a job to its end with `input` on stdin, at most `timeoutMs` and `maxOutputBytes` of stdout. */
+export async function runHostJob(job: HostJob, input: string | Buffer, timeoutMs: number, maxOutputBytes: number): Promise<JobResult> {
+  const { child, oomKilled, done } = startHostJob(job);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let overflowed = false;
+  let timedOut = false;
+  const stderr: Buffer[] = [];
+  let stderrSize = 0;
+  child.stdout?.on("data", (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > maxOutputBytes) {
+      overflowed = true;
+      child.kill("SIGKILL");
+      return;
+    }
+    chunks.push(chunk);
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    // The tail is what says why: keep the last 64 KiB.
+    stderr.push(chunk);
+    stderrSize += chunk.length;
+    while (stderrSize > 65_536 && stderr.length > 1) stderrSize -= stderr.shift()!.length;
+  });
+  child.stdin?.on("error", () => {});
+  child.stdin?.end(input);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill("SIGKILL");
+  }, timeoutMs);
+  try {
+    const r = await child;
+    return { exitCode: r.exitCode ?? null, signal: r.signal ?? null, stdout: Buffer.concat(chunks), stderr: Buffer.concat(stderr).toString("utf8"), timedOut, overflowed, oomKilled: oomKilled() };
+  } finally {
+    clearTimeout(timer);
+    done();
+  }
+}
+
+/**
+ * The same, synchronously (approval is synchronous: migrations). bwrap's options come
+ * from a file of the broker's own, since nothing can write a pipe while spawnSync waits.
+ */
+export function runHostJobSync(job: HostJob, input: string, timeoutMs: number, maxOutputBytes: number): JobResult {
+  const { launch, cgroup } = prepare(job);
+  const scratch = mkdtempSync(join(tmpdir(), "tether-job-"));
+  const fds: number[] = [];
+  try {
+    let stdio: Array<"pipe" | number> = ["pipe", "pipe", "pipe"];
+    if (launch.bwrapOptions !== null) {
+      const options = join(scratch, "bwrap-args");
+      writeFileSync(options, launch.bwrapOptions.map((a) => `${a}\0`).join(""), { mode: 0o600 });
+      fds.push(openSync(options, "r"), ...launch.files.map((file) => openSync(file, "r")));
+      stdio = ["pipe", "pipe", "pipe", ...fds];
+    }
+    const r: SpawnSyncReturns<Buffer> = spawnSync(launch.file, [...launch.args], { input, stdio, env: launch.env, timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: maxOutputBytes });
+    const code = (r.error as NodeJS.ErrnoException | undefined)?.code;
+    return {
+      exitCode: r.status,
+      signal: r.signal,
+      stdout: r.stdout ?? Buffer.alloc(0),
+      stderr: (r.stderr ?? Buffer.alloc(0)).toString("utf8").slice(-65_536),
+      timedOut: code === "ETIMEDOUT",
+      overflowed: code === "ENOBUFS",
+      oomKilled: cgroup?.oomKilled() === true,
+    };
+  } finally {
+    for (const fd of fds) closeSync(fd);
+    rmSync(scratch, { recursive: true, force: true });
+    void cgroup?.remove();
+  }
+}
+
+/** One line saying why a job that should have answered did not. */
+export function jobFailure(job: Pick<HostJob, "label">, r: JobResult, timeoutMs: number): string {
+  if (r.timedOut) return `the ${job.label} did not finish within ${timeoutMs / 1000} s and was stopped`;
+  if (r.overflowed) return `the ${job.label} wrote more output than the broker reads and was stopped`;
+  if (r.oomKilled) return `the ${job.label} passed its memory bound and was stopped`;
+  const tail = r.stderr.trim().split("\n").slice(-3).join(" ").slice(0, 500);
+  return `the ${job.label} failed (${r.signal ?? `exit ${r.exitCode}`})${tail !== "" ? `: ${tail}` : ""}`;
+}
