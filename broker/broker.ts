@@ -81,7 +81,9 @@ export class Broker {
     // What is logged about an extension also goes to its own file (`tether logs <name>`).
     this.log = options.extensionLogs === false ? log : teeExtensionLogs(log, new ExtensionLogs(extensionLogDir(this.home)));
     this.store = openStore(paths.db);
-    this.registry = new Registry(this.store, paths.artifacts, { ...(options.operator !== undefined ? { operator: options.operator } : {}) });
+    // Bundling, migrations and extensions' SQL run in host-side jails set up as the satellites' are.
+    const jobs = { jail: this.#jail, ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}) };
+    this.registry = new Registry(this.store, paths.artifacts, { jobs, ...(options.operator !== undefined ? { operator: options.operator } : {}) });
     this.ledger = new Ledger(this.store);
     this.#launcher = new SatelliteLauncher({
       home: this.home,
@@ -111,7 +113,7 @@ export class Broker {
       work: this.#work,
       agents: this.#agents,
       rules: new ParsedRules(),
-      dbs: new DbProcesses(this.home),
+      dbs: new DbProcesses(this.home, jobs),
       kv: () => this.fleet?.kv ?? kvRepository(this.store),
       secrets: options.secrets ?? new FileSecrets(this.home),
       logins: loginSecrets(this),

@@ -12,7 +12,6 @@ import type { HostView } from "../store/pg/hosts.js";
 import { loginsOf } from "../login/logins.js";
 import { initState } from "../init/init-lines.js";
 import { dbSize } from "../store/ext-db.js";
-import { appliedCount } from "../store/ext-migrations.js";
 import { kvRepository } from "../store/kv-repository.js";
 import { secretStatus } from "./secret.js";
 
@@ -73,7 +72,7 @@ export function overview(broker: Broker, kvUsed?: ReadonlyMap<string, number>): 
       session: session.length === 0 ? "nothing in sessions" : session.join(", "),
       daemon: providers.providers.filter((p) => p.extension === m.name).map((p) => p.name),
       credentials,
-      storage: { kv_bytes: kvUsed?.get(m.name) ?? kv.used(m.name), kv_quota: m.limits.kv_bytes, db_bytes: dbSize(broker.home, m.name), db_quota: m.storage?.max_bytes ?? null, migrations: m.storage === undefined ? null : appliedCount(broker.home, m.name) },
+      storage: { kv_bytes: kvUsed?.get(m.name) ?? kv.used(m.name), kv_quota: m.limits.kv_bytes, db_bytes: dbSize(broker.home, m.name), db_quota: m.storage?.max_bytes ?? null, migrations: m.storage === undefined ? null : broker.registry.appliedCount(m.name) },
       init: initState(broker, installed),
     };
   });

@@ -14,7 +14,7 @@ import { lstatSync, readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { isAbsolute, join, relative } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
-import { jobFailure, runHostJob, type HostJob, type HostJobSetup } from "../jail/host-job.js";
+import { jobFailure, placed, runHostJob, type HostJob, type HostJobSetup } from "../jail/host-job.js";
 import { jobScript } from "../jail/job-scripts.js";
 import { resolveSandbox } from "../jail/sandbox.js";
 import type { BundleAnswer } from "./bundle-job.js";
@@ -56,6 +56,26 @@ export function folderBinds(root: string, snapshot: FolderSnapshot): HostJob["bi
   return binds.sort((a, b) => a.jail.split("/").length - b.jail.split("/").length);
 }
 
+/** The bundling jail over `snapshot` of the folder at `root`: Node with the bundling script and esbuild's binary. */
+export function bundleJob(root: string, snapshot: FolderSnapshot, setup: HostJobSetup): HostJob {
+  const sandbox = resolveSandbox(setup.sandbox);
+  return {
+    label: "bundle",
+    runtime: "node",
+    script: jobScript("bundle-job"),
+    args: [],
+    // With no OS sandbox the job reads the folder where it is (the snapshot still bounded it).
+    binds: sandbox === "bwrap" ? folderBinds(root, snapshot) : [],
+    files: [{ host: esbuildBinary(), jail: "/opt/tether/esbuild" }],
+    env: { ESBUILD_BINARY_PATH: placed(sandbox, { host: esbuildBinary(), jail: "/opt/tether/esbuild" }) },
+    // An operator's step, not an extension's call: it may use the machine's CPUs.
+    cpus: availableParallelism(),
+    memoryBytes: BUNDLE_MEMORY_BYTES,
+    jail: setup.jail ?? {},
+    sandbox,
+  };
+}
+
 /** Bundles `dir` (whose manifest is `manifest`) into one ESM artifact for Deno, in the bundling jail. */
 export async function bundleExtension(dir: string, manifest: Manifest, setup: HostJobSetup = {}): Promise<Artifact> {
   let root: string;
@@ -64,24 +84,9 @@ export async function bundleExtension(dir: string, manifest: Manifest, setup: Ho
   } catch {
     throw new TetherError(BrokerCode.installFailed, `${dir}: no such folder (give the folder that holds manifest.toml)`);
   }
-  const sandbox = resolveSandbox(setup.sandbox);
   const snapshot = snapshotFolder(root, setup.jail?.identity);
   try {
-    const job: HostJob = {
-      label: "bundle",
-      runtime: "node",
-      script: jobScript("bundle-job"),
-      args: [],
-      // With no OS sandbox the job reads the folder where it is (the snapshot still bounded it).
-      binds: sandbox === "bwrap" ? folderBinds(root, snapshot) : [],
-      files: [{ host: esbuildBinary(), jail: "/opt/tether/esbuild" }],
-      env: sandbox === "bwrap" ? { ESBUILD_BINARY_PATH: "/opt/tether/esbuild" } : { ESBUILD_BINARY_PATH: esbuildBinary() },
-      // An operator's step, not an extension's call: it may use the machine's CPUs.
-      cpus: availableParallelism(),
-      memoryBytes: BUNDLE_MEMORY_BYTES,
-      jail: setup.jail ?? {},
-      sandbox,
-    };
+    const job = bundleJob(root, snapshot, setup);
     const request = JSON.stringify({ root, sdk: runtimeRoot(), manifest, problems: snapshot.problems });
     const r = await runHostJob(job, request, BUNDLE_DEADLINE_MS, ANSWER_BYTES);
     let answer: BundleAnswer;

@@ -68,36 +68,39 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
   const over = (what: string): never => {
     throw new TetherError(BrokerCode.installFailed, `${what}; an extension folder holds what its artifact needs (vendor runtime packages only: npm ci --omit=dev)`);
   };
-  try {
-    mkdirSync(dir, { mode: 0o755 });
-    const walk = (from: string, to: string, depth: number): void => {
-      if (depth > FOLDER_DEPTH) over(`'${shown(from)}' is more than ${FOLDER_DEPTH} folders deep`);
-      for (const name of readdirSync(from).sort()) {
-        if (depth === 0 && name === ".git") continue;
-        if (++entries > FOLDER_ENTRIES) over(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`);
-        const source = join(from, name);
-        const target = join(to, name);
-        const st = lstatSync(source);
-        if (st.isSymbolicLink()) symlinkSync(readlinkSync(source), target);
-        else if (st.isDirectory()) {
-          mkdirSync(target, { mode: 0o755 });
-          walk(source, target, depth + 1);
-        } else {
-          const problem = problemOf(st);
-          if (problem !== undefined) {
-            problems[shown(source)] = problem;
-            writeFileSync(target, "", { mode: 0o644 });
-            continue;
-          }
-          if (st.size > FOLDER_FILE_BYTES) over(`'${shown(source)}' is ${mib(st.size)}, over the ${mib(FOLDER_FILE_BYTES)} a file of an extension may be`);
-          bytes += st.size;
-          if (bytes > FOLDER_TOTAL_BYTES) over(`the folder's files come to more than ${mib(FOLDER_TOTAL_BYTES)} (the limit), at '${shown(source)}'`);
-          files++;
-          copyFileSync(source, target);
-        }
+  // First every entry by lstat alone, bounds checked as it goes; only then is anything copied.
+  type Entry = { readonly source: string; readonly target: string; readonly st: Stats };
+  const plan: Entry[] = [];
+  const walk = (from: string, to: string, depth: number): void => {
+    if (depth > FOLDER_DEPTH) over(`'${shown(from)}' is more than ${FOLDER_DEPTH} folders deep`);
+    for (const name of readdirSync(from).sort()) {
+      if (depth === 0 && name === ".git") continue;
+      if (++entries > FOLDER_ENTRIES) over(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`);
+      const source = join(from, name);
+      const target = join(to, name);
+      const st = lstatSync(source);
+      plan.push({ source, target, st });
+      if (st.isDirectory()) walk(source, target, depth + 1);
+      else if (st.isFile() && problemOf(st) === undefined) {
+        if (st.size > FOLDER_FILE_BYTES) over(`'${shown(source)}' is ${mib(st.size)}, over the ${mib(FOLDER_FILE_BYTES)} a file of an extension may be`);
+        bytes += st.size;
+        if (bytes > FOLDER_TOTAL_BYTES) over(`the folder's files come to more than ${mib(FOLDER_TOTAL_BYTES)} (the limit), at '${shown(source)}'`);
+        files++;
       }
-    };
+    }
+  };
+  try {
     walk(root, dir, 0);
+    mkdirSync(dir, { mode: 0o755 });
+    for (const { source, target, st } of plan) {
+      const problem = problemOf(st);
+      if (st.isSymbolicLink()) symlinkSync(readlinkSync(source), target);
+      else if (st.isDirectory()) mkdirSync(target, { mode: 0o755 });
+      else if (problem !== undefined || !st.isFile()) {
+        problems[shown(source)] = problem ?? "is not a regular file; replace it with a regular file in the extension folder";
+        writeFileSync(target, "", { mode: 0o644 });
+      } else copyFileSync(source, target);
+    }
     if (owner !== null) chownTree(base, owner.uid, owner.gid);
   } catch (err) {
     remove();

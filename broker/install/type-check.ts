@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { jobFailure, placed, runHostJob, type HostJob, type HostJobSetup } from "../jail/host-job.js";
 import { resolveSandbox } from "../jail/sandbox.js";
 import { folderBinds, runtimeRoot, SDK_ALIASES } from "./bundle.js";
-import { snapshotFolder } from "./folder-snapshot.js";
+import { snapshotFolder, type FolderSnapshot } from "./folder-snapshot.js";
 import type { Manifest } from "./manifest.js";
 
 export interface TypeProblem {
@@ -54,34 +54,40 @@ const JAIL_CONFIG = "/opt/tether/deno.json";
 const AT = /^\s+at (file:\/\/\S+?):(\d+):(\d+)$/;
 const ERROR = /^(TS\d+) \[ERROR\]: (.*)$/;
 
+/** The type-check jail over `snapshot` of the folder at `root`: Deno checking `entry` with the config at `config` (a host file). */
+export function typeCheckJob(root: string, snapshot: FolderSnapshot, config: string, entry: string, setup: HostJobSetup): HostJob {
+  const sandbox = resolveSandbox(setup.sandbox);
+  const configFile = { host: config, jail: JAIL_CONFIG };
+  return {
+    label: "type check",
+    runtime: "deno",
+    args: ["check", "--config", placed(sandbox, configFile), "--no-remote", "--no-lock", "--quiet", entry],
+    binds: sandbox === "bwrap" ? folderBinds(root, snapshot) : [],
+    files: [configFile],
+    // An operator's step, not an extension's call: it may use the machine's CPUs.
+    cpus: availableParallelism(),
+    memoryBytes: TYPE_CHECK_MEMORY_BYTES,
+    tmpBytes: TYPE_CHECK_TMP_BYTES,
+    env: { DENO_NO_UPDATE_CHECK: "1", DENO_NO_PROMPT: "1" },
+    jail: setup.jail ?? {},
+    sandbox,
+  };
+}
+
 /** Type-checks `dir`'s entry, in the type-check jail. */
 export async function typeCheck(dir: string, manifest: Manifest, options: TypeCheckOptions = {}): Promise<TypeCheck> {
   const started = performance.now();
   const root = realpathSync(dir);
   const sdk = runtimeRoot();
-  const sandbox = resolveSandbox(options.sandbox);
   const snapshot = snapshotFolder(root, options.jail?.identity);
   const work = mkdtempSync(join(tmpdir(), "tether-type-check-"));
   try {
     const imports = Object.fromEntries(Object.entries(SDK_ALIASES).map(([name, path]) => [name, join(sdk, path)]));
     // The SDK imports its own files as `./x.js` (Node-style ESM): sloppy imports read them as the `.ts` they are.
-    const config = { host: join(work, "deno.json"), jail: JAIL_CONFIG };
+    const config = { host: join(work, "deno.json") };
     writeFileSync(config.host, JSON.stringify({ nodeModulesDir: "manual", unstable: ["sloppy-imports"], imports }));
     const timeoutMs = options.timeoutMs ?? 120_000;
-    const job: HostJob = {
-      label: "type check",
-      runtime: "deno",
-      args: ["check", "--config", placed(sandbox, config), "--no-remote", "--no-lock", "--quiet", join(root, manifest.entry)],
-      binds: sandbox === "bwrap" ? folderBinds(root, snapshot) : [],
-      files: [config],
-      // An operator's step, not an extension's call: it may use the machine's CPUs.
-      cpus: availableParallelism(),
-      memoryBytes: TYPE_CHECK_MEMORY_BYTES,
-      tmpBytes: TYPE_CHECK_TMP_BYTES,
-      env: { DENO_NO_UPDATE_CHECK: "1", DENO_NO_PROMPT: "1" },
-      jail: options.jail ?? {},
-      sandbox,
-    };
+    const job = typeCheckJob(root, snapshot, config.host, join(root, manifest.entry), options);
     const run = await runHostJob(job, "", timeoutMs, REPORT_BYTES);
     const ms = Math.round(performance.now() - started);
     if (run.timedOut || run.overflowed || run.oomKilled) return { ok: false, errors: [], other: [jobFailure(job, run, timeoutMs)], ms };

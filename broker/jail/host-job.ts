@@ -8,17 +8,19 @@
  * and memory. Only what the job names is shown to it, by descriptor:
  * its program (Node or Deno) with the libraries it links, its trusted
  * script, and its binds (a folder snapshot read-only, a database file
- * writable). Nothing here reads what the job reads.
+ * writable). Nothing here reads what the job reads. Under a root broker
+ * each bind is staged by the launcher (jail-exec --stage) onto a placeholder
+ * the jail uid can reach, so a 0700 home or checkout is no obstacle.
  */
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ResultPromise } from "execa";
 import { createSatelliteCgroup, type SatelliteCgroup } from "./cgroup.js";
 import type { SatelliteLimits } from "./cgroup-limits.js";
 import { denoBinary } from "./deno-binary.js";
-import { jailIdentity } from "./identity.js";
+import { jailIdentity, makeSatelliteDir, type JailIdentity } from "./identity.js";
 import { launchCommand, type JailBind, type Launch, type SandboxMode } from "./sandbox.js";
 import { seccompFilter } from "./seccomp.js";
 import type { JailSetup } from "./setup.js";
@@ -76,10 +78,34 @@ function jobLimits(job: HostJob): SatelliteLimits {
 interface Prepared {
   readonly launch: Launch;
   readonly cgroup: SatelliteCgroup | null;
+  /** Removes what the job's launch needed on the host (its cgroup, its staging folder). */
+  readonly cleanup: () => void;
+}
+
+/**
+ * A root broker's binds, each with a placeholder in a fresh folder the jail uid can reach
+ * (the launcher stages the host path onto it): its uid may have no path to the home.
+ */
+function stagedBinds(binds: readonly JailBind[], identity: JailIdentity | null): { binds: JailBind[]; dir: string | null } {
+  if (identity === null || binds.length === 0) return { binds: [...binds], dir: null };
+  const dir = makeSatelliteDir(identity);
+  const staged = binds.map((bind, i) => {
+    const placeholder = join(dir, `stage-${i}`);
+    if (statSync(bind.host).isDirectory()) mkdirSync(placeholder, { mode: 0o755 });
+    else writeFileSync(placeholder, "", { mode: 0o600 });
+    return { ...bind, staged: placeholder };
+  });
+  return { binds: staged, dir };
 }
 
 function prepare(job: HostJob): Prepared {
+  const identity = jailIdentity(job.jail.identity);
   const cgroup = job.sandbox === "bwrap" ? createSatelliteCgroup(`job-${job.label}`, jobLimits(job), job.jail.cgroup) : null;
+  const staging = stagedBinds(job.sandbox === "bwrap" ? (job.binds ?? []) : [], identity);
+  const cleanup = () => {
+    void cgroup?.remove();
+    if (staging.dir !== null) rmSync(staging.dir, { recursive: true, force: true });
+  };
   const deno = denoBinary(job.jail.deno);
   const node = process.execPath;
   const program = job.runtime === "node" ? [placed(job.sandbox, { host: node, jail: JOB_NODE }), placed(job.sandbox, { host: job.script ?? "", jail: JOB_SCRIPT })] : [placed(job.sandbox, { host: deno, jail: "/opt/tether/deno" })];
@@ -88,35 +114,35 @@ function prepare(job: HostJob): Prepared {
     sandbox: job.sandbox,
     deno,
     memoryMb: Math.ceil(job.memoryBytes / 2 ** 20),
-    identity: jailIdentity(job.jail.identity),
+    identity,
     cgroupProcs: cgroup?.procsFiles ?? [],
     seccomp: job.sandbox === "bwrap" ? seccompFilter(job.jail.nativeDir) : null,
     ...(job.jail.nativeDir !== undefined ? { nativeDir: job.jail.nativeDir } : {}),
     ...(job.runtime === "node" ? { runtime: { host: node, jail: JOB_NODE } } : {}),
     payload: [...program, ...job.args],
     extraFiles: job.sandbox === "bwrap" ? files : [],
-    binds: job.sandbox === "bwrap" ? (job.binds ?? []) : [],
+    binds: staging.binds,
     tmpBytes: job.tmpBytes ?? JOB_TMP_BYTES,
     ...(job.fileBytes !== undefined ? { fileBytes: job.fileBytes } : {}),
     dataBytes: job.memoryBytes,
     env: job.env ?? {},
   });
-  return { launch, cgroup };
+  return { launch, cgroup, cleanup };
 }
 
 export type RunningJob = ResultPromise<{ buffer: false; encoding: "buffer" }>;
 
 /** Starts a long-lived job (a database process): its stdin, stdout and stderr are the caller's; `done` removes its cgroup. */
 export function startHostJob(job: HostJob): { child: RunningJob; oomKilled: () => boolean; done: () => void } {
-  const { launch, cgroup } = prepare(job);
+  const { launch, cgroup, cleanup } = prepare(job);
   let child: RunningJob;
   try {
     child = spawnJailed(launch);
   } catch (err) {
-    void cgroup?.remove();
+    cleanup();
     throw err;
   }
-  return { child, oomKilled: () => cgroup?.oomKilled() === true, done: () => void cgroup?.remove() };
+  return { child, oomKilled: () => cgroup?.oomKilled() === true, done: cleanup };
 }
 
 export interface JobResult {
@@ -176,7 +202,7 @@ export async function runHostJob(job: HostJob, input: string | Buffer, timeoutMs
  * from a file of the broker's own, since nothing can write a pipe while spawnSync waits.
  */
 export function runHostJobSync(job: HostJob, input: string, timeoutMs: number, maxOutputBytes: number): JobResult {
-  const { launch, cgroup } = prepare(job);
+  const { launch, cgroup, cleanup } = prepare(job);
   const scratch = mkdtempSync(join(tmpdir(), "tether-job-"));
   const fds: number[] = [];
   try {
@@ -201,7 +227,7 @@ export function runHostJobSync(job: HostJob, input: string, timeoutMs: number, m
   } finally {
     for (const fd of fds) closeSync(fd);
     rmSync(scratch, { recursive: true, force: true });
-    void cgroup?.remove();
+    cleanup();
   }
 }
 

@@ -50,12 +50,18 @@ export function resolveSandbox(requested?: SandboxMode): SandboxMode {
   );
 }
 
-/** A host path shown inside the jail, bound by a descriptor the broker opens (the jail's uid needs no path to it). */
+/** A host path shown inside the jail. */
 export interface JailBind {
   readonly host: string;
   readonly jail: string;
   /** Default read-only. */
   readonly writable?: boolean;
+  /**
+   * A root broker's jail uid may have no path to `host` (a 0700 home): a placeholder it
+   * can reach, which the launcher, still root, bind-mounts `host` onto in a mount
+   * namespace of its own before bwrap runs (jail-exec --stage).
+   */
+  readonly staged?: string;
 }
 
 export interface LaunchSpec {
@@ -82,7 +88,7 @@ export interface LaunchSpec {
   readonly extraFiles?: ReadonlyArray<{ readonly host: string; readonly jail: string }>;
   /** Another program than Deno, bound with the libraries it links at `jail` (a host-side job's Node). */
   readonly runtime?: { readonly host: string; readonly jail: string };
-  /** Host folders and files bound inside the jail by descriptor (host-side jobs: the folder snapshot, a database file). */
+  /** Host folders and files bound inside the jail (host-side jobs: the folder snapshot, the SDK, a database file). */
   readonly binds?: readonly JailBind[];
   /** Bytes of the jail's /tmp; default JAIL_TMP_BYTES. */
   readonly tmpBytes?: number;
@@ -180,6 +186,7 @@ export function launchCommand(spec: LaunchSpec): Launch {
     for (const procs of spec.cgroupProcs ?? []) args.push("--cgroup", procs);
     args.push("--fsize", String(fsize));
     if (spec.dataBytes !== undefined) args.push("--data", String(spec.dataBytes));
+    for (const bind of spec.sandbox === "bwrap" ? (spec.binds ?? []) : []) if (bind.staged !== undefined) args.push("--stage", bind.host, bind.staged);
     if (identity !== null && spec.sandbox === "bwrap") args.push("--uid", String(identity.uid), "--gid", String(identity.gid), "--nproc", String(JAIL_NPROC));
     return [...args, "--", ...program];
   };
@@ -232,8 +239,8 @@ export function launchCommand(spec: LaunchSpec): Launch {
   // the host path, nothing the satellite does at that path reaches the host.
   if (spec.socketDir !== undefined) args.push("--bind", `${spec.socketDir}/s.sock`, JAIL_SOCKET);
   for (const extra of spec.extraFiles ?? []) args.push("--perms", "0555", "--ro-bind-data", passFile(extra.host), extra.jail);
-  // By descriptor, opened by the broker: a root broker's jail uid needs no path to them (bwrap closes each once bound).
-  for (const bind of spec.binds ?? []) args.push(bind.writable === true ? "--bind-fd" : "--ro-bind-fd", passFile(bind.host), bind.jail);
+  // Host-side jobs' folders and files, each at its jail path (by its staged placeholder under a root broker).
+  for (const bind of spec.binds ?? []) args.push(bind.writable === true ? "--bind" : "--ro-bind", bind.staged ?? bind.host, bind.jail);
   // Deno opens its caches read-write (read-only, it silently falls back to none), so each
   // satellite gets a private copy in its own /tmp; only the one warm-up boot writes the original.
   let fsize = fileBytes;

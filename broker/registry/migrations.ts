@@ -12,7 +12,9 @@ import { asc, eq } from "drizzle-orm";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { MIGRATION_NAME, pinnedMigrations } from "../install/migrations.js";
 import { runMigrationsBounded } from "../store/db-processes.js";
-import { appliedCount, MigrationFailure } from "../store/ext-migrations.js";
+import { appliedCount } from "../store/applied-count.js";
+import { MigrationFailure } from "../store/ext-migrations.js";
+import type { HostJobSetup } from "../jail/host-job.js";
 import type { Orm } from "../store/open.js";
 import { extensionMigrations } from "../store/schema.js";
 import { sourceContent } from "./artifact-records.js";
@@ -70,9 +72,9 @@ export function appliedMigrations(db: Db, extension: string): Map<number, typeof
 }
 
 /** What approving `installed` would do to its database. */
-export function migrationPlan(db: Db, home: string, installed: Installed): MigrationPlan {
+export function migrationPlan(db: Db, home: string, installed: Installed, jobs: HostJobSetup = {}): MigrationPlan {
   const texts = pinnedTexts(db, installed);
-  const at = texts.length === 0 && installed.manifest.storage === undefined ? 0 : appliedCount(home, installed.name);
+  const at = texts.length === 0 && installed.manifest.storage === undefined ? 0 : appliedCount(home, installed.name, jobs);
   const recorded = appliedMigrations(db, installed.name);
   const problems: string[] = [];
   if (at > texts.length) {
@@ -95,13 +97,13 @@ export function migrationPlan(db: Db, home: string, installed: Installed): Migra
  * returns the rows to record with its approval. Throws a TetherError naming
  * the migration, the statement and SQLite's reason when one fails.
  */
-export function applyPending(db: Db, home: string, installed: Installed, maxBytes: number, progress: (line: string) => void): Array<typeof extensionMigrations.$inferInsert> {
-  const plan = migrationPlan(db, home, installed);
+export function applyPending(db: Db, home: string, installed: Installed, maxBytes: number, progress: (line: string) => void, jobs: HostJobSetup = {}): Array<typeof extensionMigrations.$inferInsert> {
+  const plan = migrationPlan(db, home, installed, jobs);
   const name = installed.name;
   if (plan.problems.length > 0) throw new TetherError(BrokerCode.migrationFailed, `Cannot approve '${name}': ${plan.problems.join("; ")}`);
   const pending = plan.migrations.filter((m) => m.applied === null);
   try {
-    runMigrationsBounded(home, name, maxBytes, pending, (m) => progress(`applying migration ${m.name}: ${pending.find((p) => p.number === m.number)!.summary}`));
+    runMigrationsBounded(home, name, maxBytes, pending, (m) => progress(`applying migration ${m.name}: ${pending.find((p) => p.number === m.number)!.summary}`), jobs);
   } catch (err) {
     if (!(err instanceof MigrationFailure)) throw err;
     throw new TetherError(

@@ -10,6 +10,8 @@ import { Ajv } from "ajv";
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { bundleExtension, type Artifact } from "../install/bundle.js";
+import type { HostJobSetup } from "../jail/host-job.js";
+import { appliedCount } from "../store/applied-count.js";
 import { parseManifest, type Manifest } from "../install/manifest.js";
 import { manifestProblems } from "../install/manifest-checks.js";
 import type { Store } from "../store/open.js";
@@ -92,8 +94,12 @@ export class Registry {
   /** Parsed manifests by hash: a manifest text never changes under its hash. */
   readonly #manifests = new Map<string, Manifest>();
 
-  /** `options.operator`: the approver's name recorded by default (default: this OS user's name, else "operator"). */
-  constructor(store: Store, artifactsDir: string, options: { operator?: string } = {}) {
+  /** How bundling and migrations are jailed (the broker's jail setup). */
+  readonly #jobs: HostJobSetup;
+
+  /** `options.operator`: the approver's name recorded by default (default: this OS user's name, else "operator"); `options.jobs`: the host-side jails. */
+  constructor(store: Store, artifactsDir: string, options: { operator?: string; jobs?: HostJobSetup } = {}) {
+    this.#jobs = options.jobs ?? {};
     this.#store = store;
     this.#artifacts = artifactsDir;
     this.#home = dirname(artifactsDir);
@@ -119,7 +125,7 @@ export class Registry {
       throw new InstallDeclined(`${manifest.name} is installed from ${previous.sourceDir}, not ${source}`);
     }
     progress(`bundling ${manifest.name}@${manifest.version} (${manifest.entry})`);
-    const artifact = await bundleExtension(source, manifest);
+    const artifact = await bundleExtension(source, manifest, this.#jobs);
     await options.verify?.(artifact, manifest, source);
     const artifactPath = join(this.#artifacts, `${manifest.name}-${artifact.sha256.slice(0, 16)}.js`);
     const row = {
@@ -239,7 +245,7 @@ export class Registry {
     const by = options.by ?? this.#operator;
     const orm = this.#store.orm;
     // Its database first: a failed migration throws here, before anything is recorded.
-    const migrated = grants.storage === null ? [] : applyPending(orm, this.#home, installed, grants.storage.max_bytes, options.progress ?? (() => {}));
+    const migrated = grants.storage === null ? [] : applyPending(orm, this.#home, installed, grants.storage.max_bytes, options.progress ?? (() => {}), this.#jobs);
     orm.transaction((tx) => {
       recordApplied(tx, migrated);
       tx.update(approvals).set({ revokedAt: Date.now(), revokedBy: by }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
@@ -302,14 +308,19 @@ export class Registry {
    */
   applyApprovedMigrations(installed: Installed, maxBytes: number, progress: Progress): boolean {
     if (this.migrationPlan(installed).migrations.every((m) => m.applied !== null)) return false;
-    const applied = applyPending(this.#store.orm, this.#home, installed, maxBytes, progress);
+    const applied = applyPending(this.#store.orm, this.#home, installed, maxBytes, progress, this.#jobs);
     this.#store.orm.transaction((tx) => recordApplied(tx, applied));
     return true;
   }
 
   /** Its migrations, what its database has, and what would stop approving it. */
   migrationPlan(installed: Installed): MigrationPlan {
-    return migrationPlan(this.#store.orm, this.#home, installed);
+    return migrationPlan(this.#store.orm, this.#home, installed, this.#jobs);
+  }
+
+  /** The number of the last migration `name`'s database has (0: none yet). */
+  appliedCount(name: string): number {
+    return appliedCount(this.#home, name, this.#jobs);
   }
 
   /** What `name`'s artifact `artifactHash` was built from; null when it was not recorded (or is no longer named). */

@@ -8,23 +8,44 @@
  * (`temp_store = MEMORY`, ext-db.ts) so no sort spills to files past it.
  *
  * `migrate` mode (argv[2]) runs one batch of migrations read from stdin and
- * exits (the broker waits for it with a time limit).
+ * exits (the broker waits for it with a time limit); `version` answers the
+ * number of the last migration the database has.
+ *
+ * It runs in the extension's database jail (db-processes.ts): Node, this
+ * script, better-sqlite3's addon (TETHER_SQLITE_ADDON), and the one database
+ * file with its journal.
  */
 import { createInterface } from "node:readline";
-import { runStatement, type DbResult } from "./ext-db.js";
+import { openExtensionDb, runStatement, useSqliteAddon, type DbResult } from "./ext-db.js";
 import { decodeParams, encodeValue, type DbRequest } from "./db-wire.js";
-import { MigrationFailure, runMigrations, type MigrationText } from "./ext-migrations.js";
+import { MigrationFailure, runMigrations, userVersion, type MigrationText } from "./ext-migrations.js";
+
+useSqliteAddon(process.env.TETHER_SQLITE_ADDON);
+
+/** The whole of stdin, then `run` with it parsed. */
+function withInput(run: (job: Record<string, unknown>) => void): void {
+  let input = "";
+  process.stdin.setEncoding("utf8");
+  process.stdin.on("data", (chunk: string) => (input += chunk));
+  process.stdin.on("end", () => run(JSON.parse(input) as Record<string, unknown>));
+}
 
 function answer(id: number, result: DbResult): void {
   process.stdout.write(`${JSON.stringify({ id, result: encodeValue(result) })}\n`);
 }
 
-if (process.argv[2] === "migrate") {
-  let input = "";
-  process.stdin.setEncoding("utf8");
-  process.stdin.on("data", (chunk: string) => (input += chunk));
-  process.stdin.on("end", () => {
-    const job = JSON.parse(input) as { home: string; extension: string; maxBytes: number; pending: MigrationText[] };
+if (process.argv[2] === "version") {
+  withInput((job) => {
+    const db = openExtensionDb(String(job.home), String(job.extension), 2 ** 40);
+    try {
+      process.stdout.write(`${JSON.stringify({ version: userVersion(db) })}\n`);
+    } finally {
+      db.close();
+    }
+  });
+} else if (process.argv[2] === "migrate") {
+  withInput((input) => {
+    const job = input as unknown as { home: string; extension: string; maxBytes: number; pending: MigrationText[] };
     try {
       runMigrations(job.home, job.extension, job.maxBytes, job.pending, (m) => process.stdout.write(`${JSON.stringify({ starting: m.number })}\n`));
       process.stdout.write(`${JSON.stringify({ ok: true })}\n`);
@@ -39,7 +60,7 @@ if (process.argv[2] === "migrate") {
     const request = JSON.parse(line) as DbRequest;
     let result: DbResult;
     try {
-      result = runStatement(request.home, request.extension, request.maxBytes, request.mode, request.sql, decodeParams(request.params));
+      result = runStatement(request.home, request.extension, request.maxBytes, request.mode, request.sql, decodeParams(request.params), request.unchecked === true);
     } catch (err) {
       result = { ok: false, kind: "refused", table: "", rule: "storage.sql", msg: `db.${request.mode}: ${(err as Error).message.slice(0, 200)}` };
     }

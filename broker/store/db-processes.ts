@@ -12,34 +12,74 @@
  * way, in a process of their own, waited for with a time limit
  * (runMigrationsBounded).
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { chownSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { jobFailure, placed, runHostJobSync, startHostJob, type HostJob, type HostJobSetup, type RunningJob } from "../jail/host-job.js";
+import { jailIdentity } from "../jail/identity.js";
+import { jobScript } from "../jail/job-scripts.js";
+import { resolveSandbox } from "../jail/sandbox.js";
 import { decodeResult, encodeValue, type DbRequest, type DbResponse } from "./db-wire.js";
-import type { DbResult, SqlParams } from "./ext-db.js";
+import { dataDir, dbFile, type DbResult, type SqlParams } from "./ext-db.js";
 import { MigrationFailure, type MigrationText } from "./ext-migrations.js";
 
-const CHILD = resolve(dirname(fileURLToPath(import.meta.url)), "../../bin/tether-db.js");
 /**
- * What a database process may allocate (RLIMIT_DATA, set by util-linux's
- * prlimit): SQLite then answers "out of memory" to a statement that wants
- * more. better-sqlite3 is built without memory statistics, so SQLite's own
+ * What a database process may allocate (RLIMIT_DATA and its cgroup's bound):
+ * SQLite then answers "out of memory" to a statement that wants more.
+ * better-sqlite3 is built without memory statistics, so SQLite's own
  * `hard_heap_limit` does nothing; the kernel's limit does.
  */
 export const DB_DATA_BYTES = 512 * 1024 * 1024;
-const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p));
-
-/** The command line of a database process: under prlimit where there is one. */
-function childCommand(args: readonly string[]): [string, string[]] {
-  const node = [process.execPath, CHILD, ...args];
-  return PRLIMIT === undefined ? [node[0]!, node.slice(1)] : [PRLIMIT, [`--data=${DB_DATA_BYTES}`, "--", ...node]];
-}
 /** A database process with nothing to do for this long is stopped. */
 const IDLE_MS = 30_000;
 /** Migrations at approval get this long in all, by default. */
 export const MIGRATION_DEADLINE_MS = 60_000;
+/** Where the database jail shows the home: its database is `/tether/data/<name>.sqlite` there, and nothing else is. */
+export const JAIL_HOME = "/tether";
+const JAIL_ADDON = "/opt/tether/better_sqlite3.node";
+/** Past the quota, what a journal and SQLite's last page may add (RLIMIT_FSIZE is per file). */
+const FILE_SLACK_BYTES = 16 * 1024 * 1024;
+
+/** better-sqlite3's native addon, copied into the jail (the script bundles its JavaScript). */
+function sqliteAddon(): string {
+  const require = createRequire(import.meta.url);
+  return realpathSync(require.resolve("better-sqlite3/build/Release/better_sqlite3.node"));
+}
+
+/**
+ * The database jail of one extension: Node with the broker's database script,
+ * its database file and journal bound writable (by descriptor, created first,
+ * the jail uid's) and nothing else of the host. The journal is kept in place
+ * (journal_mode TRUNCATE, ext-db.ts): a bound file cannot be deleted.
+ */
+export function databaseJob(home: string, extension: string, maxBytes: number, setup: HostJobSetup, args: readonly string[]): { job: HostJob; home: string } {
+  const sandbox = resolveSandbox(setup.sandbox);
+  const file = dbFile(home, extension);
+  const identity = jailIdentity(setup.jail?.identity);
+  if (sandbox === "bwrap") {
+    mkdirSync(dataDir(home), { recursive: true, mode: 0o700 });
+    for (const path of [file, `${file}-journal`]) {
+      closeSync(openSync(path, "a", 0o600));
+      if (identity !== null) chownSync(path, identity.uid, identity.gid);
+    }
+  }
+  const jailFile = dbFile(JAIL_HOME, extension);
+  const job: HostJob = {
+    label: "database process",
+    runtime: "node",
+    script: jobScript("db-child"),
+    args,
+    binds: sandbox === "bwrap" ? [{ host: file, jail: jailFile, writable: true }, { host: `${file}-journal`, jail: `${jailFile}-journal`, writable: true }] : [],
+    files: [{ host: sqliteAddon(), jail: JAIL_ADDON }],
+    env: { TETHER_SQLITE_ADDON: placed(sandbox, { host: sqliteAddon(), jail: JAIL_ADDON }) },
+    memoryBytes: DB_DATA_BYTES,
+    tmpBytes: 16 * 1024 * 1024,
+    fileBytes: maxBytes + FILE_SLACK_BYTES,
+    jail: setup.jail ?? {},
+    sandbox,
+  };
+  return { job, home: sandbox === "bwrap" ? JAIL_HOME : home };
+}
 
 interface Pending {
   readonly resolve: (result: DbResult) => void;
@@ -47,20 +87,33 @@ interface Pending {
   readonly timer: NodeJS.Timeout;
 }
 
-/** One extension's database process. */
+/** One extension's database process, in its database jail. */
 class DbProcess {
-  readonly #child: ChildProcessWithoutNullStreams;
+  readonly #child: RunningJob;
   readonly #pending = new Map<number, Pending>();
   #next = 1;
   #idle: NodeJS.Timeout | null = null;
   dead = false;
+  /** The home as the process sees it. */
+  readonly home: string;
+  readonly pid: number | undefined;
 
-  constructor(private readonly onExit: () => void) {
-    const [command, args] = childCommand([]);
-    this.#child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], env: {} });
-    this.#child.unref();
-    this.#child.stderr.resume();
-    createInterface({ input: this.#child.stdout }).on("line", (line) => {
+  constructor(
+    home: string,
+    extension: string,
+    readonly maxBytes: number,
+    setup: HostJobSetup,
+    private readonly onExit: () => void,
+  ) {
+    const { job, home: seen } = databaseJob(home, extension, maxBytes, setup, []);
+    this.home = seen;
+    const started = startHostJob(job);
+    this.#child = started.child;
+    this.pid = started.child.pid;
+    this.#child.catch(() => {});
+    this.#child.unref?.();
+    this.#child.stderr?.resume();
+    createInterface({ input: this.#child.stdout! }).on("line", (line) => {
       const response = JSON.parse(line) as DbResponse;
       const waiting = this.#pending.get(response.id);
       if (waiting === undefined) return;
@@ -70,6 +123,7 @@ class DbProcess {
       this.#armIdle();
     });
     this.#child.on("exit", () => {
+      started.done();
       this.dead = true;
       // Everything still waiting is answered: the process cannot answer it now.
       for (const [, waiting] of this.#pending) {
@@ -80,7 +134,7 @@ class DbProcess {
       if (this.#idle !== null) clearTimeout(this.#idle);
       this.onExit();
     });
-    this.#child.stdin.on("error", () => {});
+    this.#child.stdin?.on("error", () => {});
   }
 
   run(request: Omit<DbRequest, "id">, deadlineAt: number): Promise<DbResult> {
@@ -95,13 +149,13 @@ class DbProcess {
       };
       const timer = setTimeout(late, Math.max(0, deadlineAt - Date.now()));
       this.#pending.set(id, { resolve, mode: request.mode, timer });
-      this.#child.stdin.write(`${JSON.stringify({ ...request, id, params: encodeValue(request.params) })}\n`);
+      this.#child.stdin?.write(`${JSON.stringify({ ...request, home: this.home, id, params: encodeValue(request.params) })}\n`);
     });
   }
 
   #armIdle(): void {
     if (this.#pending.size > 0) return;
-    this.#idle = setTimeout(() => this.#child.stdin.end(), IDLE_MS);
+    this.#idle = setTimeout(() => this.#child.stdin?.end(), IDLE_MS);
     this.#idle.unref();
   }
 
@@ -118,19 +172,49 @@ export class DbProcesses {
   readonly #live = new Map<string, DbProcess>();
   #closed = false;
 
-  constructor(private readonly home: string) {}
+  constructor(
+    private readonly home: string,
+    private readonly setup: HostJobSetup = {},
+  ) {}
 
   /** Runs one statement of `extension`'s (the allowlist was checked; it is checked again there), answered by `deadlineAt`. */
   run(extension: string, maxBytes: number, mode: "query" | "exec", sql: string, params: SqlParams | undefined, deadlineAt: number): Promise<DbResult> {
+    return this.#run(extension, maxBytes, { mode, sql, ...(params !== undefined ? { params } : {}) }, deadlineAt);
+  }
+
+  /**
+   * The escape suite's door: a statement the database process runs without its
+   * allowlist, as SQLite would after a bug that slipped past it — to show the jail
+   * alone holds. Never reached from a capability (caps/db.ts calls `run`).
+   */
+  runUnchecked(extension: string, maxBytes: number, mode: "query" | "exec", sql: string, deadlineAt: number): Promise<DbResult> {
+    return this.#run(extension, maxBytes, { mode, sql, unchecked: true }, deadlineAt);
+  }
+
+  /** The host pid of `extension`'s database process (its launcher, then bwrap), while one runs. */
+  pidOf(extension: string): number | undefined {
+    const p = this.#live.get(extension);
+    return p === undefined || p.dead ? undefined : p.pid;
+  }
+
+  #run(extension: string, maxBytes: number, request: Pick<DbRequest, "mode" | "sql" | "params" | "unchecked">, deadlineAt: number): Promise<DbResult> {
+    const mode = request.mode;
     if (this.#closed) return Promise.resolve({ ok: false, kind: "refused", table: "", rule: "storage.process", msg: `db.${mode}: the broker is closing` });
     let p = this.#live.get(extension);
+    // A new quota (an approved upgrade) needs a process whose file-size bound allows it.
+    if (p !== undefined && !p.dead && p.maxBytes !== maxBytes) p.kill();
     if (p === undefined || p.dead) {
-      const made: DbProcess = new DbProcess(() => {
-        if (this.#live.get(extension) === made) this.#live.delete(extension);
-      });
+      let made: DbProcess;
+      try {
+        made = new DbProcess(this.home, extension, maxBytes, this.setup, () => {
+          if (this.#live.get(extension) === made) this.#live.delete(extension);
+        });
+      } catch (err) {
+        return Promise.resolve({ ok: false, kind: "refused", table: "", rule: "storage.process", msg: `db.${mode}: the database process could not start: ${(err as Error).message.slice(0, 200)}` });
+      }
       this.#live.set(extension, (p = made));
     }
-    return p.run({ home: this.home, extension, maxBytes, mode, sql, ...(params !== undefined ? { params } : {}) }, deadlineAt);
+    return p.run({ home: this.home, extension, maxBytes, ...request }, deadlineAt);
   }
 
   /** Stops every database process now (what they were running is undone by SQLite's journal). */
@@ -142,21 +226,24 @@ export class DbProcesses {
 }
 
 /**
- * Runs migrations in a process of its own and waits for it (approval is
- * synchronous), killing it past `deadlineMs`; throws a MigrationFailure.
+ * Runs migrations in a database jail of their own and waits for it (approval
+ * is synchronous), killing it past `deadlineMs`; throws a MigrationFailure.
  */
-export function runMigrationsBounded(home: string, extension: string, maxBytes: number, pending: readonly MigrationText[], starting: (m: MigrationText) => void, deadlineMs = MIGRATION_DEADLINE_MS): void {
+export function runMigrationsBounded(home: string, extension: string, maxBytes: number, pending: readonly MigrationText[], starting: (m: MigrationText) => void, setup: HostJobSetup = {}, deadlineMs = MIGRATION_DEADLINE_MS): void {
   if (pending.length === 0) return;
-  const [command, args] = childCommand(["migrate"]);
-  const r = spawnSync(command, args, {
-    input: JSON.stringify({ home, extension, maxBytes, pending }),
-    timeout: deadlineMs,
-    killSignal: "SIGKILL",
-    encoding: "utf8",
-    env: {},
-    maxBuffer: 1024 * 1024,
-  });
-  const lines = (r.stdout ?? "").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
+  const { job, home: seen } = databaseJob(home, extension, maxBytes, setup, ["migrate"]);
+  const r = runHostJobSync(job, JSON.stringify({ home: seen, extension, maxBytes, pending }), deadlineMs, 1024 * 1024);
+  const lines = r.stdout
+    .toString("utf8")
+    .split("\n")
+    .filter((l) => l !== "")
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
   let last: MigrationText | undefined;
   for (const line of lines) {
     if (typeof line.starting === "number") {
@@ -167,6 +254,15 @@ export function runMigrationsBounded(home: string, extension: string, maxBytes: 
   const end = lines.at(-1);
   if (end?.ok === true) return;
   if (end !== undefined && end.ok === false) throw new MigrationFailure(String(end.migration), Number(end.statement), String(end.sql), String(end.reason));
-  const why = r.error !== undefined && /ETIMEDOUT/.test(String((r.error as NodeJS.ErrnoException).code)) ? `it ran past ${deadlineMs / 1000} s and was stopped` : `the migration process failed (${r.signal ?? `exit ${r.status}`}): ${(r.stderr ?? "").trim().split("\n").at(-1)?.slice(0, 200) ?? ""}`;
+  const why = r.timedOut ? `it ran past ${deadlineMs / 1000} s and was stopped` : jobFailure(job, r, deadlineMs);
   throw new MigrationFailure(last?.name ?? pending[0]!.name, 0, "", why);
+}
+
+/** The number of the last migration `extension`'s database has, read by SQLite in its database jail (it first undoes a transaction left half done). */
+export function appliedCountJailed(home: string, extension: string, setup: HostJobSetup = {}): number {
+  const { job, home: seen } = databaseJob(home, extension, 1024 * 1024 * 1024, setup, ["version"]);
+  const r = runHostJobSync(job, JSON.stringify({ home: seen, extension }), MIGRATION_DEADLINE_MS, 1024);
+  const answer = /^\{"version":(\d+)\}/.exec(r.stdout.toString("utf8"));
+  if (answer === null) throw new Error(`Cannot read the migrations of ${extension}'s database: ${jobFailure(job, r, MIGRATION_DEADLINE_MS)}`);
+  return Number(answer[1]);
 }

@@ -13,6 +13,8 @@ export interface DbRequest {
   readonly mode: "query" | "exec";
   readonly sql: string;
   readonly params?: unknown;
+  /** Skip the allowlist: the escape suite only (DbProcesses.runUnchecked). */
+  readonly unchecked?: boolean;
 }
 
 export interface DbResponse {

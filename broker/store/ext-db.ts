@@ -4,7 +4,9 @@
  * between invocations, and another broker process sees the same file). Its
  * size quota is `PRAGMA max_page_count`, so SQLite itself refuses to grow past
  * it; the connection is defensive (better-sqlite3's default) with
- * `trusted_schema = OFF`.
+ * `trusted_schema = OFF`. It runs in the extension's database jail
+ * (db-processes.ts), which shows it the file and its journal alone: the
+ * journal is truncated, never deleted (a bound file cannot be).
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -32,14 +34,22 @@ export function dbSize(home: string, extension: string): number | null {
   return existsSync(file) ? statSync(file).size : null;
 }
 
+let addon: string | undefined;
+/** Where better-sqlite3's native addon is (the database jail has a copy at its own path, not in node_modules/). */
+export function useSqliteAddon(path: string | undefined): void {
+  addon = path;
+}
+
 /** Opens (creating 0600) the extension's database with its quota. */
 export function openExtensionDb(home: string, extension: string, maxBytes: number): Database.Database {
   mkdirSync(dataDir(home), { recursive: true, mode: 0o700 });
   const file = dbFile(home, extension);
   if (!existsSync(file)) closeSync(openSync(file, "a", 0o600));
   chmodSync(file, 0o600);
-  const db = new Database(file, { timeout: 5000 });
+  const db = new Database(file, { timeout: 5000, ...(addon !== undefined ? { nativeBinding: addon } : {}) });
   try {
+    // The journal stays where the jail bound it: truncated at commit, never unlinked.
+    db.pragma("journal_mode = TRUNCATE");
     db.pragma("trusted_schema = OFF");
     // Sorts and temporary tables in SQLite's (capped) heap, not in files the quota does not see.
     db.pragma("temp_store = MEMORY");
@@ -64,9 +74,9 @@ const fromSql = (x: unknown): unknown => (Buffer.isBuffer(x) ? new Uint8Array(x)
 const sizeOf = (row: Record<string, unknown>): number =>
   Object.entries(row).reduce((n, [k, x]) => n + k.length + (x instanceof Uint8Array ? x.length : JSON.stringify(x ?? null).length), 0);
 
-/** Runs one allowed statement: `query` wants one that returns rows, `exec` one that does not. */
-export function runStatement(home: string, extension: string, maxBytes: number, mode: "query" | "exec", sql: string, params?: SqlParams): DbResult {
-  const check = checkStatement(sql);
+/** Runs one allowed statement: `query` wants one that returns rows, `exec` one that does not. `unchecked`: the escape suite's bypass of the allowlist. */
+export function runStatement(home: string, extension: string, maxBytes: number, mode: "query" | "exec", sql: string, params?: SqlParams, unchecked = false): DbResult {
+  const check = unchecked ? ({ ok: true, kind: "unchecked", table: "" } as const) : checkStatement(sql);
   if (!check.ok) return { ok: false, kind: "refused", table: "", rule: check.rule, msg: `db.${mode}: ${check.msg}` };
   const { kind, table } = check;
   const fail = (rule: string, msg: string): DbResult => ({ ok: false, kind, table, rule, msg: `db.${mode}: ${msg}` });

@@ -5,10 +5,9 @@
  * that same transaction — so the database says itself which migrations it
  * has, and a failure anywhere leaves it exactly as it was.
  */
-import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import { splitStatements } from "../registry/migration-summary.js";
-import { dbFile, openExtensionDb } from "./ext-db.js";
+import { openExtensionDb } from "./ext-db.js";
 import { checkStatement, stripComments } from "./sql-allowlist.js";
 
 export interface MigrationText {
@@ -29,16 +28,9 @@ export class MigrationFailure extends Error {
   }
 }
 
-/** The number of the last migration the database has (0: none, or no database yet). */
-export function appliedCount(home: string, extension: string): number {
-  const file = dbFile(home, extension);
-  if (!existsSync(file)) return 0;
-  const db = new Database(file, { readonly: true, fileMustExist: true, timeout: 5000 });
-  try {
-    return db.pragma("user_version", { simple: true }) as number;
-  } finally {
-    db.close();
-  }
+/** The number of the last migration the open database has (`PRAGMA user_version`). */
+export function userVersion(db: Database.Database): number {
+  return db.pragma("user_version", { simple: true }) as number;
 }
 
 /**
@@ -49,7 +41,7 @@ export function runMigrations(home: string, extension: string, maxBytes: number,
   if (pending.length === 0) return;
   const db = openExtensionDb(home, extension, maxBytes);
   try {
-    const at = db.pragma("user_version", { simple: true }) as number;
+    const at = userVersion(db);
     if (pending[0]!.number !== at + 1) throw new MigrationFailure(pending[0]!.name, 0, "", `the database is at migration ${at}, not ${pending[0]!.number - 1}`);
     db.exec("BEGIN IMMEDIATE");
     try {

@@ -6,7 +6,7 @@
  * packages, the SDK and its packages, every example extension — still bundle.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
@@ -14,6 +14,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { randomBytes } from "node:crypto";
 import { bundleExtension } from "../../broker/install/bundle.js";
 import { bundleFolder, runtimeRoot } from "../../broker/install/bundle-core.js";
+import { FOLDER_DEPTH, FOLDER_ENTRIES, FOLDER_FILE_BYTES, FOLDER_TOTAL_BYTES, snapshotFolder } from "../../broker/install/folder-snapshot.js";
 import { scanArtifact } from "../../broker/install/artifact-scan.js";
 import { readManifest } from "../../broker/install/manifest.js";
 import { TetherError } from "../../broker/base/errors.js";
@@ -398,4 +399,59 @@ test.each(EXAMPLES)("the example extension manifests/%s bundles", async (name) =
   const dir = join(REPO, "manifests", name);
   const artifact = await bundleExtension(dir, readManifest(dir));
   expect(artifact.sha256).toMatch(/^[0-9a-f]{64}$/);
+});
+
+// ── bounds before reading ─────────────────────────────────────────────────────
+
+describe("a folder is held to its bounds by lstat before a byte is read", () => {
+  /** A sparse file: `bytes` long on paper, nothing on disk, slow only to read. */
+  const sparse = (path: string, bytes: number) => {
+    mkdirSync(dirname(path), { recursive: true });
+    execFileSync("truncate", ["-s", String(bytes), path]);
+  };
+
+  test("a 2 GB sparse file imported as text is refused by its size, naming it and the limit", async () => {
+    const dir = extension({ "index.ts": `import big from "./data/big.txt" with { type: "text" };\n${TOOL}export const b = big;\n` });
+    sparse(join(dir, "data/big.txt"), 2 * 2 ** 30);
+    expect(await refusal(dir)).toContain(`'data/big.txt' is 2048 MiB, over the ${FOLDER_FILE_BYTES / 2 ** 20} MiB a file of an extension may be`);
+  });
+
+  test("so is one nobody imports, deep in node_modules/ (the folder is what is handed to the jail)", async () => {
+    const dir = extension({ "index.ts": TOOL });
+    sparse(join(dir, "node_modules/heavy/blob.bin"), FOLDER_FILE_BYTES + 1);
+    expect(await refusal(dir)).toContain("'node_modules/heavy/blob.bin' is");
+  });
+
+  test("files each within the limit but over the folder's total are refused at the one that passes it", () => {
+    const dir = extension({ "index.ts": TOOL });
+    // Exactly the total in large files: the manifest and the entry take it past, at the last one.
+    const count = Math.floor(FOLDER_TOTAL_BYTES / FOLDER_FILE_BYTES);
+    for (let i = 0; i < count; i++) sparse(join(dir, `parts/p${String(i).padStart(2, "0")}.bin`), FOLDER_FILE_BYTES);
+    expect(() => snapshotFolder(dir)).toThrow(`the folder's files come to more than ${FOLDER_TOTAL_BYTES / 2 ** 20} MiB (the limit), at 'parts/p${String(count - 1).padStart(2, "0")}.bin'`);
+  });
+
+  test("more entries than the limit are refused", () => {
+    const dir = extension({ "index.ts": TOOL });
+    mkdirSync(join(dir, "many"));
+    for (let i = 0; i < FOLDER_ENTRIES; i++) writeFileSync(join(dir, "many", `f${i}`), "");
+    expect(() => snapshotFolder(dir)).toThrow(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`);
+  });
+
+  test("folders nested past the depth limit are refused", () => {
+    const dir = extension({ "index.ts": TOOL });
+    mkdirSync(join(dir, ...Array.from({ length: FOLDER_DEPTH + 2 }, () => "d")), { recursive: true });
+    expect(() => snapshotFolder(dir)).toThrow(`is more than ${FOLDER_DEPTH} folders deep`);
+  });
+
+  test("the snapshot leaves .git/ out and keeps links as links", () => {
+    const dir = extension({ "index.ts": TOOL, ".git/objects/x": "history" });
+    symlinkSync(join(host, "secret.txt"), join(dir, "out-link"));
+    const snap = snapshotFolder(dir);
+    try {
+      expect(existsSync(join(snap.dir, ".git"))).toBe(false);
+      expect(readlinkSync(join(snap.dir, "out-link"))).toBe(join(host, "secret.txt"));
+    } finally {
+      snap.remove();
+    }
+  });
 });

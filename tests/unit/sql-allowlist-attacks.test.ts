@@ -263,7 +263,7 @@ test("in a database process, a statement asking SQLite for gigabytes is refused 
 test("a migration that never ends is stopped at its time limit and leaves the database as it was", () => {
   let failure: Error | null = null;
   try {
-    runMigrationsBounded(home, "x", QUOTA, [{ number: 1, name: "0001_x.sql", text: "CREATE TABLE t (x);\nWITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c;" }], () => {}, 1500);
+    runMigrationsBounded(home, "x", QUOTA, [{ number: 1, name: "0001_x.sql", text: "CREATE TABLE t (x);\nWITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c;" }], () => {}, {}, 1500);
   } catch (err) {
     failure = err as Error;
   }

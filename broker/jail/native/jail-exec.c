@@ -2,7 +2,7 @@
  * jail-exec: the step between the broker and bwrap.
  *
  *   jail-exec [--keep N] [--cgroup FILE]... [--uid U --gid G] [--fsize BYTES]
- *             [--data BYTES] [--nproc N] -- PROGRAM ARG...
+ *             [--data BYTES] [--nproc N] [--stage SRC DST]... -- PROGRAM ARG...
  *
  * In this order, each step failing closed (exit 127, a line on stderr):
  *  1. joins every cgroup named (writes "0", itself, to each cgroup.procs), so
@@ -11,9 +11,15 @@
  *     past it fails with EFBIG: SIGXFSZ is ignored), no more than --data bytes of
  *     data segment and private mappings (a host-side job's allocation bound),
  *     at most --nproc processes for the jail uid;
- *  3. becomes --uid/--gid with no supplementary groups (the broker may be
+ *  3. with --stage (a root broker's host-side job only): enters a mount
+ *     namespace of its own, private to it, and bind-mounts each SRC (a host
+ *     file or folder the jail uid has no path to, such as a database in a
+ *     0700 home) onto DST, a placeholder in a folder the jail uid can reach,
+ *     so that bwrap, no longer root, can bind DST into the jail; the host's
+ *     namespace never sees these mounts;
+ *  4. becomes --uid/--gid with no supplementary groups (the broker may be
  *     root; the jail never is) and sets no_new_privs;
- *  4. closes every descriptor from N up (default 3): whatever the broker's
+ *  5. closes every descriptor from N up (default 3): whatever the broker's
  *     own parent left open without close-on-exec never reaches the jail.
  * Then it executes PROGRAM (bwrap) with the descriptors 0..N-1 the broker
  * passed on purpose.
@@ -28,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -95,6 +103,8 @@ int main(int argc, char **argv) {
   unsigned long long fsize = 0, nproc = 0, data = 0;
   const char *cgroups[8];
   int ncgroups = 0;
+  const char *stages[32][2];
+  int nstages = 0;
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
@@ -113,6 +123,12 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "--fsize") == 0) fsize = number(value, a);
     else if (strcmp(a, "--nproc") == 0) nproc = number(value, a);
     else if (strcmp(a, "--data") == 0) data = number(value, a);
+    else if (strcmp(a, "--stage") == 0) {
+      if (nstages == 32) die("too many stages", value);
+      if (i + 1 >= argc) die("option needs two values", a);
+      stages[nstages][0] = value;
+      stages[nstages++][1] = argv[++i];
+    }
     else die("unknown option", a);
   }
   if (i >= argc) die("no program given", NULL);
@@ -130,6 +146,16 @@ int main(int argc, char **argv) {
   }
 
   if (data > 0) limit(RLIMIT_DATA, (rlim_t)data, "data");
+
+  if (nstages > 0) {
+    if (uid < 0) die("--stage is for a root broker's jail (with --uid)", NULL);
+    if (unshare(CLONE_NEWNS) != 0) die("cannot make a mount namespace", NULL);
+    /* Nothing mounted from here on reaches the host's namespace. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die("cannot make mounts private", NULL);
+    for (int s = 0; s < nstages; s++) {
+      if (mount(stages[s][0], stages[s][1], NULL, MS_BIND, NULL) != 0) die("cannot stage", stages[s][0]);
+    }
+  }
 
   if (uid >= 0) {
     if (nproc > 0) limit(RLIMIT_NPROC, (rlim_t)nproc, "nproc");
