@@ -109,7 +109,7 @@ export class SatelliteLauncher {
       const warm = await SatelliteProcess.boot({ ...spec, denoCache: mount });
       // A clean exit (stdin EOF) lets Deno write what it caches at the end.
       await warm.close();
-    }, jailIdentity(jail.identity), this.#warming);
+    }, jailIdentity(jail.identity), this.#warming, { jail, ...(this.#options.sandbox !== undefined ? { sandbox: this.#options.sandbox } : {}) });
   }
 }
 

@@ -16,8 +16,9 @@
 import { createHash } from "node:crypto";
 import { chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { foldWal } from "../store/sqlite-file.js";
-import { makeSatelliteDir, type JailIdentity } from "./identity.js";
+import { runHostJob, type HostJob, type HostJobSetup } from "./host-job.js";
+import { sqliteJob } from "../store/db-processes.js";
+import { jailIdentity, makeSatelliteDir, type JailIdentity } from "./identity.js";
 import { DENO_CACHE_FILES, DENO_CACHE_MAX_BYTES } from "./sandbox.js";
 
 export { DENO_CACHE_MAX_BYTES };
@@ -41,12 +42,24 @@ function binaryKey(deno: string): string {
  * Deno keeps its caches as SQLite files in WAL mode, and a warm-up may leave
  * rows in the -wal files. Only the main files are copied into jails: fold each
  * WAL back into its file and switch to rollback journaling, so each file holds
- * everything by itself.
+ * everything by itself. The files are what a jail that ran the extension's
+ * code wrote, so SQLite reads them in a database jail too, which sees `dir`
+ * (the warm-up's own folder) alone. True when every file was folded.
  */
-function settle(dir: string): void {
-  for (const name of DENO_CACHE_FILES) {
-    if (existsSync(join(dir, name))) foldWal(join(dir, name));
-  }
+/** The jail that folds the caches `names` in `dir`: SQLite's, showing it `dir` alone (at /cache). */
+export function denoCacheFoldJob(dir: string, names: readonly string[], setup: HostJobSetup): HostJob {
+  // The jail's uid writes them (a root broker's is not the folder's owner unless it warmed them itself).
+  const owner = jailIdentity(setup.jail?.identity);
+  if (owner !== null) for (const path of [dir, ...readdirSync(dir).map((n) => join(dir, n))]) chownSync(path, owner.uid, owner.gid);
+  const at = (name: string) => (setup.sandbox === "none" ? join(dir, name) : `/cache/${name}`);
+  return sqliteJob("Deno cache fold", [{ host: dir, jail: "/cache", writable: true }], ["fold", ...names.map(at)], DENO_CACHE_MAX_BYTES, setup);
+}
+
+async function settle(dir: string, setup: HostJobSetup): Promise<boolean> {
+  const names = DENO_CACHE_FILES.filter((name) => existsSync(join(dir, name)));
+  if (names.length === 0) return true;
+  const r = await runHostJob(denoCacheFoldJob(dir, names, setup), "", 30_000, 64 * 1024);
+  return r.exitCode === 0;
 }
 
 /** A cache too large to copy into every jail is dropped: that artifact boots without one, as before. */
@@ -71,6 +84,7 @@ export function denoCacheFor(
   warm: (mount: DenoCacheMount) => Promise<void>,
   identity: JailIdentity | null = null,
   warming: Map<string, Promise<DenoCacheMount | null>> = new Map(),
+  jobs: HostJobSetup = {},
 ): DenoCacheSource {
   return async () => {
     const dir = join(root, `${artifactSha256.slice(0, 32)}-${binaryKey(deno)}`);
@@ -90,8 +104,12 @@ export function denoCacheFor(
         }
         try {
           await warm({ dir: work, writable: true });
-          if (work !== scratch) for (const file of bound) copyFileSync(join(work, file), join(scratch, file));
-          settle(scratch);
+          if (!(await settle(work, jobs))) return null;
+          // Only the main files are kept: whatever else the folder holds now is not a cache.
+          for (const name of readdirSync(work)) {
+            if (!(DENO_CACHE_FILES as readonly string[]).includes(name)) rmSync(join(work, name), { recursive: true, force: true });
+            else if (work !== scratch) copyFileSync(join(work, name), join(scratch, name));
+          }
           keepWithinBound(scratch);
           try {
             renameSync(scratch, dir);

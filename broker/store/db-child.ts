@@ -9,14 +9,17 @@
  *
  * `migrate` mode (argv[2]) runs one batch of migrations read from stdin and
  * exits (the broker waits for it with a time limit); `version` answers the
- * number of the last migration the database has.
+ * number of the last migration the database has; `fold` folds the WAL of
+ * each SQLite file named into it (Deno's caches after a warm-up).
  *
  * It runs in the extension's database jail (db-processes.ts): Node, this
  * script, better-sqlite3's addon (TETHER_SQLITE_ADDON), and the one database
  * file with its journal.
  */
 import { createInterface } from "node:readline";
-import { openExtensionDb, runStatement, useSqliteAddon, type DbResult } from "./ext-db.js";
+import { openExtensionDb, runStatement, type DbResult } from "./ext-db.js";
+import { useSqliteAddon } from "./sqlite-addon.js";
+import { foldWal } from "./sqlite-file.js";
 import { decodeParams, encodeValue, type DbRequest } from "./db-wire.js";
 import { MigrationFailure, runMigrations, userVersion, type MigrationText } from "./ext-migrations.js";
 
@@ -34,7 +37,10 @@ function answer(id: number, result: DbResult): void {
   process.stdout.write(`${JSON.stringify({ id, result: encodeValue(result) })}\n`);
 }
 
-if (process.argv[2] === "version") {
+if (process.argv[2] === "fold") {
+  // Deno's cache files after a warm-up boot (jail/deno-cache.ts): each WAL folded into its file.
+  for (const path of process.argv.slice(3)) foldWal(path);
+} else if (process.argv[2] === "version") {
   withInput((job) => {
     const db = openExtensionDb(String(job.home), String(job.extension), 2 ** 40);
     try {

@@ -46,6 +46,25 @@ function sqliteAddon(): string {
   return realpathSync(require.resolve("better-sqlite3/build/Release/better_sqlite3.node"));
 }
 
+/** A jail for SQLite: Node with the broker's database script and better-sqlite3's addon, and `binds`. */
+export function sqliteJob(label: string, binds: HostJob["binds"], args: readonly string[], fileBytes: number, setup: HostJobSetup): HostJob {
+  const sandbox = resolveSandbox(setup.sandbox);
+  return {
+    label,
+    runtime: "node",
+    script: jobScript("db-child"),
+    args,
+    binds: sandbox === "bwrap" ? binds : [],
+    files: [{ host: sqliteAddon(), jail: JAIL_ADDON }],
+    env: { TETHER_SQLITE_ADDON: placed(sandbox, { host: sqliteAddon(), jail: JAIL_ADDON }) },
+    memoryBytes: DB_DATA_BYTES,
+    tmpBytes: 16 * 1024 * 1024,
+    fileBytes,
+    jail: setup.jail ?? {},
+    sandbox,
+  };
+}
+
 /**
  * The database jail of one extension: Node with the broker's database script,
  * its database file and journal bound writable (by descriptor, created first,
@@ -64,21 +83,11 @@ export function databaseJob(home: string, extension: string, maxBytes: number, s
     }
   }
   const jailFile = dbFile(JAIL_HOME, extension);
-  const job: HostJob = {
-    label: "database process",
-    runtime: "node",
-    script: jobScript("db-child"),
-    args,
-    binds: sandbox === "bwrap" ? [{ host: file, jail: jailFile, writable: true }, { host: `${file}-journal`, jail: `${jailFile}-journal`, writable: true }] : [],
-    files: [{ host: sqliteAddon(), jail: JAIL_ADDON }],
-    env: { TETHER_SQLITE_ADDON: placed(sandbox, { host: sqliteAddon(), jail: JAIL_ADDON }) },
-    memoryBytes: DB_DATA_BYTES,
-    tmpBytes: 16 * 1024 * 1024,
-    fileBytes: maxBytes + FILE_SLACK_BYTES,
-    jail: setup.jail ?? {},
-    sandbox,
-  };
-  return { job, home: sandbox === "bwrap" ? JAIL_HOME : home };
+  const binds = [
+    { host: file, jail: jailFile, writable: true },
+    { host: `${file}-journal`, jail: `${jailFile}-journal`, writable: true },
+  ];
+  return { job: sqliteJob("database process", binds, args, maxBytes + FILE_SLACK_BYTES, setup), home: sandbox === "bwrap" ? JAIL_HOME : home };
 }
 
 interface Pending {

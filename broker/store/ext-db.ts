@@ -12,6 +12,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { checkStatement } from "./sql-allowlist.js";
+import { sqliteAddonOption } from "./sqlite-addon.js";
 
 /** At most this many rows in one query's answer. */
 export const MAX_ROWS = 1000;
@@ -34,19 +35,13 @@ export function dbSize(home: string, extension: string): number | null {
   return existsSync(file) ? statSync(file).size : null;
 }
 
-let addon: string | undefined;
-/** Where better-sqlite3's native addon is (the database jail has a copy at its own path, not in node_modules/). */
-export function useSqliteAddon(path: string | undefined): void {
-  addon = path;
-}
-
 /** Opens (creating 0600) the extension's database with its quota. */
 export function openExtensionDb(home: string, extension: string, maxBytes: number): Database.Database {
   mkdirSync(dataDir(home), { recursive: true, mode: 0o700 });
   const file = dbFile(home, extension);
   if (!existsSync(file)) closeSync(openSync(file, "a", 0o600));
   chmodSync(file, 0o600);
-  const db = new Database(file, { timeout: 5000, ...(addon !== undefined ? { nativeBinding: addon } : {}) });
+  const db = new Database(file, { timeout: 5000, ...sqliteAddonOption() });
   try {
     // The journal stays where the jail bound it: truncated at commit, never unlinked.
     db.pragma("journal_mode = TRUNCATE");

@@ -17,6 +17,7 @@ import { snapshotFolder, type FolderSnapshot } from "../../broker/install/folder
 import { typeCheckJob } from "../../broker/install/type-check.js";
 import { runHostJob, JOB_NODE, JOB_SCRIPT, type HostJob } from "../../broker/jail/host-job.js";
 import { sharedLibraries } from "../../broker/jail/libraries.js";
+import { denoCacheFoldJob } from "../../broker/jail/deno-cache.js";
 import { databaseJob, DbProcesses, JAIL_HOME } from "../../broker/store/db-processes.js";
 import { dbFile } from "../../broker/store/ext-db.js";
 import { envJail, envOptions } from "../support/env-options.js";
@@ -81,6 +82,11 @@ const KINDS: Record<string, () => { job: HostJob; writable: string[]; readOnly: 
     const config = join(base, "deno.json");
     writeFileSync(config, "{}");
     return { job: typeCheckJob(folder, snapshot, config, join(folder, "index.ts"), setup()), writable: [], readOnly: [join(folder, "index.ts")] };
+  },
+  "Deno cache fold (after a warm-up)": () => {
+    const dir = mkdtempSync(join(base, "cache-"));
+    writeFileSync(join(dir, "v8_code_cache_v2"), "");
+    return { job: denoCacheFoldJob(dir, ["v8_code_cache_v2"], setup()), writable: ["/cache/v8_code_cache_v2"], readOnly: [join(home, "data", "x")] };
   },
   "database process (and migrations)": () => {
     const { job } = databaseJob(home, "probe", 1024 * 1024, setup(), []);
