@@ -71,7 +71,8 @@ test: $(NODE_MODULES) sandbox postgres browser typecheck
 	$(JEST) --selectProjects unit integration jail fleet browser
 	bash tests/support/jail-unprivileged.sh
 
-unit: $(NODE_MODULES)
+# Some unit tests run SQLite in its database jail: the sandbox layer is needed here too.
+unit: $(NODE_MODULES) sandbox
 	$(JEST) --selectProjects unit
 
 integration: $(NODE_MODULES) sandbox
@@ -91,6 +92,7 @@ bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/invoke.ts
 	npx tsx bench/ledger.ts
 	npx tsx bench/db.ts
+	npx tsx bench/host-jobs.ts
 	npx tsx bench/fleet-revocation.ts
 	npx tsx bench/fleet-ledger.ts
 	npx tsx bench/egress.ts

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { bundleExtension, type Artifact } from "./bundle.js";
 import { dryBoot, type DryBootOptions } from "./dry-boot.js";
-import { parseManifest, type Manifest } from "./manifest.js";
+import { parseManifest, readManifestFile, type Manifest } from "./manifest.js";
 import { manifestProblems } from "./manifest-checks.js";
 import { typeCheck, type TypeCheckOptions } from "./type-check.js";
 
@@ -120,9 +120,5 @@ function realFolder(dir: string): string {
 }
 
 function readManifestText(folder: string): string {
-  try {
-    return readFileSync(join(folder, "manifest.toml"), "utf8");
-  } catch {
-    throw new TetherError(BrokerCode.installFailed, `${join(folder, "manifest.toml")}: cannot read the manifest (is ${folder} an extension folder?)`);
-  }
+  return readManifestFile(join(folder, "manifest.toml"));
 }

@@ -2,8 +2,8 @@
  * The extension manifest (`manifest.toml`), defined once as a valibot schema.
  * Every error names the file, the field path and what was expected.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import * as v from "valibot";
 import { BrokerCode, TetherError } from "../base/errors.js";
@@ -237,11 +237,39 @@ function loginProblems(m: Manifest, file: string): void {
 /** Reads `<dir>/manifest.toml`. */
 export function readManifest(dir: string): Manifest {
   const file = join(dir, "manifest.toml");
-  let text: string;
+  return parseManifest(readManifestFile(file), file);
+}
+
+/** The most a manifest.toml may hold. */
+export const MANIFEST_BYTES = 256 * 1024;
+
+/**
+ * The text of a manifest file, the one file of the folder the broker reads in its own
+ * process: a regular file with one name (not a link: its contents could be any host
+ * file, and a parse error would quote them), within MANIFEST_BYTES, checked on the
+ * descriptor it is read from (opened without following a link, without blocking on a FIFO).
+ */
+export function readManifestFile(file: string): string {
+  const refuse = (why: string): never => {
+    throw new TetherError(BrokerCode.installFailed, `${file}: ${why}`);
+  };
+  let fd: number;
   try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    throw new TetherError(BrokerCode.installFailed, `${file}: cannot read the manifest (is this an extension folder?)`);
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return refuse(code === "ELOOP" ? "is a symlink; the manifest must be a regular file in the extension folder" : `cannot read the manifest (is ${dirname(file)} an extension folder?)`);
   }
-  return parseManifest(text, file);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) refuse("is not a regular file; the manifest must be a regular file in the extension folder");
+    if (st.nlink > 1) refuse(`is a hard link (${st.nlink} names); copy it into the extension folder instead`);
+    if (st.size > MANIFEST_BYTES) refuse(`is ${st.size} bytes, over the ${MANIFEST_BYTES} a manifest may be`);
+    const bytes = Buffer.alloc(MANIFEST_BYTES + 1);
+    const read = readSync(fd, bytes, 0, bytes.length, 0);
+    if (read > MANIFEST_BYTES) refuse(`is over the ${MANIFEST_BYTES} bytes a manifest may be`);
+    return bytes.subarray(0, read).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -102,9 +102,12 @@ function prepare(job: HostJob): Prepared {
   const identity = jailIdentity(job.jail.identity);
   const cgroup = job.sandbox === "bwrap" ? createSatelliteCgroup(`job-${job.label}`, jobLimits(job), job.jail.cgroup) : null;
   const staging = stagedBinds(job.sandbox === "bwrap" ? (job.binds ?? []) : [], identity);
+  // With no OS sandbox there is no jail /tmp: a fresh folder stands in for it (Deno's cache included), gone after.
+  const scratchHome = job.sandbox === "none" ? mkdtempSync(join(tmpdir(), "tether-job-home-")) : null;
   const cleanup = () => {
     void cgroup?.remove();
     if (staging.dir !== null) rmSync(staging.dir, { recursive: true, force: true });
+    if (scratchHome !== null) rmSync(scratchHome, { recursive: true, force: true });
   };
   const deno = denoBinary(job.jail.deno);
   const node = process.execPath;
@@ -125,7 +128,7 @@ function prepare(job: HostJob): Prepared {
     tmpBytes: job.tmpBytes ?? JOB_TMP_BYTES,
     ...(job.fileBytes !== undefined ? { fileBytes: job.fileBytes } : {}),
     dataBytes: job.memoryBytes,
-    env: job.env ?? {},
+    env: { ...(scratchHome !== null ? { HOME: scratchHome, DENO_DIR: join(scratchHome, "deno") } : {}), ...job.env },
   });
   return { launch, cgroup, cleanup };
 }

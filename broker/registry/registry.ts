@@ -12,7 +12,7 @@ import { BrokerCode, TetherError } from "../base/errors.js";
 import { bundleExtension, type Artifact } from "../install/bundle.js";
 import type { HostJobSetup } from "../jail/host-job.js";
 import { appliedCount } from "../store/applied-count.js";
-import { parseManifest, type Manifest } from "../install/manifest.js";
+import { parseManifest, readManifestFile, type Manifest } from "../install/manifest.js";
 import { manifestProblems } from "../install/manifest-checks.js";
 import type { Store } from "../store/open.js";
 import { approvals, installs } from "../store/schema.js";
@@ -111,12 +111,7 @@ export class Registry {
     const source = resolve(dir);
     const file = join(source, "manifest.toml");
     progress(`reading ${file}`);
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch {
-      throw new TetherError(BrokerCode.installFailed, `${file}: cannot read the manifest (is ${source} an extension folder?)`);
-    }
+    const text = readManifestFile(file);
     const manifest = parseManifest(text, file);
     const problems = manifestProblems(manifest, file, this.#ajv);
     if (problems.length > 0) throw new TetherError(BrokerCode.installFailed, problems.join("; "));

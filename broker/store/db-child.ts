@@ -7,13 +7,13 @@
  * set (db-processes.ts), with temporary results kept in memory
  * (`temp_store = MEMORY`, ext-db.ts) so no sort spills to files past it.
  *
- * `migrate` mode (argv[2]) runs one batch of migrations read from stdin and
+ * `migrate` mode (after `--addon=`) runs one batch of migrations read from stdin and
  * exits (the broker waits for it with a time limit); `version` answers the
  * number of the last migration the database has; `fold` folds the WAL of
  * each SQLite file named into it (Deno's caches after a warm-up).
  *
  * It runs in the extension's database jail (db-processes.ts): Node, this
- * script, better-sqlite3's addon (TETHER_SQLITE_ADDON), and the one database
+ * script, better-sqlite3's addon (`--addon=`), and the one database
  * file with its journal.
  */
 import { createInterface } from "node:readline";
@@ -23,7 +23,11 @@ import { foldWal } from "./sqlite-file.js";
 import { decodeParams, encodeValue, type DbRequest } from "./db-wire.js";
 import { MigrationFailure, runMigrations, userVersion, type MigrationText } from "./ext-migrations.js";
 
-useSqliteAddon(process.env.TETHER_SQLITE_ADDON);
+// The broker's command line: `--addon=PATH` (better-sqlite3's addon, at the jail's own path), then the mode and its files.
+const ADDON = "--addon=";
+const argv = process.argv.slice(2);
+useSqliteAddon(argv.find((a) => a.startsWith(ADDON))?.slice(ADDON.length));
+const [mode, ...names] = argv.filter((a) => !a.startsWith(ADDON));
 
 /** The whole of stdin, then `run` with it parsed. */
 function withInput(run: (job: Record<string, unknown>) => void): void {
@@ -37,10 +41,10 @@ function answer(id: number, result: DbResult): void {
   process.stdout.write(`${JSON.stringify({ id, result: encodeValue(result) })}\n`);
 }
 
-if (process.argv[2] === "fold") {
+if (mode === "fold") {
   // Deno's cache files after a warm-up boot (jail/deno-cache.ts): each WAL folded into its file.
-  for (const path of process.argv.slice(3)) foldWal(path);
-} else if (process.argv[2] === "version") {
+  for (const path of names) foldWal(path);
+} else if (mode === "version") {
   withInput((job) => {
     const db = openExtensionDb(String(job.home), String(job.extension), 2 ** 40);
     try {
@@ -49,7 +53,7 @@ if (process.argv[2] === "fold") {
       db.close();
     }
   });
-} else if (process.argv[2] === "migrate") {
+} else if (mode === "migrate") {
   withInput((input) => {
     const job = input as unknown as { home: string; extension: string; maxBytes: number; pending: MigrationText[] };
     try {

@@ -1,7 +1,7 @@
 /**
  * Extensions' SQL runs in processes of their own, never on the broker's
- * thread: one database process per extension (bin/tether-db.js →
- * db-child.ts), started at its first statement and stopped when idle. A
+ * thread: one database process per extension (db-child.ts, in its
+ * database jail), started at its first statement and stopped when idle. A
  * statement is answered by its process or, past the call's deadline, the
  * process is killed (SIGKILL: better-sqlite3 cannot be interrupted) and the
  * call refused with `storage.deadline`; the next statement starts a fresh
@@ -53,10 +53,9 @@ export function sqliteJob(label: string, binds: HostJob["binds"], args: readonly
     label,
     runtime: "node",
     script: jobScript("db-child"),
-    args,
+    args: [`--addon=${placed(sandbox, { host: sqliteAddon(), jail: JAIL_ADDON })}`, ...args],
     binds: sandbox === "bwrap" ? binds : [],
     files: [{ host: sqliteAddon(), jail: JAIL_ADDON }],
-    env: { TETHER_SQLITE_ADDON: placed(sandbox, { host: sqliteAddon(), jail: JAIL_ADDON }) },
     memoryBytes: DB_DATA_BYTES,
     tmpBytes: 16 * 1024 * 1024,
     fileBytes,

@@ -354,6 +354,7 @@ describe("bad input, doctor and known bugs, each on fresh homes", () => {
         ["jail user", true],
         ["seccomp", true],
         ["cgroup", true],
+        ["host-side jails", true],
         ["mounts", true],
         ["store", true],
         ["artifacts", true],

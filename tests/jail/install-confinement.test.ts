@@ -16,7 +16,8 @@ import { bundleExtension } from "../../broker/install/bundle.js";
 import { bundleFolder, runtimeRoot } from "../../broker/install/bundle-core.js";
 import { FOLDER_DEPTH, FOLDER_ENTRIES, FOLDER_FILE_BYTES, FOLDER_TOTAL_BYTES, snapshotFolder } from "../../broker/install/folder-snapshot.js";
 import { scanArtifact } from "../../broker/install/artifact-scan.js";
-import { readManifest } from "../../broker/install/manifest.js";
+import { MANIFEST_BYTES, readManifest } from "../../broker/install/manifest.js";
+import { checkExtension } from "../../broker/install/check.js";
 import { TetherError } from "../../broker/base/errors.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -453,5 +454,45 @@ describe("a folder is held to its bounds by lstat before a byte is read", () => 
     } finally {
       snap.remove();
     }
+  });
+});
+
+// ── the manifest: the one file of the folder the broker reads in its own process ──
+
+describe("manifest.toml is read only as a regular file with one name, within its bound", () => {
+  const manifestRefusal = (dir: string): string => {
+    try {
+      readManifest(dir);
+    } catch (err) {
+      expect(err).toBeInstanceOf(TetherError);
+      expect((err as Error).message).not.toContain(TOKEN);
+      return (err as Error).message;
+    }
+    throw new Error("the manifest was read");
+  };
+  const bare = (): string => {
+    const dir = join(root, `ext-${++counter}`);
+    mkdirSync(dir);
+    return dir;
+  };
+
+  test.each([
+    ["a symlink to a host file (a parse error would quote it)", (dir: string) => symlinkSync(join(host, "not-json"), join(dir, "manifest.toml")), "is a symlink"],
+    ["a hard link to a host file", (dir: string) => linkSync(join(host, "not-json"), join(dir, "manifest.toml")), "is a hard link"],
+    ["a FIFO (refused without waiting for a writer)", (dir: string) => execFileSync("mkfifo", [join(dir, "manifest.toml")]), "is not a regular file"],
+    ["a directory", (dir: string) => mkdirSync(join(dir, "manifest.toml")), "is not a regular file"],
+    ["a 2 GB sparse file", (dir: string) => execFileSync("truncate", ["-s", String(2 * 2 ** 30), join(dir, "manifest.toml")]), `is ${2 * 2 ** 30} bytes, over the ${MANIFEST_BYTES}`],
+  ])("%s is refused", (_what, make, expected) => {
+    const dir = bare();
+    make(dir);
+    expect(manifestRefusal(dir)).toContain(expected);
+  });
+
+  test("the same refusal at install and at tether check (one reader)", async () => {
+    const dir = bare();
+    symlinkSync(join(host, "not-json"), join(dir, "manifest.toml"));
+    const report = await checkExtension(dir, { jail: {}, types: false });
+    expect(JSON.stringify(report)).toContain("is a symlink");
+    expect(JSON.stringify(report)).not.toContain(TOKEN);
   });
 });

@@ -15,6 +15,8 @@ const FILE_CLASSES = {
   "seccomp.test.ts": "syscalls",
   "runtime-integrity.test.ts": "the runtime",
   "install-confinement.test.ts": "the bundler",
+  "type-check-confinement.test.ts": "host-side work",
+  "host-jobs.test.ts": "host-side work",
 };
 const RESOURCE_CLASSES = [
   [/^privilege/, "privilege"], [/^memory/, "memory"], [/^\/proc/, "/proc and /sys"], [/^CPU/, "CPU"], [/^disk/, "disk"],

@@ -30,6 +30,7 @@ chown "$uid:$gid" "$work" "$work/tmp"
 chmod 0711 "$work"
 echo "jail suite as unprivileged user '$user' (uid $uid)"
 cd "$repo"
-# The install-confinement cases do not depend on who runs the broker (they were run just now): skipped here.
+# The install-confinement matrix judges the bundler's plugin, the same whoever runs the broker (it was run just now):
+# skipped here; the bundling jail itself, which differs, is probed here by host-jobs.test.ts.
 as_user node --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects jail --cacheDirectory "$work/tmp/jest-cache" \
   --testPathIgnorePatterns install-confinement

@@ -239,7 +239,7 @@ describe("readManifest()", () => {
   });
 
   test("readManifest() of a folder with no manifest says so", () => {
-    expect(() => readManifest(dir)).toThrow(`${join(dir, "manifest.toml")}: cannot read the manifest (is this an extension folder?)`);
+    expect(() => readManifest(dir)).toThrow(`${join(dir, "manifest.toml")}: cannot read the manifest (is ${dir} an extension folder?)`);
   });
 });
 
