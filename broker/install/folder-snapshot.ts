@@ -15,7 +15,7 @@
  * the reason recorded; the bundler refuses it by that reason if it is ever
  * read, as it refused the original. `.git/` at the top is left out.
  */
-import { chownSync, copyFileSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync, type Stats } from "node:fs";
+import { chownSync, closeSync, constants, fstatSync, lstatSync, openSync, readSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync, type Stats } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, sep } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
@@ -99,7 +99,7 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
       else if (problem !== undefined || !st.isFile()) {
         problems[shown(source)] = problem ?? "is not a regular file; replace it with a regular file in the extension folder";
         writeFileSync(target, "", { mode: 0o644 });
-      } else copyFileSync(source, target);
+      } else copyExactly(source, target, st);
     }
     if (owner !== null) chownTree(base, owner.uid, owner.gid);
   } catch (err) {
@@ -108,6 +108,39 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
     throw new TetherError(BrokerCode.installFailed, `Cannot read the extension folder ${root}: ${(err as Error).message}`);
   }
   return { dir, problems, files, bytes, remove };
+}
+
+/**
+ * Copies the regular file `source` as it was when `seen` was taken, or throws: opened
+ * without following a link or blocking on a FIFO, and checked on its descriptor — the
+ * same file (device and inode), still one name, its real path still `source` (no folder
+ * on the way was swapped for a link since the walk), at most the size seen.
+ */
+export function copyExactly(source: string, target: string, seen: Stats): void {
+  const changed = (): never => {
+    throw new TetherError(BrokerCode.installFailed, `'${source}' changed while the folder was copied; run the install again when nothing is writing to the folder`);
+  };
+  let fd: number;
+  try {
+    fd = openSync(source, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return changed();
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.dev !== seen.dev || st.ino !== seen.ino || st.nlink !== 1 || st.size > seen.size) changed();
+    if (readlinkSync(`/proc/self/fd/${fd}`) !== source) changed();
+    const bytes = Buffer.alloc(seen.size);
+    let at = 0;
+    while (at < bytes.length) {
+      const n = readSync(fd, bytes, at, bytes.length - at, at);
+      if (n === 0) break;
+      at += n;
+    }
+    writeFileSync(target, bytes.subarray(0, at), { mode: st.mode & 0o777 });
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The copy becomes the jail uid's (links included), so its jail reads it whatever the author's modes were. */

@@ -6,7 +6,7 @@
  * packages, the SDK and its packages, every example extension — still bundle.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
@@ -14,7 +14,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { randomBytes } from "node:crypto";
 import { bundleExtension } from "../../broker/install/bundle.js";
 import { bundleFolder, runtimeRoot } from "../../broker/install/bundle-core.js";
-import { FOLDER_DEPTH, FOLDER_ENTRIES, FOLDER_FILE_BYTES, FOLDER_TOTAL_BYTES, snapshotFolder } from "../../broker/install/folder-snapshot.js";
+import { copyExactly, FOLDER_DEPTH, FOLDER_ENTRIES, FOLDER_FILE_BYTES, FOLDER_TOTAL_BYTES, snapshotFolder } from "../../broker/install/folder-snapshot.js";
 import { scanArtifact } from "../../broker/install/artifact-scan.js";
 import { MANIFEST_BYTES, readManifest } from "../../broker/install/manifest.js";
 import { checkExtension } from "../../broker/install/check.js";
@@ -494,5 +494,46 @@ describe("manifest.toml is read only as a regular file with one name, within its
     const report = await checkExtension(dir, { jail: {}, types: false });
     expect(JSON.stringify(report)).toContain("is a symlink");
     expect(JSON.stringify(report)).not.toContain(TOKEN);
+  });
+});
+
+describe("a file swapped between the snapshot's lstat and its copy is refused, never followed", () => {
+  const seenThenSwap = (swap: (dir: string) => void) => {
+    const dir = extension({ "lib/a.ts": "export const a = 1;\n" });
+    const source = join(realpathSync(dir), "lib/a.ts");
+    const seen = lstatSync(source);
+    swap(realpathSync(dir));
+    const target = join(mkdtempSync(join(root, "copy-")), "a.ts");
+    expect(() => copyExactly(source, target, seen)).toThrow("changed while the folder was copied");
+    expect(existsSync(target)).toBe(false);
+  };
+
+  test("the file replaced by a symlink to a host file", () => {
+    seenThenSwap((dir) => {
+      rmSync(join(dir, "lib/a.ts"));
+      symlinkSync(join(host, "secret.js"), join(dir, "lib/a.ts"));
+    });
+  });
+
+  test("its folder replaced by a symlink to a host folder holding a file of that name", () => {
+    writeFileSync(join(host, "a.ts"), `export const leak = "${TOKEN}";\n`);
+    seenThenSwap((dir) => {
+      rmSync(join(dir, "lib"), { recursive: true });
+      symlinkSync(host, join(dir, "lib"));
+    });
+  });
+
+  test("the file replaced by a FIFO (no read blocks)", () => {
+    seenThenSwap((dir) => {
+      rmSync(join(dir, "lib/a.ts"));
+      execFileSync("mkfifo", [join(dir, "lib/a.ts")]);
+    });
+  });
+
+  test("the file replaced by another, larger one", () => {
+    seenThenSwap((dir) => {
+      rmSync(join(dir, "lib/a.ts"));
+      writeFileSync(join(dir, "lib/a.ts"), "x".repeat(4096));
+    });
   });
 });
