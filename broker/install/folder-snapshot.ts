@@ -15,10 +15,11 @@
  * the reason recorded; the bundler refuses it by that reason if it is ever
  * read, as it refused the original. `.git/` at the top is left out.
  */
-import { chownSync, closeSync, constants, fstatSync, lstatSync, openSync, readSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync, type Stats } from "node:fs";
+import { chownSync, lstatSync, mkdirSync, mkdtempSync, opendirSync, readdirSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync, type Stats } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, sep } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
+import { copyExactly } from "../jail/copy-exactly.js";
 import { jailIdentity, makeSatelliteDir, type JailIdentityOptions } from "../jail/identity.js";
 
 /** The largest file an extension folder may hold. */
@@ -73,7 +74,7 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
   const plan: Entry[] = [];
   const walk = (from: string, to: string, depth: number): void => {
     if (depth > FOLDER_DEPTH) over(`'${shown(from)}' is more than ${FOLDER_DEPTH} folders deep`);
-    for (const name of readdirSync(from).sort()) {
+    for (const name of boundedListing(from, () => over(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`))) {
       if (depth === 0 && name === ".git") continue;
       if (++entries > FOLDER_ENTRIES) over(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`);
       const source = join(from, name);
@@ -110,37 +111,18 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
   return { dir, problems, files, bytes, remove };
 }
 
-/**
- * Copies the regular file `source` as it was when `seen` was taken, or throws: opened
- * without following a link or blocking on a FIFO, and checked on its descriptor — the
- * same file (device and inode), still one name, its real path still `source` (no folder
- * on the way was swapped for a link since the walk), at most the size seen.
- */
-export function copyExactly(source: string, target: string, seen: Stats): void {
-  const changed = (): never => {
-    throw new TetherError(BrokerCode.installFailed, `'${source}' changed while the folder was copied; run the install again when nothing is writing to the folder`);
-  };
-  let fd: number;
+/** A folder's names, sorted, read one entry at a time: a folder of a million names is refused at the limit, not listed whole. */
+function boundedListing(dir: string, tooMany: () => never): string[] {
+  const names: string[] = [];
+  const handle = opendirSync(dir);
   try {
-    fd = openSync(source, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return changed();
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.dev !== seen.dev || st.ino !== seen.ino || st.nlink !== 1 || st.size > seen.size) changed();
-    if (readlinkSync(`/proc/self/fd/${fd}`) !== source) changed();
-    const bytes = Buffer.alloc(seen.size);
-    let at = 0;
-    while (at < bytes.length) {
-      const n = readSync(fd, bytes, at, bytes.length - at, at);
-      if (n === 0) break;
-      at += n;
+    for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) {
+      if (names.push(entry.name) > FOLDER_ENTRIES) tooMany();
     }
-    writeFileSync(target, bytes.subarray(0, at), { mode: st.mode & 0o777 });
   } finally {
-    closeSync(fd);
+    handle.closeSync();
   }
+  return names.sort();
 }
 
 /** The copy becomes the jail uid's (links included), so its jail reads it whatever the author's modes were. */

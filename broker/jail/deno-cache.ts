@@ -14,7 +14,8 @@
  * mid-warm-up or two brokers warming at once leave no half-written cache.
  */
 import { createHash } from "node:crypto";
-import { chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyExactly } from "./copy-exactly.js";
 import { join } from "node:path";
 import { runHostJob, type HostJob, type HostJobSetup } from "./host-job.js";
 import { sqliteJob } from "../store/db-processes.js";
@@ -107,8 +108,11 @@ export function denoCacheFor(
           if (!(await settle(work, jobs))) return null;
           // Only the main files are kept: whatever else the folder holds now is not a cache.
           for (const name of readdirSync(work)) {
-            if (!(DENO_CACHE_FILES as readonly string[]).includes(name)) rmSync(join(work, name), { recursive: true, force: true });
-            else if (work !== scratch) copyFileSync(join(work, name), join(scratch, name));
+            const path = join(work, name);
+            const st = lstatSync(path);
+            // A link or anything but a regular file there was not written by SQLite: not a cache.
+            if (!(DENO_CACHE_FILES as readonly string[]).includes(name) || !st.isFile()) rmSync(path, { recursive: true, force: true });
+            else if (work !== scratch) copyExactly(path, join(scratch, name), st);
           }
           keepWithinBound(scratch);
           try {

@@ -155,12 +155,17 @@ const CHILD_ENV = { HOME: "/tmp", DENO_DIR: "/tmp/deno", NO_COLOR: "1", PATH: "/
 
 /**
  * /proc entries a container runtime masks (runc's and Docker's defaults): kernel
- * memory, keys, timers and scheduler internals, hardware. Files are covered with
+ * memory, keys, timers and scheduler internals, hardware; and the host kernel's
+ * command line, version and boot id. Files are covered with
  * /dev/null, folders with an empty read-only tmpfs; bwrap itself already makes
  * /proc/sys, sysrq-trigger, irq and bus read-only. Only what exists here is masked
  * (a bind needs its target).
  */
-export const PROC_MASKED_FILES = ["kcore", "keys", "key-users", "kallsyms", "timer_list", "timer_stats", "sched_debug", "latency_stats", "interrupts", "kpagecount", "kpageflags", "kpagecgroup", "vmallocinfo", "sysrq-trigger", "config.gz", "modules"] as const;
+export const PROC_MASKED_FILES = [
+  "kcore", "keys", "key-users", "kallsyms", "timer_list", "timer_stats", "sched_debug", "latency_stats", "interrupts", "kpagecount", "kpageflags", "kpagecgroup", "vmallocinfo", "sysrq-trigger", "config.gz", "modules",
+  // The host's kernel and boot, which a host-side job (deno check quotes what it reads) must not show: no Deno permission stands before them there.
+  "cmdline", "version", "version_signature", "sys/kernel/random/boot_id", "sys/kernel/osrelease", "sys/kernel/version",
+] as const;
 export const PROC_MASKED_DIRS = ["acpi", "asound", "scsi", "fs", "driver", "tty", "bus", "irq", "dynamic_debug", "pressure"] as const;
 
 let procMasks: { files: string[]; dirs: string[] } | undefined;
@@ -212,6 +217,9 @@ export function launchCommand(spec: LaunchSpec): Launch {
     "--unshare-all",
     // Explicit: needed by --disable-userns (--unshare-all only tries it).
     "--unshare-user",
+    // The jail's own UTS namespace says its own name, not the host's.
+    "--hostname",
+    "tether",
     "--die-with-parent",
     "--new-session",
     "--clearenv",

@@ -30,5 +30,8 @@ export function appliedCount(home: string, extension: string, setup: HostJobSetu
   // An empty file (created, never written) has no migrations; anything else must be a database.
   if (read === 0) return 0;
   if (read < 100 || !header.subarray(0, 16).equals(HEADER)) throw new Error(`${file} is not an SQLite database`);
-  return header.readInt32BE(60);
+  const count = header.readInt32BE(60);
+  // The broker's own pragma writes it; a negative one is a file written past SQLite.
+  if (count < 0) throw new Error(`${file}: its migration count (${count}) is not one the broker wrote`);
+  return count;
 }

@@ -14,12 +14,13 @@
  */
 import { chownSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createInterface } from "node:readline";
+import { readLines } from "./bounded-lines.js";
+import * as v from "valibot";
 import { jobFailure, placed, runHostJobSync, startHostJob, type HostJob, type HostJobSetup, type RunningJob } from "../jail/host-job.js";
 import { jailIdentity } from "../jail/identity.js";
 import { jobScript } from "../jail/job-scripts.js";
 import { resolveSandbox } from "../jail/sandbox.js";
-import { decodeResult, encodeValue, type DbRequest, type DbResponse } from "./db-wire.js";
+import { DB_LINE_BYTES, DbResponseSchema, decodeResult, encodeValue, type DbRequest, type DbResponse } from "./db-wire.js";
 import { dataDir, dbFile, type DbResult, type SqlParams } from "./ext-db.js";
 import { MigrationFailure, type MigrationText } from "./ext-migrations.js";
 
@@ -121,15 +122,22 @@ class DbProcess {
     this.#child.catch(() => {});
     this.#child.unref?.();
     this.#child.stderr?.resume();
-    createInterface({ input: this.#child.stdout! }).on("line", (line) => {
-      const response = JSON.parse(line) as DbResponse;
+    // Its answers are read like any input: one bounded JSON line each, checked; anything else ends the process.
+    readLines(this.#child.stdout!, DB_LINE_BYTES, (line) => {
+      let response: DbResponse;
+      try {
+        response = v.parse(DbResponseSchema, JSON.parse(line)) as DbResponse;
+      } catch {
+        this.kill();
+        return;
+      }
       const waiting = this.#pending.get(response.id);
       if (waiting === undefined) return;
       this.#pending.delete(response.id);
       clearTimeout(waiting.timer);
       waiting.resolve(decodeResult(response.result));
       this.#armIdle();
-    });
+    }, () => this.kill());
     this.#child.on("exit", () => {
       started.done();
       this.dead = true;

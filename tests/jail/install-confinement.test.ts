@@ -14,7 +14,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { randomBytes } from "node:crypto";
 import { bundleExtension } from "../../broker/install/bundle.js";
 import { bundleFolder, runtimeRoot } from "../../broker/install/bundle-core.js";
-import { copyExactly, FOLDER_DEPTH, FOLDER_ENTRIES, FOLDER_FILE_BYTES, FOLDER_TOTAL_BYTES, snapshotFolder } from "../../broker/install/folder-snapshot.js";
+import { copyExactly } from "../../broker/jail/copy-exactly.js";
+import { FOLDER_DEPTH, FOLDER_ENTRIES, FOLDER_FILE_BYTES, FOLDER_TOTAL_BYTES, snapshotFolder } from "../../broker/install/folder-snapshot.js";
 import { scanArtifact } from "../../broker/install/artifact-scan.js";
 import { MANIFEST_BYTES, readManifest } from "../../broker/install/manifest.js";
 import { checkExtension } from "../../broker/install/check.js";
@@ -504,7 +505,7 @@ describe("a file swapped between the snapshot's lstat and its copy is refused, n
     const seen = lstatSync(source);
     swap(realpathSync(dir));
     const target = join(mkdtempSync(join(root, "copy-")), "a.ts");
-    expect(() => copyExactly(source, target, seen)).toThrow("changed while the folder was copied");
+    expect(() => copyExactly(source, target, seen)).toThrow("changed while it was copied");
     expect(existsSync(target)).toBe(false);
   };
 

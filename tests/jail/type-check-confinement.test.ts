@@ -8,7 +8,7 @@
  * the same targets inside the folder, where each form must print its literal
  * (so every probe is one that could fail).
  */
-import { linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -143,5 +143,28 @@ describe("control: the same forms with their targets inside the folder print eac
     const { result } = await check({ ...targetFiles, ...form.folder(`./types/${form.target.main}`) });
     expect(result.ok).toBe(false);
     expect(result.errors.map((e) => e.message).join("\n")).toContain(lit);
+  });
+});
+
+describe("the jail's own /proc tells nothing of the host's kernel to the report", () => {
+  const hostTokens = (path: string): string[] => {
+    try {
+      return [...new Set(readFileSync(path, "utf8").split(/[^A-Za-z0-9_.-]+/).filter((t) => t.length >= 6))];
+    } catch {
+      return [];
+    }
+  };
+
+  test.each(["/proc/cmdline", "/proc/version", "/proc/sys/kernel/random/boot_id", "/proc/sys/kernel/osrelease", "/proc/sys/kernel/version"])("%s, linked into the folder and imported as JSON", async (path) => {
+    const tokens = hostTokens(path);
+    const { result } = await check({ "index.ts": `import x from "./leak.json" with { type: "json" };\nexport const y: number = x;\n` }, (dir) => symlinkSync(path, join(dir, "leak.json")));
+    const report = JSON.stringify(result);
+    expect(tokens.filter((t) => report.includes(t))).toEqual([]);
+  });
+
+  test("the host's name, through /// <reference path> of /proc/sys/kernel/hostname", async () => {
+    const host = readFileSync("/proc/sys/kernel/hostname", "utf8").trim();
+    const { result } = await check({ "index.ts": `/// <reference path="/proc/sys/kernel/hostname" />\nexport const y = 1;\n` });
+    expect(JSON.stringify(result)).not.toContain(`'${host}'`);
   });
 });

@@ -1,0 +1,39 @@
+/**
+ * Copying a file a jail or an author could change meanwhile, without ever
+ * following what it was changed into (folder-snapshot.ts, deno-cache.ts).
+ */
+import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, writeFileSync, type Stats } from "node:fs";
+
+/**
+ * Copies the regular file `source` as it was when `seen` was taken, or throws: opened
+ * without following a link or blocking on a FIFO, and checked on its descriptor — the
+ * same file (device and inode), still one name, its real path still `source` (no folder
+ * on the way was swapped for a link since the walk), at most the size seen.
+ */
+export function copyExactly(source: string, target: string, seen: Stats): void {
+  const changed = (): never => {
+    throw new Error(`'${source}' changed while it was copied; try again when nothing is writing to it`);
+  };
+  let fd: number;
+  try {
+    fd = openSync(source, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return changed();
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.dev !== seen.dev || st.ino !== seen.ino || st.nlink !== 1 || st.size > seen.size) changed();
+    if (readlinkSync(`/proc/self/fd/${fd}`) !== source) changed();
+    const bytes = Buffer.alloc(seen.size);
+    let at = 0;
+    while (at < bytes.length) {
+      const n = readSync(fd, bytes, at, bytes.length - at, at);
+      if (n === 0) break;
+      at += n;
+    }
+    writeFileSync(target, bytes.subarray(0, at), { mode: st.mode & 0o777 });
+  } finally {
+    closeSync(fd);
+  }
+}
+
