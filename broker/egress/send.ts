@@ -3,10 +3,12 @@
  * pinned agent never looks the name up again), the body bounded while it is
  * read, everything cut off when `signal` aborts (the deadline, the invocation
  * ending, a policy withdrawn mid-flight, the broker destroyed). A redirect's
- * body is never read: its connection is closed.
+ * body is never read: its connection is closed. The request's Accept-Encoding
+ * is the broker's, and the body comes back decoded (content-coding.ts).
  */
 import { request } from "undici";
 import type { EgressAgents } from "./agents.js";
+import { decodeContent, withBrokerEncoding } from "./content-coding.js";
 
 /** What one hop sends: the exchange as it stands, with whatever the broker adds at send time (a secret). */
 export interface HopRequest {
@@ -65,7 +67,8 @@ export async function sendHop(extension: string, hop: HopRequest, pinned: { addr
   try {
     res = await request(url, {
       method: hop.method as "GET",
-      headers: Object.fromEntries(hop.headers),
+      // The broker's Accept-Encoding, never the extension's: it decodes what comes back before anyone reads it.
+      headers: Object.fromEntries(withBrokerEncoding(hop.headers)),
       body: hop.body ?? null,
       dispatcher: agents.pinned(extension, url.origin, pinned.address, pinned.family),
       // undici's own timers are coarse (they can fire ~0.5 s early): the signal is exact.
@@ -99,5 +102,7 @@ export async function sendHop(extension: string, hop: HopRequest, pinned: { addr
     if (value === undefined) continue;
     for (const v of Array.isArray(value) ? value : [value]) headers.push([name, v]);
   }
-  return { kind: "response", response: { status: res.statusCode, headers, body: bytes } };
+  const decoded = decodeContent(bytes, headers, maxBodyBytes);
+  if ("error" in decoded) return { kind: "failed", failure: decoded.error, ...(decoded.limit !== undefined ? { limit: decoded.limit } : {}) };
+  return { kind: "response", response: { status: res.statusCode, headers: decoded.headers, body: decoded.body } };
 }

@@ -320,6 +320,8 @@ function secretLines(review: Review, installed: Installed): Array<{ text: string
     lines.push({ text: `    ${b.name} — sent as ${secretPlace(b)} to ${b.rules.join(", ")}${status}${added ? "   [NEW]" : ""}`, detail: false });
     const row = installed.manifest.secret.find((s) => s.name === b.name);
     if (row !== undefined && row.description !== "") lines.push({ text: `      ${row.description}`, detail: true });
+    // What redaction cannot promise, for every rule it is bound to (docs/secrets.md, What is not protected).
+    lines.push({ text: `      note: any server under ${b.rules.join(", ")} can hand it back in a form the broker does not recognise (a hash, a byte per response); bind it to that API alone`, detail: false });
   }
   return lines;
 }

@@ -1,31 +1,26 @@
 /**
- * Keeps an injected secret from coming back to the extension: every form the
- * broker can recognise — the value, its formatted form, each percent-encoded
- * as a query would carry it, and the value's base64 — is replaced with
- * `[secret]` in what a response hands back (headers, body, a redirect's
- * Location) and in failure messages. An API that reflects the secret in
- * another form (hashed, split, re-encoded) is not caught: docs/secrets.md.
+ * Keeps an injected secret from coming back to the extension: every encoding
+ * in the generated set (encodings.ts) of the value and of the form it was sent
+ * in is replaced with `[secret]` in what a response hands back (headers, body,
+ * a redirect's Location, the URL) and in failure messages. The body reaches
+ * this already decoded: the broker chooses the request's Accept-Encoding and
+ * undoes any content-coding itself (egress/content-coding.ts). What no
+ * encoding catches — a hash of the token, the token a byte per response —
+ * is not defended: docs/secrets.md.
  */
+import { secretEncodings, type SecretEncoding } from "./encodings.js";
+
 export const REDACTED = "[secret]";
 
 export class Redactor {
-  /** Longest first, so a formatted form is replaced whole rather than around its value. */
-  #forms: string[] = [];
-  #bytes: Buffer[] = [];
-  readonly #replacement = Buffer.from(REDACTED);
+  #forms: SecretEncoding[] = [];
 
   /** Adds a value and the form it was sent in. */
   add(value: string, sent: string): void {
-    const forms = new Set<string>();
-    for (const text of [value, sent]) {
-      forms.add(text);
-      forms.add(encodeURIComponent(text));
-      forms.add(new URLSearchParams({ s: text }).toString().slice(2));
+    const known = new Set(this.#forms.map((f) => `${f.anyCase}:${f.text}`));
+    for (const form of [...secretEncodings(value), ...(sent === value ? [] : secretEncodings(sent))]) {
+      if (!known.has(`${form.anyCase}:${form.text}`)) this.#forms.push(form);
     }
-    forms.add(Buffer.from(value).toString("base64"));
-    for (const form of forms) if (form !== "" && !this.#forms.includes(form)) this.#forms.push(form);
-    this.#forms.sort((a, b) => b.length - a.length);
-    this.#bytes = this.#forms.map((f) => Buffer.from(f));
   }
 
   get empty(): boolean {
@@ -33,28 +28,41 @@ export class Redactor {
   }
 
   text(s: string): string {
-    let out = s;
-    for (const form of this.#forms) out = out.split(form).join(REDACTED);
-    return out;
+    if (this.empty) return s;
+    return Buffer.from(this.bytes(Buffer.from(s, "utf8"))).toString("utf8");
   }
 
   bytes(body: Uint8Array): Uint8Array {
-    let out = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-    for (const needle of this.#bytes) out = replaceAll(out, needle, this.#replacement);
-    return out;
+    if (this.empty || body.length === 0) return body;
+    const raw = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("latin1");
+    const folded = asciiLower(raw);
+    const spans: Array<[number, number]> = [];
+    for (const form of this.#forms) {
+      const haystack = form.anyCase ? folded : raw;
+      const needle = form.anyCase ? asciiLower(form.text) : form.text;
+      for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) spans.push([at, at + needle.length]);
+    }
+    if (spans.length === 0) return body;
+    spans.sort((a, b) => a[0] - b[0]);
+    // Overlapping matches are one span; each span becomes one [secret].
+    const parts: string[] = [];
+    let cursor = 0;
+    let [start, end] = spans[0]!;
+    for (const [s, e] of spans.slice(1)) {
+      if (s < end) {
+        end = Math.max(end, e);
+        continue;
+      }
+      parts.push(raw.slice(cursor, start), REDACTED);
+      cursor = end;
+      [start, end] = [s, e];
+    }
+    parts.push(raw.slice(cursor, start), REDACTED, raw.slice(end));
+    return Buffer.from(parts.join(""), "latin1");
   }
 }
 
-function replaceAll(haystack: Buffer, needle: Buffer, replacement: Buffer): Buffer {
-  let at = haystack.indexOf(needle);
-  if (at === -1) return haystack;
-  const parts: Buffer[] = [];
-  let from = 0;
-  while (at !== -1) {
-    parts.push(haystack.subarray(from, at), replacement);
-    from = at + needle.length;
-    at = haystack.indexOf(needle, from);
-  }
-  parts.push(haystack.subarray(from));
-  return Buffer.concat(parts);
+/** ASCII letters lowered, every other byte as it is (so positions match the original one for one). */
+function asciiLower(s: string): string {
+  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 }

@@ -4,6 +4,7 @@
  * ledger. The harness fires its own events here; `cap_call` comes from the
  * broker's capability pipeline, through the session's scope.
  */
+import { urlWithoutValues } from "../egress/url-without-values.js";
 import * as v from "valibot";
 import { EventPayloads, type EventName, type EventPayload } from "../../jail-runtime/wire/events.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
@@ -145,21 +146,10 @@ export class SessionBus {
 }
 
 /**
- * What other extensions' `cap_call` hooks are shown of a target: a URL without
- * its credentials, fragment and query values (secrets travel there), so one
- * extension's request does not hand its secrets to another. The ledger keeps
- * the full target for the operator.
+ * What other extensions' `cap_call` hooks are shown of a target: a fetch's URL
+ * without its credentials, fragment and query values (urlWithoutValues), so one
+ * extension's request does not hand its secrets to another.
  */
 export function shownTarget(capability: string, target: string): string {
-  if (capability !== "net.fetch") return target;
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    return target;
-  }
-  const keys = [...url.searchParams.keys()];
-  const query = keys.length > 0 ? `?${keys.map((k) => `${encodeURIComponent(k)}=…`).join("&")}` : "";
-  return `${url.protocol}//${url.host}${url.pathname}${query}`;
+  return capability === "net.fetch" ? urlWithoutValues(target) : target;
 }
-

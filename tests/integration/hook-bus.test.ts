@@ -225,14 +225,15 @@ describe("cap_call and commands", () => {
     expect(other.message ?? "").not.toContain("hook:");
   });
 
-  test("other extensions' hooks see a fetch's target without query values or fragment; the ledger keeps it whole", async () => {
+  test("other extensions' hooks see a fetch's target without query values or fragment; so does the ledger's trace", async () => {
     // (Credentials in a URL never reach the hooks: the policy refuses them first.)
     const url = "https://flagged.example/data?key=SECRET&city=Porto#frag";
     const blocked = JSON.parse(text((await session.callTool("fetch", JSON.stringify({ url }))).outcome)) as { message: string };
     expect(blocked.message).toContain("saw https://flagged.example/data?key=…&city=…)");
     expect(blocked.message).not.toContain("SECRET");
     expect(blocked.message).not.toContain("frag");
-    expect(traces("cap_call").some((t) => t.subject === `net.fetch ${url}`)).toBe(true);
+    expect(traces("cap_call").some((t) => t.subject === "net.fetch https://flagged.example/data?key=…&city=…")).toBe(true);
+    expect(traces("cap_call").some((t) => t.subject.includes("SECRET"))).toBe(false);
   });
 
   test("the hooks' own capability calls are not asked about (no cap_call for hooker's kv reads)", () => {

@@ -13,6 +13,8 @@
  *   broker sent to the satellite.
  */
 import { randomBytes } from "node:crypto";
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from "node:zlib";
+import { secretEncodings } from "../../broker/secrets/encodings.js";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -62,6 +64,30 @@ async function startServer(name: string): Promise<{ server: Server; port: number
     }
     const auth = req.headers.authorization ?? u.searchParams.get("api_key") ?? "";
     const token = auth.replace(/^Bearer /, "");
+    const how = u.searchParams.get("how");
+    if (u.pathname.endsWith("/mirror") && how !== null) {
+      // A hostile reflector: the token back in the encoding asked for, in a header and inside a body.
+      const [body, header] = mirrored(token, how);
+      const headers: Record<string, string> = { "content-type": "text/plain", "x-mirror": header };
+      const coding = u.searchParams.get("coding");
+      let bytes = Buffer.from(body, "latin1");
+      if (coding === "gzip") bytes = gzipSync(bytes);
+      else if (coding === "deflate") bytes = deflateSync(bytes);
+      else if (coding === "deflate-raw") bytes = deflateRawSync(bytes);
+      else if (coding === "br") bytes = brotliCompressSync(bytes);
+      else if (coding === "bomb") bytes = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x61));
+      else if (coding === "zstd") bytes = Buffer.from("not really zstd");
+      if (coding !== null) headers["content-encoding"] = coding === "deflate-raw" ? "deflate" : coding === "bomb" ? "gzip" : coding;
+      res.writeHead(200, headers);
+      res.end(bytes);
+      return;
+    }
+    if (u.pathname.endsWith("/to-other")) {
+      // The token re-encoded (base64url) into a redirect's query, to another host.
+      res.writeHead(302, { location: `http://other.test:${P2}/landing?t=${Buffer.from(token).toString("base64url")}&u=${encodeURIComponent(token.toUpperCase())}` });
+      res.end();
+      return;
+    }
     if (u.pathname.endsWith("/reflect")) {
       res.writeHead(200, { "content-type": "text/plain", "x-echo": auth, "x-token": token });
       res.end(`you sent ${auth}; the token is ${token}.`);
@@ -72,6 +98,22 @@ async function startServer(name: string): Promise<{ server: Server; port: number
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   return { server, port: (server.address() as AddressInfo).port, hits };
+}
+
+/** The token as a hostile server would reflect it: [body, header] for the encoding named `how`. */
+function mirrored(token: string, how: string): [string, string] {
+  const offset = /^b64-offset-(\d)(-url)?$/.exec(how);
+  if (offset !== null) {
+    // Inside a longer base64 run, at a byte offset: only part of the run is the token's.
+    const run = Buffer.concat([randomBytes(Number(offset[1])), Buffer.from(token), randomBytes(5)]).toString(offset[2] ? "base64url" : "base64");
+    return [`data=${run};`, run];
+  }
+  if (how === "hex-upper") return [`<${Buffer.from(token).toString("hex").toUpperCase()}>`, Buffer.from(token).toString("hex").toUpperCase()];
+  if (how === "upper") return [`TOKEN=${token.toUpperCase()}`, token.toUpperCase()];
+  if (how === "plain") return [`the token is ${token}.`, token];
+  const form = secretEncodings(token).find((e) => e.name === how);
+  if (form === undefined) throw new Error(`no encoding ${how}`);
+  return [`{"echo": "${form.text}"}`, form.text];
 }
 
 const resolve: Resolver = async (name) => {
@@ -86,7 +128,8 @@ let api: Awaited<ReturnType<typeof startServer>>;
 let other: Awaited<ReturnType<typeof startServer>>;
 let P1 = 0;
 let P2 = 0;
-const TOKEN = `tok_${randomBytes(16).toString("hex")}`;
+// With the characters escapes treat specially (/ + = & < > " '), so every escaping has something to escape.
+const TOKEN = `tok_${randomBytes(12).toString("hex")}/+=&<>"'${randomBytes(6).toString("base64url")}`;
 const KEY = `key_${randomBytes(16).toString("hex")}`;
 /** Every frame the broker sent to a satellite, encoded as on the wire. */
 const frames: Buffer[] = [];
@@ -263,6 +306,9 @@ describe("tether secret, the real binary", () => {
     const text = renderReview(buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval(EXT), { secretSet: (n) => n !== "never_set" }), installed);
     expect(text).toContain(`    api_token — sent as Authorization: Bearer … to http://api.test:${P1}/v1 (set)`);
     expect(text).toContain(`    never_set — sent as X-Api-Key: … to http://api.test:${P1}/unset (NOT SET: tether secret set ${EXT} never_set)`);
+    // What redaction cannot promise is said for every rule a secret is bound to.
+    expect(text).toContain(`      note: any server under http://api.test:${P1}/v1 can hand it back in a form the broker does not recognise (a hash, a byte per response); bind it to that API alone`);
+    expect(text).toContain(`      note: any server under http://api.test:${P1}/q can hand it back`);
   });
 });
 
@@ -338,6 +384,59 @@ describe("injection", () => {
   }, SLOW);
 });
 
+/** Whether `text` gives the token back: any generated encoding, case-folded where it is matched so, or any base64 run that decodes to it. */
+function leaks(text: string): string[] {
+  const found = secretEncodings(TOKEN)
+    .filter((e) => (e.anyCase ? text.toLowerCase().includes(e.text.toLowerCase()) : text.includes(e.text)))
+    .map((e) => e.name);
+  for (const run of text.match(/[A-Za-z0-9+/_-]{16,}={0,2}/g) ?? []) {
+    for (const kind of ["base64", "base64url"] as const) if (Buffer.from(run, kind).includes(Buffer.from(TOKEN))) found.push(`a ${kind} run`);
+  }
+  return found;
+}
+
+describe("every encoding of the secret a server reflects comes back as [secret]", () => {
+  const HOWS = [...secretEncodings(TOKEN).map((e) => e.name), "plain", "upper", "hex-upper", ...[0, 1, 2].flatMap((o) => [`b64-offset-${o}`, `b64-offset-${o}-url`])];
+
+  test("the probes can fail: each reflection holds the token in a form the checker sees", () => {
+    for (const how of HOWS) expect([how, leaks(mirrored(TOKEN, how).join(" ")).length > 0]).toEqual([how, true]);
+  });
+
+  test.each(HOWS)("%s, in a header and the body", async (how) => {
+    const { reply } = await call({ url: `http://api.test:${P1}/v1/mirror?how=${encodeURIComponent(how)}`, secret: "api_token" });
+    expect(reply).toMatchObject({ ok: true });
+    expect(reply.body).toContain("[secret]");
+    expect(leaks(JSON.stringify(reply))).toEqual([]);
+  }, SLOW);
+
+  test.each(["gzip", "deflate", "deflate-raw", "br"])("compressed (%s) whatever the extension asked: the broker asked, decoded and redacted", async (coding) => {
+    const hits = api.hits.length;
+    const { reply } = await call({ url: `http://api.test:${P1}/v1/mirror?how=plain&coding=${coding}`, secret: "api_token", headers: { "accept-encoding": "gzip" } });
+    expect(reply).toMatchObject({ ok: true, body: "the token is [secret]." });
+    expect(new Map(reply.headers).has("content-encoding")).toBe(false);
+    expect(api.hits.slice(hits).map((h) => h.headers["accept-encoding"])).toEqual(["gzip, deflate, br"]);
+    expect(leaks(JSON.stringify(reply))).toEqual([]);
+  }, SLOW);
+
+  test("a coding the broker did not ask for, and a body that expands past the bound, are refused", async () => {
+    const odd = await call({ url: `http://api.test:${P1}/v1/mirror?how=plain&coding=zstd`, secret: "api_token" });
+    expect(odd.reply).toMatchObject({ ok: false, code: "unreachable" });
+    expect(odd.reply.message).toContain("content-encoding 'zstd' is not one the broker asked for");
+    const bomb = await call({ url: `http://api.test:${P1}/v1/mirror?how=plain&coding=bomb`, secret: "api_token" });
+    expect(bomb.reply).toMatchObject({ ok: false, code: "denied" });
+    expect(bomb.reply.message).toContain("once decoded");
+  }, SLOW);
+
+  test("a redirect re-encoding the token into another host's query: the next hop, the extension's URL and the audit hold none of it", async () => {
+    const o = other.hits.length;
+    const { reply, rows } = await call({ url: `http://api.test:${P1}/v1/to-other`, secret: "api_token" });
+    expect(reply).toMatchObject({ ok: true });
+    expect(other.hits.slice(o).map((h) => leaks(decodeURIComponent(h.path)))).toEqual([[]]);
+    expect(leaks(JSON.stringify(reply))).toEqual([]);
+    expect(rows.map((r) => r.target)).toEqual([`http://api.test:${P1}/v1/to-other`, `http://other.test:${P2}/landing?t=…&u=…`]);
+  }, SLOW);
+});
+
 /** Every file under `dir` but the secrets folder, with its bytes. */
 function filesUnder(dir: string): Array<[string, Buffer]> {
   const out: Array<[string, Buffer]> = [];
@@ -363,9 +462,10 @@ describe("the leak test", () => {
     const bounce = await call({ url: `http://api.test:${P1}/q/bounce?x=1`, secret: "api_key" });
     expect(api.hits.slice(hits).map((h) => h.path)).toEqual([`/q/bounce?x=1&api_key=${KEY}`, `/q/echo?x=1&api_key=${KEY}`]);
     expect(bounce.reply.url).toBe(`http://api.test:${P1}/q/echo?x=1&api_key=[secret]`);
+    // The audit keeps no query value at all (names only): what a redirect put there is never written down.
     expect(bounce.rows.map((r) => [r.target, r.secret])).toEqual([
-      [`http://api.test:${P1}/q/bounce?x=1`, "api_key"],
-      [`http://api.test:${P1}/q/echo?x=1&api_key=[secret]`, "api_key"],
+      [`http://api.test:${P1}/q/bounce?x=…`, "api_key"],
+      [`http://api.test:${P1}/q/echo?x=…&api_key=…`, "api_key"],
     ]);
     broker.ledger.flush();
     expect(frames.length).toBeGreaterThan(10);
@@ -375,9 +475,13 @@ describe("the leak test", () => {
     expect(frames.some((f) => f.includes(Buffer.from("[secret]")))).toBe(true);
     expect(logged.length).toBeGreaterThan(0);
 
-    const forms = (value: string, sent: string) => [value, sent, Buffer.from(value).toString("base64"), Buffer.from(sent).toString("base64"), encodeURIComponent(sent)];
-    const needles = [...forms(TOKEN, `Bearer ${TOKEN}`), ...forms(KEY, KEY)].map((n) => Buffer.from(n));
-    const found = (bytes: Buffer) => needles.filter((n) => bytes.includes(n)).map((n) => n.toString());
+    // Every generated encoding of each value, case-folded where it is matched so.
+    const needles = [...secretEncodings(TOKEN), ...secretEncodings(`Bearer ${TOKEN}`), ...secretEncodings(KEY)];
+    const found = (bytes: Buffer) => {
+      const text = bytes.toString("latin1");
+      const folded = text.toLowerCase();
+      return needles.filter((n) => (n.anyCase ? folded.includes(n.text.toLowerCase()) : text.includes(n.text))).map((n) => n.name);
+    };
     const scan = () => filesUnder(home).flatMap(([path, bytes]) => found(bytes).map((n) => `${path}: ${n}`));
 
     const files = filesUnder(home).map(([path]) => path);
