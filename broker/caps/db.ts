@@ -3,7 +3,9 @@
  * (`[storage]`, broker/storage/ext-db.ts). The approval's quota is read for
  * every call; the statement is checked against the allowlist before it runs
  * (broker/storage/sql-allowlist.ts). The audit row and the `cap_call` hooks
- * see the statement's kind and table, never its values.
+ * see the statement's kind and the tables SQLite itself says it reads or
+ * writes (its program, triggers included: ext-db.ts statementTables), never
+ * its values.
  */
 import * as v from "valibot";
 import type { CapReply } from "../base/capability.js";
@@ -43,13 +45,21 @@ function sqlParams(params: v.InferOutput<typeof Params> | undefined): SqlParams 
 /** The statement's kind and table, as audited: `select notes`, `create table notes`. */
 const targetOf = (r: DbResult): string => `${r.kind}${r.table === "" ? "" : ` ${r.table}`}`;
 
-export const dbAct = (mode: "query" | "exec") => (scope: CallScope, args: v.InferOutput<typeof DbArgs>): Act<null> => {
-  // The hooks see what the audit row will name: the kind and table, read from the text without running it.
+export const dbAct = (mode: "query" | "exec") => (scope: CallScope, args: v.InferOutput<typeof DbArgs>): Act<string> => {
+  // The text's reading, until SQLite has named the tables (and where it cannot: no database, a refusal).
   const check = checkStatement(args.sql);
-  const shownKind = check.ok ? `${check.kind}${check.table === "" ? "" : ` ${check.table}`}` : "refused";
+  const textKind = check.ok ? `${check.kind}${check.table === "" ? "" : ` ${check.table}`}` : "refused";
+  let shownKind = textKind;
   return {
-    judge: () => null,
-    shown: () => ({ target: shownKind }),
+    // The hooks see what the audit row will name: SQLite's own tables for it, found without running it.
+    judge: async () => {
+      const storage = scope.ctx.grants().storage;
+      if (storage === null || !check.ok) return textKind;
+      const r = await scope.env.dbs.explain(scope.info.extension, storage.max_bytes, args.sql, sqlParams(args.params), scope.ctx.deadlineAt);
+      shownKind = r.ok ? targetOf(r) : textKind;
+      return shownKind;
+    },
+    shown: (target) => ({ target }),
     perform: async () => {
       const storage = scope.ctx.grants().storage;
       if (storage === null) {

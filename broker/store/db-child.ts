@@ -17,7 +17,7 @@
  * file with its journal.
  */
 import { createInterface } from "node:readline";
-import { openExtensionDb, runStatement, type DbResult } from "./ext-db.js";
+import { explainStatement, openExtensionDb, runStatement, type DbResult } from "./ext-db.js";
 import { useSqliteAddon } from "./sqlite-addon.js";
 import { foldWal } from "./sqlite-file.js";
 import { decodeParams, encodeValue, type DbRequest } from "./db-wire.js";
@@ -70,7 +70,10 @@ if (mode === "fold") {
     const request = JSON.parse(line) as DbRequest;
     let result: DbResult;
     try {
-      result = runStatement(request.home, request.extension, request.maxBytes, request.mode, request.sql, decodeParams(request.params), request.unchecked === true);
+      result =
+        request.mode === "explain"
+          ? explainStatement(request.home, request.extension, request.maxBytes, request.sql, decodeParams(request.params))
+          : runStatement(request.home, request.extension, request.maxBytes, request.mode, request.sql, decodeParams(request.params), request.unchecked === true);
     } catch (err) {
       result = { ok: false, kind: "refused", table: "", rule: "storage.sql", msg: `db.${request.mode}: ${(err as Error).message.slice(0, 200)}` };
     }

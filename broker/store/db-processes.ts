@@ -92,7 +92,7 @@ export function databaseJob(home: string, extension: string, maxBytes: number, s
 
 interface Pending {
   readonly resolve: (result: DbResult) => void;
-  readonly mode: "query" | "exec";
+  readonly mode: DbRequest["mode"];
   readonly timer: NodeJS.Timeout;
 }
 
@@ -196,6 +196,11 @@ export class DbProcesses {
   /** Runs one statement of `extension`'s (the allowlist was checked; it is checked again there), answered by `deadlineAt`. */
   run(extension: string, maxBytes: number, mode: "query" | "exec", sql: string, params: SqlParams | undefined, deadlineAt: number): Promise<DbResult> {
     return this.#run(extension, maxBytes, { mode, sql, ...(params !== undefined ? { params } : {}) }, deadlineAt);
+  }
+
+  /** The kind and tables SQLite says `sql` would touch, without running it (`table` names them), by `deadlineAt`. */
+  explain(extension: string, maxBytes: number, sql: string, params: SqlParams | undefined, deadlineAt: number): Promise<DbResult> {
+    return this.#run(extension, maxBytes, { mode: "explain", sql, ...(params !== undefined ? { params } : {}) }, deadlineAt);
   }
 
   /**

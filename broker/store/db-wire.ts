@@ -11,7 +11,8 @@ export interface DbRequest {
   readonly home: string;
   readonly extension: string;
   readonly maxBytes: number;
-  readonly mode: "query" | "exec";
+  /** `explain`: the tables it would touch, without running it (what hooks are shown). */
+  readonly mode: "query" | "exec" | "explain";
   readonly sql: string;
   readonly params?: unknown;
   /** Skip the allowlist: the escape suite only (DbProcesses.runUnchecked). */

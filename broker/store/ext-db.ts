@@ -69,17 +69,77 @@ const fromSql = (x: unknown): unknown => (Buffer.isBuffer(x) ? new Uint8Array(x)
 const sizeOf = (row: Record<string, unknown>): number =>
   Object.entries(row).reduce((n, [k, x]) => n + k.length + (x instanceof Uint8Array ? x.length : JSON.stringify(x ?? null).length), 0);
 
+/** Statements whose tables SQLite itself names (the rest — DDL, pragmas — keep the name their text gives). */
+const DATA_KINDS = new Set(["select", "insert", "replace", "update", "delete", "with", "values"]);
+
+/**
+ * The tables a prepared statement reads and writes, from SQLite's own program for it
+ * (`EXPLAIN`: every cursor it opens, triggers' programs included), by root page; an
+ * index counts as its table; `main.` is dropped, `temp.` kept. Virtual tables (FTS)
+ * open no such cursor on their own storage: they are named by the statement's text.
+ */
+export function statementTables(db: Database.Database, sql: string, params?: SqlParams): { reads: string[]; writes: string[] } | null {
+  const pages = new Map<string, string>();
+  for (const [index, schema] of [[0, "main"], [1, "temp"]] as const) {
+    const rows = db.prepare(`SELECT tbl_name AS t, rootpage AS p FROM ${schema}.sqlite_schema WHERE rootpage > 0`).all() as Array<{ t: string; p: number }>;
+    pages.set(`${index}:1`, schema === "main" ? "sqlite_schema" : "temp.sqlite_schema");
+    for (const r of rows) pages.set(`${index}:${r.p}`, schema === "main" ? r.t : `temp.${r.t}`);
+  }
+  const reads = new Set<string>();
+  const writes = new Set<string>();
+  let program: Array<{ opcode: string; p2: number; p3: number }>;
+  try {
+    // The call's own values: better-sqlite3 wants every parameter bound, even to explain.
+    program = db.prepare(`EXPLAIN ${sql}`).all(...bound(params)) as typeof program;
+  } catch {
+    return null;
+  }
+  for (const op of program) {
+    if (op.opcode !== "OpenRead" && op.opcode !== "OpenWrite" && op.opcode !== "ReopenIdx") continue;
+    const name = pages.get(`${op.p3}:${op.p2}`);
+    if (name === undefined) continue;
+    (op.opcode === "OpenWrite" ? writes : reads).add(name);
+  }
+  for (const w of writes) reads.delete(w);
+  return { reads: [...reads].sort(), writes: [...writes].sort() };
+}
+
+/** What the audit and hooks name: what it writes, else what it reads (`delete notes`, `insert notes, log`). */
+function namedTables(kind: string, textTable: string, tables: { reads: string[]; writes: string[] } | null): string {
+  if (tables === null || !DATA_KINDS.has(kind)) return textTable;
+  const names = tables.writes.length > 0 ? tables.writes : tables.reads;
+  return names.length > 0 ? names.join(", ") : textTable;
+}
+
+/** The statement's kind and the tables SQLite says it touches, without running it (what `cap_call` hooks are shown). */
+export function explainStatement(home: string, extension: string, maxBytes: number, sql: string, params?: SqlParams): DbResult {
+  const check = checkStatement(sql);
+  if (!check.ok) return { ok: false, kind: "refused", table: "", rule: check.rule, msg: check.msg };
+  const db = openExtensionDb(home, extension, maxBytes);
+  try {
+    const tables = statementTables(db, sql, params);
+    return { ok: true, kind: check.kind, table: namedTables(check.kind, check.table, tables), value: tables, bytes: 0 };
+  } catch {
+    // It does not prepare: its text's name stands; running it says why.
+    return { ok: true, kind: check.kind, table: check.table, value: null, bytes: 0 };
+  } finally {
+    db.close();
+  }
+}
+
 /** Runs one allowed statement: `query` wants one that returns rows, `exec` one that does not. `unchecked`: the escape suite's bypass of the allowlist. */
 export function runStatement(home: string, extension: string, maxBytes: number, mode: "query" | "exec", sql: string, params?: SqlParams, unchecked = false): DbResult {
   const check = unchecked ? ({ ok: true, kind: "unchecked", table: "" } as const) : checkStatement(sql);
   if (!check.ok) return { ok: false, kind: "refused", table: "", rule: check.rule, msg: `db.${mode}: ${check.msg}` };
-  const { kind, table } = check;
+  const { kind } = check;
+  let table = check.table;
   const fail = (rule: string, msg: string): DbResult => ({ ok: false, kind, table, rule, msg: `db.${mode}: ${msg}` });
   const db = openExtensionDb(home, extension, maxBytes);
   try {
     let stmt: Database.Statement;
     try {
       stmt = db.prepare(sql);
+      table = namedTables(kind, table, statementTables(db, sql, params));
     } catch (err) {
       // better-sqlite3's RangeError (matched by text: under a VM realm instanceof would miss it).
       if (/more than one statement/.test((err as Error).message)) return fail("storage.one_statement", "one statement per call (no ';'-chained statements)");

@@ -10,6 +10,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFi
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
+import type { CapCallEvent } from "../../broker/caps/dispatcher.js";
 import { createLogger } from "../../broker/base/log.js";
 import { dbFile } from "../../broker/store/ext-db.js";
 import { overview, renderOverview } from "../../broker/cli/status.js";
@@ -34,6 +35,7 @@ interface AuditRow {
 
 let tmp: string;
 let broker: Broker;
+const hookEvents: CapCallEvent[] = [];
 
 function lastAuditId(): number {
   broker.ledger.flush();
@@ -53,7 +55,7 @@ async function call(ext: string, tool: "exec" | "query", sql: string, params?: u
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-storage-"));
-  broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "warn", sink: () => {} }) });
+  broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "warn", sink: () => {} }), capHooks: async (event) => (hookEvents.push(event), null) });
   const dir = join(tmp, "src", EXT);
   cpSync(FIXTURE, dir, { recursive: true });
   await broker.registry.install(dir);
@@ -138,6 +140,26 @@ test("tether status shows each extension's storage against its quotas, and no li
   const lines = renderOverview(o).split("\n");
   expect(lines).toContain(`${"".padEnd(BARE.length)}  storage: kv 0 of 1048576 bytes; db ${size} of 65536 bytes`);
   expect(lines.filter((l) => l.includes("storage:"))).toHaveLength(1);
+});
+
+test("the audit and the cap_call hooks name the tables SQLite says a statement touches: schema prefix dropped, a trigger's writes included", async () => {
+  await call(EXT, "exec", "CREATE TABLE IF NOT EXISTS log (what TEXT)");
+  await call(EXT, "exec", "CREATE TRIGGER IF NOT EXISTS notes_log AFTER INSERT ON notes BEGIN INSERT INTO log (what) VALUES (new.text); END");
+  const cases: Array<[string, "exec" | "query", string, string]> = [
+    ["a schema-qualified delete", "exec", "DELETE FROM main.notes WHERE id = 99", "delete notes"],
+    ["an insert whose trigger writes another table", "exec", "INSERT INTO notes (text) VALUES ('by trigger')", "insert log, notes"],
+    ["a join", "query", "SELECT n.text FROM notes n JOIN log l ON 1 LIMIT 1", "select log, notes"],
+    ["a table named only inside a subquery", "query", "SELECT (SELECT count(*) FROM log) AS n", "select log"],
+  ];
+  for (const [what, tool, sql, target] of cases) {
+    const seen = hookEvents.length;
+    const { reply, rows } = await call(EXT, tool, sql);
+    expect([what, reply.ok]).toEqual([what, true]);
+    expect([what, rows.map((r) => r.target)]).toEqual([what, [target]]);
+    expect([what, hookEvents.slice(seen).filter((e) => e.capability === `db.${tool}`).map((e) => e.target)]).toEqual([what, [target]]);
+  }
+  // As the later tests expect it: one note.
+  expect((await call(EXT, "exec", "DELETE FROM notes WHERE text = 'by trigger'")).rows.map((r) => r.target)).toEqual(["delete notes"]);
 });
 
 test("uninstall leaves the data and says so, a reinstall finds it again; --purge removes it and says what it removed", async () => {
