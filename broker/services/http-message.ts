@@ -11,8 +11,40 @@ import { MAX_HEADER_CHARS, MAX_SERVICE_HEADERS } from "../../jail-runtime/wire/s
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
 /** Request headers a service never sees: the serve token and the client's credentials. */
 const REQUEST_DROPPED = new Set(["authorization", "proxy-authorization", "cookie"]);
-/** Response headers a service may not set: cookies (a service must not plant state in a client of the broker), framing the broker computes. */
-const RESPONSE_DROPPED = new Set(["set-cookie", "set-cookie2", "content-length", "proxy-authenticate", "www-authenticate", "strict-transport-security", "alt-svc"]);
+/**
+ * Response headers a service may set: an allowlist, since a page on the broker's
+ * origin could otherwise speak for it (Set-Cookie, Clear-Site-Data, Refresh, a
+ * Location to javascript:, its own CSP, CORS grants). Custom `x-` headers pass.
+ */
+const RESPONSE_ALLOWED = new Set([
+  "content-type", "content-language", "content-disposition", "content-range", "accept-ranges",
+  "cache-control", "expires", "etag", "last-modified", "vary", "age", "retry-after", "location", "link",
+]);
+/** `x-` headers the broker sets or that act as policy, not data. */
+const RESPONSE_X_DROPPED = new Set(["x-content-type-options", "x-frame-options", "x-xss-protection", "x-dns-prefetch-control", "x-permitted-cross-domain-policies"]);
+
+/**
+ * What every page a service answers carries, whatever the service said: its own opaque
+ * origin (`sandbox` without `allow-same-origin`), so its scripts can neither read the
+ * console nor post to it as the console's origin, nor frame it.
+ */
+export const SERVICE_PAGE_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": "sandbox allow-scripts allow-forms allow-popups allow-downloads; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "cross-origin-resource-policy": "same-origin",
+  "referrer-policy": "no-referrer",
+};
+
+/** A Location the client may follow: a path on this server, or an http(s) URL. */
+function safeLocation(value: string): boolean {
+  if (value.startsWith("/") && !value.startsWith("//") && !value.startsWith("/\\")) return true;
+  try {
+    const u = new URL(value);
+    return u.protocol === "http:" || u.protocol === "https:";
+  } catch {
+    return false;
+  }
+}
 const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]{1,256}$/;
 
 function dropHopByHop(name: string, connection: string | undefined): boolean {
@@ -34,17 +66,19 @@ export function requestHeaders(req: IncomingMessage): Record<string, string> {
   return out;
 }
 
-/** The answer's headers the client gets: valid names and values only, cookies, hop-by-hop and broker-owned ones gone. */
+/** The answer's headers the client gets: the allowlisted ones with valid names and values, a Location only to a path or http(s); then the broker's own. */
 export function responseHeaders(headers: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [raw, value] of Object.entries(headers)) {
     const name = raw.toLowerCase();
-    if (!TOKEN.test(name) || RESPONSE_DROPPED.has(name) || dropHopByHop(name, headers["connection"] ?? headers["Connection"])) continue;
+    if (!TOKEN.test(name) || dropHopByHop(name, headers["connection"] ?? headers["Connection"])) continue;
+    if (!RESPONSE_ALLOWED.has(name) && !(name.startsWith("x-") && !RESPONSE_X_DROPPED.has(name))) continue;
     // No control characters: a value may not split the response.
     if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) continue;
+    if (name === "location" && !safeLocation(value.trim())) continue;
     out[name] = value;
   }
-  return out;
+  return { ...out, ...SERVICE_PAGE_HEADERS };
 }
 
 export type BodyRead = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly status: 408 | 413 };

@@ -107,7 +107,7 @@ export class ServiceHttp {
     const body = answer.body_encoding === "base64" ? Buffer.from(answer.body, "base64") : Buffer.from(answer.body, "utf8");
     if (body.length > MAX_SERVICE_BODY_BYTES) return fixed(res, 502);
     const headers = responseHeaders(answer.headers);
-    res.writeHead(answer.status, { ...headers, "content-length": String(body.length), "x-content-type-options": "nosniff" });
+    res.writeHead(answer.status, { ...headers, "content-length": String(body.length) });
     res.end(method === "HEAD" ? undefined : body);
   }
 }

@@ -90,6 +90,22 @@ test("a JSON route answers; cookies, credentials and hop-by-hop headers are drop
   expect(serviceRows()).toContainEqual({ session_id: "@daemon", extension: "notes", kind: "service", name: "notes", outcome: "ok" });
 }, SLOW);
 
+test("a page's headers pass an allowlist and the broker's own always go out: an opaque origin (CSP sandbox, no allow-same-origin), no cookie, no Clear-Site-Data, no Refresh, no CORS, no javascript: Location", async () => {
+  const got = await send("GET", "/ext/notes/notes/hostile");
+  expect(got.status).toBe(200);
+  expect(got.headers["content-security-policy"]).toBe("sandbox allow-scripts allow-forms allow-popups allow-downloads; frame-ancestors 'none'");
+  for (const name of ["set-cookie", "clear-site-data", "refresh", "location", "access-control-allow-origin", "access-control-allow-credentials", "cross-origin-opener-policy", "service-worker-allowed"]) {
+    expect([name, got.headers[name]]).toEqual([name, undefined]);
+  }
+  expect(got.headers["x-frame-options"]).toBeUndefined();
+  expect(got.headers["x-content-type-options"]).toBe("nosniff");
+  expect(got.headers["x-own"]).toBe("kept");
+  // A Location to a path of this server or an http(s) URL is kept; a scheme-relative one is not.
+  expect((await send("GET", "/ext/notes/notes/hostile?ok")).headers["location"]).toBe("/ext/notes/notes/page");
+  expect((await send("GET", "/ext/notes/notes/hostile?abs")).headers["location"]).toBe("https://example.test/x");
+  expect((await send("GET", "/ext/notes/notes/hostile?proto")).headers["location"]).toBeUndefined();
+}, SLOW);
+
 test("an HTML route answers", async () => {
   const got = await send("GET", "/ext/notes/notes/page");
   expect(got).toMatchObject({ status: 200, body: "<h1>Notes</h1><ul><li>milk</li></ul>" });
