@@ -31,7 +31,9 @@ export async function startAuthorizationCode(row: CodeRow, extension: string, op
   const stop = new AbortController();
   const signal = options.signal !== undefined ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const timedOut = options.clock.sleep(options.timeoutMs, signal).then(() => {
-    throw new TetherError(BrokerCode.loginFailed, `no redirect reached ${listener.redirectUri} within ${Math.round(options.timeoutMs / 1000)} s; run tether login again (--timeout gives more time)`);
+    const stray = listener.refused();
+    const ignored = stray === 0 ? "" : ` (${stray} request${stray === 1 ? "" : "s"} with another sign-in's state ${stray === 1 ? "was" : "were"} refused and ignored)`;
+    throw new TetherError(BrokerCode.loginFailed, `no redirect reached ${listener.redirectUri} within ${Math.round(options.timeoutMs / 1000)} s${ignored}; run tether login again (--timeout gives more time)`);
   });
   const done = (async () => {
     try {

@@ -1,9 +1,12 @@
 /**
  * The loopback redirect listener of an authorization-code sign-in (RFC 8252
- * §7.3): 127.0.0.1 on a port the system picks, one path, `/callback`. The first
- * request there decides: its `state` must be the sign-in's (compared in
- * constant time) or it is refused; the browser is answered once the broker
- * knows how the sign-in ended.
+ * §7.3): 127.0.0.1 on a port the system picks, one path, `/callback`. A
+ * request whose `state` is not the sign-in's (compared in constant time) is
+ * answered and ignored — anything on the machine can reach a loopback port,
+ * and one stray request must not end the operator's sign-in — so the sign-in
+ * waits, until its own deadline, for the first request that carries its
+ * state; that one decides, and the browser that brought it is answered once
+ * the broker knows how the sign-in ended.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -29,8 +32,12 @@ export class LoopbackRedirect {
   /** The redirect this sign-in started; rejects on a wrong state or an error answer. */
   readonly callback: Promise<Callback>;
 
-  private constructor(server: Server, port: number, callback: Promise<Callback>) {
+  /** How many redirects with a state not the sign-in's were answered and ignored (said when the sign-in times out). */
+  readonly refused: () => number;
+
+  private constructor(server: Server, port: number, callback: Promise<Callback>, refused: () => number) {
     this.#server = server;
+    this.refused = refused;
     this.redirectUri = `http://127.0.0.1:${port}/callback`;
     this.callback = callback;
   }
@@ -40,16 +47,17 @@ export class LoopbackRedirect {
     const callback = new Promise<Callback>((resolve, reject) => (settle = { resolve, reject }));
     callback.catch(() => {});
     let decided = false;
+    let refusedRedirects = 0;
     const server = createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://127.0.0.1");
       if (req.method !== "GET" || url.pathname !== "/callback") return page(res, 404, "Not found: this listener only takes the sign-in's redirect.");
       if (decided) return page(res, 409, "This sign-in already received its redirect; you may close this tab.");
-      decided = true;
       const given = url.searchParams.get("state") ?? "";
       if (!sameSecret(given, state)) {
-        page(res, 400, "Refused: this redirect does not belong to the sign-in in progress.");
-        return settle.reject(new TetherError(BrokerCode.loginFailed, "refused a redirect whose state did not match this sign-in's (a redirect it did not start); nothing was exchanged. Run tether login again"));
+        refusedRedirects++;
+        return page(res, 400, "Refused: this redirect does not belong to the sign-in in progress (it goes on waiting for its own).");
       }
+      decided = true;
       const error = url.searchParams.get("error");
       if (error !== null) {
         const code = ERROR_CODE.test(error) ? error : "(an unreadable error code)";
@@ -68,7 +76,7 @@ export class LoopbackRedirect {
       server.once("error", reject);
       server.listen(0, "127.0.0.1", () => resolve());
     });
-    return new LoopbackRedirect(server, (server.address() as AddressInfo).port, callback);
+    return new LoopbackRedirect(server, (server.address() as AddressInfo).port, callback, () => refusedRedirects);
   }
 
   /** Stops listening and cuts any connection left (a browser's keep-alive). */

@@ -126,15 +126,25 @@ describe("authorization code with PKCE", () => {
     expect(challengeOf("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")).toBe("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
   });
 
-  test("a redirect with the wrong state is refused: nothing is exchanged, nothing stored", async () => {
+  test("a redirect with the wrong state is answered and ignored: nothing is exchanged, and the sign-in goes on to complete with its own", async () => {
     const s = setup("code");
     server.knobs.wrongState = "forged-state";
     const started = await s.logins.start("code-ext", "github");
+    // A stray request (another process on the machine) with a forged state, then with none.
     const page = await fetch(started.prompt.authorizationUrl!);
     expect(page.status).toBe(400);
-    expect(await failureOf(started.done)).toMatch(/state did not match/);
+    expect(await page.text()).toContain("goes on waiting for its own");
+    const bare = new URL(started.prompt.redirectUri!);
+    expect((await fetch(`${bare.origin}/callback?code=stolen`)).status).toBe(400);
     expect(server.requests.filter((r) => r.path === "/token")).toEqual([]);
     expect(s.logins.store.read("code-ext", "github")).toBeNull();
+    // The operator's own redirect still completes it.
+    server.knobs.wrongState = null;
+    const own = await fetch(started.prompt.authorizationUrl!);
+    expect(own.status).toBe(200);
+    await started.done;
+    expect(server.requests.filter((r) => r.path === "/token")).toHaveLength(1);
+    expect(s.logins.store.read("code-ext", "github")).not.toBeNull();
   });
 
   test("an error redirect (declined in the browser) ends the sign-in with its code", async () => {
