@@ -4,6 +4,7 @@
  * failure names the field and what was expected.
  */
 import * as v from "valibot";
+import { secretValueProblem } from "../secrets/store.js";
 import type { LoginRow } from "../install/login-row.js";
 import { endpointName, OAuthError } from "./endpoint.js";
 import type { StoredLogin } from "./token-store.js";
@@ -17,7 +18,11 @@ const Seconds = v.pipe(
   v.minValue(0),
   v.maxValue(MAX_LIFETIME_S),
 );
-const Token = v.pipe(v.string(), v.minLength(1), v.maxLength(16_384));
+/** A token is a secret the broker injects: it passes what `tether secret set` asks of one (secrets/store.ts). */
+const Token = v.pipe(
+  v.string(),
+  v.check((value) => secretValueProblem(value) === null, (issue) => `a value fit to be sent as a secret (${secretValueProblem(String(issue.input)) ?? ""})`),
+);
 
 const TokenAnswer = v.object({
   access_token: Token,
@@ -30,7 +35,8 @@ const TokenAnswer = v.object({
 /** A successful answer's issues, with the values left out (valibot's messages quote what they received). */
 function safeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
   return issues
-    .map((issue) => `${v.getDotPath(issue) ?? "(top level)"}: expected ${issue.expected ?? "another value"}`)
+    // A check's message is the broker's own words (secretValueProblem never quotes the value).
+    .map((issue) => `${v.getDotPath(issue) ?? "(top level)"}: expected ${issue.type === "check" ? issue.message : (issue.expected ?? "another value")}`)
     .join("; ")
     .slice(0, 300);
 }
