@@ -97,6 +97,7 @@ const DESCRIPTIONS: Record<string, string> = {
   "login.device_authorization_endpoint": "device only: where the broker asks for a device code and a user code. https://, or http:// to a loopback address (tests).",
   "login.token_endpoint": "Where the broker exchanges a code and refreshes tokens. https://, or http:// to a loopback address (tests).",
   "login.revocation_endpoint": "Optional (RFC 7009): tether logout asks it to revoke the tokens before deleting them.",
+  "login.cross_origin": "Default false: every endpoint must be on one origin (the token endpoint receives the operator's authorization code and PKCE verifier). true says they are not on purpose; review tells the operator which origins.",
   "login.scopes": "The scopes to ask for (at most 64); empty: the server's default.",
   "login.secret": "The [[secret]] the access token fills: the broker injects it into the extension's requests; the extension never reads it.",
   net: "Network egress this extension requests. The operator approves it (and may narrow it).",

@@ -41,6 +41,8 @@ const common = {
   scopes: v.optional(v.pipe(v.array(Scope), v.maxLength(64, "at most 64 scopes")), []),
   /** The `[[secret]]` the access token fills. */
   secret: Identifier,
+  /** Endpoints on more than one origin, said on purpose (the token endpoint gets the operator's code and PKCE verifier). */
+  cross_origin: v.optional(v.boolean(), false),
 };
 
 function wrongKey(flow: LoginFlow, other: string) {
@@ -89,4 +91,18 @@ export function endpointsOf(row: LoginRow): Array<[string, string]> {
   else out.push(["authorization_endpoint", row.authorization_endpoint]);
   if (row.revocation_endpoint !== undefined) out.push(["revocation_endpoint", row.revocation_endpoint]);
   return out;
+}
+
+/** The origins a row's endpoints are on, in the order `endpointsOf` names them. */
+export function originsOf(row: LoginRow): string[] {
+  const origins: string[] = [];
+  for (const [, url] of endpointsOf(row)) {
+    try {
+      const origin = new URL(url).origin;
+      if (!origins.includes(origin)) origins.push(origin);
+    } catch {
+      // endpointProblem refuses it
+    }
+  }
+  return origins;
 }

@@ -11,7 +11,7 @@ import { OBSERVED_KINDS } from "../../jail-runtime/wire/session-kinds.js";
 import { DEFAULT_SERVICE_BODY_BYTES, MAX_SERVICE_BODY_BYTES } from "../../jail-runtime/wire/service-kinds.js";
 import { HookRow } from "./hook-row.js";
 import { SecretRow, secretProblems } from "./secret-row.js";
-import { LoginRow, endpointProblem, endpointsOf } from "./login-row.js";
+import { LoginRow, endpointProblem, endpointsOf, originsOf } from "./login-row.js";
 
 const Identifier = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
 const ToolName = v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, "expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)"));
@@ -227,6 +227,13 @@ function loginProblems(m: Manifest, file: string): void {
     for (const [field, url] of endpointsOf(row)) {
       const problem = endpointProblem(url);
       if (problem !== null) throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.${field}: ${problem}`);
+    }
+    const origins = originsOf(row);
+    if (origins.length > 1 && !row.cross_origin) {
+      throw new TetherError(
+        BrokerCode.installFailed,
+        `${file}: login '${row.name}': its endpoints are on ${origins.length} origins (${origins.join(", ")}); the token endpoint receives the operator's authorization and PKCE verifier, so they must share one — or, if that is how this server works, say cross_origin = true (review tells the operator)`,
+      );
     }
     if (!m.secret.some((s) => s.name === row.secret)) {
       throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.secret: no [[secret]] named '${row.secret}'; declare it, or name one that is declared`);

@@ -2,6 +2,7 @@
  * `tether review`: what an extension can reach, in plain words, and on an
  * upgrade the diff against what was approved, so a widening cannot be missed.
  */
+import { originsOf } from "../install/login-row.js";
 import { describeRule, type RuleDescription } from "../egress/describe-rule.js";
 import type { Reach } from "../egress/reach.js";
 import { reachWarnings, type ReachWarning } from "../egress/rule-reach.js";
@@ -174,6 +175,12 @@ function loginLines(installed: Installed): string[] {
     const scopes = row.scopes.length > 0 ? `scopes ${row.scopes.join(" ")}` : "the server's default scopes";
     lines.push(`  ${row.name} — ${row.description}`);
     lines.push(`      ${row.flow === "device" ? "device flow" : "browser sign-in (authorization code)"} at ${start}, tokens from ${row.token_endpoint}, ${scopes}; the access token fills the secret ${row.secret}`);
+    const origins = originsOf(row);
+    if (origins.length > 1) lines.push(`  ! ${row.name}: its endpoints are on ${origins.length} origins (${origins.join(", ")}): the token endpoint at ${new URL(row.token_endpoint).origin} receives your authorization code and PKCE verifier`);
+    // Where the token goes: the secret's rules, which may be another origin than the sign-in's.
+    const secret = installed.manifest.secret.find((s) => s.name === row.secret);
+    const elsewhere = (secret?.rules ?? []).filter((rule) => !origins.some((o) => ruleOrigin(rule) === o));
+    if (elsewhere.length > 0) lines.push(`  ! ${row.name}: its token is sent to ${elsewhere.join(", ")}, not the sign-in's origin (${origins.join(", ")})`);
   }
   return lines;
 }
@@ -308,6 +315,15 @@ function migrationLines(plan: Review["migrations"]): string[] {
   return lines;
 }
 
+/** The origin a rule's URL names (for comparing with a sign-in's), or the rule as written. */
+function ruleOrigin(rule: string): string {
+  try {
+    return new URL(rule.replace(/\/\*$/, "/").replace(/^(\w+:\/\/)\*\./, "$1wildcard.")).origin;
+  } catch {
+    return rule;
+  }
+}
+
 /** The secrets it asks the broker to send for it, where each goes, and whether the operator set it. */
 function secretLines(review: Review, installed: Installed): Array<{ text: string; detail: boolean }> {
   const r = review.requested;
@@ -315,7 +331,18 @@ function secretLines(review: Review, installed: Installed): Array<{ text: string
   const lines = [{ text: "  secrets, sent by the broker (the extension never sees them):", detail: false }];
   for (const b of r.secrets) {
     const set = review.secrets.find((s) => s.name === b.name)?.set ?? null;
-    const status = set === null ? "" : set === true ? " (set)" : set === false ? ` (NOT SET: tether secret set ${review.name} ${b.name})` : ` (the secrets file cannot be read: ${set})`;
+    // A secret a sign-in fills is never one to set by hand.
+    const login = installed.manifest.login.find((l) => l.secret === b.name);
+    const status =
+      login !== undefined
+        ? ` (filled by signing in: tether login ${review.name} ${login.name})`
+        : set === null
+          ? ""
+          : set === true
+            ? " (set)"
+            : set === false
+              ? ` (NOT SET: tether secret set ${review.name} ${b.name})`
+              : ` (the secrets file cannot be read: ${set})`;
     const added = review.diff !== null && secretItems({ ...r, secrets: [b] }).some((item) => review.diff!.addedSecrets.includes(item));
     lines.push({ text: `    ${b.name} — sent as ${secretPlace(b)} to ${b.rules.join(", ")}${status}${added ? "   [NEW]" : ""}`, detail: false });
     const row = installed.manifest.secret.find((s) => s.name === b.name);

@@ -260,6 +260,8 @@ describe("tether secret, the real binary", () => {
     expect(argv.stderr).toContain("a secret's value is never taken from the command line");
     expect(argv.stderr).not.toContain(TOKEN);
     const file = join(home, "secrets", `${EXT}.api_token`);
+    // stderr first: a failure then says why.
+    expect([set.stderr, key.stderr]).toEqual(["", ""]);
     expect(set).toMatchObject({ code: 0, stdout: `set ${EXT}'s secret api_token (in ${file}, mode 0600)` });
     expect(key.code).toBe(0);
     expect(statSync(join(home, "secrets")).mode & 0o777).toBe(0o700);

@@ -49,7 +49,8 @@ test("http is refused except to a loopback address", () => {
     /login\.0\.token_endpoint: expected an https:\/\/ URL \(http:\/\/ only to a loopback address/,
   );
   for (const host of ["127.0.0.1:8080", "localhost", "[::1]:9"]) {
-    expect(parseManifest(`${HEAD}${DEVICE.replace("https://github.com/login/oauth/access_token", `http://${host}/token`)}`, "m.toml").login).toHaveLength(1);
+    // Another origin than the device endpoint's: said on purpose.
+    expect(parseManifest(`${HEAD}${DEVICE.replace("https://github.com/login/oauth/access_token", `http://${host}/token`)}cross_origin = true\n`, "m.toml").login).toHaveLength(1);
   }
   expect(refused(DEVICE.replace("https://github.com/login/oauth/access_token", "https://user:pw@github.com/token"))).toMatch(/login\.0\.token_endpoint: expected an https/);
 });
@@ -77,4 +78,33 @@ test("tether review shows each login: where the operator signs in, the token end
       "      device flow at https://github.com/login/device/code, tokens from https://github.com/login/oauth/access_token, scopes repo:read; the access token fills the secret github_token",
     ].join("\n"),
   );
+});
+
+describe("a sign-in's endpoints share one origin unless the manifest says otherwise, and review says where the code and the token go", () => {
+  const rogue = DEVICE.replace("https://github.com/login/oauth/access_token", "https://collector.example/token");
+
+  test("a real authorization endpoint paired with another origin's token endpoint is refused, naming both and the way out", () => {
+    expect(refused(rogue)).toContain("login 'github': its endpoints are on 2 origins (https://collector.example, https://github.com); the token endpoint receives the operator's authorization and PKCE verifier, so they must share one — or, if that is how this server works, say cross_origin = true");
+    expect(refused(DEVICE.replace('token_endpoint = "https://github.com/login/oauth/access_token"', 'token_endpoint = "https://github.com/login/oauth/access_token"\nrevocation_endpoint = "https://other.example/revoke"'))).toContain("its endpoints are on 2 origins");
+  });
+
+  const reviewOf = (text: string): string => {
+    const manifest = parseManifest(`${HEAD}${text}`, "m.toml");
+    const installed = { name: "gh", version: "1.0.0", manifest, sourceDir: "/x", manifestHash: "h", artifactHash: "a" } as unknown as Installed;
+    return renderReview(buildReview(installed, "pending", null, { secretSet: () => false }), installed);
+  };
+
+  test("with cross_origin = true it is read, and review names the origins and where the code and verifier go", () => {
+    const text = reviewOf(`${rogue}cross_origin = true\n`);
+    expect(text).toContain("! github: its endpoints are on 2 origins (https://collector.example, https://github.com): the token endpoint at https://collector.example receives your authorization code and PKCE verifier");
+  });
+
+  test("review says when the token goes to another origin than the sign-in's, and never asks to set a secret a sign-in fills", () => {
+    const text = reviewOf(DEVICE);
+    expect(text).toContain("! github: its token is sent to https://api.github.com/*, not the sign-in's origin (https://github.com)");
+    expect(text).toContain("github_token — sent as Authorization: Bearer … to https://api.github.com/* (filled by signing in: tether login gh github)");
+    expect(text).not.toContain("tether secret set gh github_token");
+    // A secret no sign-in fills is still one to set.
+    expect(text).toContain("tether secret set gh web_token");
+  });
 });
