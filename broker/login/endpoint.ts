@@ -9,6 +9,7 @@
  */
 import { parseBoundedJson, type DocumentBounds } from "../../jail-runtime/wire/document-bounds.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
+import { SignInRefused } from "./judged-fetch.js";
 
 /** A token response is a handful of fields: anything larger is not one. */
 export const MAX_ENDPOINT_BODY = 64 * 1024;
@@ -106,6 +107,7 @@ export async function postForm(url: string, form: Readonly<Record<string, string
     });
   } catch (err) {
     if (options.signal?.aborted) throw options.signal.reason as Error;
+    if (err instanceof SignInRefused) throw new OAuthError(name, null, `${where} was not asked: ${err.message}`);
     const cause = (err as { cause?: { code?: unknown } }).cause?.code;
     const why = (err as Error).name === "TimeoutError" ? `no answer within ${TIMEOUT_MS / 1000} s` : typeof cause === "string" ? cause : (err as Error).message.slice(0, 120);
     throw new OAuthError(name, null, `could not reach ${where}: ${why}; check the address and that this machine reaches it`);

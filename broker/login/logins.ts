@@ -7,6 +7,9 @@
  * A sign-in runs only for an approved extension: its endpoints are the approved
  * manifest's, which the operator reviewed.
  */
+import { OperatorPolicySource } from "../caps/policy.js";
+import { systemResolver } from "../egress/system-resolver.js";
+import { judgedFetch, type JudgedFetchOptions } from "./judged-fetch.js";
 import type { Broker } from "../broker.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
@@ -41,7 +44,10 @@ export interface LoginsOptions {
   readonly extension: (name: string) => InstalledLogins | null;
   readonly log: Logger;
   readonly clock?: Clock;
+  /** Every request of every sign-in (tests: a fake; otherwise judged, below). */
   readonly fetch?: typeof fetch;
+  /** What judges and audits each sign-in request when no `fetch` is given (judged-fetch.ts). */
+  readonly judge?: Omit<JudgedFetchOptions, "extension">;
 }
 
 export interface StartOptions {
@@ -81,8 +87,14 @@ export class Logins {
       },
       clock: this.clock,
       log: options.log,
-      ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
+      fetchFor: (extension) => this.#fetchFor(extension),
     });
+  }
+
+  /** The `fetch` `extension`'s sign-in requests go through: the given one, or the egress judge's. */
+  #fetchFor(extension: string): typeof fetch | undefined {
+    if (this.#o.fetch !== undefined) return this.#o.fetch;
+    return this.#o.judge === undefined ? undefined : judgedFetch({ extension, ...this.#o.judge });
   }
 
   #installed(name: string): InstalledLogins | null {
@@ -115,7 +127,7 @@ export class Logins {
       timeoutMs: options.timeoutMs ?? DEFAULT_REDIRECT_TIMEOUT_MS,
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
       ...(options.progress !== undefined ? { progress: options.progress } : {}),
-      ...(this.#o.fetch !== undefined ? { fetch: this.#o.fetch } : {}),
+      ...(this.#fetchFor(extension) !== undefined ? { fetch: this.#fetchFor(extension)! } : {}),
     };
     const started = row.flow === "device" ? await startDevice(row, extension, flowOptions) : await startAuthorizationCode(row, extension, flowOptions);
     const done = started.done.then((tokens) => {
@@ -175,7 +187,7 @@ export class Logins {
       } catch {
         // An unreadable file is deleted all the same: logout is how it is cleared.
       }
-      const notes = row !== undefined && tokens !== null ? await revokeAtServer(row, tokens, this.#o.fetch !== undefined ? { fetch: this.#o.fetch } : {}) : [];
+      const notes = row !== undefined && tokens !== null ? await revokeAtServer(row, tokens, this.#fetchFor(extension) !== undefined ? { fetch: this.#fetchFor(extension)! } : {}) : [];
       const deleted = this.store.remove(extension, name);
       if (deleted) this.#o.log.info(`login ${extension}/${name}: signed out`, { extension });
       reports.push({ extension, login: name, deleted, notes });
@@ -200,6 +212,8 @@ export function loginsOf(broker: Broker, options: { clock?: Clock; fetch?: typeo
         const installed = registry.get(name);
         return installed === null ? null : view(installed);
       },
+      // Each sign-in request judged by the operator's policy and audited, as net.fetch is.
+      judge: { operator: new OperatorPolicySource(broker.home), resolve: systemResolver, audit: (row) => broker.ledger.audit(row) },
       ...options,
     });
     perBroker.set(broker, logins);

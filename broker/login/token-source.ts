@@ -24,7 +24,8 @@ export interface LoginTokensOptions {
   readonly rowsOf: (extension: string) => readonly LoginRow[] | null;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly fetch?: typeof fetch;
+  /** The `fetch` an extension's refreshes use (judged: judged-fetch.ts). */
+  readonly fetchFor?: (extension: string) => typeof fetch | undefined;
 }
 
 export class LoginTokens implements TokenSource {
@@ -71,7 +72,8 @@ export class LoginTokens implements TokenSource {
   async #refresh(row: LoginRow, stored: StoredLogin): Promise<StoredLogin | null> {
     const { extension } = stored;
     try {
-      const next = await refreshTokens(row, stored, this.#o.clock, this.#o.fetch !== undefined ? { fetch: this.#o.fetch } : {});
+      const fetch = this.#o.fetchFor?.(extension);
+      const next = await refreshTokens(row, stored, this.#o.clock, fetch !== undefined ? { fetch } : {});
       this.#o.store.write(next);
       this.#o.log.info(`login ${extension}/${row.name}: refreshed the access token`, { extension });
       return next;

@@ -6,8 +6,9 @@
  * `login.wait` / `login.status` / `login.logout` over the WebSocket. No token
  * in any output or log file.
  */
+import Database from "better-sqlite3";
 import { spawn, type ChildProcess } from "node:child_process";
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -117,6 +118,8 @@ allow = ["${server.url}/api/*"]
 `,
   );
   expect((await tether("install", src)).code).toBe(0);
+  // The fake authorization server is on loopback: the operator lets sign-ins reach it, as net.fetch would need.
+  writeFileSync(join(home, "policy.toml"), '[net]\nreach = ["loopback"]\n');
 }, SLOW);
 afterAll(async () => {
   await server.close();
@@ -265,6 +268,31 @@ describe("over tether serve", () => {
     },
     SLOW,
   );
+});
+
+describe("sign-in requests are judged by the operator's policy and audited", () => {
+  test("with 127.0.0.0/8 denied, the device endpoint is never asked; each request is a login.request audit row", async () => {
+    const policy = join(home, "policy.toml");
+    const before = readFileSync(policy, "utf8");
+    const asked = server.requests.length;
+    writeFileSync(policy, '[net]\nreach = ["loopback"]\ndeny = ["http://[127.0.0.0/8]"]\n');
+    try {
+      const r = await tether("login", "echo", "dev");
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain("was not asked: refused by the operator's policy (operator:deny http://[127.0.0.0/8]): the operator's policy denies address 127.0.0.1");
+      expect(server.requests.slice(asked)).toEqual([]);
+    } finally {
+      writeFileSync(policy, before);
+    }
+    const db = new Database(join(home, "tether.db"), { readonly: true });
+    try {
+      const rows = db.prepare("select extension, capability, decision, rule, target from cap_audit where capability = 'login.request' order by id").all() as Array<Record<string, string>>;
+      expect(rows).toContainEqual({ extension: "echo", capability: "login.request", decision: "denied", rule: "operator:deny http://[127.0.0.0/8]", target: `${server.url}/device/code` });
+      expect(rows.filter((r) => r.decision === "allowed").length).toBeGreaterThan(0);
+    } finally {
+      db.close();
+    }
+  }, SLOW);
 });
 
 describe("last", () => {
