@@ -8,7 +8,7 @@
  * own URL, exactly: what the manifest names and the operator approved.
  */
 import { Agent, fetch as undiciFetch } from "undici";
-import type { LookupFunction } from "node:net";
+import { pinnedLookup } from "../egress/agents.js";
 import { judge, type Resolver } from "../egress/judge.js";
 import { parseRule } from "../egress/rules.js";
 import { urlWithoutValues } from "../egress/url-without-values.js";
@@ -53,11 +53,7 @@ export function judgedFetch(options: JudgedFetchOptions): typeof fetch {
       throw new SignInRefused(verdict.rule, verdict.reason);
     }
     const pinned = verdict.addresses[0]!;
-    const lookup: LookupFunction = (_hostname, lookupOptions, callback) => {
-      if ((lookupOptions as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address: pinned.address, family: pinned.family }]);
-      else callback(null, pinned.address, pinned.family);
-    };
-    const agent = new Agent({ connect: { lookup } });
+    const agent = new Agent({ connect: { lookup: pinnedLookup(pinned.address, pinned.family) } });
     audit("allowed", verdict.rule);
     try {
       const res = await undiciFetch(url, { ...(init as object), dispatcher: agent } as Parameters<typeof undiciFetch>[1]);
