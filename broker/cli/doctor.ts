@@ -104,10 +104,16 @@ function secretsCheck(registry: Registry, home: string): Check {
   const store = new FileSecrets(home);
   const unset: string[] = [];
   let count = 0;
+  let filled = 0;
   try {
     for (const installed of registry.list()) {
       if (registry.status(installed) !== "approved") continue;
       for (const b of registry.latestApproval(installed.name)!.grants.secrets) {
+        // A secret a sign-in fills is not one to set by hand (tether logins says whether it is signed in).
+        if (installed.manifest.login.some((l) => l.secret === b.name)) {
+          filled++;
+          continue;
+        }
         count++;
         if (store.get(installed.name, b.name) === null) unset.push(`tether secret set ${installed.name} ${b.name}`);
       }
@@ -116,9 +122,10 @@ function secretsCheck(registry: Registry, home: string): Check {
     if (err instanceof SecretStoreError) return { name: "secrets", ok: false, detail: err.message };
     throw err;
   }
-  if (count === 0) return { name: "secrets", ok: true, detail: "no approved extension uses a secret" };
-  if (unset.length === 0) return { name: "secrets", ok: true, detail: `${count} approved secrets, all set, in ${store.dir}` };
-  return { name: "secrets", ok: true, detail: `${unset.length} of ${count} approved secrets NOT SET (requests naming them are refused): ${unset.join("; ")}` };
+  const bySignIn = filled === 0 ? "" : `; ${filled} filled by signing in (tether logins says which are)`;
+  if (count === 0) return { name: "secrets", ok: true, detail: filled === 0 ? "no approved extension uses a secret" : `no secret to set by hand${bySignIn}` };
+  if (unset.length === 0) return { name: "secrets", ok: true, detail: `${count} approved secrets, all set, in ${store.dir}${bySignIn}` };
+  return { name: "secrets", ok: true, detail: `${unset.length} of ${count} approved secrets NOT SET (requests naming them are refused): ${unset.join("; ")}${bySignIn}` };
 }
 
 /** The home holds approvals and artifacts: nobody else may write there. */

@@ -295,6 +295,12 @@ describe("sign-in requests are judged by the operator's policy and audited", () 
   }, SLOW);
 });
 
+test("doctor never asks to tether secret set a secret a sign-in fills", async () => {
+  const r = await tether("doctor", "--json");
+  const secrets = (JSON.parse(r.stdout) as Array<{ name: string; detail: string }>).find((c) => c.name === "secrets");
+  expect(secrets?.detail).toBe("no secret to set by hand; 2 filled by signing in (tether logins says which are)");
+}, SLOW);
+
 describe("last", () => {
   test("no token, code or device code in any output, answer or log file", () => {
     const logs = readdirSync(join(home, "logs")).map((f) => readFileSync(join(home, "logs", f), "utf8"));
