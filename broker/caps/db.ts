@@ -49,26 +49,25 @@ export const dbAct = (mode: "query" | "exec") => (scope: CallScope, args: v.Infe
   // The text's reading, until SQLite has named the tables (and where it cannot: no database, a refusal).
   const check = checkStatement(args.sql);
   const textKind = check.ok ? `${check.kind}${check.table === "" ? "" : ` ${check.table}`}` : "refused";
-  let shownKind = textKind;
   return {
     // The hooks see what the audit row will name: SQLite's own tables for it, found without running it.
     judge: async () => {
       const storage = scope.ctx.grants().storage;
       if (storage === null || !check.ok) return textKind;
       const r = await scope.env.dbs.explain(scope.info.extension, storage.max_bytes, args.sql, sqlParams(args.params), scope.ctx.deadlineAt);
-      shownKind = r.ok ? targetOf(r) : textKind;
-      return shownKind;
+      return r.ok ? targetOf(r) : textKind;
     },
     shown: (target) => ({ target }),
-    perform: async () => {
+    // The audit row names what the hooks were shown: SQLite's tables, found once, in judge.
+    perform: async (target) => {
       const storage = scope.ctx.grants().storage;
       if (storage === null) {
         const reply: CapReply = { ok: false, error: { code: "denied", msg: `db.${mode}: this extension has no approved database; declare [storage] in its manifest and approve it (tether review, tether approve) (rule: storage)` } };
-        return { reply, decision: "denied", rule: "storage", target: shownKind };
+        return { reply, decision: "denied", rule: "storage", target };
       }
       const r = await scope.env.dbs.run(scope.info.extension, storage.max_bytes, mode, args.sql, sqlParams(args.params), scope.ctx.deadlineAt);
-      if (!r.ok) return { reply: { ok: false, error: { code: "denied", msg: `${r.msg} (rule: ${r.rule})` } }, decision: "denied", rule: r.rule, target: targetOf(r) };
-      return { reply: { ok: true, value: r.value }, decision: "allowed", rule: "builtin:db", target: targetOf(r), bytes: r.bytes };
+      if (!r.ok) return { reply: { ok: false, error: { code: "denied", msg: `${r.msg} (rule: ${r.rule})` } }, decision: "denied", rule: r.rule, target };
+      return { reply: { ok: true, value: r.value }, decision: "allowed", rule: "builtin:db", target, bytes: r.bytes };
     },
   };
 };

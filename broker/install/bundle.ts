@@ -37,10 +37,11 @@ function inside(root: string, path: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
 }
 
-/** esbuild's native binary for this platform: the bundling jail gets a copy of it. */
+let esbuildPath: string | undefined;
+/** esbuild's native binary for this platform: the bundling jail gets a copy of it; found once. */
 function esbuildBinary(): string {
-  const require = createRequire(import.meta.url);
-  return realpathSync(require.resolve(`@esbuild/${process.platform}-${process.arch}/bin/esbuild`));
+  esbuildPath ??= realpathSync(createRequire(import.meta.url).resolve(`@esbuild/${process.platform}-${process.arch}/bin/esbuild`));
+  return esbuildPath;
 }
 
 /** Jail paths a folder must not sit on: the jail's own (a bind there would hide them). */

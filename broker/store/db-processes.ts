@@ -41,10 +41,11 @@ const JAIL_ADDON = "/opt/tether/better_sqlite3.node";
 /** Past the quota, what a journal and SQLite's last page may add (RLIMIT_FSIZE is per file). */
 const FILE_SLACK_BYTES = 16 * 1024 * 1024;
 
-/** better-sqlite3's native addon, copied into the jail (the script bundles its JavaScript). */
+let addon: string | undefined;
+/** better-sqlite3's native addon, copied into the jail (the script bundles its JavaScript); found once. */
 function sqliteAddon(): string {
-  const require = createRequire(import.meta.url);
-  return realpathSync(require.resolve("better-sqlite3/build/Release/better_sqlite3.node"));
+  addon ??= realpathSync(createRequire(import.meta.url).resolve("better-sqlite3/build/Release/better_sqlite3.node"));
+  return addon;
 }
 
 /** A jail for SQLite: Node with the broker's database script and better-sqlite3's addon, and `binds`. */

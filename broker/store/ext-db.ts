@@ -131,15 +131,13 @@ export function explainStatement(home: string, extension: string, maxBytes: numb
 export function runStatement(home: string, extension: string, maxBytes: number, mode: "query" | "exec", sql: string, params?: SqlParams, unchecked = false): DbResult {
   const check = unchecked ? ({ ok: true, kind: "unchecked", table: "" } as const) : checkStatement(sql);
   if (!check.ok) return { ok: false, kind: "refused", table: "", rule: check.rule, msg: `db.${mode}: ${check.msg}` };
-  const { kind } = check;
-  let table = check.table;
+  const { kind, table } = check;
   const fail = (rule: string, msg: string): DbResult => ({ ok: false, kind, table, rule, msg: `db.${mode}: ${msg}` });
   const db = openExtensionDb(home, extension, maxBytes);
   try {
     let stmt: Database.Statement;
     try {
       stmt = db.prepare(sql);
-      table = namedTables(kind, table, statementTables(db, sql, params));
     } catch (err) {
       // better-sqlite3's RangeError (matched by text: under a VM realm instanceof would miss it).
       if (/more than one statement/.test((err as Error).message)) return fail("storage.one_statement", "one statement per call (no ';'-chained statements)");
