@@ -260,16 +260,16 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "serve",
-    usage: [{ usage: "serve [--socket <path> | --port <n>] [--token-file <path>]", summary: ["Serve the JSON-RPC 2.0 API over WebSocket (docs/api.md)"] }],
+    usage: [{ usage: "serve [--socket <path> | --port <n> [--pages-port <n>]] [--token-file <path>]", summary: ["Serve the JSON-RPC 2.0 API over WebSocket (docs/api.md)"] }],
     help: "Runs until SIGTERM or SIGINT: in-flight calls finish, sessions close, exit 0. Clients authenticate with the bearer token in the token file (made with mode 0600 on first run).",
-    options: ["socket", "port", "token-file"],
+    options: ["socket", "port", "pages-port", "token-file"],
     doc: `${OPERATORS}#tether-serve`,
     run: async (ctx) => {
       const { runServe } = await import("../serve/command.js");
-      const v = ctx.values as { socket?: string; port?: string; "token-file"?: string };
+      const v = ctx.values as { socket?: string; port?: string; "pages-port"?: string; "token-file"?: string };
       const { fleetOptionsOf } = await import("./fleet-join.js");
       const fleet = fleetOptionsOf(ctx.options);
-      return runServe({ broker: ctx.options, ...defined({ socket: v.socket, port: v.port, tokenFile: v["token-file"] }), ...(fleet !== null ? { fleet } : {}) });
+      return runServe({ broker: ctx.options, ...defined({ socket: v.socket, port: v.port, pagesPort: v["pages-port"], tokenFile: v["token-file"] }), ...(fleet !== null ? { fleet } : {}) });
     },
   },
   {
@@ -304,6 +304,7 @@ export const COMMANDS: readonly Command[] = [
       "serve",
       "socket",
       "port",
+      "pages-port",
       "token-file",
       "mcp",
     ],

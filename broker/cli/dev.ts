@@ -349,7 +349,7 @@ export async function runDev(ctx: CommandContext): Promise<number> {
       const { runServe } = await import("../serve/command.js");
       code = await runServe({
         broker: brokerOptions,
-        ...defined({ socket: v.socket as string | undefined, port: v.port as string | undefined, tokenFile: v["token-file"] as string | undefined }),
+        ...defined({ socket: v.socket as string | undefined, port: v.port as string | undefined, pagesPort: v["pages-port"] as string | undefined, tokenFile: v["token-file"] as string | undefined }),
       });
     } else if (mcp) {
       const { runMcp } = await import("../mcp/command.js");

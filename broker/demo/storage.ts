@@ -59,7 +59,7 @@ export async function storageDemo(open: () => Broker, repo: string, workDir: str
   step("Its HTTP service under tether serve: /ext/notes/… as JSON and as a page (the serve token as a Bearer header)");
   const server = new ServeServer({ broker, token: TOKEN, log: createLogger({ level: "error" }), say: () => {} });
   const listening = await server.listen({ port: 0 });
-  const base = `${listening.url.replace(/^ws:/, "http:")}/ext/notes`;
+  const base = `${listening.pages}/ext/notes`;
   try {
     const get = async (path: string, token: string | null = TOKEN): Promise<string> => {
       const res = await fetch(`${base}${path}`, token === null ? {} : { headers: { authorization: `Bearer ${token}` } });

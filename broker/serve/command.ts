@@ -1,5 +1,5 @@
 /**
- * `tether serve [--socket <path> | --port <n>] [--token-file <path>]`: the
+ * `tether serve [--socket <path> | --port <n> [--pages-port <n>]] [--token-file <path>]`: the
  * JSON-RPC 2.0 API over a WebSocket (docs/api.md), until SIGTERM or SIGINT.
  *
  * Prints one line on start — where it listens and where the token is — and
@@ -13,19 +13,30 @@ import { resolveHome } from "../store/home.js";
 import { runPendingInits } from "../init/init-lines.js";
 import { ServeServer } from "./server.js";
 import { TokenFileError, loadOrCreateToken } from "./token.js";
-import { ListenError, type Where } from "./transport.js";
+import { ListenError, pagesWhereFor, type Where } from "./transport.js";
 
 export interface ServeCommandOptions {
   /** The broker's options (the tether command's --home and environment). */
   readonly broker?: Omit<BrokerOptions, "log">;
   readonly socket?: string;
   readonly port?: string;
+  /** The extension pages' port (default: a free one beside --port; docs/services.md). */
+  readonly pagesPort?: string;
   readonly tokenFile?: string;
   /** Join this fleet's shared store (docs/fleet.md): its approvals and revocations apply here as they are made on any host. */
   readonly fleet?: FleetOptions;
 }
 
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** Where extension pages listen, or a usage error. */
+function pagesWhereOf(options: ServeCommandOptions, where: Where): Where | string {
+  if (options.pagesPort === undefined) return pagesWhereFor(where);
+  const port = /^\d{1,5}$/.test(options.pagesPort) ? Number(options.pagesPort) : NaN;
+  if (!(port >= 0 && port <= 65535)) return `--pages-port takes a port number 0-65535 (0 picks a free one), not '${options.pagesPort}'`;
+  if (port !== 0 && "port" in where && port === where.port) return "--pages-port must differ from --port: extension pages never share the console's origin";
+  return { port };
+}
 
 /** Where to listen, or a usage error. */
 function whereOf(options: ServeCommandOptions, home: string): Where | string {
@@ -35,6 +46,7 @@ function whereOf(options: ServeCommandOptions, home: string): Where | string {
     if (!(port >= 0 && port <= 65535)) return `--port takes a port number 0-65535 (0 picks a free one), not '${options.port}'`;
     return { port };
   }
+  if (options.pagesPort !== undefined) return "--pages-port goes with --port (beside --socket, pages listen on <socket>-pages.sock)";
   if (options.socket !== undefined && options.socket.trim() === "") return "--socket takes a path";
   return { socket: resolve(options.socket ?? join(home, "tether.sock")) };
 }
@@ -43,8 +55,9 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   const brokerOptions = options.broker ?? {};
   const home = resolveHome(brokerOptions.home);
   const where = whereOf(options, home);
-  if (typeof where === "string") {
-    console.error(`tether serve: ${where}. Run 'tether help'`);
+  const pagesWhere = typeof where === "string" ? where : pagesWhereOf(options, where);
+  if (typeof where === "string" || typeof pagesWhere === "string") {
+    console.error(`tether serve: ${typeof where === "string" ? where : pagesWhere}. Run 'tether help'`);
     return EXIT.usage;
   }
   const tokenFile = resolve(options.tokenFile ?? join(home, "serve.token"));
@@ -69,10 +82,11 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   }
   let server: ServeServer;
   let url: string;
+  let pages: string;
   try {
     const { token } = loadOrCreateToken(tokenFile);
     server = new ServeServer({ broker, token, log });
-    ({ url } = await server.listen(where));
+    ({ url, pages } = await server.listen(where, pagesWhere));
   } catch (err) {
     await fleet?.close();
     await broker.close();
@@ -103,6 +117,8 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   process.stdout.write(`tether serve: listening on ${url} (token file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}\n`);
   // The operator console (docs/console.md) is on the same listener; a browser reaches a loopback port.
   if (url.startsWith("ws://")) process.stdout.write(`tether serve: the operator console is at ${url.replace(/^ws:/, "http:")}/console/ (sign in with the token)\n`);
+  // Extension pages ([[service]] routes) on a listener of their own: never the console's origin.
+  process.stdout.write(`tether serve: extension pages are at ${pages}/ext/<name>/… (the same token)\n`);
   // Initializers ([init]) of approved versions not yet initialized, one line each; calls meanwhile wait for theirs.
   void runPendingInits(broker, (line) => process.stderr.write(`tether serve: ${line}\n`));
   await stop;

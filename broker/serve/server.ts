@@ -3,7 +3,8 @@
  * (docs/api.md).
  *
  *   HTTP upgrade ─► token? (401, no socket) ─► room? (503) ─► Connection
- *   HTTP /ext/… ─► ServiceHttp (docs/services.md) ─► a daemon satellite
+ *   HTTP /console/… ─► ConsoleHttp (docs/console.md)
+ *   pages listener: HTTP /ext/… ─► ServiceHttp (docs/services.md) ─► a daemon satellite
  *   Connection ─► handle(method, params) ─► the server's sessions ─► Session
  *
  * **Sessions belong to the server**, not to the connection that opened them:
@@ -12,8 +13,13 @@
  * A session ends with `session.close` / `session.destroy`, or at shutdown.
  * **Requests belong to their connection**: when a client goes away, its
  * requests in flight are cancelled (the tool calls end `cancelled`).
+ *
+ * **Extension pages never share the console's origin**: `/ext/` is answered
+ * only by a second listener (another port, or another socket), so a page an
+ * extension serves is another origin than the console even before its CSP
+ * sandbox makes it an opaque one (docs/services.md#pages-and-the-console).
  */
-import { createServer, type IncomingMessage, type Server as HttpServer } from "node:http";
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import type { Broker } from "../broker.js";
@@ -28,7 +34,13 @@ import { bearerMatches } from "./token.js";
 import { EXT_PREFIX, ServiceHttp } from "../services/http-services.js";
 import { ConsoleHttp, isConsolePath } from "../console/console.js";
 import type { LiveSession, LiveSessions } from "../console/live-sessions.js";
-import { listen, removeSocket, type Listening, type Where } from "./transport.js";
+import { listen, pagesWhereFor, removeSocket, type Listening, type Where } from "./transport.js";
+
+/** Where the server listens: the API and the console, and the extension pages' own listener. */
+export interface ServeListening extends Listening {
+  /** The extension pages' base (`http://127.0.0.1:<port>` or `http+unix:<path>`): `<pages>/ext/<name>/…`. */
+  readonly pages: string;
+}
 
 interface SessionEntry {
   readonly workspace: string;
@@ -85,6 +97,8 @@ export class ServeServer implements Handler {
   readonly #limits: ServeLimits;
   readonly #say: (line: string) => void;
   readonly #http: HttpServer;
+  /** Answers `/ext/` only: the extension pages' own origin. */
+  readonly #pagesHttp: HttpServer;
   readonly #wss: WebSocketServer;
   readonly #connections = new Map<WebSocket, Connection>();
   readonly #sessions = new Map<string, SessionEntry>();
@@ -92,6 +106,7 @@ export class ServeServer implements Handler {
   #pending = 0;
   #idle: Array<() => void> = [];
   #listening: Listening | null = null;
+  #pagesListening: Listening | null = null;
   readonly #pendingLogins: PendingLogins;
   /** Renews stored sign-ins as they fall due, while the server runs. */
   readonly #refresher: Refresher;
@@ -107,13 +122,20 @@ export class ServeServer implements Handler {
     const services = new ServiceHttp({ broker: this.#broker, token: this.#token, log: this.#log, ...(options.serviceBodyMs !== undefined ? { bodyReadMs: options.serviceBodyMs } : {}) });
     const operatorConsole = new ConsoleHttp({ broker: this.#broker, token: this.#token, log: this.#log, sessions: this.#liveSessions(), accepting: () => this.#accepting, ...(options.consoleIdleMs !== undefined ? { idleMs: options.consoleIdleMs } : {}), ...(options.consoleBodyMs !== undefined ? { bodyMs: options.consoleBodyMs } : {}) });
     this.#http = createServer((req, res) => {
-      if ((req.url ?? "").startsWith(EXT_PREFIX)) return void services.handle(req, res, this.#accepting);
       // The operator console (docs/console.md): pages over the store and these sessions.
       if (isConsolePath(req.url ?? "")) return void operatorConsole.handle(req, res);
+      // An extension's page is never answered here, on the console's origin: only a pointer to its own.
+      if ((req.url ?? "").startsWith(EXT_PREFIX)) return void plain(res, 404, `Extension pages are served on their own origin: ${this.#pagesListening?.url ?? "the pages listener"}${EXT_PREFIX}<name>/… (docs/services.md)\n`);
       // Other plain HTTP gets nothing but a pointer to the protocol.
       res.writeHead(426, { "content-type": "text/plain", connection: "close", upgrade: "websocket" });
       res.end("tether serve speaks JSON-RPC 2.0 over a WebSocket; see docs/api.md\n");
     });
+    this.#pagesHttp = createServer((req, res) => {
+      if ((req.url ?? "").startsWith(EXT_PREFIX)) return void services.handle(req, res, this.#accepting);
+      plain(res, 404, "Not found\n");
+    });
+    this.#pagesHttp.on("upgrade", (_req: IncomingMessage, socket: Duplex) => socket.destroy());
+    this.#pagesHttp.on("clientError", (_err, socket) => socket.destroy());
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: this.#limits.maxPayload, perMessageDeflate: false, clientTracking: false });
     this.#http.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => this.#upgrade(req, socket, head));
     this.#http.on("clientError", (_err, socket) => socket.destroy());
@@ -123,11 +145,21 @@ export class ServeServer implements Handler {
     return this.#accepting;
   }
 
-  /** Starts listening; what a client connects to. */
-  async listen(where: Where): Promise<Listening> {
+  /**
+   * Starts listening: the API and the console at `where`, the extension pages at
+   * `pages` (default: another free port beside a port, a `-pages` socket beside a socket).
+   */
+  async listen(where: Where, pages: Where = pagesWhereFor(where)): Promise<ServeListening> {
     this.#listening = await listen(this.#http, where);
+    try {
+      this.#pagesListening = await listen(this.#pagesHttp, pages, "http");
+    } catch (err) {
+      this.#http.close();
+      removeSocket(this.#listening.socket);
+      throw err;
+    }
     this.#refresher.start();
-    return this.#listening;
+    return { ...this.#listening, pages: this.#pagesListening.url };
   }
 
   // ── connections ─────────────────────────────────────────────────────────
@@ -353,6 +385,7 @@ export class ServeServer implements Handler {
   async shutdown(hurry: Promise<unknown>): Promise<void> {
     this.#accepting = false;
     this.#http.close(); // no new connections; a Unix socket's file goes with its listener
+    this.#pagesHttp.close();
     this.#pendingLogins.cancelAll();
     await this.#refresher.stop();
     const inFlight = [...this.#connections.values()].reduce((n, c) => n + c.inFlight, 0);
@@ -383,6 +416,8 @@ export class ServeServer implements Handler {
     for (const ws of this.#connections.keys()) ws.terminate();
     this.#wss.close();
     removeSocket(this.#listening?.socket ?? null);
+    removeSocket(this.#pagesListening?.socket ?? null);
+    this.#pagesHttp.closeAllConnections();
     this.#say(`tether serve: stopped${graceful ? "" : " (requests or sessions were cut short)"}`);
   }
 
@@ -397,4 +432,9 @@ export class ServeServer implements Handler {
       ),
     ).then(() => {});
   }
+}
+
+function plain(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(body)), "x-content-type-options": "nosniff" });
+  res.end(body);
 }

@@ -43,14 +43,14 @@ async function clearSocketPath(path: string): Promise<void> {
 }
 
 export interface Listening {
-  /** What a client connects to: `ws+unix:<path>` or `ws://127.0.0.1:<port>`. */
+  /** What a client connects to: `ws+unix:<path>` or `ws://127.0.0.1:<port>` (`http…` for a pages listener). */
   readonly url: string;
   /** The socket file, with its inode (so shutdown removes only its own file). */
   readonly socket: { readonly path: string; readonly ino: number } | null;
 }
 
 /** Starts `server` listening at `where`. */
-export async function listen(server: Server, where: Where): Promise<Listening> {
+export async function listen(server: Server, where: Where, scheme: "ws" | "http" = "ws"): Promise<Listening> {
   if ("socket" in where) {
     const path = where.socket;
     await clearSocketPath(path);
@@ -62,11 +62,17 @@ export async function listen(server: Server, where: Where): Promise<Listening> {
       process.umask(previous);
     }
     chmodSync(path, 0o600);
-    return { url: `ws+unix:${path}`, socket: { path, ino: lstatSync(path).ino } };
+    return { url: `${scheme}+unix:${path}`, socket: { path, ino: lstatSync(path).ino } };
   }
   await listening(server, () => server.listen(where.port, "127.0.0.1"));
   const address = server.address() as AddressInfo;
-  return { url: `ws://127.0.0.1:${address.port}`, socket: null };
+  return { url: `${scheme}://127.0.0.1:${address.port}`, socket: null };
+}
+
+/** Where extension pages listen by default: another free port beside a port, `<name>-pages.sock` beside a socket. */
+export function pagesWhereFor(where: Where): Where {
+  if ("port" in where) return { port: 0 };
+  return { socket: where.socket.replace(/(\.sock)?$/, "-pages.sock") };
 }
 
 function listening(server: Server, start: () => void): Promise<void> {

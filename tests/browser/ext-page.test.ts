@@ -1,10 +1,11 @@
 /**
- * An extension's page against the console it is served beside, in a real
- * Chromium whose every request carries the serve token (as a harness UI that
- * shows extension pages would), with the operator signed in: the page runs in
- * an opaque origin (the broker's CSP sandbox), so it reads no console page and
- * no cookie, its post to the console is refused, its frame of the console
- * does not render, and the approval stands.
+ * An extension's page against the console, in a real Chromium whose every
+ * request carries the serve token (as a harness UI that shows extension pages
+ * would), with the operator signed in: the page is served by the pages
+ * listener (another origin than the console's) and runs in an opaque origin
+ * (the broker's CSP sandbox), so it reads no console page and no cookie, its
+ * post to the console is refused, its frame of the console does not render,
+ * and the approval stands. The console's own listener serves no extension page.
  */
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -23,6 +24,7 @@ let tmp: string;
 let broker: Broker;
 let server: ServeServer;
 let base: string;
+let pages: string;
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-ext-page-"));
@@ -34,8 +36,9 @@ beforeAll(async () => {
     broker.registry.approve(installed.name, { by: "op" });
   }
   server = new ServeServer({ broker, token: TOKEN, log: createLogger({ level: "error" }), say: () => {} });
-  const { url } = await server.listen({ port: 0 });
-  base = `http://127.0.0.1:${new URL(url).port}`;
+  const listening = await server.listen({ port: 0 });
+  base = `http://127.0.0.1:${new URL(listening.url).port}`;
+  pages = listening.pages;
 }, 120_000);
 
 afterAll(async () => {
@@ -56,7 +59,9 @@ test("a hostile extension page reads nothing of the console, posts nothing it ac
   // Every answer the console gave the page's requests (a post that got through would show here).
   const answered: Array<[string, number]> = [];
   page.on("response", (r) => void (r.url().includes("/console/") && answered.push([r.url(), r.status()])));
-  await page.goto(`${base}/ext/notes/notes/attack`, { timeout: 30_000 });
+  await page.goto(`${pages}/ext/notes/notes/attack?console=${encodeURIComponent(base)}`, { timeout: 30_000 });
+  // Another origin than the console's, before the sandbox makes it an opaque one.
+  expect(new URL(page.url()).origin).not.toBe(new URL(base).origin);
   await page.waitForFunction(() => document.body.dataset.result !== undefined, undefined, { timeout: 30_000 });
   const result = JSON.parse((await page.evaluate(() => document.body.dataset.result)) ?? "{}") as Record<string, string>;
 
@@ -74,3 +79,17 @@ test("a hostile extension page reads nothing of the console, posts nothing it ac
   const framed = frame === undefined ? "" : await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "");
   expect(framed).not.toContain("Tether console");
 }, 120_000);
+
+test("the console's origin serves no extension page, and the pages' origin serves no console", async () => {
+  const page = await browser.page();
+  const onConsole = await page.request.get(`${base}/ext/notes/notes/page`, { maxRedirects: 0 });
+  expect(onConsole.status()).toBe(404);
+  const said = await onConsole.text();
+  expect(said).toContain(`${pages}/ext/`);
+  expect(said).not.toContain("Notes");
+  const onPages = await page.request.get(`${pages}/console/`, { maxRedirects: 0 });
+  expect(onPages.status()).toBe(404);
+  expect(await onPages.text()).not.toContain("Tether console");
+  // The page itself, where it belongs.
+  expect(await (await page.request.get(`${pages}/ext/notes/notes/page`)).text()).toContain("<h1>Notes</h1>");
+}, 60_000);

@@ -32,6 +32,7 @@ interface Served {
   readonly url: string;
   readonly tokenFile: string;
   readonly startLine: string;
+  stdout(): string;
   stderr(): string;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -72,7 +73,7 @@ async function serveIn(ownGroup: boolean, home: string, ...args: string[]): Prom
   const started = Date.now();
   for (;;) {
     const line = /^tether serve: listening on (\S+) \(token file: (.+)\)$/m.exec(s.out());
-    if (line !== null) return { child: s.child, url: line[1]!, tokenFile: line[2]!, startLine: line[0], stderr: s.err, exited: s.exited };
+    if (line !== null) return { child: s.child, url: line[1]!, tokenFile: line[2]!, startLine: line[0], stdout: s.out, stderr: s.err, exited: s.exited };
     if (s.child.exitCode !== null || Date.now() - started > 30_000) {
       s.child.kill("SIGKILL");
       throw new Error(`tether serve did not start (exit ${String(s.child.exitCode)}):\n${s.out()}\n--- stderr ---\n${s.err()}`);
@@ -249,6 +250,11 @@ describe("tether serve on a loopback port", () => {
     expect(readFileSync(server.tokenFile, "utf8")).toMatch(/^[0-9a-f]{64}\n$/);
     expect(server.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
     expect(server.url).not.toBe("ws://127.0.0.1:0");
+    // Extension pages on another port: never the console's origin.
+    const pages = /^tether serve: extension pages are at (http:\/\/127\.0\.0\.1:(\d+))\/ext\/<name>\/… \(the same token\)$/m.exec(server.stdout());
+    expect(pages).not.toBeNull();
+    expect(pages![1]).not.toBe(server.url.replace(/^ws:/, "http:"));
+    expect(Number(pages![2])).toBeGreaterThan(0);
   });
 
   test("an upgrade without the token, or with a wrong one, is refused 401 with no socket, while an authorised client's call runs on", async () => {
@@ -502,6 +508,11 @@ describe("tether serve on a Unix socket, and shutting down", () => {
     expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
     expect(lstatSync(sock).isSocket()).toBe(true);
     expect(lstatSync(sock).mode & 0o777).toBe(0o600);
+    // Extension pages on a socket of their own beside it, never the API's.
+    const pagesSock = join(dir, "t-pages.sock");
+    await until("the pages line", () => s.stdout().includes("extension pages are at"));
+    expect(s.stdout()).toContain(`tether serve: extension pages are at http+unix:${pagesSock}/ext/<name>/… (the same token)`);
+    expect(lstatSync(pagesSock).mode & 0o777).toBe(0o600);
     expect(await attempt(s.url, { Authorization: `Bearer ${token(server)}` })).toEqual({ status: 401 }); // the other server's token
 
     const c = await client(s);
@@ -522,6 +533,7 @@ describe("tether serve on a Unix socket, and shutting down", () => {
     expect(await c.closed).toEqual({ code: 1001, reason: "tether serve is shutting down" });
     expect(await s.exited).toEqual({ code: 0, signal: null });
     expect(existsSync(sock)).toBe(false);
+    expect(existsSync(pagesSock)).toBe(false);
     expect(s.stderr()).toMatch(/shutting down; 1 request\(s\) in flight/);
     expect(s.stderr()).toMatch(/tether serve: stopped\n$/);
   }, SLOW);
@@ -594,11 +606,17 @@ describe("tether serve on a Unix socket, and shutting down", () => {
     writeFileSync(loose, `${"a".repeat(64)}\n`);
     chmodSync(loose, 0o640);
     const sock = join(dir, "t.sock");
-    const [perms, both, port] = await Promise.all([
+    const [perms, both, port, samePages, pagesOnSocket, badPages] = await Promise.all([
       serveFails(home, "--socket", sock, "--token-file", loose),
       serveFails(home, "--socket", sock, "--port", "0"),
       serveFails(home, "--port", "70000"),
+      serveFails(home, "--port", "47999", "--pages-port", "47999"),
+      serveFails(home, "--socket", sock, "--pages-port", "0"),
+      serveFails(home, "--port", "0", "--pages-port", "x"),
     ]);
+    expect([samePages.code, samePages.stderr]).toEqual([2, expect.stringContaining("--pages-port must differ from --port: extension pages never share the console's origin")]);
+    expect([pagesOnSocket.code, pagesOnSocket.stderr]).toEqual([2, expect.stringContaining("--pages-port goes with --port")]);
+    expect([badPages.code, badPages.stderr]).toEqual([2, expect.stringContaining("--pages-port takes a port number 0-65535 (0 picks a free one), not 'x'")]);
     expect(perms.code).toBe(1);
     expect(perms.stderr).toContain(`The token file ${loose} has mode 640`);
     expect(perms.stderr).toContain(`chmod 600 ${loose}`);

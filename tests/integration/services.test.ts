@@ -24,7 +24,10 @@ const SLOW = 120_000;
 let tmp: string;
 let broker: Broker;
 let server: ServeServer;
+/** The pages listener's port: `/ext/` is answered there only. */
 let port: number;
+/** The API's and the console's port. */
+let apiPort: number;
 
 interface Got {
   status: number;
@@ -33,11 +36,11 @@ interface Got {
 }
 
 /** One request; `body` is sent whole, `slowBody` only in part (the rest never comes). */
-function send(method: string, path: string, options: { token?: string | null; headers?: Record<string, string>; body?: string; partial?: string } = {}): Promise<Got> {
+function send(method: string, path: string, options: { token?: string | null; headers?: Record<string, string>; body?: string; partial?: string; port?: number } = {}): Promise<Got> {
   return new Promise((resolve, reject) => {
     const token = options.token === undefined ? TOKEN : options.token;
     const headers: Record<string, string> = { ...(token !== null ? { authorization: `Bearer ${token}` } : {}), ...options.headers };
-    const req = httpRequest({ host: "127.0.0.1", port, method, path, headers }, (res) => {
+    const req = httpRequest({ host: "127.0.0.1", port: options.port ?? port, method, path, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
@@ -63,14 +66,29 @@ beforeAll(async () => {
   }
   new Preferences(broker.store).setGlobal("hidden", false);
   server = new ServeServer({ broker, token: TOKEN, log: silentLogger, say: () => {}, serviceBodyMs: 1_000 });
-  const { url } = await server.listen({ port: 0 });
-  port = Number(new URL(url).port);
+  const { url, pages } = await server.listen({ port: 0 });
+  port = Number(new URL(pages).port);
+  apiPort = Number(new URL(url).port);
 }, SLOW);
 
 afterAll(async () => {
   await server?.shutdown(Promise.resolve());
   rmSync(tmp, { recursive: true, force: true });
 });
+
+test("extension pages never share the console's origin: the API's listener answers /ext/ with a pointer only, the pages' listener serves nothing else", async () => {
+  expect(port).not.toBe(apiPort);
+  for (const path of ["/ext/notes/notes/page", "/ext/notes/notes/all", "/ext/notes/upload"]) {
+    const onApi = await send("GET", path, { port: apiPort });
+    expect([path, onApi.status]).toEqual([path, 404]);
+    expect(onApi.body).toBe(`Extension pages are served on their own origin: http://127.0.0.1:${port}/ext/<name>/… (docs/services.md)\n`);
+    expect(onApi.headers["content-type"]).toBe("text/plain; charset=utf-8");
+  }
+  for (const path of ["/console/", "/console/login", "/", "/ext"]) expect([path, (await send("GET", path)).status]).toEqual([path, 404]);
+  // No WebSocket on the pages' listener: the API is not reachable from a page's origin.
+  const upgraded = await send("GET", "/", { headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==" } }).catch((err: Error) => err.message);
+  expect(typeof upgraded === "string" ? upgraded : upgraded.status).not.toBe(101);
+}, SLOW);
 
 test("a JSON route answers; cookies, credentials and hop-by-hop headers are dropped both ways; the ledger has the row", async () => {
   const got = await send("GET", "/ext/notes/notes/all?x=1", { headers: { cookie: "session=abc", "x-asked": "yes", connection: "keep-alive" } });
