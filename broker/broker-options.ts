@@ -56,6 +56,8 @@ export interface SessionFleet {
   readonly kv: KvStorage;
   /** Sends the fleet what was changed in this host's registry (an approval, a revocation, an uninstall); false when nothing had changed. */
   publish(): Promise<boolean>;
+  /** Before every invocation of `session` here: throws a named code when this host may not serve it now (stale, or the lease is not its own). */
+  admit(session: string): void;
 }
 
 /** A call made through the broker itself: the session it belongs to is named, always. */

@@ -212,6 +212,8 @@ export class Broker {
 
   #slot(scope: SessionScope, name: string): Live {
     this.#enforceApprovals();
+    // A fleet's host serves nothing past its staleness bound, nor a session whose lease it lost.
+    this.fleet?.admit(scope.id);
     const session = scope.id;
     const existing = scope.live.get(name);
     if (existing !== undefined) return existing;

@@ -19,20 +19,25 @@ import { packageVersion } from "./base/version.js";
 import { fleetHosts, recordHost, type HostView } from "./store/pg/hosts.js";
 import { openPgStore, type PgStore } from "./store/pg/open.js";
 import { listenRegistry, type RegistryListener } from "./store/pg/registry-listener.js";
-import { publishRegistry, pullRegistry, type PullResult, type RegistrySnapshot } from "./store/pg/registry-mirror.js";
+import { publishRegistry, pullRegistry, resignApprovals, type PullResult, type RegistrySnapshot } from "./store/pg/registry-mirror.js";
 import { pullSession, sessionDigest, sessionRows, shipSession } from "./store/pg/session-state.js";
 import { holderOf, SessionLeases } from "./store/pg/session-leases.js";
 import { LedgerShipper } from "./store/pg/ledger-shipper.js";
 import { explainPgError } from "./store/pg/rights.js";
 import { FleetKv } from "./store/pg/fleet-kv.js";
 import { openStore, type Store } from "./store/open.js";
+import { BrokerCode, TetherError } from "./base/errors.js";
+import { OperatorKeyError, signingKey, trustedKeys, type TrustedKey } from "./fleet-trust/operator-keys.js";
+import type { Refusal } from "./fleet-trust/judge-approvals.js";
+import { LeaseLostError } from "./store/pg/session-state.js";
+import { OperatorPolicySource } from "./caps/policy.js";
 
 export interface FleetOptions {
   /** The shared store: postgres://role:password@host:5432/database. */
   readonly url: string;
   /** This host's name in the fleet (unique per broker host). */
   readonly host: string;
-  /** How often the registry's version is polled besides the pushed notifications (default 1000 ms). */
+  /** How often the registry's version is polled besides the pushed notifications (default 500 ms). */
   readonly pollMs?: number;
   /** Whether changes are pushed (LISTEN; default true), else found by polling alone (behind a pooler in transaction mode, which does not carry LISTEN). */
   readonly push?: boolean;
@@ -74,6 +79,19 @@ export class FleetMember implements SessionFleet {
   readonly #ledger: LedgerShipper;
   readonly #ledgerStore: Store;
   #reaping: NodeJS.Timeout | null = null;
+  /** When this host last heard the fleet's store (a pull or a poll answered), on this process's monotonic clock. */
+  #lastHeard = performance.now();
+  /** Whether calls are refused for staleness now (each change is logged: every outage, its end). */
+  #stale = false;
+  #staleness: NodeJS.Timeout | null = null;
+  /** Sessions whose lease another host took: closed here for good, with who holds them. */
+  readonly #lost = new Map<string, string>();
+  /** Approval rows refused at the last pull (no trusted operator's signature). */
+  #refused: readonly Refusal[] = [];
+  readonly #refusedSeen = new Set<string>();
+  /** Revocations made here that the fleet has not got yet (published again at every pull until it has). */
+  #unpublished = 0;
+  readonly #policy: OperatorPolicySource;
 
   private constructor(broker: Broker, store: PgStore, options: FleetOptions) {
     this.#broker = broker;
@@ -81,6 +99,7 @@ export class FleetMember implements SessionFleet {
     this.host = options.host;
     this.shown = store.shown;
     this.kv = new FleetKv(store);
+    this.#policy = new OperatorPolicySource(broker.home);
     const log = (message: string, fields: Record<string, unknown>) => broker.log.warn(message, { ...fields, fleet: store.shown, host: options.host });
     this.#leases = new SessionLeases(store, holderOf(options.host), {
       ...(options.leaseMs !== undefined ? { ttlMs: options.leaseMs } : {}),
@@ -88,8 +107,13 @@ export class FleetMember implements SessionFleet {
       // Its heartbeat came too late and another host took the session: it stops here.
       onLost: (id) => {
         this.#held.delete(id);
-        broker.log.warn("this host's lease of the session expired and another host took it; its satellites here stop", { session: id, host: options.host });
+        this.#lost.set(id, "another host");
+        broker.log.warn("this host's lease of the session expired and another host took it; the session is closed here for good and its satellites stop", { session: id, host: options.host });
         void broker.scope(id).stopAll({ abort: true });
+        void this.#leases.shownHolder(id).then(
+          (holder) => void (holder !== null && this.#lost.has(id) && this.#lost.set(id, `host ${holder}`)),
+          () => {},
+        );
       },
     });
     // The host's ledger, audit and hook traces, copied to the fleet in batches (one numbering per home: the host's name).
@@ -124,7 +148,11 @@ export class FleetMember implements SessionFleet {
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
       ...(options.push !== undefined ? { push: options.push } : {}),
       onError: (message) => member.#report(message),
+      onHeard: () => member.#heard(),
     });
+    // Every outage past the bound is logged as it begins and as it ends, however often it recurs.
+    member.#staleness = setInterval(() => member.#checkStaleness(), 250);
+    member.#staleness.unref();
     return member;
   }
 
@@ -154,10 +182,14 @@ export class FleetMember implements SessionFleet {
       do {
         if (this.#broker.closed) throw new Error("the broker is closed");
         this.#again = false;
-        result = await pullRegistry(this.#store, this.#broker.store, join(this.#broker.home, "artifacts"));
+        result = await pullRegistry(this.#store, this.#broker.store, join(this.#broker.home, "artifacts"), this.#trusted());
+        this.#heard();
         this.#snapshot = result.snapshot;
         this.#pulls++;
         for (const problem of result.problems) this.#report(problem);
+        this.#noteRefusals(result.refused);
+        this.#unpublished = result.unpublished;
+        if (result.unpublished > 0 && this.#listener !== null) void this.#republish();
         if (result.changed) {
           this.#migrate();
           // The registry's own counter tells the broker its copy changed (the store's data_version does
@@ -173,16 +205,121 @@ export class FleetMember implements SessionFleet {
     return this.#pulling;
   }
 
-  /** Sends the fleet what a command changed in this host's copy since the last pull, then pulls. */
+  /**
+   * Sends the fleet what a command changed in this host's copy since the last
+   * pull — approvals and revocations signed with this home's operator key —
+   * then pulls. Rejects when the store cannot be reached: a revocation stays
+   * in force here and is published again by a serving host until it lands.
+   */
   async publish(): Promise<boolean> {
     if (this.#snapshot === null) await this.pull();
-    const published = await publishRegistry(this.#store, this.#broker.store, this.#snapshot!);
+    const published = await publishRegistry(this.#store, this.#broker.store, this.#snapshot!, signingKey(this.#broker.home));
     if (published) await this.pull();
     return published;
   }
 
+  /** A key rotation: the fleet's approvals in force that a key this host trusts signed are signed again with this home's key. */
+  async resign(): Promise<number> {
+    const signer = signingKey(this.#broker.home);
+    if (signer === null) throw new OperatorKeyError("This home has no operator key to sign with: tether key create");
+    const count = await resignApprovals(this.#store, this.#trusted(), signer);
+    await this.pull();
+    return count;
+  }
+
+  /** Revocations made here that the fleet lacks, published again (each failure is reported, the next pull retries). */
+  async #republish(): Promise<void> {
+    try {
+      if (await this.publish()) this.#broker.log.info("a revocation made on this host while the fleet could not be reached is now the fleet's", { fleet: this.shown, host: this.host });
+    } catch (err) {
+      this.#broker.log.warn(`a revocation made on this host has not reached the fleet yet (retried): ${err instanceof OperatorKeyError ? err.message : explainPgError(err)}`, { fleet: this.shown, host: this.host });
+    }
+  }
+
+  /** The keys approvals must be signed by; a broken trusted-keys file trusts none (and says so). */
+  #trusted(): TrustedKey[] {
+    try {
+      return trustedKeys(this.#broker.home);
+    } catch (err) {
+      this.#report(`${(err as Error).message}: no approval is accepted until it is fixed`);
+      return [];
+    }
+  }
+
+  /** Each refused row is logged once per process, with what to do. */
+  #noteRefusals(refused: readonly Refusal[]): void {
+    this.#refused = refused;
+    for (const r of refused) {
+      if (this.#refusedSeen.has(r.key)) continue;
+      this.#refusedSeen.add(r.key);
+      this.#broker.log.error(`refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; it is not served on this host (docs/fleet.md#the-trust-model)`, {
+        fleet: this.shown,
+        host: this.host,
+        extension: r.extension,
+      });
+    }
+  }
+
+  /** The fleet's approval rows this host refused at its last pull, and why (tether status, tether doctor, the console). */
+  get refused(): readonly Refusal[] {
+    return this.#refused;
+  }
+
+  /** Revocations made here that the fleet has not got yet. */
+  get unpublished(): number {
+    return this.#unpublished;
+  }
+
+  #heard(): void {
+    this.#lastHeard = performance.now();
+    if (this.#stale) this.#checkStaleness();
+  }
+
+  /** How long this host has not heard the fleet's store, in ms. */
+  get silentMs(): number {
+    return Math.max(0, performance.now() - this.#lastHeard);
+  }
+
+  #bound(): number {
+    const policy = this.#policy.current();
+    return policy instanceof Error ? 10_000 : policy.maxStalenessMs;
+  }
+
+  #checkStaleness(): void {
+    const stale = this.silentMs > this.#bound();
+    if (stale === this.#stale) return;
+    this.#stale = stale;
+    if (stale) this.#broker.log.error(`this host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} s (bound ${this.#bound() / 1000} s): refusing calls until it hears again`, { fleet: this.shown, host: this.host });
+    else this.#broker.log.warn("this host hears the fleet's store again: serving calls", { fleet: this.shown, host: this.host });
+  }
+
+  /**
+   * Whether an invocation of `session` may run on this host now; throws a
+   * named code when not: the host is past its staleness bound (`fleet_stale`),
+   * or the session's lease is another host's or not confirmed (`session_moved`).
+   * A host that joined only to run a command (no listener) is not bounded.
+   */
+  admit(session: string): void {
+    if (this.#listener === null) return;
+    const silent = this.silentMs;
+    const bound = this.#bound();
+    if (silent > bound) {
+      this.#checkStaleness();
+      throw new TetherError(
+        BrokerCode.fleetStale,
+        `This host has not heard the fleet's store for ${(silent / 1000).toFixed(1)} s (bound ${bound / 1000} s, policy.toml [fleet] max_staleness_ms): a revocation may have been made meanwhile, so it serves nothing until it hears again`,
+      );
+    }
+    const lost = this.#lost.get(session);
+    if (lost !== undefined) throw new TetherError(BrokerCode.sessionMoved, `Session '${session}' is served by ${lost} now: this host's lease ran out and the session is closed here; open it there`);
+    if (this.#held.has(session) && !this.#leases.confirmed(session)) {
+      throw new TetherError(BrokerCode.sessionMoved, `Session '${session}': this host cannot confirm its lease (its last renewal is older than the lease); nothing is served until a renewal answers`);
+    }
+  }
+
   async openSession(id: string): Promise<void> {
     await this.#leases.acquire(id);
+    this.#lost.delete(id);
     try {
       await pullSession(this.#store, this.#broker.store, id);
     } catch (err) {
@@ -221,7 +358,13 @@ export class FleetMember implements SessionFleet {
     const rows = sessionRows(this.#broker.store, id);
     const digest = sessionDigest(rows);
     if (this.#held.get(id) === digest) return;
-    await shipSession(this.#store, id, rows);
+    try {
+      await shipSession(this.#store, id, rows, this.#leases.holder);
+    } catch (err) {
+      // Fenced by the database: another host holds the session; it is closed here.
+      if (err instanceof LeaseLostError && this.#held.delete(id)) this.#lost.set(id, (await this.#leases.shownHolder(id).catch(() => null)) ?? "another host");
+      throw err;
+    }
     if (this.#held.has(id)) this.#held.set(id, digest);
   }
 
@@ -231,6 +374,7 @@ export class FleetMember implements SessionFleet {
     for (const id of [...this.#held.keys()]) await this.closeSession(id);
     if (this.#seen !== null) clearInterval(this.#seen);
     if (this.#reaping !== null) clearInterval(this.#reaping);
+    if (this.#staleness !== null) clearInterval(this.#staleness);
     await this.#leases.close().catch(() => {});
     await this.#ledger.close().catch((err) => this.#report(`the ledger's last rows did not reach the fleet's store (they are shipped when this home starts again): ${explainPgError(err)}`));
     await this.#listener?.close();

@@ -40,6 +40,10 @@ export const BrokerCode = {
   inactive: "inactive",
   /** A sign-in (`tether login`, `login.start`), a refresh or a logout failed; the message names the endpoint and the OAuth error code. */
   loginFailed: "login_failed",
+  /** A fleet's host has not heard the fleet's store within the staleness bound (policy.toml [fleet] max_staleness_ms): it refuses calls until it hears again. */
+  fleetStale: "fleet_stale",
+  /** The session's lease is another host's now (this host's ran out): the session is closed here for good; the message names the host holding it. */
+  sessionMoved: "session_moved",
 } as const;
 export type BrokerCode = (typeof BrokerCode)[keyof typeof BrokerCode];
 export const BROKER_CODES: readonly BrokerCode[] = Object.values(BrokerCode);

@@ -50,6 +50,13 @@ export const OperatorPolicyFile = v.strictObject({
     }),
     {},
   ),
+  fleet: v.optional(
+    v.strictObject({
+      /** How long a fleet's host may go without hearing the fleet's store before it refuses calls (docs/fleet.md#bounded-staleness). */
+      max_staleness_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1_000), v.maxValue(600_000)), 10_000),
+    }),
+    {},
+  ),
 });
 
 export interface OperatorPolicy {
@@ -61,6 +68,8 @@ export interface OperatorPolicy {
   readonly maxFetches: number;
   readonly maxConcurrency: number;
   readonly maxPoolMemoryMb: number;
+  /** A fleet's host refuses calls once it has not heard the fleet's store for this long. */
+  readonly maxStalenessMs: number;
 }
 
 export interface SessionPolicy {
@@ -70,13 +79,14 @@ export interface SessionPolicy {
   readonly allow?: readonly string[];
 }
 
-const DEFAULTS: OperatorPolicy = { deny: [], reach: NO_REACH, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024, maxFetches: 16, maxConcurrency: 4, maxPoolMemoryMb: 1024 };
+const DEFAULTS: OperatorPolicy = { deny: [], reach: NO_REACH, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024, maxFetches: 16, maxConcurrency: 4, maxPoolMemoryMb: 1024, maxStalenessMs: 10_000 };
 
 /** The keys each table takes, for a message about one it does not. */
 const TABLES: Readonly<Record<string, readonly string[]>> = {
   "": Object.keys(OperatorPolicyFile.entries),
   net: Object.keys(OperatorPolicyFile.entries.net.wrapped.entries),
   satellites: Object.keys(OperatorPolicyFile.entries.satellites.wrapped.entries),
+  fleet: Object.keys(OperatorPolicyFile.entries.fleet.wrapped.entries),
 };
 
 /** One problem of the file: the key's path and what is wrong; an unknown key lists those its table takes. */
@@ -86,7 +96,7 @@ function describeIssue(issue: v.BaseIssue<unknown>): string {
     const table = path.includes(".") ? path.slice(0, path.lastIndexOf(".")) : "";
     const keys = TABLES[table] ?? [];
     return table === ""
-      ? `[${path}]: unknown table; policy.toml has ${keys.map((k) => `[${k}]`).join(" and ")}`
+      ? `[${path}]: unknown table; policy.toml has ${keys.map((k) => `[${k}]`).join(", ")}`
       : `${path}: unknown key; [${table}] takes ${keys.join(", ")}`;
   }
   return `${path}: ${issue.message}`;
@@ -118,6 +128,7 @@ export function parseOperatorPolicy(text: string, file: string): OperatorPolicy 
     maxFetches: net.max_fetches ?? DEFAULTS.maxFetches,
     maxConcurrency: parsed.output.satellites.max_concurrency ?? DEFAULTS.maxConcurrency,
     maxPoolMemoryMb: parsed.output.satellites.max_pool_memory_mb ?? DEFAULTS.maxPoolMemoryMb,
+    maxStalenessMs: parsed.output.fleet.max_staleness_ms ?? DEFAULTS.maxStalenessMs,
   };
 }
 

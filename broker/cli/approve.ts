@@ -9,6 +9,7 @@ import type { Broker } from "../broker.js";
 import type { InitReport } from "../init/initializers.js";
 import { initLine } from "../init/init-lines.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
+import { signingKey } from "../fleet-trust/operator-keys.js";
 import type { Approval, Installed, Progress } from "../registry/registry.js";
 
 export interface ApproveRequest {
@@ -37,6 +38,8 @@ export async function approveExtension(broker: Broker, name: string, request: Ap
   if (request.all === true && request.only !== undefined) {
     throw new TetherError(BrokerCode.approvalInvalid, "--only and --all do not combine: --only grants the rules named, --all every rule requested");
   }
+  // A fleet's approval is signed when it is published: checked before anything is recorded.
+  if (broker.fleet !== null) signingKeyOrThrow(broker.home);
   const registry = broker.registry;
   const installed = registry.require(name);
   const approval = registry.approve(name, {
@@ -57,4 +60,14 @@ export async function approveExtension(broker: Broker, name: string, request: Ap
 export function revokeExtension(broker: Broker, name: string, by?: string): { name: string; revoked: boolean; text: string } {
   const revoked = broker.registry.revoke(name, by !== undefined ? { by } : {});
   return { name, revoked, text: revoked ? `revoked ${name}; running satellites stop on their next call` : `${name} had no active approval` };
+}
+
+/** This home's operator key, or the error that says how to make one. */
+function signingKeyOrThrow(home: string): void {
+  if (signingKey(home) === null) {
+    throw new TetherError(
+      BrokerCode.approvalInvalid,
+      "Approvals in a fleet are signed by an operator key, and this home has none: run tether key create, then tether key trust <its key> on every host (docs/fleet.md#operator-keys)",
+    );
+  }
 }

@@ -26,7 +26,8 @@ export const STATUS: Command = {
       }
       const used = new Map(await Promise.all(broker.registry.list().map(async (i) => [i.name, await member.kv.used(i.name)] as const)));
       const o = overview(broker, used);
-      const fleet = { store: member.shown, hosts: await member.hosts() };
+      const { trustedKeys } = await import("../fleet-trust/operator-keys.js");
+      const fleet = { store: member.shown, hosts: await member.hosts(), refused: member.refused, trustedKeys: trustedKeys(broker.home).length };
       ctx.out({ ...o, fleet }, `${renderOverview(o)}\n\n${renderFleet(fleet, Date.now())}`);
       return EXIT.ok;
     }),
@@ -111,4 +112,28 @@ export const LOGINS: Command = {
   options: ["json"],
   doc: `${OPERATORS}#sign-ins`,
   run: async (ctx) => (await import("./login.js")).runLogins(ctx),
+};
+
+export const KEY: Command = {
+  name: "key",
+  usage: [
+    { usage: "key create [--label <name>]", summary: ["Make this home's operator key: a fleet's approvals made here are", "signed with it; prints the line that trusts it on other hosts"] },
+    { usage: "key list", summary: ["This home's signing key and the keys it trusts"] },
+    { usage: "key trust <ed25519:…> [label]", summary: ["Accept approvals signed by this key (from tether key create elsewhere)"] },
+    { usage: "key untrust <key or id>", summary: ["Stop accepting approvals signed by it"] },
+    { usage: "key rotate [--label <name>]", summary: ["A new signing key; with the fleet's store, approvals in force are", "signed again with it"] },
+  ],
+  help:
+    "Keys live in the home, never in the fleet's database: <home>/operator.key (mode 0600) signs, <home>/trusted-keys lists the public keys whose approvals this host serves. " +
+    "A fleet's host serves an approval only when a trusted key signed exactly what it grants; whoever can write the database can neither add a key nor approve.",
+  options: ["label", "json"],
+  doc: "docs/fleet.md#operator-keys",
+  needs: [1, "what to do: tether key create | list | trust <key> | untrust <key> | rotate"],
+  run: (ctx) =>
+    ctx.withBroker(async (broker) => {
+      const { runKey } = await import("./key.js");
+      const shown = await runKey(broker, ctx.args, ctx.values.label as string | undefined);
+      ctx.out(shown.value, shown.text);
+      return EXIT.ok;
+    }),
 };

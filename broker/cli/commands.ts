@@ -6,7 +6,7 @@
  */
 import { defined } from "../base/defined.js";
 import { EXIT, UsageError, confirm, type Command } from "./command.js";
-import { LOGIN, LOGINS, LOGOUT, PROVIDERS, SECRET, STATUS } from "./commands-credentials.js";
+import { KEY, LOGIN, LOGINS, LOGOUT, PROVIDERS, SECRET, STATUS } from "./commands-credentials.js";
 
 // ── the commands ─────────────────────────────────────────────────────────
 
@@ -130,6 +130,7 @@ export const COMMANDS: readonly Command[] = [
   },
   STATUS,
   SECRET,
+  KEY,
   {
     name: "call",
     usage: [
@@ -336,10 +337,11 @@ export const COMMANDS: readonly Command[] = [
     doc: `${OPERATORS}#doctor`,
     run: async (ctx) => {
       const { runChecks } = await import("./doctor.js");
+      const { resolveHome } = await import("../store/home.js");
       const checks = runChecks(ctx.options);
       // The fleet's store, from --store or TETHER_STORE, checked as this host's name in it.
       const url = ctx.options.store;
-      if (url !== undefined) checks.push(await (await import("./doctor-store.js")).storeCheck(url, ctx.options.fleetHost));
+      if (url !== undefined) checks.push(await (await import("./doctor-store.js")).storeCheck(url, ctx.options.fleetHost, resolveHome(ctx.options.home)));
       const p = ctx.paint;
       ctx.out(checks, checks.map((c) => `${c.ok ? p.green("ok  ") : p.red("FAIL")} ${c.name}: ${c.detail}`).join("\n"));
       return checks.every((c) => c.ok) ? EXIT.ok : EXIT.failed;

@@ -5,9 +5,16 @@ import { isPgUrl } from "../store/pg/open.js";
 import { checkPgStore } from "../store/pg/store-check.js";
 import { packageVersion } from "../base/version.js";
 import type { Check } from "./doctor.js";
+import { trustedKeys, type TrustedKey } from "../fleet-trust/operator-keys.js";
 
-export async function storeCheck(url: string, host: string = hostname()): Promise<Check> {
+export async function storeCheck(url: string, host: string = hostname(), home?: string): Promise<Check> {
   if (!isPgUrl(url)) throw new UsageError("--store takes a PostgreSQL URL: postgres://user:password@host:5432/database (docs/fleet.md)");
-  const r = await checkPgStore(url, host, packageVersion());
+  let keys: TrustedKey[] = [];
+  try {
+    keys = home === undefined ? [] : trustedKeys(home);
+  } catch (err) {
+    return { name: "store (fleet)", ok: false, detail: (err as Error).message };
+  }
+  const r = await checkPgStore(url, host, packageVersion(), keys);
   return { name: "store (fleet)", ok: r.ok, detail: r.detail };
 }

@@ -7,6 +7,7 @@
  * skv together, and its `[storage]` database), and its initializer's state
  * (`[init]`). Never a value.
  */
+import type { Refusal } from "../fleet-trust/judge-approvals.js";
 import type { Broker } from "../broker.js";
 import type { HostView } from "../store/pg/hosts.js";
 import { loginsOf } from "../login/logins.js";
@@ -101,8 +102,19 @@ export function renderOverview(o: Overview): string {
 }
 
 /** The fleet part of `tether status`: each host, when it was last seen, and the sessions it serves now. */
-export function renderFleet(fleet: { readonly store: string; readonly hosts: readonly HostView[] }, now: number): string {
+export interface FleetView {
+  readonly store: string;
+  readonly hosts: readonly HostView[];
+  /** The fleet's approval rows this home refuses: no trusted operator's signature over them. */
+  readonly refused?: readonly Refusal[];
+  /** Public keys this home trusts (how many). */
+  readonly trustedKeys?: number;
+}
+
+export function renderFleet(fleet: FleetView, now: number): string {
   const lines = [`fleet: ${fleet.store}, ${fleet.hosts.length} host${fleet.hosts.length === 1 ? "" : "s"}`];
+  if (fleet.trustedKeys !== undefined) lines.push(`  this home trusts ${fleet.trustedKeys} operator key${fleet.trustedKeys === 1 ? "" : "s"}${fleet.trustedKeys === 0 ? ": every approval from the fleet is refused (tether key trust <key>)" : ""}`);
+  for (const r of fleet.refused ?? []) lines.push(`  refused: approval #${r.id} of '${r.extension}': ${r.why} (docs/fleet.md#the-trust-model)`);
   const width = Math.max(0, ...fleet.hosts.map((h) => h.name.length));
   for (const h of fleet.hosts) {
     const seen = h.seenAt === 0 ? "never recorded" : `seen ${Math.max(0, Math.round((now - h.seenAt) / 1000))} s ago`;

@@ -105,7 +105,12 @@ export class FileSecrets implements SecretSource {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       if (!create) return false;
-      mkdirSync(this.dir, { mode: 0o700 });
+      try {
+        mkdirSync(this.dir, { mode: 0o700 });
+      } catch (made) {
+        // Another process (a second `tether secret set`) made it meanwhile: it is checked below like any folder found.
+        if ((made as NodeJS.ErrnoException).code !== "EEXIST") throw made;
+      }
       st = lstatSync(this.dir);
     }
     if (!st.isDirectory()) throw new SecretStoreError(`${this.dir} is not a folder (a link is not followed); remove it and set the secrets again`);

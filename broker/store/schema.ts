@@ -38,6 +38,10 @@ export const approvals = sqliteTable(
     revokedBy: text("revoked_by"),
     /** JSON: requested egress rules this approval left out (`--only`); a later approval keeps them out unless told `--all`. */
     withheldNet: text("withheld_net").notNull().default("[]"),
+    /** A fleet's approval: an operator key's signature over it (`<key id>:<base64url>`; fleet-trust/signed-approvals.ts); null on a single broker. */
+    signature: text("signature"),
+    /** A fleet's revocation: an operator key's signature over it; null while in force, or when revoked unsigned (replaced, an older broker). */
+    revocationSignature: text("revocation_signature"),
   },
   (t) => [index("approvals_extension").on(t.extension)],
 );

@@ -16,6 +16,7 @@ import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 import { until } from "../support/wait.js";
 import { ConsoleClient, TOKEN } from "../integration/support/console-client.js";
+import { provisionOperatorKey } from "../support/operator-key.js";
 
 const serverUrl = process.env.TETHER_TEST_POSTGRES_URL ?? "";
 const WORKER = join(REPO, "tests/integration/fixtures/bus/worker");
@@ -27,6 +28,7 @@ let server: ServeServer | null = null;
 async function host(name: string): Promise<{ broker: Broker; member: FleetMember }> {
   const home = mkdtempSync(join(tmpdir(), `tether-console-fleet-${name}-`));
   homes.push(home);
+  provisionOperatorKey(home);
   const broker = Broker.open({ ...envOptions(), home, log: silentLogger, extensionLogs: false });
   const member = await FleetMember.join(broker, { url, host: name, pollMs: 200 });
   opened.push({ broker, member });

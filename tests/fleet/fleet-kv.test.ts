@@ -21,6 +21,7 @@ import { freshDatabase } from "../support/pg-database.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 import { until } from "../support/wait.js";
+import { provisionOperatorKey } from "../support/operator-key.js";
 
 const KEEPER = join(REPO, "tests/integration/fixtures/keeper");
 let url: string;
@@ -44,6 +45,7 @@ afterEach(async () => {
 async function host(name: string, options: { listen?: boolean } = {}): Promise<{ broker: Broker; member: FleetMember }> {
   const home = mkdtempSync(join(tmpdir(), `tether-fleet-kv-${name}-`));
   homes.push(home);
+  provisionOperatorKey(home);
   const broker = Broker.open({ ...envOptions(), home, log: createLogger({ level: "error" }), extensionLogs: false });
   const member = await FleetMember.join(broker, { url, host: name, pollMs: 200, ...options });
   hosts.push({ broker, member });

@@ -18,6 +18,7 @@ import { createLogger, type Logger } from "../../broker/base/log.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 import { until } from "../support/wait.js";
+import { provisionOperatorKey } from "../support/operator-key.js";
 
 const serverUrl = process.env.TETHER_TEST_POSTGRES_URL ?? "";
 const WORKER = join(REPO, "tests/integration/fixtures/bus/worker");
@@ -51,6 +52,7 @@ async function host(name: string, options: { listen?: boolean } = {}): Promise<H
   homes.push(home);
   const warnings: string[] = [];
   const log: Logger = createLogger({ level: "warn", sink: (_level, message, fields) => void warnings.push(`${message} ${JSON.stringify(fields)}`) });
+  provisionOperatorKey(home);
   const broker = Broker.open({ ...envOptions(), home, log, extensionLogs: false });
   const member = await FleetMember.join(broker, { url, host: name, pollMs: 200, ...options });
   opened.push({ broker, member });

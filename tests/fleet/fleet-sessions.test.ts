@@ -18,6 +18,7 @@ import { Preferences } from "../../broker/sessions/preferences.js";
 import { SessionRecords } from "../../broker/sessions/session-records.js";
 import { FoldsRepository } from "../../broker/store/folds-repository.js";
 import { envOptions } from "../support/env-options.js";
+import { provisionOperatorKey } from "../support/operator-key.js";
 
 const serverUrl = process.env.TETHER_TEST_POSTGRES_URL ?? "";
 let url: string;
@@ -41,6 +42,7 @@ async function freshDatabase(name: string): Promise<string> {
 async function host(name: string): Promise<{ broker: Broker; member: FleetMember; workspace: string }> {
   const home = mkdtempSync(join(tmpdir(), `tether-fleet-${name}-`));
   homes.push(home);
+  provisionOperatorKey(home);
   const broker = Broker.open({ ...envOptions(), home, log: silentLogger, extensionLogs: false });
   const member = await FleetMember.join(broker, { url, host: name, pollMs: 200 });
   opened.push({ broker, member });

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { WebSocket } from "ws";
 import { REPO } from "./satellites.js";
 import { until } from "./wait.js";
+import { provisionOperatorKey } from "./operator-key.js";
 
 const BIN = join(REPO, "bin", "tether.js");
 
@@ -23,7 +24,8 @@ export interface Ran {
 /** A fleet host's environment: its home, the store, its name, its operator (`op-<host>`). */
 export const fleetEnv = (store: string, host: string, dir: string): NodeJS.ProcessEnv => ({
   ...process.env,
-  TETHER_HOME: dir,
+  // Every home of the test's fleet signs with, and trusts, one operator key.
+  TETHER_HOME: provisionOperatorKey(dir),
   TETHER_STORE: store,
   TETHER_FLEET_HOST: host,
   TETHER_OPERATOR: `op-${host}`,

@@ -21,7 +21,7 @@ test("an unknown key in [net] is named, with the keys [net] takes", () => {
 });
 
 test("an unknown table is named, with the tables the file has", () => {
-  expect(problem("[sattelites]\nmax_concurrency = 2\n")).toBe("policy.toml: [sattelites]: unknown table; policy.toml has [net] and [satellites]");
+  expect(problem("[sattelites]\nmax_concurrency = 2\n")).toBe("policy.toml: [sattelites]: unknown table; policy.toml has [net], [satellites], [fleet]");
 });
 
 test("every problem is listed, each with its key; a TOML error gives line and column", () => {

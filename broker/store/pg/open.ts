@@ -1,3 +1,24 @@
+/** How long closing waits for clients still checked out (a query stranded by a partition) before it lets them go. */
+const CLOSE_MS = 3_000;
+
+/** Ends the pool; one whose checked-out clients do not come back in time is left to the process's exit. */
+function endWithin(pool: pg.Pool, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    pool.end().then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+    );
+  });
+}
+
 /**
  * Opens the fleet's shared store: a PostgreSQL database (docs/fleet.md),
  * its migrations from drizzle-pg/ applied at open under an advisory lock, so
@@ -54,6 +75,9 @@ export const isPgUrl = (url: string): boolean => /^postgres(?:ql)?:\/\//.test(ur
 export async function openPgStore(url: string, options: { connectTimeoutMs?: number } = {}): Promise<PgStore> {
   const pool = new pg.Pool({ connectionString: url, max: 8, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000 });
   pool.on("error", () => {}); // an idle client's failure is seen by the next query
+  // A checked-out client's lost connection (a partition mid-transaction) is also emitted as an event: the
+  // failing query reports it to its caller; unheard, the event would end the process.
+  pool.on("connect", (client) => void client.on("error", () => {}));
   try {
     const client = await pool.connect();
     try {
@@ -81,7 +105,7 @@ export async function openPgStore(url: string, options: { connectTimeoutMs?: num
     await pool.end();
     throw err;
   }
-  return { pool, orm: drizzle(pool, { schema }), shown: shownUrl(url), close: () => pool.end() };
+  return { pool, orm: drizzle(pool, { schema }), shown: shownUrl(url), close: () => endWithin(pool, CLOSE_MS) };
 }
 
 /**

@@ -10,13 +10,17 @@ import type { PgStore } from "./open.js";
 import { REGISTRY_CHANNEL, registryVersion } from "./registry-mirror.js";
 
 export interface RegistryListenerOptions {
-  /** How often the version is polled (default 1000 ms). */
+  /** How often the version is polled (default 500 ms: a change is found within 1 s even when no notification comes). */
   readonly pollMs?: number;
   /** The version the caller's copy is at (changes after it are reported). */
   readonly version: () => number;
   /** Whether to LISTEN (default true); false polls only (a pooler in transaction mode, such as PgBouncer's, does not carry LISTEN). */
   readonly push?: boolean;
   readonly onError?: (message: string) => void;
+  /** The store answered a poll: the host has heard the fleet (fleet staleness counts from the last one). */
+  readonly onHeard?: () => void;
+  /** The store did not answer a poll. */
+  readonly onMissed?: (err: Error) => void;
 }
 
 export interface RegistryListener {
@@ -76,11 +80,12 @@ export function listenRegistry(url: string, fleet: PgStore, onChange: () => void
   const poll = setInterval(() => {
     registryVersion(fleet).then(
       (version) => {
+        options.onHeard?.();
         if (version !== options.version()) onChange();
       },
-      () => {}, // the store is down: the next pull says so
+      (err: Error) => options.onMissed?.(err),
     );
-  }, options.pollMs ?? 1000);
+  }, options.pollMs ?? 500);
   poll.unref();
 
   if (options.push !== false) void connect();

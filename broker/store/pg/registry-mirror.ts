@@ -20,6 +20,9 @@ import type { Store } from "../open.js";
 import * as lite from "../schema.js";
 import type { PgStore } from "./open.js";
 import * as fleetSchema from "./schema.js";
+import type { SigningKey, TrustedKey } from "../../fleet-trust/operator-keys.js";
+import { judgeApprovals, type Refusal } from "../../fleet-trust/judge-approvals.js";
+import { signApproval, signRevocation } from "../../fleet-trust/signed-approvals.js";
 
 /** The channel every broker of the fleet listens on for registry changes. */
 export const REGISTRY_CHANNEL = "tether_registry";
@@ -44,7 +47,14 @@ export interface PullResult {
   readonly changed: boolean;
   /** Installs left out here, each with why (an artifact missing from the fleet, or not matching its hash). */
   readonly problems: readonly string[];
+  /** Approval rows refused here: no trusted operator's signature over exactly their facts. */
+  readonly refused: readonly Refusal[];
+  /** Revocations this host knows that the fleet lacks (made here while it could not be reached): to publish. */
+  readonly unpublished: number;
 }
+
+/** A signed approval needs a key: why a publish without one is refused. */
+export class UnsignedApprovalError extends Error {}
 
 const installKey = (r: Pick<InstallRow, "manifestHash" | "artifactHash" | "updatedAt">): string => `${r.manifestHash}:${r.artifactHash}:${r.updatedAt}`;
 const sha256 = (bytes: Buffer): string => createHash("sha256").update(bytes).digest("hex");
@@ -57,12 +67,22 @@ export async function registryVersion(fleet: PgStore): Promise<number> {
   return Number(r.rows[0]?.version ?? 0);
 }
 
-/** Makes the host's installs and approvals equal to the fleet's. */
-export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: string): Promise<PullResult> {
+/** Every approval row of the fleet as stored (tether doctor --store judges them). */
+export async function approvalsOfFleet(fleet: PgStore): Promise<ApprovalRow[]> {
+  return (await fleet.pool.query("SELECT * FROM approvals ORDER BY id")).rows.map(approvalOf);
+}
+
+/**
+ * Makes the host's installs and approvals equal to the fleet's — the approvals
+ * a trusted operator key signed (fleet-trust/judge-approvals.ts), with the
+ * revocations this host knows — and writes the artifacts those approvals name.
+ */
+export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: string, keys: readonly TrustedKey[]): Promise<PullResult> {
   const client = await fleet.pool.connect();
   let version: number;
   let installs: InstallRow[];
   let approvals: ApprovalRow[];
+  let judged: ReturnType<typeof judgeApprovals<ApprovalRow>>;
   const blobs = new Map<string, Buffer>();
   const records: Array<{ artifact: typeof lite.artifacts.$inferInsert; contents: Array<{ sha256: string; content: Buffer }> }> = [];
   const problems: string[] = [];
@@ -71,8 +91,12 @@ export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: s
     await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     version = Number((await client.query<{ version: string }>("SELECT version FROM fleet_versions WHERE name = $1", [REGISTRY_VERSION])).rows[0]?.version ?? 0);
     installs = (await client.query("SELECT * FROM installs ORDER BY name")).rows.map(installOf);
-    approvals = (await client.query("SELECT * FROM approvals ORDER BY id")).rows.map(approvalOf);
+    judged = judgeApprovals((await client.query("SELECT * FROM approvals ORDER BY id")).rows.map(approvalOf), keys, local.orm.select().from(lite.approvals).all());
+    approvals = judged.rows;
+    // Bytes are written only for an artifact an accepted approval in force names: a row a database writer made runs nowhere.
+    const named = new Set(approvals.filter((a) => a.revokedAt === null).map((a) => `${a.extension}\u0000${a.artifactHash}`));
     for (const row of installs) {
+      if (!named.has(`${row.name}\u0000${row.artifactHash}`)) continue;
       const path = artifactFile(artifactsDir, row.name, row.artifactHash);
       if (existsSync(path) && sha256(readFileSync(path)) === row.artifactHash) continue;
       const blob = await client.query<{ content: Buffer }>("SELECT content FROM artifact_blobs WHERE extension = $1 AND artifact_hash = $2", [row.name, row.artifactHash]);
@@ -123,15 +147,23 @@ export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: s
     },
     { behavior: "immediate" },
   );
-  return { snapshot: snapshotOf(version, kept, approvals), changed, problems };
+  // The snapshot is the fleet's own state: a revocation it lacks shows as a change to publish.
+  const fleetRevoked = new Map(judged.unpublished.map((r) => [r.id, null]));
+  return { snapshot: snapshotOf(version, kept, approvals, fleetRevoked), changed, problems, refused: judged.refused, unpublished: judged.unpublished.length };
 }
 
-/** Sends the fleet what changed in the host's copy since `since` was pulled; false when nothing had. */
-export async function publishRegistry(fleet: PgStore, local: Store, since: RegistrySnapshot): Promise<boolean> {
+/**
+ * Sends the fleet what changed in the host's copy since `since` was pulled;
+ * false when nothing had. Approvals are signed with `signer` (none: refused,
+ * `UnsignedApprovalError`), revocations too when there is one; the signatures
+ * are kept in the host's copy as well.
+ */
+export async function publishRegistry(fleet: PgStore, local: Store, since: RegistrySnapshot, signer: SigningKey | null): Promise<boolean> {
   const installs = local.orm.select().from(lite.installs).all();
-  const approvals = local.orm.select().from(lite.approvals).orderBy(lite.approvals.id).all();
+  const unsigned = local.orm.select().from(lite.approvals).orderBy(lite.approvals.id).all();
   const made = installs.filter((r) => since.installs.get(r.name) !== installKey(r));
   const removed = [...since.installs.keys()].filter((name) => !installs.some((r) => r.name === name));
+  const approvals = signed(local, unsigned, since, signer);
   const approved = approvals.filter((r) => !since.approvals.has(r.id));
   const revoked = approvals.filter((r) => since.approvals.has(r.id) && since.approvals.get(r.id) === null && r.revokedAt !== null);
   if (made.length + removed.length + approved.length + revoked.length === 0) return false;
@@ -154,7 +186,10 @@ export async function publishRegistry(fleet: PgStore, local: Store, since: Regis
       await tx.delete(fleetSchema.installs).where(eq(fleetSchema.installs.name, name));
     }
     for (const row of revoked) {
-      await tx.update(fleetSchema.approvals).set({ revokedAt: row.revokedAt, revokedBy: row.revokedBy }).where(and(eq(fleetSchema.approvals.id, row.id), isNull(fleetSchema.approvals.revokedAt)));
+      await tx
+        .update(fleetSchema.approvals)
+        .set({ revokedAt: row.revokedAt, revokedBy: row.revokedBy, revocationSignature: row.revocationSignature })
+        .where(and(eq(fleetSchema.approvals.id, row.id), isNull(fleetSchema.approvals.revokedAt)));
     }
     for (const row of approved) {
       // One approval in force per extension, whichever host approves: approvals of one extension queue here.
@@ -173,17 +208,37 @@ export async function publishRegistry(fleet: PgStore, local: Store, since: Regis
   return true;
 }
 
+/** The host's approval rows with a signature on each new approval and new revocation (written back to the copy). */
+function signed(local: Store, rows: readonly ApprovalRow[], since: RegistrySnapshot, signer: SigningKey | null): ApprovalRow[] {
+  return rows.map((row) => {
+    const isNew = !since.approvals.has(row.id);
+    const newlyRevoked = !isNew && since.approvals.get(row.id) === null && row.revokedAt !== null;
+    let out = row;
+    if (isNew && row.signature === null) {
+      if (signer === null) {
+        throw new UnsignedApprovalError(
+          `Approvals in a fleet are signed, and this home has no operator key: run tether key create (then tether key trust <its key> on every host; docs/fleet.md#operator-keys). '${row.extension}' was approved on this host only`,
+        );
+      }
+      out = { ...out, signature: signApproval(signer, row) };
+    }
+    if (newlyRevoked && row.revocationSignature === null && signer !== null) out = { ...out, revocationSignature: signRevocation(signer, row, row) };
+    if (out !== row) local.orm.update(lite.approvals).set({ signature: out.signature, revocationSignature: out.revocationSignature }).where(eq(lite.approvals.id, row.id)).run();
+    return out;
+  });
+}
+
 /** The contents a record names: its source files and the manifest's text. */
 function recordedHashes(sources: string, manifestHash: string): string[] {
   const entries = JSON.parse(sources) as Array<{ sha256: string }>;
   return [...new Set([...entries.map((e) => e.sha256), manifestHash])];
 }
 
-function snapshotOf(version: number, installs: readonly InstallRow[], approvals: readonly ApprovalRow[]): RegistrySnapshot {
+function snapshotOf(version: number, installs: readonly InstallRow[], approvals: readonly ApprovalRow[], overrides: ReadonlyMap<number, null> = new Map()): RegistrySnapshot {
   return {
     version,
     installs: new Map(installs.map((r) => [r.name, installKey(r)])),
-    approvals: new Map(approvals.map((r) => [r.id, r.revokedAt])),
+    approvals: new Map(approvals.map((r) => [r.id, overrides.has(r.id) ? null : r.revokedAt])),
   };
 }
 
@@ -218,5 +273,30 @@ function approvalOf(r: Raw): ApprovalRow {
     revokedAt: numOrNull(r.revoked_at),
     revokedBy: r.revoked_by === null || r.revoked_by === undefined ? null : String(r.revoked_by),
     withheldNet: String(r.withheld_net),
+    signature: r.signature === null || r.signature === undefined ? null : String(r.signature),
+    revocationSignature: r.revocation_signature === null || r.revocation_signature === undefined ? null : String(r.revocation_signature),
   };
+}
+
+/**
+ * Signs again with `signer` every approval in force that a key in `keys`
+ * signed (a key rotation: hosts may then stop trusting the old key). Returns
+ * how many it signed; tells every broker with NOTIFY when any.
+ */
+export async function resignApprovals(fleet: PgStore, keys: readonly TrustedKey[], signer: SigningKey): Promise<number> {
+  const { approvalSigner } = await import("../../fleet-trust/signed-approvals.js");
+  return fleet.orm.transaction(async (tx) => {
+    const rows = (await tx.execute(sql`SELECT * FROM approvals WHERE revoked_at IS NULL ORDER BY id FOR UPDATE`)).rows.map((r) => approvalOf(r as Raw));
+    let signedCount = 0;
+    for (const row of rows) {
+      if (approvalSigner(keys, row, row.signature) === null) continue;
+      await tx.update(fleetSchema.approvals).set({ signature: signApproval(signer, row) }).where(eq(fleetSchema.approvals.id, row.id));
+      signedCount++;
+    }
+    if (signedCount > 0) {
+      await tx.execute(sql`INSERT INTO fleet_versions (name, version) VALUES (${REGISTRY_VERSION}, 1) ON CONFLICT (name) DO UPDATE SET version = fleet_versions.version + 1`);
+      await tx.execute(sql`SELECT pg_notify(${REGISTRY_CHANNEL}, '')`);
+    }
+    return signedCount;
+  });
 }

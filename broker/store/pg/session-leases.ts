@@ -45,6 +45,8 @@ export class SessionLeases {
   readonly #onLost: (sessionId: string) => void;
   /** The sessions this broker holds: the heartbeat renews these, not every row naming the host (a previous run's). */
   readonly #held = new Set<string>();
+  /** Per held session: until when (this process's monotonic clock) its lease is known to be this host's. */
+  readonly #confirmedUntil = new Map<string, number>();
   #timer: NodeJS.Timeout | null = null;
   #failing = false;
 
@@ -61,11 +63,31 @@ export class SessionLeases {
     return this.#held;
   }
 
+  /** The holder this broker writes as (`<host>/<pid>`): what fences its writes. */
+  get holder(): string {
+    return this.#host;
+  }
+
+  /**
+   * Whether this host may serve the session now: it holds the lease and its
+   * last renewal, counted from before it was sent, is younger than the lease
+   * less a tenth. A host frozen past its lease (SIGSTOP, a paused VM) serves
+   * nothing when it wakes until a renewal answers — and that one finds it lost.
+   */
+  confirmed(sessionId: string): boolean {
+    return this.#held.has(sessionId) && performance.now() < (this.#confirmedUntil.get(sessionId) ?? 0);
+  }
+
+  #confirm(sessionId: string, sentAt: number): void {
+    this.#confirmedUntil.set(sessionId, sentAt + this.#ttlMs * 0.9);
+  }
+
   /**
    * Takes the session's lease when it is free, expired, or already this
    * host's; otherwise throws session_in_use naming the holder and until when.
    */
   async acquire(sessionId: string): Promise<void> {
+    const sentAt = performance.now();
     const client = await this.#fleet.pool.connect();
     // A checked-out client's lost connection is also emitted as an event; the failing query already reports it.
     const ignore = (): void => {};
@@ -112,6 +134,7 @@ export class SessionLeases {
       }
       await client.query("COMMIT");
       this.#held.add(sessionId);
+      this.#confirm(sessionId, sentAt);
       this.#startHeartbeat();
     } catch (err) {
       if (!(err instanceof TetherError)) {
@@ -128,6 +151,7 @@ export class SessionLeases {
   /** Gives the session's lease up (when this host holds it). */
   async release(sessionId: string): Promise<void> {
     this.#held.delete(sessionId);
+    this.#confirmedUntil.delete(sessionId);
     if (this.#held.size === 0) this.#stopHeartbeat();
     await this.#fleet.pool.query("DELETE FROM session_leases WHERE session_id = $1 AND host = $2", [sessionId, this.#host]);
   }
@@ -136,6 +160,7 @@ export class SessionLeases {
   async heartbeat(): Promise<void> {
     if (this.#held.size === 0) return;
     const sessions = [...this.#held];
+    const sentAt = performance.now();
     const { rows } = await this.#fleet.pool.query<{ session_id: string }>(
       `UPDATE session_leases SET expires_at = ${NOW} + $3 WHERE host = $1 AND session_id = ANY($2::text[]) RETURNING session_id`,
       [this.#host, sessions, this.#ttlMs],
@@ -143,8 +168,10 @@ export class SessionLeases {
     const renewed = new Set(rows.map((r) => r.session_id));
     for (const s of sessions) {
       // Released while the update ran: not lost.
+      if (renewed.has(s) && this.#held.has(s)) this.#confirm(s, sentAt);
       if (renewed.has(s) || !this.#held.has(s)) continue;
       this.#held.delete(s);
+      this.#confirmedUntil.delete(s);
       this.#onLost(s);
     }
   }
@@ -165,11 +192,18 @@ export class SessionLeases {
     return result.rowCount ?? 0;
   }
 
+  /** Who holds the session's lease now, as a message names it (null: nobody). */
+  async shownHolder(sessionId: string): Promise<string | null> {
+    const { rows } = await this.#fleet.pool.query<{ host: string }>("SELECT host FROM session_leases WHERE session_id = $1", [sessionId]);
+    return rows[0] === undefined ? null : shownHolder(rows[0].host);
+  }
+
   /** Stops the heartbeat and releases every lease this host holds. */
   async close(): Promise<void> {
     this.#stopHeartbeat();
     const sessions = [...this.#held];
     this.#held.clear();
+    this.#confirmedUntil.clear();
     if (sessions.length > 0) await this.#fleet.pool.query("DELETE FROM session_leases WHERE host = $1 AND session_id = ANY($2::text[])", [this.#host, sessions]);
   }
 

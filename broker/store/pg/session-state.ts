@@ -14,7 +14,7 @@
  * store numbers the folds it holds (their order is by compaction and range).
  */
 import { createHash } from "node:crypto";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { Store } from "../open.js";
 import * as lite from "../schema.js";
 import type { PgStore } from "./open.js";
@@ -54,8 +54,14 @@ export function sessionDigest(rows: LiteRows): string {
 }
 
 /** Replaces the fleet's rows of session `id` with `rows` (read from the holder's store). */
-export async function shipSession(fleet: PgStore, id: string, rows: LiteRows): Promise<void> {
+/** A write of a session's state by a host that no longer holds its lease: refused by the database. */
+export class LeaseLostError extends Error {}
+
+export async function shipSession(fleet: PgStore, id: string, rows: LiteRows, holder: string): Promise<void> {
   await fleet.orm.transaction(async (tx) => {
+    // Fenced: only the lease's holder writes the session's state (a host that lost it, frozen past its lease, writes nothing).
+    const held = await tx.execute(sql`SELECT 1 FROM session_leases WHERE session_id = ${id} AND host = ${holder} FOR SHARE`);
+    if (held.rows.length === 0) throw new LeaseLostError(`session ${id}: this host no longer holds its lease; its state was not shipped`);
     await tx.delete(fleetSchema.sessions).where(eq(fleetSchema.sessions.id, id));
     await tx.delete(fleetSchema.preferences).where(eq(fleetSchema.preferences.scope, id));
     await tx.delete(fleetSchema.folds).where(eq(fleetSchema.folds.sessionId, id));

@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { openPgStore, pgMigrationsFolder, shownUrl } from "./open.js";
 import { recordHost } from "./hosts.js";
 import { ROLES_DOC } from "./rights.js";
+import type { TrustedKey } from "../../fleet-trust/operator-keys.js";
+import { judgeApprovals } from "../../fleet-trust/judge-approvals.js";
 
 export interface StoreCheck {
   readonly ok: boolean;
@@ -25,7 +27,8 @@ export interface StoreCheck {
 /** Clocks further apart than this are a failure. */
 export const MAX_SKEW_MS = 1000;
 
-export async function checkPgStore(url: string, host: string, version: string): Promise<StoreCheck> {
+/** `keys`: the public keys this home trusts; every approval row they did not sign is named as refused here. */
+export async function checkPgStore(url: string, host: string, version: string, keys: readonly TrustedKey[] = []): Promise<StoreCheck> {
   const shown = shownUrl(url);
   let store;
   try {
@@ -47,6 +50,11 @@ export async function checkPgStore(url: string, host: string, version: string): 
     if (applied !== shipped) problems.push(`${applied} of ${shipped} migrations applied (an older broker? upgrade every host)`);
     if (Math.abs(skewMs) > MAX_SKEW_MS) problems.push(`this host's clock is ${skewMs} ms from the server's: run NTP (chrony, systemd-timesyncd)`);
     if (fleetSkewMs > MAX_SKEW_MS) problems.push(`two hosts' clocks are ${fleetSkewMs} ms apart: run NTP on every host`);
+    const { approvalsOfFleet } = await import("./registry-mirror.js");
+    const rows = await approvalsOfFleet(store);
+    const { refused } = judgeApprovals(rows, keys, []);
+    if (keys.length === 0 && rows.length > 0) problems.push("this home trusts no operator key, so it serves no approval of the fleet: tether key trust <key> (docs/fleet.md#operator-keys)");
+    else for (const r of refused) problems.push(`approval #${r.id} of '${r.extension}' is refused here: ${r.why} (docs/fleet.md#the-trust-model)`);
     const detail = `${shown}: PostgreSQL ${server}, ${applied} of ${shipped} migrations applied, this host (${host}) ${skewMs >= 0 ? "+" : ""}${skewMs} ms from the server, ${range.n} host(s) within ${fleetSkewMs} ms of each other${problems.length > 0 ? `; ${problems.join("; ")}` : ""}`;
     return { ok: problems.length === 0, detail, server, migrations: applied, skewMs, fleetSkewMs };
   } finally {
