@@ -51,7 +51,13 @@ export function syncApprovals(registry: Registry, scopes: Iterable<SessionScope>
       if (current === null) {
         log.warn("approval revoked or the install changed; stopping the extension's satellite", { extension: name });
         scope.live.delete(name);
-        void live.slot.destroy("was stopped: its approval was revoked or the install changed");
+        // Its open call ends with the revocation's code and who made it, not as a crash.
+        const latest = registry.latestApproval(name);
+        const why =
+          latest !== null && latest.id === live.approval.id && latest.revokedAt !== null
+            ? `was stopped: its approval was revoked${latest.revokedBy !== null ? ` by ${latest.revokedBy}` : ""}`
+            : "was stopped: its install or approval changed since it started";
+        void live.slot.destroy(why, BrokerCode.notApproved);
       } else if (current.id !== live.approval.id) {
         // Re-approved for the same artifact: capability calls read the grants at dispatch anyway.
         scope.live.set(name, { ...live, approval: current });

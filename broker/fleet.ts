@@ -218,6 +218,11 @@ export class FleetMember implements SessionFleet {
     return published;
   }
 
+  /** Ends a dead host's leases now (`tether session release --host`); the sessions released. */
+  releaseHost(host: string): Promise<string[]> {
+    return this.#leases.expireHost(host);
+  }
+
   /** A key rotation: the fleet's approvals in force that a key this host trusts signed are signed again with this home's key. */
   async resign(): Promise<number> {
     const signer = signingKey(this.#broker.home);

@@ -177,11 +177,20 @@ export const COMMANDS: readonly Command[] = [
       },
       { usage: "session reset <name> --session <id>", summary: ["Remove a session's override: the global default applies again"] },
       { usage: "session folds <id>", summary: ["What compaction strategies folded in a session, by compaction"] },
+      { usage: "session release --host <name>", summary: ["A fleet's host is dead: end its sessions' leases now (they open", "elsewhere at once; its running calls are marked lost)"] },
     ],
     help: "status opens the session in this process (real boots, default id: default) and prints each extension's state and why, then the context its loaders and preparations composed; enable, disable and reset write the saved preferences; folds reads the store.",
-    options: [["session", "The session (status: default 'default'; else without it: the global default)"], "workspace", "json"],
+    options: [["session", "The session (status: default 'default'; else without it: the global default)"], "workspace", "host", "json"],
     doc: `${OPERATORS}#sessions`,
     run: async (ctx) => {
+      if (ctx.args[0] === "release") {
+        const { releaseHost } = await import("./session-release.js");
+        return ctx.withBroker(async (broker) => {
+          const shown = await releaseHost(broker, ctx.args.slice(1), ctx.values.host as string | undefined);
+          ctx.out(shown.value, shown.text);
+          return EXIT.ok;
+        });
+      }
       const sessionCli = await import("./session.js");
       const parsed = sessionCli.parseSessionArgs(ctx.args, ctx.values as Parameters<typeof sessionCli.parseSessionArgs>[1]);
       if (typeof parsed === "string") throw new UsageError(parsed);

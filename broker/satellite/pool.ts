@@ -157,10 +157,10 @@ export class SatellitePool {
   }
 
   /** Aborts now: queued calls fail `closed`, open ones fail, every process is killed. Safe twice. */
-  async destroy(reason = "was destroyed"): Promise<void> {
+  async destroy(reason = "was destroyed", code: BrokerCode = BrokerCode.closed): Promise<void> {
     this.#closed = true;
     for (const waiter of this.#waiting.splice(0)) waiter.grant(failure(BrokerCode.closed, `The satellite of '${this.name}' ${reason}`));
-    await Promise.all(this.#slots.map((slot) => slot.destroy(reason)));
+    await Promise.all(this.#slots.map((slot) => slot.destroy(reason, code)));
     for (const done of this.#drained.splice(0)) done();
   }
 }

@@ -273,13 +273,13 @@ export class SatelliteSlot {
    * broker stopped the satellite — a revocation, its session destroyed — the
    * extension did not crash), and the process is killed. Safe to call twice.
    */
-  async destroy(reason = "was destroyed"): Promise<void> {
+  async destroy(reason = "was destroyed", code: BrokerCode = BrokerCode.closed): Promise<void> {
     this.#closed = true;
     this.#destroyed = true;
     this.#clearIdle();
     const open = this.#current;
-    if (open !== null) open.resolve(failure(BrokerCode.closed, `The satellite of '${this.name}' ${reason} during '${open.req.name}'`));
-    for (const job of this.#queue.splice(0)) job.resolve(failure(BrokerCode.closed, `The satellite of '${this.name}' ${reason}`));
+    if (open !== null) open.resolve(failure(code, `The satellite of '${this.name}' ${reason} during '${open.req.name}'`));
+    for (const job of this.#queue.splice(0)) job.resolve(failure(code, `The satellite of '${this.name}' ${reason}`));
     const process = this.#process;
     this.#process = null;
     await process?.destroy(reason);

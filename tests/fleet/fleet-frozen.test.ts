@@ -86,3 +86,25 @@ test("frozen past its lease, then continued after a takeover: the old host serve
     clientB.close();
   }
 }, 120_000);
+
+test("tether session release --host: a dead host's sessions open elsewhere at once, not after the lease", async () => {
+  const a = home("a2");
+  const b = home("b2");
+  expect((await runTether(url, "dead", a, "approve", "worker", "--yes")).code).toBe(0);
+  // The default lease (15 s): without the release, the session stays in use that long.
+  const servedA = await startServe(children, url, "dead", a);
+  const clientA = await connectServe(servedA);
+  expect((await clientA.call("session.open", { id: "orphan", workspace: a })).result).toBeDefined();
+  servedA.child.kill("SIGKILL");
+  const servedB = await startServe(children, url, "alive", b);
+  const clientB = await connectServe(servedB);
+  expect((await clientB.call("session.open", { id: "orphan", workspace: b })).error.data.code).toBe("session_in_use");
+  const released = await runTether(url, "alive", b, "session", "release", "--host", "dead");
+  expect([released.code, released.stdout.trim().split("\n")[0]]).toEqual([0, "released host dead's leases of 1 session(s): orphan; they open on another host at once"]);
+  expect((await clientB.call("session.open", { id: "orphan", workspace: b })).error).toBeUndefined();
+  expect(codeOf(await clientB.call("tool.call", { session: "orphan", tool: "run", arguments: { text: "x" } }))).toBe("ok");
+  const usage = await runTether(url, "alive", b, "session", "release");
+  expect([usage.code, usage.stderr]).toEqual([2, expect.stringContaining("tether session release --host <name>")]);
+  clientA.close();
+  clientB.close();
+}, 120_000);

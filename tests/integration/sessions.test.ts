@@ -238,16 +238,16 @@ describe("calling from a harness", () => {
     await expect(doomed.callTool("run", '{"text":"x"}')).rejects.toThrow("Session 'harness-doomed' is closed");
   });
 
-  test("a revocation stops a running call: it ends closed, naming the revocation (the extension did not crash)", async () => {
+  test("a revocation stops a running call: it ends not_approved, naming who revoked it (the extension did not crash)", async () => {
     const session = await openSession("harness-revoked");
     let ticking!: () => void;
     const ticked = new Promise<void>((resolve) => (ticking = resolve));
     const pending = session.callTool("ticks", '{"n":200}', { onReport: () => ticking() });
     await ticked; // the call is running in the satellite
-    broker.registry.revoke("worker");
+    broker.registry.revoke("worker", { by: "carol" });
     void broker.approvalEpoch; // what a call or a fleet's pull reads: it applies the revocation to live satellites now
     const report = await pending;
-    expect(!report.outcome.ok && report.outcome.error).toEqual({ code: "closed", msg: "The satellite of 'worker' was stopped: its approval was revoked or the install changed during 'ticks'" });
+    expect(!report.outcome.ok && report.outcome.error).toEqual({ code: "not_approved", msg: "The satellite of 'worker' was stopped: its approval was revoked by carol during 'ticks'" });
     broker.registry.approve("worker");
     expect((await session.callTool("run", '{"text":"again"}')).outcome.ok).toBe(true);
     await session.close();

@@ -192,6 +192,20 @@ export class SessionLeases {
     return result.rowCount ?? 0;
   }
 
+  /**
+   * An operator's word that `host` is dead (`tether session release --host`):
+   * its leases expire now, so its sessions open elsewhere at once, and its
+   * calls of them still running are marked lost. Returns the sessions released.
+   */
+  async expireHost(host: string): Promise<string[]> {
+    const { rows } = await this.#fleet.pool.query<{ session_id: string }>(
+      `UPDATE session_leases SET expires_at = ${NOW} - 1 WHERE (host = $1 OR host LIKE $1 || '/%') AND expires_at >= ${NOW} - 1 RETURNING session_id`,
+      [host],
+    );
+    await this.reapExpiredHosts();
+    return rows.map((r) => r.session_id).sort();
+  }
+
   /** Who holds the session's lease now, as a message names it (null: nobody). */
   async shownHolder(sessionId: string): Promise<string | null> {
     const { rows } = await this.#fleet.pool.query<{ host: string }>("SELECT host FROM session_leases WHERE session_id = $1", [sessionId]);
