@@ -94,6 +94,7 @@ bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/db.ts
 	npx tsx bench/host-jobs.ts
 	npx tsx bench/fleet-revocation.ts
+	npx tsx bench/fleet-faults.ts
 	npx tsx bench/fleet-ledger.ts
 	npx tsx bench/egress.ts
 	npx tsx bench/hooks.ts

@@ -6,7 +6,7 @@
  * before that publish to the moment host b stops its running satellite of
  * the extension (b's log line, written as the satellite is told to stop).
  * Measured with changes pushed (LISTEN/NOTIFY) and with polling alone (every
- * 1000 ms: the fallback, and the mode behind a pooler that does not carry
+ * 500 ms, the default: the fallback, and the mode behind a pooler that does not carry
  * LISTEN). Between rounds a re-approval is published and b's satellite booted
  * again by a call.
  *
@@ -22,12 +22,13 @@ import { readEnvironment } from "../broker/cli/environment.js";
 import { startPostgres } from "../tests/support/postgres-server.js";
 import { ECHO_DIR } from "./lib/home.js";
 import { median, quantile, table } from "./lib/stats.js";
+import { provisionOperatorKey } from "../tests/support/operator-key.js";
 
 /** Whole milliseconds: the latencies are tens to hundreds of them. */
 const ms = (x: number): string => String(Math.round(x));
 
 const ROUNDS = 20;
-const POLL_MS = 1000;
+const POLL_MS = 500;
 
 async function until(test: () => boolean): Promise<void> {
   for (let waited = 0; !test(); waited += 5) {
@@ -37,7 +38,8 @@ async function until(test: () => boolean): Promise<void> {
 }
 
 async function measure(url: string, push: boolean): Promise<number[]> {
-  const homes = [mkdtempSync(join(tmpdir(), "tether-bench-fleet-a-")), mkdtempSync(join(tmpdir(), "tether-bench-fleet-b-"))];
+  // One operator key for both homes: a signs its approvals, b trusts them (docs/fleet.md#operator-keys).
+  const homes = [mkdtempSync(join(tmpdir(), "tether-bench-fleet-a-")), mkdtempSync(join(tmpdir(), "tether-bench-fleet-b-"))].map(provisionOperatorKey);
   const { home: _home, ...env } = readEnvironment(process.env);
   let stoppedAt = 0;
   const a = Broker.open({ ...env, home: homes[0]!, log: createLogger({ level: "error" }), extensionLogs: false });
