@@ -58,6 +58,8 @@ export interface SessionFleet {
   publish(): Promise<boolean>;
   /** Before every invocation of `session` here: throws a named code when this host may not serve it now (stale, or the lease is not its own). */
   admit(session: string): void;
+  /** What an operator must be told now, one line each (the console shows them on every page). */
+  alerts(): string[];
 }
 
 /** A call made through the broker itself: the session it belongs to is named, always. */

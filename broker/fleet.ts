@@ -270,6 +270,15 @@ export class FleetMember implements SessionFleet {
     return this.#refused;
   }
 
+  /** Refused approvals, staleness, revocations not yet published: one line each. */
+  alerts(): string[] {
+    const lines: string[] = [];
+    if (this.#listener !== null && this.silentMs > this.#bound()) lines.push(`This host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} s (bound ${this.#bound() / 1000} s): it refuses every call until it hears again`);
+    for (const r of this.#refused) lines.push(`Refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; it is not served here`);
+    if (this.#unpublished > 0) lines.push(`${this.#unpublished} revocation(s) made here have not reached the fleet yet; retried at every pull`);
+    return lines;
+  }
+
   /** Revocations made here that the fleet has not got yet. */
   get unpublished(): number {
     return this.#unpublished;

@@ -147,7 +147,7 @@ export class ConsoleHttp {
   #chrome(session: ConsoleSession, consume = true): Chrome {
     const flash = consume ? session.flash : null;
     if (consume) session.flash = null;
-    return { csrf: session.csrf, operator: session.operator, flash };
+    return { csrf: session.csrf, operator: session.operator, flash, alerts: this.#broker.fleet?.alerts() ?? [] };
   }
 
   #failed(err: unknown, session: ConsoleSession | null, res: ServerResponse): void {

@@ -84,3 +84,34 @@ test("approve, revoke and uninstall on one host's console reach the other host, 
   expect((await client.post("/console/ext/worker/uninstall", { confirm: "yes" })).status).toBe(303);
   await until("host b to see the uninstall", () => b.broker.registry.get("worker") === null);
 });
+
+test("an approval a database writer inserted is refused on the console's host, and every console page says so", async () => {
+  const a = await host("c1");
+  await a.broker.registry.install(WORKER);
+  await a.member.publish();
+  const before = a.member.pulls;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query(
+      "INSERT INTO approvals (extension, manifest_hash, artifact_hash, grants, approved_by) SELECT name, manifest_hash, artifact_hash, '{}', 'mallory' FROM installs WHERE name = 'worker'",
+    );
+    await admin.query("UPDATE fleet_versions SET version = version + 1 WHERE name = 'registry'; SELECT pg_notify('tether_registry', '')");
+  } finally {
+    await admin.end();
+  }
+  await until("the host to pull", () => a.member.pulls > before && a.member.refused.length > 0);
+  const console2 = new ServeServer({ broker: a.broker, token: TOKEN, log: silentLogger, say: () => {} });
+  const { url: ws } = await console2.listen({ port: 0 });
+  try {
+    const client = new ConsoleClient(ws.replace(/^ws:/, "http:"));
+    await client.login(TOKEN, "alice");
+    for (const path of ["/console/", "/console/ext/worker", "/console/audit"]) {
+      const got = await client.get(path);
+      expect([path, got.text]).toEqual([path, expect.stringMatching(/<ul id="alerts" role="alert"><li class="problem">Refused the fleet's approval #\d+ of 'worker': it carries no operator's signature; it is not served here<\/li><\/ul>/)]);
+    }
+    expect(a.broker.registry.status(a.broker.registry.get("worker")!)).toBe("pending");
+  } finally {
+    await console2.shutdown(Promise.resolve());
+  }
+});

@@ -39,6 +39,8 @@ export interface Chrome {
   readonly csrf: string | null;
   readonly operator?: string;
   readonly flash?: string | null;
+  /** What the operator must know now, on every page (a fleet's refused approvals, its staleness). */
+  readonly alerts?: readonly string[];
 }
 
 /** The hidden CSRF field every form carries. */
@@ -69,6 +71,7 @@ export function page(title: string, chrome: Chrome, body: ComponentChildren): st
           : null}
       </header>
       <main>
+        ${chrome.alerts !== undefined && chrome.alerts.length > 0 ? html`<ul id="alerts" role="alert">${chrome.alerts.map((a) => html`<li class="problem">${shown(a)}</li>`)}</ul>` : null}
         ${chrome.flash ? html`<p id="flash" role="status">${shown(chrome.flash)}</p>` : null}
         ${body}
       </main>
