@@ -12,8 +12,9 @@ import type { CapDispatcher } from "../base/capability.js";
 import { scopeFor } from "./audit-stage.js";
 import type { CallScope, CapContext, CapEnvironment } from "./context.js";
 import { DbArgs, dbAct } from "./db.js";
-import { KvGetArgs, KvListArgs, KvPutArgs, kvUsage } from "../../jail-runtime/wire/kv-args.js";
+import { KvCasArgs, KvGetArgs, KvListArgs, KvPutArgs, kvUsage } from "../../jail-runtime/wire/kv-args.js";
 import { kvDeleteAct, kvGetAct, kvListAct, kvPutAct, type KvFamily } from "./kv.js";
+import { kvCasAct } from "./kv-cas.js";
 import { LogArgs, logAct } from "./log.js";
 import { NetFetchArgs, netFetch } from "./net-fetch.js";
 import { Permits } from "./permits.js";
@@ -48,6 +49,7 @@ function kvCapabilities(family: KvFamily): Record<string, Runner> {
     [`${family}.delete`]: oneAct(KvGetArgs, kvUsage(family).delete, kvDeleteAct(family)),
     [`${family}.list`]: oneAct(KvListArgs, kvUsage(family).list, kvListAct(family)),
     [`${family}.put`]: oneAct(KvPutArgs, kvUsage(family).put, kvPutAct(family)),
+    [`${family}.cas`]: oneAct(KvCasArgs, kvUsage(family).cas, kvCasAct(family)),
   };
 }
 

@@ -4,6 +4,7 @@
  * the same, in the invocation's session only (its id is the broker's, never the
  * jail's), under the same quota. Values are JSON or bytes; the keys live in the
  * home's store, or in a fleet's shared store (`store/kv-storage.ts`).
+ * Compare-and-set, `kv.cas` and `skv.cas`, is in kv-cas.ts.
  */
 import * as v from "valibot";
 import type { KvSpace, KvValue } from "../store/kv-repository.js";
@@ -50,7 +51,7 @@ export async function kvList(kv: KvStorage, space: KvSpace, args: v.InferOutput<
 }
 
 /** The calling extension's keys: its own, or its own in the invocation's session. */
-const spaceOf = (scope: CallScope, family: KvFamily): KvSpace => ({ extension: scope.info.extension, session: family === "skv" ? scope.ctx.sessionId : null });
+export const spaceOf = (scope: CallScope, family: KvFamily): KvSpace => ({ extension: scope.info.extension, session: family === "skv" ? scope.ctx.sessionId : null });
 
 /**
  * `get`, `delete`, `list`: nothing to judge beyond the token (each extension

@@ -6,7 +6,7 @@
  * length, over both tables: an extension's storage has one bound, however
  * many sessions it keeps state in.
  */
-import type { Statement } from "better-sqlite3";
+import type { Statement, Transaction } from "better-sqlite3";
 import type { Store } from "./open.js";
 
 export type KvEncoding = "json" | "bytes";
@@ -24,6 +24,18 @@ export interface KvSpace {
 
 /** What `put` did: written, or refused because the extension's bytes would exceed the quota. */
 export type KvPutOutcome = { readonly written: true } | { readonly written: false; readonly after: number };
+
+/** What `cas` did: swapped; left alone because the key held something else (`current`); or refused by the quota. */
+export type KvCasOutcome =
+  | { readonly result: "swapped" }
+  | { readonly result: "differs"; readonly current: KvValue | null }
+  | { readonly result: "quota"; readonly after: number };
+
+/** Equal values: the same encoding and the same bytes (null: no value). */
+export function sameKvValue(a: KvValue | null, b: KvValue | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.encoding === b.encoding && a.value.equals(b.value);
+}
 
 const SIZE = "length(value) + length(cast(key as blob))";
 /** An exact, case-sensitive prefix: LIKE would treat % and _ as wildcards and fold ASCII case. */
@@ -56,11 +68,13 @@ export class KvRepository {
   readonly #own: SpaceStatements;
   readonly #session: SpaceStatements;
   readonly #used: Statement<[string, string], { n: number }>;
+  readonly #cas: Transaction<(space: KvSpace, key: string, expected: KvValue | null, next: KvValue | null, quota: number) => KvCasOutcome>;
 
   constructor(store: Store) {
     this.#own = new SpaceStatements(store, "kv", "extension = ?", "extension", "extension");
     this.#session = new SpaceStatements(store, "session_kv", "extension = ? and session_id = ?", "extension, session_id", "extension, session_id");
     this.#used = store.sqlite.prepare(`select (select coalesce(sum(${SIZE}), 0) from kv where extension = ?) + (select coalesce(sum(${SIZE}), 0) from session_kv where extension = ?) as n`);
+    this.#cas = store.sqlite.transaction((space, key, expected, next, quota) => this.#casNow(space, key, expected, next, quota));
   }
 
   #in(space: KvSpace): { statements: SpaceStatements; params: string[] } {
@@ -86,6 +100,34 @@ export class KvRepository {
     if (after > quota) return { written: false, after };
     statements.put.run(...params, key, value, encoding, Date.now());
     return { written: true };
+  }
+
+  /**
+   * Writes `next` (null: deletes) only if `key` holds `expected` (null: no
+   * value), under the quota as `put` judges it. One immediate transaction: it
+   * takes the write lock before reading, so another connection to the file
+   * (another broker process on the home) cannot write between the compare
+   * and the write.
+   */
+  cas(space: KvSpace, key: string, expected: KvValue | null, next: KvValue | null, quota: number): KvCasOutcome {
+    return this.#cas.immediate(space, key, expected, next, quota);
+  }
+
+  #casNow(space: KvSpace, key: string, expected: KvValue | null, next: KvValue | null, quota: number): KvCasOutcome {
+    const { statements, params } = this.#in(space);
+    const current = statements.get.get(...params, key) ?? null;
+    if (!sameKvValue(current, expected)) return { result: "differs", current };
+    if (next === null) {
+      // Deleting only shrinks: no quota to judge.
+      if (current !== null) statements.delete.run(...params, key);
+      return { result: "swapped" };
+    }
+    const keyBytes = Buffer.byteLength(key);
+    const old = current === null ? 0 : current.value.length + keyBytes;
+    const after = this.used(space.extension) - old + next.value.length + keyBytes;
+    if (after > quota) return { result: "quota", after };
+    statements.put.run(...params, key, next.value, next.encoding, Date.now());
+    return { result: "swapped" };
   }
 
   /** Whether there was a value to delete. */

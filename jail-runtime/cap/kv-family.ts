@@ -9,10 +9,14 @@ import { jsonParse } from "./intrinsics.js";
 
 type Stored = { json?: string; bytes?: Uint8Array } | null;
 
+/** What a cas answers: it swapped, or the key held `current` (null: no value) and nothing changed. */
+export type CasResult = { ok: true } | { ok: false; current: string | null };
+
 export interface KvCalls {
   get(key: string): Promise<unknown>;
   getBytes(key: string): Promise<Uint8Array | null>;
   put(key: string, value: unknown): Promise<void>;
+  cas(key: string, expected: string | null, value: string | null): Promise<CasResult>;
   del(key: string): Promise<boolean>;
   list(prefix?: string, limit?: number): Promise<string[]>;
 }
@@ -31,6 +35,11 @@ export function kvCalls(family: "kv" | "skv"): KvCalls {
     async put(key, value) {
       if (value instanceof Uint8Array) await callCap(`${family}.put`, { key, bytes: toBase64(value) });
       else await callCap(`${family}.put`, { key, json: value });
+    },
+    async cas(key, expected, value) {
+      // An undefined expected or value is dropped from the JSON and refused by the broker (bad_arguments): never read as null.
+      const answer = (await callCap(`${family}.cas`, { key, expected, value })) as CasResult;
+      return answer.ok ? { ok: true } : { ok: false, current: answer.current };
     },
     async del(key) {
       return (await callCap(`${family}.delete`, { key })) === true;

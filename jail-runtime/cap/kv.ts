@@ -40,6 +40,27 @@ export const getBytes: KvCalls["getBytes"] = calls.getBytes;
 export const put: KvCalls["put"] = calls.put;
 
 /**
+ * Compare-and-set: writes the string `value` under `key` (null: deletes it)
+ * only if the key holds the string `expected` now (null: only if it holds
+ * nothing), in one step no other session or host can come between; answers
+ * `{ok: false, current}` with what it holds instead. The retry loop of a
+ * counter shared by every session (and every host of a fleet):
+ *
+ * @example
+ * ```ts
+ * import { kv } from "@tether/cap";
+ * let seen = (await kv.get("hits")) as string | null;
+ * for (;;) {
+ *   const next = String(Number(seen ?? "0") + 1);
+ *   const swapped = await kv.cas("hits", seen, next);
+ *   if (swapped.ok) break;
+ *   seen = swapped.current;
+ * }
+ * ```
+ */
+export const cas: KvCalls["cas"] = calls.cas;
+
+/**
  * Deletes `key`; true when it existed.
  *
  * @example

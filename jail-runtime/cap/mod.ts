@@ -8,6 +8,7 @@ import { castCap } from "./invocation.js";
 export * as net from "./net.js";
 export * as kv from "./kv.js";
 export * as skv from "./skv.js";
+export type { CasResult } from "./kv-family.js";
 export * as db from "./db.js";
 export * as log from "./log.js";
 export { FetchResult, type FetchInit } from "./net.js";

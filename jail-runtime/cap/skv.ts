@@ -42,6 +42,21 @@ export const getBytes: KvCalls["getBytes"] = calls.getBytes;
 export const put: KvCalls["put"] = calls.put;
 
 /**
+ * Compare-and-set in this session's keys: writes the string `value` (null:
+ * deletes the key) only if the key holds the string `expected` now (null:
+ * only if it holds nothing); answers `{ok: false, current}` with what it
+ * holds instead, so concurrent calls in the session lose no update.
+ *
+ * @example
+ * ```ts
+ * import { skv } from "@tether/cap";
+ * const claimed = await skv.cas("owner", null, "planner");
+ * if (!claimed.ok) console.log(`already taken by ${claimed.current}`);
+ * ```
+ */
+export const cas: KvCalls["cas"] = calls.cas;
+
+/**
  * Deletes `key`; true when it existed.
  *
  * @example

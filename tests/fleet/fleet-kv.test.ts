@@ -4,7 +4,9 @@
  * `[limits] kv_bytes` quota holds across hosts — puts racing from two hosts'
  * connections never leave more than the quota stored. The fleet's keys behave
  * as the home's store does (the same probes against both give the same
- * answers: sizes, bytewise order, exact prefixes).
+ * answers: sizes, bytewise order, exact prefixes, every cas outcome), and a
+ * counter incremented by cas from both hosts' connections loses nothing where
+ * get-then-put loses updates.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,7 +14,7 @@ import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { FleetMember } from "../../broker/fleet.js";
 import { createLogger } from "../../broker/base/log.js";
-import { KvRepository, type KvSpace } from "../../broker/store/kv-repository.js";
+import { KvRepository, type KvSpace, type KvValue } from "../../broker/store/kv-repository.js";
 import type { KvStorage } from "../../broker/store/kv-storage.js";
 import { openStore, type Store } from "../../broker/store/open.js";
 import { FleetKv } from "../../broker/store/pg/fleet-kv.js";
@@ -21,6 +23,7 @@ import { freshDatabase } from "../support/pg-database.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 import { until } from "../support/wait.js";
+import { soak } from "../support/kv-soak.js";
 import { provisionOperatorKey } from "../support/operator-key.js";
 
 const KEEPER = join(REPO, "tests/integration/fixtures/keeper");
@@ -154,4 +157,84 @@ test("the fleet's keys answer every probe as the home's store does: sizes, bytew
   } finally {
     lite.close();
   }
+});
+
+/** Buffers as hex, so two stores' answers compare as text. */
+const asText = (out: unknown[]): string =>
+  JSON.stringify(out, (_k, v: unknown) => (v !== null && typeof v === "object" && (v as { type?: string }).type === "Buffer" ? Buffer.from((v as { data: number[] }).data).toString("hex") : v));
+
+test("cas answers every probe as the home's store does: swaps, mismatches, deletes, the quota, encodings, spaces", async () => {
+  const pgStore = await openPgStore(url);
+  stores.push(pgStore);
+  const dir = mkdtempSync(join(tmpdir(), "tether-fleet-kv-cas-lite-"));
+  homes.push(dir);
+  const lite: Store = openStore(join(dir, "tether.db"));
+  try {
+    const both: Array<[string, KvStorage]> = [
+      ["sqlite", new KvRepository(lite)],
+      ["postgres", new FleetKv(pgStore)],
+    ];
+    const text = (t: string): KvValue => ({ value: Buffer.from(JSON.stringify(t)), encoding: "json" });
+    const raw = (t: string): KvValue => ({ value: Buffer.from(t), encoding: "bytes" });
+    const values: Array<KvValue | null> = [null, text(""), text("1"), text("2"), text("日本😀"), raw('"1"'), text("x".repeat(60))];
+    const keys = ["n", "é", "😀x"];
+    const spaces: KvSpace[] = [
+      { extension: "probe", session: null },
+      { extension: "probe", session: "s" },
+    ];
+    const answers = await Promise.all(
+      both.map(async ([name, kv]) => {
+        const out: unknown[] = [];
+        // Every (expected, next) pair, from a key set to `expected` first: a swap (or, as the long values pile up
+        // under the 150-byte quota, a refusal), then the same from a value the key does not hold: a mismatch.
+        for (const space of spaces)
+          for (const key of keys)
+            for (const [i, expected] of values.entries())
+              for (const next of values) {
+                await kv.delete(space, key);
+                if (expected !== null) out.push(await kv.cas(space, key, null, expected, 1_000_000));
+                out.push(await kv.cas(space, key, expected, next, 150));
+                out.push(await kv.get(space, key), await kv.used("probe"));
+                out.push(await kv.cas(space, key, values[(i + 1) % values.length]!, expected, 150));
+              }
+        return { name, out: asText(out) };
+      }),
+    );
+    const outcomes = JSON.parse(answers[0]!.out) as Array<{ result?: string }>;
+    // The probe reached every outcome, so it compares each of them.
+    expect(new Set(outcomes.map((o) => o?.result).filter((r) => r !== undefined))).toEqual(new Set(["swapped", "differs", "quota"]));
+    expect(answers[1]!.out).toEqual(answers[0]!.out);
+  } finally {
+    lite.close();
+  }
+});
+
+describe("a counter incremented at once by 8 workers over two hosts' connections, 20 times each", () => {
+  const workers = 8;
+  const rounds = 20;
+
+  async function hostsKv(): Promise<KvStorage[]> {
+    const a = await openPgStore(url);
+    const b = await openPgStore(url);
+    stores.push(a, b);
+    return [new FleetKv(a), new FleetKv(b)];
+  }
+
+  test("get-then-put loses updates (lockstep: every read of a round before any write)", async () => {
+    const kvs = await hostsKv();
+    const { counts } = await soak({ kvs, spaces: [{ extension: "counter", session: null }], key: "hits", workers, rounds, how: "put", lockstep: true });
+    expect(counts).toEqual([rounds]);
+  });
+
+  test("get-then-cas with a retry loses none, in kv and in a session's skv, lockstep and free-running", async () => {
+    const kvs = await hostsKv();
+    const own: KvSpace = { extension: "counter", session: null };
+    const session: KvSpace = { extension: "counter", session: "s1" };
+    const lockstep = await soak({ kvs, spaces: [own, session], key: "hits", workers, rounds, how: "cas", lockstep: true });
+    expect(lockstep.counts).toEqual([80, 80]);
+    // Each round, three of each space's four workers found their read stale at least once.
+    expect(lockstep.retries).toBeGreaterThanOrEqual(rounds * 3 * 2);
+    const free = await soak({ kvs, spaces: [own], key: "free", workers, rounds, how: "cas", lockstep: false });
+    expect(free.counts).toEqual([workers * rounds]);
+  });
 });

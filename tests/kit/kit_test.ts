@@ -3,11 +3,12 @@
  * `deno test --allow-read` of this folder): `FakeDb` answers `db.query` and
  * `db.exec` as the broker does — its refusals with the broker's rules — and
  * applies a migrations folder in order; `kit.init` and `kit.service` hand the
- * initializer and a `[[service]]` route their payloads.
+ * initializer and a `[[service]]` route their payloads; `FakeKv` answers
+ * `kv.cas` and `skv.cas` as the broker does.
  */
-import { db, kv } from "@tether/cap";
+import { CapError, callCap, db, kv } from "@tether/cap";
 import { decodeArgs, json, outcome, v, type Answer, type Init, type Service, type Tool } from "@tether/ext";
-import { assertEquals, FakeDb, testKit } from "@tether/ext/testing";
+import { assertEquals, FakeDb, FakeKv, testKit } from "@tether/ext/testing";
 
 const Sql = v.object({ sql: v.string(), params: v.optional(v.array(v.union([v.string(), v.number(), v.null()]))) });
 
@@ -111,4 +112,51 @@ Deno.test("kit.service builds the request from its parts and answers the respons
   if (!bytes.ok) throw new Error(`answered ${bytes.error.msg}`);
   assertEquals(JSON.parse((bytes.value as { body: string }).body).body, "/wA=");
   assertEquals((await kit.service("nothing")).ok, false);
+});
+
+Deno.test("kv.cas and skv.cas: the FakeKv swaps, answers the current value, and refuses as the broker does", async () => {
+  /** A counter shared across sessions: get, then cas until it swaps; answers the count and the retries. */
+  const bump: Tool = async (args) => {
+    const { stale } = decodeArgs(v.object({ stale: v.optional(v.string()) }), args);
+    let seen = stale ?? ((await kv.get("hits")) as string | null);
+    let retries = 0;
+    for (;;) {
+      const next = String(Number(seen ?? "0") + 1);
+      const swapped = await kv.cas("hits", seen, next);
+      if (swapped.ok) return outcome([json({ count: next, retries })]);
+      seen = swapped.current;
+      retries++;
+    }
+  };
+  /** Every raw answer, refusals in the broker's words. */
+  const raw: Tool = async (args) => {
+    const { cap, a } = decodeArgs(v.object({ cap: v.string(), a: v.unknown() }), args);
+    try {
+      return outcome([json(await callCap(cap, a))]);
+    } catch (err) {
+      if (err instanceof CapError) return outcome([json(`${err.code}: ${err.message}`)]);
+      throw err;
+    }
+  };
+  const kit = testKit({ tools: { bump, raw } }, { kv: new FakeKv({ bytes: new Uint8Array([1]), number: 7 }, 64) });
+  assertEquals(value(await kit.tool("bump")), { count: "1", retries: 0 });
+  assertEquals(value(await kit.tool("bump")), { count: "2", retries: 0 });
+  // A read another session made stale: the first cas answers "2", the retry swaps.
+  assertEquals(value(await kit.tool("bump", { stale: "0" })), { count: "3", retries: 1 });
+  assertEquals(kit.kv.value("hits"), "3");
+  const cas = async (cap: string, a: unknown) => value(await kit.tool("raw", { cap, a }));
+  assertEquals(await cas("kv.cas", { key: "hits", expected: null, value: "x" }), { ok: false, current: "3" });
+  assertEquals(await cas("kv.cas", { key: "gone", expected: "1", value: "x" }), { ok: false, current: null });
+  assertEquals(await cas("kv.cas", { key: "hits", expected: "3", value: null }), { ok: true });
+  assertEquals(kit.kv.value("hits"), undefined);
+  // skv is the session's own: the same key is apart from kv's.
+  assertEquals(await cas("skv.cas", { key: "hits", expected: null, value: "s" }), { ok: true });
+  assertEquals([kit.kv.value("hits", "skv"), kit.kv.value("hits")], ["s", undefined]);
+  // Refused as the broker refuses: not a string, past the quota, malformed.
+  assertEquals(await cas("kv.cas", { key: "bytes", expected: null, value: "x" }), "denied: kv.cas: the key holds bytes; cas compares and swaps strings only (rule: cas.string)");
+  assertEquals(await cas("kv.cas", { key: "number", expected: "7", value: "8" }), "denied: kv.cas: the key holds JSON other than a string; cas compares and swaps strings only (rule: cas.string)");
+  // Stored: 5 + 1 (bytes), 6 + 1 (number), 4 + 3 (skv "s") = 20 of 64; 4 + 2 + 40 more would make 66.
+  assertEquals(await cas("kv.cas", { key: "long", expected: null, value: "x".repeat(40) }), "denied: kv.cas: storage quota of 64 bytes would be exceeded (66 bytes) (rule: limits.kv_bytes)");
+  assertEquals(kit.kv.value("long"), undefined);
+  assertEquals(await cas("skv.cas", { key: "k", value: "x" }), "bad_arguments: skv.cas takes {key, expected, value}: expected and value each a string or null; a key is 1 to 512 characters, without NUL (rule: args)");
 });

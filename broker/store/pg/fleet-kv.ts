@@ -4,7 +4,8 @@
  * wrote, and a put is judged against the extension's bytes on every host at
  * once: the quota check and the write are one transaction holding the
  * extension's advisory lock, so two hosts writing at the same moment cannot
- * both squeeze under the quota.
+ * both squeeze under the quota. A `cas` compares and writes in that same
+ * kind of transaction, so two hosts swapping one key cannot both succeed.
  *
  * The same semantics as the home's `KvRepository`: size is the value's
  * length plus the key's UTF-8 length, over both tables; list order and
@@ -12,7 +13,8 @@
  * locale.
  */
 import type { KvStorage } from "../kv-storage.js";
-import type { KvEncoding, KvPutOutcome, KvSpace, KvValue } from "../kv-repository.js";
+import type { PoolClient } from "pg";
+import { sameKvValue, type KvCasOutcome, type KvEncoding, type KvPutOutcome, type KvSpace, type KvValue } from "../kv-repository.js";
 import type { PgStore } from "./open.js";
 
 const SIZE = "octet_length(value) + octet_length(key)";
@@ -57,26 +59,52 @@ export class FleetKv implements KvStorage {
   async put(space: KvSpace, key: string, entry: KvValue, quota: number): Promise<KvPutOutcome> {
     const { table, params } = inSpace(space);
     const n = params.length;
+    return this.#locked<KvPutOutcome>(space.extension, async (client) => {
+      const used = await usedBy(client, space.extension);
+      const old = Number((await client.query<{ n: number }>(`select ${SIZE} as n from ${table.name} where ${where(table)} and key = $${n + 1}`, [...params, key])).rows[0]?.n ?? 0);
+      const after = used - old + entry.value.length + Buffer.byteLength(key);
+      if (after > quota) return { commit: false, outcome: { written: false, after } };
+      await upsert(client, table, params, key, entry);
+      return { commit: true, outcome: { written: true } };
+    });
+  }
+
+  /**
+   * Under the lock `put` takes, so the quota holds against every put and cas
+   * on every host; the row itself is read `for update`, so a delete (which takes
+   * no advisory lock) waits for this transaction rather than slipping
+   * between the compare and the write.
+   */
+  async cas(space: KvSpace, key: string, expected: KvValue | null, next: KvValue | null, quota: number): Promise<KvCasOutcome> {
+    const { table, params } = inSpace(space);
+    const n = params.length;
+    return this.#locked<KvCasOutcome>(space.extension, async (client) => {
+      const row = (await client.query<{ value: Buffer; encoding: KvEncoding }>(`select value, encoding from ${table.name} where ${where(table)} and key = $${n + 1} for update`, [...params, key])).rows[0];
+      const current = row ?? null;
+      if (!sameKvValue(current, expected)) return { commit: false, outcome: { result: "differs", current } };
+      if (next === null) {
+        if (current !== null) await client.query(`delete from ${table.name} where ${where(table)} and key = $${n + 1}`, [...params, key]);
+        return { commit: true, outcome: { result: "swapped" } };
+      }
+      const keyBytes = Buffer.byteLength(key);
+      const old = current === null ? 0 : current.value.length + keyBytes;
+      const after = (await usedBy(client, space.extension)) - old + next.value.length + keyBytes;
+      if (after > quota) return { commit: false, outcome: { result: "quota", after } };
+      await upsert(client, table, params, key, next);
+      return { commit: true, outcome: { result: "swapped" } };
+    });
+  }
+
+  /** Runs `work` in one transaction holding the extension's advisory lock; commits only when it says so. */
+  async #locked<T>(extension: string, work: (client: PoolClient) => Promise<{ commit: boolean; outcome: T }>): Promise<T> {
     const client = await this.#store.pool.connect();
     try {
       await client.query("begin");
       try {
-        await client.query(`select pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [space.extension]);
-        const used = Number((await client.query<{ n: string }>(usedSql, [space.extension])).rows[0]?.n ?? 0);
-        const old = Number((await client.query<{ n: number }>(`select ${SIZE} as n from ${table.name} where ${where(table)} and key = $${n + 1}`, [...params, key])).rows[0]?.n ?? 0);
-        const after = used - old + entry.value.length + Buffer.byteLength(key);
-        if (after > quota) {
-          await client.query("rollback");
-          return { written: false, after };
-        }
-        const columns = [...table.columns, "key", "value", "encoding", "updated_at"];
-        await client.query(
-          `insert into ${table.name} (${columns.join(", ")}) values (${columns.map((_, i) => `$${i + 1}`).join(", ")})` +
-            ` on conflict (${table.columns.join(", ")}, key) do update set value = excluded.value, encoding = excluded.encoding, updated_at = excluded.updated_at`,
-          [...params, key, entry.value, entry.encoding, Date.now()],
-        );
-        await client.query("commit");
-        return { written: true };
+        await client.query(`select pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [extension]);
+        const { commit, outcome } = await work(client);
+        await client.query(commit ? "commit" : "rollback");
+        return outcome;
       } catch (err) {
         await client.query("rollback").catch(() => {});
         throw err;
@@ -134,6 +162,21 @@ export class FleetKv implements KvStorage {
 export interface FleetKvData {
   readonly kv: { readonly keys: number; readonly bytes: number };
   readonly skv: { readonly keys: number; readonly bytes: number; readonly sessions: number };
+}
+
+/** The bytes the extension stores, in every space, read inside the caller's transaction. */
+async function usedBy(client: PoolClient, extension: string): Promise<number> {
+  return Number((await client.query<{ n: string }>(usedSql, [extension])).rows[0]?.n ?? 0);
+}
+
+/** Writes `key` in the space, replacing what was there. */
+async function upsert(client: PoolClient, table: Table, params: readonly string[], key: string, entry: KvValue): Promise<void> {
+  const columns = [...table.columns, "key", "value", "encoding", "updated_at"];
+  await client.query(
+    `insert into ${table.name} (${columns.join(", ")}) values (${columns.map((_, i) => `$${i + 1}`).join(", ")})` +
+      ` on conflict (${table.columns.join(", ")}, key) do update set value = excluded.value, encoding = excluded.encoding, updated_at = excluded.updated_at`,
+    [...params, key, entry.value, entry.encoding, Date.now()],
+  );
 }
 
 const usedSql = `select (select coalesce(sum(${SIZE}), 0) from kv where extension = $1) + (select coalesce(sum(${SIZE}), 0) from session_kv where extension = $1) as n`;

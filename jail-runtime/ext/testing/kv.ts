@@ -1,13 +1,14 @@
 /**
  * An in-memory `kv` for tests: the broker's answers to `kv.get`, `kv.put`,
- * `kv.delete` and `kv.list` (broker/caps/kv.ts), its quota and key order,
- * with no store behind it — and the same for `skv.*`, the keys of the one
- * session a test runs in, counted under the same quota.
+ * `kv.cas`, `kv.delete` and `kv.list` (broker/caps/kv.ts, kv-cas.ts), its
+ * quota and key order, with no store behind it — and the same for `skv.*`,
+ * the keys of the one session a test runs in, counted under the same quota.
  */
 import * as v from "valibot";
 import type { CapReply } from "./reply.js";
 import { refused } from "./reply.js";
-import { KvGetArgs, KvListArgs, KvPutArgs, kvUsage } from "../../wire/kv-args.js";
+import { KvCasArgs, KvGetArgs, KvListArgs, KvPutArgs, kvUsage } from "../../wire/kv-args.js";
+import { CAS_STRING_RULE, casNotString, casOverQuota, casString, casText } from "../../wire/kv-cas.js";
 
 /** The broker's default `[limits] kv_bytes`. */
 export const DEFAULT_KV_BYTES = 1_048_576;
@@ -84,6 +85,30 @@ export class FakeKv {
     return total;
   }
 
+  /** As the broker's storage: compare the stored JSON text, then judge the quota as a put would, then write. */
+  #cas(family: KvFamily, args: v.InferOutput<typeof KvCasArgs>): CapReply {
+    const entries = this.#spaces[family];
+    const { key } = args;
+    const current = entries.get(key);
+    const matches = current === undefined ? args.expected === null : "json" in current && args.expected !== null && current.json === casText(args.expected);
+    if (!matches) {
+      if (current === undefined) return { ok: true, value: { ok: false, current: null } };
+      const text = "json" in current ? casString(current.json) : undefined;
+      if (text === undefined) return refused("denied", CAS_STRING_RULE, casNotString(family, "json" in current ? "json" : "bytes"));
+      return { ok: true, value: { ok: false, current: text } };
+    }
+    if (args.value === null) {
+      entries.delete(key);
+      return { ok: true, value: { ok: true } };
+    }
+    const entry: Stored = { json: casText(args.value) };
+    const keyBytes = utf8.encode(key).length;
+    const after = this.used() - (current === undefined ? 0 : size(current) + keyBytes) + size(entry) + keyBytes;
+    if (after > this.quota) return refused("denied", "limits.kv_bytes", casOverQuota(family, this.quota, after));
+    entries.set(key, entry);
+    return { ok: true, value: { ok: true } };
+  }
+
   /** Answers one `kv.*` or `skv.*` capability call (decoded arguments) as the broker does. */
   serve(cap: string, args: unknown): CapReply {
     const dot = cap.indexOf(".");
@@ -126,6 +151,11 @@ export class FakeKv {
         if (after > this.quota) return refused("denied", "limits.kv_bytes", `${family}.put: storage quota of ${this.quota} bytes would be exceeded (${after} bytes)`);
         entries.set(key, entry);
         return { ok: true, value: null };
+      }
+      case "cas": {
+        const parsed = v.safeParse(KvCasArgs, args);
+        if (!parsed.success) return refused("bad_arguments", "args", kvUsage(family).cas);
+        return this.#cas(family, parsed.output);
       }
       default:
         return refused("denied", "unknown-capability", `There is no capability '${cap.slice(0, 64)}'`);
