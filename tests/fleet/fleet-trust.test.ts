@@ -266,3 +266,15 @@ test("a host that cannot hear the store refuses calls past its bound (fleet_stal
     }
   }
 }, SLOW);
+
+test("a manifest text altered beside its hash (more tools, other limits) is not installed on any host", async () => {
+  const { b } = await approvedFleet();
+  await pulledAfter(b, async () => {
+    await sql("UPDATE installs SET manifest_text = manifest_text || E'\\n# a writer was here\\n' WHERE name = 'worker'");
+    await announce();
+  });
+  expect(await call(b, "s2")).toEqual({ ok: false, code: "not_installed" });
+  expect(b.lines.join("\n")).toMatch(/worker: the fleet's manifest text does not hash to [0-9a-f]{16}; not installed on this host/);
+  const c = await host("c");
+  expect(c.broker.registry.get("worker")).toBeNull();
+}, SLOW);

@@ -91,12 +91,16 @@ export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: s
     await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     version = Number((await client.query<{ version: string }>("SELECT version FROM fleet_versions WHERE name = $1", [REGISTRY_VERSION])).rows[0]?.version ?? 0);
     installs = (await client.query("SELECT * FROM installs ORDER BY name")).rows.map(installOf);
+    // The manifest a host parses must be the one the approval's hash pins: a text altered beside its hash is not installed here.
+    for (const row of installs) {
+      if (sha256(Buffer.from(row.manifestText, "utf8")) !== row.manifestHash) problems.push(`${row.name}: the fleet's manifest text does not hash to ${row.manifestHash.slice(0, 16)}; not installed on this host`);
+    }
     judged = judgeApprovals((await client.query("SELECT * FROM approvals ORDER BY id")).rows.map(approvalOf), keys, local.orm.select().from(lite.approvals).all());
     approvals = judged.rows;
     // Bytes are written only for an artifact an accepted approval in force names: a row a database writer made runs nowhere.
     const named = new Set(approvals.filter((a) => a.revokedAt === null).map((a) => `${a.extension}\u0000${a.artifactHash}`));
     for (const row of installs) {
-      if (!named.has(`${row.name}\u0000${row.artifactHash}`)) continue;
+      if (!named.has(`${row.name}\u0000${row.artifactHash}`) || problems.some((p) => p.startsWith(`${row.name}: `))) continue;
       const path = artifactFile(artifactsDir, row.name, row.artifactHash);
       if (existsSync(path) && sha256(readFileSync(path)) === row.artifactHash) continue;
       const blob = await client.query<{ content: Buffer }>("SELECT content FROM artifact_blobs WHERE extension = $1 AND artifact_hash = $2", [row.name, row.artifactHash]);
