@@ -27,6 +27,7 @@ import { readManifest } from "../../broker/install/manifest.js";
 import { silentLogger } from "../../broker/base/log.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
+import { until } from "../support/wait.js";
 
 const BIN = join(REPO, "bin", "tether.js");
 const FIXTURES = join(REPO, "tests/integration/fixtures/bus");
@@ -278,7 +279,8 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
     // The ledger shows the ticks call ended cancelled (cut off by the abort), not ok after its 60 ticks.
     const row = await lastRow("ticks");
     expect(row).toEqual({ outcome: "cancelled", duration_ms: expect.any(Number) });
-    expect(server.stderr()).toContain("ticks: cancelled by the client (cancelled)");
+    // Its line on stderr: written when the call ended, read from the pipe a moment later.
+    await until("the cancelled line on stderr", () => server.stderr().includes("ticks: cancelled by the client (cancelled)"));
   }, SLOW);
 
   test("an extension that drops out (approval revoked) leaves the list: the client is told, and its tool answers inactive", async () => {
