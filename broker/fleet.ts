@@ -148,7 +148,8 @@ export class FleetMember implements SessionFleet {
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
       ...(options.push !== undefined ? { push: options.push } : {}),
       onError: (message) => member.#report(message),
-      onHeard: () => member.#heard(),
+      // Heard only when the copy is current: a store that answers while every pull fails is not heard.
+      onHeard: (version) => void (version === member.#snapshot?.version && member.#heard()),
     });
     // Every outage past the bound is logged as it begins and as it ends, however often it recurs.
     member.#staleness = setInterval(() => member.#checkStaleness(), 250);

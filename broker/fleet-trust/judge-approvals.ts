@@ -7,10 +7,12 @@
  * - of one extension's kept approvals only the newest by its signed time may be
  *   in force (an old approval moved to a higher id stays replaced);
  * - a revocation is honoured signed or not, and one this host knows (it saw
- *   it, or made it and has not published it yet) is never undone by a pull.
+ *   it, or made it and has not published it yet) is never undone by a pull;
+ * - an approval this host accepted whose row is gone from the fleet (deleted
+ *   or altered) is held here revoked until the row is back as it was signed.
  */
 import type { TrustedKey } from "./operator-keys.js";
-import { approvalSigner, revocationSigner, type ApprovalFacts } from "./signed-approvals.js";
+import { approvalIdentity, approvalSigner, revocationSigner, type ApprovalFacts } from "./signed-approvals.js";
 
 export interface JudgedRow extends ApprovalFacts {
   readonly id: number;
@@ -45,23 +47,40 @@ function whyRefused(keys: readonly TrustedKey[], signature: string | null): stri
   return "its signature does not match its contents (altered after it was signed)";
 }
 
+/** Who revoked an approval this host held whose row left the fleet's store (it comes back in force if the row does). */
+export const GONE_FROM_FLEET = "no one: its row is gone from the fleet's store";
+
 export function judgeApprovals<R extends JudgedRow>(fleetRows: readonly R[], keys: readonly TrustedKey[], local: readonly R[]): Judgement<R> {
   const refused: Refusal[] = [];
   const unpublished: R[] = [];
-  const knownRevocation = new Map<string, R>();
-  for (const row of local) if (row.signature !== null && row.revokedAt !== null) knownRevocation.set(row.signature, row);
+  // What this host already accepted, by the facts signed (not the signature's spelling, not the id).
+  const known = new Map<string, R>();
+  for (const row of local) if (approvalSigner(keys, row, row.signature) !== null) known.set(approvalIdentity(row), row);
   const kept: R[] = [];
+  const inFleet = new Set<string>();
   for (const row of fleetRows) {
     if (approvalSigner(keys, row, row.signature) === null) {
       refused.push({ extension: row.extension, id: row.id, key: row.signature ?? `#${row.id}`, why: whyRefused(keys, row.signature) });
       continue;
     }
-    const known = knownRevocation.get(row.signature!);
-    if (row.revokedAt === null && known !== undefined) {
+    const identity = approvalIdentity(row);
+    if (inFleet.has(identity)) continue; // the same approval twice: the first row stands
+    inFleet.add(identity);
+    const seen = known.get(identity);
+    if (row.revokedAt === null && seen !== undefined && seen.revokedAt !== null && seen.revokedBy !== GONE_FROM_FLEET) {
       // Revoked here (seen, or made and not yet published): the fleet's row does not undo it.
-      kept.push({ ...row, revokedAt: known.revokedAt, revokedBy: known.revokedBy, revocationSignature: known.revocationSignature });
-      unpublished.push(known);
+      kept.push({ ...row, revokedAt: seen.revokedAt, revokedBy: seen.revokedBy, revocationSignature: seen.revocationSignature });
+      unpublished.push(seen);
     } else kept.push(row);
+  }
+  // An approval this host accepted that is gone from the fleet (no broker deletes or alters one) stays in its
+  // copy, revoked: deleting a newer approval or a revocation brings no older state back, and an altered row
+  // leaves the extension unserved here rather than served as it was.
+  const ids = new Set(kept.map((r) => r.id));
+  for (const [identity, row] of known) {
+    if (inFleet.has(identity)) continue;
+    const gone = row.revokedAt !== null ? row : { ...row, revokedAt: Date.now(), revokedBy: GONE_FROM_FLEET, revocationSignature: null };
+    kept.push(ids.has(gone.id) ? { ...gone, id: -gone.id } : gone);
   }
   // The newest signed approval of each extension replaces every older one, whatever the ids say.
   const newest = new Map<string, R>();

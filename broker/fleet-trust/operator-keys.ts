@@ -157,12 +157,16 @@ export function createSigningKey(home: string, label: string, options: { replace
 /** Whether `signature` (`<key id>:<base64url>`) is a trusted key's over `bytes`; the key when it is. */
 export function verifiedBy(keys: readonly TrustedKey[], bytes: Buffer, signature: string | null): TrustedKey | null {
   if (signature === null) return null;
-  const colon = signature.indexOf(":");
-  if (colon !== 16 || signature.length > 200) return null;
-  const key = keys.find((k) => k.id === signature.slice(0, colon));
+  // One spelling per signature: 16 hex digits, a colon, the 64 bytes in canonical unpadded base64url
+  // (Node's decoder skips '=' and stray characters and ignores the last character's spare bits).
+  const m = /^([0-9a-f]{16}):([A-Za-z0-9_-]{86})$/.exec(signature);
+  if (m === null) return null;
+  const raw = Buffer.from(m[2]!, "base64url");
+  if (raw.length !== 64 || raw.toString("base64url") !== m[2]) return null;
+  const key = keys.find((k) => k.id === m[1]);
   if (key === undefined) return null;
   try {
-    return verify(null, bytes, key.object, Buffer.from(signature.slice(colon + 1), "base64url")) ? key : null;
+    return verify(null, bytes, key.object, raw) ? key : null;
   } catch {
     return null;
   }

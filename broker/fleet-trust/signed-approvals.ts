@@ -6,6 +6,7 @@
  * exactly from the row; an approval's id is not in them (each store numbers
  * its own), its time is, which is what orders approvals of one extension.
  */
+import { createHash } from "node:crypto";
 import { verifiedBy, type SigningKey, type TrustedKey } from "./operator-keys.js";
 
 /** The fields of an approval row the signature covers. */
@@ -29,6 +30,9 @@ const approvalBytes = (a: ApprovalFacts): Buffer =>
 
 const revocationBytes = (a: ApprovalFacts, r: RevocationFacts): Buffer =>
   Buffer.from(JSON.stringify(["tether-revocation-v1", a.extension, a.manifestHash, a.artifactHash, a.approvedAt, r.revokedAt, r.revokedBy]), "utf8");
+
+/** What identifies an approval across stores and spellings: the hash of the facts its signature covers. */
+export const approvalIdentity = (a: ApprovalFacts): string => createHash("sha256").update(approvalBytes(a)).digest("hex");
 
 export const signApproval = (key: SigningKey, a: ApprovalFacts): string => key.sign(approvalBytes(a));
 export const signRevocation = (key: SigningKey, a: ApprovalFacts, r: RevocationFacts): string => key.sign(revocationBytes(a, r));

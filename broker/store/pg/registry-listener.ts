@@ -17,8 +17,8 @@ export interface RegistryListenerOptions {
   /** Whether to LISTEN (default true); false polls only (a pooler in transaction mode, such as PgBouncer's, does not carry LISTEN). */
   readonly push?: boolean;
   readonly onError?: (message: string) => void;
-  /** The store answered a poll: the host has heard the fleet (fleet staleness counts from the last one). */
-  readonly onHeard?: () => void;
+  /** The store answered a poll with the registry's version (the host has heard the fleet when its copy is at that version). */
+  readonly onHeard?: (version: number) => void;
   /** The store did not answer a poll. */
   readonly onMissed?: (err: Error) => void;
 }
@@ -80,7 +80,7 @@ export function listenRegistry(url: string, fleet: PgStore, onChange: () => void
   const poll = setInterval(() => {
     registryVersion(fleet).then(
       (version) => {
-        options.onHeard?.();
+        options.onHeard?.(version);
         if (version !== options.version()) onChange();
       },
       (err: Error) => options.onMissed?.(err),

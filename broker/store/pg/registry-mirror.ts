@@ -23,6 +23,7 @@ import * as fleetSchema from "./schema.js";
 import type { SigningKey, TrustedKey } from "../../fleet-trust/operator-keys.js";
 import { judgeApprovals, type Refusal } from "../../fleet-trust/judge-approvals.js";
 import { signApproval, signRevocation } from "../../fleet-trust/signed-approvals.js";
+import { parseManifest } from "../../install/manifest.js";
 
 /** The channel every broker of the fleet listens on for registry changes. */
 export const REGISTRY_CHANNEL = "tether_registry";
@@ -93,7 +94,16 @@ export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: s
     installs = (await client.query("SELECT * FROM installs ORDER BY name")).rows.map(installOf);
     // The manifest a host parses must be the one the approval's hash pins: a text altered beside its hash is not installed here.
     for (const row of installs) {
-      if (sha256(Buffer.from(row.manifestText, "utf8")) !== row.manifestHash) problems.push(`${row.name}: the fleet's manifest text does not hash to ${row.manifestHash.slice(0, 16)}; not installed on this host`);
+      if (sha256(Buffer.from(row.manifestText, "utf8")) !== row.manifestHash) {
+        problems.push(`${row.name}: the fleet's manifest text does not hash to ${row.manifestHash.slice(0, 16)}; not installed on this host`);
+        continue;
+      }
+      // One row a host cannot read leaves that install out, never the whole pull.
+      try {
+        if (parseManifest(row.manifestText, row.name).name !== row.name) problems.push(`${row.name}: the fleet's manifest names another extension; not installed on this host`);
+      } catch {
+        problems.push(`${row.name}: the fleet's manifest text is not a manifest; not installed on this host`);
+      }
     }
     judged = judgeApprovals((await client.query("SELECT * FROM approvals ORDER BY id")).rows.map(approvalOf), keys, local.orm.select().from(lite.approvals).all());
     approvals = judged.rows;
@@ -115,7 +125,13 @@ export async function pullRegistry(fleet: PgStore, local: Store, artifactsDir: s
       const record = (await client.query("SELECT * FROM artifacts WHERE extension = $1 AND artifact_hash = $2", [row.name, row.artifactHash])).rows[0] as Raw | undefined;
       if (record === undefined) continue;
       const artifact = { extension: String(record.extension), artifactHash: String(record.artifact_hash), bytes: num(record.bytes), sources: String(record.sources), sourceDir: String(record.source_dir), createdAt: num(record.created_at) };
-      const hashes = recordedHashes(artifact.sources, row.manifestHash);
+      let hashes: string[];
+      try {
+        hashes = recordedHashes(artifact.sources, row.manifestHash);
+      } catch {
+        problems.push(`${row.name}: the fleet's record of what artifact ${row.artifactHash.slice(0, 16)} was built from is not readable; not installed on this host`);
+        continue;
+      }
       const contents = (await client.query<{ sha256: string; content: Buffer }>("SELECT sha256, content FROM source_files WHERE sha256 = ANY($1)", [hashes])).rows;
       // Kept only when the bytes are what their hash says: a review on this host shows what was built, nothing else.
       records.push({ artifact, contents: contents.filter((c) => sha256(c.content) === c.sha256) });
