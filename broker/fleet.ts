@@ -252,12 +252,13 @@ export class FleetMember implements SessionFleet {
     }
   }
 
-  /** Each refused row is logged once per process, with what to do. */
+  /** Each refused row is logged and audited once per process, with what to do. */
   #noteRefusals(refused: readonly Refusal[]): void {
     this.#refused = refused;
     for (const r of refused) {
       if (this.#refusedSeen.has(r.key)) continue;
       this.#refusedSeen.add(r.key);
+      this.#broker.ledger.audit({ invocationId: null, sessionId: "@fleet", extension: r.extension, capability: "fleet.approval", target: `#${r.id}`, decision: "denied", rule: `fleet_trust: ${r.why}`.slice(0, 256), bytes: 0 });
       this.#broker.log.error(`refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; it is not served on this host (docs/fleet.md#the-trust-model)`, {
         fleet: this.shown,
         host: this.host,

@@ -189,6 +189,10 @@ describe.each(TAMPERS)("a database writer: $name", (tamper) => {
     expect(await call(b, "s2")).toEqual({ ok: false, code: "not_approved" });
     expect(b.member.refused.map((r) => r.why).join("\n")).toMatch(tamper.why);
     expect(b.lines.join("\n")).toMatch(/refused the fleet's approval #\d+ of 'worker'/);
+    b.broker.ledger.flush();
+    const audited = b.broker.store.sqlite.prepare("select capability, decision, rule from cap_audit where session_id = '@fleet' and extension = 'worker'").all() as Array<{ rule: string }>;
+    expect(audited).toEqual([expect.objectContaining({ capability: "fleet.approval", decision: "denied" })]);
+    expect(audited[0]!.rule).toMatch(tamper.why);
     // A fresh host neither serves it nor writes its bytes.
     const c = await host("c");
     expect(await call(c)).toEqual({ ok: false, code: expect.stringMatching(/^(not_approved|not_installed)$/) });
