@@ -16,7 +16,7 @@ import type { Broker } from "./broker.js";
 import type { SessionFleet } from "./broker-options.js";
 import { currentApproval } from "./approval-sync.js";
 import { packageVersion } from "./base/version.js";
-import { fleetHosts, recordHost, type HostView } from "./store/pg/hosts.js";
+import { fleetHosts, recordHost, SEEN_EVERY_MS, type HostView } from "./store/pg/hosts.js";
 import { openPgStore, type PgStore } from "./store/pg/open.js";
 import { listenRegistry, type RegistryListener } from "./store/pg/registry-listener.js";
 import { publishRegistry, pullRegistry, resignApprovals, type PullResult, type RegistrySnapshot } from "./store/pg/registry-mirror.js";
@@ -52,7 +52,6 @@ export interface FleetOptions {
 }
 
 /** How often a serving host records itself as seen. */
-const SEEN_EVERY_MS = 10_000;
 
 /** How often the state of the sessions held here is shipped when it moved. */
 const SHIP_EVERY_MS = 250;
@@ -294,6 +293,11 @@ export class FleetMember implements SessionFleet {
   /** How long this host has not heard the fleet's store, in ms. */
   get silentMs(): number {
     return Math.max(0, performance.now() - this.#lastHeard);
+  }
+
+  /** This home's staleness bound (policy.toml [fleet] max_staleness_ms), ms. */
+  get stalenessBoundMs(): number {
+    return this.#bound();
   }
 
   #bound(): number {

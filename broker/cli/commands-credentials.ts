@@ -27,7 +27,8 @@ export const STATUS: Command = {
       const used = new Map(await Promise.all(broker.registry.list().map(async (i) => [i.name, await member.kv.used(i.name)] as const)));
       const o = overview(broker, used);
       const { trustedKeys } = await import("../fleet-trust/operator-keys.js");
-      const fleet = { store: member.shown, hosts: await member.hosts(), refused: member.refused, trustedKeys: trustedKeys(broker.home).length };
+      const { SEEN_EVERY_MS } = await import("../store/pg/hosts.js");
+      const fleet = { store: member.shown, hosts: await member.hosts(), refused: member.refused, trustedKeys: trustedKeys(broker.home).length, silentAfterMs: SEEN_EVERY_MS + member.stalenessBoundMs };
       ctx.out({ ...o, fleet }, `${renderOverview(o)}\n\n${renderFleet(fleet, Date.now())}`);
       return EXIT.ok;
     }),

@@ -109,6 +109,8 @@ export interface FleetView {
   readonly refused?: readonly Refusal[];
   /** Public keys this home trusts (how many). */
   readonly trustedKeys?: number;
+  /** A host whose row is older than this (its beat plus this home's staleness bound) is shown as silent. */
+  readonly silentAfterMs?: number;
 }
 
 export function renderFleet(fleet: FleetView, now: number): string {
@@ -119,7 +121,9 @@ export function renderFleet(fleet: FleetView, now: number): string {
   for (const h of fleet.hosts) {
     const seen = h.seenAt === 0 ? "never recorded" : `seen ${Math.max(0, Math.round((now - h.seenAt) / 1000))} s ago`;
     const sessions = h.sessions.length === 0 ? "no sessions" : `sessions: ${h.sessions.map((s) => `${s.id} (process ${s.process})`).join(", ")}`;
-    lines.push(`  ${h.name.padEnd(width)}  ${seen}, ${h.version}, clock ${h.clockSkewMs >= 0 ? "+" : ""}${h.clockSkewMs} ms; ${sessions}`);
+    // Its own staleness a cut-off host cannot write: past its beat and the bound, it has stopped or refuses every call.
+    const silent = fleet.silentAfterMs !== undefined && h.seenAt > 0 && now - h.seenAt > fleet.silentAfterMs ? " — silent past the staleness bound: stopped, or cut off from the store and refusing every call" : "";
+    lines.push(`  ${h.name.padEnd(width)}  ${seen}${silent}, ${h.version}, clock ${h.clockSkewMs >= 0 ? "+" : ""}${h.clockSkewMs} ms; ${sessions}`);
   }
   return lines.join("\n");
 }

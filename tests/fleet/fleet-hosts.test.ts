@@ -142,3 +142,22 @@ test("kill -9 a host mid-call: its session is in use elsewhere until the lease e
     clientA.close();
   }
 });
+
+test("a host silent past its beat and the staleness bound is named by tether status and tether doctor --store (a cut-off host cannot say so itself)", async () => {
+  const a = home("a3");
+  expect((await tether("a3", a, "status")).code).toBe(0);
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    // One host last wrote a minute ago (it stopped, or cannot reach the store); another 2 s ago.
+    await admin.query("INSERT INTO hosts (name, seen_at, clock_skew_ms, version) VALUES ('cut', (extract(epoch from clock_timestamp()) * 1000)::bigint - 60000, 0, 'x'), ('fresh', (extract(epoch from clock_timestamp()) * 1000)::bigint - 2000, 0, 'x')");
+  } finally {
+    await admin.end();
+  }
+  const status = await tether("a3", a, "status");
+  expect(status.stdout).toMatch(/^ {2}cut +seen 6\d s ago — silent past the staleness bound: stopped, or cut off from the store and refusing every call, x/m);
+  expect(status.stdout).toMatch(/^ {2}fresh +seen \d s ago, x/m);
+  const doctor = await tether("a3", a, "doctor", "--store", url);
+  expect(doctor.stdout).toMatch(/host cut has been silent for 6\d s, past its 10 s beat and the 10 s staleness bound/);
+  expect(doctor.stdout).not.toMatch(/host fresh has been silent/);
+});

@@ -7,6 +7,9 @@ import { sql } from "drizzle-orm";
 import type { PgStore } from "./open.js";
 import { hosts } from "./schema.js";
 
+/** How often a joined host writes its row (a host silent for longer than this and a staleness bound has stopped, or cannot reach the store and refuses every call). */
+export const SEEN_EVERY_MS = 10_000;
+
 /** Records `host` as seen now; returns its clock's offset from the server's (ms, the server's minus this host's). */
 export async function recordHost(store: PgStore, host: string, version: string): Promise<{ skewMs: number; serverNow: number }> {
   const before = Date.now();

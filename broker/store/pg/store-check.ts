@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { openPgStore, pgMigrationsFolder, shownUrl } from "./open.js";
-import { recordHost } from "./hosts.js";
+import { recordHost, SEEN_EVERY_MS } from "./hosts.js";
 import { ROLES_DOC } from "./rights.js";
 import type { TrustedKey } from "../../fleet-trust/operator-keys.js";
 import { judgeApprovals } from "../../fleet-trust/judge-approvals.js";
@@ -27,8 +27,11 @@ export interface StoreCheck {
 /** Clocks further apart than this are a failure. */
 export const MAX_SKEW_MS = 1000;
 
-/** `keys`: the public keys this home trusts; every approval row they did not sign is named as refused here. */
-export async function checkPgStore(url: string, host: string, version: string, keys: readonly TrustedKey[] = []): Promise<StoreCheck> {
+/**
+ * `keys`: the public keys this home trusts; every approval row they did not sign is named as refused here.
+ * `boundMs`: this home's staleness bound; a host seen in the last hour but silent past its beat and the bound is named.
+ */
+export async function checkPgStore(url: string, host: string, version: string, keys: readonly TrustedKey[] = [], boundMs = 10_000): Promise<StoreCheck> {
   const shown = shownUrl(url);
   let store;
   try {
@@ -55,7 +58,10 @@ export async function checkPgStore(url: string, host: string, version: string, k
     const { refused } = judgeApprovals(rows, keys, []);
     if (keys.length === 0 && rows.length > 0) problems.push("this home trusts no operator key, so it serves no approval of the fleet: tether key trust <key> (docs/fleet.md#operator-keys)");
     else for (const r of refused) problems.push(`approval #${r.id} of '${r.extension}' is refused here: ${r.why} (docs/fleet.md#the-trust-model)`);
-    const detail = `${shown}: PostgreSQL ${server}, ${applied} of ${shipped} migrations applied, this host (${host}) ${skewMs >= 0 ? "+" : ""}${skewMs} ms from the server, ${range.n} host(s) within ${fleetSkewMs} ms of each other${problems.length > 0 ? `; ${problems.join("; ")}` : ""}`;
+    // Not a failure (a host may have stopped on purpose), but the operator should know: a cut-off host cannot say so itself.
+    const silent = (await store.pool.query<{ name: string; seen_at: string }>("SELECT name, seen_at FROM hosts WHERE seen_at > $1 AND seen_at < $2 AND name <> $3 ORDER BY name", [at - 3_600_000, at - SEEN_EVERY_MS - boundMs, host])).rows;
+    const notices = silent.map((h) => `host ${h.name} has been silent for ${Math.round((at - Number(h.seen_at)) / 1000)} s, past its ${SEEN_EVERY_MS / 1000} s beat and the ${boundMs / 1000} s staleness bound: stopped, or cut off from the store and refusing every call`);
+    const detail = `${shown}: PostgreSQL ${server}, ${applied} of ${shipped} migrations applied, this host (${host}) ${skewMs >= 0 ? "+" : ""}${skewMs} ms from the server, ${range.n} host(s) within ${fleetSkewMs} ms of each other${[...problems, ...notices].length > 0 ? `; ${[...problems, ...notices].join("; ")}` : ""}`;
     return { ok: problems.length === 0, detail, server, migrations: applied, skewMs, fleetSkewMs };
   } finally {
     await store.close();
