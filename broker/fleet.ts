@@ -97,7 +97,8 @@ export class FleetMember implements SessionFleet {
     this.#store = store;
     this.host = options.host;
     this.shown = store.shown;
-    this.kv = new FleetKv(store);
+    // A session this host leased is written only while its lease is this host's (fenced in the database).
+    this.kv = new FleetKv(store, (id) => (this.#held.has(id) || this.#lost.has(id) ? this.#leases.holder : null));
     this.#policy = new OperatorPolicySource(broker.home);
     const log = (message: string, fields: Record<string, unknown>) => broker.log.warn(message, { ...fields, fleet: store.shown, host: options.host });
     this.#leases = new SessionLeases(store, holderOf(options.host), {

@@ -14,6 +14,7 @@
 import { WireCode } from "../base/errors.js";
 import type { CapReply } from "../base/capability.js";
 import type { CallScope, CapCallRequest } from "./context.js";
+import { SessionFencedError } from "../store/kv-storage.js";
 
 /** A refusal from the judge: audited as denied under `rule`. */
 export interface Refusal {
@@ -88,6 +89,8 @@ export async function runAct<J>(scope: CallScope, act: Act<J>): Promise<{ reply:
   try {
     performed = await act.perform(judged);
   } catch (err) {
+    // A session's write fenced off (another host holds its lease now) is a refusal with its reason, not a fault.
+    if (err instanceof SessionFencedError) return { reply: scope.refuse(WireCode.denied, "session_moved", err.message, shown?.target), next: false };
     return { reply: internalError(scope, err, shown?.target), next: false };
   }
   scope.audit(performed.decision, performed.rule, performed.target, performed.bytes ?? 0, performed.secret);

@@ -9,6 +9,9 @@ import type { KvCasOutcome, KvPutOutcome, KvSpace, KvValue } from "./kv-reposito
 
 type Maybe<T> = T | Promise<T>;
 
+/** A write to a session's keys refused because this host no longer holds the session's lease (another host serves it). */
+export class SessionFencedError extends Error {}
+
 export interface KvStorage {
   get(space: KvSpace, key: string): Maybe<KvValue | null>;
   /** Writes `key` unless the extension's bytes, with this value in place of the old one, would exceed `quota`. */

@@ -238,3 +238,38 @@ describe("a counter incremented at once by 8 workers over two hosts' connections
     expect(free.counts).toEqual([workers * rounds]);
   });
 });
+
+test("a session's skv writes are fenced in the database: once its lease is another host's, this host's cas, put and delete write nothing", async () => {
+  const a = await host("a");
+  await a.broker.registry.install(join(REPO, "tests/integration/fixtures/counter"));
+  a.broker.registry.approve("counter");
+  await a.member.publish();
+  await a.member.openSession("f1");
+  const cas = async (session: string, family: "kv" | "skv", value: string, expected?: string) => {
+    const outcome = await a.broker.callTool("counter", "cas", JSON.stringify({ family, key: "k", value, expected: expected ?? null }), { session });
+    if (!outcome.ok) throw new Error(`${outcome.error.code}: ${outcome.error.msg}`);
+    return (outcome.value.content.find((c) => c.type === "json") as { json: Record<string, unknown> }).json;
+  };
+  expect(await cas("f1", "skv", "1")).toMatchObject({ ok: true });
+  const fleet = await openPgStore(url);
+  stores.push(fleet);
+  const stored = async () => (await fleet.pool.query<{ value: Buffer }>("select value from session_kv where session_id = 'f1' and key = 'k'")).rows.map((r) => JSON.parse(r.value.toString()) as string);
+  expect(await stored()).toEqual(["1"]);
+  // Another host takes the lease (as it would from a host frozen past it): this host's next write is refused, named.
+  await fleet.pool.query("update session_leases set host = 'elsewhere/1' where session_id = 'f1'");
+  const fenced = await cas("f1", "skv", "2", "1");
+  expect(fenced).toMatchObject({ ok: false, code: "denied" });
+  expect(String(fenced.message)).toMatch(/session 'f1' is no longer served by this host/);
+  expect(await stored()).toEqual(["1"]);
+  // The direct writes are fenced too; the extension's own kv and a session this host never leased are not.
+  const direct = a.member.kv;
+  await expect(direct.put({ extension: "counter", session: "f1" }, "k", { value: Buffer.from(JSON.stringify("3")), encoding: "json" }, 1 << 20)).rejects.toThrow(/no longer served by this host/);
+  await expect(direct.delete({ extension: "counter", session: "f1" }, "k")).rejects.toThrow(/no longer served by this host/);
+  expect(await stored()).toEqual(["1"]);
+  expect(await cas("f1", "kv", "1")).toMatchObject({ ok: true });
+  expect(await cas("unleased", "skv", "1")).toMatchObject({ ok: true });
+  // The lease back with this host: it writes again.
+  await fleet.pool.query("update session_leases set host = $1 where session_id = 'f1'", [`a/${process.pid}`]);
+  expect(await cas("f1", "skv", "2", "1")).toMatchObject({ ok: true });
+  expect(await stored()).toEqual(["2"]);
+});

@@ -12,7 +12,7 @@
  * prefixes are bytewise (collation "C", `starts_with`), never the server's
  * locale.
  */
-import type { KvStorage } from "../kv-storage.js";
+import { SessionFencedError, type KvStorage } from "../kv-storage.js";
 import type { PoolClient } from "pg";
 import { sameKvValue, type KvCasOutcome, type KvEncoding, type KvPutOutcome, type KvSpace, type KvValue } from "../kv-repository.js";
 import type { PgStore } from "./open.js";
@@ -37,11 +37,16 @@ function inSpace(space: KvSpace): { table: Table; params: string[] } {
 /** `extension = $1 and session_id = $2`, numbered from `from`. */
 const where = (table: Table, from = 1): string => table.columns.map((c, i) => `${c} = $${from + i}`).join(" and ");
 
+/** The lease holder a session's writes must come from (this host's), or null when this host never leased the session. */
+export type SessionFence = (session: string) => string | null;
+
 export class FleetKv implements KvStorage {
   readonly #store: PgStore;
+  readonly #fence: SessionFence;
 
-  constructor(store: PgStore) {
+  constructor(store: PgStore, fence: SessionFence = () => null) {
     this.#store = store;
+    this.#fence = fence;
   }
 
   async get(space: KvSpace, key: string): Promise<KvValue | null> {
@@ -59,7 +64,7 @@ export class FleetKv implements KvStorage {
   async put(space: KvSpace, key: string, entry: KvValue, quota: number): Promise<KvPutOutcome> {
     const { table, params } = inSpace(space);
     const n = params.length;
-    return this.#locked<KvPutOutcome>(space.extension, async (client) => {
+    return this.#locked<KvPutOutcome>(space, async (client) => {
       const used = await usedBy(client, space.extension);
       const old = Number((await client.query<{ n: number }>(`select ${SIZE} as n from ${table.name} where ${where(table)} and key = $${n + 1}`, [...params, key])).rows[0]?.n ?? 0);
       const after = used - old + entry.value.length + Buffer.byteLength(key);
@@ -78,7 +83,7 @@ export class FleetKv implements KvStorage {
   async cas(space: KvSpace, key: string, expected: KvValue | null, next: KvValue | null, quota: number): Promise<KvCasOutcome> {
     const { table, params } = inSpace(space);
     const n = params.length;
-    return this.#locked<KvCasOutcome>(space.extension, async (client) => {
+    return this.#locked<KvCasOutcome>(space, async (client) => {
       const row = (await client.query<{ value: Buffer; encoding: KvEncoding }>(`select value, encoding from ${table.name} where ${where(table)} and key = $${n + 1} for update`, [...params, key])).rows[0];
       const current = row ?? null;
       if (!sameKvValue(current, expected)) return { commit: false, outcome: { result: "differs", current } };
@@ -95,13 +100,29 @@ export class FleetKv implements KvStorage {
     });
   }
 
-  /** Runs `work` in one transaction holding the extension's advisory lock; commits only when it says so. */
-  async #locked<T>(extension: string, work: (client: PoolClient) => Promise<{ commit: boolean; outcome: T }>): Promise<T> {
+  /** Runs `work` in one fenced transaction holding the extension's advisory lock; commits only when it says so. */
+  async #locked<T>(space: KvSpace, work: (client: PoolClient) => Promise<{ commit: boolean; outcome: T }>): Promise<T> {
+    return this.#fenced(space, async (client) => {
+      await client.query(`select pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [space.extension]);
+      return work(client);
+    });
+  }
+
+  /**
+   * One transaction; for a session this host leased, it first holds the lease
+   * row `for share`, so a host that lost the session (frozen past its lease)
+   * writes nothing, and a takeover waits until this write has committed.
+   */
+  async #fenced<T>(space: KvSpace, work: (client: PoolClient) => Promise<{ commit: boolean; outcome: T }>): Promise<T> {
     const client = await this.#store.pool.connect();
     try {
       await client.query("begin");
       try {
-        await client.query(`select pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [extension]);
+        const holder = space.session === null ? null : this.#fence(space.session);
+        if (holder !== null) {
+          const held = await client.query("select 1 from session_leases where session_id = $1 and host = $2 for share", [space.session, holder]);
+          if (held.rows.length === 0) throw new SessionFencedError(`session '${space.session}' is no longer served by this host (its lease is another host's): skv writes nothing here`);
+        }
         const { commit, outcome } = await work(client);
         await client.query(commit ? "commit" : "rollback");
         return outcome;
@@ -116,8 +137,10 @@ export class FleetKv implements KvStorage {
 
   async delete(space: KvSpace, key: string): Promise<boolean> {
     const { table, params } = inSpace(space);
-    const r = await this.#store.pool.query(`delete from ${table.name} where ${where(table)} and key = $${params.length + 1}`, [...params, key]);
-    return (r.rowCount ?? 0) > 0;
+    return this.#fenced(space, async (client) => {
+      const r = await client.query(`delete from ${table.name} where ${where(table)} and key = $${params.length + 1}`, [...params, key]);
+      return { commit: true, outcome: (r.rowCount ?? 0) > 0 };
+    });
   }
 
   async data(extension: string): Promise<FleetKvData> {
