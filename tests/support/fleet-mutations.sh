@@ -8,7 +8,7 @@ git diff --quiet -- broker/ || { echo "broker/ has changes: commit them first"; 
 run() {
   name=$1
   echo "=== mutation: $name"
-  timeout 900 node --experimental-vm-modules node_modules/jest/bin/jest.js --maxWorkers=2 tests/fleet/fleet-trust tests/fleet/fleet-frozen tests/fleet/fleet-registry --selectProjects fleet 2>&1 | grep -E "^(PASS|FAIL)|^  ● |^Tests:" | sed 's/^/  /'
+  timeout 900 node --experimental-vm-modules node_modules/jest/bin/jest.js --maxWorkers=2 tests/fleet/fleet-trust tests/fleet/fleet-frozen tests/fleet/fleet-faults tests/fleet/fleet-registry --selectProjects fleet 2>&1 | grep -E "^(PASS|FAIL)|^  ● |^Tests:" | sed 's/^/  /'
   git checkout -q broker/
 }
 # 1. the signature check removed: any row is accepted as signed by the first trusted key
