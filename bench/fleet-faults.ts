@@ -8,11 +8,15 @@
  * - time to serve again once the store is reachable;
  * - calls b served after a revocation published while it was cut off;
  * - takeover of a dead host's session: the lease running out (3000 ms) against
- *   `tether session release --host` (the library's `releaseHost`).
+ *   `tether session release --host` (the library's `releaseHost`);
+ * - under load (4 callers on b): the server stopped for 3 s and started again,
+ *   then every backend terminated — calls answered and refused, time until b
+ *   serves again, and b's ledger rows lost or duplicated in `fleet_invocations`.
  *
  *   npx tsx bench/fleet-faults.ts
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import pg from "pg";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../broker/broker.js";
@@ -113,6 +117,57 @@ async function main(): Promise<void> {
     };
     const byLease = [await takeover(false), await takeover(false)];
     const byRelease = [await takeover(true), await takeover(true)];
+
+    // Under load: 4 callers on b without pause while the store is stopped and started, then while every backend is terminated.
+    const underLoad = async (label: string, fault: () => Promise<void>): Promise<string[]> => {
+      const codes = new Map<string, number>();
+      let running = true;
+      let lastOk = 0;
+      const callers = Array.from({ length: 4 }, async (_, i) => {
+        while (running) {
+          const code = await call(b, `${label}-${i}`);
+          codes.set(code, (codes.get(code) ?? 0) + 1);
+          if (code === "ok") lastOk = performance.now();
+          else await sleep(5);
+        }
+      });
+      await sleep(500);
+      await fault();
+      const over = performance.now();
+      while (lastOk < over) await sleep(5);
+      const back = performance.now() - over;
+      await sleep(500);
+      running = false;
+      await Promise.all(callers);
+      // Every row b wrote reaches the fleet once: lost = b's rows missing there, duplicated = rows there more than once.
+      const admin = new pg.Client({ connectionString: server.url });
+      admin.on("error", () => {});
+      await admin.connect();
+      const local = (b.store.sqlite.prepare("SELECT id FROM invocations WHERE session_id LIKE ?").all(`${label}-%`) as Array<{ id: number }>).map((r) => r.id);
+      const shipped = async () => (await admin.query<{ id: string }>("SELECT id FROM fleet_invocations WHERE host = 'b' AND session_id LIKE $1 AND outcome <> 'running'", [`${label}-%`])).rows.map((r) => Number(r.id));
+      for (let waited = 0; waited < 15_000 && (await shipped()).length < local.length; waited += 50) await sleep(50);
+      const theirs = await shipped();
+      const lost = local.filter((id) => !theirs.includes(id)).length;
+      const duplicated = theirs.length - new Set(theirs).size;
+      await admin.end();
+      const total = [...codes.values()].reduce((x, y) => x + y, 0);
+      const refused = [...codes].filter(([code]) => code !== "ok").map(([code, n]) => `${code} ${n}`).join(", ") || "none";
+      return [label, String(total), refused, ms(back), String(lost), String(duplicated)];
+    };
+    const loadRows = [
+      await underLoad("store stopped 3 s", async () => {
+        await server.halt();
+        await sleep(3000);
+        await server.resume();
+      }),
+      await underLoad("every backend terminated", async () => {
+        const probe = new pg.Client({ connectionString: server.url });
+        probe.on("error", () => {});
+        await probe.connect();
+        await probe.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+        await probe.end();
+      }),
+    ];
     const row = (label: string, xs: number[]) => {
       const s = [...xs].sort((x, y) => x - y);
       return [label, ms(median(s)), ms(quantile(s, 0.99)), ms(s.at(-1)!)];
@@ -130,6 +185,8 @@ async function main(): Promise<void> {
         ],
       ),
     );
+    console.log(`\nfaults under load on host b (4 callers, no pause; staleness bound ${BOUND_MS} ms)`);
+    console.log(table(["fault", "calls", "refused (code count)", "fault over → served (ms)", "rows lost", "rows duplicated"], loadRows));
   } finally {
     await mc.close();
     await mb.close();

@@ -5,7 +5,8 @@
  * publish a `tether revoke --store` makes); the time measured runs from just
  * before that publish to the moment host b stops its running satellite of
  * the extension (b's log line, written as the satellite is told to stop).
- * Measured with changes pushed (LISTEN/NOTIFY) and with polling alone (every
+ * Measured with changes pushed (LISTEN/NOTIFY), pushed with b's listening
+ * connection terminated just before each revocation, and with polling alone (every
  * 500 ms, the default: the fallback, and the mode behind a pooler that does not carry
  * LISTEN). Between rounds a re-approval is published and b's satellite booted
  * again by a call.
@@ -13,6 +14,7 @@
  *   npx tsx bench/fleet-revocation.ts
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import pg from "pg";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../broker/broker.js";
@@ -37,7 +39,14 @@ async function until(test: () => boolean): Promise<void> {
   }
 }
 
-async function measure(url: string, push: boolean): Promise<number[]> {
+/** pushed: LISTEN/NOTIFY; listen-broken: b's listening connection terminated just before each revocation; polled: no LISTEN. */
+type Mode = "pushed" | "listen-broken" | "polled";
+
+async function measure(url: string, mode: Mode): Promise<number[]> {
+  const push = mode !== "polled";
+  const admin = new pg.Client({ connectionString: url });
+  admin.on("error", () => {});
+  await admin.connect();
   // One operator key for both homes: a signs its approvals, b trusts them (docs/fleet.md#operator-keys).
   const homes = [mkdtempSync(join(tmpdir(), "tether-bench-fleet-a-")), mkdtempSync(join(tmpdir(), "tether-bench-fleet-b-"))].map(provisionOperatorKey);
   const { home: _home, ...env } = readEnvironment(process.env);
@@ -49,8 +58,8 @@ async function measure(url: string, push: boolean): Promise<number[]> {
     extensionLogs: false,
     log: createLogger({ level: "warn", sink: (_level, message) => void (/approval revoked/.test(message) && (stoppedAt = performance.now())) }),
   });
-  const ma = await FleetMember.join(a, { url, host: `a-${push}`, listen: false });
-  const mb = await FleetMember.join(b, { url, host: `b-${push}`, push, pollMs: POLL_MS });
+  const ma = await FleetMember.join(a, { url, host: `a-${mode}`, listen: false });
+  const mb = await FleetMember.join(b, { url, host: `b-${mode}`, push, pollMs: POLL_MS });
   const samples: number[] = [];
   try {
     await a.registry.install(ECHO_DIR);
@@ -63,6 +72,10 @@ async function measure(url: string, push: boolean): Promise<number[]> {
       const ran = await b.callTool(name, tool, JSON.stringify({ text: "x" }), { session: "s" });
       if (!ran.ok) throw new Error(`the call on host b failed: ${ran.error.code} ${ran.error.msg}`);
       stoppedAt = 0;
+      if (mode === "listen-broken") {
+        const killed = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'");
+        if (killed.rowCount === 0) throw new Error("no listening connection to terminate");
+      }
       a.registry.revoke(name);
       const t0 = performance.now();
       await ma.publish();
@@ -70,6 +83,7 @@ async function measure(url: string, push: boolean): Promise<number[]> {
       samples.push(stoppedAt - t0);
     }
   } finally {
+    await admin.end();
     await ma.close();
     await mb.close();
     await a.close();
@@ -82,14 +96,16 @@ async function measure(url: string, push: boolean): Promise<number[]> {
 async function main(): Promise<void> {
   const server = await startPostgres();
   try {
-    const pushed = (await measure(server.url, true)).sort((x, y) => x - y);
-    const polled = (await measure(server.url, false)).sort((x, y) => x - y);
+    const pushed = (await measure(server.url, "pushed")).sort((x, y) => x - y);
+    const broken = (await measure(server.url, "listen-broken")).sort((x, y) => x - y);
+    const polled = (await measure(server.url, "polled")).sort((x, y) => x - y);
     console.log(`fleet revocation latency: revoke published on host a → host b stops its satellite (ms, ${ROUNDS} rounds each)`);
     console.log(
       table(
         ["changes", "median", "p95", "max"],
         [
           ["pushed (LISTEN/NOTIFY)", ms(median(pushed)), ms(quantile(pushed, 0.95)), ms(pushed.at(-1)!)],
+          ["pushed, the listening connection just terminated", ms(median(broken)), ms(quantile(broken, 0.95)), ms(broken.at(-1)!)],
           [`polled every ${POLL_MS} ms`, ms(median(polled)), ms(quantile(polled, 0.95)), ms(polled.at(-1)!)],
         ],
       ),

@@ -43,6 +43,10 @@ export interface PostgresServer {
   readonly bin: string;
   /** Stops the server (`pg_ctl stop -m fast`) and removes `dir`. Idempotent. */
   stop(): Promise<void>;
+  /** A fault: stops the server (fast: every client cut) keeping its data, for `resume`. */
+  halt(): Promise<void>;
+  /** Starts a halted server again, on the same port and data. */
+  resume(): Promise<void>;
 }
 
 const USER = "tether";
@@ -165,7 +169,14 @@ export async function startPostgres(): Promise<PostgresServer> {
         rmSync(dir, { recursive: true, force: true });
       }
     };
+    const halt = () => run("pg_ctl", ["stop", "-D", data, "-m", "fast", "-w", "-t", "60"]).then(() => {});
+    const resume = async (): Promise<void> => {
+      await run("pg_ctl", ["start", "-D", data, "-l", log, "-w", "-t", "60", "-o", `-p ${port}`]);
+      await untilReady(bin, dir, port);
+    };
     return {
+      halt,
+      resume,
       url: `postgres://${USER}:${password}@127.0.0.1:${port}/${DATABASE}`,
       socketUrl: `postgres://${USER}@/${DATABASE}?host=${encodeURIComponent(dir)}&port=${port}`,
       dir,
