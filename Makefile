@@ -6,7 +6,7 @@ NODE_MODULES := node_modules/.package-lock.json
 JEST_WORKERS ?= 2
 JEST := node --experimental-vm-modules node_modules/jest/bin/jest.js --maxWorkers=$(JEST_WORKERS)
 
-.PHONY: sandbox postgres browser all install build typecheck test unit integration jail-test fleet-test browser-test bench demo doctor clean
+.PHONY: sandbox postgres browser all install build typecheck lint format test unit integration jail-test fleet-test browser-test bench demo doctor clean
 
 all: build
 
@@ -67,7 +67,14 @@ build: $(NODE_MODULES)
 typecheck: $(NODE_MODULES)
 	npx tsc -p tsconfig.json --noEmit
 
-test: $(NODE_MODULES) sandbox postgres browser typecheck
+# The formatter and the linter (biome.jsonc): a file not formatted, or a lint error, fails. `make format` rewrites.
+lint: $(NODE_MODULES)
+	npx biome ci .
+
+format: $(NODE_MODULES)
+	npx biome format --write .
+
+test: $(NODE_MODULES) sandbox postgres browser typecheck lint
 	$(JEST) --selectProjects unit integration jail fleet browser
 	bash tests/support/jail-unprivileged.sh
 

@@ -14,7 +14,11 @@ const common = {
 export default {
   // A global option: inside a project it is ignored (and the default is 5 s).
   testTimeout: 60_000,
-  reporters: ["default", "<rootDir>/tests/support/jail-class-reporter.cjs", "<rootDir>/tests/support/summary-reporter.cjs"],
+  reporters: [
+    "default",
+    "<rootDir>/tests/support/jail-class-reporter.cjs",
+    "<rootDir>/tests/support/summary-reporter.cjs",
+  ],
   projects: [
     { ...common, displayName: "unit", testMatch: ["<rootDir>/tests/unit/**/*.test.ts"] },
     { ...common, displayName: "integration", testMatch: ["<rootDir>/tests/integration/**/*.test.ts"] },
@@ -28,6 +32,11 @@ export default {
       globalTeardown: "<rootDir>/tests/support/postgres-global-teardown.mjs",
     },
     // Real Chromium (Debian's, driven by playwright-core): tests/support/browser.ts, docs/browser-tests.md.
-    { ...common, displayName: "browser", testMatch: ["<rootDir>/tests/browser/**/*.test.ts"], globalSetup: "<rootDir>/tests/support/browser-global-setup.mjs" },
+    {
+      ...common,
+      displayName: "browser",
+      testMatch: ["<rootDir>/tests/browser/**/*.test.ts"],
+      globalSetup: "<rootDir>/tests/support/browser-global-setup.mjs",
+    },
   ],
 };

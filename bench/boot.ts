@@ -45,7 +45,11 @@ try {
       ["variant", `median of ${N} ms`, "ratio"],
       [
         ["fresh Deno cache every boot (before)", fmt(median(without)), "1.00"],
-        ["the artifact's cache copied into the jail", fmt(median(withCache)), (median(withCache) / median(without)).toFixed(2)],
+        [
+          "the artifact's cache copied into the jail",
+          fmt(median(withCache)),
+          (median(withCache) / median(without)).toFixed(2),
+        ],
         ["the first boot with the cache (warm-up boot + boot)", fmt(first), "—"],
       ],
     ),

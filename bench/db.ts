@@ -28,7 +28,9 @@ async function main(): Promise<void> {
     for (let i = 0; i < N; i++) await dbs.run("x", QUOTA, "query", "SELECT ? AS v", [i], deadline());
     const serial = (performance.now() - t) / N;
     t = performance.now();
-    await Promise.all(Array.from({ length: N }, (_, i) => dbs.run("x", QUOTA, "query", "SELECT ? AS v", [i], deadline())));
+    await Promise.all(
+      Array.from({ length: N }, (_, i) => dbs.run("x", QUOTA, "query", "SELECT ? AS v", [i], deadline())),
+    );
     const queued = (performance.now() - t) / N;
     console.log(`db.query SELECT ?, ${N} statements (ms per statement):`);
     console.log(`  in the broker's process (floor): ${floor.toFixed(3)}`);

@@ -143,15 +143,29 @@ async function main(): Promise<void> {
       const admin = new pg.Client({ connectionString: server.url });
       admin.on("error", () => {});
       await admin.connect();
-      const local = (b.store.sqlite.prepare("SELECT id FROM invocations WHERE session_id LIKE ?").all(`${label}-%`) as Array<{ id: number }>).map((r) => r.id);
-      const shipped = async () => (await admin.query<{ id: string }>("SELECT id FROM fleet_invocations WHERE host = 'b' AND session_id LIKE $1 AND outcome <> 'running'", [`${label}-%`])).rows.map((r) => Number(r.id));
+      const local = (
+        b.store.sqlite.prepare("SELECT id FROM invocations WHERE session_id LIKE ?").all(`${label}-%`) as Array<{
+          id: number;
+        }>
+      ).map((r) => r.id);
+      const shipped = async () =>
+        (
+          await admin.query<{ id: string }>(
+            "SELECT id FROM fleet_invocations WHERE host = 'b' AND session_id LIKE $1 AND outcome <> 'running'",
+            [`${label}-%`],
+          )
+        ).rows.map((r) => Number(r.id));
       for (let waited = 0; waited < 15_000 && (await shipped()).length < local.length; waited += 50) await sleep(50);
       const theirs = await shipped();
       const lost = local.filter((id) => !theirs.includes(id)).length;
       const duplicated = theirs.length - new Set(theirs).size;
       await admin.end();
       const total = [...codes.values()].reduce((x, y) => x + y, 0);
-      const refused = [...codes].filter(([code]) => code !== "ok").map(([code, n]) => `${code} ${n}`).join(", ") || "none";
+      const refused =
+        [...codes]
+          .filter(([code]) => code !== "ok")
+          .map(([code, n]) => `${code} ${n}`)
+          .join(", ") || "none";
       return [label, String(total), refused, ms(back), String(lost), String(duplicated)];
     };
     const loadRows = [
@@ -164,7 +178,9 @@ async function main(): Promise<void> {
         const probe = new pg.Client({ connectionString: server.url });
         probe.on("error", () => {});
         await probe.connect();
-        await probe.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+        await probe.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        );
         await probe.end();
       }),
     ];
@@ -172,7 +188,9 @@ async function main(): Promise<void> {
       const s = [...xs].sort((x, y) => x - y);
       return [label, ms(median(s)), ms(quantile(s, 0.99)), ms(s.at(-1)!)];
     };
-    console.log(`fleet faults (ms unless said; staleness bound ${BOUND_MS} ms, lease ${LEASE_MS} ms, ${ROUNDS} partitions)`);
+    console.log(
+      `fleet faults (ms unless said; staleness bound ${BOUND_MS} ms, lease ${LEASE_MS} ms, ${ROUNDS} partitions)`,
+    );
     console.log(
       table(
         ["fault", "median", "p99", "max"],
@@ -186,7 +204,12 @@ async function main(): Promise<void> {
       ),
     );
     console.log(`\nfaults under load on host b (4 callers, no pause; staleness bound ${BOUND_MS} ms)`);
-    console.log(table(["fault", "calls", "refused (code count)", "fault over → served (ms)", "rows lost", "rows duplicated"], loadRows));
+    console.log(
+      table(
+        ["fault", "calls", "refused (code count)", "fault over → served (ms)", "rows lost", "rows duplicated"],
+        loadRows,
+      ),
+    );
   } finally {
     await mc.close();
     await mb.close();

@@ -50,8 +50,23 @@ async function host(name: string, url: string | null): Promise<void> {
   const shipper = fleet === null ? null : new LedgerShipper(store, fleet, name);
   const record = async (n: number): Promise<void> => {
     for (let i = 0; i < n; i++) {
-      const id = ledger.begin({ sessionId: `bench-${name}`, extension: "echo", kind: "tool", name: "echo", strand: "" });
-      ledger.audit({ invocationId: id, sessionId: `bench-${name}`, extension: "echo", capability: "report.emit", target: "", decision: "allowed", rule: "builtin:report", bytes: 3 });
+      const id = ledger.begin({
+        sessionId: `bench-${name}`,
+        extension: "echo",
+        kind: "tool",
+        name: "echo",
+        strand: "",
+      });
+      ledger.audit({
+        invocationId: id,
+        sessionId: `bench-${name}`,
+        extension: "echo",
+        capability: "report.emit",
+        target: "",
+        decision: "allowed",
+        rule: "builtin:report",
+        bytes: 3,
+      });
       ledger.finish(id, "ok");
       if (i % 64 === 63) {
         ledger.flush(); // the 20 ms timer batches like this under load
@@ -79,7 +94,12 @@ async function host(name: string, url: string | null): Promise<void> {
       );
       fleetRows = Number(rows[0]!.n);
     }
-    const result: HostResult = { host: name, callsPerSec: N / ((lastFinish - started) / 1000), lagMs: shipper === null ? null : shipped - lastFinish, fleetRows };
+    const result: HostResult = {
+      host: name,
+      callsPerSec: N / ((lastFinish - started) / 1000),
+      lagMs: shipper === null ? null : shipped - lastFinish,
+      fleetRows,
+    };
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
     await shipper?.close();
@@ -93,20 +113,28 @@ async function host(name: string, url: string | null): Promise<void> {
 /** Starts `count` host processes, lets them go at once, and collects their results. */
 async function run(count: number, url: string | null): Promise<HostResult[]> {
   const children = Array.from({ length: count }, (_, i) =>
-    spawn(process.execPath, ["--import", "tsx", SELF, "--host", `host-${i + 1}`, url ?? "-"], { cwd: join(HERE, ".."), stdio: ["pipe", "pipe", "inherit"] }),
+    spawn(process.execPath, ["--import", "tsx", SELF, "--host", `host-${i + 1}`, url ?? "-"], {
+      cwd: join(HERE, ".."),
+      stdio: ["pipe", "pipe", "inherit"],
+    }),
   );
   const lines = children.map((child) => {
     const queue: string[] = [];
     const waiters: Array<(line: string) => void> = [];
-    createInterface({ input: child.stdout! }).on("line", (line) => (waiters.length > 0 ? waiters.shift()!(line) : queue.push(line)));
+    createInterface({ input: child.stdout! }).on("line", (line) =>
+      waiters.length > 0 ? waiters.shift()!(line) : queue.push(line),
+    );
     child.once("exit", (code) => {
       if (code !== 0) for (const w of waiters.splice(0)) w(JSON.stringify({ error: `host exited ${code}` }));
     });
-    return (): Promise<string> => (queue.length > 0 ? Promise.resolve(queue.shift()!) : new Promise((resolve) => waiters.push(resolve)));
+    return (): Promise<string> =>
+      queue.length > 0 ? Promise.resolve(queue.shift()!) : new Promise((resolve) => waiters.push(resolve));
   });
   for (const next of lines) if ((await next()) !== "ready") throw new Error("a host did not start");
   for (const child of children) child.stdin!.end("go\n"); // ended: an open stdin would keep the host alive
-  const results = await Promise.all(lines.map(async (next) => JSON.parse(await next()) as HostResult & { error?: string }));
+  const results = await Promise.all(
+    lines.map(async (next) => JSON.parse(await next()) as HostResult & { error?: string }),
+  );
   await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once("exit", r)))));
   for (const r of results) if (r.error !== undefined) throw new Error(r.error);
   return results;
@@ -119,25 +147,44 @@ async function main(): Promise<void> {
     const single = await run(1, null);
     const apart = await run(HOSTS, null);
     const fleet = await run(HOSTS, server.url);
-    for (const r of fleet) if (r.fleetRows !== (N + WARMUP) * 2) throw new Error(`${r.host}: ${r.fleetRows} rows in PostgreSQL, expected ${(N + WARMUP) * 2}`);
-    const mean = (rs: HostResult[], f: (r: HostResult) => number): number => rs.reduce((s, r) => s + f(r), 0) / rs.length;
+    for (const r of fleet)
+      if (r.fleetRows !== (N + WARMUP) * 2)
+        throw new Error(`${r.host}: ${r.fleetRows} rows in PostgreSQL, expected ${(N + WARMUP) * 2}`);
+    const mean = (rs: HostResult[], f: (r: HostResult) => number): number =>
+      rs.reduce((s, r) => s + f(r), 0) / rs.length;
     const floor = single[0]!.callsPerSec;
     const apartMean = mean(apart, (r) => r.callsPerSec);
     const fleetMean = mean(fleet, (r) => r.callsPerSec);
-    console.log(`\n== The fleet's ledger: ${N.toLocaleString("en-US")} calls per host (begin + audit row + finish), ${HOSTS} hosts\n`);
+    console.log(
+      `\n== The fleet's ledger: ${N.toLocaleString("en-US")} calls per host (begin + audit row + finish), ${HOSTS} hosts\n`,
+    );
     console.log(
       table(
         ["setup", "calls/s per host", "× single host"],
         [
           ["single host, no shipping", fmt(floor), "1.00"],
-          [`${HOSTS} hosts at once, no shipping`, `${fmt(apartMean)} (${apart.map((r) => fmt(r.callsPerSec)).join(", ")})`, (apartMean / floor).toFixed(2)],
-          [`fleet: ${HOSTS} hosts at once, each shipping to one PostgreSQL`, `${fmt(fleetMean)} (${fleet.map((r) => fmt(r.callsPerSec)).join(", ")})`, (fleetMean / floor).toFixed(2)],
+          [
+            `${HOSTS} hosts at once, no shipping`,
+            `${fmt(apartMean)} (${apart.map((r) => fmt(r.callsPerSec)).join(", ")})`,
+            (apartMean / floor).toFixed(2),
+          ],
+          [
+            `fleet: ${HOSTS} hosts at once, each shipping to one PostgreSQL`,
+            `${fmt(fleetMean)} (${fleet.map((r) => fmt(r.callsPerSec)).join(", ")})`,
+            (fleetMean / floor).toFixed(2),
+          ],
         ],
       ),
     );
-    console.log(`\nshipping's own cost (fleet against ${HOSTS} hosts not shipping): ${(fleetMean / apartMean).toFixed(2)}×`);
-    console.log(`shipping lag, last local finish to all rows in PostgreSQL (ms): ${fleet.map((r) => `${r.host} ${fmt(r.lagMs!)}`).join(", ")}`);
-    console.log(`rows in PostgreSQL: ${fleet.reduce((s, r) => s + r.fleetRows!, 0).toLocaleString("en-US")} (invocations + audit rows, every host's, all shipped)`);
+    console.log(
+      `\nshipping's own cost (fleet against ${HOSTS} hosts not shipping): ${(fleetMean / apartMean).toFixed(2)}×`,
+    );
+    console.log(
+      `shipping lag, last local finish to all rows in PostgreSQL (ms): ${fleet.map((r) => `${r.host} ${fmt(r.lagMs!)}`).join(", ")}`,
+    );
+    console.log(
+      `rows in PostgreSQL: ${fleet.reduce((s, r) => s + r.fleetRows!, 0).toLocaleString("en-US")} (invocations + audit rows, every host's, all shipped)`,
+    );
   } finally {
     await server.stop();
   }

@@ -48,7 +48,10 @@ async function measure(url: string, mode: Mode): Promise<number[]> {
   admin.on("error", () => {});
   await admin.connect();
   // One operator key for both homes: a signs its approvals, b trusts them (docs/fleet.md#operator-keys).
-  const homes = [mkdtempSync(join(tmpdir(), "tether-bench-fleet-a-")), mkdtempSync(join(tmpdir(), "tether-bench-fleet-b-"))].map(provisionOperatorKey);
+  const homes = [
+    mkdtempSync(join(tmpdir(), "tether-bench-fleet-a-")),
+    mkdtempSync(join(tmpdir(), "tether-bench-fleet-b-")),
+  ].map(provisionOperatorKey);
   const { home: _home, ...env } = readEnvironment(process.env);
   let stoppedAt = 0;
   const a = Broker.open({ ...env, home: homes[0]!, log: createLogger({ level: "error" }), extensionLogs: false });
@@ -56,7 +59,10 @@ async function measure(url: string, mode: Mode): Promise<number[]> {
     ...env,
     home: homes[1]!,
     extensionLogs: false,
-    log: createLogger({ level: "warn", sink: (_level, message) => void (/approval revoked/.test(message) && (stoppedAt = performance.now())) }),
+    log: createLogger({
+      level: "warn",
+      sink: (_level, message) => void (/approval revoked/.test(message) && (stoppedAt = performance.now())),
+    }),
   });
   const ma = await FleetMember.join(a, { url, host: `a-${mode}`, listen: false });
   const mb = await FleetMember.join(b, { url, host: `b-${mode}`, push, pollMs: POLL_MS });
@@ -73,7 +79,9 @@ async function measure(url: string, mode: Mode): Promise<number[]> {
       if (!ran.ok) throw new Error(`the call on host b failed: ${ran.error.code} ${ran.error.msg}`);
       stoppedAt = 0;
       if (mode === "listen-broken") {
-        const killed = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'");
+        const killed = await admin.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'",
+        );
         if (killed.rowCount === 0) throw new Error("no listening connection to terminate");
       }
       a.registry.revoke(name);
@@ -99,13 +107,20 @@ async function main(): Promise<void> {
     const pushed = (await measure(server.url, "pushed")).sort((x, y) => x - y);
     const broken = (await measure(server.url, "listen-broken")).sort((x, y) => x - y);
     const polled = (await measure(server.url, "polled")).sort((x, y) => x - y);
-    console.log(`fleet revocation latency: revoke published on host a → host b stops its satellite (ms, ${ROUNDS} rounds each)`);
+    console.log(
+      `fleet revocation latency: revoke published on host a → host b stops its satellite (ms, ${ROUNDS} rounds each)`,
+    );
     console.log(
       table(
         ["changes", "median", "p95", "max"],
         [
           ["pushed (LISTEN/NOTIFY)", ms(median(pushed)), ms(quantile(pushed, 0.95)), ms(pushed.at(-1)!)],
-          ["pushed, the listening connection just terminated", ms(median(broken)), ms(quantile(broken, 0.95)), ms(broken.at(-1)!)],
+          [
+            "pushed, the listening connection just terminated",
+            ms(median(broken)),
+            ms(quantile(broken, 0.95)),
+            ms(broken.at(-1)!),
+          ],
           [`polled every ${POLL_MS} ms`, ms(median(polled)), ms(quantile(polled, 0.95)), ms(polled.at(-1)!)],
         ],
       ),

@@ -28,7 +28,10 @@ try {
     const { installed } = await broker.registry.install(dir);
     broker.registry.approve(installed.manifest.name);
   }
-  writeFileSync(join(home, "hooks.json"), JSON.stringify({ hooks: { PreToolUse: [{ matcher: "echo", hooks: [{ type: "command", command: "true" }] }] } }));
+  writeFileSync(
+    join(home, "hooks.json"),
+    JSON.stringify({ hooks: { PreToolUse: [{ matcher: "echo", hooks: [{ type: "command", command: "true" }] }] } }),
+  );
 
   const bare = await Session.open(broker, { id: "bare", workspace: home });
   bare.prefer("nop-guard", false);

@@ -60,10 +60,14 @@ async function main(): Promise<void> {
   const dbJail = await median(() => firstDbCall("bwrap"));
   rows.push(["first db.query (process start + statement)", dbJail, dbNone, null]);
 
-  console.log(`host-side jobs, median of ${N} runs (ms): jailed | no OS sandbox (launcher only) | in the broker's process`);
+  console.log(
+    `host-side jobs, median of ${N} runs (ms): jailed | no OS sandbox (launcher only) | in the broker's process`,
+  );
   for (const [what, jail, none, own] of rows) {
     const ratio = `${(jail / none).toFixed(2)}× unjailed${own === null ? "" : `, ${(jail / own).toFixed(2)}× in-process`}`;
-    console.log(`  ${what.padEnd(44)} ${jail.toFixed(0).padStart(6)} | ${none.toFixed(0).padStart(6)} | ${own === null ? "     —" : own.toFixed(0).padStart(6)}   (${ratio})`);
+    console.log(
+      `  ${what.padEnd(44)} ${jail.toFixed(0).padStart(6)} | ${none.toFixed(0).padStart(6)} | ${own === null ? "     —" : own.toFixed(0).padStart(6)}   (${ratio})`,
+    );
   }
 }
 

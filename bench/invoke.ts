@@ -52,7 +52,7 @@ interface Payload {
 }
 
 const payloads: Record<"tiny" | "big", Payload> = {
-  tiny: { label: "tiny (\"hi\")", args: JSON.stringify({ text: "hi" }), textBytes: 2 },
+  tiny: { label: 'tiny ("hi")', args: JSON.stringify({ text: "hi" }), textBytes: 2 },
   big: { label: "64 KiB each way", args: JSON.stringify({ text: "x".repeat(64 * 1024) }), textBytes: 64 * 1024 },
 };
 
@@ -68,7 +68,8 @@ function checkBroker(outcome: InvocationOutcome<"tool">, p: Payload): void {
   if (!outcome.ok) throw new Error(`broker call failed: ${outcome.error.code}: ${outcome.error.msg}`);
   const block = outcome.value.content[0];
   const text = block?.type === "text" ? block.text : undefined;
-  if (text?.length !== p.textBytes) throw new Error(`broker echo answered ${text?.length} characters, not ${p.textBytes}`);
+  if (text?.length !== p.textBytes)
+    throw new Error(`broker echo answered ${text?.length} characters, not ${p.textBytes}`);
 }
 
 function checkFloor(reply: unknown, p: Payload): void {
@@ -126,9 +127,15 @@ async function measureCalls(echo: Bundled, floorScript: string): Promise<CallFig
       checkFloor(await peer0.call(p.args), p);
     }
 
-    const lat = { tiny: { floor: [] as bigint[], broker: [] as bigint[] }, big: { floor: [] as bigint[], broker: [] as bigint[] } };
+    const lat = {
+      tiny: { floor: [] as bigint[], broker: [] as bigint[] },
+      big: { floor: [] as bigint[], broker: [] as bigint[] },
+    };
     const denoPid = { floor: peer0.pid, broker: findDeno(slot0.process!.pid!) ?? Number.NaN };
-    const cpuSum = { tiny: { floor: { node: 0, deno: 0 }, broker: { node: 0, deno: 0 } }, big: { floor: { node: 0, deno: 0 }, broker: { node: 0, deno: 0 } } };
+    const cpuSum = {
+      tiny: { floor: { node: 0, deno: 0 }, broker: { node: 0, deno: 0 } },
+      big: { floor: { node: 0, deno: 0 }, broker: { node: 0, deno: 0 } },
+    };
     /** Runs `n` sequential calls, keeping their latencies and the CPU both processes spent on them. */
     const timed = async (key: "tiny" | "big", side: "floor" | "broker", call: Call, n: number) => {
       const node0 = process.cpuUsage();
@@ -155,13 +162,38 @@ async function measureCalls(echo: Bundled, floorScript: string): Promise<CallFig
         log(`round ${round + 1}/${ROUNDS}, ${p.label}: calls/s (${TPUT_WINDOW_MS} ms windows)`);
         addTput(key, "floor 1 peer, 1 in flight", await closedLoop([floorCall(peer0, p)], 1, TPUT_WINDOW_MS));
         addTput(key, "broker 1 slot, 1 in flight", await closedLoop([brokerCall(slot0, p)], 1, TPUT_WINDOW_MS));
-        addTput(key, `floor ${CONCURRENCY} peers, 1 in flight each`, await closedLoop(peers.map((peer) => floorCall(peer, p)), 1, TPUT_WINDOW_MS));
-        addTput(key, `broker ${CONCURRENCY} slots, 1 in flight each`, await closedLoop(slots.map((slot) => brokerCall(slot, p)), 1, TPUT_WINDOW_MS));
-        addTput(key, `floor 1 peer, ${PIPELINE_DEPTH} pipelined`, await closedLoop([floorCall(peer0, p)], PIPELINE_DEPTH, TPUT_WINDOW_MS));
-        addTput(key, `broker 1 slot, ${PIPELINE_DEPTH} queued`, await closedLoop([brokerCall(slot0, p)], PIPELINE_DEPTH, TPUT_WINDOW_MS));
+        addTput(
+          key,
+          `floor ${CONCURRENCY} peers, 1 in flight each`,
+          await closedLoop(
+            peers.map((peer) => floorCall(peer, p)),
+            1,
+            TPUT_WINDOW_MS,
+          ),
+        );
+        addTput(
+          key,
+          `broker ${CONCURRENCY} slots, 1 in flight each`,
+          await closedLoop(
+            slots.map((slot) => brokerCall(slot, p)),
+            1,
+            TPUT_WINDOW_MS,
+          ),
+        );
+        addTput(
+          key,
+          `floor 1 peer, ${PIPELINE_DEPTH} pipelined`,
+          await closedLoop([floorCall(peer0, p)], PIPELINE_DEPTH, TPUT_WINDOW_MS),
+        );
+        addTput(
+          key,
+          `broker 1 slot, ${PIPELINE_DEPTH} queued`,
+          await closedLoop([brokerCall(slot0, p)], PIPELINE_DEPTH, TPUT_WINDOW_MS),
+        );
       }
     }
-    const med = (runs: Record<string, number[]>) => Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, median(v)]));
+    const med = (runs: Record<string, number[]>) =>
+      Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, median(v)]));
     return {
       lat: {
         tiny: { floor: summarise(lat.tiny.floor), broker: summarise(lat.tiny.broker) },
@@ -169,7 +201,10 @@ async function measureCalls(echo: Bundled, floorScript: string): Promise<CallFig
       },
       cpu: Object.fromEntries(
         (["tiny", "big"] as const).map((key) => {
-          const per = (side: "floor" | "broker") => ({ node: cpuSum[key][side].node / lat[key][side].length, deno: cpuSum[key][side].deno / lat[key][side].length });
+          const per = (side: "floor" | "broker") => ({
+            node: cpuSum[key][side].node / lat[key][side].length,
+            deno: cpuSum[key][side].deno / lat[key][side].length,
+          });
           return [key, { floor: per("floor"), broker: per("broker") }];
         }),
       ) as CallFigures["cpu"],
@@ -279,7 +314,12 @@ async function measureRss(echo: Bundled, floorScript: string): Promise<RssFigure
       bwrapChain,
     };
   } finally {
-    await Promise.all([slots.bwrap.destroy("the bench is done"), slots.none.destroy("the bench is done"), peer?.close(), trivial?.close()]);
+    await Promise.all([
+      slots.bwrap.destroy("the bench is done"),
+      slots.none.destroy("the bench is done"),
+      peer?.close(),
+      trivial?.close(),
+    ]);
   }
 }
 
@@ -333,11 +373,32 @@ async function run(started: bigint, runTmp: string): Promise<void> {
     for (const key of ["tiny", "big"] as const) {
       const { floor: f, broker: b } = calls.lat[key];
       const label = payloads[key].label;
-      rows.push([`warm call p50, ${label}`, us(b.p50), us(f.p50), ratio(b.p50, f.p50), `≤ ${TARGET.p50}×`, verdict(b.p50 <= TARGET.p50 * f.p50)]);
+      rows.push([
+        `warm call p50, ${label}`,
+        us(b.p50),
+        us(f.p50),
+        ratio(b.p50, f.p50),
+        `≤ ${TARGET.p50}×`,
+        verdict(b.p50 <= TARGET.p50 * f.p50),
+      ]);
       rows.push([`warm call p99, ${label}`, us(b.p99), us(f.p99), ratio(b.p99, f.p99), "", ""]);
       const c = calls.cpu[key];
-      rows.push([`  CPU per call, Node side, ${label}`, us(c.broker.node), us(c.floor.node), ratio(c.broker.node, c.floor.node), "", ""]);
-      rows.push([`  CPU per call, Deno side, ${label}`, us(c.broker.deno), us(c.floor.deno), ratio(c.broker.deno, c.floor.deno), "", ""]);
+      rows.push([
+        `  CPU per call, Node side, ${label}`,
+        us(c.broker.node),
+        us(c.floor.node),
+        ratio(c.broker.node, c.floor.node),
+        "",
+        "",
+      ]);
+      rows.push([
+        `  CPU per call, Deno side, ${label}`,
+        us(c.broker.deno),
+        us(c.floor.deno),
+        ratio(c.broker.deno, c.floor.deno),
+        "",
+        "",
+      ]);
     }
     for (const key of ["tiny", "big"] as const) {
       const t = calls.tput[key];
@@ -366,24 +427,84 @@ async function run(started: bigint, runTmp: string): Promise<void> {
     const none = median(boots.none);
     const fl = median(boots.floor);
     const msCell = (x: number) => `${fmt(x)} ms`;
-    rows.push([`cold boot (median of ${BOOTS}), broker bwrap vs broker none`, msCell(bw), msCell(none), ratio(bw, none), `≤ ${TARGET.boot}×`, verdict(bw <= TARGET.boot * none)]);
-    rows.push([`cold boot, broker bwrap vs raw deno run (floor-boot.js)`, msCell(bw), msCell(fl), ratio(bw, fl), "", ""]);
-    rows.push([`cold boot, broker none vs raw deno run (floor-boot.js)`, msCell(none), msCell(fl), ratio(none, fl), "", ""]);
+    rows.push([
+      `cold boot (median of ${BOOTS}), broker bwrap vs broker none`,
+      msCell(bw),
+      msCell(none),
+      ratio(bw, none),
+      `≤ ${TARGET.boot}×`,
+      verdict(bw <= TARGET.boot * none),
+    ]);
+    rows.push([
+      `cold boot, broker bwrap vs raw deno run (floor-boot.js)`,
+      msCell(bw),
+      msCell(fl),
+      ratio(bw, fl),
+      "",
+      "",
+    ]);
+    rows.push([
+      `cold boot, broker none vs raw deno run (floor-boot.js)`,
+      msCell(none),
+      msCell(fl),
+      ratio(none, fl),
+      "",
+      "",
+    ]);
     const raw = median(boots.rawArtifact);
-    rows.push([`cold boot, raw deno run of the echo artifact vs floor-boot.js`, msCell(raw), msCell(fl), ratio(raw, fl), "", ""]);
+    rows.push([
+      `cold boot, raw deno run of the echo artifact vs floor-boot.js`,
+      msCell(raw),
+      msCell(fl),
+      ratio(raw, fl),
+      "",
+      "",
+    ]);
   }
   if (rss !== null) {
     const mib = (x: number) => `${fmt(x)} MiB`;
-    rows.push([`idle RSS, jailed deno after 200 calls (floor: floor-echo deno)`, mib(rss.usedBwrapMiB), mib(rss.floorMiB), ratio(rss.usedBwrapMiB, rss.floorMiB), `≤ ${TARGET.rssMiB} MiB`, verdict(rss.usedBwrapMiB <= TARGET.rssMiB)]);
-    rows.push([`  of which private anonymous / file-backed (shared binary)`, `${fmt(rss.usedBwrapAnonMiB)} / ${fmt(rss.usedBwrapFileMiB)} MiB`, "", "", "", ""]);
-    rows.push([`idle RSS, jailed deno freshly booted`, mib(rss.freshBwrapMiB), "", "", `≤ ${TARGET.rssMiB} MiB`, verdict(rss.freshBwrapMiB <= TARGET.rssMiB)]);
+    rows.push([
+      `idle RSS, jailed deno after 200 calls (floor: floor-echo deno)`,
+      mib(rss.usedBwrapMiB),
+      mib(rss.floorMiB),
+      ratio(rss.usedBwrapMiB, rss.floorMiB),
+      `≤ ${TARGET.rssMiB} MiB`,
+      verdict(rss.usedBwrapMiB <= TARGET.rssMiB),
+    ]);
+    rows.push([
+      `  of which private anonymous / file-backed (shared binary)`,
+      `${fmt(rss.usedBwrapAnonMiB)} / ${fmt(rss.usedBwrapFileMiB)} MiB`,
+      "",
+      "",
+      "",
+      "",
+    ]);
+    rows.push([
+      `idle RSS, jailed deno freshly booted`,
+      mib(rss.freshBwrapMiB),
+      "",
+      "",
+      `≤ ${TARGET.rssMiB} MiB`,
+      verdict(rss.freshBwrapMiB <= TARGET.rssMiB),
+    ]);
     rows.push([`idle RSS, unjailed (sandbox none) deno after 200 calls`, mib(rss.usedNoneMiB), "", "", "", ""]);
-    rows.push([`idle RSS, jailed deno fresh vs raw deno run (floor-boot.js)`, mib(rss.freshBwrapMiB), mib(rss.trivialMiB), ratio(rss.freshBwrapMiB, rss.trivialMiB), "", ""]);
+    rows.push([
+      `idle RSS, jailed deno fresh vs raw deno run (floor-boot.js)`,
+      mib(rss.freshBwrapMiB),
+      mib(rss.trivialMiB),
+      ratio(rss.freshBwrapMiB, rss.trivialMiB),
+      "",
+      "",
+    ]);
   }
 
   const out = process.stdout;
-  out.write(`\nTether invoke bench — ${cpus().length} CPUs (nproc), node ${process.version}, ${denoVersion}, bwrap ${findBwrap()}\n`);
-  out.write(`broker = SatelliteSlot over bundled manifests/echo (tool 'echo'); floor = raw Node⇄Deno msgpack (bench/fixtures)\n`);
+  out.write(
+    `\nTether invoke bench — ${cpus().length} CPUs (nproc), node ${process.version}, ${denoVersion}, bwrap ${findBwrap()}\n`,
+  );
+  out.write(
+    `broker = SatelliteSlot over bundled manifests/echo (tool 'echo'); floor = raw Node⇄Deno msgpack (bench/fixtures)\n`,
+  );
   if (calls !== null) {
     const l = calls.lat;
     out.write(
@@ -396,7 +517,8 @@ async function run(started: bigint, runTmp: string): Promise<void> {
   if (rss !== null) out.write(`\nbwrap process chain held by the broker: ${rss.bwrapChain}\n`);
 
   const leftovers = readdirSync(runTmp);
-  if (leftovers.length > 0) out.write(`\nWARNING: temp files were left behind (removed on exit): ${leftovers.join(", ")}\n`);
+  if (leftovers.length > 0)
+    out.write(`\nWARNING: temp files were left behind (removed on exit): ${leftovers.join(", ")}\n`);
   // Every satellite and floor process was closed and awaited: no deno or bwrap of ours may still run.
   // (esbuild's service processes, ours and tsx's own, are not counted; they exit with us.)
   const strays = childrenOf(process.pid)

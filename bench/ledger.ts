@@ -28,7 +28,16 @@ try {
     const started = process.hrtime.bigint();
     for (let i = 0; i < OPS; i++) {
       const id = broker.ledger.begin({ sessionId: "bench", extension: "echo", kind: "tool", name: "echo", strand: "" });
-      broker.ledger.audit({ invocationId: id, sessionId: "bench", extension: "echo", capability: "report.emit", target: "", decision: "allowed", rule: "builtin:report", bytes: 3 });
+      broker.ledger.audit({
+        invocationId: id,
+        sessionId: "bench",
+        extension: "echo",
+        capability: "report.emit",
+        target: "",
+        decision: "allowed",
+        rule: "builtin:report",
+        bytes: 3,
+      });
       broker.ledger.finish(id, "ok");
       if (i % 64 === 63) broker.ledger.flush(); // the 20 ms timer batches like this under load
     }
@@ -73,7 +82,9 @@ try {
       ],
     ),
   );
-  console.log(`\nbroker overhead per call: ${fmt(b.p50 - s.p50)} µs at p50 (${((b.p50 / s.p50 - 1) * 100).toFixed(0)}%)`);
+  console.log(
+    `\nbroker overhead per call: ${fmt(b.p50 - s.p50)} µs at p50 (${((b.p50 / s.p50 - 1) * 100).toFixed(0)}%)`,
+  );
 } finally {
   await broker.close();
   rmSync(home, { recursive: true, force: true });

@@ -32,7 +32,13 @@ const FAKE_DIR = join(REPO, "tests/integration/fixtures/fake-satellites");
 const CALLS = Number(process.env.NEIGHBOURS_CALLS ?? 1500);
 const RSS_BOUND_MIB = 256;
 
-const call = (name: string, args: unknown = {}) => ({ kind: "tool" as const, name, args: JSON.stringify(args), strand: "bench", deadlineMs: 10_000 });
+const call = (name: string, args: unknown = {}) => ({
+  kind: "tool" as const,
+  name,
+  args: JSON.stringify(args),
+  strand: "bench",
+  deadlineMs: 10_000,
+});
 
 async function steady(slot: SatelliteSlot, n: number): Promise<bigint[]> {
   const samples: bigint[] = [];
@@ -67,10 +73,19 @@ class NullSocket implements ClientSocket {
   terminate(): void {}
 }
 
-const nullHandler: Handler = { accepting: true, began() {}, ended() {}, handle: async () => null } as unknown as Handler;
+const nullHandler: Handler = {
+  accepting: true,
+  began() {},
+  ended() {},
+  handle: async () => null,
+} as unknown as Handler;
 /** Requests as large as the caller bounds allow (16,384 elements), made once: the client's cost is not the broker's. */
 const LARGEST_ARGS = `{${Array.from({ length: CALLER_JSON_BOUNDS.maxElements - 16 }, (_, i) => `"k${i}":${i}`).join(",")}}`;
-const LARGEST_REQUESTS = Array.from({ length: 8 }, (_, id) => `{"jsonrpc":"2.0","id":${id},"method":"tool.call","params":{"session":"s","tool":"t","args":${LARGEST_ARGS}}}`);
+const LARGEST_REQUESTS = Array.from(
+  { length: 8 },
+  (_, id) =>
+    `{"jsonrpc":"2.0","id":${id},"method":"tool.call","params":{"session":"s","tool":"t","args":${LARGEST_ARGS}}}`,
+);
 
 const tmp = mkdtempSync(join(tmpdir(), "tether-bench-neighbours-"));
 const slots: SatelliteSlot[] = [];
@@ -79,7 +94,12 @@ try {
   echo = await bundleToTemp("manifests/echo");
   const built = await esbuild.build({
     ...ARTIFACT_BUILD_OPTIONS,
-    stdin: { contents: `import { play } from "./scripts.ts";\nawait play("serve");\n`, resolveDir: FAKE_DIR, sourcefile: "serve.ts", loader: "ts" },
+    stdin: {
+      contents: `import { play } from "./scripts.ts";\nawait play("serve");\n`,
+      resolveDir: FAKE_DIR,
+      sourcefile: "serve.ts",
+      loader: "ts",
+    },
     absWorkingDir: FAKE_DIR,
   });
   writeFileSync(join(tmp, "serve.js"), built.outputFiles[0]!.text);
@@ -93,8 +113,14 @@ try {
   const neighbours: Array<{ name: string; run: () => Promise<unknown> }> = [
     { name: "none (baseline)", run: async () => new Promise((r) => setTimeout(r, 5)) },
     { name: "refusal flood (forged tokens)", run: () => hostile.invoke(call("stray_caps", { count: 10_000 })) },
-    { name: "largest legal frames between calls", run: () => hostile.invoke(call("stray_caps", { count: 100, keys: 8_000 })) },
-    { name: "largest legal answers (100k-element JSON)", run: () => hostile.invoke(call("wide_json", { count: 99_000 })) },
+    {
+      name: "largest legal frames between calls",
+      run: () => hostile.invoke(call("stray_caps", { count: 100, keys: 8_000 })),
+    },
+    {
+      name: "largest legal answers (100k-element JSON)",
+      run: () => hostile.invoke(call("wide_json", { count: 99_000 })),
+    },
     {
       name: "serve client: largest legal requests, 8 pipelined",
       run: async () => {
@@ -125,10 +151,25 @@ try {
     const rssMib = (peak - rss0) / 2 ** 20;
     const pass = ratio <= 2 && rssMib <= RSS_BOUND_MIB;
     if (pass) verdicts++;
-    rows.push([neighbour.name, String(rounds), fmt(latency.p50), fmt(latency.p99), fmt(ratio, 2), `+${fmt(Math.max(0, rssMib))}`, pass ? "PASS" : "MISS"]);
+    rows.push([
+      neighbour.name,
+      String(rounds),
+      fmt(latency.p50),
+      fmt(latency.p99),
+      fmt(ratio, 2),
+      `+${fmt(Math.max(0, rssMib))}`,
+      pass ? "PASS" : "MISS",
+    ]);
   }
-  console.log(`\nHostile neighbours: ${good.length} well-behaved satellites × ${CALLS} sequential echo calls each, per neighbour (µs)\n`);
-  console.log(table(["neighbour", "hostile rounds", "p50", "p99", "p99 vs none", `broker RSS MiB (≤ ${RSS_BOUND_MIB})`, "target"], rows));
+  console.log(
+    `\nHostile neighbours: ${good.length} well-behaved satellites × ${CALLS} sequential echo calls each, per neighbour (µs)\n`,
+  );
+  console.log(
+    table(
+      ["neighbour", "hostile rounds", "p50", "p99", "p99 vs none", `broker RSS MiB (≤ ${RSS_BOUND_MIB})`, "target"],
+      rows,
+    ),
+  );
   console.log(`\n${verdicts}/${neighbours.length} PASS (target: p99 within 2× the baseline, RSS within the bound)`);
 } finally {
   await Promise.all(slots.map((s) => s.destroy("bench over")));

@@ -34,4 +34,6 @@ const c0 = process.cpuUsage();
 for (let i = 0; i < N; i++) await s.callTool("echo", args);
 const c = process.cpuUsage(c0);
 console.log(`node cpu ${((c.user + c.system) / N).toFixed(1)} µs/call`);
-await s.close(); await broker.close(); rmSync(home, { recursive: true, force: true });
+await s.close();
+await broker.close();
+rmSync(home, { recursive: true, force: true });

@@ -22,7 +22,17 @@ import * as esbuild from "esbuild";
 import type { Broker } from "../broker/broker.js";
 import { findBwrap } from "../broker/jail/sandbox.js";
 import type { Session } from "../broker/sessions/session.js";
-import { ECHO_DIR, REPO, checkReport, copyExtension, installApproved, openBroker, openSession, renamed, want } from "./lib/home.js";
+import {
+  ECHO_DIR,
+  REPO,
+  checkReport,
+  copyExtension,
+  installApproved,
+  openBroker,
+  openSession,
+  renamed,
+  want,
+} from "./lib/home.js";
 import { closedLoop } from "./lib/loop.js";
 import { comm, descendants, memoryOf, privateKiB, rssKiB } from "./lib/procs.js";
 import { loadAverage, log, runJailBench, warnLeftovers, warnStrays } from "./lib/run.js";
@@ -93,24 +103,33 @@ interface ExtensionFigures {
   readonly processes: number;
 }
 
-async function extensionsPerSession(broker: Broker, runTmp: string, workspace: string): Promise<Map<number, ExtensionFigures>> {
+async function extensionsPerSession(
+  broker: Broker,
+  runTmp: string,
+  workspace: string,
+): Promise<Map<number, ExtensionFigures>> {
   const max = EXTENSIONS[EXTENSIONS.length - 1]!;
   log(`extensions per session: installing ${max} copies of bench/fixtures/echo-n`);
   const names: string[] = [];
   for (let i = 1; i <= max; i++) {
     const n = String(i).padStart(2, "0");
     const dir = join(runTmp, "ext", `echo-n-${n}`);
-    copyExtension(join(REPO, "bench/fixtures/echo-n"), dir, (m) => renamed(m, `echo-n-${n}`).replace(/^name = "echo_n"$/m, `name = "echo_n_${n}"`));
+    copyExtension(join(REPO, "bench/fixtures/echo-n"), dir, (m) =>
+      renamed(m, `echo-n-${n}`).replace(/^name = "echo_n"$/m, `name = "echo_n_${n}"`),
+    );
     const index = join(dir, "index.ts");
     writeFileSync(index, readFileSync(index, "utf8").replace('const TOOL = "echo_n";', `const TOOL = "echo_n_${n}";`));
     names.push(await installApproved(broker, dir, false));
   }
   const out = new Map<number, ExtensionFigures>();
-  for (const n of EXTENSIONS) out.set(n, { openMs: [], brokerRss: [], satRss: [], satPss: [], satPrivate: [], processes: 0 });
+  for (const n of EXTENSIONS)
+    out.set(n, { openMs: [], brokerRss: [], satRss: [], satPss: [], satPrivate: [], processes: 0 });
   for (let rep = 0; rep <= OPEN_REPS; rep++) {
     const order = rep === 0 ? [max] : EXTENSIONS.map((_, i) => EXTENSIONS[(i + rep) % EXTENSIONS.length]!);
     for (const n of order) {
-      log(`extensions per session: ${rep === 0 ? "warm-up (discarded)" : `rep ${rep}/${OPEN_REPS}`}, ${n} extension(s)`);
+      log(
+        `extensions per session: ${rep === 0 ? "warm-up (discarded)" : `rep ${rep}/${OPEN_REPS}`}, ${n} extension(s)`,
+      );
       const id = `ext-${n}-${rep}`;
       want(broker, id, names.slice(0, n));
       const t0 = process.hrtime.bigint();
@@ -145,7 +164,14 @@ interface MemoryFigures {
   readonly usedPrivate: number;
   readonly usedRss: number;
   /** Per idle session (each with echo), over IDLE_SESSIONS of them. */
-  readonly idle: { brokerRss: number; brokerHeap: number; satRss: number; satPss: number; satPrivate: number; processes: number };
+  readonly idle: {
+    brokerRss: number;
+    brokerHeap: number;
+    satRss: number;
+    satPss: number;
+    satPrivate: number;
+    processes: number;
+  };
 }
 
 async function memory(broker: Broker, workspace: string): Promise<MemoryFigures> {
@@ -237,14 +263,34 @@ async function run(runTmp: string): Promise<void> {
   }
 
   const out = process.stdout;
-  out.write(`\nTether scale bench — ${cpus().length} CPUs (nproc), node ${process.version}, bwrap ${findBwrap()}; the library (Session), real jail\n`);
-  out.write(`\n== Sessions in parallel (echo, tiny, one call in flight per session; median of ${ROUNDS} ${WINDOW_MS} ms windows)\n\n`);
+  out.write(
+    `\nTether scale bench — ${cpus().length} CPUs (nproc), node ${process.version}, bwrap ${findBwrap()}; the library (Session), real jail\n`,
+  );
+  out.write(
+    `\n== Sessions in parallel (echo, tiny, one call in flight per session; median of ${ROUNDS} ${WINDOW_MS} ms windows)\n\n`,
+  );
   const one = par.get(1)!;
-  out.write(table(["sessions", "calls/s (all sessions)", "× 1 session"], SESSIONS.map((n) => [String(n), `${fmt(par.get(n)!)}/s`, `${(par.get(n)! / one).toFixed(2)}×`])));
-  out.write(`\n\n== Extensions per session (copies of bench/fixtures/echo-n; medians of ${OPEN_REPS} opens each, after one discarded)\n\n`);
   out.write(
     table(
-      ["extensions", "session open ms", "satellite processes", "broker RSS", "satellites RSS (sum)", "satellites PSS (sum)", "satellites private", "broker + satellites RSS"],
+      ["sessions", "calls/s (all sessions)", "× 1 session"],
+      SESSIONS.map((n) => [String(n), `${fmt(par.get(n)!)}/s`, `${(par.get(n)! / one).toFixed(2)}×`]),
+    ),
+  );
+  out.write(
+    `\n\n== Extensions per session (copies of bench/fixtures/echo-n; medians of ${OPEN_REPS} opens each, after one discarded)\n\n`,
+  );
+  out.write(
+    table(
+      [
+        "extensions",
+        "session open ms",
+        "satellite processes",
+        "broker RSS",
+        "satellites RSS (sum)",
+        "satellites PSS (sum)",
+        "satellites private",
+        "broker + satellites RSS",
+      ],
       EXTENSIONS.map((n) => {
         const f = ext.get(n)!;
         return [
@@ -260,23 +306,36 @@ async function run(runTmp: string): Promise<void> {
       }),
     ),
   );
-  out.write("\n\n(With one extension its deno is the only one running: the deno binary's pages count as its private memory. With more, they are shared.)");
+  out.write(
+    "\n\n(With one extension its deno is the only one running: the deno binary's pages count as its private memory. With more, they are shared.)",
+  );
   out.write("\n\n== One satellite (the jailed deno of echo) and an idle session\n\n");
   out.write(
     table(
       ["measure", "value"],
       [
-        ["jailed deno (another idles beside it), fresh: private (Private_Clean + Private_Dirty) / RSS", `${mib(mem.freshPrivate)} / ${mib(mem.freshRss)}`],
-        ["jailed deno, after 200 calls (100 tiny, 100 × 64 KiB): private / RSS", `${mib(mem.usedPrivate)} / ${mib(mem.usedRss)}`],
+        [
+          "jailed deno (another idles beside it), fresh: private (Private_Clean + Private_Dirty) / RSS",
+          `${mib(mem.freshPrivate)} / ${mib(mem.freshRss)}`,
+        ],
+        [
+          "jailed deno, after 200 calls (100 tiny, 100 × 64 KiB): private / RSS",
+          `${mib(mem.usedPrivate)} / ${mib(mem.usedRss)}`,
+        ],
         [`idle session (echo), per session over ${IDLE_SESSIONS}: satellite processes`, fmt(mem.idle.processes)],
         ["  satellites' private memory", mib(mem.idle.satPrivate)],
         ["  satellites' PSS (shared pages split between processes)", mib(mem.idle.satPss)],
         ["  satellites' RSS (shared pages counted in each)", mib(mem.idle.satRss)],
-        ["  broker RSS growth / heap growth (after a full GC)", `${mib(mem.idle.brokerRss)} / ${mib(mem.idle.brokerHeap)}`],
+        [
+          "  broker RSS growth / heap growth (after a full GC)",
+          `${mib(mem.idle.brokerRss)} / ${mib(mem.idle.brokerHeap)}`,
+        ],
       ],
     ),
   );
-  out.write(`\n\n${new Date().toISOString().slice(0, 10)}; load average at start / end: ${loadStart} / ${loadAverage()}\n`);
+  out.write(
+    `\n\n${new Date().toISOString().slice(0, 10)}; load average at start / end: ${loadStart} / ${loadAverage()}\n`,
+  );
   warnLeftovers(runTmp, [/^home$/, /^workspace$/, /^ext$/]);
   warnStrays(["deno", "bwrap"]);
   out.write(`\nbench took ${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(1)} s\n`);

@@ -75,7 +75,15 @@ const DEPTHS = [1, 2, 4, 8] as const;
 const IN_FLIGHT = 8;
 const SVG_PATH = join(REPO, "docs/perf/calls-vs-concurrency.svg");
 
-const TARGET = { vsSdkP50: 0.5, vsSdkSeq: 2, vsFloorP50: 1.5, vsSdkInFlight: 1.2, hook: 1.5, noMatch: 1.05, overTransport: 1.3 } as const;
+const TARGET = {
+  vsSdkP50: 0.5,
+  vsSdkSeq: 2,
+  vsFloorP50: 1.5,
+  vsSdkInFlight: 1.2,
+  hook: 1.5,
+  noMatch: 1.05,
+  overTransport: 1.3,
+} as const;
 
 type Size = "tiny" | "big";
 
@@ -88,7 +96,11 @@ interface Payload {
 
 const payloads: Record<Size, Payload> = {
   tiny: { args: { text: "hi" }, json: JSON.stringify({ text: "hi" }), textBytes: 2 },
-  big: { args: { text: "x".repeat(64 * 1024) }, json: JSON.stringify({ text: "x".repeat(64 * 1024) }), textBytes: 64 * 1024 },
+  big: {
+    args: { text: "x".repeat(64 * 1024) },
+    json: JSON.stringify({ text: "x".repeat(64 * 1024) }),
+    textBytes: 64 * 1024,
+  },
 };
 
 type Key = "floor" | "sdk" | "lib" | "hook" | "nomatch" | "pool" | "serve" | "mcp" | "wsFloor" | "stdioFloor";
@@ -149,7 +161,8 @@ async function setUp(runTmp: string, home: string, workspace: string, floorScrip
       bigTput: true,
       call: async (size) => {
         const reply = (await peer.call(payloads[size].json)) as { value?: { content?: { text?: string }[] } };
-        if (reply.value?.content?.[0]?.text?.length !== payloads[size].json.length) throw new Error("floor echo answered something else");
+        if (reply.value?.content?.[0]?.text?.length !== payloads[size].json.length)
+          throw new Error("floor echo answered something else");
       },
     });
 
@@ -180,7 +193,8 @@ async function setUp(runTmp: string, home: string, workspace: string, floorScrip
     const server = new ServeServer({ broker, token, log: createLogger({ level: "error" }), say: () => {} });
     const { url } = await server.listen({ socket: join(runTmp, "serve.sock") });
     closers.push(() => server.shutdown(new Promise(() => {})));
-    const libCall = (session: Session) => async (size: Size) => checkReport(await session.callTool("echo", payloads[size].json), payloads[size].textBytes);
+    const libCall = (session: Session) => async (size: Size) =>
+      checkReport(await session.callTool("echo", payloads[size].json), payloads[size].textBytes);
     const lib = await openSession(broker, "lib", workspace, ["echo"]);
     closers.push(() => lib.close());
     variants.push({ key: "lib", depths: DEPTHS, bigTput: true, call: libCall(lib) });
@@ -209,7 +223,9 @@ async function setUp(runTmp: string, home: string, workspace: string, floorScrip
       closers.push(() => pool.close());
       variants.push({ key: "pool", depths: DEPTHS, bigTput: false, call: libCall(pool) });
     } else {
-      notes.push("`[limits] concurrency` is not in this checkout's manifest: the 8-in-flight rows run on one satellite per session (calls queue).");
+      notes.push(
+        "`[limits] concurrency` is not in this checkout's manifest: the 8-in-flight rows run on one satellite per session (calls queue).",
+      );
     }
 
     const rpc = await RpcClient.connect(url, token);
@@ -221,7 +237,9 @@ async function setUp(runTmp: string, home: string, workspace: string, floorScrip
       bigTput: true,
       call: async (size) => {
         const answer = await rpc.send("tool.call", { session: "serve", tool: "echo", arguments: payloads[size].args });
-        const outcome = (answer.result as { outcome?: { ok: boolean; value?: { content: { text?: string }[] } } } | undefined)?.outcome;
+        const outcome = (
+          answer.result as { outcome?: { ok: boolean; value?: { content: { text?: string }[] } } } | undefined
+        )?.outcome;
         if (outcome?.ok !== true || outcome.value?.content[0]?.text?.length !== payloads[size].textBytes) {
           throw new Error(`serve echo answered something else: ${JSON.stringify(answer).slice(0, 300)}`);
         }
@@ -236,18 +254,34 @@ async function setUp(runTmp: string, home: string, workspace: string, floorScrip
       depths: [],
       bigTput: false,
       call: async (size) => {
-        const answer = await wsClient.send("tool.call", { session: "serve", tool: "echo", arguments: payloads[size].args });
-        if ((answer.params as { arguments?: { text?: string } }).arguments?.text?.length !== payloads[size].textBytes) throw new Error("ws floor answered something else");
+        const answer = await wsClient.send("tool.call", {
+          session: "serve",
+          tool: "echo",
+          arguments: payloads[size].args,
+        });
+        if ((answer.params as { arguments?: { text?: string } }).arguments?.text?.length !== payloads[size].textBytes)
+          throw new Error("ws floor answered something else");
       },
     });
 
     // tether mcp, as a child, on the same home (its own broker; the session is its own).
-    const mcp = await startMcp(node, [join(REPO, "bin/tether.js"), "mcp", "--session", "mcp", "--workspace", workspace], tetherEnv(home, runTmp), REPO);
+    const mcp = await startMcp(
+      node,
+      [join(REPO, "bin/tether.js"), "mcp", "--session", "mcp", "--workspace", workspace],
+      tetherEnv(home, runTmp),
+      REPO,
+    );
     closers.push(() => mcp.close());
     mcpPeers.push(mcp);
     const tools = (await mcp.client.listTools()).tools.map((t) => t.name).sort();
-    if (tools.join() !== "count,echo") throw new Error(`tether mcp serves [${tools.join(", ")}], not [count, echo]: ${mcp.stderr()}`);
-    variants.push({ key: "mcp", depths: [1, IN_FLIGHT], bigTput: true, call: (size) => mcpEcho(mcp.client, payloads[size].args) });
+    if (tools.join() !== "count,echo")
+      throw new Error(`tether mcp serves [${tools.join(", ")}], not [count, echo]: ${mcp.stderr()}`);
+    variants.push({
+      key: "mcp",
+      depths: [1, IN_FLIGHT],
+      bigTput: true,
+      call: (size) => mcpEcho(mcp.client, payloads[size].args),
+    });
 
     for (const v of variants) for (const size of ["tiny", "big"] as const) await v.call(size);
     return { variants, notes, mcpPeers, close };
@@ -267,9 +301,16 @@ function tetherEnv(home: string, runTmp: string): Record<string, string> {
  * of its own; or why there is none. The session's first call must not ask the hook (else the matcher did
  * not skip it).
  */
-async function nonMatchingHook(broker: Broker, runTmp: string, workspace: string, match: string): Promise<Session | string> {
+async function nonMatchingHook(
+  broker: Broker,
+  runTmp: string,
+  workspace: string,
+  match: string,
+): Promise<Session | string> {
   const dir = join(runTmp, "ext", "nop-nomatch");
-  copyExtension(NOP_GUARD_DIR, dir, (m) => renamed(m, "nop-nomatch").replace(/^event = "tool_call"$/m, `event = "tool_call"\n${match}`));
+  copyExtension(NOP_GUARD_DIR, dir, (m) =>
+    renamed(m, "nop-nomatch").replace(/^event = "tool_call"$/m, `event = "tool_call"\n${match}`),
+  );
   await installApproved(broker, dir, false);
   want(broker, "nomatch", ["nop-nomatch"]);
   const session = await openSession(broker, "nomatch", workspace, ["echo", "nop-nomatch"]);
@@ -296,7 +337,9 @@ async function measureWarm(variants: readonly Variant[]): Promise<Figures> {
     const order = variants.map((_, i) => variants[(i + round) % variants.length]!);
     for (const size of ["tiny", "big"] as const) {
       const n = Math.ceil(LAT_SAMPLES[size] / ROUNDS);
-      log(`round ${round + 1}/${ROUNDS}: ${size === "tiny" ? "tiny" : "64 KiB"} latency, ${n} sequential calls per variant`);
+      log(
+        `round ${round + 1}/${ROUNDS}: ${size === "tiny" ? "tiny" : "64 KiB"} latency, ${n} sequential calls per variant`,
+      );
       for (const v of order) {
         const call = () => v.call(size);
         await sequential(call, WARMUP_ROUND);
@@ -325,7 +368,12 @@ async function measureWarm(variants: readonly Variant[]): Promise<Figures> {
 type ColdKey = "floor" | "sdk" | "lib" | "hook" | "serve" | "mcp" | "stdioFloor";
 
 /** Each kind's cold start to its first answer, in ms. */
-function coldStarts(runTmp: string, home: string, workspace: string, floorScript: string): Record<ColdKey, (rep: number) => Promise<number>> {
+function coldStarts(
+  runTmp: string,
+  home: string,
+  workspace: string,
+  floorScript: string,
+): Record<ColdKey, (rep: number) => Promise<number>> {
   const since = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
   const mcpCold = async (args: string[], env: Record<string, string>) => {
     const t0 = process.hrtime.bigint();
@@ -376,7 +424,11 @@ function coldStarts(runTmp: string, home: string, workspace: string, floorScript
         const rpc = await RpcClient.connect(url, token);
         try {
           await rpc.request("session.open", { id: `cold-serve-${rep}`, workspace });
-          const result = (await rpc.request("tool.call", { session: `cold-serve-${rep}`, tool: "echo", arguments: payloads.tiny.args })) as { outcome: { ok: boolean } };
+          const result = (await rpc.request("tool.call", {
+            session: `cold-serve-${rep}`,
+            tool: "echo",
+            arguments: payloads.tiny.args,
+          })) as { outcome: { ok: boolean } };
           if (!result.outcome.ok) throw new Error("serve's first echo failed");
           return since(t0);
         } finally {
@@ -386,7 +438,11 @@ function coldStarts(runTmp: string, home: string, workspace: string, floorScript
         await server.shutdown(new Promise(() => {}));
       }
     },
-    mcp: (rep) => mcpCold([join(REPO, "bin/tether.js"), "mcp", "--session", `cold-mcp-${rep}`, "--workspace", workspace], tetherEnv(home, runTmp)),
+    mcp: (rep) =>
+      mcpCold(
+        [join(REPO, "bin/tether.js"), "mcp", "--session", `cold-mcp-${rep}`, "--workspace", workspace],
+        tetherEnv(home, runTmp),
+      ),
   };
 }
 
@@ -404,17 +460,31 @@ async function measureCold(kinds: Record<ColdKey, (rep: number) => Promise<numbe
 
 // ---------------------------------------------------------------------------
 
-function report(figures: Figures, cold: Map<ColdKey, number[]>, notes: readonly string[], meta: { date: string; load: string }): void {
+function report(
+  figures: Figures,
+  cold: Map<ColdKey, number[]>,
+  notes: readonly string[],
+  meta: { date: string; load: string },
+): void {
   const out = process.stdout;
   const { lat, tput, bigTput } = figures;
   const us = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? "—" : fmt(x));
   const perS = (x: number | undefined) => (x === undefined ? "—" : `${fmt(x)}/s`);
   const keys = [...lat.keys()];
 
-  out.write("\n== Per variant: echo, tiny {\"text\":\"hi\"} unless said; µs, calls/s, ms\n\n");
+  out.write('\n== Per variant: echo, tiny {"text":"hi"} unless said; µs, calls/s, ms\n\n');
   out.write(
     table(
-      ["variant", "p50 µs", "p99 µs", "calls/s seq", `calls/s ${IN_FLIGHT} in flight`, "64 KiB p50 µs", "64 KiB calls/s", `cold start ms (median of ${COLD_REPS})`],
+      [
+        "variant",
+        "p50 µs",
+        "p99 µs",
+        "calls/s seq",
+        `calls/s ${IN_FLIGHT} in flight`,
+        "64 KiB p50 µs",
+        "64 KiB calls/s",
+        `cold start ms (median of ${COLD_REPS})`,
+      ],
       keys.map((k) => [
         LABELS[k],
         us(lat.get(k)!.tiny.p50),
@@ -429,18 +499,42 @@ function report(figures: Figures, cold: Map<ColdKey, number[]>, notes: readonly 
   );
   out.write("\n\n== calls/s against calls in flight (tiny; one session / one client / one peer)\n\n");
   const curve = keys.filter((k) => DEPTHS.every((d) => tput.get(k)!.has(d)));
-  out.write(table(["variant", ...DEPTHS.map((d) => `${d} in flight`)], curve.map((k) => [LABELS[k], ...DEPTHS.map((d) => perS(tput.get(k)!.get(d)))])));
+  out.write(
+    table(
+      ["variant", ...DEPTHS.map((d) => `${d} in flight`)],
+      curve.map((k) => [LABELS[k], ...DEPTHS.map((d) => perS(tput.get(k)!.get(d)))]),
+    ),
+  );
 
   // Targets.
   const p50 = (k: Key, size: Size = "tiny") => lat.get(k)![size].p50;
   const rows: string[][] = [];
-  const row = (name: string, value: string, ratio: number, target: string, pass: boolean) => rows.push([name, value, `${ratio.toFixed(2)}×`, target, pass ? "PASS" : "MISS"]);
+  const row = (name: string, value: string, ratio: number, target: string, pass: boolean) =>
+    rows.push([name, value, `${ratio.toFixed(2)}×`, target, pass ? "PASS" : "MISS"]);
   const lib = p50("lib");
-  row("Session.callTool tiny p50 vs MCP SDK p50", `${fmt(lib)} / ${fmt(p50("sdk"))} µs`, lib / p50("sdk"), `≤ ${TARGET.vsSdkP50}×`, lib <= TARGET.vsSdkP50 * p50("sdk"));
+  row(
+    "Session.callTool tiny p50 vs MCP SDK p50",
+    `${fmt(lib)} / ${fmt(p50("sdk"))} µs`,
+    lib / p50("sdk"),
+    `≤ ${TARGET.vsSdkP50}×`,
+    lib <= TARGET.vsSdkP50 * p50("sdk"),
+  );
   const seq = tput.get("lib")!.get(1)!;
   const sdkSeq = tput.get("sdk")!.get(1)!;
-  row("Session.callTool sequential calls/s vs SDK's", `${fmt(seq)} / ${fmt(sdkSeq)}/s`, seq / sdkSeq, `≥ ${TARGET.vsSdkSeq}×`, seq >= TARGET.vsSdkSeq * sdkSeq);
-  row("Session.callTool tiny p50 vs raw floor p50", `${fmt(lib)} / ${fmt(p50("floor"))} µs`, lib / p50("floor"), `≤ ${TARGET.vsFloorP50}×`, lib <= TARGET.vsFloorP50 * p50("floor"));
+  row(
+    "Session.callTool sequential calls/s vs SDK's",
+    `${fmt(seq)} / ${fmt(sdkSeq)}/s`,
+    seq / sdkSeq,
+    `≥ ${TARGET.vsSdkSeq}×`,
+    seq >= TARGET.vsSdkSeq * sdkSeq,
+  );
+  row(
+    "Session.callTool tiny p50 vs raw floor p50",
+    `${fmt(lib)} / ${fmt(p50("floor"))} µs`,
+    lib / p50("floor"),
+    `≤ ${TARGET.vsFloorP50}×`,
+    lib <= TARGET.vsFloorP50 * p50("floor"),
+  );
   const inFlightKey: Key = tput.has("pool") ? "pool" : "lib";
   const inFlight = tput.get(inFlightKey)!.get(IN_FLIGHT)!;
   const sdkInFlight = tput.get("sdk")!.get(IN_FLIGHT)!;
@@ -451,30 +545,78 @@ function report(figures: Figures, cold: Map<ColdKey, number[]>, notes: readonly 
     `≥ ${TARGET.vsSdkInFlight}×`,
     inFlight >= TARGET.vsSdkInFlight * sdkInFlight,
   );
-  row("one matching tool_call hook: p50 vs unhooked", `${fmt(p50("hook"))} / ${fmt(lib)} µs`, p50("hook") / lib, `≤ ${TARGET.hook}×`, p50("hook") <= TARGET.hook * lib);
+  row(
+    "one matching tool_call hook: p50 vs unhooked",
+    `${fmt(p50("hook"))} / ${fmt(lib)} µs`,
+    p50("hook") / lib,
+    `≤ ${TARGET.hook}×`,
+    p50("hook") <= TARGET.hook * lib,
+  );
   if (lat.has("nomatch")) {
-    row("one non-matching tool_call hook: p50 vs unhooked", `${fmt(p50("nomatch"))} / ${fmt(lib)} µs`, p50("nomatch") / lib, `≤ ${TARGET.noMatch}×`, p50("nomatch") <= TARGET.noMatch * lib);
+    row(
+      "one non-matching tool_call hook: p50 vs unhooked",
+      `${fmt(p50("nomatch"))} / ${fmt(lib)} µs`,
+      p50("nomatch") / lib,
+      `≤ ${TARGET.noMatch}×`,
+      p50("nomatch") <= TARGET.noMatch * lib,
+    );
   } else {
-    rows.push(["one non-matching tool_call hook: p50 vs unhooked", HOOK_MATCH !== null ? (notes.find((n) => n.startsWith("n/a")) ?? "n/a") : "n/a (hook matchers not merged yet)", "", `≤ ${TARGET.noMatch}×`, "n/a"]);
+    rows.push([
+      "one non-matching tool_call hook: p50 vs unhooked",
+      HOOK_MATCH !== null ? (notes.find((n) => n.startsWith("n/a")) ?? "n/a") : "n/a (hook matchers not merged yet)",
+      "",
+      `≤ ${TARGET.noMatch}×`,
+      "n/a",
+    ]);
   }
   for (const [k, floor, what] of [
     ["serve", "wsFloor", "ws floor"],
     ["mcp", "stdioFloor", "stdio floor"],
   ] as const) {
     const bound = lib + p50(floor);
-    row(`${k === "serve" ? "tether serve" : "tether mcp"} p50 vs (library p50 + ${what} p50)`, `${fmt(p50(k))} / (${fmt(lib)} + ${fmt(p50(floor))}) µs`, p50(k) / bound, `≤ ${TARGET.overTransport}×`, p50(k) <= TARGET.overTransport * bound);
+    row(
+      `${k === "serve" ? "tether serve" : "tether mcp"} p50 vs (library p50 + ${what} p50)`,
+      `${fmt(p50(k))} / (${fmt(lib)} + ${fmt(p50(floor))}) µs`,
+      p50(k) / bound,
+      `≤ ${TARGET.overTransport}×`,
+      p50(k) <= TARGET.overTransport * bound,
+    );
   }
   const bigLib = p50("lib", "big");
   const bigSdk = p50("sdk", "big");
-  row("64 KiB each way: Tether p50 / SDK p50", `${fmt(bigLib)} / ${fmt(bigSdk)} µs`, bigLib / bigSdk, "< 1×", bigLib < bigSdk);
+  row(
+    "64 KiB each way: Tether p50 / SDK p50",
+    `${fmt(bigLib)} / ${fmt(bigSdk)} µs`,
+    bigLib / bigSdk,
+    "< 1×",
+    bigLib < bigSdk,
+  );
   const bigT = bigTput.get("lib")!;
   const bigTS = bigTput.get("sdk")!;
-  row("64 KiB each way: SDK calls/s / Tether calls/s", `${fmt(bigTS)} / ${fmt(bigT)}/s`, bigTS / bigT, "< 1×", bigTS < bigT);
+  row(
+    "64 KiB each way: SDK calls/s / Tether calls/s",
+    `${fmt(bigTS)} / ${fmt(bigT)}/s`,
+    bigTS / bigT,
+    "< 1×",
+    bigTS < bigT,
+  );
   const coldLib = median(cold.get("lib")!);
   const coldSdk = median(cold.get("sdk")!);
-  row("cold start to first answer: Tether library / SDK", `${fmt(coldLib)} / ${fmt(coldSdk)} ms`, coldLib / coldSdk, "< 1×", coldLib < coldSdk);
+  row(
+    "cold start to first answer: Tether library / SDK",
+    `${fmt(coldLib)} / ${fmt(coldSdk)} ms`,
+    coldLib / coldSdk,
+    "< 1×",
+    coldLib < coldSdk,
+  );
   const coldMcp = median(cold.get("mcp")!);
-  row("cold start to first answer: tether mcp / SDK (both spawned)", `${fmt(coldMcp)} / ${fmt(coldSdk)} ms`, coldMcp / coldSdk, "< 1×", coldMcp < coldSdk);
+  row(
+    "cold start to first answer: tether mcp / SDK (both spawned)",
+    `${fmt(coldMcp)} / ${fmt(coldSdk)} ms`,
+    coldMcp / coldSdk,
+    "< 1×",
+    coldMcp < coldSdk,
+  );
 
   out.write("\n\n== Targets (every ratio from this run)\n\n");
   out.write(table(["target", "this run", "ratio", "target", "result"], rows));
@@ -499,7 +641,12 @@ function plot(figures: Figures, meta: { date: string; load: string }): void {
     xs: [...DEPTHS],
     series: series
       .filter((s) => figures.tput.has(s.key))
-      .map((s) => ({ name: s.name, color: s.color, ...(s.dashed === true ? { dashed: true } : {}), ys: DEPTHS.map((d) => figures.tput.get(s.key)!.get(d) ?? Number.NaN) })),
+      .map((s) => ({
+        name: s.name,
+        color: s.color,
+        ...(s.dashed === true ? { dashed: true } : {}),
+        ys: DEPTHS.map((d) => figures.tput.get(s.key)!.get(d) ?? Number.NaN),
+      })),
   });
   mkdirSync(join(REPO, "docs/perf"), { recursive: true });
   writeFileSync(SVG_PATH, svg);
@@ -544,7 +691,9 @@ async function run(runTmp: string): Promise<void> {
     await esbuild.stop();
   }
   const meta = { date: new Date().toISOString().slice(0, 10), load: `${loadStart} / ${loadAverage()}` };
-  process.stdout.write(`\nTether vs MCP bench — ${cpus().length} CPUs (nproc), node ${process.version}, ${denoVersion}, bwrap ${findBwrap()}\n`);
+  process.stdout.write(
+    `\nTether vs MCP bench — ${cpus().length} CPUs (nproc), node ${process.version}, ${denoVersion}, bwrap ${findBwrap()}\n`,
+  );
   process.stdout.write(
     `latency: ${LAT_SAMPLES.tiny} tiny and ${LAT_SAMPLES.big} × 64 KiB sequential calls per variant over ${ROUNDS} interleaved rounds; calls/s: median of ${ROUNDS} ${WINDOW_MS} ms windows\n`,
   );

@@ -14,10 +14,16 @@ export function approvalInForce(registry: Registry, name: string): { installed: 
   const installed = registry.require(name);
   const approval = registry.latestApproval(name);
   if (approval === null) {
-    throw new TetherError(BrokerCode.notApproved, `Extension '${name}' is not approved. Run: tether review ${name}, then tether approve ${name}`);
+    throw new TetherError(
+      BrokerCode.notApproved,
+      `Extension '${name}' is not approved. Run: tether review ${name}, then tether approve ${name}`,
+    );
   }
   if (approval.revokedAt !== null) {
-    throw new TetherError(BrokerCode.notApproved, `Extension '${name}' was revoked. Run: tether review ${name}, then tether approve ${name} to allow it again`);
+    throw new TetherError(
+      BrokerCode.notApproved,
+      `Extension '${name}' was revoked. Run: tether review ${name}, then tether approve ${name} to allow it again`,
+    );
   }
   if (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash) {
     throw new TetherError(

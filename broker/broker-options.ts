@@ -70,7 +70,6 @@ export interface CallOptions extends ScopeCallOptions {
 /** A hook's time limit when its `[[hook]]` row sets none. */
 export const DEFAULT_HOOK_DEADLINE_MS = 5_000;
 
-
 /** Fetches in flight at once: one extension's (all its invocations), and the whole broker's. */
 export const EXTENSION_FETCHES = 16;
 export const BROKER_FETCHES = 64;

@@ -22,7 +22,14 @@ import { ParsedRules } from "./caps/egress-policy.js";
 import { DbProcesses } from "./store/db-processes.js";
 import { FileSecrets } from "./secrets/store.js";
 import { loginSecrets } from "./login/logins.js";
-import { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions, type SessionFleet } from "./broker-options.js";
+import {
+  BROKER_FETCHES,
+  DEFAULT_HOOK_DEADLINE_MS,
+  EXTENSION_FETCHES,
+  type BrokerOptions,
+  type CallOptions,
+  type SessionFleet,
+} from "./broker-options.js";
 import { approvalInForce, currentApproval, syncApprovals } from "./approval-sync.js";
 import { gatedHost, Initializers, type InitReport } from "./init/initializers.js";
 import { InvocationEnd } from "./caps/invocation-end.js";
@@ -35,7 +42,13 @@ import { complete, type CompletionOptions, type CompletionReport } from "./provi
 import { providersFor, type ProvidersView } from "./providers/view.js";
 import { kvRepository } from "./store/kv-repository.js";
 
-export { BROKER_FETCHES, DEFAULT_HOOK_DEADLINE_MS, EXTENSION_FETCHES, type BrokerOptions, type CallOptions } from "./broker-options.js";
+export {
+  BROKER_FETCHES,
+  DEFAULT_HOOK_DEADLINE_MS,
+  EXTENSION_FETCHES,
+  type BrokerOptions,
+  type CallOptions,
+} from "./broker-options.js";
 export type { HookOutcome } from "./session-scope.js";
 
 export class Broker {
@@ -79,11 +92,15 @@ export class Broker {
     this.home = paths.home;
     const log = options.log ?? createLogger({ ...(options.logLevel !== undefined ? { level: options.logLevel } : {}) });
     // What is logged about an extension also goes to its own file (`tether logs <name>`).
-    this.log = options.extensionLogs === false ? log : teeExtensionLogs(log, new ExtensionLogs(extensionLogDir(this.home)));
+    this.log =
+      options.extensionLogs === false ? log : teeExtensionLogs(log, new ExtensionLogs(extensionLogDir(this.home)));
     this.store = openStore(paths.db);
     // Bundling, migrations and extensions' SQL run in host-side jails set up as the satellites' are.
     const jobs = { jail: this.#jail, ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}) };
-    this.registry = new Registry(this.store, paths.artifacts, { jobs, ...(options.operator !== undefined ? { operator: options.operator } : {}) });
+    this.registry = new Registry(this.store, paths.artifacts, {
+      jobs,
+      ...(options.operator !== undefined ? { operator: options.operator } : {}),
+    });
     this.ledger = new Ledger(this.store);
     this.#launcher = new SatelliteLauncher({
       home: this.home,
@@ -119,7 +136,8 @@ export class Broker {
       logins: loginSecrets(this),
       fetchBounds: (extension) => {
         let own = this.#extensionFetches.get(extension);
-        if (own === undefined) this.#extensionFetches.set(extension, (own = new Permits(EXTENSION_FETCHES, "broker:fetches-per-extension")));
+        if (own === undefined)
+          this.#extensionFetches.set(extension, (own = new Permits(EXTENSION_FETCHES, "broker:fetches-per-extension")));
         return [own, this.#brokerFetches];
       },
     };
@@ -130,9 +148,12 @@ export class Broker {
         await this.#slot(scope, extension).slot.boot();
       },
       callTool: (scope, extension, tool, args, options) => this.#callTool(scope, extension, tool, args, options),
-      runCommand: (scope, extension, name, argsText, options) => this.#runCommand(scope, extension, name, argsText, options),
-      callHook: (scope, extension, event, payload, options) => this.#callHook(scope, extension, event, payload, options),
-      invoke: (scope, extension, kind, name, payload, options) => this.#invokeSessionKind(scope, extension, kind, name, payload, options),
+      runCommand: (scope, extension, name, argsText, options) =>
+        this.#runCommand(scope, extension, name, argsText, options),
+      callHook: (scope, extension, event, payload, options) =>
+        this.#callHook(scope, extension, event, payload, options),
+      invoke: (scope, extension, kind, name, payload, options) =>
+        this.#invokeSessionKind(scope, extension, kind, name, payload, options),
       policyChanged: () => void this.#work.recheck(),
     });
   }
@@ -243,7 +264,13 @@ export class Broker {
     return this.scope(options.session).callTool(extension, tool, args, options);
   }
 
-  async #callTool(scope: SessionScope, extension: string, tool: string, args: string, options: ScopeCallOptions): Promise<InvocationOutcome<"tool">> {
+  async #callTool(
+    scope: SessionScope,
+    extension: string,
+    tool: string,
+    args: string,
+    options: ScopeCallOptions,
+  ): Promise<InvocationOutcome<"tool">> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
     const session = scope.id;
     const live = this.#slot(scope, extension);
@@ -251,17 +278,33 @@ export class Broker {
     const row = installed.manifest.tool.find((t) => t.name === tool);
     if (row === undefined || !approval.grants.tools.includes(tool)) {
       const served = [...approval.grants.tools].sort();
-      return { ok: false, error: { code: WireCode.unknownTool, msg: `Unknown tool '${tool}'; '${extension}' serves [${served.join(", ")}]` } };
+      return {
+        ok: false,
+        error: {
+          code: WireCode.unknownTool,
+          msg: `Unknown tool '${tool}'; '${extension}' serves [${served.join(", ")}]`,
+        },
+      };
     }
     const checked = this.toolArgs.check(`${installed.manifestHash}:${tool}`, row.parameters, args);
     if (!checked.ok) {
       // Refused before it reached the satellite; the ledger still shows it.
-      const id = this.ledger.begin({ sessionId: session, extension, kind: "tool", name: tool, strand: options.strand ?? "", hooksBypassed: options.hooksBypassed === true });
+      const id = this.ledger.begin({
+        sessionId: session,
+        extension,
+        kind: "tool",
+        name: tool,
+        strand: options.strand ?? "",
+        hooksBypassed: options.hooksBypassed === true,
+      });
       options.onInvocation?.(id);
       this.ledger.finish(id, WireCode.badArguments);
       return { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${checked.msg}` } };
     }
-    const deadlineMs = Math.min(row.deadline_ms ?? approval.grants.limits.deadline_ms, approval.grants.limits.deadline_ms);
+    const deadlineMs = Math.min(
+      row.deadline_ms ?? approval.grants.limits.deadline_ms,
+      approval.grants.limits.deadline_ms,
+    );
     return (await this.#invoke(live, scope, "tool", tool, args, deadlineMs, options)).outcome;
   }
 
@@ -269,16 +312,33 @@ export class Broker {
    * Runs a `[[command]]` of an approved extension: `/name args`, with the raw
    * argument text. Never rejects for the extension's faults.
    */
-  runCommand(extension: string, name: string, argsText: string, options: CallOptions): Promise<InvocationOutcome<"command">> {
+  runCommand(
+    extension: string,
+    name: string,
+    argsText: string,
+    options: CallOptions,
+  ): Promise<InvocationOutcome<"command">> {
     return this.scope(options.session).runCommand(extension, name, argsText, options);
   }
 
-  async #runCommand(scope: SessionScope, extension: string, name: string, argsText: string, options: ScopeCallOptions): Promise<InvocationOutcome<"command">> {
+  async #runCommand(
+    scope: SessionScope,
+    extension: string,
+    name: string,
+    argsText: string,
+    options: ScopeCallOptions,
+  ): Promise<InvocationOutcome<"command">> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
     const live = this.#slot(scope, extension);
     if (!live.installed.manifest.command.some((c) => c.name === name)) {
       const served = live.installed.manifest.command.map((c) => c.name).sort();
-      return { ok: false, error: { code: WireCode.unknownTool, msg: `Unknown command '/${name}'; '${extension}' serves [${served.map((c) => `/${c}`).join(", ")}]` } };
+      return {
+        ok: false,
+        error: {
+          code: WireCode.unknownTool,
+          msg: `Unknown command '/${name}'; '${extension}' serves [${served.map((c) => `/${c}`).join(", ")}]`,
+        },
+      };
     }
     const limits = live.approval.grants.limits;
     return (await this.#invoke(live, scope, "command", name, argsText, limits.deadline_ms, options)).outcome;
@@ -294,33 +354,76 @@ export class Broker {
     return this.scope(options.session).callHook(extension, event, payload, options);
   }
 
-  async #callHook(scope: SessionScope, extension: string, event: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome> {
+  async #callHook(
+    scope: SessionScope,
+    extension: string,
+    event: string,
+    payload: string,
+    options: ScopeCallOptions,
+  ): Promise<HookOutcome> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
     const live = this.#slot(scope, extension);
     const row = live.installed.manifest.hook.find((h) => h.event === event);
     if (row === undefined || !live.approval.grants.hooks.includes(event)) {
-      return { outcome: { ok: false, error: { code: WireCode.unhandled, msg: `'${extension}' has no approved hook for '${event}'` } }, invocationId: null };
+      return {
+        outcome: {
+          ok: false,
+          error: { code: WireCode.unhandled, msg: `'${extension}' has no approved hook for '${event}'` },
+        },
+        invocationId: null,
+      };
     }
     const deadlineMs = Math.min(row.deadline_ms ?? DEFAULT_HOOK_DEADLINE_MS, live.approval.grants.limits.deadline_ms);
     return this.#timed(live, scope, "event", event, payload, deadlineMs, options, "The hook");
   }
 
   /** A session-facing kind (sessions/session-kind-rule.ts says whether, and for how long), timed as a hook is. */
-  async #invokeSessionKind(scope: SessionScope, extension: string, kind: SessionKind, name: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome<SessionKind>> {
+  async #invokeSessionKind(
+    scope: SessionScope,
+    extension: string,
+    kind: SessionKind,
+    name: string,
+    payload: string,
+    options: ScopeCallOptions,
+  ): Promise<HookOutcome<SessionKind>> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
     const live = this.#slot(scope, extension);
     const rule = sessionKindRule(extension, live.installed.manifest, live.approval.grants, kind, name);
     if ("ok" in rule) return { outcome: rule, invocationId: null };
-    return this.#timed(live, scope, kind, name, payload, rule.deadlineMs, options, `${kind}${name === "" ? "" : ` '${name}'`}`);
+    return this.#timed(
+      live,
+      scope,
+      kind,
+      name,
+      payload,
+      rule.deadlineMs,
+      options,
+      `${kind}${name === "" ? "" : ` '${name}'`}`,
+    );
   }
 
   /** An invocation whose time limit covers the wait for the satellite too: one queued behind a long call is late (`timeout`). */
-  async #timed<K extends "event" | SessionKind>(live: Live, scope: SessionScope, kind: K, name: string, payload: string, deadlineMs: number, options: ScopeCallOptions, what: string): Promise<HookOutcome<K>> {
+  async #timed<K extends "event" | SessionKind>(
+    live: Live,
+    scope: SessionScope,
+    kind: K,
+    name: string,
+    payload: string,
+    deadlineMs: number,
+    options: ScopeCallOptions,
+    what: string,
+  ): Promise<HookOutcome<K>> {
     const late = AbortSignal.timeout(deadlineMs + (this.#options.graceMs ?? 500));
     const signal = options.signal === undefined ? late : AbortSignal.any([options.signal, late]);
     const result = await this.#invoke(live, scope, kind, name, payload, deadlineMs, { ...options, signal });
     if (!result.outcome.ok && result.outcome.error.code === WireCode.cancelled && late.aborted) {
-      return { ...result, outcome: { ok: false, error: { code: WireCode.timeout, msg: `${what} passed its time limit of ${deadlineMs} ms` } } };
+      return {
+        ...result,
+        outcome: {
+          ok: false,
+          error: { code: WireCode.timeout, msg: `${what} passed its time limit of ${deadlineMs} ms` },
+        },
+      };
     }
     return result;
   }
@@ -338,7 +441,14 @@ export class Broker {
     const extension = live.slot.name;
     const session = scope.id;
     const strand = options.strand ?? "";
-    const id = this.ledger.begin({ sessionId: session, extension, kind, name, strand, hooksBypassed: options.hooksBypassed === true });
+    const id = this.ledger.begin({
+      sessionId: session,
+      extension,
+      kind,
+      name,
+      strand,
+      hooksBypassed: options.hooksBypassed === true,
+    });
     options.onInvocation?.(id);
     // Capability work of this invocation stops when it ends, whatever ends it. Made at the
     // first capability call (most invocations make none).

@@ -19,7 +19,13 @@ import { packageVersion } from "./base/version.js";
 import { fleetHosts, recordHost, SEEN_EVERY_MS, type HostView } from "./store/pg/hosts.js";
 import { openPgStore, type PgStore } from "./store/pg/open.js";
 import { listenRegistry, type RegistryListener } from "./store/pg/registry-listener.js";
-import { publishRegistry, pullRegistry, resignApprovals, type PullResult, type RegistrySnapshot } from "./store/pg/registry-mirror.js";
+import {
+  publishRegistry,
+  pullRegistry,
+  resignApprovals,
+  type PullResult,
+  type RegistrySnapshot,
+} from "./store/pg/registry-mirror.js";
 import { pullSession, sessionDigest, sessionRows, shipSession } from "./store/pg/session-state.js";
 import { holderOf, SessionLeases } from "./store/pg/session-leases.js";
 import { LedgerShipper } from "./store/pg/ledger-shipper.js";
@@ -100,7 +106,8 @@ export class FleetMember implements SessionFleet {
     // A session this host leased is written only while its lease is this host's (fenced in the database).
     this.kv = new FleetKv(store, (id) => (this.#held.has(id) || this.#lost.has(id) ? this.#leases.holder : null));
     this.#policy = new OperatorPolicySource(broker.home);
-    const log = (message: string, fields: Record<string, unknown>) => broker.log.warn(message, { ...fields, fleet: store.shown, host: options.host });
+    const log = (message: string, fields: Record<string, unknown>) =>
+      broker.log.warn(message, { ...fields, fleet: store.shown, host: options.host });
     this.#leases = new SessionLeases(store, holderOf(options.host), {
       ...(options.leaseMs !== undefined ? { ttlMs: options.leaseMs } : {}),
       log,
@@ -108,7 +115,10 @@ export class FleetMember implements SessionFleet {
       onLost: (id) => {
         this.#held.delete(id);
         this.#lost.set(id, "another host");
-        broker.log.warn("this host's lease of the session expired and another host took it; the session is closed here for good and its satellites stop", { session: id, host: options.host });
+        broker.log.warn(
+          "this host's lease of the session expired and another host took it; the session is closed here for good and its satellites stop",
+          { session: id, host: options.host },
+        );
         void broker.scope(id).stopAll({ abort: true });
         void this.#leases.shownHolder(id).then(
           (holder) => void (holder !== null && this.#lost.has(id) && this.#lost.set(id, `host ${holder}`)),
@@ -138,19 +148,33 @@ export class FleetMember implements SessionFleet {
     member.#ledger.start();
     if (options.listen === false) return member;
     // Seen by the fleet while it serves: `tether status` and `tether doctor --store` list it with its clock.
-    member.#seen = setInterval(() => void recordHost(store, options.host, packageVersion()).catch(() => {}), SEEN_EVERY_MS);
+    member.#seen = setInterval(
+      () => void recordHost(store, options.host, packageVersion()).catch(() => {}),
+      SEEN_EVERY_MS,
+    );
     member.#seen.unref();
     // Any serving host marks lost the running calls of sessions whose host died and which nobody reopened.
-    member.#reaping = setInterval(() => void member.#leases.reapExpiredHosts().catch(() => {}), options.leaseMs ?? 15_000);
+    member.#reaping = setInterval(
+      () => void member.#leases.reapExpiredHosts().catch(() => {}),
+      options.leaseMs ?? 15_000,
+    );
     member.#reaping.unref();
-    member.#listener = listenRegistry(options.url, store, () => void member.pull().catch((err) => member.#report(`pulling the fleet's registry failed: ${explainPgError(err)}`)), {
-      version: () => member.#snapshot?.version ?? -1,
-      ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
-      ...(options.push !== undefined ? { push: options.push } : {}),
-      onError: (message) => member.#report(message),
-      // Heard only when the copy is current: a store that answers while every pull fails is not heard.
-      onHeard: (version) => void (version === member.#snapshot?.version && member.#heard()),
-    });
+    member.#listener = listenRegistry(
+      options.url,
+      store,
+      () =>
+        void member
+          .pull()
+          .catch((err) => member.#report(`pulling the fleet's registry failed: ${explainPgError(err)}`)),
+      {
+        version: () => member.#snapshot?.version ?? -1,
+        ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+        ...(options.push !== undefined ? { push: options.push } : {}),
+        onError: (message) => member.#report(message),
+        // Heard only when the copy is current: a store that answers while every pull fails is not heard.
+        onHeard: (version) => void (version === member.#snapshot?.version && member.#heard()),
+      },
+    );
     // Every outage past the bound is logged as it begins and as it ends, however often it recurs.
     member.#staleness = setInterval(() => member.#checkStaleness(), 250);
     member.#staleness.unref();
@@ -183,7 +207,12 @@ export class FleetMember implements SessionFleet {
       do {
         if (this.#broker.closed) throw new Error("the broker is closed");
         this.#again = false;
-        result = await pullRegistry(this.#store, this.#broker.store, join(this.#broker.home, "artifacts"), this.#trusted());
+        result = await pullRegistry(
+          this.#store,
+          this.#broker.store,
+          join(this.#broker.home, "artifacts"),
+          this.#trusted(),
+        );
         this.#heard();
         this.#snapshot = result.snapshot;
         this.#pulls++;
@@ -214,7 +243,12 @@ export class FleetMember implements SessionFleet {
    */
   async publish(): Promise<boolean> {
     if (this.#snapshot === null) await this.pull();
-    const published = await publishRegistry(this.#store, this.#broker.store, this.#snapshot!, signingKey(this.#broker.home));
+    const published = await publishRegistry(
+      this.#store,
+      this.#broker.store,
+      this.#snapshot!,
+      signingKey(this.#broker.home),
+    );
     if (published) await this.pull();
     return published;
   }
@@ -236,9 +270,16 @@ export class FleetMember implements SessionFleet {
   /** Revocations made here that the fleet lacks, published again (each failure is reported, the next pull retries). */
   async #republish(): Promise<void> {
     try {
-      if (await this.publish()) this.#broker.log.info("a revocation made on this host while the fleet could not be reached is now the fleet's", { fleet: this.shown, host: this.host });
+      if (await this.publish())
+        this.#broker.log.info(
+          "a revocation made on this host while the fleet could not be reached is now the fleet's",
+          { fleet: this.shown, host: this.host },
+        );
     } catch (err) {
-      this.#broker.log.warn(`a revocation made on this host has not reached the fleet yet (retried): ${err instanceof OperatorKeyError ? err.message : explainPgError(err)}`, { fleet: this.shown, host: this.host });
+      this.#broker.log.warn(
+        `a revocation made on this host has not reached the fleet yet (retried): ${err instanceof OperatorKeyError ? err.message : explainPgError(err)}`,
+        { fleet: this.shown, host: this.host },
+      );
     }
   }
 
@@ -258,12 +299,24 @@ export class FleetMember implements SessionFleet {
     for (const r of refused) {
       if (this.#refusedSeen.has(r.key)) continue;
       this.#refusedSeen.add(r.key);
-      this.#broker.ledger.audit({ invocationId: null, sessionId: "@fleet", extension: r.extension, capability: "fleet.approval", target: `#${r.id}`, decision: "denied", rule: `fleet_trust: ${r.why}`.slice(0, 256), bytes: 0 });
-      this.#broker.log.error(`refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; it is not served on this host (docs/fleet.md#the-trust-model)`, {
-        fleet: this.shown,
-        host: this.host,
+      this.#broker.ledger.audit({
+        invocationId: null,
+        sessionId: "@fleet",
         extension: r.extension,
+        capability: "fleet.approval",
+        target: `#${r.id}`,
+        decision: "denied",
+        rule: `fleet_trust: ${r.why}`.slice(0, 256),
+        bytes: 0,
       });
+      this.#broker.log.error(
+        `refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; it is not served on this host (docs/fleet.md#the-trust-model)`,
+        {
+          fleet: this.shown,
+          host: this.host,
+          extension: r.extension,
+        },
+      );
     }
   }
 
@@ -275,9 +328,14 @@ export class FleetMember implements SessionFleet {
   /** Refused approvals, staleness, revocations not yet published: one line each. */
   alerts(): string[] {
     const lines: string[] = [];
-    if (this.#listener !== null && this.silentMs > this.#bound()) lines.push(`This host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} s (bound ${this.#bound() / 1000} s): it refuses every call until it hears again`);
-    for (const r of this.#refused) lines.push(`Refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; it is not served here`);
-    if (this.#unpublished > 0) lines.push(`${this.#unpublished} revocation(s) made here have not reached the fleet yet; retried at every pull`);
+    if (this.#listener !== null && this.silentMs > this.#bound())
+      lines.push(
+        `This host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} s (bound ${this.#bound() / 1000} s): it refuses every call until it hears again`,
+      );
+    for (const r of this.#refused)
+      lines.push(`Refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; it is not served here`);
+    if (this.#unpublished > 0)
+      lines.push(`${this.#unpublished} revocation(s) made here have not reached the fleet yet; retried at every pull`);
     return lines;
   }
 
@@ -310,8 +368,16 @@ export class FleetMember implements SessionFleet {
     const stale = this.silentMs > this.#bound();
     if (stale === this.#stale) return;
     this.#stale = stale;
-    if (stale) this.#broker.log.error(`this host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} s (bound ${this.#bound() / 1000} s): refusing calls until it hears again`, { fleet: this.shown, host: this.host });
-    else this.#broker.log.warn("this host hears the fleet's store again: serving calls", { fleet: this.shown, host: this.host });
+    if (stale)
+      this.#broker.log.error(
+        `this host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} s (bound ${this.#bound() / 1000} s): refusing calls until it hears again`,
+        { fleet: this.shown, host: this.host },
+      );
+    else
+      this.#broker.log.warn("this host hears the fleet's store again: serving calls", {
+        fleet: this.shown,
+        host: this.host,
+      });
   }
 
   /**
@@ -332,9 +398,16 @@ export class FleetMember implements SessionFleet {
       );
     }
     const lost = this.#lost.get(session);
-    if (lost !== undefined) throw new TetherError(BrokerCode.sessionMoved, `Session '${session}' is served by ${lost} now: this host's lease ran out and the session is closed here; open it there`);
+    if (lost !== undefined)
+      throw new TetherError(
+        BrokerCode.sessionMoved,
+        `Session '${session}' is served by ${lost} now: this host's lease ran out and the session is closed here; open it there`,
+      );
     if (this.#held.has(session) && !this.#leases.confirmed(session)) {
-      throw new TetherError(BrokerCode.sessionMoved, `Session '${session}': this host cannot confirm its lease (its last renewal is older than the lease); nothing is served until a renewal answers`);
+      throw new TetherError(
+        BrokerCode.sessionMoved,
+        `Session '${session}': this host cannot confirm its lease (its last renewal is older than the lease); nothing is served until a renewal answers`,
+      );
     }
   }
 
@@ -364,13 +437,19 @@ export class FleetMember implements SessionFleet {
     }
     this.#held.delete(id);
     // Not released, the lease expires on its own.
-    await this.#leases.release(id).catch((err) => this.#report(`session ${id}: its lease could not be released (it expires): ${explainPgError(err)}`));
+    await this.#leases
+      .release(id)
+      .catch((err) =>
+        this.#report(`session ${id}: its lease could not be released (it expires): ${explainPgError(err)}`),
+      );
   }
 
   /** Ships each held session whose state moved since its last shipment. */
   async #shipMoved(): Promise<void> {
     for (const id of [...this.#held.keys()]) {
-      await this.#ship(id).catch((err) => this.#report(`shipping session state failed (retried): ${explainPgError(err)}`));
+      await this.#ship(id).catch((err) =>
+        this.#report(`shipping session state failed (retried): ${explainPgError(err)}`),
+      );
     }
   }
 
@@ -383,7 +462,8 @@ export class FleetMember implements SessionFleet {
       await shipSession(this.#store, id, rows, this.#leases.holder);
     } catch (err) {
       // Fenced by the database: another host holds the session; it is closed here.
-      if (err instanceof LeaseLostError && this.#held.delete(id)) this.#lost.set(id, (await this.#leases.shownHolder(id).catch(() => null)) ?? "another host");
+      if (err instanceof LeaseLostError && this.#held.delete(id))
+        this.#lost.set(id, (await this.#leases.shownHolder(id).catch(() => null)) ?? "another host");
       throw err;
     }
     if (this.#held.has(id)) this.#held.set(id, digest);
@@ -397,7 +477,13 @@ export class FleetMember implements SessionFleet {
     if (this.#reaping !== null) clearInterval(this.#reaping);
     if (this.#staleness !== null) clearInterval(this.#staleness);
     await this.#leases.close().catch(() => {});
-    await this.#ledger.close().catch((err) => this.#report(`the ledger's last rows did not reach the fleet's store (they are shipped when this home starts again): ${explainPgError(err)}`));
+    await this.#ledger
+      .close()
+      .catch((err) =>
+        this.#report(
+          `the ledger's last rows did not reach the fleet's store (they are shipped when this home starts again): ${explainPgError(err)}`,
+        ),
+      );
     await this.#listener?.close();
     await this.#pulling?.catch(() => {});
     this.#ledgerStore.close();
@@ -417,7 +503,9 @@ export class FleetMember implements SessionFleet {
       const storage = approval?.grants.storage ?? null;
       if (storage === null) continue;
       try {
-        broker.registry.applyApprovedMigrations(installed, storage.max_bytes, (line) => broker.log.info(line, { extension: installed.name }));
+        broker.registry.applyApprovedMigrations(installed, storage.max_bytes, (line) =>
+          broker.log.info(line, { extension: installed.name }),
+        );
       } catch (err) {
         this.#report(`${installed.name}: its migrations could not be applied on this host: ${(err as Error).message}`);
       }
@@ -427,7 +515,9 @@ export class FleetMember implements SessionFleet {
   /** Initializers ([init]) of versions approved elsewhere, run here as `tether serve` runs them at start. */
   async #initialize(): Promise<void> {
     const { runPendingInits } = await import("./init/init-lines.js");
-    await runPendingInits(this.#broker, (line) => this.#broker.log.info(line, { fleet: this.shown })).catch((err) => this.#report(`initializers: ${(err as Error).message}`));
+    await runPendingInits(this.#broker, (line) => this.#broker.log.info(line, { fleet: this.shown })).catch((err) =>
+      this.#report(`initializers: ${(err as Error).message}`),
+    );
   }
 
   /** Each distinct problem once, in the broker's log. */

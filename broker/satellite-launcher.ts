@@ -63,10 +63,16 @@ export class SatelliteLauncher {
     try {
       code = readFileSync(installed.artifactPath, "utf8");
     } catch {
-      throw new TetherError(BrokerCode.notApproved, `The artifact of '${name}' is missing (${installed.artifactPath}). Run: tether install ${installed.sourceDir}`);
+      throw new TetherError(
+        BrokerCode.notApproved,
+        `The artifact of '${name}' is missing (${installed.artifactPath}). Run: tether install ${installed.sourceDir}`,
+      );
     }
     if (sha256(code) !== approval.artifactHash) {
-      throw new TetherError(BrokerCode.notApproved, `The artifact of '${name}' was modified on disk since it was approved. Run: tether install ${installed.sourceDir}, then tether review ${name}`);
+      throw new TetherError(
+        BrokerCode.notApproved,
+        `The artifact of '${name}' was modified on disk since it was approved. Run: tether install ${installed.sourceDir}, then tether review ${name}`,
+      );
     }
     const o = this.#options;
     const limits = approval.grants.limits;
@@ -90,13 +96,33 @@ export class SatelliteLauncher {
         // A capability call outside an open invocation is refused before any handler: audit it too
         // (aggregated past an allowance; the satellite is replaced past its own, see process.ts).
         observeRefusals: (cap) =>
-          refusals.record({ invocationId: null, sessionId: session, extension: name, capability: cap.cap.slice(0, 256), target: "", decision: "denied", rule: "token", bytes: 0 }),
+          refusals.record({
+            invocationId: null,
+            sessionId: session,
+            extension: name,
+            capability: cap.cap.slice(0, 256),
+            target: "",
+            decision: "denied",
+            rule: "token",
+            bytes: 0,
+          }),
         spec: {
           ...spec,
           // A stop for a bound is a decision about the extension: the audit keeps it beside its capability calls.
           onBoundStop: (bound, detail) =>
-            o.ledger.audit({ invocationId: null, sessionId: session, extension: name, capability: `jail.${bound}`, target: detail.slice(0, 256), decision: "denied", rule: `${bound}_bound`, bytes: 0 }),
-          ...(spec.sandbox === "bwrap" && o.denoCache !== false ? { denoCache: this.#denoCache(installed.artifactHash, spec) } : {}),
+            o.ledger.audit({
+              invocationId: null,
+              sessionId: session,
+              extension: name,
+              capability: `jail.${bound}`,
+              target: detail.slice(0, 256),
+              decision: "denied",
+              rule: `${bound}_bound`,
+              bytes: 0,
+            }),
+          ...(spec.sandbox === "bwrap" && o.denoCache !== false
+            ? { denoCache: this.#denoCache(installed.artifactHash, spec) }
+            : {}),
         },
       });
     };
@@ -105,11 +131,19 @@ export class SatelliteLauncher {
   /** The approved artifact's Deno cache: warmed by one complete boot the first time, read-only after. */
   #denoCache(artifactHash: string, spec: SatelliteSpec): DenoCacheSource {
     const jail = this.#options.jail;
-    return denoCacheFor(join(this.#options.home, "cache", "deno"), artifactHash, denoBinary(jail.deno), async (mount) => {
-      const warm = await SatelliteProcess.boot({ ...spec, denoCache: mount });
-      // A clean exit (stdin EOF) lets Deno write what it caches at the end.
-      await warm.close();
-    }, jailIdentity(jail.identity), this.#warming, { jail, ...(this.#options.sandbox !== undefined ? { sandbox: this.#options.sandbox } : {}) });
+    return denoCacheFor(
+      join(this.#options.home, "cache", "deno"),
+      artifactHash,
+      denoBinary(jail.deno),
+      async (mount) => {
+        const warm = await SatelliteProcess.boot({ ...spec, denoCache: mount });
+        // A clean exit (stdin EOF) lets Deno write what it caches at the end.
+        await warm.close();
+      },
+      jailIdentity(jail.identity),
+      this.#warming,
+      { jail, ...(this.#options.sandbox !== undefined ? { sandbox: this.#options.sandbox } : {}) },
+    );
   }
 }
 
@@ -119,7 +153,10 @@ export class SatelliteLauncher {
  * more than fit in `max_pool_memory_mb` at its `memory_mb` each — never fewer
  * than one. A broken policy file allows one.
  */
-export function poolSize(limits: { readonly concurrency: number; readonly memory_mb: number }, operator: OperatorPolicy | Error): number {
+export function poolSize(
+  limits: { readonly concurrency: number; readonly memory_mb: number },
+  operator: OperatorPolicy | Error,
+): number {
   if (operator instanceof Error) return 1;
   const fit = Math.floor(operator.maxPoolMemoryMb / limits.memory_mb);
   return Math.max(1, Math.min(limits.concurrency, operator.maxConcurrency, fit));

@@ -38,10 +38,35 @@ export interface HookOutcome<K extends "event" | SessionKind = "event"> {
 /** What the broker does for a scope (it owns the slots, the ledger and the capability environment). */
 export interface ScopeHost {
   boot(scope: SessionScope, extension: string): Promise<void>;
-  callTool(scope: SessionScope, extension: string, tool: string, args: string, options: ScopeCallOptions): Promise<InvocationOutcome<"tool">>;
-  runCommand(scope: SessionScope, extension: string, name: string, argsText: string, options: ScopeCallOptions): Promise<InvocationOutcome<"command">>;
-  callHook(scope: SessionScope, extension: string, event: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome>;
-  invoke(scope: SessionScope, extension: string, kind: SessionKind, name: string, payload: string, options: ScopeCallOptions): Promise<HookOutcome<SessionKind>>;
+  callTool(
+    scope: SessionScope,
+    extension: string,
+    tool: string,
+    args: string,
+    options: ScopeCallOptions,
+  ): Promise<InvocationOutcome<"tool">>;
+  runCommand(
+    scope: SessionScope,
+    extension: string,
+    name: string,
+    argsText: string,
+    options: ScopeCallOptions,
+  ): Promise<InvocationOutcome<"command">>;
+  callHook(
+    scope: SessionScope,
+    extension: string,
+    event: string,
+    payload: string,
+    options: ScopeCallOptions,
+  ): Promise<HookOutcome>;
+  invoke(
+    scope: SessionScope,
+    extension: string,
+    kind: SessionKind,
+    name: string,
+    payload: string,
+    options: ScopeCallOptions,
+  ): Promise<HookOutcome<SessionKind>>;
   /** A policy changed: requests on the wire are judged again. */
   policyChanged(): void;
 }
@@ -81,7 +106,11 @@ export class SessionScope {
 
   /** Held by a session from here on: its bus is the `cap_call` stage. Refused while another holds it. */
   claim(capHooks: CapHookStage): void {
-    if (this.claimed) throw new TetherError(BrokerCode.sessionInUse, `Session '${this.id}' is already open on this broker; close it first or use another id`);
+    if (this.claimed)
+      throw new TetherError(
+        BrokerCode.sessionInUse,
+        `Session '${this.id}' is already open on this broker; close it first or use another id`,
+      );
     this.#capHooks = capHooks;
   }
 
@@ -110,12 +139,22 @@ export class SessionScope {
   }
 
   /** One tool of `extension`, as the broker makes it: no hooks. Never rejects for the extension's faults. */
-  callTool(extension: string, tool: string, args: string, options: ScopeCallOptions = {}): Promise<InvocationOutcome<"tool">> {
+  callTool(
+    extension: string,
+    tool: string,
+    args: string,
+    options: ScopeCallOptions = {},
+  ): Promise<InvocationOutcome<"tool">> {
     return this.#host.callTool(this, extension, tool, args, options);
   }
 
   /** `/name args` of `extension`. Never rejects for the extension's faults. */
-  runCommand(extension: string, name: string, argsText: string, options: ScopeCallOptions = {}): Promise<InvocationOutcome<"command">> {
+  runCommand(
+    extension: string,
+    name: string,
+    argsText: string,
+    options: ScopeCallOptions = {},
+  ): Promise<InvocationOutcome<"command">> {
     return this.#host.runCommand(this, extension, name, argsText, options);
   }
 
@@ -123,7 +162,13 @@ export class SessionScope {
    * Asks `extension` an invocation of a session-facing kind (`payload` is JSON
    * text; the answer is JSON text the caller checks against its kind's schema).
    */
-  invoke<K extends SessionKind>(extension: string, kind: K, name: string, payload: string, options: ScopeCallOptions = {}): Promise<HookOutcome<K>> {
+  invoke<K extends SessionKind>(
+    extension: string,
+    kind: K,
+    name: string,
+    payload: string,
+    options: ScopeCallOptions = {},
+  ): Promise<HookOutcome<K>> {
     return this.#host.invoke(this, extension, kind, name, payload, options) as Promise<HookOutcome<K>>;
   }
 

@@ -31,7 +31,8 @@ try {
   for (const ext of session.status()) console.log(`${ext.name}: ${ext.state}${ext.reason ? ` (${ext.reason})` : ""}`);
 
   // 3. The tools the model may call, with their JSON Schemas.
-  for (const tool of session.tools()) console.log(`tool ${tool.name} (${tool.extension}): ${JSON.stringify(tool.parameters)}`);
+  for (const tool of session.tools())
+    console.log(`tool ${tool.name} (${tool.extension}): ${JSON.stringify(tool.parameters)}`);
 
   // 4. Events: the composed verdict of every hook, in registry order.
   const started = await session.fire("session_start", { source: "startup" });

@@ -17,9 +17,12 @@ import { denoBinary } from "../../broker/jail/deno-binary.js";
 import { denoRunArgs } from "../../broker/jail/sandbox.js";
 
 /** bench/fixtures, from bench/lib (tsx) or from dist/bench/lib (compiled by `make build`). */
-const FIXTURES = [resolve(dirname(fileURLToPath(import.meta.url)), "../fixtures"), resolve(dirname(fileURLToPath(import.meta.url)), "../../../bench/fixtures")].find((dir) =>
-  existsSync(join(dir, "floor-echo.js")),
-) ?? resolve(dirname(fileURLToPath(import.meta.url)), "../fixtures");
+const FIXTURES =
+  [
+    resolve(dirname(fileURLToPath(import.meta.url)), "../fixtures"),
+    resolve(dirname(fileURLToPath(import.meta.url)), "../../../bench/fixtures"),
+  ].find((dir) => existsSync(join(dir, "floor-echo.js"))) ??
+  resolve(dirname(fileURLToPath(import.meta.url)), "../fixtures");
 export const FLOOR_BOOT_SCRIPT = join(FIXTURES, "floor-boot.js");
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
@@ -110,7 +113,10 @@ export class FloorPeer {
    * Spawns Deno on `script` (no bwrap), waits for its first frame. Returns the peer and the
    * boot time in ns (fresh socket folder and listen, spawn, first whole frame).
    */
-  static async boot(script: string, options: { memoryMb?: number; stdin?: string } = {}): Promise<{ peer: FloorPeer; bootNs: bigint }> {
+  static async boot(
+    script: string,
+    options: { memoryMb?: number; stdin?: string } = {},
+  ): Promise<{ peer: FloorPeer; bootNs: bigint }> {
     const memoryMb = options.memoryMb ?? 64;
     const t0 = process.hrtime.bigint();
     const dir = mkdtempSync(join(tmpdir(), "tether-bench-sock-"));
@@ -162,7 +168,18 @@ export class FloorPeer {
     const id = this.#nextId++;
     const reply = new Promise<unknown>((r) => this.#waiting.set(id, r));
     // Shaped and sized like the broker's `call` frame (a 32-character token, as mintToken makes).
-    this.#socket.write(encode({ t: "call", id, token: "0123456789abcdefghijklmnopqrstuv", kind: "tool", name: "echo", args, strand: "bench", deadline_ms: 5000 }));
+    this.#socket.write(
+      encode({
+        t: "call",
+        id,
+        token: "0123456789abcdefghijklmnopqrstuv",
+        kind: "tool",
+        name: "echo",
+        args,
+        strand: "bench",
+        deadline_ms: 5000,
+      }),
+    );
     return reply;
   }
 

@@ -57,7 +57,12 @@ export function want(broker: Broker, session: string, extensions: readonly strin
 }
 
 /** Opens a session and checks it runs exactly `active` (registry order aside). */
-export async function openSession(broker: Broker, id: string, workspace: string, active: readonly string[]): Promise<Session> {
+export async function openSession(
+  broker: Broker,
+  id: string,
+  workspace: string,
+  active: readonly string[],
+): Promise<Session> {
   const session = await Session.open(broker, { id, workspace });
   const running = session
     .status()
@@ -66,7 +71,9 @@ export async function openSession(broker: Broker, id: string, workspace: string,
     .sort();
   if (running.join() !== [...active].sort().join()) {
     await session.close();
-    throw new Error(`session '${id}' runs [${running.join(", ")}], not [${[...active].sort().join(", ")}]: ${JSON.stringify(session.status().filter((s) => s.reason !== null))}`);
+    throw new Error(
+      `session '${id}' runs [${running.join(", ")}], not [${[...active].sort().join(", ")}]: ${JSON.stringify(session.status().filter((s) => s.reason !== null))}`,
+    );
   }
   return session;
 }

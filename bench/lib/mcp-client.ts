@@ -14,10 +14,18 @@ export interface McpPeer {
 }
 
 /** Spawns `command args` (env: the SDK's safe default set plus `env`), connects and initializes. */
-export async function startMcp(command: string, args: readonly string[], env: Record<string, string>, cwd: string): Promise<McpPeer> {
+export async function startMcp(
+  command: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  cwd: string,
+): Promise<McpPeer> {
   const transport = new StdioClientTransport({ command, args: [...args], env, cwd, stderr: "pipe" });
   let stderr = "";
-  (transport.stderr as Readable).on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString("utf8")).slice(-4000)));
+  (transport.stderr as Readable).on(
+    "data",
+    (chunk: Buffer) => (stderr = (stderr + chunk.toString("utf8")).slice(-4000)),
+  );
   const client = new Client({ name: "tether-bench", version: "1.0.0" });
   try {
     await client.connect(transport);

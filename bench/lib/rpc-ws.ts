@@ -39,7 +39,10 @@ export class RpcClient {
 
   /** `url`: `ws+unix:<path>` or `ws://host:port`. */
   static connect(url: string, token?: string): Promise<RpcClient> {
-    const ws = new WebSocket(url, { perMessageDeflate: false, ...(token !== undefined ? { headers: { Authorization: `Bearer ${token}` } } : {}) });
+    const ws = new WebSocket(url, {
+      perMessageDeflate: false,
+      ...(token !== undefined ? { headers: { Authorization: `Bearer ${token}` } } : {}),
+    });
     return new Promise((resolve, reject) => {
       ws.once("open", () => resolve(new RpcClient(ws)));
       ws.once("error", reject);

@@ -36,7 +36,8 @@ export async function inRunTmp(prefix: string, fn: (runTmp: string) => Promise<v
 /** Entries of `runTmp` not matched by `expected` (a warning line each, on stdout, when there are some). */
 export function warnLeftovers(runTmp: string, expected: readonly RegExp[] = []): void {
   const left = readdirSync(runTmp).filter((name) => !expected.some((re) => re.test(name)));
-  if (left.length > 0) process.stdout.write(`\nWARNING: temp files were left behind (removed on exit): ${left.join(", ")}\n`);
+  if (left.length > 0)
+    process.stdout.write(`\nWARNING: temp files were left behind (removed on exit): ${left.join(", ")}\n`);
 }
 
 /**

@@ -12,7 +12,9 @@ export interface CapCall {
 }
 
 /** A capability's answer: a value, or a refusal or failure the satellite reads as an error. */
-export type CapReply = { readonly ok: true; readonly value?: unknown } | { readonly ok: false; readonly error: WireError };
+export type CapReply =
+  | { readonly ok: true; readonly value?: unknown }
+  | { readonly ok: false; readonly error: WireError };
 
 /** What a capability handler is told about the invocation a `cap` came from. */
 export interface InvocationInfo {

@@ -40,7 +40,10 @@ export function extensionLogFiles(home: string, name: string): { current: string
 
 /** Control characters (but tab) as `\uXXXX`. */
 function escaped(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return text.replace(
+    /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 /**
@@ -109,12 +112,15 @@ function sizeOf(file: string): number {
  * or `satellite`) appended to that extension's file, at every level.
  */
 export function teeExtensionLogs(base: Logger, logs: ExtensionLogs, fields: LogFields = {}): Logger {
-  const emit = (level: LogLevel) => (msg: string, more: LogFields = {}) => {
-    base[level](msg, more);
-    const all = { ...fields, ...more };
-    const name = typeof all.extension === "string" ? all.extension : typeof all.satellite === "string" ? all.satellite : null;
-    if (name !== null) logs.append(name, formatLogLine(level, msg, all));
-  };
+  const emit =
+    (level: LogLevel) =>
+    (msg: string, more: LogFields = {}) => {
+      base[level](msg, more);
+      const all = { ...fields, ...more };
+      const name =
+        typeof all.extension === "string" ? all.extension : typeof all.satellite === "string" ? all.satellite : null;
+      if (name !== null) logs.append(name, formatLogLine(level, msg, all));
+    };
   return {
     debug: emit("debug"),
     info: emit("info"),

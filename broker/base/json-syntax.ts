@@ -38,7 +38,8 @@ function shown(text: string, offset: number): string {
   if (offset >= text.length) return "end of input";
   const c = text.codePointAt(offset)!;
   if (c === 0x0a || c === 0x0d) return "line break";
-  if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) return `control character U+${c.toString(16).toUpperCase().padStart(4, "0")}`;
+  if (c < 0x20 || (c >= 0x7f && c <= 0x9f))
+    return `control character U+${c.toString(16).toUpperCase().padStart(4, "0")}`;
   return `'${String.fromCodePoint(c)}'`;
 }
 
@@ -49,7 +50,12 @@ function shown(text: string, offset: number): string {
 export function jsonSyntaxError(text: string): JsonSyntaxError | null {
   const fail = (offset: number, expected: string): JsonSyntaxError => {
     const { line, column } = position(text, offset);
-    return { offset, line, column, message: `unexpected ${shown(text, offset)} at line ${line}, column ${column} (expected ${expected})` };
+    return {
+      offset,
+      line,
+      column,
+      message: `unexpected ${shown(text, offset)} at line ${line}, column ${column} (expected ${expected})`,
+    };
   };
   const n = text.length;
   let i = 0;
@@ -66,7 +72,11 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | null {
         i++;
         return null;
       }
-      if (c < 0x20) return fail(i, "'\"' to close the string (a line break or control character in a string is written \\n, \\t or \\u00XX)");
+      if (c < 0x20)
+        return fail(
+          i,
+          "'\"' to close the string (a line break or control character in a string is written \\n, \\t or \\u00XX)",
+        );
       if (c === 0x5c) {
         const e = text[i + 1];
         if (e === undefined) return fail(i + 1, "an escape after '\\'");
@@ -81,7 +91,7 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | null {
           i += 6;
           continue;
         }
-        return fail(i + 1, "one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
+        return fail(i + 1, 'one of \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX');
       }
       i++;
     }
@@ -135,7 +145,11 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | null {
         want = "after";
         continue;
       }
-      if (text[i] !== '"') return fail(i, want === "first-key" ? "a property name in double quotes, or '}'" : "a property name in double quotes");
+      if (text[i] !== '"')
+        return fail(
+          i,
+          want === "first-key" ? "a property name in double quotes, or '}'" : "a property name in double quotes",
+        );
       const bad = string();
       if (bad !== null) return bad;
       skip();

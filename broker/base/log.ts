@@ -32,9 +32,11 @@ export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields
   const level = options.level ?? DEFAULT_LOG_LEVEL;
   const sink = options.sink ?? stderrSink;
   const base = options.fields ?? {};
-  const emit = (at: LogLevel) => (msg: string, fields: LogFields = {}) => {
-    if (RANK[at] >= RANK[level]) sink(at, msg, { ...base, ...fields });
-  };
+  const emit =
+    (at: LogLevel) =>
+    (msg: string, fields: LogFields = {}) => {
+      if (RANK[at] >= RANK[level]) sink(at, msg, { ...base, ...fields });
+    };
   return {
     debug: emit("debug"),
     info: emit("info"),

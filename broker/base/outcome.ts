@@ -11,7 +11,9 @@
 import type { CallKind, WireError } from "../../jail-runtime/wire/frames.js";
 
 /** A content block as the broker hands it to callers: JSON blocks parsed. */
-export type ToolContent = { readonly type: "text"; readonly text: string } | { readonly type: "json"; readonly json: unknown };
+export type ToolContent =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "json"; readonly json: unknown };
 
 /** A tool's or command's successful value, as callers receive it. */
 export interface ToolReply {
@@ -47,7 +49,9 @@ export interface Failure {
 }
 
 /** The outcome of an invocation of kind `K` (any kind by default). */
-export type InvocationOutcome<K extends CallKind = CallKind> = { readonly ok: true; readonly value: SuccessValues[K] } | Failure;
+export type InvocationOutcome<K extends CallKind = CallKind> =
+  | { readonly ok: true; readonly value: SuccessValues[K] }
+  | Failure;
 
 /** A failed outcome with `code` and `msg`. */
 export function failure(code: string, msg: string): Failure {

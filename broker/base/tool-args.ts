@@ -39,7 +39,8 @@ export class ToolArgsChecker {
     try {
       value = parseBoundedJson(args, CALLER_JSON_BOUNDS);
     } catch (err) {
-      if (err instanceof DocumentBoundsError) return { ok: false, msg: `Arguments are ${err.message} (the bound for any JSON document)` };
+      if (err instanceof DocumentBoundsError)
+        return { ok: false, msg: `Arguments are ${err.message} (the bound for any JSON document)` };
       const at = jsonSyntaxError(args);
       return { ok: false, msg: at === null ? "Arguments are not JSON" : `Arguments are not JSON: ${at.message}` };
     }

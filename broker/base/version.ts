@@ -12,7 +12,9 @@ export const WIRE_PROTOCOL = RUNTIME_NAME;
 /** The version in package.json ("0.0.0" when it cannot be read). */
 export function packageVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version?: unknown;
+    };
     return typeof pkg.version === "string" ? pkg.version : "0.0.0";
   } catch {
     return "0.0.0";

@@ -24,12 +24,23 @@ import { REPORTS_PER_SECOND, ReportArgs, reportAct } from "./report.js";
 import { LOGS_PER_SECOND } from "./log.js";
 import { RefusalAudit } from "./refusal-audit.js";
 
-export { noHooks, type CapCallEvent, type CapCallRequest, type CapContext, type CapEnvironment, type CapHookStage } from "./context.js";
+export {
+  noHooks,
+  type CapCallEvent,
+  type CapCallRequest,
+  type CapContext,
+  type CapEnvironment,
+  type CapHookStage,
+} from "./context.js";
 
 /** The arguments stage, then the capability: one runner per capability. */
 type Runner = (scope: CallScope, raw: unknown) => Promise<CapReply>;
 
-function capability<S extends v.GenericSchema>(schema: S, usage: string, run: (scope: CallScope, args: v.InferOutput<S>) => Promise<CapReply>): Runner {
+function capability<S extends v.GenericSchema>(
+  schema: S,
+  usage: string,
+  run: (scope: CallScope, args: v.InferOutput<S>) => Promise<CapReply>,
+): Runner {
   return async (scope, raw) => {
     const args = v.safeParse(schema, raw);
     if (!args.success) return scope.refuse(WireCode.badArguments, "args", usage);
@@ -38,7 +49,11 @@ function capability<S extends v.GenericSchema>(schema: S, usage: string, run: (s
 }
 
 /** A capability that is one act. */
-function oneAct<S extends v.GenericSchema>(schema: S, usage: string, act: (scope: CallScope, args: v.InferOutput<S>) => Act<unknown>): Runner {
+function oneAct<S extends v.GenericSchema>(
+  schema: S,
+  usage: string,
+  act: (scope: CallScope, args: v.InferOutput<S>) => Act<unknown>,
+): Runner {
   return capability(schema, usage, async (scope, args) => (await runAct(scope, act(scope, args))).reply);
 }
 
@@ -71,9 +86,21 @@ function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
     log: oneAct(LogArgs, "log takes {level, msg}", (scope, args) => logAct(scope, args, logs)),
     ...kvCapabilities("kv"),
     ...kvCapabilities("skv"),
-    "db.query": oneAct(DbArgs, "db.query takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})", dbAct("query")),
-    "db.exec": oneAct(DbArgs, "db.exec takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})", dbAct("exec")),
-    "net.fetch": capability(NetFetchArgs, "net.fetch takes {url, method?, headers?, body? (base64), secret?}", netFetch),
+    "db.query": oneAct(
+      DbArgs,
+      "db.query takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})",
+      dbAct("query"),
+    ),
+    "db.exec": oneAct(
+      DbArgs,
+      "db.exec takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})",
+      dbAct("exec"),
+    ),
+    "net.fetch": capability(
+      NetFetchArgs,
+      "net.fetch takes {url, method?, headers?, body? (base64), secret?}",
+      netFetch,
+    ),
   };
   const refusals = new RefusalAudit((row) => env.ledger.audit(row));
   // The manifest's bound, under the operator's ceiling (a policy that cannot be read allows no egress anyway).
@@ -83,7 +110,10 @@ function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
   return (call, info) => {
     const scope = scopeFor(env, ctx, call, info, refusals, fetches);
     const run = Object.hasOwn(table, call.cap) ? table[call.cap] : undefined;
-    if (run === undefined) return Promise.resolve(scope.refuse(WireCode.denied, "unknown-capability", `There is no capability '${call.cap.slice(0, 64)}'`));
+    if (run === undefined)
+      return Promise.resolve(
+        scope.refuse(WireCode.denied, "unknown-capability", `There is no capability '${call.cap.slice(0, 64)}'`),
+      );
     // Counted until it settles (close waits for it); any throw is one audited internal error.
     return env.work.track(run(scope, call.args).catch((err: unknown) => internalError(scope, err)));
   };

@@ -78,7 +78,10 @@ export class CapabilityWork {
       do {
         this.#again = false;
         for (const egress of [...this.#egress]) {
-          const refusal = await egress.recheck().catch((err: unknown) => ({ rule: "internal", reason: `the policy could not be judged again: ${(err as Error).message}` }));
+          const refusal = await egress.recheck().catch((err: unknown) => ({
+            rule: "internal",
+            reason: `the policy could not be judged again: ${(err as Error).message}`,
+          }));
           if (refusal !== null && this.#egress.has(egress)) egress.withdraw(refusal);
         }
       } while (this.#again);

@@ -6,7 +6,7 @@
  * home's store, or in a fleet's shared store (`store/kv-storage.ts`).
  * Compare-and-set, `kv.cas` and `skv.cas`, is in kv-cas.ts.
  */
-import * as v from "valibot";
+import type * as v from "valibot";
 import type { KvSpace, KvValue } from "../store/kv-repository.js";
 import type { KvStorage } from "../store/kv-storage.js";
 import type { CapReply } from "../base/capability.js";
@@ -27,7 +27,12 @@ export async function kvGet(kv: KvStorage, space: KvSpace, args: v.InferOutput<t
   return { ok: true, value: { bytes: new Uint8Array(row.value) } };
 }
 
-export async function kvPut(kv: KvStorage, space: KvSpace, quota: number, args: v.InferOutput<typeof KvPutArgs>): Promise<{ reply: CapReply; bytes: number }> {
+export async function kvPut(
+  kv: KvStorage,
+  space: KvSpace,
+  quota: number,
+  args: v.InferOutput<typeof KvPutArgs>,
+): Promise<{ reply: CapReply; bytes: number }> {
   const family: KvFamily = space.session === null ? "kv" : "skv";
   let entry: KvValue;
   if ("json" in args) {
@@ -38,11 +43,21 @@ export async function kvPut(kv: KvStorage, space: KvSpace, quota: number, args: 
     entry = { value: Buffer.from(args.bytes, "base64"), encoding: "bytes" };
   }
   const put = await kv.put(space, args.key, entry, quota);
-  if (!put.written) return { reply: denied(`${family}.put: storage quota of ${quota} bytes would be exceeded (${put.after} bytes) (rule: limits.kv_bytes)`), bytes: entry.value.length };
+  if (!put.written)
+    return {
+      reply: denied(
+        `${family}.put: storage quota of ${quota} bytes would be exceeded (${put.after} bytes) (rule: limits.kv_bytes)`,
+      ),
+      bytes: entry.value.length,
+    };
   return { reply: { ok: true, value: null }, bytes: entry.value.length };
 }
 
-export async function kvDelete(kv: KvStorage, space: KvSpace, args: v.InferOutput<typeof KvGetArgs>): Promise<CapReply> {
+export async function kvDelete(
+  kv: KvStorage,
+  space: KvSpace,
+  args: v.InferOutput<typeof KvGetArgs>,
+): Promise<CapReply> {
   return { ok: true, value: await kv.delete(space, args.key) };
 }
 
@@ -51,7 +66,10 @@ export async function kvList(kv: KvStorage, space: KvSpace, args: v.InferOutput<
 }
 
 /** The calling extension's keys: its own, or its own in the invocation's session. */
-export const spaceOf = (scope: CallScope, family: KvFamily): KvSpace => ({ extension: scope.info.extension, session: family === "skv" ? scope.ctx.sessionId : null });
+export const spaceOf = (scope: CallScope, family: KvFamily): KvSpace => ({
+  extension: scope.info.extension,
+  session: family === "skv" ? scope.ctx.sessionId : null,
+});
 
 /**
  * `get`, `delete`, `list`: nothing to judge beyond the token (each extension
@@ -65,21 +83,40 @@ function unjudgedAct(family: KvFamily, target: string, run: () => Promise<CapRep
   };
 }
 
-export const kvGetAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
-  unjudgedAct(family, args.key, () => kvGet(scope.env.kv(), spaceOf(scope, family), args));
+export const kvGetAct =
+  (family: KvFamily) =>
+  (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
+    unjudgedAct(family, args.key, () => kvGet(scope.env.kv(), spaceOf(scope, family), args));
 
-export const kvDeleteAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
-  unjudgedAct(family, args.key, () => kvDelete(scope.env.kv(), spaceOf(scope, family), args));
+export const kvDeleteAct =
+  (family: KvFamily) =>
+  (scope: CallScope, args: v.InferOutput<typeof KvGetArgs>): Act<null> =>
+    unjudgedAct(family, args.key, () => kvDelete(scope.env.kv(), spaceOf(scope, family), args));
 
-export const kvListAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Act<null> =>
-  unjudgedAct(family, args.prefix, () => kvList(scope.env.kv(), spaceOf(scope, family), args));
+export const kvListAct =
+  (family: KvFamily) =>
+  (scope: CallScope, args: v.InferOutput<typeof KvListArgs>): Act<null> =>
+    unjudgedAct(family, args.prefix, () => kvList(scope.env.kv(), spaceOf(scope, family), args));
 
 /** `put`: the quota is the policy, judged when the value is written (it depends on what is stored then). */
-export const kvPutAct = (family: KvFamily) => (scope: CallScope, args: v.InferOutput<typeof KvPutArgs>): Act<null> => ({
-  judge: () => null,
-  shown: () => ({ target: args.key }),
-  perform: async () => {
-    const { reply, bytes } = await kvPut(scope.env.kv(), spaceOf(scope, family), scope.ctx.grants().limits.kv_bytes, args);
-    return { reply, decision: reply.ok ? "allowed" : "denied", rule: reply.ok ? `builtin:${family}` : "limits.kv_bytes", target: args.key, bytes };
-  },
-});
+export const kvPutAct =
+  (family: KvFamily) =>
+  (scope: CallScope, args: v.InferOutput<typeof KvPutArgs>): Act<null> => ({
+    judge: () => null,
+    shown: () => ({ target: args.key }),
+    perform: async () => {
+      const { reply, bytes } = await kvPut(
+        scope.env.kv(),
+        spaceOf(scope, family),
+        scope.ctx.grants().limits.kv_bytes,
+        args,
+      );
+      return {
+        reply,
+        decision: reply.ok ? "allowed" : "denied",
+        rule: reply.ok ? `builtin:${family}` : "limits.kv_bytes",
+        target: args.key,
+        bytes,
+      };
+    },
+  });

@@ -35,7 +35,8 @@ export function linkedSignal(parents: readonly AbortSignal[], timeoutMs?: number
     }
     parent.addEventListener("abort", onAbort, { once: true });
   }
-  if (timeoutMs !== undefined && !controller.signal.aborted) timer = setTimeout(() => controller.abort(new DeadlineError()), Math.max(0, timeoutMs));
+  if (timeoutMs !== undefined && !controller.signal.aborted)
+    timer = setTimeout(() => controller.abort(new DeadlineError()), Math.max(0, timeoutMs));
   controller.signal.addEventListener("abort", dispose, { once: true });
   return { signal: controller.signal, abort: (reason) => controller.abort(reason), dispose };
 }

@@ -26,7 +26,13 @@ import type { OperatorPolicy } from "./policy.js";
 export const NetFetchArgs = v.object({
   url: v.pipe(v.string(), v.maxLength(8192)),
   method: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z]{1,16}$/)), "GET"),
-  headers: v.optional(v.pipe(v.array(v.tuple([v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(8192))])), v.maxLength(100)), []),
+  headers: v.optional(
+    v.pipe(
+      v.array(v.tuple([v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(8192))])),
+      v.maxLength(100),
+    ),
+    [],
+  ),
   // Bounded in length before the schema runs (dispatcher.ts) and decoded by a linear pass, not a pattern.
   body: v.optional(v.nullable(v.string()), null),
   /** A secret of the extension's to inject (docs/secrets.md), by name: the extension never holds its value. */
@@ -43,7 +49,13 @@ interface JudgedHop {
 /** The operator policy now, or the refusal of all egress while it cannot be read. */
 function operatorNow(scope: CallScope, target: string): OperatorPolicy | Refusal {
   const operator = scope.env.operator.current();
-  if (operator instanceof Error) return refusal(WireCode.denied, "operator:policy-invalid", `The operator policy cannot be read, so all egress is refused: ${operator.message}`, target);
+  if (operator instanceof Error)
+    return refusal(
+      WireCode.denied,
+      "operator:policy-invalid",
+      `The operator policy cannot be read, so all egress is refused: ${operator.message}`,
+      target,
+    );
   return operator;
 }
 
@@ -58,10 +70,22 @@ function shownRequest(exchange: Exchange, verdict: Allowed): CapCallRequest {
   const t = verdict.target;
   const addresses = verdict.addresses.map((judged) => {
     const embedded = classifyAddress(judged.address).embedded;
-    return { address: judged.address, class: judged.class, ...(embedded !== undefined ? { ipv4: embedded.address } : {}) };
+    return {
+      address: judged.address,
+      class: judged.class,
+      ...(embedded !== undefined ? { ipv4: embedded.address } : {}),
+    };
   });
   const host = t.name ?? addresses[0]!.address;
-  return { method: t.method, scheme: t.scheme, host, port: t.port, path: exchange.url.pathname, rule: verdict.rule, addresses };
+  return {
+    method: t.method,
+    scheme: t.scheme,
+    host,
+    port: t.port,
+    path: exchange.url.pathname,
+    rule: verdict.rule,
+    addresses,
+  };
 }
 
 function hopAct(scope: CallScope, exchange: Exchange, secret: FetchSecret | null): Act<JudgedHop> {
@@ -73,15 +97,27 @@ function hopAct(scope: CallScope, exchange: Exchange, secret: FetchSecret | null
     async judge() {
       const operator = operatorNow(scope, target);
       if ("refused" in operator) return operator;
-      if (exchange.redirects > operator.maxRedirects) return refusal(WireCode.denied, "limit:redirects", `net.fetch refused: more than ${operator.maxRedirects} redirects`, target);
+      if (exchange.redirects > operator.maxRedirects)
+        return refusal(
+          WireCode.denied,
+          "limit:redirects",
+          `net.fetch refused: more than ${operator.maxRedirects} redirects`,
+          target,
+        );
       const verdict = await judge(exchange.url, exchange.method, composeEgressPolicy(scope, operator), env.resolve);
-      if (!verdict.allowed) return refusal(WireCode.denied, verdict.rule, `net.fetch refused: ${verdict.reason}`, target);
+      if (!verdict.allowed)
+        return refusal(WireCode.denied, verdict.rule, `net.fetch refused: ${verdict.reason}`, target);
       return { operator, verdict };
     },
     shown: ({ verdict }) => ({ target, request: shownRequest(exchange, verdict) }),
     async perform({ operator, verdict }): Promise<Performed> {
       const remaining = ctx.deadlineAt - Date.now();
-      if (remaining <= 0) return denied("limit:deadline", "net.fetch refused: the invocation's deadline passed before the request was sent", target);
+      if (remaining <= 0)
+        return denied(
+          "limit:deadline",
+          "net.fetch refused: the invocation's deadline passed before the request was sent",
+          target,
+        );
       // Judged and hooked without it: the secret goes in now, only under a rule it is bound to.
       let sent: SentHop = { url: exchange.url, headers: exchange.headers, carried: false };
       if (secret !== null) {
@@ -98,7 +134,11 @@ function hopAct(scope: CallScope, exchange: Exchange, secret: FetchSecret | null
       if ("waitingOn" in permits) {
         waiting.dispose();
         const bound = permits.waitingOn;
-        return denied(bound.rule, `net.fetch refused: ${bound.limit} fetches were already in flight (${bound.rule}) and none ended before the invocation's deadline`, target);
+        return denied(
+          bound.rule,
+          `net.fetch refused: ${bound.limit} fetches were already in flight (${bound.rule}) and none ended before the invocation's deadline`,
+          target,
+        );
       }
       // The request: the same, and a policy change while it is on the wire.
       let withdrawn: { rule: string; reason: string } | null = null;
@@ -108,7 +148,12 @@ function hopAct(scope: CallScope, exchange: Exchange, secret: FetchSecret | null
         recheck: async () => {
           const now = operatorNow(scope, target);
           if ("refused" in now) return { rule: now.refused.rule, reason: now.refused.msg };
-          const again = await judge(exchange.url, exchange.method, composeEgressPolicy(scope, now), pinnedResolver(verdict));
+          const again = await judge(
+            exchange.url,
+            exchange.method,
+            composeEgressPolicy(scope, now),
+            pinnedResolver(verdict),
+          );
           return again.allowed ? null : { rule: again.rule, reason: again.reason };
         },
         withdraw: (why) => {
@@ -118,14 +163,29 @@ function hopAct(scope: CallScope, exchange: Exchange, secret: FetchSecret | null
       });
       let result;
       try {
-        result = await sendHop(info.extension, { url: sent.url, method: exchange.method, headers: sent.headers, body: exchange.body }, verdict, env.agents, operator.maxBodyBytes, waiting.signal);
+        result = await sendHop(
+          info.extension,
+          { url: sent.url, method: exchange.method, headers: sent.headers, body: exchange.body },
+          verdict,
+          env.agents,
+          operator.maxBodyBytes,
+          waiting.signal,
+        );
       } finally {
         release();
         permits.release();
         waiting.dispose();
       }
       const cut = withdrawn as { rule: string; reason: string } | null;
-      if (cut !== null) return { ...denied(`withdrawn:${cut.rule}`, `net.fetch stopped mid-request: the policy changed (${cut.reason})`, target), ...carried };
+      if (cut !== null)
+        return {
+          ...denied(
+            `withdrawn:${cut.rule}`,
+            `net.fetch stopped mid-request: the policy changed (${cut.reason})`,
+            target,
+          ),
+          ...carried,
+        };
       if (result.kind === "redirect") {
         // A Location echoing the secret would put it in the next hop's URL, its audit row and the reply.
         const error = exchange.follow(clean(result.location), result.status);
@@ -133,45 +193,93 @@ function hopAct(scope: CallScope, exchange: Exchange, secret: FetchSecret | null
         return { reply: { ok: true }, decision: "allowed", rule: verdict.rule, target, next: true, ...carried };
       }
       if (result.kind === "failed") {
-        if (result.limit === "body") return { ...denied("limit:body", `net.fetch refused: ${clean(result.failure)}`, target), ...carried };
+        if (result.limit === "body")
+          return { ...denied("limit:body", `net.fetch refused: ${clean(result.failure)}`, target), ...carried };
         // Allowed by policy, but the target could not be reached.
-        return { reply: { ok: false, error: { code: WireCode.unreachable, msg: `net.fetch failed: ${clean(result.failure)}` } }, decision: "allowed", rule: verdict.rule, target, ...carried };
+        return {
+          reply: {
+            ok: false,
+            error: { code: WireCode.unreachable, msg: `net.fetch failed: ${clean(result.failure)}` },
+          },
+          decision: "allowed",
+          rule: verdict.rule,
+          target,
+          ...carried,
+        };
       }
       const r = result.response;
       const headers = secret === null ? r.headers : r.headers.map(([n, v]): [string, string] => [clean(n), clean(v)]);
       const body = secret === null ? r.body : secret.redactor.bytes(r.body);
       // The URL that answered as the extension wrote it (a query secret is not in it).
-      return { reply: { ok: true, value: { status: r.status, headers, body, url } }, decision: "allowed", rule: verdict.rule, target, bytes: body.length, ...carried };
+      return {
+        reply: { ok: true, value: { status: r.status, headers, body, url } },
+        decision: "allowed",
+        rule: verdict.rule,
+        target,
+        bytes: body.length,
+        ...carried,
+      };
     },
   };
 }
 
 function denied(rule: string, msg: string, target: string): Performed {
-  return { reply: { ok: false, error: { code: WireCode.denied, msg: `${msg} (rule: ${rule})` } }, decision: "denied", rule, target };
+  return {
+    reply: { ok: false, error: { code: WireCode.denied, msg: `${msg} (rule: ${rule})` } },
+    decision: "denied",
+    rule,
+    target,
+  };
 }
 
 export async function netFetch(scope: CallScope, args: NetFetchArgs): Promise<CapReply> {
   let body: Uint8Array | null = null;
   if (args.body !== null) {
     const operator = operatorNow(scope, urlWithoutValues(args.url));
-    if ("refused" in operator) return scope.refuse(operator.refused.code, operator.refused.rule, operator.refused.msg, operator.refused.target);
+    if ("refused" in operator)
+      return scope.refuse(operator.refused.code, operator.refused.rule, operator.refused.msg, operator.refused.target);
     if (args.body.length > requestBodyBound(operator.maxRequestBytes)) {
-      return scope.refuse(WireCode.denied, "limit:request-body", `net.fetch refused: the request body is over ${operator.maxRequestBytes} bytes`, urlWithoutValues(args.url));
+      return scope.refuse(
+        WireCode.denied,
+        "limit:request-body",
+        `net.fetch refused: the request body is over ${operator.maxRequestBytes} bytes`,
+        urlWithoutValues(args.url),
+      );
     }
     body = decodeBase64(args.body);
-    if (body === null) return scope.refuse(WireCode.badArguments, "args", "net.fetch takes {url, method?, headers?, body? (base64)}: the body is not base64", urlWithoutValues(args.url));
+    if (body === null)
+      return scope.refuse(
+        WireCode.badArguments,
+        "args",
+        "net.fetch takes {url, method?, headers?, body? (base64)}: the body is not base64",
+        urlWithoutValues(args.url),
+      );
     // The length check above is exact to within two bytes; this one is exact.
-    if (body.length > operator.maxRequestBytes) return scope.refuse(WireCode.denied, "limit:request-body", `net.fetch refused: the request body is over ${operator.maxRequestBytes} bytes`, urlWithoutValues(args.url));
+    if (body.length > operator.maxRequestBytes)
+      return scope.refuse(
+        WireCode.denied,
+        "limit:request-body",
+        `net.fetch refused: the request body is over ${operator.maxRequestBytes} bytes`,
+        urlWithoutValues(args.url),
+      );
   }
   const exchange = Exchange.start({ url: args.url, method: args.method, headers: args.headers, body });
-  if ("error" in exchange) return scope.refuse(WireCode.denied, "url", `net.fetch refused: ${exchange.error}`, urlWithoutValues(args.url));
+  if ("error" in exchange)
+    return scope.refuse(WireCode.denied, "url", `net.fetch refused: ${exchange.error}`, urlWithoutValues(args.url));
   // What no rule can vouch for, whatever the hop: override headers, bodies on bodiless methods, CONNECT.
   const unsafe = guardRequest({ url: exchange.url, method: args.method, headers: args.headers, body });
-  if (unsafe !== null) return scope.refuse(WireCode.denied, unsafe.rule, `net.fetch refused: ${unsafe.reason}`, urlWithoutValues(exchange.url.href));
+  if (unsafe !== null)
+    return scope.refuse(
+      WireCode.denied,
+      unsafe.rule,
+      `net.fetch refused: ${unsafe.reason}`,
+      urlWithoutValues(exchange.url.href),
+    );
   let secret: FetchSecret | null = null;
   if (args.secret !== undefined) {
     const named = fetchSecret(scope, args.secret, args.headers, exchange.url);
-    if ("rule" in named) return scope.refuse(WireCode.denied, named.rule, named.msg, urlWithoutValues(exchange.url.href));
+    if ("rule" in named)
+      return scope.refuse(WireCode.denied, named.rule, named.msg, urlWithoutValues(exchange.url.href));
     secret = named;
   }
   for (;;) {

@@ -56,7 +56,10 @@ export class Permits {
 }
 
 /** Acquires every bound in order (narrowest first); null, with the one that was not granted, when the signal aborts. */
-export async function acquireAll(bounds: readonly Permits[], signal: AbortSignal): Promise<{ release: () => void } | { waitingOn: Permits }> {
+export async function acquireAll(
+  bounds: readonly Permits[],
+  signal: AbortSignal,
+): Promise<{ release: () => void } | { waitingOn: Permits }> {
   const held: Array<() => void> = [];
   for (const bound of bounds) {
     const release = await bound.acquire(signal);

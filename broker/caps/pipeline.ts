@@ -56,8 +56,17 @@ function isRefusal(value: unknown): value is Refusal {
 
 /** A failure inside the broker: logged in full for the operator, one audit row, and a reply without details. */
 export function internalError(scope: CallScope, err: unknown, target = ""): CapReply {
-  scope.env.log.error("capability failed inside the broker", { extension: scope.info.extension, capability: scope.call.cap, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-  return scope.refuse(WireCode.denied, "internal", `${scope.call.cap.slice(0, 64)} failed inside the broker; the operator's log has the details`, target);
+  scope.env.log.error("capability failed inside the broker", {
+    extension: scope.info.extension,
+    capability: scope.call.cap,
+    error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+  });
+  return scope.refuse(
+    WireCode.denied,
+    "internal",
+    `${scope.call.cap.slice(0, 64)} failed inside the broker; the operator's log has the details`,
+    target,
+  );
 }
 
 /** Runs one act through judge → hooks → perform → audit. */
@@ -83,14 +92,19 @@ export async function runAct<J>(scope: CallScope, act: Act<J>): Promise<{ reply:
       within: `${scope.info.kind}:${scope.info.name}`,
       ...(shown.request !== undefined ? { request: shown.request } : {}),
     });
-    if (verdict !== null) return { reply: scope.refuse(WireCode.denied, `hook:${verdict.by}`, `Blocked by a hook: ${verdict.block}`, shown.target), next: false };
+    if (verdict !== null)
+      return {
+        reply: scope.refuse(WireCode.denied, `hook:${verdict.by}`, `Blocked by a hook: ${verdict.block}`, shown.target),
+        next: false,
+      };
   }
   let performed: Performed;
   try {
     performed = await act.perform(judged);
   } catch (err) {
     // A session's write fenced off (another host holds its lease now) is a refusal with its reason, not a fault.
-    if (err instanceof SessionFencedError) return { reply: scope.refuse(WireCode.denied, "session_moved", err.message, shown?.target), next: false };
+    if (err instanceof SessionFencedError)
+      return { reply: scope.refuse(WireCode.denied, "session_moved", err.message, shown?.target), next: false };
     return { reply: internalError(scope, err, shown?.target), next: false };
   }
   scope.audit(performed.decision, performed.rule, performed.target, performed.bytes ?? 0, performed.secret);

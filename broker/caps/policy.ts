@@ -16,7 +16,10 @@ const reachClass = v.picklist(
 
 const metadataAddress = v.pipe(
   v.string(),
-  v.check(isMetadataAddress, "must be a cloud metadata address, written as one address (e.g. \"169.254.169.254\"); other non-public addresses are switched on by class in [net] reach"),
+  v.check(
+    isMetadataAddress,
+    'must be a cloud metadata address, written as one address (e.g. "169.254.169.254"); other non-public addresses are switched on by class in [net] reach',
+  ),
 );
 
 export const OperatorPolicyFile = v.strictObject({
@@ -35,7 +38,10 @@ export const OperatorPolicyFile = v.strictObject({
       /** Ceiling on an extension's `[limits] fetches` (fetches one invocation may have in flight). */
       max_fetches: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64)), 16),
       /** Largest request body an extension may send. */
-      max_request_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(16 * 1024 * 1024)), 4 * 1024 * 1024),
+      max_request_bytes: v.optional(
+        v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(16 * 1024 * 1024)),
+        4 * 1024 * 1024,
+      ),
       /** Redirects followed at most. */
       max_redirects: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(20)), 5),
     }),
@@ -79,7 +85,17 @@ export interface SessionPolicy {
   readonly allow?: readonly string[];
 }
 
-const DEFAULTS: OperatorPolicy = { deny: [], reach: NO_REACH, maxBodyBytes: 10 * 1024 * 1024, maxRedirects: 5, maxRequestBytes: 4 * 1024 * 1024, maxFetches: 16, maxConcurrency: 4, maxPoolMemoryMb: 1024, maxStalenessMs: 10_000 };
+const DEFAULTS: OperatorPolicy = {
+  deny: [],
+  reach: NO_REACH,
+  maxBodyBytes: 10 * 1024 * 1024,
+  maxRedirects: 5,
+  maxRequestBytes: 4 * 1024 * 1024,
+  maxFetches: 16,
+  maxConcurrency: 4,
+  maxPoolMemoryMb: 1024,
+  maxStalenessMs: 10_000,
+};
 
 /** The keys each table takes, for a message about one it does not. */
 const TABLES: Readonly<Record<string, readonly string[]>> = {

@@ -49,7 +49,12 @@ export class RefusalAudit {
       this.#timer = null;
     }
     for (const { row, count } of this.#suppressed.values()) {
-      this.#write({ ...row, invocationId: null, target: `${count} more refused like this within ${REFUSAL_WINDOW_MS} ms (aggregated)`, bytes: count });
+      this.#write({
+        ...row,
+        invocationId: null,
+        target: `${count} more refused like this within ${REFUSAL_WINDOW_MS} ms (aggregated)`,
+        bytes: count,
+      });
     }
     this.#suppressed.clear();
   }

@@ -10,7 +10,14 @@ export const ReportArgs = v.object({ text: v.pipe(v.string(), v.maxLength(65_536
 
 export function reportAct(scope: CallScope, args: v.InferOutput<typeof ReportArgs>, rate: Rate): Act<null> {
   return {
-    judge: () => (rate.take() ? null : refusal(WireCode.denied, "rate:report", `report.emit: more than ${REPORTS_PER_SECOND} partials a second; this one was dropped`)),
+    judge: () =>
+      rate.take()
+        ? null
+        : refusal(
+            WireCode.denied,
+            "rate:report",
+            `report.emit: more than ${REPORTS_PER_SECOND} partials a second; this one was dropped`,
+          ),
     shown: () => null,
     perform: () => {
       scope.info.report(args.text.slice(0, MAX_TEXT));

@@ -36,7 +36,10 @@ export interface Approved {
 
 export async function approveExtension(broker: Broker, name: string, request: ApproveRequest = {}): Promise<Approved> {
   if (request.all === true && request.only !== undefined) {
-    throw new TetherError(BrokerCode.approvalInvalid, "--only and --all do not combine: --only grants the rules named, --all every rule requested");
+    throw new TetherError(
+      BrokerCode.approvalInvalid,
+      "--only and --all do not combine: --only grants the rules named, --all every rule requested",
+    );
   }
   // A fleet's approval is signed when it is published: checked before anything is recorded.
   if (broker.fleet !== null) signingKeyOrThrow(broker.home);
@@ -49,17 +52,34 @@ export async function approveExtension(broker: Broker, name: string, request: Ap
     ...(request.progress !== undefined ? { progress: request.progress } : {}),
   });
   await request.recorded?.();
-  const kept = request.only === undefined && approval.withheldNet.length > 0 ? `; still withheld by an earlier --only: ${approval.withheldNet.join(", ")} (--all grants it)` : "";
+  const kept =
+    request.only === undefined && approval.withheldNet.length > 0
+      ? `; still withheld by an earlier --only: ${approval.withheldNet.join(", ")} (--all grants it)`
+      : "";
   const approved = `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")}${kept})` : ` (no egress${kept})`}`;
   // With [init]: its initializer runs now; a failure leaves the approval standing.
   const init = installed.manifest.init === undefined ? undefined : await broker.initialize(name, "approved");
-  return { name, installed, approval, ...(init !== undefined ? { init } : {}), text: init === undefined ? approved : `${approved}\n${initLine(name, init)}` };
+  return {
+    name,
+    installed,
+    approval,
+    ...(init !== undefined ? { init } : {}),
+    text: init === undefined ? approved : `${approved}\n${initLine(name, init)}`,
+  };
 }
 
 /** Revoking as `tether revoke` does it, recorded as revoked by `by` (default: the registry's operator name). */
-export function revokeExtension(broker: Broker, name: string, by?: string): { name: string; revoked: boolean; text: string } {
+export function revokeExtension(
+  broker: Broker,
+  name: string,
+  by?: string,
+): { name: string; revoked: boolean; text: string } {
   const revoked = broker.registry.revoke(name, by !== undefined ? { by } : {});
-  return { name, revoked, text: revoked ? `revoked ${name}; running satellites stop on their next call` : `${name} had no active approval` };
+  return {
+    name,
+    revoked,
+    text: revoked ? `revoked ${name}; running satellites stop on their next call` : `${name} had no active approval`,
+  };
 }
 
 /** This home's operator key, or the error that says how to make one. */

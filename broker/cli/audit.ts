@@ -39,20 +39,26 @@ export function parseSince(since: string, now = Date.now()): number {
     return now - Number(rel[1]) * unit;
   }
   const abs = Date.parse(since);
-  if (Number.isNaN(abs)) throw new SinceError(`--since '${since}': expected a duration like 30m, 2h, 7d or a date like 2026-11-29T10:00`);
+  if (Number.isNaN(abs))
+    throw new SinceError(`--since '${since}': expected a duration like 30m, 2h, 7d or a date like 2026-11-29T10:00`);
   return abs;
 }
 
 /** Parses --limit: a whole number from 1 up. */
 export function parseLimit(limit: string): number {
   const n = /^\d+$/.test(limit.trim()) ? Number(limit.trim()) : NaN;
-  if (!Number.isSafeInteger(n) || n < 1) throw new LimitError(`--limit '${limit}': expected a whole number of rows, 1 or more`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new LimitError(`--limit '${limit}': expected a whole number of rows, 1 or more`);
   return n;
 }
 
 export function queryAudit(store: Store, query: AuditQuery): AuditEntry[] {
   const since = query.since !== undefined ? parseSince(query.since) : undefined;
-  return auditEntries(store, { extension: query.extension, session: query.session, since, denied: query.denied, limit: query.limit }, DEFAULT_LIMIT);
+  return auditEntries(
+    store,
+    { extension: query.extension, session: query.session, since, denied: query.denied, limit: query.limit },
+    DEFAULT_LIMIT,
+  );
 }
 
 /** One line per entry; `paint` colours the decisions (DENIED red, ALLOWED green) on a terminal. */
@@ -83,7 +89,12 @@ export interface HookTraceQuery {
 /** The hook traces, filtered; the newest `limit` rows, oldest first. */
 export function queryHookTraces(store: Store, query: HookTraceQuery): HookTraceEntry[] {
   const since = query.since !== undefined ? parseSince(query.since) : undefined;
-  return hookTraceEntries(store, { extension: query.extension, session: query.session, since, limit: query.limit ?? DEFAULT_LIMIT });
+  return hookTraceEntries(store, {
+    extension: query.extension,
+    session: query.session,
+    since,
+    limit: query.limit ?? DEFAULT_LIMIT,
+  });
 }
 
 function milliseconds(ms: number): string {

@@ -77,9 +77,18 @@ export interface CallResult {
  * not approved (the message names the command that fixes it), before any
  * session is opened.
  */
-export async function runCall(broker: Broker, call: CallArgs, onReport: (text: string) => void, cwd = process.cwd()): Promise<CallResult> {
+export async function runCall(
+  broker: Broker,
+  call: CallArgs,
+  onReport: (text: string) => void,
+  cwd = process.cwd(),
+): Promise<CallResult> {
   if (call.noHooks) {
-    const outcome = await broker.callTool(call.extension, call.tool, call.args, { session: call.session, onReport, hooksBypassed: true });
+    const outcome = await broker.callTool(call.extension, call.tool, call.args, {
+      session: call.session,
+      onReport,
+      hooksBypassed: true,
+    });
     return { outcome, notes: [] };
   }
   broker.approved(call.extension); // the same refusal, with the same words, as a direct call
@@ -89,7 +98,11 @@ export async function runCall(broker: Broker, call: CallArgs, onReport: (text: s
   const record = new SessionRecords(broker.store).get(call.session);
   const workspace = call.workspace ?? record?.workspace ?? cwd;
   // The session's saved policy is kept (opening with none would widen it back).
-  const session = await Sessions.open(broker, { id: call.session, workspace, ...(record !== null ? { policy: record.policy } : {}) });
+  const session = await Sessions.open(broker, {
+    id: call.session,
+    workspace,
+    ...(record !== null ? { policy: record.policy } : {}),
+  });
   let result: CallResult;
   try {
     const shadowed = servedElsewhere(session, call);
@@ -113,9 +126,22 @@ function servedElsewhere(session: Session, call: CallArgs): Failure | null {
   if (served === undefined || served.extension === call.extension) return null;
   const mine = session.status().find((s) => s.name === call.extension);
   const next = `Run: tether call ${served.extension} ${call.tool}, or see tether session status --session ${session.id}`;
-  if (mine !== undefined && mine.tools.includes(call.tool)) {
-    const why = mine.state === "active" ? "" : `; '${call.extension}' is ${mine.state} here: ${mine.reason ?? mine.state}`;
-    return { ok: false, error: { code: BrokerCode.inactive, msg: `In session '${session.id}' the tool '${call.tool}' is served by '${served.extension}', not '${call.extension}'${why}. ${next}` } };
+  if (mine?.tools.includes(call.tool)) {
+    const why =
+      mine.state === "active" ? "" : `; '${call.extension}' is ${mine.state} here: ${mine.reason ?? mine.state}`;
+    return {
+      ok: false,
+      error: {
+        code: BrokerCode.inactive,
+        msg: `In session '${session.id}' the tool '${call.tool}' is served by '${served.extension}', not '${call.extension}'${why}. ${next}`,
+      },
+    };
   }
-  return { ok: false, error: { code: WireCode.unknownTool, msg: `'${call.extension}' serves no tool '${call.tool}'; in session '${session.id}' it is served by '${served.extension}'. ${next}` } };
+  return {
+    ok: false,
+    error: {
+      code: WireCode.unknownTool,
+      msg: `'${call.extension}' serves no tool '${call.tool}'; in session '${session.id}' it is served by '${served.extension}'. ${next}`,
+    },
+  };
 }

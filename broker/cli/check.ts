@@ -14,10 +14,16 @@ import type { EXIT } from "./main.js";
 export const CHECK_USAGE = "tether check <dir>";
 
 /** Runs the check of `args[0]` and prints the report; the exit's name. */
-export async function runCheck(args: readonly string[], options: EnvironmentOptions, json: boolean): Promise<keyof typeof EXIT> {
+export async function runCheck(
+  args: readonly string[],
+  options: EnvironmentOptions,
+  json: boolean,
+): Promise<keyof typeof EXIT> {
   const dir = args[0];
   if (dir === undefined || args.length > 1) {
-    console.error(`tether check: ${dir === undefined ? "missing the extension folder" : `one folder at a time, not ${args.length}`}: ${CHECK_USAGE}`);
+    console.error(
+      `tether check: ${dir === undefined ? "missing the extension folder" : `one folder at a time, not ${args.length}`}: ${CHECK_USAGE}`,
+    );
     return "usage";
   }
   const jail = jailSetup(options);

@@ -22,7 +22,10 @@ export const COLOUR: Paint = { red: sgr(31, 39), green: sgr(32, 39), yellow: sgr
 export const PLAIN: Paint = { red: (t) => t, green: (t) => t, yellow: (t) => t, bold: (t) => t };
 
 /** The paint for output to `stream` (a terminal or not) under `env`. */
-export function paintFor(stream: { readonly isTTY?: boolean }, env: Readonly<Record<string, string | undefined>>): Paint {
+export function paintFor(
+  stream: { readonly isTTY?: boolean },
+  env: Readonly<Record<string, string | undefined>>,
+): Paint {
   if (stream.isTTY !== true) return PLAIN;
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return PLAIN;
   if (env.TERM === "dumb") return PLAIN;

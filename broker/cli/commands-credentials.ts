@@ -9,7 +9,15 @@ const OPERATORS = "docs/operators.md";
 
 export const STATUS: Command = {
   name: "status",
-  usage: [{ usage: "status", summary: ["Each extension: approval, what it serves in sessions and as a daemon,", "and each secret it uses (set, signed in) — never a value"] }],
+  usage: [
+    {
+      usage: "status",
+      summary: [
+        "Each extension: approval, what it serves in sessions and as a daemon,",
+        "and each secret it uses (set, signed in) — never a value",
+      ],
+    },
+  ],
   help: "Read from the home; nothing boots. Daemon satellites (model providers) come from globally enabled, approved extensions; they run in tether serve and the library. With the fleet's store (--store, TETHER_STORE): its hosts, when each was last seen, and the sessions each serves now.",
   options: ["json"],
   doc: `${OPERATORS}#tether-status`,
@@ -24,11 +32,19 @@ export const STATUS: Command = {
         ctx.out(o, renderOverview(o));
         return EXIT.ok;
       }
-      const used = new Map(await Promise.all(broker.registry.list().map(async (i) => [i.name, await member.kv.used(i.name)] as const)));
+      const used = new Map(
+        await Promise.all(broker.registry.list().map(async (i) => [i.name, await member.kv.used(i.name)] as const)),
+      );
       const o = overview(broker, used);
       const { trustedKeys } = await import("../fleet-trust/operator-keys.js");
       const { SEEN_EVERY_MS } = await import("../store/pg/hosts.js");
-      const fleet = { store: member.shown, hosts: await member.hosts(), refused: member.refused, trustedKeys: trustedKeys(broker.home).length, silentAfterMs: SEEN_EVERY_MS + member.stalenessBoundMs };
+      const fleet = {
+        store: member.shown,
+        hosts: await member.hosts(),
+        refused: member.refused,
+        trustedKeys: trustedKeys(broker.home).length,
+        silentAfterMs: SEEN_EVERY_MS + member.stalenessBoundMs,
+      };
       ctx.out({ ...o, fleet }, `${renderOverview(o)}\n\n${renderFleet(fleet, Date.now())}`);
       return EXIT.ok;
     }),
@@ -39,7 +55,10 @@ export const SECRET: Command = {
   usage: [
     {
       usage: "secret set <ext> <name> [--file <path>]",
-      summary: ["Set a secret the broker sends in an extension's requests: the value", "from stdin or --file, never the command line"],
+      summary: [
+        "Set a secret the broker sends in an extension's requests: the value",
+        "from stdin or --file, never the command line",
+      ],
     },
     { usage: "secret list [<ext>]", summary: ["Each declared secret: set or not, where it may go (never a value)"] },
     { usage: "secret unset <ext> <name>", summary: ["Remove a secret's value"] },
@@ -63,7 +82,15 @@ export const SECRET: Command = {
 
 export const PROVIDERS: Command = {
   name: "providers",
-  usage: [{ usage: "providers [--session <id>]", summary: ["The model providers served now, their models, windows and prices;", "what is not served and why; the daemon scope's extensions"] }],
+  usage: [
+    {
+      usage: "providers [--session <id>]",
+      summary: [
+        "The model providers served now, their models, windows and prices;",
+        "what is not served and why; the daemon scope's extensions",
+      ],
+    },
+  ],
   help:
     "Providers come from extensions that are approved and enabled globally (tether session enable <name>), in registry order; a provider name two extensions declare is served by the first, and the later serves none. " +
     "--session ranks and excludes as that session's saved preference does (it enables nothing). Reads the store; boots nothing.",
@@ -84,7 +111,10 @@ export const LOGIN: Command = {
   usage: [
     {
       usage: "login <name> [<login>] [--timeout <s>]",
-      summary: ["Sign an extension in to a service its [[login]] names: the broker runs", "the OAuth flow and keeps the tokens; the jail never sees them"],
+      summary: [
+        "Sign an extension in to a service its [[login]] names: the broker runs",
+        "the OAuth flow and keeps the tokens; the jail never sees them",
+      ],
     },
   ],
   help:
@@ -98,7 +128,15 @@ export const LOGIN: Command = {
 
 export const LOGOUT: Command = {
   name: "logout",
-  usage: [{ usage: "logout <name> [<login>]", summary: ["Revoke (when the login declares how) and delete an extension's sign-in;", "every one of its logins without <login>"] }],
+  usage: [
+    {
+      usage: "logout <name> [<login>]",
+      summary: [
+        "Revoke (when the login declares how) and delete an extension's sign-in;",
+        "every one of its logins without <login>",
+      ],
+    },
+  ],
   help: "Asks the login's revocation_endpoint, when it declares one, to revoke the refresh and access tokens, then deletes them whatever it answers (a failed revocation is a note on stderr). Works for an extension no longer installed too.",
   options: ["json"],
   doc: `${OPERATORS}#sign-ins`,
@@ -118,11 +156,23 @@ export const LOGINS: Command = {
 export const KEY: Command = {
   name: "key",
   usage: [
-    { usage: "key create [--label <name>]", summary: ["Make this home's operator key: a fleet's approvals made here are", "signed with it; prints the line that trusts it on other hosts"] },
+    {
+      usage: "key create [--label <name>]",
+      summary: [
+        "Make this home's operator key: a fleet's approvals made here are",
+        "signed with it; prints the line that trusts it on other hosts",
+      ],
+    },
     { usage: "key list", summary: ["This home's signing key and the keys it trusts"] },
-    { usage: "key trust <ed25519:…> [label]", summary: ["Accept approvals signed by this key (from tether key create elsewhere)"] },
+    {
+      usage: "key trust <ed25519:…> [label]",
+      summary: ["Accept approvals signed by this key (from tether key create elsewhere)"],
+    },
     { usage: "key untrust <key or id>", summary: ["Stop accepting approvals signed by it"] },
-    { usage: "key rotate [--label <name>]", summary: ["A new signing key; with the fleet's store, approvals in force are", "signed again with it"] },
+    {
+      usage: "key rotate [--label <name>]",
+      summary: ["A new signing key; with the fleet's store, approvals in force are", "signed again with it"],
+    },
   ],
   help:
     "Keys live in the home, never in the fleet's database: <home>/operator.key (mode 0600) signs, <home>/trusted-keys lists the public keys whose approvals this host serves. " +

@@ -15,7 +15,15 @@ const OPERATORS = "docs/operators.md";
 export const COMMANDS: readonly Command[] = [
   {
     name: "install",
-    usage: [{ usage: "install <dir> [--yes]", summary: ["Validate, bundle, dry-boot and store an extension (pending until", "approved); --yes replaces one installed from another folder"] }],
+    usage: [
+      {
+        usage: "install <dir> [--yes]",
+        summary: [
+          "Validate, bundle, dry-boot and store an extension (pending until",
+          "approved); --yes replaces one installed from another folder",
+        ],
+      },
+    ],
     help:
       "Reads <dir>/manifest.toml and checks every field, bundles the entry with esbuild, boots the artifact once in the jail to check that it serves what the manifest declares, and stores it in the home. " +
       "A new extension is pending: nothing runs until it is approved. Reinstalling after a change makes it 'changed' until approved again. Installing another folder under a name already installed asks first (--yes: proceed).",
@@ -25,12 +33,27 @@ export const COMMANDS: readonly Command[] = [
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
         const { runInstall } = await import("./install.js");
-        return EXIT[await runInstall(broker, ctx.args[0]!, { json: ctx.json, yes: ctx.values.yes === true, options: ctx.options, confirm })];
+        return EXIT[
+          await runInstall(broker, ctx.args[0]!, {
+            json: ctx.json,
+            yes: ctx.values.yes === true,
+            options: ctx.options,
+            confirm,
+          })
+        ];
       }),
   },
   {
     name: "check",
-    usage: [{ usage: "check <dir>", summary: ["Check a folder before installing it: manifest, bundle, types, and a", "dry boot in the jail (served vs declared); every problem at once"] }],
+    usage: [
+      {
+        usage: "check <dir>",
+        summary: [
+          "Check a folder before installing it: manifest, bundle, types, and a",
+          "dry boot in the jail (served vs declared); every problem at once",
+        ],
+      },
+    ],
     help: "Everything install would refuse, a type check (deno check), and a dry boot of the bundled artifact in the jail that compares what it serves with what the manifest declares — all reported together, each with what to change. Writes nothing to the home.",
     options: ["json"],
     doc: `${OPERATORS}#checking-a-folder-tether-check`,
@@ -41,7 +64,15 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "review",
-    usage: [{ usage: "review <name> [--diff]", summary: ["What it can reach, its tools, hooks and limits; on an upgrade, the diff", "and the source files that changed (--diff: how)"] }],
+    usage: [
+      {
+        usage: "review <name> [--diff]",
+        summary: [
+          "What it can reach, its tools, hooks and limits; on an upgrade, the diff",
+          "and the source files that changed (--diff: how)",
+        ],
+      },
+    ],
     help: "Says in plain words what the installed extension can reach, the tools, hooks and commands it adds and its limits; after an upgrade, what changed since the approval (a widening in capitals), the artifact's size and hash, and the source files that differ; --diff prints how they differ.",
     options: ["diff", "json"],
     doc: `${OPERATORS}#2-review`,
@@ -55,7 +86,15 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "approve",
-    usage: [{ usage: "approve <name> [--only <rule>...] [--all] [--yes]", summary: ["Approve what is installed (narrow egress with --only; a later", "approval keeps that narrowing unless --all)"] }],
+    usage: [
+      {
+        usage: "approve <name> [--only <rule>...] [--all] [--yes]",
+        summary: [
+          "Approve what is installed (narrow egress with --only; a later",
+          "approval keeps that narrowing unless --all)",
+        ],
+      },
+    ],
     help:
       "Shows the review on stderr and asks on the terminal; without one (a script) it declines, exit 3, unless --yes is given. " +
       "The approval pins the manifest and artifact as installed (its migrations with it: the pending ones run on its database first, all or none); --only grants a subset of the requested egress rules, and a later approval keeps withholding what it left out unless --all is given. " +
@@ -67,19 +106,30 @@ export const COMMANDS: readonly Command[] = [
       ctx.withBroker(async (broker) => {
         const { renderReview } = await import("../registry/review.js");
         const name = ctx.args[0]!;
-        if (ctx.values.all === true && ctx.values.only !== undefined) throw new UsageError("--only and --all do not combine: --only grants the rules named, --all every rule requested");
+        if (ctx.values.all === true && ctx.values.only !== undefined)
+          throw new UsageError(
+            "--only and --all do not combine: --only grants the rules named, --all every rule requested",
+          );
         const { installed, review } = (await import("./review.js")).reviewFor(broker, name);
         if (ctx.values.yes !== true) {
           if (!ctx.json) console.error(renderReview(review, installed));
           if (!(await confirm(`Approve ${name} ${installed.version}?`))) {
-            console.error(process.stdin.isTTY ? "not approved" : "not approved: no terminal to confirm on; pass --yes to approve from a script");
+            console.error(
+              process.stdin.isTTY
+                ? "not approved"
+                : "not approved: no terminal to confirm on; pass --yes to approve from a script",
+            );
             return EXIT.declined;
           }
         }
         const only = ctx.values.only as string[] | undefined;
         const progress = (line: string) => void (ctx.json ? undefined : process.stderr.write(`… ${line}\n`));
         const { approveExtension } = await import("./approve.js");
-        const done = await approveExtension(broker, name, { ...(only !== undefined ? { only } : {}), all: ctx.values.all === true, progress });
+        const done = await approveExtension(broker, name, {
+          ...(only !== undefined ? { only } : {}),
+          all: ctx.values.all === true,
+          progress,
+        });
         ctx.out({ name, approval: done.approval, ...(done.init !== undefined ? { init: done.init } : {}) }, done.text);
         return EXIT.ok;
       }),
@@ -123,8 +173,17 @@ export const COMMANDS: readonly Command[] = [
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
         const registry = broker.registry;
-        const rows = registry.list().map((i) => ({ name: i.name, version: i.version, status: registry.status(i), description: i.description }));
-        ctx.out(rows, rows.length === 0 ? "no extensions installed" : rows.map((r) => `${r.name.padEnd(20)} ${r.version.padEnd(10)} ${r.status.padEnd(9)} ${r.description}`).join("\n"));
+        const rows = registry
+          .list()
+          .map((i) => ({ name: i.name, version: i.version, status: registry.status(i), description: i.description }));
+        ctx.out(
+          rows,
+          rows.length === 0
+            ? "no extensions installed"
+            : rows
+                .map((r) => `${r.name.padEnd(20)} ${r.version.padEnd(10)} ${r.status.padEnd(9)} ${r.description}`)
+                .join("\n"),
+        );
         return EXIT.ok;
       }),
   },
@@ -157,7 +216,10 @@ export const COMMANDS: readonly Command[] = [
         const { outcome, notes } = await callCli.runCall(broker, call, (text) => process.stderr.write(`… ${text}\n`));
         for (const note of notes) process.stderr.write(`… note: ${note}\n`);
         if (outcome.ok) {
-          ctx.out(outcome, outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("\n"));
+          ctx.out(
+            outcome,
+            outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("\n"),
+          );
           return EXIT.ok;
         }
         if (ctx.json) ctx.out(outcome, "");
@@ -169,18 +231,38 @@ export const COMMANDS: readonly Command[] = [
   {
     name: "session",
     usage: [
-      { usage: "session status [--session <id>] [--workspace <dir>]", summary: ["Open a session here (real boots): each extension's state and why"] },
+      {
+        usage: "session status [--session <id>] [--workspace <dir>]",
+        summary: ["Open a session here (real boots): each extension's state and why"],
+      },
       { usage: "session enable <name> [--session <id>]" },
       {
         usage: "session disable <name> [--session <id>]",
-        summary: ["Turn an extension on or off: the global default, or one session's", "override (a live session applies it on reload)"],
+        summary: [
+          "Turn an extension on or off: the global default, or one session's",
+          "override (a live session applies it on reload)",
+        ],
       },
-      { usage: "session reset <name> --session <id>", summary: ["Remove a session's override: the global default applies again"] },
+      {
+        usage: "session reset <name> --session <id>",
+        summary: ["Remove a session's override: the global default applies again"],
+      },
       { usage: "session folds <id>", summary: ["What compaction strategies folded in a session, by compaction"] },
-      { usage: "session release --host <name>", summary: ["A fleet's host is dead: end its sessions' leases now (they open", "elsewhere at once; its running calls are marked lost)"] },
+      {
+        usage: "session release --host <name>",
+        summary: [
+          "A fleet's host is dead: end its sessions' leases now (they open",
+          "elsewhere at once; its running calls are marked lost)",
+        ],
+      },
     ],
     help: "status opens the session in this process (real boots, default id: default) and prints each extension's state and why, then the context its loaders and preparations composed; enable, disable and reset write the saved preferences; folds reads the store.",
-    options: [["session", "The session (status: default 'default'; else without it: the global default)"], "workspace", "host", "json"],
+    options: [
+      ["session", "The session (status: default 'default'; else without it: the global default)"],
+      "workspace",
+      "host",
+      "json",
+    ],
     doc: `${OPERATORS}#sessions`,
     run: async (ctx) => {
       if (ctx.args[0] === "release") {
@@ -192,7 +274,10 @@ export const COMMANDS: readonly Command[] = [
         });
       }
       const sessionCli = await import("./session.js");
-      const parsed = sessionCli.parseSessionArgs(ctx.args, ctx.values as Parameters<typeof sessionCli.parseSessionArgs>[1]);
+      const parsed = sessionCli.parseSessionArgs(
+        ctx.args,
+        ctx.values as Parameters<typeof sessionCli.parseSessionArgs>[1],
+      );
       if (typeof parsed === "string") throw new UsageError(parsed);
       return ctx.withBroker(async (broker) => {
         if (parsed.action === "folds") {
@@ -202,9 +287,16 @@ export const COMMANDS: readonly Command[] = [
           return EXIT.ok;
         }
         if (parsed.action === "status") {
-          const result = await sessionCli.sessionStatus(broker, parsed.session ?? sessionCli.DEFAULT_SESSION, parsed.workspace);
+          const result = await sessionCli.sessionStatus(
+            broker,
+            parsed.session ?? sessionCli.DEFAULT_SESSION,
+            parsed.workspace,
+          );
           for (const note of result.closeNotes) process.stderr.write(`… SessionEnd hook: ${note}\n`);
-          ctx.out(result.statuses, `${sessionCli.renderStatus(result.statuses)}${sessionCli.renderContext(result.context)}`);
+          ctx.out(
+            result.statuses,
+            `${sessionCli.renderStatus(result.statuses)}${sessionCli.renderContext(result.context)}`,
+          );
           return EXIT.ok;
         }
         const change = sessionCli.changePreference(broker, parsed.action, parsed.extension ?? "", parsed.session);
@@ -217,17 +309,42 @@ export const COMMANDS: readonly Command[] = [
   {
     name: "audit",
     usage: [
-      { usage: "audit [--ext <name>] [--session <id>] [--since <when>] [--limit <n>] [--denied]", summary: ["The invocation ledger and capability audit"] },
-      { usage: "audit --hooks [--ext <name>] [--session <id>] [--since <when>] [--limit <n>]", summary: ["Each hook's answer to each event (the hook traces)"] },
+      {
+        usage: "audit [--ext <name>] [--session <id>] [--since <when>] [--limit <n>] [--denied]",
+        summary: ["The invocation ledger and capability audit"],
+      },
+      {
+        usage: "audit --hooks [--ext <name>] [--session <id>] [--since <when>] [--limit <n>]",
+        summary: ["Each hook's answer to each event (the hook traces)"],
+      },
     ],
     help: "Oldest first, at most the newest 1000 rows of each table; the filters combine with AND. --denied and --hooks do not combine.",
-    options: ["ext", ["session", "Only this session's rows (cli for tether call)"], "since", "limit", "denied", "hooks", "json"],
+    options: [
+      "ext",
+      ["session", "Only this session's rows (cli for tether call)"],
+      "since",
+      "limit",
+      "denied",
+      "hooks",
+      "json",
+    ],
     doc: `${OPERATORS}#9-audit`,
     run: async (ctx) => {
-      const { queryAudit, renderAudit, queryHookTraces, renderHookTraces, parseLimit, parseSince, SinceError, LimitError } = await import("./audit.js");
+      const {
+        queryAudit,
+        renderAudit,
+        queryHookTraces,
+        renderHookTraces,
+        parseLimit,
+        parseSince,
+        SinceError,
+        LimitError,
+      } = await import("./audit.js");
       const v = ctx.values;
       if (v.hooks === true && v.denied === true) {
-        throw new UsageError("--hooks and --denied do not combine: --denied keeps refused capability calls, --hooks lists hook traces");
+        throw new UsageError(
+          "--hooks and --denied do not combine: --denied keeps refused capability calls, --hooks lists hook traces",
+        );
       }
       let filters;
       try {
@@ -256,7 +373,15 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "logs",
-    usage: [{ usage: "logs <name> [-f] [--lines <n>]", summary: ["An extension's log: its satellites' stderr and the broker's lines", "about it (<home>/logs/<name>.log); -f follows"] }],
+    usage: [
+      {
+        usage: "logs <name> [-f] [--lines <n>]",
+        summary: [
+          "An extension's log: its satellites' stderr and the broker's lines",
+          "about it (<home>/logs/<name>.log); -f follows",
+        ],
+      },
+    ],
     help:
       "Every broker on the home (tether call, serve, mcp, a harness) appends to it, whatever TETHER_LOG says: what the extension's satellites wrote to stderr and stdout, " +
       "its log capability's lines, and what the broker logged about it (a failed boot, a bound that stopped it). Each file is kept under 1 MiB, the one before it as <name>.log.1.",
@@ -270,7 +395,12 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "serve",
-    usage: [{ usage: "serve [--socket <path> | --port <n> [--pages-port <n>]] [--token-file <path>]", summary: ["Serve the JSON-RPC 2.0 API over WebSocket (docs/api.md)"] }],
+    usage: [
+      {
+        usage: "serve [--socket <path> | --port <n> [--pages-port <n>]] [--token-file <path>]",
+        summary: ["Serve the JSON-RPC 2.0 API over WebSocket (docs/api.md)"],
+      },
+    ],
     help: "Runs until SIGTERM or SIGINT: in-flight calls finish, sessions close, exit 0. Clients authenticate with the bearer token in the token file (made with mode 0600 on first run).",
     options: ["socket", "port", "pages-port", "token-file"],
     doc: `${OPERATORS}#tether-serve`,
@@ -279,12 +409,21 @@ export const COMMANDS: readonly Command[] = [
       const v = ctx.values as { socket?: string; port?: string; "pages-port"?: string; "token-file"?: string };
       const { fleetOptionsOf } = await import("./fleet-join.js");
       const fleet = fleetOptionsOf(ctx.options);
-      return runServe({ broker: ctx.options, ...defined({ socket: v.socket, port: v.port, pagesPort: v["pages-port"], tokenFile: v["token-file"] }), ...(fleet !== null ? { fleet } : {}) });
+      return runServe({
+        broker: ctx.options,
+        ...defined({ socket: v.socket, port: v.port, pagesPort: v["pages-port"], tokenFile: v["token-file"] }),
+        ...(fleet !== null ? { fleet } : {}),
+      });
     },
   },
   {
     name: "mcp",
-    usage: [{ usage: "mcp --session <id> [--workspace <dir>]", summary: ["Serve a session's active tools as an MCP server on stdio"] }],
+    usage: [
+      {
+        usage: "mcp --session <id> [--workspace <dir>]",
+        summary: ["Serve a session's active tools as an MCP server on stdio"],
+      },
+    ],
     help: "stdout is the MCP channel; everything else goes to stderr. Stops when the client closes stdin, or on SIGTERM/SIGINT. Registering it with a client: docs/mcp.md.",
     options: [["session", "The session whose active tools to serve (required)"], "workspace"],
     doc: `${OPERATORS}#tether-mcp`,
@@ -292,7 +431,11 @@ export const COMMANDS: readonly Command[] = [
       const { runMcp } = await import("../mcp/command.js");
       const v = ctx.values as { session?: string; workspace?: string };
       const fleet = (await import("./fleet-join.js")).fleetOptionsOf(ctx.options);
-      return runMcp({ broker: ctx.options, ...defined({ session: v.session, workspace: v.workspace }), ...(fleet !== null ? { fleet } : {}) });
+      return runMcp({
+        broker: ctx.options,
+        ...defined({ session: v.session, workspace: v.workspace }),
+        ...(fleet !== null ? { fleet } : {}),
+      });
     },
   },
   {
@@ -300,7 +443,10 @@ export const COMMANDS: readonly Command[] = [
     usage: [
       {
         usage: "dev <folder> [--home <dir>] [--yes-widen] [--serve | --mcp]",
-        summary: ["Develop an extension: install and approve it in a dev home of its", "own; rebuild, re-approve and serve it on every change"],
+        summary: [
+          "Develop an extension: install and approve it in a dev home of its",
+          "own; rebuild, re-approve and serve it on every change",
+        ],
       },
     ],
     help:
@@ -330,7 +476,12 @@ export const COMMANDS: readonly Command[] = [
   LOGINS,
   {
     name: "new",
-    usage: [{ usage: "new <name> [--dir <folder>]", summary: ["Scaffold an extension (manifest, a tool, a hook, deno tests, the SDK)"] }],
+    usage: [
+      {
+        usage: "new <name> [--dir <folder>]",
+        summary: ["Scaffold an extension (manifest, a tool, a hook, deno tests, the SDK)"],
+      },
+    ],
     help: "Writes a new extension folder: manifest.toml, index.ts with one tool and one hook, deno tests on the SDK's test kit, deno.json, and the SDK in its node_modules. `deno test` passes in it at once, and `tether install` accepts it. Refuses a name the manifest would refuse and a folder that is not empty.",
     options: ["dir"],
     doc: "docs/authors.md#tether-new",
@@ -338,7 +489,15 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "doctor",
-    usage: [{ usage: "doctor [--store <url>]", summary: ["Check Deno, the sandbox layers and the store (with --store, the", "fleet's shared PostgreSQL store too)"] }],
+    usage: [
+      {
+        usage: "doctor [--store <url>]",
+        summary: [
+          "Check Deno, the sandbox layers and the store (with --store, the",
+          "fleet's shared PostgreSQL store too)",
+        ],
+      },
+    ],
     help:
       "Checks that Deno runs, that bubblewrap can make namespaces, each jail layer, that the store opens with every migration applied, the home's mode, hooks.json and the socket folders. " +
       "With --store postgres://… (or TETHER_STORE): that the shared store answers, its migrations (applied at open), and clock skew, this host's against the server's and between the hosts it has seen. Exit 1 when any fails; each failure says how to fix it.",
@@ -350,7 +509,14 @@ export const COMMANDS: readonly Command[] = [
       const checks = runChecks(ctx.options);
       // The fleet's store, from --store or TETHER_STORE, checked as this host's name in it.
       const url = ctx.options.store;
-      if (url !== undefined) checks.push(await (await import("./doctor-store.js")).storeCheck(url, ctx.options.fleetHost, resolveHome(ctx.options.home)));
+      if (url !== undefined)
+        checks.push(
+          await (await import("./doctor-store.js")).storeCheck(
+            url,
+            ctx.options.fleetHost,
+            resolveHome(ctx.options.home),
+          ),
+        );
       const p = ctx.paint;
       ctx.out(checks, checks.map((c) => `${c.ok ? p.green("ok  ") : p.red("FAIL")} ${c.name}: ${c.detail}`).join("\n"));
       return checks.every((c) => c.ok) ? EXIT.ok : EXIT.failed;
@@ -358,7 +524,9 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "help",
-    usage: [{ usage: "help [<command>]", summary: ["Show this help, or one command's (also: tether <command> --help)"] }],
+    usage: [
+      { usage: "help [<command>]", summary: ["Show this help, or one command's (also: tether <command> --help)"] },
+    ],
     help: "Without a command, the list of commands; with one, its usage, options and where the docs say more.",
     options: [],
     doc: `${OPERATORS}#the-command`,

@@ -52,7 +52,10 @@ export const APPROVED_BY = {
 
 /** Where dev homes live: `$XDG_STATE_HOME/tether-dev/<name>` (default `~/.local/state/tether-dev/<name>`). */
 export function defaultDevHome(env: Readonly<Record<string, string | undefined>>, name: string): string {
-  const state = env.XDG_STATE_HOME !== undefined && isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : join(homedir(), ".local", "state");
+  const state =
+    env.XDG_STATE_HOME !== undefined && isAbsolute(env.XDG_STATE_HOME)
+      ? env.XDG_STATE_HOME
+      : join(homedir(), ".local", "state");
   return join(state, "tether-dev", name);
 }
 
@@ -62,8 +65,17 @@ export function defaultDevHome(env: Readonly<Record<string, string | undefined>>
  * bindings, limits. Tools, commands, context loaders and routes it offers do not.
  */
 export function devWidens(diff: GrantDiff): boolean {
-  const sees = diff.addedSession.filter((item) => item === "managed" || item.startsWith("observe ") || item.startsWith("compaction ") || item.startsWith("provider "));
-  return diff.addedNet.length + diff.addedHooks.length + sees.length + diff.addedSecrets.length + diff.raisedLimits.length > 0;
+  const sees = diff.addedSession.filter(
+    (item) =>
+      item === "managed" ||
+      item.startsWith("observe ") ||
+      item.startsWith("compaction ") ||
+      item.startsWith("provider "),
+  );
+  return (
+    diff.addedNet.length + diff.addedHooks.length + sees.length + diff.addedSecrets.length + diff.raisedLimits.length >
+    0
+  );
 }
 
 /**
@@ -171,7 +183,8 @@ async function approveBuild(broker: Broker, installed: Installed, o: DevOptions)
   }
   // Approve exactly what was shown: nothing else installs here while the loop waits, but check.
   const now = registry.get(o.name);
-  if (now === null || now.manifestHash !== installed.manifestHash || now.artifactHash !== installed.artifactHash) return false;
+  if (now === null || now.manifestHash !== installed.manifestHash || now.artifactHash !== installed.artifactHash)
+    return false;
   registry.approve(o.name, { by: `${o.who} (${APPROVED_BY.widened})` });
   o.say(`approved the wider grants (${reach(requested)})`);
   return true;
@@ -204,7 +217,9 @@ async function build(broker: Broker, o: DevOptions, first: boolean, reloaded: ()
     const file = join(o.folder, "manifest.toml");
     const named = parseManifest(readFileSync(file, "utf8"), file).name;
     if (named !== o.name) {
-      o.say(`not ${verb}: the manifest now names '${named}', not '${o.name}'; run tether dev again to develop '${named}' (in its own dev home)`);
+      o.say(
+        `not ${verb}: the manifest now names '${named}', not '${o.name}'; run tether dev again to develop '${named}' (in its own dev home)`,
+      );
       return;
     }
     ({ installed } = await broker.registry.install(o.folder));
@@ -349,12 +364,22 @@ export async function runDev(ctx: CommandContext): Promise<number> {
       const { runServe } = await import("../serve/command.js");
       code = await runServe({
         broker: brokerOptions,
-        ...defined({ socket: v.socket as string | undefined, port: v.port as string | undefined, pagesPort: v["pages-port"] as string | undefined, tokenFile: v["token-file"] as string | undefined }),
+        ...defined({
+          socket: v.socket as string | undefined,
+          port: v.port as string | undefined,
+          pagesPort: v["pages-port"] as string | undefined,
+          tokenFile: v["token-file"] as string | undefined,
+        }),
       });
     } else if (mcp) {
       const { runMcp } = await import("../mcp/command.js");
       say(`Serving session '${DEV_SESSION}' over MCP on stdio (the client's stdin closing stops it).`);
-      code = await runMcp({ broker: brokerOptions, session: DEV_SESSION, workspace: folder, onOpen: (reload) => (reloadServed = reload) });
+      code = await runMcp({
+        broker: brokerOptions,
+        session: DEV_SESSION,
+        workspace: folder,
+        onOpen: (reload) => (reloadServed = reload),
+      });
     } else {
       await new Promise<void>((resolveSignal) => {
         onSignalled = resolveSignal;

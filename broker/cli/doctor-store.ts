@@ -9,7 +9,8 @@ import { trustedKeys, type TrustedKey } from "../fleet-trust/operator-keys.js";
 import { OperatorPolicySource } from "../caps/policy.js";
 
 export async function storeCheck(url: string, host: string = hostname(), home?: string): Promise<Check> {
-  if (!isPgUrl(url)) throw new UsageError("--store takes a PostgreSQL URL: postgres://user:password@host:5432/database (docs/fleet.md)");
+  if (!isPgUrl(url))
+    throw new UsageError("--store takes a PostgreSQL URL: postgres://user:password@host:5432/database (docs/fleet.md)");
   let keys: TrustedKey[] = [];
   try {
     keys = home === undefined ? [] : trustedKeys(home);

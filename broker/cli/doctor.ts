@@ -66,8 +66,16 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
     const probe = tryRun(bwrap, ["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]);
     checks.push(
       probe instanceof Error
-        ? { name: "sandbox", ok: false, detail: `bubblewrap at ${bwrap} cannot create namespaces here: ${probe.message.split("\n")[0]}` }
-        : { name: "sandbox", ok: true, detail: `bubblewrap at ${bwrap}: both layers active (namespaces + Deno permissions)` },
+        ? {
+            name: "sandbox",
+            ok: false,
+            detail: `bubblewrap at ${bwrap} cannot create namespaces here: ${probe.message.split("\n")[0]}`,
+          }
+        : {
+            name: "sandbox",
+            ok: true,
+            detail: `bubblewrap at ${bwrap}: both layers active (namespaces + Deno permissions)`,
+          },
     );
   }
   // Every other layer matters only when bubblewrap does.
@@ -83,11 +91,21 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
     artifacts = artifactsCheck(store, paths.artifacts, join(paths.home, "cache", "deno"));
     secrets = secretsCheck(new Registry(store, paths.artifacts), paths.home);
     store.close();
-    const shipped = (JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
+    const shipped = (
+      JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as { entries: unknown[] }
+    ).entries.length;
     checks.push(
       applied === shipped
-        ? { name: "store", ok: true, detail: `${paths.db}: journal ${String(journal)}, ${applied} of ${shipped} migrations applied` }
-        : { name: "store", ok: false, detail: `${paths.db}: ${applied} migrations applied but this broker ships ${shipped}: the store was made by a newer broker, or a migration failed` },
+        ? {
+            name: "store",
+            ok: true,
+            detail: `${paths.db}: journal ${String(journal)}, ${applied} of ${shipped} migrations applied`,
+          }
+        : {
+            name: "store",
+            ok: false,
+            detail: `${paths.db}: ${applied} migrations applied but this broker ships ${shipped}: the store was made by a newer broker, or a migration failed`,
+          },
     );
   } catch (err) {
     checks.push({ name: "store", ok: false, detail: `cannot open the store: ${(err as Error).message}` });
@@ -123,9 +141,19 @@ function secretsCheck(registry: Registry, home: string): Check {
     throw err;
   }
   const bySignIn = filled === 0 ? "" : `; ${filled} filled by signing in (tether logins says which are)`;
-  if (count === 0) return { name: "secrets", ok: true, detail: filled === 0 ? "no approved extension uses a secret" : `no secret to set by hand${bySignIn}` };
-  if (unset.length === 0) return { name: "secrets", ok: true, detail: `${count} approved secrets, all set, in ${store.dir}${bySignIn}` };
-  return { name: "secrets", ok: true, detail: `${unset.length} of ${count} approved secrets NOT SET (requests naming them are refused): ${unset.join("; ")}${bySignIn}` };
+  if (count === 0)
+    return {
+      name: "secrets",
+      ok: true,
+      detail: filled === 0 ? "no approved extension uses a secret" : `no secret to set by hand${bySignIn}`,
+    };
+  if (unset.length === 0)
+    return { name: "secrets", ok: true, detail: `${count} approved secrets, all set, in ${store.dir}${bySignIn}` };
+  return {
+    name: "secrets",
+    ok: true,
+    detail: `${unset.length} of ${count} approved secrets NOT SET (requests naming them are refused): ${unset.join("; ")}${bySignIn}`,
+  };
 }
 
 /** The home holds approvals and artifacts: nobody else may write there. */
@@ -133,7 +161,11 @@ function homeCheck(dir: string): Check {
   const mode = statSync(dir).mode & 0o777;
   const octal = mode.toString(8).padStart(3, "0");
   if ((mode & 0o022) !== 0) {
-    return { name: "home", ok: false, detail: `${dir} is writable by others (mode ${octal}): anyone who can write there can swap an approved artifact. Run: chmod go-w ${dir}` };
+    return {
+      name: "home",
+      ok: false,
+      detail: `${dir} is writable by others (mode ${octal}): anyone who can write there can swap an approved artifact. Run: chmod go-w ${dir}`,
+    };
   }
   return { name: "home", ok: true, detail: `${dir}: mode ${octal}, writable only by its owner` };
 }
@@ -141,10 +173,15 @@ function homeCheck(dir: string): Check {
 /** The built-in hooks extension's file, when there is one. */
 function hooksCheck(dir: string): Check {
   const file = join(dir, "hooks.json");
-  if (!existsSync(file)) return { name: "hooks", ok: true, detail: `no ${file}: the built-in hooks extension has nothing to run` };
+  if (!existsSync(file))
+    return { name: "hooks", ok: true, detail: `no ${file}: the built-in hooks extension has nothing to run` };
   try {
     const parsed = parseHooksFile(readFileSync(file, "utf8"), file);
-    return { name: "hooks", ok: true, detail: `${file}: ${parsed.rows.length} command hooks (they run when the built-in hooks extension is enabled: tether session enable hooks)` };
+    return {
+      name: "hooks",
+      ok: true,
+      detail: `${file}: ${parsed.rows.length} command hooks (they run when the built-in hooks extension is enabled: tether session enable hooks)`,
+    };
   } catch (err) {
     return { name: "hooks", ok: false, detail: (err as Error).message };
   }
@@ -155,22 +192,46 @@ function artifactsCheck(store: Store, dir: string, denoCache: string): Check {
   try {
     const c = collectUnreferenced(store, dir, denoCache);
     const removed = [...c.artifacts, ...c.caches.map((name) => `cache/deno/${name}`)];
-    return { name: "artifacts", ok: true, detail: `${c.kept} installed in ${dir}; ${removed.length === 0 ? "nothing unreferenced" : `removed what no install refers to: ${removed.join(", ")}`}` };
+    return {
+      name: "artifacts",
+      ok: true,
+      detail: `${c.kept} installed in ${dir}; ${removed.length === 0 ? "nothing unreferenced" : `removed what no install refers to: ${removed.join(", ")}`}`,
+    };
   } catch (err) {
-    return { name: "artifacts", ok: false, detail: `cannot collect unreferenced artifacts in ${dir}: ${(err as Error).message}` };
+    return {
+      name: "artifacts",
+      ok: false,
+      detail: `cannot collect unreferenced artifacts in ${dir}: ${(err as Error).message}`,
+    };
   }
 }
 
 /** The operator's policy.toml, when there is one: a file that does not parse refuses every egress call. */
 function policyCheck(dir: string): Check {
   const file = join(dir, "policy.toml");
-  if (!existsSync(file)) return { name: "policy", ok: true, detail: `no ${file}: the defaults apply (no deny rules; no loopback, private or other non-public address reachable)` };
+  if (!existsSync(file))
+    return {
+      name: "policy",
+      ok: true,
+      detail: `no ${file}: the defaults apply (no deny rules; no loopback, private or other non-public address reachable)`,
+    };
   try {
     const p = parseOperatorPolicy(readFileSync(file, "utf8"), file);
-    const reach = [...p.reach.classes, ...(p.reach.metadata.length > 0 ? [`${p.reach.metadata.length} metadata address(es)`] : [])];
-    return { name: "policy", ok: true, detail: `${file}: ${p.deny.length} deny rules; rules may reach ${reach.length === 0 ? "public addresses only" : `public and ${reach.join(", ")}`}` };
+    const reach = [
+      ...p.reach.classes,
+      ...(p.reach.metadata.length > 0 ? [`${p.reach.metadata.length} metadata address(es)`] : []),
+    ];
+    return {
+      name: "policy",
+      ok: true,
+      detail: `${file}: ${p.deny.length} deny rules; rules may reach ${reach.length === 0 ? "public addresses only" : `public and ${reach.join(", ")}`}`,
+    };
   } catch (err) {
-    return { name: "policy", ok: false, detail: `${(err as Error).message}. Until it is fixed every egress call is refused` };
+    return {
+      name: "policy",
+      ok: false,
+      detail: `${(err as Error).message}. Until it is fixed every egress call is refused`,
+    };
   }
 }
 
@@ -179,7 +240,11 @@ function socketCheck(identity: JailIdentity | null): Check {
   if (identity !== null) {
     const dir = makeSatelliteDir(identity);
     rmdirSync(dir);
-    return { name: "sockets", ok: true, detail: `satellite sockets go in folders owned by the jail user under ${dirname(dir)} (traversable, not listable)` };
+    return {
+      name: "sockets",
+      ok: true,
+      detail: `satellite sockets go in folders owned by the jail user under ${dirname(dir)} (traversable, not listable)`,
+    };
   }
   const base = tmpdir();
   try {
@@ -187,14 +252,31 @@ function socketCheck(identity: JailIdentity | null): Check {
     const worldWritable = (st.mode & 0o002) !== 0;
     const sticky = (st.mode & 0o1000) !== 0;
     if (worldWritable && !sticky) {
-      return { name: "sockets", ok: false, detail: `${base} is world-writable without the sticky bit: another user could replace a satellite's socket directory. Set TMPDIR to a private folder` };
+      return {
+        name: "sockets",
+        ok: false,
+        detail: `${base} is world-writable without the sticky bit: another user could replace a satellite's socket directory. Set TMPDIR to a private folder`,
+      };
     }
     const probe = mkdtempSync(join(base, "tether-sat-"));
     const mode = statSync(probe).mode & 0o777;
     rmdirSync(probe);
-    if (mode !== 0o700) return { name: "sockets", ok: false, detail: `a socket directory under ${base} was created with mode ${mode.toString(8)}, not 700 (check the umask)` };
-    return { name: "sockets", ok: true, detail: `satellite sockets go in private directories (mode 700) under ${base}${worldWritable ? " (sticky)" : ""}` };
+    if (mode !== 0o700)
+      return {
+        name: "sockets",
+        ok: false,
+        detail: `a socket directory under ${base} was created with mode ${mode.toString(8)}, not 700 (check the umask)`,
+      };
+    return {
+      name: "sockets",
+      ok: true,
+      detail: `satellite sockets go in private directories (mode 700) under ${base}${worldWritable ? " (sticky)" : ""}`,
+    };
   } catch (err) {
-    return { name: "sockets", ok: false, detail: `cannot create a socket directory under ${base}: ${(err as Error).message}` };
+    return {
+      name: "sockets",
+      ok: false,
+      detail: `cannot create a socket directory under ${base}: ${(err as Error).message}`,
+    };
   }
 }

@@ -20,7 +20,11 @@ import { LOG_LEVELS } from "../base/log.js";
  * loggers the commands make), and the fleet's store and this host's name in
  * it, which the commands and `tether serve` join (broker/fleet.ts).
  */
-export type EnvironmentOptions = Omit<BrokerOptions, "log"> & { readonly store?: string; readonly fleetHost?: string; readonly fleetLeaseMs?: number };
+export type EnvironmentOptions = Omit<BrokerOptions, "log"> & {
+  readonly store?: string;
+  readonly fleetHost?: string;
+  readonly fleetLeaseMs?: number;
+};
 
 /** A variable holds a value it does not accept; the message names it and what it takes. */
 export class EnvironmentError extends Error {
@@ -29,7 +33,6 @@ export class EnvironmentError extends Error {
     this.name = "EnvironmentError";
   }
 }
-
 
 const jailId = (what: string) =>
   v.pipe(
@@ -44,7 +47,10 @@ const VARIABLES = {
   TETHER_HOME: { accepts: "a folder path (the broker's home; default ~/.tether)", schema: v.string(), option: "home" },
   TETHER_INSECURE_NO_SANDBOX: {
     accepts: "1 (run satellites without the OS sandbox: insecure) or 0",
-    schema: v.pipe(v.picklist(["0", "1"]), v.transform((s) => (s === "1" ? ("none" as const) : undefined))),
+    schema: v.pipe(
+      v.picklist(["0", "1"]),
+      v.transform((s) => (s === "1" ? ("none" as const) : undefined)),
+    ),
     option: "sandbox",
   },
   TETHER_DENO: { accepts: "the path of a Deno binary", schema: v.string(), option: "deno" },
@@ -55,14 +61,25 @@ const VARIABLES = {
   TETHER_CGROUP: { accepts: CGROUP_MODES.join(", "), schema: v.picklist(CGROUP_MODES), option: "cgroup" },
   TETHER_NATIVE_DIR: { accepts: "a folder path", schema: v.string(), option: "nativeDir" },
   TETHER_OPERATOR: { accepts: "a name", schema: v.string(), option: "operator" },
-  TETHER_STORE: { accepts: "a PostgreSQL URL (postgres://role:password@host:5432/database)", schema: v.pipe(v.string(), v.regex(/^postgres(?:ql)?:\/\//)), option: "store" },
-  TETHER_FLEET_HOST: { accepts: "a host name (letters, digits, '.', '-', '_')", schema: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/)), option: "fleetHost" },
+  TETHER_STORE: {
+    accepts: "a PostgreSQL URL (postgres://role:password@host:5432/database)",
+    schema: v.pipe(v.string(), v.regex(/^postgres(?:ql)?:\/\//)),
+    option: "store",
+  },
+  TETHER_FLEET_HOST: {
+    accepts: "a host name (letters, digits, '.', '-', '_')",
+    schema: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/)),
+    option: "fleetHost",
+  },
   TETHER_FLEET_LEASE_MS: {
     accepts: "a session lease's length in ms, 1000 to 600000 (default 15000)",
     schema: v.pipe(v.string(), v.regex(/^\d{4,6}$/), v.transform(Number), v.minValue(1000), v.maxValue(600_000)),
     option: "fleetLeaseMs",
   },
-} as const satisfies Record<string, { accepts: string; schema: v.GenericSchema<string, unknown>; option: keyof EnvironmentOptions }>;
+} as const satisfies Record<
+  string,
+  { accepts: string; schema: v.GenericSchema<string, unknown>; option: keyof EnvironmentOptions }
+>;
 
 /** The variables this module reads, for docs and tests. */
 export const TETHER_VARIABLES = Object.keys(VARIABLES) as ReadonlyArray<keyof typeof VARIABLES>;
@@ -101,6 +118,12 @@ export function readEnvironment(env: Readonly<Record<string, string | undefined>
 export function readDemoConsoleMs(env: Readonly<Record<string, string | undefined>> = process.env): number | undefined {
   const raw = env.TETHER_DEMO_CONSOLE_MS;
   if (raw === undefined || raw === "") return undefined;
-  if (!/^\d{1,9}$/.test(raw)) throw new EnvironmentError([{ variable: "TETHER_DEMO_CONSOLE_MS", message: `TETHER_DEMO_CONSOLE_MS must be a number of milliseconds (0 or more), not '${raw}'` }]);
+  if (!/^\d{1,9}$/.test(raw))
+    throw new EnvironmentError([
+      {
+        variable: "TETHER_DEMO_CONSOLE_MS",
+        message: `TETHER_DEMO_CONSOLE_MS must be a number of milliseconds (0 or more), not '${raw}'`,
+      },
+    ]);
   return Number(raw);
 }

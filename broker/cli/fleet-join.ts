@@ -13,8 +13,15 @@ import type { EnvironmentOptions } from "./environment.js";
 export function fleetOptionsOf(options: EnvironmentOptions): FleetOptions | null {
   if (options.store === undefined) return null;
   // Checked here, not by importing the store's driver: most commands never load it.
-  if (!/^postgres(?:ql)?:\/\//.test(options.store)) throw new UsageError("--store takes the fleet's PostgreSQL URL: postgres://role:password@host:5432/database (docs/fleet.md)");
-  return { url: options.store, host: options.fleetHost ?? hostname(), ...(options.fleetLeaseMs !== undefined ? { leaseMs: options.fleetLeaseMs } : {}) };
+  if (!/^postgres(?:ql)?:\/\//.test(options.store))
+    throw new UsageError(
+      "--store takes the fleet's PostgreSQL URL: postgres://role:password@host:5432/database (docs/fleet.md)",
+    );
+  return {
+    url: options.store,
+    host: options.fleetHost ?? hostname(),
+    ...(options.fleetLeaseMs !== undefined ? { leaseMs: options.fleetLeaseMs } : {}),
+  };
 }
 
 /**
@@ -28,13 +35,16 @@ export async function inFleet<T>(broker: Broker, fleet: FleetOptions, fn: () => 
   try {
     member = await FleetMember.join(broker, { ...fleet, listen: false });
   } catch (err) {
-    throw new UsageError(`cannot join the fleet's store: ${(err as Error).message} (check --store or TETHER_STORE, and tether doctor --store)`);
+    throw new UsageError(
+      `cannot join the fleet's store: ${(err as Error).message} (check --store or TETHER_STORE, and tether doctor --store)`,
+    );
   }
   try {
     return await fn();
   } finally {
     try {
-      if (await member.publish()) process.stderr.write(`… published to the fleet as host ${member.host} (${member.shown})\n`);
+      if (await member.publish())
+        process.stderr.write(`… published to the fleet as host ${member.host} (${member.shown})\n`);
     } finally {
       await member.close();
     }

@@ -10,7 +10,10 @@ export function findCommand(name: string): Command | null {
 }
 
 export function unknownCommand(name: string): string {
-  return `unknown command '${name}'.${didYouMean(name, COMMANDS.map((c) => c.name))} Run 'tether help'`;
+  return `unknown command '${name}'.${didYouMean(
+    name,
+    COMMANDS.map((c) => c.name),
+  )} Run 'tether help'`;
 }
 
 // ── help ─────────────────────────────────────────────────────────────────

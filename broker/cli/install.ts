@@ -45,21 +45,35 @@ export async function runInstall(broker: Broker, dir: string, ctx: InstallContex
       },
       verify: async (artifact, manifest, source) => {
         progress(`booting ${manifest.name} once in the jail (a dry boot: what it serves against what it declares)`);
-        const boot = await dryBoot(artifact, manifest, source, { jail, ...(ctx.options.sandbox !== undefined ? { sandbox: ctx.options.sandbox } : {}) });
+        const boot = await dryBoot(artifact, manifest, source, {
+          jail,
+          ...(ctx.options.sandbox !== undefined ? { sandbox: ctx.options.sandbox } : {}),
+        });
         if (!boot.ok) {
-          throw new TetherError(BrokerCode.installFailed, `${manifest.name} is not installed: ${boot.problems.join("; ")}. Run: tether check ${dir} for the whole report`);
+          throw new TetherError(
+            BrokerCode.installFailed,
+            `${manifest.name} is not installed: ${boot.problems.join("; ")}. Run: tether check ${dir} for the whole report`,
+          );
         }
       },
     });
     for (const name of collected.artifacts) progress(`removed ${name}: no install refers to it any more`);
-    const value = { name: installed.name, version: installed.version, status, manifestHash: installed.manifestHash, artifactHash: installed.artifactHash };
-    const text = `installed ${installed.name} ${installed.version}: ${status}` + (status === "approved" ? "" : `\nNext: tether review ${installed.name}, then tether approve ${installed.name}`);
+    const value = {
+      name: installed.name,
+      version: installed.version,
+      status,
+      manifestHash: installed.manifestHash,
+      artifactHash: installed.artifactHash,
+    };
+    const text = `installed ${installed.name} ${installed.version}: ${status}${status === "approved" ? "" : `\nNext: tether review ${installed.name}, then tether approve ${installed.name}`}`;
     console.log(ctx.json ? JSON.stringify(value, null, 2) : text);
     return "ok";
   } catch (err) {
     if (!(err instanceof InstallDeclined)) throw err;
     console.error(
-      process.stdin.isTTY || ctx.yes ? `not installed: ${err.message}` : `not installed: ${err.message}; no terminal to confirm on: pass --yes to replace it from a script`,
+      process.stdin.isTTY || ctx.yes
+        ? `not installed: ${err.message}`
+        : `not installed: ${err.message}; no terminal to confirm on: pass --yes to replace it from a script`,
     );
     return "declined";
   }

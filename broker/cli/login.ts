@@ -12,7 +12,8 @@ import type { Prompt } from "../login/flow.js";
 export function parseTimeout(value: unknown): number {
   if (value === undefined) return 300_000;
   const seconds = typeof value === "string" && /^\d{1,5}$/.test(value) ? Number(value) : NaN;
-  if (!(seconds >= 1 && seconds <= 86_400)) throw new UsageError(`--timeout takes seconds, 1 to 86400, not '${String(value)}'`);
+  if (!(seconds >= 1 && seconds <= 86_400))
+    throw new UsageError(`--timeout takes seconds, 1 to 86400, not '${String(value)}'`);
   return seconds * 1000;
 }
 
@@ -47,9 +48,15 @@ export async function runLogin(ctx: CommandContext): Promise<number> {
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);
     try {
-      const started = await logins.start(extension, login, { signal: controller.signal, timeoutMs, progress: (line) => process.stderr.write(`… ${line}\n`) });
+      const started = await logins.start(extension, login, {
+        signal: controller.signal,
+        timeoutMs,
+        progress: (line) => process.stderr.write(`… ${line}\n`),
+      });
       // With --json stdout is the final answer only: the prompt goes to stderr.
-      (ctx.json ? process.stderr : process.stdout).write(`${promptText(extension, started.row.name, started.prompt)}\n`);
+      (ctx.json ? process.stderr : process.stdout).write(
+        `${promptText(extension, started.row.name, started.prompt)}\n`,
+      );
       await started.done;
       const status = logins.status(extension).find((s) => s.login === started.row.name)!;
       ctx.out(status, `signed in: ${extension} ${statusLine(status)}`);
@@ -70,7 +77,15 @@ export async function runLogout(ctx: CommandContext): Promise<number> {
   return ctx.withBroker(async (broker) => {
     const reports = await loginsOf(broker).logout(extension, login);
     for (const r of reports) for (const note of r.notes) process.stderr.write(`… ${r.login}: ${note}\n`);
-    const text = reports.length === 0 ? `${extension}: no sign-in to remove` : reports.map((r) => `${extension} ${r.login}: ${r.deleted ? "signed out; the tokens are deleted" : "was not signed in"}`).join("\n");
+    const text =
+      reports.length === 0
+        ? `${extension}: no sign-in to remove`
+        : reports
+            .map(
+              (r) =>
+                `${extension} ${r.login}: ${r.deleted ? "signed out; the tokens are deleted" : "was not signed in"}`,
+            )
+            .join("\n");
     ctx.out(reports, text);
     return EXIT.ok;
   });

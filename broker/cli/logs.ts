@@ -19,7 +19,8 @@ function parseLines(given: unknown): number {
   if (given === undefined) return DEFAULT_LINES;
   const text = String(given).trim();
   const n = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(n)) throw new UsageError(`--lines '${String(given)}': expected a whole number of lines, 0 or more`);
+  if (!Number.isSafeInteger(n))
+    throw new UsageError(`--lines '${String(given)}': expected a whole number of lines, 0 or more`);
   return n;
 }
 
@@ -63,7 +64,8 @@ export async function runLogs(ctx: CommandContext): Promise<number> {
   const follow = ctx.values.follow === true;
   const home = resolveHome(ctx.options.home);
   const files = extensionLogFiles(home, name!);
-  if (files === null) throw new UsageError(`'${name}' is not an extension name (a-z, 0-9, _ and -, starting with a letter)`);
+  if (files === null)
+    throw new UsageError(`'${name}' is not an extension name (a-z, 0-9, _ and -, starting with a letter)`);
   if (!existsSync(home)) {
     console.error(`tether logs: no home at ${home}; pass --home <dir> (or set TETHER_HOME) to read another one's logs`);
     return EXIT.failed;
@@ -76,7 +78,9 @@ export async function runLogs(ctx: CommandContext): Promise<number> {
   const shown = count === 0 ? [] : lines.slice(-count);
   if (shown.length > 0) process.stdout.write(`${shown.join("\n")}\n`);
   else if (!follow) {
-    process.stderr.write(`tether logs: nothing logged for '${name}' yet (${files.current}); its satellites write there once they run\n`);
+    process.stderr.write(
+      `tether logs: nothing logged for '${name}' yet (${files.current}); its satellites write there once they run\n`,
+    );
   }
   if (!follow) return EXIT.ok;
 

@@ -46,7 +46,10 @@ function argsError(err: unknown): string {
  * Runs one command. `env` is the environment it honours (default this process's),
  * read once here: the library below is handed options, never the environment.
  */
-export async function main(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): Promise<number> {
+export async function main(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<number> {
   const paint = paintFor(process.stdout, env);
   let parsed;
   try {
@@ -62,7 +65,11 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
   if (values.version === true) {
     const { packageVersion, WIRE_PROTOCOL } = await import("../base/version.js");
     const version = packageVersion();
-    console.log(json ? JSON.stringify({ version, wire: WIRE_PROTOCOL }, null, 2) : `tether ${version} (wire protocol ${WIRE_PROTOCOL})`);
+    console.log(
+      json
+        ? JSON.stringify({ version, wire: WIRE_PROTOCOL }, null, 2)
+        : `tether ${version} (wire protocol ${WIRE_PROTOCOL})`,
+    );
     return EXIT.ok;
   }
   if (name === undefined) {

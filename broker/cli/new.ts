@@ -31,8 +31,10 @@ function suggestion(name: string): string {
 /** Why `name` cannot be an extension's name (the manifest's rule), or null. */
 export function nameProblem(name: string): string | null {
   const parsed = v.safeParse(Manifest.entries.name, name);
-  if (!parsed.success) return `'${name}' is not an extension name: ${parsed.issues[0]!.message}; try '${suggestion(name)}'`;
-  if (RESERVED_NAMES.includes(name)) return `'${name}' is reserved for a built-in extension; pick another name, e.g. '${name}-ext'`;
+  if (!parsed.success)
+    return `'${name}' is not an extension name: ${parsed.issues[0]!.message}; try '${suggestion(name)}'`;
+  if (RESERVED_NAMES.includes(name))
+    return `'${name}' is reserved for a built-in extension; pick another name, e.g. '${name}-ext'`;
   return null;
 }
 
@@ -45,7 +47,8 @@ function folderProblem(dir: string): string | null {
     return null;
   }
   if (!st.isDirectory()) return `${dir} exists and is not a folder; pick another folder with --dir <folder>`;
-  if (readdirSync(dir).length > 0) return `${dir} already exists and is not empty; pick another folder with --dir <folder>, or empty this one`;
+  if (readdirSync(dir).length > 0)
+    return `${dir} already exists and is not empty; pick another folder with --dir <folder>, or empty this one`;
   return null;
 }
 
@@ -53,7 +56,11 @@ function folderProblem(dir: string): string | null {
  * Writes the extension `name` into `dir` (default `./<name>`) and lays the
  * SDK into its node_modules/. Throws `NewError` saying what to change.
  */
-export async function scaffold(name: string, dir: string = name, progress: (line: string) => void = () => {}): Promise<string> {
+export async function scaffold(
+  name: string,
+  dir: string = name,
+  progress: (line: string) => void = () => {},
+): Promise<string> {
   const problem = nameProblem(name);
   if (problem !== null) throw new NewError(problem);
   const target = resolve(dir);
@@ -63,7 +70,8 @@ export async function scaffold(name: string, dir: string = name, progress: (line
   const created = !existsSync(target);
   mkdirSync(target, { recursive: true });
   try {
-    for (const [file, text] of Object.entries(newExtensionFiles(name, ext.version))) writeFileSync(join(target, file), text);
+    for (const [file, text] of Object.entries(newExtensionFiles(name, ext.version)))
+      writeFileSync(join(target, file), text);
     progress(`laying @tether/ext and @tether/cap ${ext.version} into ${join(target, "node_modules")}`);
     await stageSdk(join(target, "node_modules", "@tether"));
   } catch (err) {
@@ -79,7 +87,9 @@ export async function scaffold(name: string, dir: string = name, progress: (line
 export async function runNew(args: readonly string[], dir: string | undefined): Promise<number> {
   const [name, ...extra] = args;
   if (name === undefined || extra.length > 0) {
-    console.error(`tether new: ${name === undefined ? "missing the extension name" : `unexpected '${extra[0]}'`}: tether new <name> [--dir <folder>]`);
+    console.error(
+      `tether new: ${name === undefined ? "missing the extension name" : `unexpected '${extra[0]}'`}: tether new <name> [--dir <folder>]`,
+    );
     return EXIT.usage;
   }
   let target: string;

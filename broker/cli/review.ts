@@ -57,6 +57,13 @@ export function reviewOutput(broker: Broker, name: string, diff: boolean): { val
   }
   const diffs: SourceDiff[] = sourceDiffs(sources, (sha) => broker.registry.sourceContent(sha));
   // A source's control characters written out, as review does for a migration's SQL: the terminal draws nothing it is told to.
-  const shown = diffs.map((d) => (d.unified === null || d.unified === undefined ? `${d.path} (${d.change}): ${d.note}` : d.unified.split(/\r?\n/).map(visibleText).join("\n")));
-  return { value: { ...review, sourceDiff: diffs }, text: `${text}\n\nSource changes since the approval:\n\n${shown.join("\n\n")}` };
+  const shown = diffs.map((d) =>
+    d.unified === null || d.unified === undefined
+      ? `${d.path} (${d.change}): ${d.note}`
+      : d.unified.split(/\r?\n/).map(visibleText).join("\n"),
+  );
+  return {
+    value: { ...review, sourceDiff: diffs },
+    text: `${text}\n\nSource changes since the approval:\n\n${shown.join("\n\n")}`,
+  };
 }

@@ -24,11 +24,14 @@ const NEVER_ARGV =
 export function parseSecretArgs(args: readonly string[], values: { file?: string }): SecretArgs {
   const [action, extension, name, ...rest] = args;
   if (action === "list") {
-    if (name !== undefined) throw new UsageError("secret list takes at most an extension name: tether secret list [<ext>]");
+    if (name !== undefined)
+      throw new UsageError("secret list takes at most an extension name: tether secret list [<ext>]");
     return extension === undefined ? { action } : { action, extension };
   }
-  if (action !== "set" && action !== "unset") throw new UsageError(`'${action ?? ""}' is not one of set, list, unset: tether secret set <ext> <name>`);
-  if (extension === undefined || name === undefined) throw new UsageError(`missing the extension and the secret's name: tether secret ${action} <ext> <name>`);
+  if (action !== "set" && action !== "unset")
+    throw new UsageError(`'${action ?? ""}' is not one of set, list, unset: tether secret set <ext> <name>`);
+  if (extension === undefined || name === undefined)
+    throw new UsageError(`missing the extension and the secret's name: tether secret ${action} <ext> <name>`);
   if (action === "unset") {
     if (rest.length > 0) throw new UsageError("secret unset takes the extension and the secret's name only");
     return { action, extension, name };
@@ -38,17 +41,17 @@ export function parseSecretArgs(args: readonly string[], values: { file?: string
 }
 
 /** A value as given: one trailing line break (an `echo`, a file's last line) is not part of it. */
-function valueOf(text: string): string {
+function secretFromText(text: string): string {
   return text.replace(/\r?\n$/, "");
 }
 
 /** Reads the value: all of stdin when it is a pipe; typed without echo on a terminal. */
 async function readValue(file: string | undefined): Promise<string> {
-  if (file !== undefined) return valueOf(readFileSync(file, "utf8"));
+  if (file !== undefined) return secretFromText(readFileSync(file, "utf8"));
   if (!process.stdin.isTTY) {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return valueOf(Buffer.concat(chunks).toString("utf8"));
+    return secretFromText(Buffer.concat(chunks).toString("utf8"));
   }
   return readHidden("Value (not shown; Enter ends it): ");
 }
@@ -87,9 +90,17 @@ function declared(broker: Broker, extension: string, name: string): SecretBindin
   const row = installed.manifest.secret.find((s) => s.name === name);
   if (row === undefined) {
     const names = installed.manifest.secret.map((s) => s.name);
-    throw new TetherError(BrokerCode.notInstalled, `'${extension}' declares no secret '${name}' (${names.length === 0 ? "it declares none" : `it declares: ${names.join(", ")}`})`);
+    throw new TetherError(
+      BrokerCode.notInstalled,
+      `'${extension}' declares no secret '${name}' (${names.length === 0 ? "it declares none" : `it declares: ${names.join(", ")}`})`,
+    );
   }
-  return { name: row.name, rules: row.rules, ...(row.header !== undefined ? { header: row.header } : { query: row.query! }), format: row.format };
+  return {
+    name: row.name,
+    rules: row.rules,
+    ...(row.header !== undefined ? { header: row.header } : { query: row.query! }),
+    format: row.format,
+  };
 }
 
 export interface SecretListing {
@@ -121,12 +132,20 @@ export async function runSecret(broker: Broker, args: SecretArgs): Promise<{ val
     const problem = secretValueProblem(value);
     if (problem !== null) throw new UsageError(`the value was refused: ${problem}; nothing was stored`);
     store.set(args.extension, args.name, value);
-    return { value: { extension: args.extension, name: args.name, set: true }, text: `set ${args.extension}'s secret ${args.name} (in ${store.file(args.extension, args.name)}, mode 0600)` };
+    return {
+      value: { extension: args.extension, name: args.name, set: true },
+      text: `set ${args.extension}'s secret ${args.name} (in ${store.file(args.extension, args.name)}, mode 0600)`,
+    };
   }
   if (args.action === "unset") {
     declared(broker, args.extension, args.name);
     const was = store.unset(args.extension, args.name);
-    return { value: { extension: args.extension, name: args.name, unset: was }, text: was ? `unset ${args.extension}'s secret ${args.name}` : `${args.extension}'s secret ${args.name} was not set` };
+    return {
+      value: { extension: args.extension, name: args.name, unset: was },
+      text: was
+        ? `unset ${args.extension}'s secret ${args.name}`
+        : `${args.extension}'s secret ${args.name} was not set`,
+    };
   }
   const installs = args.extension === undefined ? broker.registry.list() : [broker.registry.require(args.extension)];
   const rows: SecretListing[] = [];
@@ -136,15 +155,26 @@ export async function runSecret(broker: Broker, args: SecretArgs): Promise<{ val
     const approved = broker.registry.latestApproval(installed.name);
     for (const row of installed.manifest.secret) {
       const binding = declared(broker, installed.name, row.name);
-      const granted = approved !== null && approved.revokedAt === null && approved.grants.secrets.some((b) => b.name === row.name);
-      rows.push({ extension: installed.name, name: row.name, set: set.includes(row.name), approved: granted, sentAs: secretPlace(binding), rules: binding.rules });
+      const granted =
+        approved !== null && approved.revokedAt === null && approved.grants.secrets.some((b) => b.name === row.name);
+      rows.push({
+        extension: installed.name,
+        name: row.name,
+        set: set.includes(row.name),
+        approved: granted,
+        sentAs: secretPlace(binding),
+        rules: binding.rules,
+      });
     }
   }
   const text =
     rows.length === 0
       ? `${args.extension === undefined ? "no installed extension declares" : `${args.extension} declares no`} secrets`
       : rows
-          .map((r) => `${r.extension} ${r.name}: ${r.set ? "set" : `NOT SET (tether secret set ${r.extension} ${r.name})`}${r.approved ? "" : ", not approved"}\n    sent as ${r.sentAs} to ${r.rules.join(", ")}`)
+          .map(
+            (r) =>
+              `${r.extension} ${r.name}: ${r.set ? "set" : `NOT SET (tether secret set ${r.extension} ${r.name})`}${r.approved ? "" : ", not approved"}\n    sent as ${r.sentAs} to ${r.rules.join(", ")}`,
+          )
           .join("\n");
   return { value: rows, text };
 }

@@ -25,7 +25,9 @@ export function renderFolds(session: string, folds: readonly FoldRow[]): string 
   for (const fold of folds) {
     if (fold.compactionId !== current) {
       current = fold.compactionId;
-      lines.push(`compaction ${fold.compactionId}: strategy ${fold.strategy} of ${fold.extension}, ${new Date(fold.createdAt).toISOString()}`);
+      lines.push(
+        `compaction ${fold.compactionId}: strategy ${fold.strategy} of ${fold.extension}, ${new Date(fold.createdAt).toISOString()}`,
+      );
     }
     lines.push(`  ${`${fold.from}..${fold.to}`.padEnd(11)} ${oneLine(fold.text)}`);
   }

@@ -49,7 +49,10 @@ export interface SessionArgs {
  * Checks `tether session` arguments before any home is opened: the usage
  * message (exit 2) when they are wrong, else what to do.
  */
-export function parseSessionArgs(args: readonly string[], values: { session?: string | undefined; workspace?: string | undefined }): SessionArgs | string {
+export function parseSessionArgs(
+  args: readonly string[],
+  values: { session?: string | undefined; workspace?: string | undefined },
+): SessionArgs | string {
   const [action, extension] = args;
   if (action === undefined) return `missing what to do: ${SESSION_ACTIONS.map(usage).join(" | ")}`;
   if (!(SESSION_ACTIONS as readonly string[]).includes(action)) {
@@ -60,7 +63,8 @@ export function parseSessionArgs(args: readonly string[], values: { session?: st
     if (extension === undefined) return `missing the session id: ${usage("folds")}`;
     const checked = v.safeParse(SessionId, extension);
     if (!checked.success) return `'${extension}': ${checked.issues[0].message}`;
-    if (values.session !== undefined || values.workspace !== undefined) return `folds takes the session id as its argument, not --session or --workspace: ${usage("folds")}`;
+    if (values.session !== undefined || values.workspace !== undefined)
+      return `folds takes the session id as its argument, not --session or --workspace: ${usage("folds")}`;
     return { action: act, extension: null, session: extension, workspace: null };
   }
   if (act !== "status" && extension === undefined) return `missing the extension name: ${usage(act)}`;
@@ -69,7 +73,8 @@ export function parseSessionArgs(args: readonly string[], values: { session?: st
     return `reset removes one session's override and needs --session <id>: ${usage("reset")} (to change the global default: tether session enable|disable <name>)`;
   }
   if (values.session !== undefined) {
-    if (values.session === GLOBAL) return `--session '${GLOBAL}': that name is reserved for the global defaults (leave out --session to set them)`;
+    if (values.session === GLOBAL)
+      return `--session '${GLOBAL}': that name is reserved for the global defaults (leave out --session to set them)`;
     const checked = v.safeParse(SessionId, values.session);
     if (!checked.success) return `--session '${values.session}': ${checked.issues[0].message}`;
   }
@@ -101,13 +106,22 @@ export interface StatusResult {
  * policy is kept; its recorded workspace too, unless `workspace` is given
  * (a session never opened before works in `cwd`).
  */
-export async function sessionStatus(broker: Broker, id: string, workspace: string | null, cwd = process.cwd()): Promise<StatusResult> {
+export async function sessionStatus(
+  broker: Broker,
+  id: string,
+  workspace: string | null,
+  cwd = process.cwd(),
+): Promise<StatusResult> {
   const { Session } = await import("../sessions/session.js");
   // In a fleet the saved record is the fleet's: leased to this host and pulled first.
   await broker.fleet?.openSession(id);
   const record = new SessionRecords(broker.store).get(id);
   const where = workspace ?? record?.workspace ?? cwd;
-  const session = await Session.open(broker, { id, workspace: where, ...(record !== null ? { policy: record.policy } : {}) });
+  const session = await Session.open(broker, {
+    id,
+    workspace: where,
+    ...(record !== null ? { policy: record.policy } : {}),
+  });
   let statuses: ExtensionStatus[];
   let context: ContextPiece[];
   try {
@@ -128,7 +142,11 @@ export function renderContext(context: readonly ContextPiece[]): string {
     const lines = text.split("\n");
     return lines.length > 3 ? [...lines.slice(0, 3), `… (${lines.length - 3} more lines)`] : lines;
   };
-  return ["", "context (registry order):", ...context.flatMap((p) => [`  ${p.extension} ${p.source}:`, ...shown(p.text).map((l) => `    ${l}`)])].join("\n");
+  return [
+    "",
+    "context (registry order):",
+    ...context.flatMap((p) => [`  ${p.extension} ${p.source}:`, ...shown(p.text).map((l) => `    ${l}`)]),
+  ].join("\n");
 }
 
 /** One line, however many lines the reason had (a boot failure quotes the satellite's stderr). */
@@ -144,7 +162,12 @@ function source(p: Preference): string {
 }
 
 /** A list, with the names a preparation left off in this session marked. */
-function named(label: string, names: readonly string[], off: readonly string[], shown: (n: string) => string = (n) => n): string {
+function named(
+  label: string,
+  names: readonly string[],
+  off: readonly string[],
+  shown: (n: string) => string = (n) => n,
+): string {
   const on = names.filter((n) => !off.includes(n)).map(shown);
   return `${label}: ${on.join(", ") || "none"}${off.length > 0 ? ` (off here: ${off.map(shown).join(", ")})` : ""}`;
 }
@@ -154,7 +177,8 @@ function contributes(s: ExtensionStatus): string {
   const parts: string[] = [];
   if (s.tools.length > 0) parts.push(named("tools", s.tools, s.toolsOff));
   if (s.commands.length > 0) parts.push(named("commands", s.commands, s.commandsOff, (c) => `/${c}`));
-  if (s.hooks.length > 0) parts.push(`hooks: ${s.hooks.map((event) => describeHook(event, s.matchers[event])).join(", ")}`);
+  if (s.hooks.length > 0)
+    parts.push(`hooks: ${s.hooks.map((event) => describeHook(event, s.matchers[event])).join(", ")}`);
   if (s.contexts.length > 0) parts.push(`context: ${s.contexts.join(", ")}`);
   if (s.routes.length > 0) parts.push(`routes: ${s.routes.join(", ")}`);
   if (s.compactions.length > 0) parts.push(`compactions: ${s.compactions.join(", ")}`);
@@ -204,7 +228,12 @@ function requireKnown(broker: Broker, extension: string): void {
 }
 
 /** Writes the preference and says what is effective now. */
-export function changePreference(broker: Broker, action: "enable" | "disable" | "reset", extension: string, session: string | null): PreferenceChange {
+export function changePreference(
+  broker: Broker,
+  action: "enable" | "disable" | "reset",
+  extension: string,
+  session: string | null,
+): PreferenceChange {
   requireKnown(broker, extension);
   const prefs = new Preferences(broker.store);
   const extensionDefault = extension !== BUILTIN_HOOKS_NAME;
@@ -219,7 +248,14 @@ export function changePreference(broker: Broker, action: "enable" | "disable" | 
     prefs.setSession(session, extension, action === "enable");
   }
   const overrides = session === null ? prefs.overrides(extension) : [];
-  return { extension, action, session, preference: prefs.effective(session ?? GLOBAL, extension, extensionDefault), removed, overrides };
+  return {
+    extension,
+    action,
+    session,
+    preference: prefs.effective(session ?? GLOBAL, extension, extensionDefault),
+    removed,
+    overrides,
+  };
 }
 
 export function renderChange(change: PreferenceChange): string {
@@ -228,13 +264,16 @@ export function renderChange(change: PreferenceChange): string {
   if (change.session === null) {
     lines.push(`${change.extension}: ${state} in every session without its own override (the global default)`);
     if (change.overrides.length > 0) {
-      lines.push(`sessions with their own override: ${change.overrides.map((o) => `${o.session} (${o.enabled ? "enabled" : "disabled"})`).join(", ")}`);
+      lines.push(
+        `sessions with their own override: ${change.overrides.map((o) => `${o.session} (${o.enabled ? "enabled" : "disabled"})`).join(", ")}`,
+      );
     }
   } else {
     const why = change.action === "reset" ? (change.removed ? "override removed; " : "there was no override; ") : "";
     lines.push(`${change.extension} in session ${change.session}: ${state} (${why}${source(change.preference)})`);
   }
-  const status = change.session === null ? "tether session status" : `tether session status --session ${change.session}`;
+  const status =
+    change.session === null ? "tether session status" : `tether session status --session ${change.session}`;
   lines.push(`A live session applies this on its next reload; ${status} shows it.`);
   return lines.join("\n");
 }

@@ -26,7 +26,13 @@ export interface ExtensionOverview {
   readonly daemon: readonly string[];
   readonly credentials: readonly { readonly secret: string; readonly state: string }[];
   /** Bytes used and the manifest's quotas: kv and skv together, and the `[storage]` database (null: none declared, or no file yet). */
-  readonly storage: { readonly kv_bytes: number; readonly kv_quota: number; readonly db_bytes: number | null; readonly db_quota: number | null; readonly migrations: number | null };
+  readonly storage: {
+    readonly kv_bytes: number;
+    readonly kv_quota: number;
+    readonly db_bytes: number | null;
+    readonly db_quota: number | null;
+    readonly migrations: number | null;
+  };
   /** Its initializer's state (`[init]`): `init: done for <version> at <time>`, `init failed: <reason>`, `init: not run yet`; null without one. */
   readonly init: string | null;
 }
@@ -60,11 +66,18 @@ export function overview(broker: Broker, kvUsed?: ReadonlyMap<string, number>): 
     const credentials = m.secret.map((secret) => {
       const login = logins.find((l) => l.extension === m.name && l.secret === secret.name);
       if (login !== undefined) {
-        const state = login.problem ?? (login.signed_in ? `signed in (${login.login})${login.expires_in !== null ? `, expires in ${login.expires_in} s` : ""}` : `not signed in: tether login ${m.name} ${login.login}`);
+        const state =
+          login.problem ??
+          (login.signed_in
+            ? `signed in (${login.login})${login.expires_in !== null ? `, expires in ${login.expires_in} s` : ""}`
+            : `not signed in: tether login ${m.name} ${login.login}`);
         return { secret: secret.name, state };
       }
       const set = isSet(secret.name);
-      return { secret: secret.name, state: set === true ? "set" : set === false ? `NOT SET: tether secret set ${m.name} ${secret.name}` : set };
+      return {
+        secret: secret.name,
+        state: set === true ? "set" : set === false ? `NOT SET: tether secret set ${m.name} ${secret.name}` : set,
+      };
     });
     return {
       name: m.name,
@@ -73,7 +86,13 @@ export function overview(broker: Broker, kvUsed?: ReadonlyMap<string, number>): 
       session: session.length === 0 ? "nothing in sessions" : session.join(", "),
       daemon: providers.providers.filter((p) => p.extension === m.name).map((p) => p.name),
       credentials,
-      storage: { kv_bytes: kvUsed?.get(m.name) ?? kv.used(m.name), kv_quota: m.limits.kv_bytes, db_bytes: dbSize(broker.home, m.name), db_quota: m.storage?.max_bytes ?? null, migrations: m.storage === undefined ? null : broker.registry.appliedCount(m.name) },
+      storage: {
+        kv_bytes: kvUsed?.get(m.name) ?? kv.used(m.name),
+        kv_quota: m.limits.kv_bytes,
+        db_bytes: dbSize(broker.home, m.name),
+        db_quota: m.storage?.max_bytes ?? null,
+        migrations: m.storage === undefined ? null : broker.registry.appliedCount(m.name),
+      },
       init: initState(broker, installed),
     };
   });
@@ -91,13 +110,18 @@ export function renderOverview(o: Overview): string {
     // Shown once it uses any: an extension that stores nothing gets no line.
     const st = e.storage;
     if (st.kv_bytes > 0 || st.db_quota !== null) {
-      const db = st.db_quota === null ? "" : `; db ${st.db_bytes ?? 0} of ${st.db_quota} bytes${st.migrations ? `, ${st.migrations} migration${st.migrations === 1 ? "" : "s"} applied` : ""}`;
+      const db =
+        st.db_quota === null
+          ? ""
+          : `; db ${st.db_bytes ?? 0} of ${st.db_quota} bytes${st.migrations ? `, ${st.migrations} migration${st.migrations === 1 ? "" : "s"} applied` : ""}`;
       lines.push(`${"".padEnd(width)}  storage: kv ${st.kv_bytes} of ${st.kv_quota} bytes${db}`);
     }
     if (e.init !== null) lines.push(`${"".padEnd(width)}  ${e.init}`);
   }
   lines.push("");
-  lines.push(`daemon scope: eligible ${o.daemon.eligible.length === 0 ? "none" : o.daemon.eligible.join(", ")}; running in this process: ${o.daemon.running.length === 0 ? "none" : o.daemon.running.join(", ")} (daemon satellites run in tether serve and the library, booted at a provider's first completion)`);
+  lines.push(
+    `daemon scope: eligible ${o.daemon.eligible.length === 0 ? "none" : o.daemon.eligible.join(", ")}; running in this process: ${o.daemon.running.length === 0 ? "none" : o.daemon.running.join(", ")} (daemon satellites run in tether serve and the library, booted at a provider's first completion)`,
+  );
   return lines.join("\n");
 }
 
@@ -115,15 +139,27 @@ export interface FleetView {
 
 export function renderFleet(fleet: FleetView, now: number): string {
   const lines = [`fleet: ${fleet.store}, ${fleet.hosts.length} host${fleet.hosts.length === 1 ? "" : "s"}`];
-  if (fleet.trustedKeys !== undefined) lines.push(`  this home trusts ${fleet.trustedKeys} operator key${fleet.trustedKeys === 1 ? "" : "s"}${fleet.trustedKeys === 0 ? ": every approval from the fleet is refused (tether key trust <key>)" : ""}`);
-  for (const r of fleet.refused ?? []) lines.push(`  refused: approval #${r.id} of '${r.extension}': ${r.why} (docs/fleet.md#the-trust-model)`);
+  if (fleet.trustedKeys !== undefined)
+    lines.push(
+      `  this home trusts ${fleet.trustedKeys} operator key${fleet.trustedKeys === 1 ? "" : "s"}${fleet.trustedKeys === 0 ? ": every approval from the fleet is refused (tether key trust <key>)" : ""}`,
+    );
+  for (const r of fleet.refused ?? [])
+    lines.push(`  refused: approval #${r.id} of '${r.extension}': ${r.why} (docs/fleet.md#the-trust-model)`);
   const width = Math.max(0, ...fleet.hosts.map((h) => h.name.length));
   for (const h of fleet.hosts) {
     const seen = h.seenAt === 0 ? "never recorded" : `seen ${Math.max(0, Math.round((now - h.seenAt) / 1000))} s ago`;
-    const sessions = h.sessions.length === 0 ? "no sessions" : `sessions: ${h.sessions.map((s) => `${s.id} (process ${s.process})`).join(", ")}`;
+    const sessions =
+      h.sessions.length === 0
+        ? "no sessions"
+        : `sessions: ${h.sessions.map((s) => `${s.id} (process ${s.process})`).join(", ")}`;
     // Its own staleness a cut-off host cannot write: past its beat and the bound, it has stopped or refuses every call.
-    const silent = fleet.silentAfterMs !== undefined && h.seenAt > 0 && now - h.seenAt > fleet.silentAfterMs ? " — silent past the staleness bound: stopped, or cut off from the store and refusing every call" : "";
-    lines.push(`  ${h.name.padEnd(width)}  ${seen}${silent}, ${h.version}, clock ${h.clockSkewMs >= 0 ? "+" : ""}${h.clockSkewMs} ms; ${sessions}`);
+    const silent =
+      fleet.silentAfterMs !== undefined && h.seenAt > 0 && now - h.seenAt > fleet.silentAfterMs
+        ? " — silent past the staleness bound: stopped, or cut off from the store and refusing every call"
+        : "";
+    lines.push(
+      `  ${h.name.padEnd(width)}  ${seen}${silent}, ${h.version}, clock ${h.clockSkewMs >= 0 ? "+" : ""}${h.clockSkewMs} ms; ${sessions}`,
+    );
   }
   return lines.join("\n");
 }

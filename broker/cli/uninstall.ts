@@ -6,7 +6,13 @@
  */
 import type { Broker } from "../broker.js";
 import { FleetKv } from "../store/pg/fleet-kv.js";
-import { describeData, extensionData, holdsData, purgeExtensionData, type ExtensionData } from "../store/extension-data.js";
+import {
+  describeData,
+  extensionData,
+  holdsData,
+  purgeExtensionData,
+  type ExtensionData,
+} from "../store/extension-data.js";
 
 export interface Uninstalled {
   readonly name: string;
@@ -17,7 +23,12 @@ export interface Uninstalled {
 }
 
 /** What `tether uninstall` does; the console's uninstall calls it too. `by`: who revokes (default: the registry's operator name). */
-export async function runUninstall(broker: Broker, name: string, purge: boolean, by?: string): Promise<{ result: Uninstalled; text: string }> {
+export async function runUninstall(
+  broker: Broker,
+  name: string,
+  purge: boolean,
+  by?: string,
+): Promise<{ result: Uninstalled; text: string }> {
   broker.registry.uninstall(name, by !== undefined ? { by } : {});
   const local = extensionData(broker.store, broker.home, name);
   // A fleet's host: the keys are the fleet's (every host's), the database this host's own.
@@ -31,6 +42,7 @@ export async function runUninstall(broker: Broker, name: string, purge: boolean,
   let text = `uninstalled ${name}`;
   if (!holdsData(data)) text += purge ? "; it had stored nothing" : "";
   else if (purge) text += `; removed its data:\n${lines.join("\n")}`;
-  else text += `; its data stays (a reinstall finds it again; tether uninstall ${name} --purge removes it):\n${lines.join("\n")}`;
+  else
+    text += `; its data stays (a reinstall finds it again; tether uninstall ${name} --purge removes it):\n${lines.join("\n")}`;
   return { result: { name, uninstalled: true, purged: purge, data }, text };
 }

@@ -65,7 +65,14 @@ export class ConsoleSessions {
       const oldest = [...this.#sessions.values()].reduce((a, b) => (a.lastSeen <= b.lastSeen ? a : b));
       this.#sessions.delete(oldest.id);
     }
-    const session: ConsoleSession = { id: randomBytes(32).toString("base64url"), csrf: randomBytes(32).toString("base64url"), operator, lastSeen: this.#now(), createdAt: this.#now(), flash: null };
+    const session: ConsoleSession = {
+      id: randomBytes(32).toString("base64url"),
+      csrf: randomBytes(32).toString("base64url"),
+      operator,
+      lastSeen: this.#now(),
+      createdAt: this.#now(),
+      flash: null,
+    };
     this.#sessions.set(session.id, session);
     return session;
   }
@@ -155,7 +162,8 @@ function hostName(host: string): string {
  */
 export function hostProblem(req: IncomingMessage): string | null {
   const host = req.headers.host;
-  if (host === undefined || !LOOPBACK_HOSTS.has(hostName(host))) return `the Host '${host ?? ""}' is not a loopback name (127.0.0.1, localhost, [::1])`;
+  if (host === undefined || !LOOPBACK_HOSTS.has(hostName(host)))
+    return `the Host '${host ?? ""}' is not a loopback name (127.0.0.1, localhost, [::1])`;
   return null;
 }
 
@@ -172,7 +180,8 @@ export function ownOrigin(req: IncomingMessage): string {
  */
 export function crossSiteProblem(req: IncomingMessage): string | null {
   const origin = req.headers.origin;
-  if (origin !== undefined && origin.toLowerCase() !== ownOrigin(req)) return `the request came from another origin (${origin})`;
+  if (origin !== undefined && origin.toLowerCase() !== ownOrigin(req))
+    return `the request came from another origin (${origin})`;
   const site = req.headers["sec-fetch-site"];
   if (site !== undefined && site !== "same-origin") return `the browser says the request is ${site}, not same-origin`;
   return null;

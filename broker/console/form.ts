@@ -54,7 +54,10 @@ export function readBody(req: IncomingMessage, max = MAX_FORM_BYTES, deadlineMs 
       if (err !== null) reject(err);
       else resolve(Buffer.concat(chunks));
     };
-    const timer = setTimeout(() => finish(new FormError(408, `the form did not arrive within ${deadlineMs} ms`)), deadlineMs);
+    const timer = setTimeout(
+      () => finish(new FormError(408, `the form did not arrive within ${deadlineMs} ms`)),
+      deadlineMs,
+    );
     timer.unref();
     const onData = (chunk: Buffer) => {
       size += chunk.length;
@@ -84,7 +87,8 @@ export function parseFields(body: Buffer): Fields {
 /** Reads and parses a form POST (its content type checked first). */
 export async function readForm(req: IncomingMessage, max = MAX_FORM_BYTES, deadlineMs = FORM_BODY_MS): Promise<Fields> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded") throw new FormError(415, "the console takes forms as application/x-www-form-urlencoded");
+  if (type !== "application/x-www-form-urlencoded")
+    throw new FormError(415, "the console takes forms as application/x-www-form-urlencoded");
   return parseFields(await readBody(req, max, deadlineMs));
 }
 
@@ -134,7 +138,10 @@ export function parseForm<S extends v.GenericSchema>(schema: S, fields: Fields):
   if (!result.success) {
     const issue = result.issues[0];
     const path = issue?.path?.map((p) => String(p.key)).join(".") ?? "";
-    throw new FormError(400, `${path === "" ? "the form" : `the field '${path}'`}: ${issue?.message ?? "is not valid"}`);
+    throw new FormError(
+      400,
+      `${path === "" ? "the form" : `the field '${path}'`}: ${issue?.message ?? "is not valid"}`,
+    );
   }
   return result.output;
 }

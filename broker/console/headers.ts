@@ -6,7 +6,8 @@
  */
 import type { ServerResponse } from "node:http";
 
-export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'";
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'";
 
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "content-security-policy": CSP,
@@ -20,9 +21,19 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /** Sends one whole response with the security headers. */
-export function send(res: ServerResponse, status: number, body: string | Buffer, headers: Record<string, string | string[]> = {}): void {
+export function send(
+  res: ServerResponse,
+  status: number,
+  body: string | Buffer,
+  headers: Record<string, string | string[]> = {},
+): void {
   const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
-  res.writeHead(status, { ...SECURITY_HEADERS, "content-type": "text/html; charset=utf-8", "content-length": String(bytes.length), ...headers });
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    "content-type": "text/html; charset=utf-8",
+    "content-length": String(bytes.length),
+    ...headers,
+  });
   res.end(bytes);
 }
 

@@ -25,11 +25,16 @@ export function reachSummary(installed: Installed, status: InstallStatus, approv
   if (g.tools.length > 0) adds.push(count(g.tools.length, "tool"));
   if (g.hooks.length > 0) adds.push(`${count(g.hooks.length, "hook")}: ${g.hooks.join(", ")}`);
   if (g.commands.length > 0) adds.push(count(g.commands.length, "command"));
-  if (g.secrets.length > 0) adds.push(`${count(g.secrets.length, "secret")}: ${g.secrets.map((s) => s.name).join(", ")}`);
+  if (g.secrets.length > 0)
+    adds.push(`${count(g.secrets.length, "secret")}: ${g.secrets.map((s) => s.name).join(", ")}`);
   if (g.storage !== null) adds.push("a database");
   if (g.providers.length > 0) adds.push(count(g.providers.length, "model provider"));
   if (g.services.length > 0) adds.push(count(g.services.length, "HTTP service"));
   const session = g.contexts.length + g.routes.length + g.compactions.length + g.observe.length + (g.managed ? 1 : 0);
   if (session > 0) adds.push(count(session, "session contribution"));
-  return { net: g.net.map((rule) => describeRule(rule).canonical ?? rule), as: granted ? "granted" : "requested", adds };
+  return {
+    net: g.net.map((rule) => describeRule(rule).canonical ?? rule),
+    as: granted ? "granted" : "requested",
+    adds,
+  };
 }

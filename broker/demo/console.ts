@@ -24,7 +24,12 @@ export interface ConsoleDemoOptions {
 }
 
 /** Serves the console over the demo's home until `holdMs` pass or Ctrl-C (SIGINT) or SIGTERM, then closes it. */
-export async function consoleDemo({ broker: brokerOptions, holdMs, step, say = (line) => console.log(line) }: ConsoleDemoOptions): Promise<void> {
+export async function consoleDemo({
+  broker: brokerOptions,
+  holdMs,
+  step,
+  say = (line) => console.log(line),
+}: ConsoleDemoOptions): Promise<void> {
   step("The operator console: `tether serve` over the demo's home, in a browser");
   const log = createLogger({ level: "error" });
   const broker = Broker.open({ ...brokerOptions, log });

@@ -40,7 +40,11 @@ export async function credentialsDemo(broker: Broker, repo: string, step: (title
     oauth.knobs.interval = 1;
     const issuer = oauth;
     api = await listen("GitHub-style API", 47313, () => startGithubApi(issuer, 47313));
-    const script = { deltas: ["The ", "token ", "stayed ", "with ", "the ", "broker", "."], inputTokens: 9, outputTokens: 7 };
+    const script = {
+      deltas: ["The ", "token ", "stayed ", "with ", "the ", "broker", "."],
+      inputTokens: 9,
+      outputTokens: 7,
+    };
     provider = await listen("OpenAI-compatible provider", 47320, () => fakeOpenAi(script, 47320));
 
     step("Credentials: the broker signs in; the token fills the extension's requests and never enters the jail");
@@ -49,35 +53,55 @@ export async function credentialsDemo(broker: Broker, repo: string, step: (title
       broker.registry.approve(name, { by: "demo" });
       console.log(`  installed and approved ${name}`);
     }
-    const call = async (tool: string, args = "{}") => said(await broker.callTool("github-issues", tool, args, { session: SESSION }));
+    const call = async (tool: string, args = "{}") =>
+      said(await broker.callTool("github-issues", tool, args, { session: SESSION }));
     console.log(`  whoami, not signed in → ${await call("whoami")}`);
 
     // What `tether login github-issues` runs; the demo's OAuth server approves the code on the first poll.
     const started = await loginsOf(broker).start("github-issues");
-    console.log(`  tether login github-issues → open ${started.prompt.verificationUri} and enter ${started.prompt.userCode ?? "(no code)"}`);
+    console.log(
+      `  tether login github-issues → open ${started.prompt.verificationUri} and enter ${started.prompt.userCode ?? "(no code)"}`,
+    );
     await started.done;
     const [status] = loginsOf(broker).status("github-issues");
-    console.log(`  signed in: ${status?.signed_in === true ? `yes, expires in ${status.expires_in} s, refreshable: ${status.refreshable ? "yes" : "no"}` : "no"}`);
+    console.log(
+      `  signed in: ${status?.signed_in === true ? `yes, expires in ${status.expires_in} s, refreshable: ${status.refreshable ? "yes" : "no"}` : "no"}`,
+    );
     console.log(`  whoami → ${await call("whoami")}`);
     const issued = oauth.issued.filter((v) => v.startsWith("at-")).at(-1);
     const carried = api.hits.at(-1)?.authorization === `Bearer ${issued}`;
-    console.log(`  the API received Authorization: Bearer <the access token the OAuth server issued>: ${carried ? "yes" : "NO"}; the jail got [secret] back`);
+    console.log(
+      `  the API received Authorization: Bearer <the access token the OAuth server issued>: ${carried ? "yes" : "NO"}; the jail got [secret] back`,
+    );
     console.log(`  list_issues acme/app → ${(await call("list_issues", '{"repo":"acme/app"}')).replace(/\n/g, "; ")}`);
     const [out] = await loginsOf(broker).logout("github-issues");
-    console.log(`  tether logout github-issues → tokens revoked at the server (${oauth.revoked.length}) and ${out?.deleted === true ? "deleted" : "not found"}; whoami → ${await call("whoami")}`);
+    console.log(
+      `  tether logout github-issues → tokens revoked at the server (${oauth.revoked.length}) and ${out?.deleted === true ? "deleted" : "not found"}; whoami → ${await call("whoami")}`,
+    );
 
     step("Model providers: the catalog, and a completion streamed through the provider's satellite");
     for (const entry of broker.providers().providers) {
-      console.log(`  ${entry.name} (${entry.extension}) at ${entry.base_url}: ${entry.models.map((m) => m.id).join(", ")}`);
+      console.log(
+        `  ${entry.name} (${entry.extension}) at ${entry.base_url}: ${entry.models.map((m) => m.id).join(", ")}`,
+      );
     }
     process.stdout.write("  partials:");
     const report = await broker.complete(
-      { provider: "local-openai", model: "gpt-4o-mini", messages: [{ role: "user", content: "Where is the token?" }], max_tokens: 64 },
+      {
+        provider: "local-openai",
+        model: "gpt-4o-mini",
+        messages: [{ role: "user", content: "Where is the token?" }],
+        max_tokens: 64,
+      },
       { onPartial: (text) => process.stdout.write(` ${JSON.stringify(text)}`) },
     );
     process.stdout.write("\n");
     const { outcome } = report;
-    console.log(outcome.ok ? `  → "${outcome.text}" (${outcome.usage.input_tokens} tokens in, ${outcome.usage.output_tokens} out, stop: ${outcome.stopReason})` : `  → error ${outcome.error.code}: ${outcome.error.msg}`);
+    console.log(
+      outcome.ok
+        ? `  → "${outcome.text}" (${outcome.usage.input_tokens} tokens in, ${outcome.usage.output_tokens} out, stop: ${outcome.stopReason})`
+        : `  → error ${outcome.error.code}: ${outcome.error.msg}`,
+    );
   } finally {
     await Promise.all([provider?.close(), api?.close(), oauth?.close()]);
   }

@@ -70,14 +70,32 @@ function startWeatherService(): Promise<Server> {
     res.end("not here");
   });
   return new Promise((resolve, reject) => {
-    server.once("error", (err) => reject(new Error(`cannot start the demo weather service on 127.0.0.1:47311: ${err.message}`)));
+    server.once("error", (err) =>
+      reject(new Error(`cannot start the demo weather service on 127.0.0.1:47311: ${err.message}`)),
+    );
     server.listen(47311, "127.0.0.1", () => resolve(server));
   });
 }
 
-const indent = (text: string) => text.split("\n").map((l) => `  ${l}`).join("\n");
+const indent = (text: string) =>
+  text
+    .split("\n")
+    .map((l) => `  ${l}`)
+    .join("\n");
 
-const EXTENSIONS = ["echo", "misbehave", "weather", "guard", "briefing", "flaky", "flaky-digest", "scratchpad", "fold-results", "tickets", "ticket-digest"];
+const EXTENSIONS = [
+  "echo",
+  "misbehave",
+  "weather",
+  "guard",
+  "briefing",
+  "flaky",
+  "flaky-digest",
+  "scratchpad",
+  "fold-results",
+  "tickets",
+  "ticket-digest",
+];
 
 /** One line per extension: what an active one serves, or why one is not active. */
 function renderStatus(rows: readonly ExtensionStatus[]): string {
@@ -115,7 +133,13 @@ function renderTrace(rows: readonly HookTraceEntry[]): string {
   const header = ["call", "event", "subject", "extension", "answer", "ms", "detail"];
   const right = new Set([0, 5]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: readonly string[]) => c.map((cell, i) => (right.has(i) ? cell.padStart(widths[i]!) : i === c.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ").trimEnd();
+  const line = (c: readonly string[]) =>
+    c
+      .map((cell, i) =>
+        right.has(i) ? cell.padStart(widths[i]!) : i === c.length - 1 ? cell : cell.padEnd(widths[i]!),
+      )
+      .join("  ")
+      .trimEnd();
   return [line(header), ...cells.map(line)].join("\n");
 }
 
@@ -124,7 +148,11 @@ async function main(): Promise<void> {
   // The tether command's environment (TETHER_INSECURE_NO_SANDBOX, TETHER_DENO, ...), read once at the edge.
   const environment = readEnvironment();
   const sandbox = resolveSandbox(environment.sandbox);
-  console.log(sandbox === "bwrap" ? `OS sandbox: bubblewrap (${findBwrap()}) + Deno permissions` : "OS sandbox: NONE (insecure mode) — Deno permissions only");
+  console.log(
+    sandbox === "bwrap"
+      ? `OS sandbox: bubblewrap (${findBwrap()}) + Deno permissions`
+      : "OS sandbox: NONE (insecure mode) — Deno permissions only",
+  );
 
   step("Install the example extensions into a temporary home");
   console.log(`home: ${home}`);
@@ -136,12 +164,16 @@ async function main(): Promise<void> {
   let session: Session | null = null;
   try {
     for (const name of EXTENSIONS) {
-      const { installed, status } = await broker.registry.install(join(REPO, "manifests", name), (line) => console.log(`  … ${line}`));
+      const { installed, status } = await broker.registry.install(join(REPO, "manifests", name), (line) =>
+        console.log(`  … ${line}`),
+      );
       console.log(`  ${installed.name} ${installed.version}: ${status}`);
     }
 
     step("Calling before approval is refused");
-    await broker.callTool("echo", "echo", '{"text":"hi"}', { session: "default" }).catch((err: Error) => console.log(`  ${err.message}`));
+    await broker
+      .callTool("echo", "echo", '{"text":"hi"}', { session: "default" })
+      .catch((err: Error) => console.log(`  ${err.message}`));
 
     step("Review (what the operator sees), then approve");
     for (const name of ["echo", "weather", "guard"]) {
@@ -174,14 +206,21 @@ async function main(): Promise<void> {
     console.log(`  session_start → context: ${JSON.stringify(opened.context)}`);
     const prompt = "What's the weather in Lisbon tomorrow?";
     const turn = await session.fire("before_agent_start", { prompt });
-    console.log(`  before_agent_start "${prompt}" → context: ${JSON.stringify(turn.context)}${turn.block !== null ? `, blocked by ${turn.block.by}` : ""}`);
+    console.log(
+      `  before_agent_start "${prompt}" → context: ${JSON.stringify(turn.context)}${turn.block !== null ? `, blocked by ${turn.block.by}` : ""}`,
+    );
     const messages = [{ role: "user", content: prompt }];
     const ctx = await session.fire("context", { messages });
-    console.log(`  context (${messages.length} message) → ${ctx.messages?.length ?? messages.length} messages; added: ${JSON.stringify((ctx.messages ?? []).slice(messages.length))}`);
+    console.log(
+      `  context (${messages.length} message) → ${ctx.messages?.length ?? messages.length} messages; added: ${JSON.stringify((ctx.messages ?? []).slice(messages.length))}`,
+    );
 
     step("A jailed extension answers tool calls, with partial reports");
     started = Date.now();
-    const counted = await session.callTool("count", '{"n":3}', { strand: "demo", onReport: (text) => console.log(`  partial: ${text}`) });
+    const counted = await session.callTool("count", '{"n":3}', {
+      strand: "demo",
+      onReport: (text) => console.log(`  partial: ${text}`),
+    });
     console.log(`  count → ${show(counted.outcome)}   (${Date.now() - started} ms, guard asked first)`);
     started = Date.now();
     const echoed = await session.callTool("echo", '{"text":"hello from the jail"}');
@@ -208,12 +247,19 @@ async function main(): Promise<void> {
     console.log(`  sleep → ${show((await session.callTool("sleep", '{"ms":10}')).outcome)}`);
 
     step("Brokered egress: the satellite has no network; the broker fetches what the approval allows");
-    const fetchUrl = async (url: string) => show((await session!.callTool("fetch_url", JSON.stringify({ url }))).outcome);
-    console.log(`  forecast → ${show((await session.callTool("forecast", '{"city":"Lisbon"}', { onReport: (t) => console.log(`  partial: ${t}`) })).outcome)}`);
+    const fetchUrl = async (url: string) =>
+      show((await session!.callTool("fetch_url", JSON.stringify({ url }))).outcome);
+    console.log(
+      `  forecast → ${show((await session.callTool("forecast", '{"city":"Lisbon"}', { onReport: (t) => console.log(`  partial: ${t}`) })).outcome)}`,
+    );
     console.log(`  fetch http://127.0.0.1:47311/admin → ${await fetchUrl("http://127.0.0.1:47311/admin")}`);
     console.log(`  fetch https://api.evil.example/ → ${await fetchUrl("https://api.evil.example/")}`);
-    console.log(`  fetch http://169.254.169.254/latest/meta-data/ → ${await fetchUrl("http://169.254.169.254/latest/meta-data/")}`);
-    console.log(`  fetch http://2130706433:47311/v1/forecast?city=Porto (the rule's own address, written in decimal) → ${await fetchUrl("http://2130706433:47311/v1/forecast?city=Porto")}`);
+    console.log(
+      `  fetch http://169.254.169.254/latest/meta-data/ → ${await fetchUrl("http://169.254.169.254/latest/meta-data/")}`,
+    );
+    console.log(
+      `  fetch http://2130706433:47311/v1/forecast?city=Porto (the rule's own address, written in decimal) → ${await fetchUrl("http://2130706433:47311/v1/forecast?city=Porto")}`,
+    );
 
     step("The operator flags a host: the guard's cap_call hook refuses what policy and approval allow");
     const porto = "http://127.0.0.1:47311/v1/forecast?city=Porto";
@@ -226,14 +272,21 @@ async function main(): Promise<void> {
 
     step("An offline session: every fetch is refused");
     session.setPolicy({ offline: true });
-    console.log(`  the session goes offline; forecast → ${show((await session.callTool("forecast", '{"city":"Lisbon"}')).outcome)}`);
+    console.log(
+      `  the session goes offline; forecast → ${show((await session.callTool("forecast", '{"city":"Lisbon"}')).outcome)}`,
+    );
     session.setPolicy({});
 
     step("An MCP client that knows nothing of Tether: `tether mcp --session demo-mcp` on stdio");
     await mcpClientDemo(workspace);
 
     await credentialsDemo(broker, REPO, step);
-    await storageDemo(() => Broker.open({ ...environment, home, graceMs: 250, log: createLogger({ level: "error" }) }), REPO, home, step);
+    await storageDemo(
+      () => Broker.open({ ...environment, home, graceMs: 250, log: createLogger({ level: "error" }) }),
+      REPO,
+      home,
+      step,
+    );
 
     step("Revoke: the extension drops out of the session; the rest keep working");
     broker.registry.revoke("misbehave");
@@ -241,9 +294,13 @@ async function main(): Promise<void> {
     const misbehave = session.status().find((s) => s.name === "misbehave");
     console.log(`  misbehave: ${misbehave?.state} — ${misbehave?.reason}`);
     console.log(`  echo → ${show((await session.callTool("echo", '{"text":"unaffected"}')).outcome)}`);
-    await broker.callTool("misbehave", "sleep", '{"ms":10}', { session: "later" }).catch((err: Error) => console.log(`  another session: ${err.message}`));
+    await broker
+      .callTool("misbehave", "sleep", '{"ms":10}', { session: "later" })
+      .catch((err: Error) => console.log(`  another session: ${err.message}`));
 
-    step("The per-hook trace (tether audit --hooks): every hook asked, in the order asked, what it answered, how long it took");
+    step(
+      "The per-hook trace (tether audit --hooks): every hook asked, in the order asked, what it answered, how long it took",
+    );
     console.log("  call = the ledger row the event was about (the tool call; for cap_call, the invocation making it)");
     broker.ledger.flush();
     // In the order the hooks were asked (their own ledger rows): a tool_call verdict is
@@ -287,10 +344,16 @@ async function mcpClientDemo(workspace: string): Promise<void> {
     const count = tools.find((t) => t.name === "count");
     console.log(`  count's inputSchema (the manifest's, as is): ${JSON.stringify(count?.inputSchema)}`);
     const progress: string[] = [];
-    const called = await client.callTool({ name: "count", arguments: { n: 3 } }, undefined, { onprogress: (p) => progress.push(p.message ?? String(p.progress)) });
-    console.log(`  tools/call count {n: 3} → progress ${JSON.stringify(progress)}; result ${JSON.stringify(called.content)}`);
+    const called = await client.callTool({ name: "count", arguments: { n: 3 } }, undefined, {
+      onprogress: (p) => progress.push(p.message ?? String(p.progress)),
+    });
+    console.log(
+      `  tools/call count {n: 3} → progress ${JSON.stringify(progress)}; result ${JSON.stringify(called.content)}`,
+    );
     const blocked = await client.callTool({ name: "echo", arguments: { text: "rm -rf ~" } });
-    console.log(`  tools/call echo "rm -rf ~" → isError ${String(blocked.isError)}: ${JSON.stringify(blocked.content)}`);
+    console.log(
+      `  tools/call echo "rm -rf ~" → isError ${String(blocked.isError)}: ${JSON.stringify(blocked.content)}`,
+    );
   } finally {
     await client.close();
   }

@@ -17,7 +17,7 @@ const oneLine = (text: string) => text.replace(/\n/g, " ⏎ ");
 const CONVERSATION = [
   { role: "user", content: "Why does the build fail?" },
   { role: "tool", name: "ls", content: "src/ tests/ package.json tsconfig.json" },
-  { role: "tool", name: "cat", content: "{ \"scripts\": { \"build\": \"tsc -p .\" } }" },
+  { role: "tool", name: "cat", content: '{ "scripts": { "build": "tsc -p ." } }' },
   { role: "assistant", content: "The build runs tsc; let me look at the errors." },
   { role: "tool", name: "sh", content: "src/a.ts(3,1): error TS2304: Cannot find name 'x'." },
   { role: "assistant", content: "`x` is not defined in src/a.ts." },
@@ -27,7 +27,9 @@ const CONVERSATION = [
 
 export async function sessionKindsDemo(session: Session, step: (title: string) => void): Promise<void> {
   step("Session-facing extensions: what each contributes, and a preparation that fails");
-  for (const row of session.status().filter((r) => ["scratchpad", "fold-results", "tickets", "ticket-digest"].includes(r.name))) {
+  for (const row of session
+    .status()
+    .filter((r) => ["scratchpad", "fold-results", "tickets", "ticket-digest"].includes(r.name))) {
     const parts = [
       row.managed ? "managed" : "",
       row.observes ? "observes" : "",
@@ -41,11 +43,17 @@ export async function sessionKindsDemo(session: Session, step: (title: string) =
   for (const piece of session.context()) console.log(`    [${piece.extension} ${piece.source}] ${oneLine(piece.text)}`);
 
   step("A managed scratchpad: notes in memory, flushed to the session's storage after each turn and at close");
-  console.log(`  jot "check the flaky test" → ${said((await session.callTool("jot", '{"line":"check the flaky test"}')).outcome)}`);
-  console.log(`  jot "ask about the release date" → ${said((await session.callTool("jot", '{"line":"ask about the release date"}')).outcome)}`);
+  console.log(
+    `  jot "check the flaky test" → ${said((await session.callTool("jot", '{"line":"check the flaky test"}')).outcome)}`,
+  );
+  console.log(
+    `  jot "ask about the release date" → ${said((await session.callTool("jot", '{"line":"ask about the release date"}')).outcome)}`,
+  );
   const summary = async () => {
     const routed = await session.route("scratchpad", "summary", "");
-    return routed.outcome.ok ? routed.outcome.response : `error ${routed.outcome.error.code}: ${routed.outcome.error.msg}`;
+    return routed.outcome.ok
+      ? routed.outcome.response
+      : `error ${routed.outcome.error.code}: ${routed.outcome.error.msg}`;
   };
   console.log(`  route scratchpad/summary (the harness's side panel) → ${await summary()}`);
   await session.fire("agent_settled", {});
@@ -63,9 +71,13 @@ export async function sessionKindsDemo(session: Session, step: (title: string) =
 
   step("Compaction: a strategy folds old tool results; the folds are stored and can be read back");
   const compacted = await session.compact({ messages: CONVERSATION, reason: "threshold", budget: 400 });
-  if (!compacted.outcome.ok) console.log(`  compact → error ${compacted.outcome.error.code}: ${compacted.outcome.error.msg}`);
+  if (!compacted.outcome.ok)
+    console.log(`  compact → error ${compacted.outcome.error.code}: ${compacted.outcome.error.msg}`);
   else {
-    console.log(`  compact (${CONVERSATION.length} messages, by ${compacted.strategy} of ${compacted.extension}) → ${compacted.outcome.summary}`);
-    for (const fold of session.folds(compacted.outcome.compactionId)) console.log(`    fold messages ${fold.from}–${fold.to}: ${fold.text}`);
+    console.log(
+      `  compact (${CONVERSATION.length} messages, by ${compacted.strategy} of ${compacted.extension}) → ${compacted.outcome.summary}`,
+    );
+    for (const fold of session.folds(compacted.outcome.compactionId))
+      console.log(`    fold messages ${fold.from}–${fold.to}: ${fold.text}`);
   }
 }

@@ -20,7 +20,9 @@ const SESSION = "notes-demo";
 const TOKEN = "demo-serve-token";
 
 const said = (outcome: InvocationOutcome<"tool">): string =>
-  outcome.ok ? outcome.value.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join(" | ") : `error ${outcome.error.code}: ${outcome.error.msg}`;
+  outcome.ok
+    ? outcome.value.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join(" | ")
+    : `error ${outcome.error.code}: ${outcome.error.msg}`;
 
 /** The review's lines about the database and its migrations. */
 function storageLines(broker: Broker, name: string): string {
@@ -34,7 +36,12 @@ function storageLines(broker: Broker, name: string): string {
 }
 
 /** `open` makes the broker this part runs on (the serve listener closes it at the end, as tether serve does). */
-export async function storageDemo(open: () => Broker, repo: string, workDir: string, step: (title: string) => void): Promise<void> {
+export async function storageDemo(
+  open: () => Broker,
+  repo: string,
+  workDir: string,
+  step: (title: string) => void,
+): Promise<void> {
   const broker = open();
   // 1.0.0: the same folder with only its first migration.
   const folder = join(workDir, "notes");
@@ -52,9 +59,13 @@ export async function storageDemo(open: () => Broker, repo: string, workDir: str
   console.log("  approved notes 1.0.0");
   console.log(`  ${initLine("notes", await broker.initialize("notes"))}`);
   for (const note of ["buy milk", "ship the release notes"]) {
-    console.log(`  add "${note}" → ${said(await broker.callTool("notes", "add", JSON.stringify({ text: note }), { session: SESSION }))}`);
+    console.log(
+      `  add "${note}" → ${said(await broker.callTool("notes", "add", JSON.stringify({ text: note }), { session: SESSION }))}`,
+    );
   }
-  console.log(`  pin 2 → ${said(await broker.callTool("notes", "pin", JSON.stringify({ id: 2 }), { session: SESSION }))}`);
+  console.log(
+    `  pin 2 → ${said(await broker.callTool("notes", "pin", JSON.stringify({ id: 2 }), { session: SESSION }))}`,
+  );
 
   step("Its HTTP service under tether serve: /ext/notes/… as JSON and as a page (the serve token as a Bearer header)");
   const server = new ServeServer({ broker, token: TOKEN, log: createLogger({ level: "error" }), say: () => {} });
@@ -62,24 +73,34 @@ export async function storageDemo(open: () => Broker, repo: string, workDir: str
   const base = `${listening.pages}/ext/notes`;
   try {
     const get = async (path: string, token: string | null = TOKEN): Promise<string> => {
-      const res = await fetch(`${base}${path}`, token === null ? {} : { headers: { authorization: `Bearer ${token}` } });
+      const res = await fetch(
+        `${base}${path}`,
+        token === null ? {} : { headers: { authorization: `Bearer ${token}` } },
+      );
       return `${res.status} ${res.headers.get("content-type") ?? ""}: ${(await res.text()).slice(0, 240)}`;
     };
     console.log(`  GET ${base}/notes.json\n    → ${await get("/notes.json")}`);
     console.log(`  GET ${base}/\n    → ${await get("/")}`);
-    console.log(`  GET ${base}/notes.json without the token\n    → ${await get("/notes.json", null) || "401"}`);
+    console.log(`  GET ${base}/notes.json without the token\n    → ${(await get("/notes.json", null)) || "401"}`);
 
     step("The upgrade to 1.1.0 ships migration 0002: review shows it, approving applies it, the notes are kept");
     writeFileSync(manifest, text);
-    cpSync(join(repo, "manifests", "notes", "migrations", "0002_pinned.sql"), join(folder, "migrations", "0002_pinned.sql"));
+    cpSync(
+      join(repo, "manifests", "notes", "migrations", "0002_pinned.sql"),
+      join(folder, "migrations", "0002_pinned.sql"),
+    );
     const second = await broker.registry.install(folder);
     console.log(`  installed notes ${second.installed.version}: ${second.status}`);
     console.log(storageLines(broker, "notes"));
     broker.registry.approve("notes", { by: "demo", progress: (line) => console.log(`  … ${line}`) });
     console.log("  approved notes 1.1.0");
     console.log(`  ${initLine("notes", await broker.initialize("notes"))}`);
-    console.log(`  pin 2 → ${said(await broker.callTool("notes", "pin", JSON.stringify({ id: 2 }), { session: SESSION }))}`);
-    console.log(`  list → ${said(await broker.callTool("notes", "list", "{}", { session: SESSION })).replace(/\n/g, " / ")}`);
+    console.log(
+      `  pin 2 → ${said(await broker.callTool("notes", "pin", JSON.stringify({ id: 2 }), { session: SESSION }))}`,
+    );
+    console.log(
+      `  list → ${said(await broker.callTool("notes", "list", "{}", { session: SESSION })).replace(/\n/g, " / ")}`,
+    );
     console.log(`  GET ${base}/notes.json\n    → ${await get("/notes.json")}`);
   } finally {
     await server.shutdown(Promise.resolve());

@@ -71,7 +71,10 @@ export function rangeMatches(range: AddressRange, address: string, which: "decis
     const decisive = decisiveIPv4(parsed.value);
     v4s = decisive === null ? [] : [decisive.embedded.value];
   }
-  return v4s.some((v) => inV6(MAPPED_BASE | BigInt(v), range.base, range.prefix) || range.carried.some((r) => inV4(v, r.base, r.prefix)));
+  return v4s.some(
+    (v) =>
+      inV6(MAPPED_BASE | BigInt(v), range.base, range.prefix) || range.carried.some((r) => inV4(v, r.base, r.prefix)),
+  );
 }
 
 /** The range measured where it counts: on the IPv4 it carries, else as IPv6. */
@@ -107,7 +110,12 @@ export function isSingleAddress(range: AddressRange): boolean {
  * contains it (then stop: later rows are shadowed) or that it contains and no
  * earlier row shadows.
  */
-function touched<T extends number | bigint>(table: ReadonlyArray<ClassRow<T>>, base: T, prefix: number, within: (v: T, b: T, p: number) => boolean): Set<AddressClass> {
+function touched<T extends number | bigint>(
+  table: ReadonlyArray<ClassRow<T>>,
+  base: T,
+  prefix: number,
+  within: (v: T, b: T, p: number) => boolean,
+): Set<AddressClass> {
   const out = new Set<AddressClass>();
   for (const [i, row] of table.entries()) {
     if (row.prefix <= prefix && within(base, row.base, row.prefix)) {
@@ -115,7 +123,9 @@ function touched<T extends number | bigint>(table: ReadonlyArray<ClassRow<T>>, b
       break;
     }
     if (row.prefix > prefix && within(row.base, base, prefix)) {
-      const shadowed = table.slice(0, i).some((earlier) => earlier.prefix <= row.prefix && within(row.base, earlier.base, earlier.prefix));
+      const shadowed = table
+        .slice(0, i)
+        .some((earlier) => earlier.prefix <= row.prefix && within(row.base, earlier.base, earlier.prefix));
       if (!shadowed) out.add(row.cls);
     }
   }
@@ -132,7 +142,8 @@ export function rangeClasses(range: AddressRange): AddressClass[] {
     for (const cls of v4Classes(Number(range.base & 0xffff_ffffn), range.prefix - 96)) out.add(cls);
   } else if (range.carried.length > 0) {
     for (const r of range.carried) {
-      for (const cls of v4Classes(r.base, r.prefix)) out.add(cls === "public" && r.via === "ipv4_compatible" ? "reserved" : cls);
+      for (const cls of v4Classes(r.base, r.prefix))
+        out.add(cls === "public" && r.via === "ipv4_compatible" ? "reserved" : cls);
     }
   } else {
     // Pure IPv6, or a range that holds whole embedding blocks (and so also every IPv4, above).

@@ -31,7 +31,8 @@ const human = (word: string) => word.replace(/_/g, "-");
 
 /** Why `range` may not be an allow rule, saying what to write instead; null when it may. */
 export function addressRuleProblem(range: AddressRange): string | null {
-  const written = range.cidr.endsWith("/32") || range.cidr.endsWith("/128") ? range.cidr.replace(/\/\d+$/, "") : range.cidr;
+  const written =
+    range.cidr.endsWith("/32") || range.cidr.endsWith("/128") ? range.cidr.replace(/\/\d+$/, "") : range.cidr;
   if (range.whole.length > 0) {
     return `'${written}' reaches every IPv4 address (through the ${range.whole.map(human).join(", ")} form): write the IPv4 range you mean, at most /${MAX_V4_PREFIX}, e.g. [10.1.0.0/16]`;
   }

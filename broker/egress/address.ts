@@ -47,7 +47,8 @@ function hostKeys(list: readonly string[] | undefined): Set<bigint> {
     return keys;
   }
   const now = Date.now();
-  if (interfaceCache !== null && now - interfaceCache.at >= 0 && now - interfaceCache.at < INTERFACES_TTL_MS) return interfaceCache.keys;
+  if (interfaceCache !== null && now - interfaceCache.at >= 0 && now - interfaceCache.at < INTERFACES_TTL_MS)
+    return interfaceCache.keys;
   const keys = new Set<bigint>();
   for (const entries of Object.values(networkInterfaces())) {
     for (const entry of entries ?? []) {
@@ -75,11 +76,13 @@ export function classifyAddress(ip: string, options: ClassifyOptions = {}): Addr
   let cls = verdict.cls;
   if (cls === "public") {
     const keys = hostKeys(options.hostInterfaces);
-    const own = keys.has(parsed.value) || (verdict.embedded !== undefined && keys.has(MAPPED | BigInt(verdict.embedded.value)));
+    const own =
+      keys.has(parsed.value) || (verdict.embedded !== undefined && keys.has(MAPPED | BigInt(verdict.embedded.value)));
     if (own) cls = "host_interface";
   }
   const info: AddressInfo = { address, family: 6, class: cls };
   if (parsed.zone !== undefined) info.zone = parsed.zone;
-  if (verdict.embedded !== undefined) info.embedded = { address: formatV4(verdict.embedded.value), via: verdict.embedded.via };
+  if (verdict.embedded !== undefined)
+    info.embedded = { address: formatV4(verdict.embedded.value), via: verdict.embedded.via };
   return info;
 }

@@ -20,7 +20,10 @@ export const SOCKETS_PER_AGENT = 16;
 /** A lookup that answers `address` for any name: the connection goes where the judge looked, never looked up again. */
 export function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
   return (_hostname, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
+        { address, family },
+      ]);
     else callback(null, address, family);
   };
 }
@@ -39,7 +42,11 @@ export class EgressAgents {
       this.#agents.set(key, agent); // most recently used last
       return agent;
     }
-    agent = new Agent({ connect: { lookup: pinnedLookup(address, family) }, keepAliveTimeout: 10_000, connections: SOCKETS_PER_AGENT });
+    agent = new Agent({
+      connect: { lookup: pinnedLookup(address, family) },
+      keepAliveTimeout: 10_000,
+      connections: SOCKETS_PER_AGENT,
+    });
     this.#agents.set(key, agent);
     if (this.#agents.size > MAX_AGENTS) {
       const [oldest, old] = this.#agents.entries().next().value as [string, Agent];

@@ -12,10 +12,15 @@ export const ACCEPT_ENCODING = "gzip, deflate, br";
 
 /** Headers the broker sets on every hop itself. */
 export function withBrokerEncoding(headers: ReadonlyArray<readonly [string, string]>): Array<[string, string]> {
-  return [...headers.filter(([name]) => name.toLowerCase() !== "accept-encoding").map(([n, v]): [string, string] => [n, v]), ["accept-encoding", ACCEPT_ENCODING]];
+  return [
+    ...headers.filter(([name]) => name.toLowerCase() !== "accept-encoding").map(([n, v]): [string, string] => [n, v]),
+    ["accept-encoding", ACCEPT_ENCODING],
+  ];
 }
 
-export type Decoded = { readonly body: Uint8Array; readonly headers: Array<[string, string]> } | { readonly error: string; readonly limit?: "body" };
+export type Decoded =
+  | { readonly body: Uint8Array; readonly headers: Array<[string, string]> }
+  | { readonly error: string; readonly limit?: "body" };
 
 /** Undoes `headers`' Content-Encoding on `body` (at most `maxBytes` decoded); the headers lose Content-Encoding and Content-Length. */
 export function decodeContent(body: Uint8Array, headers: Array<[string, string]>, maxBytes: number): Decoded {
@@ -33,9 +38,15 @@ export function decodeContent(body: Uint8Array, headers: Array<[string, string]>
       if (coding === "gzip" || coding === "x-gzip") out = gunzipSync(out, options);
       else if (coding === "br") out = brotliDecompressSync(out, options);
       else if (coding === "deflate") out = inflateDeflate(out, options);
-      else return { error: `the response's content-encoding '${coding.slice(0, 40)}' is not one the broker asked for (${ACCEPT_ENCODING})` };
+      else
+        return {
+          error: `the response's content-encoding '${coding.slice(0, 40)}' is not one the broker asked for (${ACCEPT_ENCODING})`,
+        };
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE" || /Cannot create a Buffer larger|maxOutputLength|too large/i.test((err as Error).message)) {
+      if (
+        (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE" ||
+        /Cannot create a Buffer larger|maxOutputLength|too large/i.test((err as Error).message)
+      ) {
         return { error: `the response body exceeds ${maxBytes} bytes once decoded (${coding})`, limit: "body" };
       }
       return { error: `the response's ${coding} body does not decode: ${(err as Error).message.slice(0, 120)}` };

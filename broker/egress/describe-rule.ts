@@ -27,7 +27,7 @@ function canonicalUrl(rule: EgressRule): string {
 }
 
 const NEEDS: Record<string, string> = {
-  metadata: 'only if the operator lists the address in [net] metadata',
+  metadata: "only if the operator lists the address in [net] metadata",
   unspecified: "never",
 };
 
@@ -44,16 +44,27 @@ export function describeRule(text: string): RuleDescription {
   const methods = rule.methods === null ? "any method" : rule.methods.join(", ");
   const path = rule.pathPrefix === "" ? "any path" : `paths under ${rule.pathPrefix}`;
   const h = rule.host;
-  if (h.kind === "name") return { rule: text, canonical, summary: `the host ${h.name}, port ${rule.port}, ${path}, ${methods}` };
-  if (h.kind === "wildcard") return { rule: text, canonical, summary: `any name under ${h.suffix} (not ${h.suffix} itself), port ${rule.port}, ${path}, ${methods}` };
+  if (h.kind === "name")
+    return { rule: text, canonical, summary: `the host ${h.name}, port ${rule.port}, ${path}, ${methods}` };
+  if (h.kind === "wildcard")
+    return {
+      rule: text,
+      canonical,
+      summary: `any name under ${h.suffix} (not ${h.suffix} itself), port ${rule.port}, ${path}, ${methods}`,
+    };
   const size = rangeSize(h.range);
   const classes = rangeClasses(h.range);
   const carried = describeCarried(h.range);
-  const what = isSingleAddress(h.range) ? "1 address" : `${size.count} addresses (/${size.prefix} of IPv${size.family})`;
+  const what = isSingleAddress(h.range)
+    ? "1 address"
+    : `${size.count} addresses (/${size.prefix} of IPv${size.family})`;
   const via = carried.length > 0 ? `, carrying ${carried.join(", ")}` : "";
   const reach = classes
     .filter((cls) => cls !== "public")
-    .map((cls) => `${cls.replace(/_/g, "-")}: reachable ${NEEDS[cls] ?? `only if the operator's [net] reach has "${cls}"`}`);
+    .map(
+      (cls) =>
+        `${cls.replace(/_/g, "-")}: reachable ${NEEDS[cls] ?? `only if the operator's [net] reach has "${cls}"`}`,
+    );
   const summary = `${what}${via}; classes: ${classes.map((c) => c.replace(/_/g, "-")).join(", ")}${reach.length > 0 ? ` (${reach.join("; ")})` : ""}; port ${rule.port}, ${path}, ${methods}`;
   return { rule: text, canonical, summary, addresses: { count: size.count, classes } };
 }

@@ -17,7 +17,14 @@
  * Pure; no imports, so both users can load it first.
  */
 
-export type Embedding = "ipv4_mapped" | "ipv4_compatible" | "ipv4_translated" | "nat64" | "6to4" | "teredo_client" | "teredo_server";
+export type Embedding =
+  | "ipv4_mapped"
+  | "ipv4_compatible"
+  | "ipv4_translated"
+  | "nat64"
+  | "6to4"
+  | "teredo_client"
+  | "teredo_server";
 
 interface Form {
   readonly via: Embedding;
@@ -30,7 +37,13 @@ interface Form {
   readonly inverted: boolean;
 }
 
-const form = (via: Embedding, base: bigint, length: number, shift = 0, inverted = false): Form => ({ via, base, length, shift, inverted });
+const form = (via: Embedding, base: bigint, length: number, shift = 0, inverted = false): Form => ({
+  via,
+  base,
+  length,
+  shift,
+  inverted,
+});
 
 /** In the order the classifier reads them: Teredo's client before its server. */
 export const FORMS: readonly Form[] = [
@@ -44,7 +57,8 @@ export const FORMS: readonly Form[] = [
   form("teredo_server", 0x2001_0000n << 96n, 32, 64),
 ];
 
-const inBlock = (value: bigint, base: bigint, length: number) => value >> BigInt(128 - length) === base >> BigInt(128 - length);
+const inBlock = (value: bigint, base: bigint, length: number) =>
+  value >> BigInt(128 - length) === base >> BigInt(128 - length);
 
 /** `::` and `::1` sit in ::/96 but are the unspecified and loopback addresses, not IPv4-compatible ones. */
 const notCompatible = (value: bigint) => value <= 1n;

@@ -6,7 +6,25 @@
  */
 
 // Never forwarded: hop-by-hop and proxy headers, and what undici sets itself.
-export const NEVER_FORWARDED: readonly string[] = ["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length", "expect", "forwarded", "via", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"];
+export const NEVER_FORWARDED: readonly string[] = [
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "content-length",
+  "expect",
+  "forwarded",
+  "via",
+  "x-forwarded-for",
+  "x-forwarded-host",
+  "x-forwarded-proto",
+];
 const STRIPPED = new Set(NEVER_FORWARDED);
 // Dropped when a redirect crosses origins.
 const CREDENTIALS = new Set(["authorization", "cookie", "proxy-authorization"]);

@@ -112,7 +112,9 @@ function loadTrie(): { trie: SuffixTrie; edgeOffset: Uint32Array } {
     edgeStart.length !== nodeFlags.length + 1 ||
     edgeChild.length !== edgeLength.length
   ) {
-    throw new Error("tldts's suffix trie does not have the expected shape (tldts upgraded?): broker/egress/hostname.ts must be updated");
+    throw new Error(
+      "tldts's suffix trie does not have the expected shape (tldts upgraded?): broker/egress/hostname.ts must be updated",
+    );
   }
   const edgeOffset = new Uint32Array(edgeLength.length);
   let offset = 0;
@@ -186,7 +188,12 @@ export function suffixBelow(name: string): string | null {
 
 /** Is `name` (normalised) itself a public suffix listed by the PSL (ICANN or private)? */
 export function isListedSuffix(name: string): boolean {
-  const result = parseDomain(name, { allowPrivateDomains: true, validateHostname: false, detectIp: false, extractHostname: false });
+  const result = parseDomain(name, {
+    allowPrivateDomains: true,
+    validateHostname: false,
+    detectIp: false,
+    extractHostname: false,
+  });
   return result.publicSuffix === name && (result.isIcann === true || result.isPrivate === true);
 }
 
@@ -200,14 +207,19 @@ export function isTooBroad(pattern: string): string | null {
   const wildcard = pattern.startsWith("*.");
   const rest = wildcard ? pattern.slice(2) : pattern;
   if (rest.includes("*")) {
-    throw new InvalidHostError(`${JSON.stringify(pattern)} is not a host pattern: '*' is only allowed as a whole leftmost label ('*.example.com')`);
+    throw new InvalidHostError(
+      `${JSON.stringify(pattern)} is not a host pattern: '*' is only allowed as a whole leftmost label ('*.example.com')`,
+    );
   }
   const name = normaliseHost(rest);
   if (!wildcard) {
-    return isListedSuffix(name) ? `'${name}' is a public suffix (a registry such as a TLD or a shared hosting domain), not a host` : null;
+    return isListedSuffix(name)
+      ? `'${name}' is a public suffix (a registry such as a TLD or a shared hosting domain), not a host`
+      : null;
   }
   if (!name.includes(".")) return `'*.${name}' matches every name under the top-level domain '${name}'`;
-  if (isListedSuffix(name)) return `'*.${name}' matches every name under the public suffix '${name}', where anyone may register`;
+  if (isListedSuffix(name))
+    return `'*.${name}' matches every name under the public suffix '${name}', where anyone may register`;
   const below = suffixBelow(name);
   if (below !== null) return `'*.${name}' covers the public suffix '${below}', where anyone may register`;
   return null;

@@ -101,6 +101,7 @@ export function parseIpLiteral(host: string): string | null {
   }
   if (!endsInANumber(ascii)) return null;
   const value = whatwgIPv4(ascii);
-  if (value === null) throw new InvalidAddressError(`${JSON.stringify(host)} ends in a number but is not a valid IPv4 address`);
+  if (value === null)
+    throw new InvalidAddressError(`${JSON.stringify(host)} ends in a number but is not a valid IPv4 address`);
   return formatV4(value);
 }

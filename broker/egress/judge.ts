@@ -57,7 +57,8 @@ function deny(rule: string, reason: string): Verdict {
 
 /** Parses a URL once and derives the judged target; the same URL object is what gets sent. */
 export function targetOf(url: URL, method: string): Target | { error: string } {
-  if (url.protocol !== "http:" && url.protocol !== "https:") return { error: `scheme '${url.protocol.replace(/:$/, "")}' is not allowed` };
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    return { error: `scheme '${url.protocol.replace(/:$/, "")}' is not allowed` };
   if (url.username !== "" || url.password !== "") return { error: "credentials in the URL (userinfo) are not allowed" };
   const ip = parseIpLiteral(url.hostname);
   let name: string | null = null;
@@ -69,7 +70,13 @@ export function targetOf(url: URL, method: string): Target | { error: string } {
     }
   }
   const port = url.port === "" ? DEFAULT_PORT[url.protocol] : Number(url.port);
-  return { method: method.toUpperCase(), scheme: url.protocol === "http:" ? "http" : "https", name, port, path: url.pathname };
+  return {
+    method: method.toUpperCase(),
+    scheme: url.protocol === "http:" ? "http" : "https",
+    name,
+    port,
+    path: url.pathname,
+  };
 }
 
 const where = (url: URL) => `${url.protocol}//${url.host}${url.pathname}`;
@@ -80,13 +87,17 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
   if ("error" in target) return deny("url", `${target.error} (${url.protocol}//${url.host})`);
   if (policy.offline) return deny("session:offline", "this session is offline: no egress");
   for (const rule of policy.operatorDeny) {
-    if ((matchesUrl(rule, target) || denyCoversUnsafePath(rule, target)) && (rule.host.kind === "name" || rule.host.kind === "wildcard")) {
+    if (
+      (matchesUrl(rule, target) || denyCoversUnsafePath(rule, target)) &&
+      (rule.host.kind === "name" || rule.host.kind === "wildcard")
+    ) {
       return deny(`operator:deny ${rule.text}`, `the operator's policy denies ${where(url)}`);
     }
   }
   // An IP/CIDR rule allows only URLs written with an address; a name rule only names.
   // (IP rules still *name* the addresses a name may resolve to, below.)
-  const sameKind = (rule: EgressRule) => (rule.host.kind === "ip" || rule.host.kind === "cidr") === (target.name === null);
+  const sameKind = (rule: EgressRule) =>
+    (rule.host.kind === "ip" || rule.host.kind === "cidr") === (target.name === null);
   const approved = policy.approved.find((rule) => sameKind(rule) && matchesUrl(rule, target));
   if (approved === undefined) {
     const unsafe = prefixRefusal(policy.approved, target); // a prefix rule refused the path: say which and why
@@ -122,16 +133,23 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
     }
     const { address, family, class: cls } = info;
     for (const rule of policy.operatorDeny) {
-      if (deniesAddress(rule, address)) return deny(`operator:deny ${rule.text}`, `the operator's policy denies address ${address}`);
+      if (deniesAddress(rule, address))
+        return deny(`operator:deny ${rule.text}`, `the operator's policy denies address ${address}`);
     }
-    if (literal !== null && !policy.approved.some((rule) => matchesUrl(rule, target) && allowsAddress(rule, target, address))) {
+    if (
+      literal !== null &&
+      !policy.approved.some((rule) => matchesUrl(rule, target) && allowsAddress(rule, target, address))
+    ) {
       return deny("manifest:no-match", `no approved rule of '${policy.extension}' names the address ${address}`);
     }
     if (cls !== "public") {
       // Named by an approved rule, then the operator's switch. Unspecified: never, named or not.
       const named = policy.approved.some((rule) => matchesUrl(rule, target) && namesAddress(rule, address));
       if (cls === "unspecified" || !named) {
-        return deny(`address:${cls}`, `${target.name ?? address} resolves to ${address}, a ${describe(cls)} address; only a rule naming that IP or CIDR may reach it`);
+        return deny(
+          `address:${cls}`,
+          `${target.name ?? address} resolves to ${address}, a ${describe(cls)} address; only a rule naming that IP or CIDR may reach it`,
+        );
       }
       const refused = reachRefusal(policy.reach, address, cls);
       if (refused !== null) return deny(refused.rule, refused.reason);
@@ -139,7 +157,14 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
     judged.push({ address, family, class: cls });
   }
   const first = judged[0]!;
-  return { allowed: true, rule: approved.text, address: first.address, family: first.family, target, addresses: judged };
+  return {
+    allowed: true,
+    rule: approved.text,
+    address: first.address,
+    family: first.family,
+    target,
+    addresses: judged,
+  };
 }
 
 function describe(cls: AddressClass): string {

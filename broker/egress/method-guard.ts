@@ -48,18 +48,29 @@ export interface GuardedRequest {
 /** The refusal of a request whose headers, query or body could change what it does, or null. Pure. */
 export function guardRequest(req: GuardedRequest): (Verdict & { allowed: false }) | null {
   const method = req.method.toUpperCase();
-  if (method === "CONNECT") return refuse("request:method", "CONNECT asks the server for a tunnel to another host, which no rule can judge");
+  if (method === "CONNECT")
+    return refuse("request:method", "CONNECT asks the server for a tunnel to another host, which no rule can judge");
   for (const [name] of req.headers) {
     const key = String(name).trim().toLowerCase();
     if (OVERRIDES.has(key)) {
-      return refuse(`request:override ${key}`, `the header '${key}' asks the server to change the ${key.endsWith("url") ? "path" : "method"} the rules judged; send the request with that method or URL instead`);
+      return refuse(
+        `request:override ${key}`,
+        `the header '${key}' asks the server to change the ${key.endsWith("url") ? "path" : "method"} the rules judged; send the request with that method or URL instead`,
+      );
     }
   }
   for (const key of req.url.searchParams.keys()) {
-    if (key.toLowerCase() === "_method") return refuse("request:override _method", "the query parameter '_method' asks the server to change the method the rules judged; send the request with that method instead");
+    if (key.toLowerCase() === "_method")
+      return refuse(
+        "request:override _method",
+        "the query parameter '_method' asks the server to change the method the rules judged; send the request with that method instead",
+      );
   }
   if (req.body !== null && req.body.length > 0 && BODILESS_METHODS.includes(method)) {
-    return refuse("request:body", `a ${method} request carries no body (this one has ${req.body.length} bytes); send it with a method that takes one, under a rule that allows that method`);
+    return refuse(
+      "request:body",
+      `a ${method} request carries no body (this one has ${req.body.length} bytes); send it with a method that takes one, under a rule that allows that method`,
+    );
   }
   return null;
 }

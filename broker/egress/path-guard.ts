@@ -23,7 +23,15 @@
 /** Decodings tried before a path that keeps changing is refused (the probes go to depth 3). */
 export const MAX_DECODES = 8;
 
-export type PathProblem = "params" | "encoded-dot" | "encoded-slash" | "encoded-backslash" | "bad-encoding" | "bad-utf8" | "control" | "too-deep";
+export type PathProblem =
+  | "params"
+  | "encoded-dot"
+  | "encoded-slash"
+  | "encoded-backslash"
+  | "bad-encoding"
+  | "bad-utf8"
+  | "control"
+  | "too-deep";
 
 export interface UnsafePath {
   readonly problem: PathProblem;
@@ -61,22 +69,47 @@ const at = (depth: number) => (depth === 0 ? "" : ` (after decoding ${depth} tim
 /** The first reason a server may read `path` differently from the judge, or null when it cannot. */
 export function unsafePath(path: string): UnsafePath | null {
   // Only the path as sent can hold malformed escapes that matter: a decoded `%` is a literal ("100%25").
-  if (/%(?![0-9a-f]{2})/i.test(path)) return { problem: "bad-encoding", why: "holds a '%' that is not followed by two hex digits, which servers decode in different ways" };
+  if (/%(?![0-9a-f]{2})/i.test(path))
+    return {
+      problem: "bad-encoding",
+      why: "holds a '%' that is not followed by two hex digits, which servers decode in different ways",
+    };
   let text = path;
   for (let depth = 0; depth <= MAX_DECODES; depth++) {
     if (text.includes(";") || /%3b/i.test(text)) {
-      return { problem: "params", why: `holds a path parameter (';')${at(depth)}, which servers may strip before routing` };
+      return {
+        problem: "params",
+        why: `holds a path parameter (';')${at(depth)}, which servers may strip before routing`,
+      };
     }
-    if (/%2e/i.test(text)) return { problem: "encoded-dot", why: `holds an encoded '.'${at(depth)}, which a server that decodes again may read as a dot segment` };
-    if (/%2f/i.test(text)) return { problem: "encoded-slash", why: `holds an encoded '/'${at(depth)}, which a server that decodes again may read as a separator` };
+    if (/%2e/i.test(text))
+      return {
+        problem: "encoded-dot",
+        why: `holds an encoded '.'${at(depth)}, which a server that decodes again may read as a dot segment`,
+      };
+    if (/%2f/i.test(text))
+      return {
+        problem: "encoded-slash",
+        why: `holds an encoded '/'${at(depth)}, which a server that decodes again may read as a separator`,
+      };
     if (/%5c/i.test(text) || text.includes("\\")) {
-      return { problem: "encoded-backslash", why: `holds an encoded '\\'${at(depth)}, which a server may read as a separator` };
+      return {
+        problem: "encoded-backslash",
+        why: `holds an encoded '\\'${at(depth)}, which a server may read as a separator`,
+      };
     }
-    if (/%u[0-9a-f]{4}/i.test(text)) return { problem: "bad-encoding", why: `holds a '%u' escape${at(depth)}, which some servers decode as a character` };
+    if (/%u[0-9a-f]{4}/i.test(text))
+      return {
+        problem: "bad-encoding",
+        why: `holds a '%u' escape${at(depth)}, which some servers decode as a character`,
+      };
     if (/[\u0000-\u001f\u007f]/.test(text)) return { problem: "control", why: `holds a control character${at(depth)}` };
     const next = decodeOnce(text);
     if (next === null) {
-      return { problem: "bad-utf8", why: `holds percent-encoded bytes that are not valid UTF-8${at(depth)}; a lenient decoder reads overlong forms such as %c0%ae as '.'` };
+      return {
+        problem: "bad-utf8",
+        why: `holds percent-encoded bytes that are not valid UTF-8${at(depth)}; a lenient decoder reads overlong forms such as %c0%ae as '.'`,
+      };
     }
     if (next === text) return null;
     text = next;

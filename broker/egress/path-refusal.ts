@@ -41,5 +41,7 @@ export function prefixRefusal(rules: readonly EgressRule[], target: Target): Pat
 
 /** Does a deny rule with a path prefix cover this unsafe path (its scheme, host, port and methods matching)? */
 export function denyCoversUnsafePath(rule: EgressRule, target: Target): boolean {
-  return rule.pathPrefix !== "" && unsafePath(target.path) !== null && matchesUrl(rule, { ...target, path: rule.pathPrefix });
+  return (
+    rule.pathPrefix !== "" && unsafePath(target.path) !== null && matchesUrl(rule, { ...target, path: rule.pathPrefix })
+  );
 }

@@ -14,7 +14,18 @@ import type { AddressClass } from "./address-classes.js";
 import { classifyAddress } from "./address.js";
 
 /** The classes an operator may switch on. */
-export const REACH_CLASSES = ["loopback", "private", "link_local", "cgnat", "host_interface", "documentation", "benchmarking", "reserved", "multicast", "broadcast"] as const;
+export const REACH_CLASSES = [
+  "loopback",
+  "private",
+  "link_local",
+  "cgnat",
+  "host_interface",
+  "documentation",
+  "benchmarking",
+  "reserved",
+  "multicast",
+  "broadcast",
+] as const;
 export type ReachClass = (typeof REACH_CLASSES)[number];
 
 /** What `allow_private = true` stands for. */
@@ -51,8 +62,16 @@ const human = (cls: AddressClass) => cls.replace(/_/g, "-");
  * Null when the operator lets a rule reach `address` (of class `cls`, not
  * public); otherwise the audit rule and the message, saying what to change.
  */
-export function reachRefusal(reach: Reach, address: string, cls: AddressClass): { rule: string; reason: string } | null {
-  if (cls === "unspecified") return { rule: "address:unspecified", reason: `${address} is an unspecified address, which dials this host itself: never reachable` };
+export function reachRefusal(
+  reach: Reach,
+  address: string,
+  cls: AddressClass,
+): { rule: string; reason: string } | null {
+  if (cls === "unspecified")
+    return {
+      rule: "address:unspecified",
+      reason: `${address} is an unspecified address, which dials this host itself: never reachable`,
+    };
   if (cls === "metadata") {
     if (reach.metadata.some((m) => rangeMatches(m, address, "decisive"))) return null;
     return {

@@ -49,14 +49,29 @@ export function reachWarnings(rules: readonly string[], reach: Reach, policyFile
     for (const cls of rangeClasses(h.range)) {
       if (cls === "public" || cls === "host_interface") continue;
       if (cls === "unspecified") {
-        out.push({ rule: text, class: cls, refusal: "address:unspecified", fix: "an unspecified address dials this host itself and is never reachable: the rule allows nothing there" });
+        out.push({
+          rule: text,
+          class: cls,
+          refusal: "address:unspecified",
+          fix: "an unspecified address dials this host itself and is never reachable: the rule allows nothing there",
+        });
       } else if (cls === "metadata") {
         const listed = h.kind === "ip" && reach.metadata.some((m) => rangeMatches(m, h.address, "decisive"));
         if (!listed) {
-          out.push({ rule: text, class: cls, refusal: "operator:no-metadata", fix: `cloud metadata addresses are reachable only one by one: add the address to [net] metadata in ${policyFile}` });
+          out.push({
+            rule: text,
+            class: cls,
+            refusal: "operator:no-metadata",
+            fix: `cloud metadata addresses are reachable only one by one: add the address to [net] metadata in ${policyFile}`,
+          });
         }
       } else if (!(reach.classes as ReadonlySet<string>).has(cls)) {
-        out.push({ rule: text, class: cls, refusal: "operator:no-private", fix: `add "${cls}" to [net] reach in ${policyFile} to let approved rules reach ${human(cls)} addresses` });
+        out.push({
+          rule: text,
+          class: cls,
+          refusal: "operator:no-private",
+          fix: `add "${cls}" to [net] reach in ${policyFile} to let approved rules reach ${human(cls)} addresses`,
+        });
       }
     }
   }

@@ -71,7 +71,8 @@ export function parseRule(text: string, options: { allowBroad?: boolean } = {}):
   const trimmed = text.trim();
   if (options.allowBroad && !trimmed.includes("://") && !trimmed.includes(" ")) {
     const probe = parseRule(`http://${trimmed}`, options);
-    if (probe.pathPrefix !== "" || /:\d+$/.test(trimmed)) throw new RuleError(`egress rule '${text}': a host-only rule has no port or path`);
+    if (probe.pathPrefix !== "" || /:\d+$/.test(trimmed))
+      throw new RuleError(`egress rule '${text}': a host-only rule has no port or path`);
     return { ...probe, text: trimmed, scheme: "*", port: null };
   }
   const fail = (why: string): never => {
@@ -85,13 +86,15 @@ export function parseRule(text: string, options: { allowBroad?: boolean } = {}):
       .slice(0, space)
       .split(",")
       .map((m) => m.trim().toUpperCase());
-    if (methods.length === 0 || !methods.every((m) => METHOD.test(m))) fail("methods must be like GET,POST before the URL");
+    if (methods.length === 0 || !methods.every((m) => METHOD.test(m)))
+      fail("methods must be like GET,POST before the URL");
     rest = trimmed.slice(space + 1).trim();
   }
   const scheme = /^([a-z]+):\/\//i.exec(rest);
   if (!scheme) fail("expected scheme://host[:port][/path-prefix]");
   const schemeName = scheme![1]!.toLowerCase();
-  if (schemeName !== "http" && schemeName !== "https") fail(`scheme '${schemeName}' is not allowed (http or https only)`);
+  if (schemeName !== "http" && schemeName !== "https")
+    fail(`scheme '${schemeName}' is not allowed (http or https only)`);
   const proto = schemeName as "http" | "https";
   rest = rest.slice(scheme![0].length);
   if (rest.includes("@")) fail("userinfo (user@host) is not allowed in a rule");
@@ -121,7 +124,8 @@ export function parseRule(text: string, options: { allowBroad?: boolean } = {}):
   if (after !== "") {
     if (!after.startsWith("/")) fail("expected a path after the host");
     pathPrefix = after.replace(/\/+$/, "");
-    if (/%2f|%5c|\\/i.test(pathPrefix) || pathPrefix.split("/").some((seg) => seg === ".." || seg === ".")) fail("the path prefix cannot hold dot segments or encoded slashes");
+    if (/%2f|%5c|\\/i.test(pathPrefix) || pathPrefix.split("/").some((seg) => seg === ".." || seg === "."))
+      fail("the path prefix cannot hold dot segments or encoded slashes");
   }
 
   let host: EgressRule["host"];
@@ -161,7 +165,8 @@ export function parseRule(text: string, options: { allowBroad?: boolean } = {}):
     } else if (ip !== null) {
       // 2852039166, 0xa9fea9fe, 0251.0376.0251.0376, 169.254.43518: an address
       // in disguise. A rule says what it means, so the reviewer reads it.
-      if (hostPart.toLowerCase() !== ip && !options.allowBroad) fail(`'${hostPart}' is the IP address ${ip} written another way: write it as ${ip}`);
+      if (hostPart.toLowerCase() !== ip && !options.allowBroad)
+        fail(`'${hostPart}' is the IP address ${ip} written another way: write it as ${ip}`);
       host = { kind: "ip", address: ip, range: parseAddressRange(ip)! };
     } else {
       let name = "";
@@ -201,7 +206,8 @@ function pathMatches(prefix: string, path: string): boolean {
 
 /** Does `rule` allow `target` by its URL parts (not yet its address)? */
 export function matchesUrl(rule: EgressRule, target: Target): boolean {
-  if ((rule.scheme !== "*" && rule.scheme !== target.scheme) || (rule.port !== null && rule.port !== target.port)) return false;
+  if ((rule.scheme !== "*" && rule.scheme !== target.scheme) || (rule.port !== null && rule.port !== target.port))
+    return false;
   if (rule.methods !== null && !rule.methods.includes(target.method)) return false;
   if (!pathMatches(rule.pathPrefix, target.path)) return false;
   const host = rule.host;

@@ -61,7 +61,14 @@ function abortReason(signal: AbortSignal): string {
 }
 
 /** Sends `hop` (its URL may hold a secret: nothing here echoes it but undici's own errors, which the caller redacts). */
-export async function sendHop(extension: string, hop: HopRequest, pinned: { address: string; family: 4 | 6 }, agents: EgressAgents, maxBodyBytes: number, signal: AbortSignal): Promise<HopResult> {
+export async function sendHop(
+  extension: string,
+  hop: HopRequest,
+  pinned: { address: string; family: 4 | 6 },
+  agents: EgressAgents,
+  maxBodyBytes: number,
+  signal: AbortSignal,
+): Promise<HopResult> {
   const url = hop.url;
   let res;
   try {
@@ -90,7 +97,8 @@ export async function sendHop(extension: string, hop: HopRequest, pinned: { addr
   try {
     bytes = await readBounded(res.body, maxBodyBytes);
   } catch (err) {
-    if (signal.aborted) return { kind: "failed", failure: `reading the body from ${url.origin} stopped: ${abortReason(signal)}` };
+    if (signal.aborted)
+      return { kind: "failed", failure: `reading the body from ${url.origin} stopped: ${abortReason(signal)}` };
     return { kind: "failed", failure: `reading the body from ${url.origin} failed: ${(err as Error).message}` };
   }
   if (bytes === null) {
@@ -103,6 +111,7 @@ export async function sendHop(extension: string, hop: HopRequest, pinned: { addr
     for (const v of Array.isArray(value) ? value : [value]) headers.push([name, v]);
   }
   const decoded = decodeContent(bytes, headers, maxBodyBytes);
-  if ("error" in decoded) return { kind: "failed", failure: decoded.error, ...(decoded.limit !== undefined ? { limit: decoded.limit } : {}) };
+  if ("error" in decoded)
+    return { kind: "failed", failure: decoded.error, ...(decoded.limit !== undefined ? { limit: decoded.limit } : {}) };
   return { kind: "response", response: { status: res.statusCode, headers: decoded.headers, body: decoded.body } };
 }

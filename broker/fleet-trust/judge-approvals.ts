@@ -50,7 +50,11 @@ function whyRefused(keys: readonly TrustedKey[], signature: string | null): stri
 /** Who revoked an approval this host held whose row left the fleet's store (it comes back in force if the row does). */
 export const GONE_FROM_FLEET = "no one: its row is gone from the fleet's store";
 
-export function judgeApprovals<R extends JudgedRow>(fleetRows: readonly R[], keys: readonly TrustedKey[], local: readonly R[]): Judgement<R> {
+export function judgeApprovals<R extends JudgedRow>(
+  fleetRows: readonly R[],
+  keys: readonly TrustedKey[],
+  local: readonly R[],
+): Judgement<R> {
   const refused: Refusal[] = [];
   const unpublished: R[] = [];
   // What this host already accepted, by the facts signed (not the signature's spelling, not the id).
@@ -60,7 +64,12 @@ export function judgeApprovals<R extends JudgedRow>(fleetRows: readonly R[], key
   const inFleet = new Set<string>();
   for (const row of fleetRows) {
     if (approvalSigner(keys, row, row.signature) === null) {
-      refused.push({ extension: row.extension, id: row.id, key: row.signature ?? `#${row.id}`, why: whyRefused(keys, row.signature) });
+      refused.push({
+        extension: row.extension,
+        id: row.id,
+        key: row.signature ?? `#${row.id}`,
+        why: whyRefused(keys, row.signature),
+      });
       continue;
     }
     const identity = approvalIdentity(row);
@@ -69,7 +78,12 @@ export function judgeApprovals<R extends JudgedRow>(fleetRows: readonly R[], key
     const seen = known.get(identity);
     if (row.revokedAt === null && seen !== undefined && seen.revokedAt !== null && seen.revokedBy !== GONE_FROM_FLEET) {
       // Revoked here (seen, or made and not yet published): the fleet's row does not undo it.
-      kept.push({ ...row, revokedAt: seen.revokedAt, revokedBy: seen.revokedBy, revocationSignature: seen.revocationSignature });
+      kept.push({
+        ...row,
+        revokedAt: seen.revokedAt,
+        revokedBy: seen.revokedBy,
+        revocationSignature: seen.revocationSignature,
+      });
       unpublished.push(seen);
     } else kept.push(row);
   }
@@ -79,14 +93,22 @@ export function judgeApprovals<R extends JudgedRow>(fleetRows: readonly R[], key
   const ids = new Set(kept.map((r) => r.id));
   for (const [identity, row] of known) {
     if (inFleet.has(identity)) continue;
-    const gone = row.revokedAt !== null ? row : { ...row, revokedAt: Date.now(), revokedBy: GONE_FROM_FLEET, revocationSignature: null };
+    const gone =
+      row.revokedAt !== null
+        ? row
+        : { ...row, revokedAt: Date.now(), revokedBy: GONE_FROM_FLEET, revocationSignature: null };
     kept.push(ids.has(gone.id) ? { ...gone, id: -gone.id } : gone);
   }
   // The newest signed approval of each extension replaces every older one, whatever the ids say.
   const newest = new Map<string, R>();
   for (const row of kept) {
     const best = newest.get(row.extension);
-    if (best === undefined || row.approvedAt > best.approvedAt || (row.approvedAt === best.approvedAt && row.id > best.id)) newest.set(row.extension, row);
+    if (
+      best === undefined ||
+      row.approvedAt > best.approvedAt ||
+      (row.approvedAt === best.approvedAt && row.id > best.id)
+    )
+      newest.set(row.extension, row);
   }
   const rows = kept.map((row) => {
     const best = newest.get(row.extension)!;

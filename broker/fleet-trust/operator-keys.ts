@@ -7,7 +7,15 @@
  *   <home>/operator.key    this home's signing key (PKCS#8 PEM, mode 0600), if it has one
  *   <home>/trusted-keys    one trusted public key per line: `ed25519:<base64url> <label>`
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, createHash, type KeyObject } from "node:crypto";
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  sign,
+  verify,
+  createHash,
+  type KeyObject,
+} from "node:crypto";
 import { chmodSync, existsSync, lstatSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -37,14 +45,18 @@ export interface SigningKey {
   sign(bytes: Buffer): string;
 }
 
-const rawOf = (object: KeyObject): Buffer => Buffer.from((object.export({ format: "jwk" }) as { x: string }).x, "base64url");
+const rawOf = (object: KeyObject): Buffer =>
+  Buffer.from((object.export({ format: "jwk" }) as { x: string }).x, "base64url");
 export const keyIdOf = (raw: Buffer): string => createHash("sha256").update(raw).digest("hex").slice(0, 16);
 const publicText = (object: KeyObject): string => `ed25519:${rawOf(object).toString("base64url")}`;
 
 /** Parses `ed25519:<base64url>` into a key, or says what is wrong with it. */
 export function parsePublicKey(text: string): { key: string; id: string; object: KeyObject } {
   const m = PUBLIC.exec(text.trim());
-  if (m === null) throw new OperatorKeyError(`'${text.slice(0, 80)}' is not a public key: it looks like ed25519:<43 base64url characters> (tether key list prints this home's)`);
+  if (m === null)
+    throw new OperatorKeyError(
+      `'${text.slice(0, 80)}' is not a public key: it looks like ed25519:<43 base64url characters> (tether key list prints this home's)`,
+    );
   const raw = Buffer.from(m[1]!, "base64url");
   if (raw.length !== 32) throw new OperatorKeyError(`'${text.slice(0, 80)}' is not 32 bytes of Ed25519 public key`);
   const object = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: raw.toString("base64url") }, format: "jwk" });
@@ -75,7 +87,8 @@ export function trustedKeys(home: string): TrustedKey[] {
     const trimmed = line.trim();
     if (trimmed === "" || trimmed.startsWith("#")) continue;
     const [key = "", label = "", ...rest] = trimmed.split(/\s+/);
-    if (rest.length > 0 || (label !== "" && !LABEL.test(label))) throw new OperatorKeyError(`${path}:${i + 1}: a line is '<public key> [label]'`);
+    if (rest.length > 0 || (label !== "" && !LABEL.test(label)))
+      throw new OperatorKeyError(`${path}:${i + 1}: a line is '<public key> [label]'`);
     try {
       keys.push({ ...parsePublicKey(key), label });
     } catch (err) {
@@ -95,7 +108,10 @@ function writeTrusted(home: string, keys: readonly Pick<TrustedKey, "key" | "lab
 
 /** Adds `key` to the trusted keys (a key already there keeps its place; its label is updated). */
 export function trustKey(home: string, key: string, label = ""): TrustedKey {
-  if (label !== "" && !LABEL.test(label)) throw new OperatorKeyError(`a key's label is 1-64 printable characters without spaces, not '${label.slice(0, 80)}'`);
+  if (label !== "" && !LABEL.test(label))
+    throw new OperatorKeyError(
+      `a key's label is 1-64 printable characters without spaces, not '${label.slice(0, 80)}'`,
+    );
   const parsed = parsePublicKey(key);
   const keys = trustedKeys(home);
   const entry = { ...parsed, label };
@@ -121,14 +137,20 @@ export function signingKey(home: string): SigningKey | null {
   const text = readOwnFile(path, MAX_KEYS_FILE_BYTES);
   if (text === null) return null;
   const mode = lstatSync(path).mode & 0o777;
-  if ((mode & 0o077) !== 0) throw new OperatorKeyError(`The signing key ${path} has mode ${mode.toString(8)}; only its owner may read it: chmod 600 ${path}`);
+  if ((mode & 0o077) !== 0)
+    throw new OperatorKeyError(
+      `The signing key ${path} has mode ${mode.toString(8)}; only its owner may read it: chmod 600 ${path}`,
+    );
   let object: KeyObject;
   try {
     object = createPrivateKey(text);
   } catch {
     throw new OperatorKeyError(`${path} is not a PEM private key`);
   }
-  if (object.asymmetricKeyType !== "ed25519") throw new OperatorKeyError(`${path} is a ${object.asymmetricKeyType ?? "unknown"} key; operator keys are Ed25519 (tether key create)`);
+  if (object.asymmetricKeyType !== "ed25519")
+    throw new OperatorKeyError(
+      `${path} is a ${object.asymmetricKeyType ?? "unknown"} key; operator keys are Ed25519 (tether key create)`,
+    );
   const pub = createPublicKey(object);
   const id = keyIdOf(rawOf(pub));
   return { id, key: publicText(pub), sign: (bytes) => `${id}:${sign(null, bytes, object).toString("base64url")}` };
@@ -139,10 +161,15 @@ export function signingKey(home: string): SigningKey | null {
  * rotation: the old key file is kept as `operator.key.<its id>` (the old public
  * key stays trusted until `tether key untrust`).
  */
-export function createSigningKey(home: string, label: string, options: { replace?: boolean } = {}): { created: SigningKey; replaced: SigningKey | null } {
+export function createSigningKey(
+  home: string,
+  label: string,
+  options: { replace?: boolean } = {},
+): { created: SigningKey; replaced: SigningKey | null } {
   const path = join(home, SIGNING_KEY_FILE);
   const old = signingKey(home);
-  if (old !== null && options.replace !== true) throw new OperatorKeyError(`This home already has a signing key (${old.id}); tether key rotate makes a new one`);
+  if (old !== null && options.replace !== true)
+    throw new OperatorKeyError(`This home already has a signing key (${old.id}); tether key rotate makes a new one`);
   const { privateKey } = generateKeyPairSync("ed25519");
   const pem = privateKey.export({ format: "pem", type: "pkcs8" }).toString();
   if (old !== null) renameSync(path, `${path}.${old.id}`);

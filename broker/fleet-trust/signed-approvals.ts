@@ -26,20 +26,53 @@ export interface RevocationFacts {
 }
 
 const approvalBytes = (a: ApprovalFacts): Buffer =>
-  Buffer.from(JSON.stringify(["tether-approval-v1", a.extension, a.manifestHash, a.artifactHash, a.grants, a.withheldNet, a.approvedBy, a.approvedAt]), "utf8");
+  Buffer.from(
+    JSON.stringify([
+      "tether-approval-v1",
+      a.extension,
+      a.manifestHash,
+      a.artifactHash,
+      a.grants,
+      a.withheldNet,
+      a.approvedBy,
+      a.approvedAt,
+    ]),
+    "utf8",
+  );
 
 const revocationBytes = (a: ApprovalFacts, r: RevocationFacts): Buffer =>
-  Buffer.from(JSON.stringify(["tether-revocation-v1", a.extension, a.manifestHash, a.artifactHash, a.approvedAt, r.revokedAt, r.revokedBy]), "utf8");
+  Buffer.from(
+    JSON.stringify([
+      "tether-revocation-v1",
+      a.extension,
+      a.manifestHash,
+      a.artifactHash,
+      a.approvedAt,
+      r.revokedAt,
+      r.revokedBy,
+    ]),
+    "utf8",
+  );
 
 /** What identifies an approval across stores and spellings: the hash of the facts its signature covers. */
-export const approvalIdentity = (a: ApprovalFacts): string => createHash("sha256").update(approvalBytes(a)).digest("hex");
+export const approvalIdentity = (a: ApprovalFacts): string =>
+  createHash("sha256").update(approvalBytes(a)).digest("hex");
 
 export const signApproval = (key: SigningKey, a: ApprovalFacts): string => key.sign(approvalBytes(a));
-export const signRevocation = (key: SigningKey, a: ApprovalFacts, r: RevocationFacts): string => key.sign(revocationBytes(a, r));
+export const signRevocation = (key: SigningKey, a: ApprovalFacts, r: RevocationFacts): string =>
+  key.sign(revocationBytes(a, r));
 
 /** The trusted key that signed this approval, or null (unsigned, forged, altered, or an untrusted key). */
-export const approvalSigner = (keys: readonly TrustedKey[], a: ApprovalFacts, signature: string | null): TrustedKey | null => verifiedBy(keys, approvalBytes(a), signature);
+export const approvalSigner = (
+  keys: readonly TrustedKey[],
+  a: ApprovalFacts,
+  signature: string | null,
+): TrustedKey | null => verifiedBy(keys, approvalBytes(a), signature);
 
 /** The trusted key that signed this revocation, or null. */
-export const revocationSigner = (keys: readonly TrustedKey[], a: ApprovalFacts, r: RevocationFacts, signature: string | null): TrustedKey | null =>
-  r.revokedAt === null ? null : verifiedBy(keys, revocationBytes(a, r), signature);
+export const revocationSigner = (
+  keys: readonly TrustedKey[],
+  a: ApprovalFacts,
+  r: RevocationFacts,
+  signature: string | null,
+): TrustedKey | null => (r.revokedAt === null ? null : verifiedBy(keys, revocationBytes(a, r), signature));

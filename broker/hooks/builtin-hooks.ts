@@ -23,7 +23,14 @@ export { BUILTIN_HOOKS_NAME };
 export const BUILTIN_HOOKS_PRIORITY = -1_000_000;
 
 /** The events the built-in extension answers (those Claude Code's format has a name for). */
-export const BUILTIN_HOOK_EVENTS: readonly BusEvent[] = ["session_start", "before_agent_start", "tool_call", "tool_result", "agent_end", "before_compact"];
+export const BUILTIN_HOOK_EVENTS: readonly BusEvent[] = [
+  "session_start",
+  "before_agent_start",
+  "tool_call",
+  "tool_result",
+  "agent_end",
+  "before_compact",
+];
 
 export interface SessionFacts {
   readonly sessionId: string;
@@ -124,16 +131,29 @@ function common(facts: SessionFacts): CommandHookInput {
 }
 
 /** Our payload as Claude Code's stdin JSON, and what the matcher is tested against. */
-function claudeInput(event: BusEvent, p: Readonly<Record<string, unknown>>, facts: SessionFacts): { subject: string; input: CommandHookInput | null } {
+function claudeInput(
+  event: BusEvent,
+  p: Readonly<Record<string, unknown>>,
+  facts: SessionFacts,
+): { subject: string; input: CommandHookInput | null } {
   const base = common(facts);
   const text = (value: unknown) => (typeof value === "string" ? value : "");
   switch (event) {
     case "tool_call":
-      return { subject: text(p["tool"]), input: { ...base, tool_name: p["tool"], tool_input: p["arguments"], tool_use_id: p["call_id"] } };
+      return {
+        subject: text(p["tool"]),
+        input: { ...base, tool_name: p["tool"], tool_input: p["arguments"], tool_use_id: p["call_id"] },
+      };
     case "tool_result":
       return {
         subject: text(p["tool"]),
-        input: { ...base, tool_name: p["tool"], tool_input: p["arguments"], tool_use_id: p["call_id"], tool_response: p["result"] },
+        input: {
+          ...base,
+          tool_name: p["tool"],
+          tool_input: p["arguments"],
+          tool_use_id: p["call_id"],
+          tool_response: p["result"],
+        },
       };
     case "before_agent_start":
       return { subject: "", input: { ...base, prompt: p["prompt"] } };

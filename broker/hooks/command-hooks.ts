@@ -34,7 +34,13 @@ export function commandHooksFor(file: HooksFile, busEvent: BusEvent, subject: st
 }
 
 /** The matching command hooks of one bus event, as `BusHook`s for `compose()`. */
-export function commandBusHooks(file: HooksFile, busEvent: BusEvent, subject: string, input: CommandHookInput, options: RunOptions): BusHook[] {
+export function commandBusHooks(
+  file: HooksFile,
+  busEvent: BusEvent,
+  subject: string,
+  input: CommandHookInput,
+  options: RunOptions,
+): BusHook[] {
   return commandHooksFor(file, busEvent, subject).map((row) => ({
     extension: "hooks",
     onError: row.onError,

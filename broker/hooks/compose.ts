@@ -64,7 +64,19 @@ export interface BusHook {
 
 export interface TraceRow {
   readonly extension: string;
-  readonly answer: "unhandled" | "failed" | "proceed" | "block" | "rewrite" | "halt" | "result" | "context" | "messages" | "notes" | "ignored" | "refused-rewrite";
+  readonly answer:
+    | "unhandled"
+    | "failed"
+    | "proceed"
+    | "block"
+    | "rewrite"
+    | "halt"
+    | "result"
+    | "context"
+    | "messages"
+    | "notes"
+    | "ignored"
+    | "refused-rewrite";
   readonly durationMs: number;
   /** Why: the block or halt reason, the failure, the refused rewrite's problem, the context or notes. */
   readonly detail: string;
@@ -97,7 +109,11 @@ export interface ComposeOptions {
 }
 
 /** Asks every hook in order and composes their answers. */
-export async function compose(event: BusEvent, hooks: readonly BusHook[], options: ComposeOptions = {}): Promise<Composed> {
+export async function compose(
+  event: BusEvent,
+  hooks: readonly BusHook[],
+  options: ComposeOptions = {},
+): Promise<Composed> {
   const now = options.now ?? (() => performance.now());
   const compactLimit = options.compactLimit ?? 4096;
   let block: Composed["block"] = null;
@@ -106,7 +122,7 @@ export async function compose(event: BusEvent, hooks: readonly BusHook[], option
   let result: Composed["result"] = null;
   const context: string[] = [];
   const notes: string[] = [];
-  let messages = event === "context" ? options.messages ?? [] : undefined;
+  let messages = event === "context" ? (options.messages ?? []) : undefined;
   let compactText = "";
   const trace: TraceRow[] = [];
 
@@ -121,7 +137,8 @@ export async function compose(event: BusEvent, hooks: readonly BusHook[], option
     const durationMs = now() - started;
     const invocationId = answer.invocationId ?? null;
     let detail = "";
-    const row = (what: TraceRow["answer"]) => trace.push({ extension: hook.extension, answer: what, durationMs, detail, invocationId });
+    const row = (what: TraceRow["answer"]) =>
+      trace.push({ extension: hook.extension, answer: what, durationMs, detail, invocationId });
 
     if (answer.kind === "unhandled") {
       row("unhandled");

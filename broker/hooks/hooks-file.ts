@@ -54,7 +54,13 @@ const Matcher = v.pipe(
 const CommandRow = v.object({
   type: v.literal("command", 'expected "command" (only command hooks are supported)'),
   command: v.pipe(v.string("expected a string"), v.nonEmpty("expected a non-empty command")),
-  timeout: v.optional(v.pipe(v.number("expected a number of seconds"), v.gtValue(0, "expected more than 0 seconds"), v.maxValue(3600, "expected at most 3600 seconds"))),
+  timeout: v.optional(
+    v.pipe(
+      v.number("expected a number of seconds"),
+      v.gtValue(0, "expected more than 0 seconds"),
+      v.maxValue(3600, "expected at most 3600 seconds"),
+    ),
+  ),
   on_error: v.optional(v.picklist(["note", "block"], 'expected "note" or "block"')),
 });
 

@@ -107,7 +107,8 @@ async function run(row: CommandHookRow, stdin: string, options: RunOptions): Pro
   }, timeoutMs);
   try {
     const result = await child;
-    const startError = result.exitCode === undefined && !timedOut && result.signal === undefined ? result.shortMessage : undefined;
+    const startError =
+      result.exitCode === undefined && !timedOut && result.signal === undefined ? result.shortMessage : undefined;
     return { exitCode: result.exitCode, stdout: stdout(), stderr: stderr(), timedOut, startError };
   } finally {
     clearTimeout(timer);
@@ -146,7 +147,8 @@ function fromJson(row: CommandHookRow, out: Record<string, unknown>, label: stri
   const decisionReason = str(out["reason"]);
   if (out["decision"] === "block") {
     const reason = decisionReason ?? `blocked by ${label}`;
-    if (row.event === "PostToolUse") context = reason; // the tool already ran: the model reads the reason
+    if (row.event === "PostToolUse")
+      context = reason; // the tool already ran: the model reads the reason
     else block = reason;
   }
 
@@ -158,7 +160,9 @@ function fromJson(row: CommandHookRow, out: Record<string, unknown>, label: stri
       if (permission === "deny" || permission === "block") {
         block ??= why ?? decisionReason ?? `denied by ${label}`;
       } else if (permission === "ask" || permission === "defer") {
-        notes.push(`${label} asked to ${permission}; there is no interactive ask, so the decision was deferred and the call proceeds${why ? `: ${why}` : ""}`);
+        notes.push(
+          `${label} asked to ${permission}; there is no interactive ask, so the decision was deferred and the call proceeds${why ? `: ${why}` : ""}`,
+        );
       } else if (permission !== "allow" && permission !== "approve") {
         notes.push(`${label} answered an unknown permissionDecision "${permission}" (ignored)`);
       }
@@ -196,13 +200,20 @@ function fromExit2(row: CommandHookRow, stderr: string, label: string): Verdict 
 }
 
 /** Runs one command hook with `input` on stdin and maps its outcome to a `HookAnswer`. */
-export async function runCommandHook(row: CommandHookRow, input: CommandHookInput, options: RunOptions): Promise<HookAnswer> {
+export async function runCommandHook(
+  row: CommandHookRow,
+  input: CommandHookInput,
+  options: RunOptions,
+): Promise<HookAnswer> {
   const label = `hook "${row.command}" (${row.where})`;
   const ran = await run(row, JSON.stringify({ ...input, hook_event_name: row.event }), options);
   const stderrTail = ran.stderr.trim() ? `: ${ran.stderr.trim().slice(0, 1000)}` : "";
 
   if (ran.timedOut) {
-    return { kind: "failed", reason: `${label} timed out after ${row.timeoutS ?? options.defaultTimeoutS ?? DEFAULT_TIMEOUT_S} s` };
+    return {
+      kind: "failed",
+      reason: `${label} timed out after ${row.timeoutS ?? options.defaultTimeoutS ?? DEFAULT_TIMEOUT_S} s`,
+    };
   }
   if (ran.startError !== undefined) return { kind: "failed", reason: `${label} could not start: ${ran.startError}` };
   if (ran.exitCode === undefined) return { kind: "failed", reason: `${label} was killed${stderrTail}` };
@@ -222,9 +233,14 @@ export async function runCommandHook(row: CommandHookRow, input: CommandHookInpu
     try {
       parsed = JSON.parse(stdout);
     } catch (err) {
-      return { kind: "verdict", verdict: { notes: [`${label} printed JSON that does not parse: ${(err as Error).message}`] } };
+      return {
+        kind: "verdict",
+        verdict: { notes: [`${label} printed JSON that does not parse: ${(err as Error).message}`] },
+      };
     }
-    verdict = isRecord(parsed) ? fromJson(row, parsed, label) : { notes: [`${label} printed JSON that is not an object`] };
+    verdict = isRecord(parsed)
+      ? fromJson(row, parsed, label)
+      : { notes: [`${label} printed JSON that is not an object`] };
   } else if (row.event === "UserPromptSubmit" || row.event === "SessionStart") {
     verdict = { context: stdout };
   } else {

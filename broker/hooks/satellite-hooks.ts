@@ -21,7 +21,10 @@ function bounded(text: string): string {
 }
 
 /** Decodes a hook's answer (JSON text) and checks it against the event's verdict schema. */
-export function decodeVerdict(event: EventName, value: unknown): { ok: true; verdict: Verdict } | { ok: false; reason: string } {
+export function decodeVerdict(
+  event: EventName,
+  value: unknown,
+): { ok: true; verdict: Verdict } | { ok: false; reason: string } {
   if (typeof value !== "string") return { ok: false, reason: "answered something other than a verdict's JSON text" };
   let parsed: unknown;
   try {
@@ -31,13 +34,19 @@ export function decodeVerdict(event: EventName, value: unknown): { ok: true; ver
     return { ok: false, reason: "answered a verdict that is not JSON" };
   }
   const checked = v.safeParse(EventVerdicts[event], parsed);
-  if (!checked.success) return { ok: false, reason: `answered a verdict that does not fit '${event}': ${describeIssues(checked.issues)}` };
+  if (!checked.success)
+    return { ok: false, reason: `answered a verdict that does not fit '${event}': ${describeIssues(checked.issues)}` };
   // usage answers are ignored whatever they hold; everything else is exactly the event's verdict.
   return { ok: true, verdict: event === "usage" ? {} : (checked.output as Verdict) };
 }
 
 /** Asks `extension`'s hook for `event` in the session of `scope`, as a `HookAnswer`. */
-export async function askSatelliteHook(scope: SessionScope, extension: string, event: EventName, payload: unknown): Promise<HookAnswer> {
+export async function askSatelliteHook(
+  scope: SessionScope,
+  extension: string,
+  event: EventName,
+  payload: unknown,
+): Promise<HookAnswer> {
   let result;
   try {
     result = await scope.callHook(extension, event, JSON.stringify(payload));
@@ -47,8 +56,13 @@ export async function askSatelliteHook(scope: SessionScope, extension: string, e
   const { outcome, invocationId } = result;
   const id = invocationId ?? undefined;
   if (!outcome.ok) {
-    if (outcome.error.code === WireCode.unhandled) return { kind: "unhandled", ...(id !== undefined ? { invocationId: id } : {}) };
-    return { kind: "failed", reason: bounded(`${outcome.error.code}: ${outcome.error.msg}`), ...(id !== undefined ? { invocationId: id } : {}) };
+    if (outcome.error.code === WireCode.unhandled)
+      return { kind: "unhandled", ...(id !== undefined ? { invocationId: id } : {}) };
+    return {
+      kind: "failed",
+      reason: bounded(`${outcome.error.code}: ${outcome.error.msg}`),
+      ...(id !== undefined ? { invocationId: id } : {}),
+    };
   }
   const decoded = decodeVerdict(event, outcome.value);
   if (!decoded.ok) return { kind: "failed", reason: decoded.reason, ...(id !== undefined ? { invocationId: id } : {}) };

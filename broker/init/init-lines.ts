@@ -11,7 +11,8 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** One line for `tether approve <name>`: how the init went (the approval stands either way). */
 export function initLine(name: string, report: InitReport): string {
-  if (!report.ok) return `init failed: ${report.error ?? ""}; '${name}' stays inactive until it succeeds (it runs again at the next start of a broker)`;
+  if (!report.ok)
+    return `init failed: ${report.error ?? ""}; '${name}' stays inactive until it succeeds (it runs again at the next start of a broker)`;
   const message = report.message !== undefined ? `: ${report.message}` : "";
   return report.ran ? `init: ran in ${seconds(report.ms)}${message}` : `init: already done for this version${message}`;
 }
@@ -30,10 +31,19 @@ export async function runPendingInits(broker: Broker, write: (line: string) => v
     } catch {
       continue; // Not approved (or changed since): nothing to initialize.
     }
-    if (records.get({ extension: installed.name, artifactHash: approval.artifactHash, manifestHash: approval.manifestHash })?.ranAt != null) continue;
+    if (
+      records.get({
+        extension: installed.name,
+        artifactHash: approval.artifactHash,
+        manifestHash: approval.manifestHash,
+      })?.ranAt != null
+    )
+      continue;
     try {
       const report = await broker.initialize(installed.name, "start");
-      write(`${installed.name}: ${report.ok ? initLine(installed.name, report) : `init failed: ${report.error ?? ""}; it stays inactive until it succeeds (it runs again at the next start of a broker)`}`);
+      write(
+        `${installed.name}: ${report.ok ? initLine(installed.name, report) : `init failed: ${report.error ?? ""}; it stays inactive until it succeeds (it runs again at the next start of a broker)`}`,
+      );
     } catch (err) {
       write(`${installed.name}: init not run: ${(err as Error).message}`);
     }
@@ -45,8 +55,13 @@ export function initState(broker: Broker, installed: Installed): string | null {
   if (installed.manifest.init === undefined) return null;
   const approval = broker.registry.latestApproval(installed.name);
   const pinned = approval !== null && approval.revokedAt === null ? approval : installed;
-  const record = new InitRecords(broker.store).get({ extension: installed.name, artifactHash: pinned.artifactHash, manifestHash: pinned.manifestHash });
-  if (record?.ranAt != null) return `init: done for ${record.version} at ${new Date(record.ranAt).toISOString().replace("T", " ").slice(0, 19)} UTC`;
+  const record = new InitRecords(broker.store).get({
+    extension: installed.name,
+    artifactHash: pinned.artifactHash,
+    manifestHash: pinned.manifestHash,
+  });
+  if (record?.ranAt != null)
+    return `init: done for ${record.version} at ${new Date(record.ranAt).toISOString().replace("T", " ").slice(0, 19)} UTC`;
   if (record?.error != null) return `init failed: ${record.error}`;
   return "init: not run yet";
 }

@@ -43,7 +43,11 @@ export function inactiveMessage(extension: string, reason: string): string {
   return `'${extension}' is inactive: its initializer failed: ${reason}. It runs again at the next start of the broker; fix it and reinstall, or see: tether logs ${extension}`;
 }
 
-const keyOf = (installed: Installed, approval: Approval): InitKey => ({ extension: installed.name, artifactHash: approval.artifactHash, manifestHash: approval.manifestHash });
+const keyOf = (installed: Installed, approval: Approval): InitKey => ({
+  extension: installed.name,
+  artifactHash: approval.artifactHash,
+  manifestHash: approval.manifestHash,
+});
 const text = (key: InitKey) => `${key.extension}\0${key.artifactHash}\0${key.manifestHash}`;
 
 export class Initializers {
@@ -97,7 +101,8 @@ export class Initializers {
   async #run(installed: Installed, key: InitKey, reason: SessionPayload<"init">["reason"]): Promise<InitReport> {
     const done = this.#records.get(key);
     // Another broker (or an earlier start) initialized this version.
-    if (done?.ranAt != null) return { ran: false, ok: true, ...(done.message !== null ? { message: done.message } : {}), ms: 0 };
+    if (done?.ranAt != null)
+      return { ran: false, ok: true, ...(done.message !== null ? { message: done.message } : {}), ms: 0 };
     const started = performance.now();
     const log = this.#broker.log;
     const scope = this.#broker.scope(DAEMON_SCOPE);
@@ -117,12 +122,18 @@ export class Initializers {
       const answer = v.safeParse(SessionAnswers.init, JSON.parse(outcome.value));
       const message = answer.success ? answer.output.message : undefined;
       if (!this.#broker.closed) this.#records.succeeded(key, installed.version, message ?? null);
-      log.info(`initializer ran in ${ms} ms${message !== undefined ? `: ${message}` : ""}`, { extension: key.extension, version: installed.version });
+      log.info(`initializer ran in ${ms} ms${message !== undefined ? `: ${message}` : ""}`, {
+        extension: key.extension,
+        version: installed.version,
+      });
       return { ran: true, ok: true, ...(message !== undefined ? { message } : {}), ms };
     }
     const error = reasonOf(outcome.error.msg);
     if (!this.#broker.closed) this.#records.failed(key, installed.version, error);
-    log.warn(`initializer failed (${outcome.error.code}): ${error}; the extension is inactive until it succeeds at a later start`, { extension: key.extension, version: installed.version });
+    log.warn(
+      `initializer failed (${outcome.error.code}): ${error}; the extension is inactive until it succeeds at a later start`,
+      { extension: key.extension, version: installed.version },
+    );
     return { ran: true, ok: false, error, ms };
   }
 }
@@ -140,16 +151,22 @@ export function gatedHost(inits: Initializers, host: ScopeHost): ScopeHost {
       if (refused !== null) throw new TetherError(BrokerCode.inactive, refused.error.msg);
       return host.boot(scope, extension);
     },
-    callTool: async (scope, extension, tool, args, options) => (await gate(scope, extension)) ?? host.callTool(scope, extension, tool, args, options),
-    runCommand: async (scope, extension, name, argsText, options) => (await gate(scope, extension)) ?? host.runCommand(scope, extension, name, argsText, options),
+    callTool: async (scope, extension, tool, args, options) =>
+      (await gate(scope, extension)) ?? host.callTool(scope, extension, tool, args, options),
+    runCommand: async (scope, extension, name, argsText, options) =>
+      (await gate(scope, extension)) ?? host.runCommand(scope, extension, name, argsText, options),
     callHook: async (scope, extension, event, payload, options) => {
       const refused = await gate(scope, extension);
-      return refused !== null ? { outcome: refused, invocationId: null } : host.callHook(scope, extension, event, payload, options);
+      return refused !== null
+        ? { outcome: refused, invocationId: null }
+        : host.callHook(scope, extension, event, payload, options);
     },
     invoke: async (scope, extension, kind, name, payload, options) => {
       // The init itself is what the gate waits for.
       const refused = kind === "init" ? null : await gate(scope, extension);
-      return refused !== null ? { outcome: refused, invocationId: null } : host.invoke(scope, extension, kind, name, payload, options);
+      return refused !== null
+        ? { outcome: refused, invocationId: null }
+        : host.invoke(scope, extension, kind, name, payload, options);
     },
   };
 }

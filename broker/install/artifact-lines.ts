@@ -33,7 +33,8 @@ export function placeOf(code: string, line: number, column: number, root: string
   if (marker.startsWith("tether-entry:")) return { file: "the generated entry", code: trimmed };
   const path = resolve(root, marker);
   const rel = relative(root, path);
-  if (rel.startsWith("..") || isAbsolute(rel)) return { file: `the SDK (${marker.replace(/^.*?jail-runtime\//, "")})`, code: trimmed };
+  if (rel.startsWith("..") || isAbsolute(rel))
+    return { file: `the SDK (${marker.replace(/^.*?jail-runtime\//, "")})`, code: trimmed };
   let source: string[];
   try {
     source = readFileSync(path, "utf8").split("\n");
@@ -41,7 +42,9 @@ export function placeOf(code: string, line: number, column: number, root: string
     return { file: rel, code: trimmed };
   }
   const wanted = withoutDeclaration(trimmed);
-  const found = source.flatMap((s, i) => (wanted.rest !== "" && withoutDeclaration(s.trim()).rest === wanted.rest ? [i] : []));
+  const found = source.flatMap((s, i) =>
+    wanted.rest !== "" && withoutDeclaration(s.trim()).rest === wanted.rest ? [i] : [],
+  );
   if (found.length !== 1) return { file: rel, code: trimmed };
   const at = found[0]!;
   const line0 = source[at]!;
@@ -58,7 +61,9 @@ function withoutDeclaration(line: string): { keyword: string; rest: string } {
 
 /** `file:line:column`, or `file` with the code when the line is not known. */
 export function formatPlace(place: SourcePlace): string {
-  return place.line !== undefined ? `${place.file}:${place.line}:${place.column}` : `${place.file} (at \`${place.code.slice(0, 120)}\`)`;
+  return place.line !== undefined
+    ? `${place.file}:${place.line}:${place.column}`
+    : `${place.file} (at \`${place.code.slice(0, 120)}\`)`;
 }
 
 /**

@@ -53,7 +53,10 @@ export async function scanArtifact(code: string, name: string): Promise<void> {
   } catch (err) {
     const failure = err as esbuild.BuildFailure;
     const messages = (failure.errors ?? []).map((e) => `${e.location ? `line ${e.location.line}: ` : ""}${e.text}`);
-    throw new TetherError(BrokerCode.installFailed, `Cannot check the artifact of '${name}' is self-contained: ${messages.join("; ") || (err as Error).message}`);
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `Cannot check the artifact of '${name}' is self-contained: ${messages.join("; ") || (err as Error).message}`,
+    );
   }
   if (left.length > 0) {
     throw new TetherError(

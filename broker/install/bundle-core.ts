@@ -11,7 +11,7 @@
  */
 import { createHash } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, type Stats } from "node:fs";
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { BrokerCode, TetherError } from "../base/errors.js";
@@ -33,7 +33,10 @@ export function runtimeRoot(): string {
   throw new TetherError(BrokerCode.installFailed, "Cannot find jail-runtime/ (the author SDK) beside the broker");
 }
 
-export const SDK_ALIASES: Readonly<Record<string, string>> = { "@tether/ext": "ext/mod.ts", "@tether/cap": "cap/mod.ts" };
+export const SDK_ALIASES: Readonly<Record<string, string>> = {
+  "@tether/ext": "ext/mod.ts",
+  "@tether/cap": "cap/mod.ts",
+};
 /** A subpath of the SDK's packages (`@tether/ext/testing`): never the broker's copy, so never bundled. */
 const SDK_SUBPATH = /^@tether\/(?:ext|cap)\//;
 
@@ -97,7 +100,9 @@ function packageDirOf(spec: string, real: string): string | undefined {
  * not (a link to a host file, which the jail does not have) the path the links name.
  */
 export function linkTarget(path: string): string {
-  const parts = resolve(path).split(sep).filter((p) => p !== "");
+  const parts = resolve(path)
+    .split(sep)
+    .filter((p) => p !== "");
   let done = "/";
   let hops = 0;
   while (parts.length > 0) {
@@ -114,7 +119,11 @@ export function linkTarget(path: string): string {
       continue;
     }
     if (++hops > 40) return join(next, ...parts);
-    parts.unshift(...resolve(done, link).split(sep).filter((p) => p !== ""));
+    parts.unshift(
+      ...resolve(done, link)
+        .split(sep)
+        .filter((p) => p !== ""),
+    );
     done = "/";
   }
   return done;
@@ -128,7 +137,8 @@ function fileProblem(st: Stats, own: boolean, recorded?: string): string | undef
   if (own && recorded !== undefined) return recorded;
   if (st.isFIFO()) return "is a FIFO, not a regular file; replace it with a regular file in the extension folder";
   if (st.isSocket()) return "is a socket, not a regular file; replace it with a regular file in the extension folder";
-  if (st.isCharacterDevice() || st.isBlockDevice()) return "is a device, not a regular file; replace it with a regular file in the extension folder";
+  if (st.isCharacterDevice() || st.isBlockDevice())
+    return "is a device, not a regular file; replace it with a regular file in the extension folder";
   if (st.isDirectory()) return "is a directory, not a file; import a file inside it instead";
   if (!st.isFile()) return "is not a regular file; replace it with a regular file in the extension folder";
   // A hard link's real path is wherever it was linked from: its contents may be any host file.
@@ -155,7 +165,11 @@ function checkPackageFiles(root: string, problems: FolderProblems): void {
       if (entry.name !== "package.json") continue;
       const shown = relative(root, path);
       const real = linkTarget(path);
-      if (!inside(root, real)) throw new TetherError(BrokerCode.installFailed, `'${shown}' is a symlink to ${real}, outside the extension folder; copy the file into the extension folder instead`);
+      if (!inside(root, real))
+        throw new TetherError(
+          BrokerCode.installFailed,
+          `'${shown}' is a symlink to ${real}, outside the extension folder; copy the file into the extension folder instead`,
+        );
       let st: Stats;
       try {
         st = statSync(real);
@@ -176,31 +190,52 @@ const RESOLVING = Symbol("tether-resolving");
 /** Marks a file reached through the SDK (an alias or the SDK's own import). */
 const SDK_FILE = Symbol("tether-sdk-file");
 
-const ALLOWED = "an extension may import only files in its own folder (its node_modules/ included) and '@tether/ext' or '@tether/cap'";
+const ALLOWED =
+  "an extension may import only files in its own folder (its node_modules/ included) and '@tether/ext' or '@tether/cap'";
 
 /** The plugin that decides, by real path, every file the bundle resolves and reads. */
-function confinement(root: string, sdk: string, entryPath: string, manifest: Manifest, read: Set<string>, problems: FolderProblems): esbuild.Plugin {
+function confinement(
+  root: string,
+  sdk: string,
+  entryPath: string,
+  manifest: Manifest,
+  read: Set<string>,
+  problems: FolderProblems,
+): esbuild.Plugin {
   // The SDK, then the real directory of each package it (or such a package) imports by name.
   const trusted = [sdk];
   const inTrusted = (real: string) => trusted.some((dir) => inside(dir, real));
-  const shown = (path: string) => (inside(root, path) ? relative(root, path) || "." : inside(sdk, path) ? `the SDK's ${relative(sdk, path)}` : path);
+  const shown = (path: string) =>
+    inside(root, path) ? relative(root, path) || "." : inside(sdk, path) ? `the SDK's ${relative(sdk, path)}` : path;
   const refuse = (text: string) => ({ errors: [{ text }] });
 
   return {
     name: "tether-confine",
     setup(build) {
       const resolveWithEsbuild = (args: esbuild.OnResolveArgs) =>
-        build.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, with: args.with, pluginData: RESOLVING });
+        build.resolve(args.path, {
+          kind: args.kind,
+          importer: args.importer,
+          resolveDir: args.resolveDir,
+          with: args.with,
+          pluginData: RESOLVING,
+        });
 
       build.onResolve({ filter: /.*/ }, async (args) => {
         if (args.pluginData === RESOLVING) return undefined;
-        if (args.kind === "entry-point") return args.path === ENTRY_NAME ? { path: ENTRY_NAME, namespace: ENTRY_NAMESPACE } : refuse(`entry point '${args.path}' is not the generated entry`);
+        if (args.kind === "entry-point")
+          return args.path === ENTRY_NAME
+            ? { path: ENTRY_NAME, namespace: ENTRY_NAMESPACE }
+            : refuse(`entry point '${args.path}' is not the generated entry`);
         const alias = SDK_ALIASES[args.path];
         if (alias !== undefined) return { path: join(sdk, alias), pluginData: SDK_FILE };
         const spec = args.path;
         const fromEntry = args.namespace === ENTRY_NAMESPACE; // no file of the folder can be this importer
         const label = fromEntry ? `entry '${manifest.entry}'` : `import '${spec}' in ${shown(args.importer)}`;
-        if (SDK_SUBPATH.test(spec)) return refuse(`${label} is not allowed: an artifact gets the SDK only as '@tether/ext' and '@tether/cap' (the test kit, '@tether/ext/testing', is for test files, which are not bundled)`);
+        if (SDK_SUBPATH.test(spec))
+          return refuse(
+            `${label} is not allowed: an artifact gets the SDK only as '@tether/ext' and '@tether/cap' (the test kit, '@tether/ext/testing', is for test files, which are not bundled)`,
+          );
         if (fromEntry && spec === PRELUDE_SPECIFIER) return { path: join(sdk, PRELUDE_PATH), pluginData: SDK_FILE };
         if (fromEntry && spec !== entryPath) return refuse(`${label}: ${ALLOWED}`);
         const importer = fromEntry ? root : linkTarget(args.importer);
@@ -211,51 +246,83 @@ function confinement(root: string, sdk: string, entryPath: string, manifest: Man
           const found = SCHEME.test(spec) ? undefined : await resolveWithEsbuild(args);
           let real: string | undefined;
           try {
-            if (found !== undefined && found.errors.length === 0 && !found.external && found.namespace === "file" && found.path !== "") real = realpathSync(found.path);
+            if (
+              found !== undefined &&
+              found.errors.length === 0 &&
+              !found.external &&
+              found.namespace === "file" &&
+              found.path !== ""
+            )
+              real = realpathSync(found.path);
           } catch {
             // not found: refused below
           }
           const bare = !(spec.startsWith(".") || spec.startsWith("/"));
           const pkg = real !== undefined && bare && !inTrusted(real) ? packageDirOf(spec, real) : undefined;
           if (pkg !== undefined) trusted.push(pkg);
-          if (real === undefined || !inTrusted(real)) return refuse(`${label} reaches outside the SDK and the packages it imports; run 'npm ci'`);
+          if (real === undefined || !inTrusted(real))
+            return refuse(`${label} reaches outside the SDK and the packages it imports; run 'npm ci'`);
           return { path: real, sideEffects: found?.sideEffects, pluginData: SDK_FILE };
         }
 
         if (SCHEME.test(spec)) return refuse(`${label} is not allowed: ${ALLOWED}`);
-        const bare = !(spec === "." || spec === ".." || spec.startsWith("./") || spec.startsWith("../") || spec.startsWith("/"));
+        const bare = !(
+          spec === "." ||
+          spec === ".." ||
+          spec.startsWith("./") ||
+          spec.startsWith("../") ||
+          spec.startsWith("/")
+        );
         if (!bare) {
           // Refuse before esbuild even looks outside the folder (it would read package.json files there).
           const target = resolve(args.resolveDir, spec);
-          if (!inside(root, target) || !inside(root, linkTarget(target))) return refuse(`${label} reaches outside the extension folder; copy the file into the extension folder instead`);
+          if (!inside(root, target) || !inside(root, linkTarget(target)))
+            return refuse(
+              `${label} reaches outside the extension folder; copy the file into the extension folder instead`,
+            );
         }
         const found = await resolveWithEsbuild(args);
         if (found.errors.length > 0 || found.external || found.namespace !== "file" || found.path === "") {
           if (bare) {
             // A package whose folder links out of the extension folder (to nothing, in the jail).
-            const name = spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/");
+            const name = spec
+              .split("/")
+              .slice(0, spec.startsWith("@") ? 2 : 1)
+              .join("/");
             const linked = linkTarget(join(root, "node_modules", name));
-            if (!inside(root, linked)) return refuse(`${label} is not allowed: it resolves to ${linked}, outside the extension folder; vendor the package into the extension's node_modules/ instead`);
+            if (!inside(root, linked))
+              return refuse(
+                `${label} is not allowed: it resolves to ${linked}, outside the extension folder; vendor the package into the extension's node_modules/ instead`,
+              );
             return refuse(`${label} is not allowed: it is not a package in the extension's node_modules/; ${ALLOWED}`);
           }
           return refuse(`${label} cannot be resolved: ${found.errors[0]?.text ?? "it is not a file"}`);
         }
         const real = linkTarget(found.path);
         if (!inside(root, real)) {
-          if (bare) return refuse(`${label} is not allowed: it resolves to ${real}, outside the extension folder; vendor the package into the extension's node_modules/ instead`);
-          return refuse(`${label} reaches outside the extension folder (to ${real}); copy the file into the extension folder instead`);
+          if (bare)
+            return refuse(
+              `${label} is not allowed: it resolves to ${real}, outside the extension folder; vendor the package into the extension's node_modules/ instead`,
+            );
+          return refuse(
+            `${label} reaches outside the extension folder (to ${real}); copy the file into the extension folder instead`,
+          );
         }
         return { path: real, suffix: found.suffix, sideEffects: found.sideEffects };
       });
 
       // Every file esbuild reads as a module comes through here (glob imports skip onResolve).
       build.onLoad({ filter: /.*/ }, (args) => {
-        if (args.namespace === ENTRY_NAMESPACE) return { contents: generatedEntry(entryPath, manifest), resolveDir: root, loader: "js" };
-        if (args.namespace !== "file") return refuse(`module '${args.path}' (namespace ${args.namespace}) is not a file`);
+        if (args.namespace === ENTRY_NAMESPACE)
+          return { contents: generatedEntry(entryPath, manifest), resolveDir: root, loader: "js" };
+        if (args.namespace !== "file")
+          return refuse(`module '${args.path}' (namespace ${args.namespace}) is not a file`);
         const real = linkTarget(args.path);
         const own = inside(root, real);
         if (!own && !(args.pluginData === SDK_FILE && inTrusted(real))) {
-          return refuse(`file '${shown(args.path)}' is outside the extension folder (it is ${real}); copy it into the extension folder instead`);
+          return refuse(
+            `file '${shown(args.path)}' is outside the extension folder (it is ${real}); copy it into the extension folder instead`,
+          );
         }
         let st: Stats;
         try {
@@ -277,9 +344,15 @@ function confinement(root: string, sdk: string, entryPath: string, manifest: Man
  * artifact for Deno, with the SDK at `sdk`. Run in the bundling jail (bundle.ts); in
  * the broker's own process only by tests of the confinement plugin itself.
  */
-export async function bundleFolder(root: string, sdk: string, manifest: Manifest, problems: FolderProblems = {}): Promise<Artifact> {
+export async function bundleFolder(
+  root: string,
+  sdk: string,
+  manifest: Manifest,
+  problems: FolderProblems = {},
+): Promise<Artifact> {
   const entryPath = resolve(root, manifest.entry);
-  if (!inside(root, entryPath)) throw new TetherError(BrokerCode.installFailed, `entry '${manifest.entry}' is outside the extension folder`);
+  if (!inside(root, entryPath))
+    throw new TetherError(BrokerCode.installFailed, `entry '${manifest.entry}' is outside the extension folder`);
   checkPackageFiles(root, problems);
 
   const read = new Set<string>();
@@ -296,16 +369,24 @@ export async function bundleFolder(root: string, sdk: string, manifest: Manifest
     });
   } catch (err) {
     const failure = err as esbuild.BuildFailure;
-    const messages = (failure.errors ?? []).map((e) => `${e.location ? `${e.location.file}:${e.location.line}: ` : ""}${e.text}`);
-    throw new TetherError(BrokerCode.installFailed, `Cannot bundle '${manifest.name}': ${messages.join("; ") || (err as Error).message}`);
+    const messages = (failure.errors ?? []).map(
+      (e) => `${e.location ? `${e.location.file}:${e.location.line}: ` : ""}${e.text}`,
+    );
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `Cannot bundle '${manifest.name}': ${messages.join("; ") || (err as Error).message}`,
+    );
   }
   const file = result.outputFiles[0];
-  if (file === undefined) throw new TetherError(BrokerCode.installFailed, `Bundling '${manifest.name}' produced no output`);
+  if (file === undefined)
+    throw new TetherError(BrokerCode.installFailed, `Bundling '${manifest.name}' produced no output`);
   await scanArtifact(file.text, manifest.name);
   // Migrations ride on the artifact: its last line pins them, so the approved hash covers them (migrations.ts).
   const migrations = readMigrations(root, manifest);
   const code = manifest.storage === undefined ? file.text : file.text + migrationsTrailer(migrations);
-  const sources = [...sourcesOf(root, read), ...migrations].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const sources = [...sourcesOf(root, read), ...migrations].sort((a, b) =>
+    a.path < b.path ? -1 : a.path > b.path ? 1 : 0,
+  );
   return { code, sha256: createHash("sha256").update(code).digest("hex"), sources };
 }
 
@@ -314,7 +395,11 @@ function sourcesOf(root: string, read: ReadonlySet<string>): SourceFile[] {
   return [...read]
     .map((real) => {
       const content = readFileSync(real);
-      return { path: relative(root, real).split(sep).join("/"), sha256: createHash("sha256").update(content).digest("hex"), content };
+      return {
+        path: relative(root, real).split(sep).join("/"),
+        sha256: createHash("sha256").update(content).digest("hex"),
+        content,
+      };
     })
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
@@ -323,6 +408,7 @@ function sourcesOf(root: string, read: ReadonlySet<string>): SourceFile[] {
 export function readArtifact(path: string, sha256: string): string {
   const code = readFileSync(path, "utf8");
   const actual = createHash("sha256").update(code).digest("hex");
-  if (actual !== sha256) throw new TetherError(BrokerCode.installFailed, `Artifact ${path} does not match its recorded hash`);
+  if (actual !== sha256)
+    throw new TetherError(BrokerCode.installFailed, `Artifact ${path} does not match its recorded hash`);
   return code;
 }

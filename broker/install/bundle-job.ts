@@ -14,7 +14,9 @@ interface BundleRequest {
   readonly problems: FolderProblems;
 }
 
-export type BundleAnswer = { readonly ok: true; readonly code: string; readonly sources: readonly string[] } | { readonly ok: false; readonly code: string; readonly message: string };
+export type BundleAnswer =
+  | { readonly ok: true; readonly code: string; readonly sources: readonly string[] }
+  | { readonly ok: false; readonly code: string; readonly message: string };
 
 const chunks: Buffer[] = [];
 process.stdin.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -23,6 +25,7 @@ process.stdin.on("end", () => {
   const answer = (a: BundleAnswer) => process.stdout.write(JSON.stringify(a), () => process.exit(0));
   bundleFolder(request.root, request.sdk, request.manifest, request.problems).then(
     (artifact) => answer({ ok: true, code: artifact.code, sources: artifact.sources.map((s) => s.path) }),
-    (err: Error & { code?: unknown }) => answer({ ok: false, code: typeof err.code === "string" ? err.code : "install_failed", message: err.message }),
+    (err: Error & { code?: unknown }) =>
+      answer({ ok: false, code: typeof err.code === "string" ? err.code : "install_failed", message: err.message }),
   );
 });

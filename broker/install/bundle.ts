@@ -23,7 +23,14 @@ import { snapshotFolder, type FolderSnapshot } from "./folder-snapshot.js";
 import type { Manifest } from "./manifest.js";
 import { sdkPackageDirs } from "./sdk-packages.js";
 
-export { ARTIFACT_BUILD_OPTIONS, readArtifact, runtimeRoot, SDK_ALIASES, type Artifact, type SourceFile } from "./bundle-core.js";
+export {
+  ARTIFACT_BUILD_OPTIONS,
+  readArtifact,
+  runtimeRoot,
+  SDK_ALIASES,
+  type Artifact,
+  type SourceFile,
+} from "./bundle-core.js";
 
 /** A bundle gets this long. */
 export const BUNDLE_DEADLINE_MS = 120_000;
@@ -40,7 +47,9 @@ function inside(root: string, path: string): boolean {
 let esbuildPath: string | undefined;
 /** esbuild's native binary for this platform: the bundling jail gets a copy of it; found once. */
 function esbuildBinary(): string {
-  esbuildPath ??= realpathSync(createRequire(import.meta.url).resolve(`@esbuild/${process.platform}-${process.arch}/bin/esbuild`));
+  esbuildPath ??= realpathSync(
+    createRequire(import.meta.url).resolve(`@esbuild/${process.platform}-${process.arch}/bin/esbuild`),
+  );
   return esbuildPath;
 }
 
@@ -50,10 +59,17 @@ const JAIL_OWN = ["/opt/tether", "/proc", "/dev", "/lib", "/lib64", "/usr", "/bi
 /** The host folders a jailed job over `root` sees, each at its own path: the snapshot, the SDK, its packages. Outer ones first. */
 export function folderBinds(root: string, snapshot: FolderSnapshot): HostJob["binds"] {
   if (JAIL_OWN.some((own) => inside(own, root) || inside(root, own))) {
-    throw new TetherError(BrokerCode.installFailed, `${root}: an extension folder cannot be at or around ${JAIL_OWN.find((own) => inside(own, root) || inside(root, own))}; move it (under your home, say)`);
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `${root}: an extension folder cannot be at or around ${JAIL_OWN.find((own) => inside(own, root) || inside(root, own))}; move it (under your home, say)`,
+    );
   }
   const sdk = runtimeRoot();
-  const binds = [{ host: snapshot.dir, jail: root }, { host: sdk, jail: sdk }, ...sdkPackageDirs(sdk).map((dir) => ({ host: dir, jail: dir }))];
+  const binds = [
+    { host: snapshot.dir, jail: root },
+    { host: sdk, jail: sdk },
+    ...sdkPackageDirs(sdk).map((dir) => ({ host: dir, jail: dir })),
+  ];
   return binds.sort((a, b) => a.jail.split("/").length - b.jail.split("/").length);
 }
 
@@ -83,7 +99,10 @@ export async function bundleExtension(dir: string, manifest: Manifest, setup: Ho
   try {
     root = realpathSync(dir);
   } catch {
-    throw new TetherError(BrokerCode.installFailed, `${dir}: no such folder (give the folder that holds manifest.toml)`);
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `${dir}: no such folder (give the folder that holds manifest.toml)`,
+    );
   }
   const snapshot = snapshotFolder(root, setup.jail?.identity);
   try {
@@ -94,7 +113,10 @@ export async function bundleExtension(dir: string, manifest: Manifest, setup: Ho
     try {
       answer = JSON.parse(r.stdout.toString("utf8")) as BundleAnswer;
     } catch {
-      throw new TetherError(BrokerCode.installFailed, `Cannot bundle '${manifest.name}': ${jobFailure(job, r, BUNDLE_DEADLINE_MS)}`);
+      throw new TetherError(
+        BrokerCode.installFailed,
+        `Cannot bundle '${manifest.name}': ${jobFailure(job, r, BUNDLE_DEADLINE_MS)}`,
+      );
     }
     if (!answer.ok) throw new TetherError(BrokerCode.installFailed, String(answer.message));
     const code = String(answer.code);
@@ -108,8 +130,17 @@ export async function bundleExtension(dir: string, manifest: Manifest, setup: Ho
 /** A source the job says it read: a regular file of the snapshot reached by no link (the answer is the jail's word). */
 function sourceFromSnapshot(snapshot: FolderSnapshot, path: string): SourceFile {
   const full = join(snapshot.dir, path);
-  const fine = typeof path === "string" && inside(snapshot.dir, full) && full !== snapshot.dir && realOrNull(full) === full && lstatSync(full).isFile();
-  if (!fine) throw new TetherError(BrokerCode.installFailed, `the bundling jail named a source that is not a file of the folder: ${JSON.stringify(path).slice(0, 200)}`);
+  const fine =
+    typeof path === "string" &&
+    inside(snapshot.dir, full) &&
+    full !== snapshot.dir &&
+    realOrNull(full) === full &&
+    lstatSync(full).isFile();
+  if (!fine)
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `the bundling jail named a source that is not a file of the folder: ${JSON.stringify(path).slice(0, 200)}`,
+    );
   const content = readFileSync(full);
   return { path, sha256: createHash("sha256").update(content).digest("hex"), content };
 }

@@ -10,7 +10,7 @@
  * imports to the folder). The type check and the boot run side by side.
  */
 import { MIGRATIONS_DIR } from "./migrations.js";
-import { readFileSync, realpathSync } from "node:fs";
+import { realpathSync } from "node:fs";
 import { join } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { bundleExtension, type Artifact } from "./bundle.js";
@@ -47,7 +47,8 @@ export interface CheckOptions extends DryBootOptions {
 }
 
 const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
-const messageOf = (err: unknown) => (err instanceof TetherError ? err.message : `unexpected failure: ${(err as Error).message}`);
+const messageOf = (err: unknown) =>
+  err instanceof TetherError ? err.message : `unexpected failure: ${(err as Error).message}`;
 
 /** Checks `dir`; never throws for a problem of the extension (each is in the report). */
 export async function checkExtension(dir: string, options: CheckOptions): Promise<CheckReport> {
@@ -55,7 +56,12 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
   const stages: StageReport[] = [];
   const skip = (stage: Stage, why: string) => stages.push({ stage, result: "skipped", summary: why, problems: [] });
   const done = (stage: Stage, problems: readonly string[], summary: string) =>
-    stages.push({ stage, result: problems.length === 0 ? "ok" : "failed", summary: problems.length === 0 ? summary : plural(problems.length, "problem"), problems });
+    stages.push({
+      stage,
+      result: problems.length === 0 ? "ok" : "failed",
+      summary: problems.length === 0 ? summary : plural(problems.length, "problem"),
+      problems,
+    });
   let folder = dir;
   const report = (manifest: Manifest | null): CheckReport => ({
     folder,
@@ -77,7 +83,11 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
   }
   const m = manifest;
   const jobSetup = { jail: options.jail, ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}) };
-  done("manifest", manifestProblems(m, "manifest.toml"), `${m.name} ${m.version}: ${plural(m.tool.length, "tool")}, ${plural(m.hook.length, "hook")}, ${plural(m.command.length, "command")}`);
+  done(
+    "manifest",
+    manifestProblems(m, "manifest.toml"),
+    `${m.name} ${m.version}: ${plural(m.tool.length, "tool")}, ${plural(m.hook.length, "hook")}, ${plural(m.command.length, "command")}`,
+  );
 
   let artifact: Artifact;
   try {
@@ -92,10 +102,21 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
   const migrations = artifact.sources.filter((s) => s.path.startsWith(`${MIGRATIONS_DIR}/`)).length;
   const code = artifact.sources.length - migrations;
   const shipped = migrations === 0 ? "" : `; ${plural(migrations, "migration")}, each statement within the allowlist`;
-  done("bundle", [], `${(artifact.code.length / 1024).toFixed(0)} KiB artifact from ${plural(code, "file")} of the folder, self-contained${shipped}`);
+  done(
+    "bundle",
+    [],
+    `${(artifact.code.length / 1024).toFixed(0)} KiB artifact from ${plural(code, "file")} of the folder, self-contained${shipped}`,
+  );
 
-  progress(options.types === false ? "booting it once in the jail" : `type-checking ${m.entry} and booting it once in the jail`);
-  const [types, boot] = await Promise.all([options.types === false ? null : typeCheck(folder, m, { ...options.types, ...jobSetup }), dryBoot(artifact, m, folder, options)]);
+  progress(
+    options.types === false
+      ? "booting it once in the jail"
+      : `type-checking ${m.entry} and booting it once in the jail`,
+  );
+  const [types, boot] = await Promise.all([
+    options.types === false ? null : typeCheck(folder, m, { ...options.types, ...jobSetup }),
+    dryBoot(artifact, m, folder, options),
+  ]);
   if (types === null) skip("types", "not asked for");
   else
     done(
@@ -105,8 +126,16 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
     );
   if (boot.ok) {
     const s = boot.served;
-    const what = [`tools ${s.tools.join(", ") || "none"}`, s.hooks.length > 0 ? `hooks ${s.hooks.join(", ")}` : "", s.commands.length > 0 ? `commands ${s.commands.join(", ")}` : ""];
-    done("boot", [], `booted in the jail in ${boot.ms} ms; serves what the manifest declares: ${what.filter(Boolean).join("; ")}`);
+    const what = [
+      `tools ${s.tools.join(", ") || "none"}`,
+      s.hooks.length > 0 ? `hooks ${s.hooks.join(", ")}` : "",
+      s.commands.length > 0 ? `commands ${s.commands.join(", ")}` : "",
+    ];
+    done(
+      "boot",
+      [],
+      `booted in the jail in ${boot.ms} ms; serves what the manifest declares: ${what.filter(Boolean).join("; ")}`,
+    );
   } else done("boot", boot.problems, "");
   return report(m);
 }
@@ -115,7 +144,10 @@ function realFolder(dir: string): string {
   try {
     return realpathSync(dir);
   } catch {
-    throw new TetherError(BrokerCode.installFailed, `${dir}: no such folder (give the folder that holds manifest.toml)`);
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `${dir}: no such folder (give the folder that holds manifest.toml)`,
+    );
   }
 }
 

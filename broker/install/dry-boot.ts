@@ -33,7 +33,12 @@ export type DryBoot =
   | { readonly ok: false; readonly problems: readonly string[]; readonly ms: number };
 
 /** Boots `artifact` (bundled from `root` with `manifest`) once; what it serves, or what kept it from serving. */
-export async function dryBoot(artifact: Artifact, manifest: Manifest, root: string, options: DryBootOptions): Promise<DryBoot> {
+export async function dryBoot(
+  artifact: Artifact,
+  manifest: Manifest,
+  root: string,
+  options: DryBootOptions,
+): Promise<DryBoot> {
   const started = performance.now();
   const ms = () => Math.round(performance.now() - started);
   const dir = mkdtempSync(join(tmpdir(), "tether-dry-boot-"));
@@ -64,7 +69,8 @@ export async function dryBoot(artifact: Artifact, manifest: Manifest, root: stri
     await sat.close();
     return { ok: true, served: { tools: served.tools, hooks: served.hooks, commands: served.commands }, ms: ms() };
   } catch (err) {
-    if (err instanceof ServedMismatch) return { ok: false, problems: err.problems.length > 0 ? err.problems : [err.message], ms: ms() };
+    if (err instanceof ServedMismatch)
+      return { ok: false, problems: err.problems.length > 0 ? err.problems : [err.message], ms: ms() };
     const place = (text: string) => rewritePlaces(text, [JAIL_ARTIFACT, file], artifact.code, root);
     return { ok: false, problems: [whyNoHello(err as Error, stderr, place, manifest)], ms: ms() };
   } finally {
@@ -73,7 +79,12 @@ export async function dryBoot(artifact: Artifact, manifest: Manifest, root: stri
 }
 
 /** What kept the module from saying hello, at its own file and line where Deno's stack says. */
-function whyNoHello(err: Error, stderr: readonly string[], place: (text: string) => string, manifest: Manifest): string {
+function whyNoHello(
+  err: Error,
+  stderr: readonly string[],
+  place: (text: string) => string,
+  manifest: Manifest,
+): string {
   const first = stderr.findIndex((l) => l.startsWith("error: "));
   if (first >= 0) {
     const what = stderr[first]!.replace(/^error: (Uncaught (\(in promise\) )?)?/, "");
@@ -88,7 +99,8 @@ function whyNoHello(err: Error, stderr: readonly string[], place: (text: string)
   if (/did not say hello within/.test(err.message)) {
     return `${manifest.entry} did not finish loading within the boot time: code at top level must not wait for long (a top-level await that never settles, a long loop). ${place(err.message)}`;
   }
-  if (/ran out of memory/.test(err.message)) return `${place(err.message)}: raise [limits] memory_mb in manifest.toml, or allocate less at top level`;
+  if (/ran out of memory/.test(err.message))
+    return `${place(err.message)}: raise [limits] memory_mb in manifest.toml, or allocate less at top level`;
   const code = err instanceof TetherError ? ` (${err.code})` : "";
   return `cannot boot it${code}: ${place(err.message)}`;
 }

@@ -15,7 +15,20 @@
  * the reason recorded; the bundler refuses it by that reason if it is ever
  * read, as it refused the original. `.git/` at the top is left out.
  */
-import { chownSync, lstatSync, mkdirSync, mkdtempSync, opendirSync, readdirSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync, type Stats } from "node:fs";
+import {
+  chownSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  opendirSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  type Stats,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, sep } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
@@ -47,9 +60,11 @@ export interface FolderSnapshot {
 function problemOf(st: Stats): string | undefined {
   if (st.isFIFO()) return "is a FIFO, not a regular file; replace it with a regular file in the extension folder";
   if (st.isSocket()) return "is a socket, not a regular file; replace it with a regular file in the extension folder";
-  if (st.isCharacterDevice() || st.isBlockDevice()) return "is a device, not a regular file; replace it with a regular file in the extension folder";
+  if (st.isCharacterDevice() || st.isBlockDevice())
+    return "is a device, not a regular file; replace it with a regular file in the extension folder";
   // A hard link's real path is wherever it was linked from: its contents may be any host file.
-  if (st.isFile() && st.nlink > 1) return `is a hard link (${st.nlink} names); copy the file into the extension folder instead`;
+  if (st.isFile() && st.nlink > 1)
+    return `is a hard link (${st.nlink} names); copy the file into the extension folder instead`;
   return undefined;
 }
 
@@ -67,25 +82,35 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
   let bytes = 0;
   const shown = (path: string) => relative(root, path).split(sep).join("/") || ".";
   const over = (what: string): never => {
-    throw new TetherError(BrokerCode.installFailed, `${what}; an extension folder holds what its artifact needs (vendor runtime packages only: npm ci --omit=dev)`);
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `${what}; an extension folder holds what its artifact needs (vendor runtime packages only: npm ci --omit=dev)`,
+    );
   };
   // First every entry by lstat alone, bounds checked as it goes; only then is anything copied.
   type Entry = { readonly source: string; readonly target: string; readonly st: Stats };
   const plan: Entry[] = [];
   const walk = (from: string, to: string, depth: number): void => {
     if (depth > FOLDER_DEPTH) over(`'${shown(from)}' is more than ${FOLDER_DEPTH} folders deep`);
-    for (const name of boundedListing(from, () => over(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`))) {
+    for (const name of boundedListing(from, () =>
+      over(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`),
+    )) {
       if (depth === 0 && name === ".git") continue;
-      if (++entries > FOLDER_ENTRIES) over(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`);
+      if (++entries > FOLDER_ENTRIES)
+        over(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`);
       const source = join(from, name);
       const target = join(to, name);
       const st = lstatSync(source);
       plan.push({ source, target, st });
       if (st.isDirectory()) walk(source, target, depth + 1);
       else if (st.isFile() && problemOf(st) === undefined) {
-        if (st.size > FOLDER_FILE_BYTES) over(`'${shown(source)}' is ${mib(st.size)}, over the ${mib(FOLDER_FILE_BYTES)} a file of an extension may be`);
+        if (st.size > FOLDER_FILE_BYTES)
+          over(
+            `'${shown(source)}' is ${mib(st.size)}, over the ${mib(FOLDER_FILE_BYTES)} a file of an extension may be`,
+          );
         bytes += st.size;
-        if (bytes > FOLDER_TOTAL_BYTES) over(`the folder's files come to more than ${mib(FOLDER_TOTAL_BYTES)} (the limit), at '${shown(source)}'`);
+        if (bytes > FOLDER_TOTAL_BYTES)
+          over(`the folder's files come to more than ${mib(FOLDER_TOTAL_BYTES)} (the limit), at '${shown(source)}'`);
         files++;
       }
     }
@@ -98,7 +123,8 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
       if (st.isSymbolicLink()) symlinkSync(readlinkSync(source), target);
       else if (st.isDirectory()) mkdirSync(target, { mode: 0o755 });
       else if (problem !== undefined || !st.isFile()) {
-        problems[shown(source)] = problem ?? "is not a regular file; replace it with a regular file in the extension folder";
+        problems[shown(source)] =
+          problem ?? "is not a regular file; replace it with a regular file in the extension folder";
         writeFileSync(target, "", { mode: 0o644 });
       } else copyExactly(source, target, st);
     }
@@ -106,7 +132,10 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
   } catch (err) {
     remove();
     if (err instanceof TetherError) throw err;
-    throw new TetherError(BrokerCode.installFailed, `Cannot read the extension folder ${root}: ${(err as Error).message}`);
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `Cannot read the extension folder ${root}: ${(err as Error).message}`,
+    );
   }
   return { dir, problems, files, bytes, remove };
 }

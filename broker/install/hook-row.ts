@@ -13,7 +13,10 @@ import { EVENT_NAMES, type EventName } from "../../jail-runtime/wire/events.js";
 /** Events whose subject is a tool name. */
 export const TOOL_EVENTS = ["tool_call", "tool_result"] as const;
 /** Events with no subject to match (every event but the tool ones and cap_call). */
-const UNMATCHED = EVENT_NAMES.filter((e): e is Exclude<EventName, (typeof TOOL_EVENTS)[number] | "cap_call"> => e !== "cap_call" && !(TOOL_EVENTS as readonly string[]).includes(e));
+const UNMATCHED = EVENT_NAMES.filter(
+  (e): e is Exclude<EventName, (typeof TOOL_EVENTS)[number] | "cap_call"> =>
+    e !== "cap_call" && !(TOOL_EVENTS as readonly string[]).includes(e),
+);
 
 /** Most patterns one row may list: a matcher is a short filter, not a table. */
 export const MAX_PATTERNS = 32;
@@ -38,7 +41,10 @@ function patterns(pattern: RegExp, expected: string, subjects: string) {
     v.pipe(
       v.array(v.pipe(v.string(), v.regex(pattern, expected))),
       v.minLength(1, `an empty list matches no ${subjects}: leave match out to hook every one`),
-      v.maxLength(MAX_PATTERNS, `at most ${MAX_PATTERNS} patterns: cover several ${subjects} with one glob (fs_*, kv.*)`),
+      v.maxLength(
+        MAX_PATTERNS,
+        `at most ${MAX_PATTERNS} patterns: cover several ${subjects} with one glob (fs_*, kv.*)`,
+      ),
     ),
   );
 }
@@ -46,7 +52,11 @@ function patterns(pattern: RegExp, expected: string, subjects: string) {
 const ToolHook = v.strictObject({
   event: v.picklist(TOOL_EVENTS),
   ...common,
-  match: patterns(TOOL_PATTERN, "expected a tool name or glob: letters, digits, _ . - with * (any run) and ? (one character), at most 64 characters; hosts go in cap_call hooks only", "tools"),
+  match: patterns(
+    TOOL_PATTERN,
+    "expected a tool name or glob: letters, digits, _ . - with * (any run) and ? (one character), at most 64 characters; hosts go in cap_call hooks only",
+    "tools",
+  ),
 });
 
 const CapHook = v.strictObject({
@@ -76,7 +86,8 @@ const EVENTS_EXPECTED = `(${EVENT_NAMES.map((e) => `"${e}"`).join(" | ")})`;
 export const HookRow = v.variant(
   "event",
   [ToolHook, CapHook, UnmatchedHook],
-  (issue) => `Invalid type: Expected ${issue.expected === "Object" ? "Object" : EVENTS_EXPECTED} but received ${issue.received}`,
+  (issue) =>
+    `Invalid type: Expected ${issue.expected === "Object" ? "Object" : EVENTS_EXPECTED} but received ${issue.received}`,
 );
 export type HookRow = v.InferOutput<typeof HookRow>;
 

@@ -12,24 +12,43 @@ import * as v from "valibot";
 export const LOGIN_FLOWS = ["device", "authorization_code"] as const;
 export type LoginFlow = (typeof LOGIN_FLOWS)[number];
 
-const Identifier = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
+const Identifier = v.pipe(
+  v.string(),
+  v.regex(
+    /^[a-z][a-z0-9_-]{0,63}$/,
+    "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)",
+  ),
+);
 
 /**
  * https, or http to a loopback address only (a test server on this machine).
  * The regex is what the published schema can say; `endpointProblem` checks the rest.
  */
-const ENDPOINT = /^(?:https:\/\/[^\s/?#@]+|http:\/\/(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\])(?::\d{1,5})?)(?:\/[^\s#]*)?$/;
+const ENDPOINT =
+  /^(?:https:\/\/[^\s/?#@]+|http:\/\/(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\])(?::\d{1,5})?)(?:\/[^\s#]*)?$/;
 const Endpoint = v.pipe(
   v.string(),
   v.maxLength(2048),
-  v.regex(ENDPOINT, "expected an https:// URL (http:// only to a loopback address: 127.0.0.1, [::1], localhost), with no user, password or #fragment"),
+  v.regex(
+    ENDPOINT,
+    "expected an https:// URL (http:// only to a loopback address: 127.0.0.1, [::1], localhost), with no user, password or #fragment",
+  ),
 );
 
 /** RFC 6749 §3.3: a scope token is printable ASCII but space, " and \. */
-const Scope = v.pipe(v.string(), v.regex(/^[\x21\x23-\x5b\x5d-\x7e]{1,256}$/, "expected one scope token: printable ASCII without spaces, \" or \\"));
+const Scope = v.pipe(
+  v.string(),
+  v.regex(/^[\x21\x23-\x5b\x5d-\x7e]{1,256}$/, 'expected one scope token: printable ASCII without spaces, " or \\'),
+);
 
 /** What the authorization server knows this client by (public clients only: PKCE or the device grant, no client secret). */
-const ClientId = v.pipe(v.string(), v.regex(/^[\x21-\x7e]{1,512}$/, "expected the client id the authorization server issued: printable ASCII without spaces, at most 512"));
+const ClientId = v.pipe(
+  v.string(),
+  v.regex(
+    /^[\x21-\x7e]{1,512}$/,
+    "expected the client id the authorization server issued: printable ASCII without spaces, at most 512",
+  ),
+);
 
 const common = {
   name: Identifier,
@@ -47,7 +66,8 @@ const common = {
 
 function wrongKey(flow: LoginFlow, other: string) {
   return (issue: v.StrictObjectIssue): string => {
-    if (issue.expected === "never" && issue.input === other) return `a '${flow}' login does not take ${other}: remove it (or change flow)`;
+    if (issue.expected === "never" && issue.input === other)
+      return `a '${flow}' login does not take ${other}: remove it (or change flow)`;
     return `Invalid ${issue.expected === "never" ? "key" : "type"}: Expected ${issue.expected} but received ${issue.received}`;
   };
 }
@@ -63,7 +83,9 @@ const CodeLogin = v.strictObject(
 );
 
 export const LoginRow = v.variant("flow", [DeviceLogin, CodeLogin], (issue) =>
-  issue.expected === "Object" ? `Invalid type: Expected Object but received ${issue.received}` : `expected flow = "device" or "authorization_code", got ${issue.received}`,
+  issue.expected === "Object"
+    ? `Invalid type: Expected Object but received ${issue.received}`
+    : `expected flow = "device" or "authorization_code", got ${issue.received}`,
 );
 export type LoginRow = v.InferOutput<typeof LoginRow>;
 
@@ -80,7 +102,8 @@ export function endpointProblem(text: string): string | null {
   if (url.username !== "" || url.password !== "") return "a URL with a user or password: remove them";
   if (url.hash !== "") return "a URL with a #fragment: remove it";
   if (url.protocol === "https:") return null;
-  if (url.protocol === "http:" && (LOOPBACK_HOSTS.has(url.hostname) || /^127\.\d+\.\d+\.\d+$/.test(url.hostname))) return null;
+  if (url.protocol === "http:" && (LOOPBACK_HOSTS.has(url.hostname) || /^127\.\d+\.\d+\.\d+$/.test(url.hostname)))
+    return null;
   return "expected https:// (http:// only to a loopback address)";
 }
 

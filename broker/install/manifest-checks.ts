@@ -9,13 +9,19 @@ import { parseRule, RuleError } from "../egress/rules.js";
 import type { Manifest } from "./manifest.js";
 
 /** Each tool whose `parameters` does not compile as JSON Schema (with `ajv`, default a fresh one). */
-export function toolSchemaProblems(manifest: Manifest, file: string, ajv: Ajv = new Ajv({ allErrors: true, strict: false })): string[] {
+export function toolSchemaProblems(
+  manifest: Manifest,
+  file: string,
+  ajv: Ajv = new Ajv({ allErrors: true, strict: false }),
+): string[] {
   const problems: string[] = [];
   for (const [i, tool] of manifest.tool.entries()) {
     try {
       ajv.compile(tool.parameters);
     } catch (err) {
-      problems.push(`${file}: tool.${i}.parameters (tool '${tool.name}') is not a valid JSON Schema: ${(err as Error).message}`);
+      problems.push(
+        `${file}: tool.${i}.parameters (tool '${tool.name}') is not a valid JSON Schema: ${(err as Error).message}`,
+      );
     }
   }
   return problems;

@@ -13,8 +13,20 @@ import { HookRow } from "./hook-row.js";
 import { SecretRow, secretProblems } from "./secret-row.js";
 import { LoginRow, endpointProblem, endpointsOf, originsOf } from "./login-row.js";
 
-const Identifier = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
-const ToolName = v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, "expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)"));
+const Identifier = v.pipe(
+  v.string(),
+  v.regex(
+    /^[a-z][a-z0-9_-]{0,63}$/,
+    "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)",
+  ),
+);
+const ToolName = v.pipe(
+  v.string(),
+  v.regex(
+    /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/,
+    "expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)",
+  ),
+);
 
 export const ToolRow = v.strictObject({
   name: ToolName,
@@ -55,28 +67,57 @@ export const InitTable = v.strictObject({
 
 /** `[observe]`: which of the session's events it is told about. */
 export const ObserveTable = v.strictObject({
-  events: v.pipe(v.array(v.picklist(OBSERVED_KINDS)), v.minLength(1, "expected at least one of: " + OBSERVED_KINDS.join(", "))),
+  events: v.pipe(
+    v.array(v.picklist(OBSERVED_KINDS)),
+    v.minLength(1, `expected at least one of: ${OBSERVED_KINDS.join(", ")}`),
+  ),
 });
 
 /** One model of a `[[provider]]`: catalog data, shown at review and served to harnesses. */
 export const ProviderModel = v.strictObject({
-  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/, "expected a model id (letters, digits, . _ : / @ -, at most 128, starting with a letter or digit)")),
+  id: v.pipe(
+    v.string(),
+    v.regex(
+      /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/,
+      "expected a model id (letters, digits, . _ : / @ -, at most 128, starting with a letter or digit)",
+    ),
+  ),
   context_window: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000_000)),
   /** US dollars per million tokens; 0 for a free or local model. */
   input_price_per_mtok: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1_000_000)), 0),
   output_price_per_mtok: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1_000_000)), 0),
-  capabilities: v.optional(v.pipe(v.array(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, "expected a capability word (a-z, 0-9, _ and -)"))), v.maxLength(32)), []),
+  capabilities: v.optional(
+    v.pipe(
+      v.array(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, "expected a capability word (a-z, 0-9, _ and -)"))),
+      v.maxLength(32),
+    ),
+    [],
+  ),
 });
 
 /** A `[[service]]`: HTTP routes `tether serve` mounts under `/ext/<extension>/` (docs/services.md). */
 export const ServiceRow = v.strictObject({
   name: Identifier,
   description: v.pipe(v.string(), v.maxLength(4096)),
-  methods: v.pipe(v.array(v.picklist(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"])), v.minLength(1, "expected at least one method"), v.maxLength(6)),
+  methods: v.pipe(
+    v.array(v.picklist(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"])),
+    v.minLength(1, "expected at least one method"),
+    v.maxLength(6),
+  ),
   /** Under `/ext/<extension>`: an exact path, or a prefix ending in `/*`. */
-  path: v.pipe(v.string(), v.maxLength(512), v.regex(/^\/(?:[A-Za-z0-9._~-]+\/)*(?:[A-Za-z0-9._~-]+|\*)?$/, "expected a path from / (letters, digits, . _ ~ -), optionally ending in /* for everything under it")),
+  path: v.pipe(
+    v.string(),
+    v.maxLength(512),
+    v.regex(
+      /^\/(?:[A-Za-z0-9._~-]+\/)*(?:[A-Za-z0-9._~-]+|\*)?$/,
+      "expected a path from / (letters, digits, . _ ~ -), optionally ending in /* for everything under it",
+    ),
+  ),
   /** The request body bound (default 16 KiB, ceiling 1 MiB). */
-  max_body_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_SERVICE_BODY_BYTES)), DEFAULT_SERVICE_BODY_BYTES),
+  max_body_bytes: v.optional(
+    v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_SERVICE_BODY_BYTES)),
+    DEFAULT_SERVICE_BODY_BYTES,
+  ),
   /** Requests a minute the route takes, from all clients together. */
   rate_per_minute: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(60_000)), 60),
   /** A request's time limit (never more than `[limits] deadline_ms`). */
@@ -88,7 +129,13 @@ export const ProviderRow = v.strictObject({
   name: Identifier,
   description: v.pipe(v.string(), v.maxLength(4096)),
   /** Where its API is; handed to each completion (a `[net] allow` rule must still allow it). */
-  base_url: v.optional(v.union([v.literal(""), v.pipe(v.string(), v.maxLength(2048), v.regex(/^https?:\/\/[^\s]+$/, "expected an http or https URL"))]), ""),
+  base_url: v.optional(
+    v.union([
+      v.literal(""),
+      v.pipe(v.string(), v.maxLength(2048), v.regex(/^https?:\/\/[^\s]+$/, "expected an http or https URL")),
+    ]),
+    "",
+  ),
   /** The name of a secret the broker injects into the provider's requests (handed to each completion). */
   secret: v.optional(Identifier),
   models: v.pipe(v.array(ProviderModel), v.minLength(1, "expected at least one model"), v.maxLength(256)),
@@ -115,7 +162,13 @@ export const StorageTable = v.strictObject({
 
 export const Manifest = v.strictObject({
   name: Identifier,
-  version: v.pipe(v.string(), v.regex(/^(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, "expected a semver version like 1.2.3")),
+  version: v.pipe(
+    v.string(),
+    v.regex(
+      /^(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/,
+      "expected a semver version like 1.2.3",
+    ),
+  ),
   description: v.pipe(v.string(), v.maxLength(4096)),
   entry: v.pipe(v.string(), v.regex(/^[^/].*\.(?:ts|js|mjs|mts)$/, "expected a relative path to a .ts or .js file")),
   requires: v.optional(v.array(Identifier), []),
@@ -148,7 +201,8 @@ export const RESERVED_NAMES: readonly string[] = [BUILTIN_HOOKS_NAME];
 
 function describe(issue: v.BaseIssue<unknown>): string {
   const path = v.getDotPath(issue) ?? "(top level)";
-  if (issue.kind === "schema" && issue.received === "undefined") return `${path}: missing; ${issue.expected ? `expected ${issue.expected}` : issue.message}`;
+  if (issue.kind === "schema" && issue.received === "undefined")
+    return `${path}: missing; ${issue.expected ? `expected ${issue.expected}` : issue.message}`;
   return `${path}: ${issue.message}`;
 }
 
@@ -159,7 +213,10 @@ export function parseManifest(text: string, file: string): Manifest {
     raw = parseToml(text);
   } catch (err) {
     const where = err instanceof TomlError ? ` (line ${err.line}, column ${err.column})` : "";
-    throw new TetherError(BrokerCode.installFailed, `${file}${where}: not valid TOML: ${(err as Error).message.split("\n")[0]}`);
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `${file}${where}: not valid TOML: ${(err as Error).message.split("\n")[0]}`,
+    );
   }
   const parsed = v.safeParse(Manifest, raw, { abortEarly: false });
   if (!parsed.success) {
@@ -167,47 +224,63 @@ export function parseManifest(text: string, file: string): Manifest {
   }
   const m = parsed.output;
   if (RESERVED_NAMES.includes(m.name)) {
-    throw new TetherError(BrokerCode.installFailed, `${file}: name: '${m.name}' is reserved for the built-in extension of that name; choose another`);
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `${file}: name: '${m.name}' is reserved for the built-in extension of that name; choose another`,
+    );
   }
   const seen = new Set<string>();
   for (const tool of m.tool) {
-    if (seen.has(tool.name)) throw new TetherError(BrokerCode.installFailed, `${file}: tool '${tool.name}' is declared twice`);
+    if (seen.has(tool.name))
+      throw new TetherError(BrokerCode.installFailed, `${file}: tool '${tool.name}' is declared twice`);
     seen.add(tool.name);
   }
   const commands = new Set<string>();
   for (const command of m.command) {
-    if (commands.has(command.name)) throw new TetherError(BrokerCode.installFailed, `${file}: command '${command.name}' is declared twice`);
+    if (commands.has(command.name))
+      throw new TetherError(BrokerCode.installFailed, `${file}: command '${command.name}' is declared twice`);
     commands.add(command.name);
   }
   for (const kind of ["context", "route", "compaction"] as const) {
     const names = new Set<string>();
     for (const row of m[kind]) {
-      if (names.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: ${kind} '${row.name}' is declared twice`);
+      if (names.has(row.name))
+        throw new TetherError(BrokerCode.installFailed, `${file}: ${kind} '${row.name}' is declared twice`);
       names.add(row.name);
     }
   }
   const services = new Set<string>();
   for (const row of m.service) {
-    if (services.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: service '${row.name}' is declared twice`);
+    if (services.has(row.name))
+      throw new TetherError(BrokerCode.installFailed, `${file}: service '${row.name}' is declared twice`);
     services.add(row.name);
   }
   const providers = new Set<string>();
   for (const row of m.provider) {
-    if (providers.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: provider '${row.name}' is declared twice`);
+    if (providers.has(row.name))
+      throw new TetherError(BrokerCode.installFailed, `${file}: provider '${row.name}' is declared twice`);
     providers.add(row.name);
     const ids = new Set<string>();
     for (const model of row.models) {
-      if (ids.has(model.id)) throw new TetherError(BrokerCode.installFailed, `${file}: provider '${row.name}' lists model '${model.id}' twice`);
+      if (ids.has(model.id))
+        throw new TetherError(
+          BrokerCode.installFailed,
+          `${file}: provider '${row.name}' lists model '${model.id}' twice`,
+        );
       ids.add(model.id);
     }
     if (row.secret !== undefined && !m.secret.some((s) => s.name === row.secret)) {
-      throw new TetherError(BrokerCode.installFailed, `${file}: provider '${row.name}' names the secret '${row.secret}', which no [[secret]] row declares; add one (with the rules and header it goes to), or remove secret from the provider`);
+      throw new TetherError(
+        BrokerCode.installFailed,
+        `${file}: provider '${row.name}' names the secret '${row.secret}', which no [[secret]] row declares; add one (with the rules and header it goes to), or remove secret from the provider`,
+      );
     }
   }
   loginProblems(m, file);
   const events = new Set<string>();
   for (const row of m.hook) {
-    if (events.has(row.event)) throw new TetherError(BrokerCode.installFailed, `${file}: hook '${row.event}' is declared twice`);
+    if (events.has(row.event))
+      throw new TetherError(BrokerCode.installFailed, `${file}: hook '${row.event}' is declared twice`);
     events.add(row.event);
   }
   const secrets = secretProblems(m.secret, m.net.allow, file);
@@ -220,9 +293,14 @@ function loginProblems(m: Manifest, file: string): void {
   const names = new Set<string>();
   const secrets = new Set<string>();
   m.login.forEach((row, i) => {
-    if (names.has(row.name)) throw new TetherError(BrokerCode.installFailed, `${file}: login '${row.name}' is declared twice`);
+    if (names.has(row.name))
+      throw new TetherError(BrokerCode.installFailed, `${file}: login '${row.name}' is declared twice`);
     names.add(row.name);
-    if (secrets.has(row.secret)) throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.secret: '${row.secret}' is filled by another login already; give each login its own secret`);
+    if (secrets.has(row.secret))
+      throw new TetherError(
+        BrokerCode.installFailed,
+        `${file}: login.${i}.secret: '${row.secret}' is filled by another login already; give each login its own secret`,
+      );
     secrets.add(row.secret);
     for (const [field, url] of endpointsOf(row)) {
       const problem = endpointProblem(url);
@@ -236,7 +314,10 @@ function loginProblems(m: Manifest, file: string): void {
       );
     }
     if (!m.secret.some((s) => s.name === row.secret)) {
-      throw new TetherError(BrokerCode.installFailed, `${file}: login.${i}.secret: no [[secret]] named '${row.secret}'; declare it, or name one that is declared`);
+      throw new TetherError(
+        BrokerCode.installFailed,
+        `${file}: login.${i}.secret: no [[secret]] named '${row.secret}'; declare it, or name one that is declared`,
+      );
     }
   });
 }
@@ -265,7 +346,11 @@ export function readManifestFile(file: string): string {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return refuse(code === "ELOOP" ? "is a symlink; the manifest must be a regular file in the extension folder" : `cannot read the manifest (is ${dirname(file)} an extension folder?)`);
+    return refuse(
+      code === "ELOOP"
+        ? "is a symlink; the manifest must be a regular file in the extension folder"
+        : `cannot read the manifest (is ${dirname(file)} an extension folder?)`,
+    );
   }
   try {
     const st = fstatSync(fd);

@@ -49,26 +49,42 @@ export function readMigrations(root: string, manifest: Manifest): SourceFile[] {
   } catch {
     return [];
   }
-  if (!st.isDirectory()) fail(`'${MIGRATIONS_DIR}' is not a folder (it must be a real folder of NNNN_name.sql files, not a link)`);
+  if (!st.isDirectory())
+    fail(`'${MIGRATIONS_DIR}' is not a folder (it must be a real folder of NNNN_name.sql files, not a link)`);
   const names = readdirSync(dir).sort();
   if (names.length === 0) return [];
-  if (manifest.storage === undefined) fail(`'${MIGRATIONS_DIR}/' holds migrations but the manifest declares no database: add a [storage] table to manifest.toml (docs/storage.md), or remove the folder`);
-  if (names.length > MAX_MIGRATIONS) fail(`'${MIGRATIONS_DIR}/' holds ${names.length} files; at most ${MAX_MIGRATIONS} migrations ship with one version`);
+  if (manifest.storage === undefined)
+    fail(
+      `'${MIGRATIONS_DIR}/' holds migrations but the manifest declares no database: add a [storage] table to manifest.toml (docs/storage.md), or remove the folder`,
+    );
+  if (names.length > MAX_MIGRATIONS)
+    fail(
+      `'${MIGRATIONS_DIR}/' holds ${names.length} files; at most ${MAX_MIGRATIONS} migrations ship with one version`,
+    );
   const files: SourceFile[] = [];
   names.forEach((name, i) => {
     const shown = `${MIGRATIONS_DIR}/${name}`;
     const m = MIGRATION_NAME.exec(name);
-    if (m === null) fail(`'${shown}' is not a migration: name each file NNNN_name.sql (four digits from 0001, then lowercase letters, digits and _), and keep nothing else in ${MIGRATIONS_DIR}/`);
+    if (m === null)
+      fail(
+        `'${shown}' is not a migration: name each file NNNN_name.sql (four digits from 0001, then lowercase letters, digits and _), and keep nothing else in ${MIGRATIONS_DIR}/`,
+      );
     const want = String(i + 1).padStart(4, "0");
-    if (m![1] !== want) fail(`'${shown}': migrations are numbered from 0001 with no gap or repeat; expected ${want}_….sql here`);
+    if (m![1] !== want)
+      fail(`'${shown}': migrations are numbered from 0001 with no gap or repeat; expected ${want}_….sql here`);
     const path = join(dir, name);
     const file = lstatSync(path);
-    if (!file.isFile()) fail(`'${shown}' is not a regular file (a link, folder or device); put the SQL itself in the extension folder`);
-    if (file.nlink > 1) fail(`'${shown}' is a hard link (${file.nlink} names); copy the file into the extension folder instead`);
+    if (!file.isFile())
+      fail(`'${shown}' is not a regular file (a link, folder or device); put the SQL itself in the extension folder`);
+    if (file.nlink > 1)
+      fail(`'${shown}' is a hard link (${file.nlink} names); copy the file into the extension folder instead`);
     const real = realpathSync(path);
     const rel = relative(realpathSync(root), real);
     if (rel.startsWith("..") || isAbsolute(rel)) fail(`'${shown}' is outside the extension folder (it is ${real})`);
-    if (file.size > MAX_MIGRATION_BYTES) fail(`'${shown}' is ${file.size} bytes; a migration holds at most ${MAX_MIGRATION_BYTES} (split it into several)`);
+    if (file.size > MAX_MIGRATION_BYTES)
+      fail(
+        `'${shown}' is ${file.size} bytes; a migration holds at most ${MAX_MIGRATION_BYTES} (split it into several)`,
+      );
     const content = readFileSync(real);
     let text: string;
     try {
@@ -78,10 +94,14 @@ export function readMigrations(root: string, manifest: Manifest): SourceFile[] {
     }
     const statements = splitStatements(text);
     if (statements.length === 0) fail(`'${shown}' holds no statement`);
-    if (statements.length > MAX_MIGRATION_STATEMENTS) fail(`'${shown}' holds ${statements.length} statements; at most ${MAX_MIGRATION_STATEMENTS}`);
+    if (statements.length > MAX_MIGRATION_STATEMENTS)
+      fail(`'${shown}' holds ${statements.length} statements; at most ${MAX_MIGRATION_STATEMENTS}`);
     statements.forEach((statement, j) => {
       const check = checkStatement(statement);
-      if (!check.ok) fail(`'${shown}' statement ${j + 1} (${stripComments(statement).replace(/\s+/g, " ").trim().slice(0, 60)}): ${check.msg} (rule: ${check.rule}); a migration obeys the rules db.exec does, and the broker wraps it in a transaction itself`);
+      if (!check.ok)
+        fail(
+          `'${shown}' statement ${j + 1} (${stripComments(statement).replace(/\s+/g, " ").trim().slice(0, 60)}): ${check.msg} (rule: ${check.rule}); a migration obeys the rules db.exec does, and the broker wraps it in a transaction itself`,
+        );
     });
     files.push({ path: shown, sha256: createHash("sha256").update(content).digest("hex"), content });
   });
@@ -92,7 +112,10 @@ const TRAILER = "// tether-migrations: ";
 
 /** The artifact's last line naming its migrations (appended to every artifact of an extension with [storage]). */
 export function migrationsTrailer(migrations: readonly SourceFile[]): string {
-  const pinned: PinnedMigration[] = migrations.map((m) => ({ name: m.path.slice(MIGRATIONS_DIR.length + 1), sha256: m.sha256 }));
+  const pinned: PinnedMigration[] = migrations.map((m) => ({
+    name: m.path.slice(MIGRATIONS_DIR.length + 1),
+    sha256: m.sha256,
+  }));
   return `\n${TRAILER}${JSON.stringify(pinned)}\n`;
 }
 
@@ -116,7 +139,13 @@ export function pinnedMigrations(code: string): PinnedMigration[] | null {
   const out: PinnedMigration[] = [];
   for (const item of parsed) {
     const { name, sha256 } = (item ?? {}) as { name?: unknown; sha256?: unknown };
-    if (typeof name !== "string" || !MIGRATION_NAME.test(name) || typeof sha256 !== "string" || !/^[0-9a-f]{64}$/.test(sha256)) return null;
+    if (
+      typeof name !== "string" ||
+      !MIGRATION_NAME.test(name) ||
+      typeof sha256 !== "string" ||
+      !/^[0-9a-f]{64}$/.test(sha256)
+    )
+      return null;
     out.push({ name, sha256 });
   }
   return out;

@@ -14,12 +14,35 @@ export const MAX_SECRETS = 16;
 export const MAX_SECRET_RULES = 32;
 
 export const SecretRow = v.strictObject({
-  name: v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)")),
+  name: v.pipe(
+    v.string(),
+    v.regex(
+      /^[a-z][a-z0-9_-]{0,63}$/,
+      "expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter)",
+    ),
+  ),
   description: v.pipe(v.string(), v.maxLength(4096)),
   /** Rules of its own `[net] allow`, by their text: the only requests it is sent with. */
-  rules: v.pipe(v.array(v.pipe(v.string(), v.maxLength(2048))), v.minLength(1, "expected at least one of its [net] allow rules"), v.maxLength(MAX_SECRET_RULES)),
-  header: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, "expected an HTTP header name (letters, digits, - and the other token characters, at most 64)"))),
-  query: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.~-]{1,64}$/, "expected a query parameter name (letters, digits, _ . ~ -, at most 64)"))),
+  rules: v.pipe(
+    v.array(v.pipe(v.string(), v.maxLength(2048))),
+    v.minLength(1, "expected at least one of its [net] allow rules"),
+    v.maxLength(MAX_SECRET_RULES),
+  ),
+  header: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(
+        /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/,
+        "expected an HTTP header name (letters, digits, - and the other token characters, at most 64)",
+      ),
+    ),
+  ),
+  query: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^[A-Za-z0-9_.~-]{1,64}$/, "expected a query parameter name (letters, digits, _ . ~ -, at most 64)"),
+    ),
+  ),
   /** How the value is written: `{}` stands for it (`Bearer {}`). */
   format: v.optional(v.pipe(v.string(), v.maxLength(256)), "{}"),
 });
@@ -38,16 +61,27 @@ export function secretProblems(rows: readonly SecretRow[], allow: readonly strin
     if (names.has(row.name)) problems.push(`${file}: secret '${row.name}' is declared twice`);
     names.add(row.name);
     for (const [j, rule] of row.rules.entries()) {
-      if (!allow.includes(rule)) problems.push(`${at}.rules.${j}: '${rule}' is not one of its [net] allow rules; a secret is bound to rules by their exact text`);
+      if (!allow.includes(rule))
+        problems.push(
+          `${at}.rules.${j}: '${rule}' is not one of its [net] allow rules; a secret is bound to rules by their exact text`,
+        );
     }
-    if ((row.header === undefined) === (row.query === undefined)) problems.push(`${at}: give exactly one of header = "…" or query = "…": where the broker puts the value`);
+    if ((row.header === undefined) === (row.query === undefined))
+      problems.push(`${at}: give exactly one of header = "…" or query = "…": where the broker puts the value`);
     const header = row.header?.toLowerCase();
     if (header !== undefined && (REFUSED_HEADERS.has(header) || header.startsWith("proxy-"))) {
-      problems.push(`${at}.header: '${row.header}' is a header the broker sets or strips itself (hop-by-hop, Host, Content-Length, proxy and override headers); name the header the API reads the credential from`);
+      problems.push(
+        `${at}.header: '${row.header}' is a header the broker sets or strips itself (hop-by-hop, Host, Content-Length, proxy and override headers); name the header the API reads the credential from`,
+      );
     }
-    if (row.query === "_method") problems.push(`${at}.query: '_method' overrides the request's method; name the parameter the API reads the credential from`);
-    if (row.format.split("{}").length !== 2) problems.push(`${at}.format: '${row.format}' must hold {} exactly once, where the value goes (e.g. "Bearer {}")`);
-    if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(row.format)) problems.push(`${at}.format: control characters (a line break) cannot be sent in a header or a query`);
+    if (row.query === "_method")
+      problems.push(
+        `${at}.query: '_method' overrides the request's method; name the parameter the API reads the credential from`,
+      );
+    if (row.format.split("{}").length !== 2)
+      problems.push(`${at}.format: '${row.format}' must hold {} exactly once, where the value goes (e.g. "Bearer {}")`);
+    if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(row.format))
+      problems.push(`${at}.format: control characters (a line break) cannot be sent in a header or a query`);
   }
   return problems;
 }

@@ -55,7 +55,13 @@ const AT = /^\s+at (file:\/\/\S+?):(\d+):(\d+)$/;
 const ERROR = /^(TS\d+) \[ERROR\]: (.*)$/;
 
 /** The type-check jail over `snapshot` of the folder at `root`: Deno checking `entry` with the config at `config` (a host file). */
-export function typeCheckJob(root: string, snapshot: FolderSnapshot, config: string, entry: string, setup: HostJobSetup): HostJob {
+export function typeCheckJob(
+  root: string,
+  snapshot: FolderSnapshot,
+  config: string,
+  entry: string,
+  setup: HostJobSetup,
+): HostJob {
   const sandbox = resolveSandbox(setup.sandbox);
   const configFile = { host: config, jail: JAIL_CONFIG };
   return {
@@ -90,10 +96,12 @@ export async function typeCheck(dir: string, manifest: Manifest, options: TypeCh
     const job = typeCheckJob(root, snapshot, config.host, join(root, manifest.entry), options);
     const run = await runHostJob(job, "", timeoutMs, REPORT_BYTES);
     const ms = Math.round(performance.now() - started);
-    if (run.timedOut || run.overflowed || run.oomKilled) return { ok: false, errors: [], other: [jobFailure(job, run, timeoutMs)], ms };
+    if (run.timedOut || run.overflowed || run.oomKilled)
+      return { ok: false, errors: [], other: [jobFailure(job, run, timeoutMs)], ms };
     const output = `${run.stdout.toString("utf8")}${run.stderr}`;
     const { errors, other } = parseOutput(output, root, sdk);
-    if (run.exitCode !== 0 && errors.length === 0 && other.length === 0) other.push(`deno check failed (${run.signal ?? `exit ${run.exitCode}`}): ${output.trim().slice(-2000)}`);
+    if (run.exitCode !== 0 && errors.length === 0 && other.length === 0)
+      other.push(`deno check failed (${run.signal ?? `exit ${run.exitCode}`}): ${output.trim().slice(-2000)}`);
     return { ok: run.exitCode === 0, errors, other, ms };
   } finally {
     snapshot.remove();
@@ -139,7 +147,13 @@ export function parseOutput(output: string, root: string, sdk: string): { errors
     }
     const at = AT.exec(line);
     if (at !== null && open !== null) {
-      errors.push({ file: shown(at[1]!, root, sdk), line: Number(at[2]), column: Number(at[3]), code: open.code, message: places(open.message) });
+      errors.push({
+        file: shown(at[1]!, root, sdk),
+        line: Number(at[2]),
+        column: Number(at[3]),
+        code: open.code,
+        message: places(open.message),
+      });
       open = null;
       continue;
     }

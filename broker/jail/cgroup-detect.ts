@@ -90,7 +90,12 @@ function mounts(): Mount[] {
     const f = left.split(" ");
     const [fstype, , superOptions] = right.split(" ");
     if (f[3] === undefined || f[4] === undefined || fstype === undefined) continue;
-    out.push({ root: unescapeMount(f[3]), point: unescapeMount(f[4]), fstype, options: (superOptions ?? "").split(",") });
+    out.push({
+      root: unescapeMount(f[3]),
+      point: unescapeMount(f[4]),
+      fstype,
+      options: (superOptions ?? "").split(","),
+    });
   }
   return out;
 }
@@ -136,9 +141,11 @@ function detectV1(): CgroupSupport {
   const dirs: Record<string, string | null> = {};
   for (const c of [...CONTROLLERS, "cpuacct"]) dirs[c] = ownDir(all, "cgroup", c, own.get(c));
   const missing = CONTROLLERS.filter((c) => dirs[c] === null);
-  if (missing.length > 0) return none(`cgroup v1: ${missing.join(", ")} not mounted where this process can see its group`);
+  if (missing.length > 0)
+    return none(`cgroup v1: ${missing.join(", ")} not mounted where this process can see its group`);
   // CPU time is a nicety: an unwritable cpuacct hierarchy just means no cpuNanos().
-  const cpuacct = dirs.cpuacct !== null && dirs.cpuacct !== undefined && canMakeGroup(dirs.cpuacct) ? dirs.cpuacct : null;
+  const cpuacct =
+    dirs.cpuacct !== null && dirs.cpuacct !== undefined && canMakeGroup(dirs.cpuacct) ? dirs.cpuacct : null;
   const roots: V1Roots = { memory: dirs.memory!, pids: dirs.pids!, cpu: dirs.cpu!, cpuacct };
   // A probe group with the limit files written: mode bits, read-only mounts and cgroup namespaces all show here.
   const probe = `probe-${randomSuffix()}`;
@@ -191,7 +198,8 @@ function detectV2(): CgroupSupport {
   if (basename(own) === "broker" && basename(dirname(own)) === parentName()) own = dirname(dirname(own));
   const offered = readText(join(own, "cgroup.controllers")).split(/\s+/);
   const missing = CONTROLLERS.filter((c) => !offered.includes(c));
-  if (missing.length > 0) return none(`cgroup v2 at ${own} does not offer ${missing.join(", ")} (bound to v1 hierarchies, or not delegated)`);
+  if (missing.length > 0)
+    return none(`cgroup v2 at ${own} does not offer ${missing.join(", ")} (bound to v1 hierarchies, or not delegated)`);
   const parent = join(own, parentName());
   const leaf = join(parent, "broker");
   const hadParent = existsSync(parent);

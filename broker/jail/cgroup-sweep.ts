@@ -15,7 +15,12 @@ import { alive } from "./identity.js";
  */
 export async function sweepStaleCgroups(mode: CgroupMode = "auto"): Promise<string[]> {
   const support = detectCgroups(mode);
-  const roots = support.kind === "v2" ? [support.root] : support.kind === "v1" ? unique(Object.values(support.roots).filter((d): d is string => d !== null)) : [];
+  const roots =
+    support.kind === "v2"
+      ? [support.root]
+      : support.kind === "v1"
+        ? unique(Object.values(support.roots).filter((d): d is string => d !== null))
+        : [];
   const removed: string[] = [];
   for (const root of roots) {
     let names: string[] = [];
@@ -45,7 +50,8 @@ export async function sweepStaleCgroups(mode: CgroupMode = "auto"): Promise<stri
 function subtree(dir: string): string[] {
   const out: string[] = [];
   try {
-    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) out.push(...subtree(join(dir, e.name)));
+    for (const e of readdirSync(dir, { withFileTypes: true }))
+      if (e.isDirectory()) out.push(...subtree(join(dir, e.name)));
   } catch {
     // gone
   }

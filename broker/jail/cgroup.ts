@@ -49,7 +49,11 @@ export interface SatelliteCgroup {
  * host offers none under `mode` (mode none included) or it could not be made; the
  * RSS watchdog and sized mounts still bound memory then.
  */
-export function createSatelliteCgroup(label: string, limits: SatelliteLimits, mode: CgroupMode = "auto"): SatelliteCgroup | null {
+export function createSatelliteCgroup(
+  label: string,
+  limits: SatelliteLimits,
+  mode: CgroupMode = "auto",
+): SatelliteCgroup | null {
   if (!(limits.memoryBytes >= 4096) || !(limits.pids >= 1) || !(limits.cpuQuota > 0)) {
     throw new RangeError(`cgroup limits out of range: ${JSON.stringify(limits)}`);
   }
@@ -71,7 +75,12 @@ interface Readers {
 }
 
 function group(kind: "v1" | "v2", dirs: string[], live: Readers): SatelliteCgroup {
-  let last: { memoryBytes: number; memoryPeakBytes: number | null; cpuNanos: number | null; oomKilled: boolean } | null = null;
+  let last: {
+    memoryBytes: number;
+    memoryPeakBytes: number | null;
+    cpuNanos: number | null;
+    oomKilled: boolean;
+  } | null = null;
   let removing: Promise<void> | null = null;
   const read = <T>(now: () => T, after: () => T): T => {
     if (last !== null) return after();
@@ -122,7 +131,8 @@ function createV1(roots: V1Roots, name: string, limits: SatelliteLimits): Satell
     const bytes = String(Math.floor(limits.memoryBytes));
     writeFileSync(join(memory, "memory.limit_in_bytes"), bytes);
     // memory+swap as well where swap is accounted; where it is not, keep the group's anon pages out of swap.
-    if (existsSync(join(memory, "memory.memsw.limit_in_bytes"))) writeFileSync(join(memory, "memory.memsw.limit_in_bytes"), bytes);
+    if (existsSync(join(memory, "memory.memsw.limit_in_bytes")))
+      writeFileSync(join(memory, "memory.memsw.limit_in_bytes"), bytes);
     else tryWrite(join(memory, "memory.swappiness"), "0");
     writeFileSync(join(at(roots.pids), "pids.max"), String(Math.floor(limits.pids)));
     writeFileSync(join(at(roots.cpu), "cpu.cfs_period_us"), String(CFS_PERIOD_US));
@@ -161,7 +171,8 @@ function createV2(root: string, name: string, limits: SatelliteLimits): Satellit
     memoryBytes: () => readNumber(join(dir, "memory.current")),
     memoryPeakBytes: () => (existsSync(join(dir, "memory.peak")) ? readNumber(join(dir, "memory.peak")) : null),
     cpuNanos: () => keyed(join(dir, "cpu.stat"), "usage_usec") * 1000,
-    oomKilled: () => keyed(join(dir, "memory.events"), "oom_kill") > 0 || keyed(join(dir, "memory.events"), "oom_group_kill") > 0,
+    oomKilled: () =>
+      keyed(join(dir, "memory.events"), "oom_kill") > 0 || keyed(join(dir, "memory.events"), "oom_group_kill") > 0,
   });
 }
 

@@ -36,4 +36,3 @@ export function copyExactly(source: string, target: string, seen: Stats): void {
     closeSync(fd);
   }
 }
-

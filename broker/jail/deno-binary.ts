@@ -11,7 +11,11 @@ import { BrokerCode, TetherError } from "../base/errors.js";
 /** The Deno binary: `explicit` when given (it must exist), else the `deno` package's. */
 export function denoBinary(explicit?: string): string {
   if (explicit !== undefined && explicit !== "") {
-    if (!existsSync(explicit)) throw new TetherError(BrokerCode.denoUnavailable, `The Deno binary the broker was given (${explicit}; TETHER_DENO for the tether command) does not exist`);
+    if (!existsSync(explicit))
+      throw new TetherError(
+        BrokerCode.denoUnavailable,
+        `The Deno binary the broker was given (${explicit}; TETHER_DENO for the tether command) does not exist`,
+      );
     return explicit;
   }
   const require = createRequire(import.meta.url);
@@ -23,7 +27,10 @@ export function denoBinary(explicit?: string): string {
   }
   const binary = join(dirname(pkg), "deno");
   if (!existsSync(binary)) {
-    throw new TetherError(BrokerCode.denoUnavailable, `No Deno binary at ${binary}: the 'deno' package's postinstall did not run (allow its install script and run 'npm ci')`);
+    throw new TetherError(
+      BrokerCode.denoUnavailable,
+      `No Deno binary at ${binary}: the 'deno' package's postinstall did not run (allow its install script and run 'npm ci')`,
+    );
   }
   return binary;
 }

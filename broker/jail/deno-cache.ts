@@ -14,7 +14,18 @@
  * mid-warm-up or two brokers warming at once leave no half-written cache.
  */
 import { createHash } from "node:crypto";
-import { chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { copyExactly } from "./copy-exactly.js";
 import { join } from "node:path";
 import { runHostJob, type HostJob, type HostJobSetup } from "./host-job.js";
@@ -51,9 +62,16 @@ function binaryKey(deno: string): string {
 export function denoCacheFoldJob(dir: string, names: readonly string[], setup: HostJobSetup): HostJob {
   // The jail's uid writes them (a root broker's is not the folder's owner unless it warmed them itself).
   const owner = jailIdentity(setup.jail?.identity);
-  if (owner !== null) for (const path of [dir, ...readdirSync(dir).map((n) => join(dir, n))]) chownSync(path, owner.uid, owner.gid);
+  if (owner !== null)
+    for (const path of [dir, ...readdirSync(dir).map((n) => join(dir, n))]) chownSync(path, owner.uid, owner.gid);
   const at = (name: string) => (setup.sandbox === "none" ? join(dir, name) : `/cache/${name}`);
-  return sqliteJob("Deno cache fold", [{ host: dir, jail: "/cache", writable: true }], ["fold", ...names.map(at)], DENO_CACHE_MAX_BYTES, setup);
+  return sqliteJob(
+    "Deno cache fold",
+    [{ host: dir, jail: "/cache", writable: true }],
+    ["fold", ...names.map(at)],
+    DENO_CACHE_MAX_BYTES,
+    setup,
+  );
 }
 
 async function settle(dir: string, setup: HostJobSetup): Promise<boolean> {
@@ -111,7 +129,8 @@ export function denoCacheFor(
             const path = join(work, name);
             const st = lstatSync(path);
             // A link or anything but a regular file there was not written by SQLite: not a cache.
-            if (!(DENO_CACHE_FILES as readonly string[]).includes(name) || !st.isFile()) rmSync(path, { recursive: true, force: true });
+            if (!(DENO_CACHE_FILES as readonly string[]).includes(name) || !st.isFile())
+              rmSync(path, { recursive: true, force: true });
             else if (work !== scratch) copyExactly(path, join(scratch, name), st);
           }
           keepWithinBound(scratch);

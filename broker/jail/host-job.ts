@@ -86,7 +86,10 @@ interface Prepared {
  * A root broker's binds, each with a placeholder in a fresh folder the jail uid can reach
  * (the launcher stages the host path onto it): its uid may have no path to the home.
  */
-function stagedBinds(binds: readonly JailBind[], identity: JailIdentity | null): { binds: JailBind[]; dir: string | null } {
+function stagedBinds(
+  binds: readonly JailBind[],
+  identity: JailIdentity | null,
+): { binds: JailBind[]; dir: string | null } {
   if (identity === null || binds.length === 0) return { binds: [...binds], dir: null };
   const dir = makeSatelliteDir(identity);
   const staged = binds.map((bind, i) => {
@@ -100,7 +103,8 @@ function stagedBinds(binds: readonly JailBind[], identity: JailIdentity | null):
 
 function prepare(job: HostJob): Prepared {
   const identity = jailIdentity(job.jail.identity);
-  const cgroup = job.sandbox === "bwrap" ? createSatelliteCgroup(`job-${job.label}`, jobLimits(job), job.jail.cgroup) : null;
+  const cgroup =
+    job.sandbox === "bwrap" ? createSatelliteCgroup(`job-${job.label}`, jobLimits(job), job.jail.cgroup) : null;
   const staging = stagedBinds(job.sandbox === "bwrap" ? (job.binds ?? []) : [], identity);
   // With no OS sandbox there is no jail /tmp: a fresh folder stands in for it (Deno's cache included), gone after.
   const scratchHome = job.sandbox === "none" ? mkdtempSync(join(tmpdir(), "tether-job-home-")) : null;
@@ -111,8 +115,17 @@ function prepare(job: HostJob): Prepared {
   };
   const deno = denoBinary(job.jail.deno);
   const node = process.execPath;
-  const program = job.runtime === "node" ? [placed(job.sandbox, { host: node, jail: JOB_NODE }), placed(job.sandbox, { host: job.script ?? "", jail: JOB_SCRIPT })] : [placed(job.sandbox, { host: deno, jail: "/opt/tether/deno" })];
-  const files = [...(job.runtime === "node" ? [{ host: job.script ?? "", jail: JOB_SCRIPT }] : []), ...(job.files ?? [])];
+  const program =
+    job.runtime === "node"
+      ? [
+          placed(job.sandbox, { host: node, jail: JOB_NODE }),
+          placed(job.sandbox, { host: job.script ?? "", jail: JOB_SCRIPT }),
+        ]
+      : [placed(job.sandbox, { host: deno, jail: "/opt/tether/deno" })];
+  const files = [
+    ...(job.runtime === "node" ? [{ host: job.script ?? "", jail: JOB_SCRIPT }] : []),
+    ...(job.files ?? []),
+  ];
   const launch = launchCommand({
     sandbox: job.sandbox,
     deno,
@@ -162,7 +175,12 @@ export interface JobResult {
 }
 
 /** Runs a job to its end with `input` on stdin, at most `timeoutMs` and `maxOutputBytes` of stdout. */
-export async function runHostJob(job: HostJob, input: string | Buffer, timeoutMs: number, maxOutputBytes: number): Promise<JobResult> {
+export async function runHostJob(
+  job: HostJob,
+  input: string | Buffer,
+  timeoutMs: number,
+  maxOutputBytes: number,
+): Promise<JobResult> {
   const { child, oomKilled, done } = startHostJob(job);
   const chunks: Buffer[] = [];
   let size = 0;
@@ -193,7 +211,15 @@ export async function runHostJob(job: HostJob, input: string | Buffer, timeoutMs
   }, timeoutMs);
   try {
     const r = await child;
-    return { exitCode: r.exitCode ?? null, signal: r.signal ?? null, stdout: Buffer.concat(chunks), stderr: Buffer.concat(stderr).toString("utf8"), timedOut, overflowed, oomKilled: oomKilled() };
+    return {
+      exitCode: r.exitCode ?? null,
+      signal: r.signal ?? null,
+      stdout: Buffer.concat(chunks),
+      stderr: Buffer.concat(stderr).toString("utf8"),
+      timedOut,
+      overflowed,
+      oomKilled: oomKilled(),
+    };
   } finally {
     clearTimeout(timer);
     done();
@@ -216,7 +242,14 @@ export function runHostJobSync(job: HostJob, input: string, timeoutMs: number, m
       fds.push(openSync(options, "r"), ...launch.files.map((file) => openSync(file, "r")));
       stdio = ["pipe", "pipe", "pipe", ...fds];
     }
-    const r: SpawnSyncReturns<Buffer> = spawnSync(launch.file, [...launch.args], { input, stdio, env: launch.env, timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: maxOutputBytes });
+    const r: SpawnSyncReturns<Buffer> = spawnSync(launch.file, [...launch.args], {
+      input,
+      stdio,
+      env: launch.env,
+      timeout: timeoutMs,
+      killSignal: "SIGKILL",
+      maxBuffer: maxOutputBytes,
+    });
     const code = (r.error as NodeJS.ErrnoException | undefined)?.code;
     return {
       exitCode: r.status,

@@ -11,7 +11,19 @@
  * the jail as its own uid (bwrap's unprivileged user namespace) and needs none
  * of this.
  */
-import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, parse } from "node:path";
 import { createHash } from "node:crypto";
@@ -49,7 +61,10 @@ export function jailIdentity(options: JailIdentityOptions = {}): JailIdentity | 
   if (process.getuid?.() !== 0) return null;
   const uid = options.uid ?? DEFAULT_JAIL_UID;
   const gid = options.gid ?? uid;
-  for (const [what, n] of [["uid", uid], ["gid", gid]] as const) {
+  for (const [what, n] of [
+    ["uid", uid],
+    ["gid", gid],
+  ] as const) {
     if (!isJailId(n)) throw new Error(`The jail ${what} must be a positive uid/gid other than root, not ${n}`);
   }
   return { uid, gid, root: options.root ?? DEFAULT_JAIL_ROOT };

@@ -32,7 +32,11 @@ function attempt(name: string, run: () => string): JailLayer {
 export function jailLayers(setup: JailSetup = {}): JailLayer[] {
   const bwrap = findBwrap();
   const layers: JailLayer[] = [
-    attempt("launcher", () => `${nativeProgram("jail-exec", setup.nativeDir)}: closes every descriptor but stdio before bwrap, sets no_new_privs, no core files, files ≤ ${JAIL_TMP_BYTES / 2 ** 20} MiB`),
+    attempt(
+      "launcher",
+      () =>
+        `${nativeProgram("jail-exec", setup.nativeDir)}: closes every descriptor but stdio before bwrap, sets no_new_privs, no core files, files ≤ ${JAIL_TMP_BYTES / 2 ** 20} MiB`,
+    ),
   ];
   const identity = jailIdentity(setup.identity);
   layers.push({
@@ -44,13 +48,28 @@ export function jailLayers(setup: JailSetup = {}): JailLayer[] {
         : `host uid ${identity.uid}, gid ${identity.gid}, no groups (the broker is root; TETHER_JAIL_UID/GID to change)`,
   });
   const seccomp = seccompSupport(setup.nativeDir);
-  layers.push(seccomp.available ? attempt("seccomp", () => `syscall denylist compiled with libseccomp (${seccompFilter(setup.nativeDir)})`) : { name: "seccomp", ok: false, detail: seccomp.why ?? "unavailable" });
+  layers.push(
+    seccomp.available
+      ? attempt("seccomp", () => `syscall denylist compiled with libseccomp (${seccompFilter(setup.nativeDir)})`)
+      : { name: "seccomp", ok: false, detail: seccomp.why ?? "unavailable" },
+  );
   const cgroups = detectCgroups(setup.cgroup);
-  layers.push({ name: "cgroup", ok: true, detail: cgroups.kind === "none" ? `${cgroups.describe()} — memory is bounded by sized mounts and the RSS watchdog, CPU by deadlines and the idle meter` : cgroups.describe() });
+  layers.push({
+    name: "cgroup",
+    ok: true,
+    detail:
+      cgroups.kind === "none"
+        ? `${cgroups.describe()} — memory is bounded by sized mounts and the RSS watchdog, CPU by deadlines and the idle meter`
+        : cgroups.describe(),
+  });
   if (bwrap !== null) layers.push(hostJobsLayer(setup));
   if (bwrap !== null) {
     const masked = [...PROC_MASKED_FILES, ...PROC_MASKED_DIRS].filter((e) => existsSync(`/proc/${e}`));
-    layers.push({ name: "mounts", ok: true, detail: `root and /dev read-only, /tmp ${JAIL_TMP_BYTES / 2 ** 20} MiB, /proc/sys read-only, ${masked.length} /proc entries masked, no /sys` });
+    layers.push({
+      name: "mounts",
+      ok: true,
+      detail: `root and /dev read-only, /tmp ${JAIL_TMP_BYTES / 2 ** 20} MiB, /proc/sys read-only, ${masked.length} /proc entries masked, no /sys`,
+    });
   }
   return layers;
 }
@@ -60,12 +79,27 @@ export function jailLayers(setup: JailSetup = {}): JailLayer[] {
  * satellite — proven by running one (the database script, with nothing to do) here.
  */
 function hostJobsLayer(setup: JailSetup): JailLayer {
-  const kinds = "bundling (Node, esbuild), the type check (Deno), database processes and migrations (Node, SQLite), the Deno cache fold (Node, SQLite)";
+  const kinds =
+    "bundling (Node, esbuild), the type check (Deno), database processes and migrations (Node, SQLite), the Deno cache fold (Node, SQLite)";
   try {
     const started = performance.now();
-    const r = runHostJobSync(sqliteJob("doctor probe", [], ["fold"], JAIL_TMP_BYTES, { jail: setup }), "", 30_000, 4096);
-    if (r.exitCode !== 0) return { name: "host-side jails", ok: false, detail: `a jailed job does not run here: ${jobFailure({ label: "probe" }, r, 30_000)}` };
-    return { name: "host-side jails", ok: true, detail: `${kinds}: each in the launcher, namespaces, seccomp, cgroup and jail user above, seeing only its own files (a jailed Node started in ${Math.round(performance.now() - started)} ms)` };
+    const r = runHostJobSync(
+      sqliteJob("doctor probe", [], ["fold"], JAIL_TMP_BYTES, { jail: setup }),
+      "",
+      30_000,
+      4096,
+    );
+    if (r.exitCode !== 0)
+      return {
+        name: "host-side jails",
+        ok: false,
+        detail: `a jailed job does not run here: ${jobFailure({ label: "probe" }, r, 30_000)}`,
+      };
+    return {
+      name: "host-side jails",
+      ok: true,
+      detail: `${kinds}: each in the launcher, namespaces, seccomp, cgroup and jail user above, seeing only its own files (a jailed Node started in ${Math.round(performance.now() - started)} ms)`,
+    };
   } catch (err) {
     return { name: "host-side jails", ok: false, detail: `a jailed job cannot start: ${(err as Error).message}` };
   }

@@ -162,11 +162,42 @@ const CHILD_ENV = { HOME: "/tmp", DENO_DIR: "/tmp/deno", NO_COLOR: "1", PATH: "/
  * (a bind needs its target).
  */
 export const PROC_MASKED_FILES = [
-  "kcore", "keys", "key-users", "kallsyms", "timer_list", "timer_stats", "sched_debug", "latency_stats", "interrupts", "kpagecount", "kpageflags", "kpagecgroup", "vmallocinfo", "sysrq-trigger", "config.gz", "modules",
+  "kcore",
+  "keys",
+  "key-users",
+  "kallsyms",
+  "timer_list",
+  "timer_stats",
+  "sched_debug",
+  "latency_stats",
+  "interrupts",
+  "kpagecount",
+  "kpageflags",
+  "kpagecgroup",
+  "vmallocinfo",
+  "sysrq-trigger",
+  "config.gz",
+  "modules",
   // The host's kernel and boot, which a host-side job (deno check quotes what it reads) must not show: no Deno permission stands before them there.
-  "cmdline", "version", "version_signature", "sys/kernel/random/boot_id", "sys/kernel/osrelease", "sys/kernel/version",
+  "cmdline",
+  "version",
+  "version_signature",
+  "sys/kernel/random/boot_id",
+  "sys/kernel/osrelease",
+  "sys/kernel/version",
 ] as const;
-export const PROC_MASKED_DIRS = ["acpi", "asound", "scsi", "fs", "driver", "tty", "bus", "irq", "dynamic_debug", "pressure"] as const;
+export const PROC_MASKED_DIRS = [
+  "acpi",
+  "asound",
+  "scsi",
+  "fs",
+  "driver",
+  "tty",
+  "bus",
+  "irq",
+  "dynamic_debug",
+  "pressure",
+] as const;
 
 let procMasks: { files: string[]; dirs: string[] } | undefined;
 function existingProcMasks(): { files: string[]; dirs: string[] } {
@@ -179,7 +210,8 @@ function existingProcMasks(): { files: string[]; dirs: string[] } {
 
 /** The satellite's own payload: Deno running its artifact against its socket. */
 function satellitePayload(spec: LaunchSpec, deno: string, artifact: string, socket: string): string[] {
-  if (spec.artifact === undefined || spec.socketDir === undefined) throw new TypeError("a launch without a payload needs an artifact and a socket folder");
+  if (spec.artifact === undefined || spec.socketDir === undefined)
+    throw new TypeError("a launch without a payload needs an artifact and a socket folder");
   return [deno, ...denoRunArgs(artifact, socket, spec.memoryMb)];
 }
 
@@ -191,8 +223,10 @@ export function launchCommand(spec: LaunchSpec): Launch {
     for (const procs of spec.cgroupProcs ?? []) args.push("--cgroup", procs);
     args.push("--fsize", String(fsize));
     if (spec.dataBytes !== undefined) args.push("--data", String(spec.dataBytes));
-    for (const bind of spec.sandbox === "bwrap" ? (spec.binds ?? []) : []) if (bind.staged !== undefined) args.push("--stage", bind.host, bind.staged);
-    if (identity !== null && spec.sandbox === "bwrap") args.push("--uid", String(identity.uid), "--gid", String(identity.gid), "--nproc", String(JAIL_NPROC));
+    for (const bind of spec.sandbox === "bwrap" ? (spec.binds ?? []) : [])
+      if (bind.staged !== undefined) args.push("--stage", bind.host, bind.staged);
+    if (identity !== null && spec.sandbox === "bwrap")
+      args.push("--uid", String(identity.uid), "--gid", String(identity.gid), "--nproc", String(JAIL_NPROC));
     return [...args, "--", ...program];
   };
   const fileBytes = spec.fileBytes ?? JAIL_FILE_BYTES;
@@ -236,7 +270,8 @@ export function launchCommand(spec: LaunchSpec): Launch {
   ];
   const masks = existingProcMasks();
   for (const file of masks.files) args.push("--ro-bind", "/dev/null", `/proc/${file}`);
-  for (const dir of masks.dirs) args.push("--perms", "0555", "--size", "4096", "--tmpfs", `/proc/${dir}`, "--remount-ro", `/proc/${dir}`);
+  for (const dir of masks.dirs)
+    args.push("--perms", "0555", "--size", "4096", "--tmpfs", `/proc/${dir}`, "--remount-ro", `/proc/${dir}`);
   args.push("--dev", "/dev", "--size", String(spec.tmpBytes ?? JAIL_TMP_BYTES), "--tmpfs", "/tmp");
   const runtime = spec.runtime ?? { host: spec.deno, jail: JAIL_DENO };
   for (const lib of sharedLibraries(runtime.host)) args.push("--ro-bind", realPath(lib), lib);
@@ -246,9 +281,11 @@ export function launchCommand(spec: LaunchSpec): Launch {
   // Only the socket itself is bound, not its directory: once the broker unlinks
   // the host path, nothing the satellite does at that path reaches the host.
   if (spec.socketDir !== undefined) args.push("--bind", `${spec.socketDir}/s.sock`, JAIL_SOCKET);
-  for (const extra of spec.extraFiles ?? []) args.push("--perms", "0555", "--ro-bind-data", passFile(extra.host), extra.jail);
+  for (const extra of spec.extraFiles ?? [])
+    args.push("--perms", "0555", "--ro-bind-data", passFile(extra.host), extra.jail);
   // Host-side jobs' folders and files, each at its jail path (by its staged placeholder under a root broker).
-  for (const bind of spec.binds ?? []) args.push(bind.writable === true ? "--bind" : "--ro-bind", bind.staged ?? bind.host, bind.jail);
+  for (const bind of spec.binds ?? [])
+    args.push(bind.writable === true ? "--bind" : "--ro-bind", bind.staged ?? bind.host, bind.jail);
   // Deno opens its caches read-write (read-only, it silently falls back to none), so each
   // satellite gets a private copy in its own /tmp; only the one warm-up boot writes the original.
   let fsize = fileBytes;
@@ -258,7 +295,8 @@ export function launchCommand(spec: LaunchSpec): Launch {
     // and the Cache API need no permission, and must not write to the host's disk.
     args.push("--dir", CHILD_ENV.DENO_DIR);
     for (const name of DENO_CACHE_FILES) {
-      for (const file of [name, `${name}-wal`, `${name}-shm`]) args.push("--bind", `${spec.denoCache.dir}/${file}`, `${CHILD_ENV.DENO_DIR}/${file}`);
+      for (const file of [name, `${name}-wal`, `${name}-shm`])
+        args.push("--bind", `${spec.denoCache.dir}/${file}`, `${CHILD_ENV.DENO_DIR}/${file}`);
     }
     fsize = DENO_CACHE_MAX_BYTES;
   } else if (spec.denoCache) {
@@ -274,5 +312,11 @@ export function launchCommand(spec: LaunchSpec): Launch {
   for (const [key, value] of Object.entries({ ...CHILD_ENV, ...spec.env })) args.push("--setenv", key, value);
   args.push("--chdir", "/tmp");
   const payload = spec.payload ?? satellitePayload(spec, JAIL_DENO, JAIL_ARTIFACT, JAIL_SOCKET);
-  return { file: nativeProgram("jail-exec", spec.nativeDir), args: launcher([bwrap, "--args", "3", "--", ...payload], 4 + files.length, fsize), bwrapOptions: args, env: {}, files };
+  return {
+    file: nativeProgram("jail-exec", spec.nativeDir),
+    args: launcher([bwrap, "--args", "3", "--", ...payload], 4 + files.length, fsize),
+    bwrapOptions: args,
+    env: {},
+    files,
+  };
 }

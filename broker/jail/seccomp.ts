@@ -23,7 +23,10 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 
 /** The compiler script: beside this file, or in the checkout when running from dist/. */
 function compilerPath(): string {
-  for (const candidate of [join(HERE, "seccomp-compile.py"), resolve(HERE, "../../../broker/jail/seccomp-compile.py")]) {
+  for (const candidate of [
+    join(HERE, "seccomp-compile.py"),
+    resolve(HERE, "../../../broker/jail/seccomp-compile.py"),
+  ]) {
     if (existsSync(candidate)) return candidate;
   }
   throw new TetherError(BrokerCode.sandboxUnavailable, "Cannot find broker/jail/seccomp-compile.py beside the broker");
@@ -32,22 +35,37 @@ function compilerPath(): string {
 /** Only what shapes the filter: editing a probe does not change it. */
 function policyJson(): string {
   return JSON.stringify({
-    rules: SECCOMP_RULES.map(({ syscall, nr, errno, when }) => ({ syscall, ...(nr ? { nr } : {}), errno, ...(when ? { when } : {}) })),
+    rules: SECCOMP_RULES.map(({ syscall, nr, errno, when }) => ({
+      syscall,
+      ...(nr ? { nr } : {}),
+      errno,
+      ...(when ? { when } : {}),
+    })),
   });
 }
 
 function runCompiler(args: readonly string[], input: string): string {
   if (!existsSync(PYTHON)) {
-    throw new TetherError(BrokerCode.sandboxUnavailable, `The seccomp filter is compiled with ${PYTHON} and libseccomp, and ${PYTHON} is missing. Install them: ${INSTALL}`);
+    throw new TetherError(
+      BrokerCode.sandboxUnavailable,
+      `The seccomp filter is compiled with ${PYTHON} and libseccomp, and ${PYTHON} is missing. Install them: ${INSTALL}`,
+    );
   }
   try {
-    return execFileSync(PYTHON, [compilerPath(), ...args], { input, encoding: "utf8", stdio: ["pipe", "pipe", "pipe"], timeout: 30_000 });
+    return execFileSync(PYTHON, [compilerPath(), ...args], {
+      input,
+      encoding: "utf8",
+      stdio: ["pipe", "pipe", "pipe"],
+      timeout: 30_000,
+    });
   } catch (err) {
     const stderr = String((err as { stderr?: unknown }).stderr ?? "").trim();
     const missing = (err as { status?: number }).status === 3;
     throw new TetherError(
       BrokerCode.sandboxUnavailable,
-      missing ? `libseccomp's Python module is missing for ${PYTHON}. Install it: ${INSTALL}` : `Compiling the seccomp filter failed: ${stderr.slice(0, 2000) || (err as Error).message}`,
+      missing
+        ? `libseccomp's Python module is missing for ${PYTHON}. Install it: ${INSTALL}`
+        : `Compiling the seccomp filter failed: ${stderr.slice(0, 2000) || (err as Error).message}`,
     );
   }
 }
@@ -65,11 +83,7 @@ function compile(mark: number | null, nativeDirOption?: string): string {
   const hit = compiled.get(memo);
   if (hit !== undefined) return hit;
   const input = policyJson();
-  const hash = createHash("sha256")
-    .update(input)
-    .update(readFileSync(compilerPath()))
-    .digest("hex")
-    .slice(0, 16);
+  const hash = createHash("sha256").update(input).update(readFileSync(compilerPath())).digest("hex").slice(0, 16);
   const file = join(dir, mark === null ? `seccomp-${hash}.bpf` : `seccomp-${hash}-mark${mark}.bpf`);
   if (!existsSync(file)) {
     mkdirSync(dir, { recursive: true, mode: 0o755 });
@@ -100,13 +114,17 @@ export function seccompFilter(nativeDir?: string): string {
  * proves each rule matches (tests/jail/seccomp.test.ts).
  */
 export function seccompFilterMarkedForProof(errno: number, nativeDir?: string): string {
-  if (!Number.isInteger(errno) || errno < 1 || errno > 4095) throw new RangeError(`errno must be 1..4095, got ${errno}`);
+  if (!Number.isInteger(errno) || errno < 1 || errno > 4095)
+    throw new RangeError(`errno must be 1..4095, got ${errno}`);
   return compile(errno, nativeDir);
 }
 
 /** The native arch's number of every syscall the policy names (for the probe). */
 export function seccompSyscallNumbers(): Readonly<Record<string, number>> {
-  const input = JSON.stringify({ rules: JSON.parse(policyJson()).rules, resolveOnly: KEPT_ALLOWED.map(({ syscall }) => ({ syscall })) });
+  const input = JSON.stringify({
+    rules: JSON.parse(policyJson()).rules,
+    resolveOnly: KEPT_ALLOWED.map(({ syscall }) => ({ syscall })),
+  });
   return JSON.parse(runCompiler(["--resolve"], input)) as Record<string, number>;
 }
 
@@ -118,14 +136,19 @@ export function seccompSupport(nativeDir?: string): { available: boolean; why?: 
   } catch {
     // Not Linux, or no /proc: said below.
   }
-  if (!/^Seccomp:/m.test(status)) return { available: false, why: "this kernel has no seccomp (no Seccomp: line in /proc/self/status)" };
+  if (!/^Seccomp:/m.test(status))
+    return { available: false, why: "this kernel has no seccomp (no Seccomp: line in /proc/self/status)" };
   let actions = "errno kill_thread";
   try {
     actions = readFileSync("/proc/sys/kernel/seccomp/actions_avail", "utf8");
   } catch {
     // Older kernels do not list them; errno and kill_thread are as old as seccomp filters.
   }
-  if (!/\berrno\b/.test(actions) || !/\bkill_thread\b/.test(actions)) return { available: false, why: `this kernel's seccomp lacks the errno or kill_thread action (it has: ${actions.trim()})` };
+  if (!/\berrno\b/.test(actions) || !/\bkill_thread\b/.test(actions))
+    return {
+      available: false,
+      why: `this kernel's seccomp lacks the errno or kill_thread action (it has: ${actions.trim()})`,
+    };
   try {
     seccompFilter(nativeDir);
   } catch (err) {

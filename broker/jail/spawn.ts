@@ -14,12 +14,16 @@ export interface SpawnOptions {
 
 type Stdio = ["pipe", "pipe", "pipe", ...Array<"pipe" | number>];
 
-export function spawnJailed(launch: Launch, options: SpawnOptions = {}): ResultPromise<{ buffer: false; encoding: "buffer" }> {
+export function spawnJailed(
+  launch: Launch,
+  options: SpawnOptions = {},
+): ResultPromise<{ buffer: false; encoding: "buffer" }> {
   // Opened for the spawn only: the child inherits them, bwrap copies them into the jail.
   const fds = launch.files.map((file) => openSync(file, "r"));
   let child: ResultPromise<{ buffer: false; encoding: "buffer" }>;
   try {
-    const stdio: Stdio = launch.bwrapOptions === null ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", ...fds];
+    const stdio: Stdio =
+      launch.bwrapOptions === null ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", ...fds];
     child = execa(launch.file, [...launch.args], {
       env: launch.env,
       extendEnv: false,

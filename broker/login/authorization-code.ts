@@ -32,8 +32,14 @@ export async function startAuthorizationCode(row: CodeRow, extension: string, op
   const signal = options.signal !== undefined ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const timedOut = options.clock.sleep(options.timeoutMs, signal).then(() => {
     const stray = listener.refused();
-    const ignored = stray === 0 ? "" : ` (${stray} request${stray === 1 ? "" : "s"} with another sign-in's state ${stray === 1 ? "was" : "were"} refused and ignored)`;
-    throw new TetherError(BrokerCode.loginFailed, `no redirect reached ${listener.redirectUri} within ${Math.round(options.timeoutMs / 1000)} s${ignored}; run tether login again (--timeout gives more time)`);
+    const ignored =
+      stray === 0
+        ? ""
+        : ` (${stray} request${stray === 1 ? "" : "s"} with another sign-in's state ${stray === 1 ? "was" : "were"} refused and ignored)`;
+    throw new TetherError(
+      BrokerCode.loginFailed,
+      `no redirect reached ${listener.redirectUri} within ${Math.round(options.timeoutMs / 1000)} s${ignored}; run tether login again (--timeout gives more time)`,
+    );
   });
   const done = (async () => {
     try {
@@ -42,8 +48,19 @@ export async function startAuthorizationCode(row: CodeRow, extension: string, op
       try {
         const answer = await postForm(
           row.token_endpoint,
-          { grant_type: "authorization_code", code: callback.code, redirect_uri: listener.redirectUri, client_id: row.client_id, code_verifier: pkce.verifier },
-          { what: "token endpoint", signal, secrets: [callback.code, pkce.verifier], ...(options.fetch !== undefined ? { fetch: options.fetch } : {}) },
+          {
+            grant_type: "authorization_code",
+            code: callback.code,
+            redirect_uri: listener.redirectUri,
+            client_id: row.client_id,
+            code_verifier: pkce.verifier,
+          },
+          {
+            what: "token endpoint",
+            signal,
+            secrets: [callback.code, pkce.verifier],
+            ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
+          },
         );
         const tokens = tokensFrom(answer, row, extension, options.clock.now(), null);
         callback.reply(true, "Signed in. You may close this tab.");
@@ -59,7 +76,15 @@ export async function startAuthorizationCode(row: CodeRow, extension: string, op
   })();
   timedOut.catch(() => {});
   return {
-    prompt: { flow: "authorization_code", verificationUri: authorizationUrl, verificationUriComplete: null, userCode: null, authorizationUrl, redirectUri: listener.redirectUri, expiresIn: Math.round(options.timeoutMs / 1000) },
+    prompt: {
+      flow: "authorization_code",
+      verificationUri: authorizationUrl,
+      verificationUriComplete: null,
+      userCode: null,
+      authorizationUrl,
+      redirectUri: listener.redirectUri,
+      expiresIn: Math.round(options.timeoutMs / 1000),
+    },
     done,
   };
 }

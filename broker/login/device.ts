@@ -41,17 +41,32 @@ export async function startDevice(row: DeviceRow, extension: string, options: Fl
   const answer = await postForm(
     row.device_authorization_endpoint,
     { client_id: row.client_id, ...(row.scopes.length > 0 ? { scope: row.scopes.join(" ") } : {}) },
-    { what: "device authorization endpoint", ...(options.signal !== undefined ? { signal: options.signal } : {}), ...fetchOption },
+    {
+      what: "device authorization endpoint",
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      ...fetchOption,
+    },
   );
   const parsed = v.safeParse(DeviceAnswer, answer);
   const where = `the device authorization endpoint ${endpointName(row.device_authorization_endpoint)}`;
   if (!parsed.success) {
-    const fields = parsed.issues.map((issue) => `${v.getDotPath(issue) ?? "(top level)"}: expected ${issue.expected ?? "another value"}`).join("; ");
-    throw new OAuthError(endpointName(row.device_authorization_endpoint), null, `${where} answered no usable device code: ${fields.slice(0, 300)}`);
+    const fields = parsed.issues
+      .map((issue) => `${v.getDotPath(issue) ?? "(top level)"}: expected ${issue.expected ?? "another value"}`)
+      .join("; ");
+    throw new OAuthError(
+      endpointName(row.device_authorization_endpoint),
+      null,
+      `${where} answered no usable device code: ${fields.slice(0, 300)}`,
+    );
   }
   const d = parsed.output;
   const verificationUri = d.verification_uri ?? d.verification_url;
-  if (verificationUri === undefined) throw new OAuthError(endpointName(row.device_authorization_endpoint), null, `${where} answered no verification_uri`);
+  if (verificationUri === undefined)
+    throw new OAuthError(
+      endpointName(row.device_authorization_endpoint),
+      null,
+      `${where} answered no verification_uri`,
+    );
 
   const started = options.clock.now();
   const deadline = started + d.expires_in * 1000;
@@ -61,13 +76,21 @@ export async function startDevice(row: DeviceRow, extension: string, options: Fl
     for (let polls = 1; ; polls++) {
       await options.clock.sleep(interval, options.signal);
       if (options.clock.now() >= deadline) {
-        throw new TetherError(BrokerCode.loginFailed, `the user code expired after ${d.expires_in} s without a sign-in at ${verificationUri}; run tether login again`);
+        throw new TetherError(
+          BrokerCode.loginFailed,
+          `the user code expired after ${d.expires_in} s without a sign-in at ${verificationUri}; run tether login again`,
+        );
       }
       try {
         const tokens = await postForm(
           row.token_endpoint,
           { grant_type: GRANT_DEVICE_CODE, device_code: d.device_code, client_id: row.client_id },
-          { what: "token endpoint", secrets: [d.device_code], ...(options.signal !== undefined ? { signal: options.signal } : {}), ...fetchOption },
+          {
+            what: "token endpoint",
+            secrets: [d.device_code],
+            ...(options.signal !== undefined ? { signal: options.signal } : {}),
+            ...fetchOption,
+          },
         );
         return tokensFrom(tokens, row, extension, options.clock.now(), null);
       } catch (err) {
@@ -81,9 +104,15 @@ export async function startDevice(row: DeviceRow, extension: string, options: Fl
             options.progress?.(`the server asked to poll more slowly: every ${interval / 1000} s`);
             continue;
           case "expired_token":
-            throw new TetherError(BrokerCode.loginFailed, `the user code expired (${err.message}); run tether login again`);
+            throw new TetherError(
+              BrokerCode.loginFailed,
+              `the user code expired (${err.message}); run tether login again`,
+            );
           case "access_denied":
-            throw new TetherError(BrokerCode.loginFailed, `the sign-in was declined at ${verificationUri} (access_denied); run tether login again to retry`);
+            throw new TetherError(
+              BrokerCode.loginFailed,
+              `the sign-in was declined at ${verificationUri} (access_denied); run tether login again to retry`,
+            );
           default:
             throw err;
         }

@@ -73,8 +73,10 @@ async function boundedText(res: Response, max: number): Promise<string | null> {
 /** A description fit to show: printable, short, and repeating no secret. */
 function description(raw: unknown, secrets: readonly string[]): string {
   if (typeof raw !== "string" || raw === "") return "";
-  if (raw.length > 200 || !/^[\x20-\x7e]*$/.test(raw)) return " (its description is withheld: not short printable text)";
-  if (secrets.some((s) => s.length >= 4 && raw.includes(s))) return " (its description is withheld: it repeats a value of this sign-in)";
+  if (raw.length > 200 || !/^[\x20-\x7e]*$/.test(raw))
+    return " (its description is withheld: not short printable text)";
+  if (secrets.some((s) => s.length >= 4 && raw.includes(s)))
+    return " (its description is withheld: it repeats a value of this sign-in)";
   return `: ${raw}`;
 }
 
@@ -91,7 +93,11 @@ function errorOf(body: Record<string, unknown>): string | null {
  * answer (whatever the status: some servers answer errors with 200), or a
  * status other than 2xx.
  */
-export async function postForm(url: string, form: Readonly<Record<string, string>>, options: PostOptions): Promise<Record<string, unknown>> {
+export async function postForm(
+  url: string,
+  form: Readonly<Record<string, string>>,
+  options: PostOptions,
+): Promise<Record<string, unknown>> {
   const name = endpointName(url);
   const where = `the ${options.what} ${name}`;
   const signals = [AbortSignal.timeout(TIMEOUT_MS), ...(options.signal !== undefined ? [options.signal] : [])];
@@ -109,30 +115,65 @@ export async function postForm(url: string, form: Readonly<Record<string, string
     if (options.signal?.aborted) throw options.signal.reason as Error;
     if (err instanceof SignInRefused) throw new OAuthError(name, null, `${where} was not asked: ${err.message}`);
     const cause = (err as { cause?: { code?: unknown } }).cause?.code;
-    const why = (err as Error).name === "TimeoutError" ? `no answer within ${TIMEOUT_MS / 1000} s` : typeof cause === "string" ? cause : (err as Error).message.slice(0, 120);
-    throw new OAuthError(name, null, `could not reach ${where}: ${why}; check the address and that this machine reaches it`);
+    const why =
+      (err as Error).name === "TimeoutError"
+        ? `no answer within ${TIMEOUT_MS / 1000} s`
+        : typeof cause === "string"
+          ? cause
+          : (err as Error).message.slice(0, 120);
+    throw new OAuthError(
+      name,
+      null,
+      `could not reach ${where}: ${why}; check the address and that this machine reaches it`,
+    );
   }
   if (res.status >= 300 && res.status < 400) {
     await res.body?.cancel().catch(() => {});
-    throw new OAuthError(name, null, `${where} answered a redirect (HTTP ${res.status}); it must answer directly: check the manifest's URL`);
+    throw new OAuthError(
+      name,
+      null,
+      `${where} answered a redirect (HTTP ${res.status}); it must answer directly: check the manifest's URL`,
+    );
   }
   const text = await boundedText(res, MAX_ENDPOINT_BODY);
-  if (text === null) throw new OAuthError(name, null, `${where} answered HTTP ${res.status} with more than ${MAX_ENDPOINT_BODY / 1024} KiB; that is no OAuth answer`);
+  if (text === null)
+    throw new OAuthError(
+      name,
+      null,
+      `${where} answered HTTP ${res.status} with more than ${MAX_ENDPOINT_BODY / 1024} KiB; that is no OAuth answer`,
+    );
   if (options.emptyOk === true && text.trim() === "" && res.status >= 200 && res.status < 300) return {};
   let body: unknown;
   try {
     body = parseBoundedJson(text, BOUNDS);
   } catch {
-    throw new OAuthError(name, null, `${where} answered HTTP ${res.status} with a body that is not a JSON object (${text.length} bytes, not shown); check that the URL is the server's OAuth endpoint`);
+    throw new OAuthError(
+      name,
+      null,
+      `${where} answered HTTP ${res.status} with a body that is not a JSON object (${text.length} bytes, not shown); check that the URL is the server's OAuth endpoint`,
+    );
   }
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new OAuthError(name, null, `${where} answered HTTP ${res.status} with JSON that is not an object; check that the URL is the server's OAuth endpoint`);
+    throw new OAuthError(
+      name,
+      null,
+      `${where} answered HTTP ${res.status} with JSON that is not an object; check that the URL is the server's OAuth endpoint`,
+    );
   }
   const record = body as Record<string, unknown>;
   const code = errorOf(record);
   if (code !== null) {
-    throw new OAuthError(name, code, `${where} answered HTTP ${res.status} ${code}${description(record["error_description"], options.secrets ?? [])}`);
+    throw new OAuthError(
+      name,
+      code,
+      `${where} answered HTTP ${res.status} ${code}${description(record["error_description"], options.secrets ?? [])}`,
+    );
   }
-  if (res.status < 200 || res.status >= 300) throw new OAuthError(name, null, `${where} answered HTTP ${res.status} with no OAuth error code; try again later, or check the server`);
+  if (res.status < 200 || res.status >= 300)
+    throw new OAuthError(
+      name,
+      null,
+      `${where} answered HTTP ${res.status} with no OAuth error code; try again later, or check the server`,
+    );
   return record;
 }

@@ -39,7 +39,16 @@ export function judgedFetch(options: JudgedFetchOptions): typeof fetch {
     const method = init?.method ?? "GET";
     const target = urlWithoutValues(url.href);
     const audit = (decision: "allowed" | "denied", rule: string) =>
-      options.audit({ invocationId: null, sessionId: "@login", extension: options.extension, capability: "login.request", target, decision, rule, bytes: 0 });
+      options.audit({
+        invocationId: null,
+        sessionId: "@login",
+        extension: options.extension,
+        capability: "login.request",
+        target,
+        decision,
+        rule,
+        bytes: 0,
+      });
     const operator = options.operator.current();
     if (operator instanceof Error) {
       audit("denied", "operator:policy-invalid");
@@ -47,7 +56,19 @@ export function judgedFetch(options: JudgedFetchOptions): typeof fetch {
     }
     // The endpoint, exactly as the manifest names it, is the one rule.
     const exact = `${url.protocol}//${url.host}${url.pathname}`;
-    const verdict = await judge(url, method, { extension: options.extension, approved: [parseRule(exact)], operatorDeny: operator.deny, reach: operator.reach, offline: false, sessionAllow: null }, options.resolve);
+    const verdict = await judge(
+      url,
+      method,
+      {
+        extension: options.extension,
+        approved: [parseRule(exact)],
+        operatorDeny: operator.deny,
+        reach: operator.reach,
+        offline: false,
+        sessionAllow: null,
+      },
+      options.resolve,
+    );
     if (!verdict.allowed) {
       audit("denied", verdict.rule);
       throw new SignInRefused(verdict.rule, verdict.reason);
@@ -56,7 +77,9 @@ export function judgedFetch(options: JudgedFetchOptions): typeof fetch {
     const agent = new Agent({ connect: { lookup: pinnedLookup(pinned.address, pinned.family) } });
     audit("allowed", verdict.rule);
     try {
-      const res = await undiciFetch(url, { ...(init as object), dispatcher: agent } as Parameters<typeof undiciFetch>[1]);
+      const res = await undiciFetch(url, { ...(init as object), dispatcher: agent } as Parameters<
+        typeof undiciFetch
+      >[1]);
       // The body is read by the caller; the agent closes once it is.
       return res as unknown as Response;
     } finally {

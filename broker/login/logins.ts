@@ -109,18 +109,27 @@ export class Logins {
     if (rows.length === 0) throw failure(`'${extension}' declares no [[login]]; nothing to sign in to`);
     if (login === undefined) {
       if (rows.length === 1) return rows[0]!;
-      throw failure(`'${extension}' declares several logins (${rows.map((r) => r.name).join(", ")}): name one: tether login ${extension} <login>`);
+      throw failure(
+        `'${extension}' declares several logins (${rows.map((r) => r.name).join(", ")}): name one: tether login ${extension} <login>`,
+      );
     }
     const row = rows.find((r) => r.name === login);
-    if (row === undefined) throw failure(`'${extension}' has no login '${login}'; it declares: ${rows.map((r) => r.name).join(", ")}`);
+    if (row === undefined)
+      throw failure(`'${extension}' has no login '${login}'; it declares: ${rows.map((r) => r.name).join(", ")}`);
     return row;
   }
 
   /** Starts a sign-in; `done` settles once the tokens are stored. */
-  async start(extension: string, login?: string, options: StartOptions = {}): Promise<Started & { readonly row: LoginRow }> {
+  async start(
+    extension: string,
+    login?: string,
+    options: StartOptions = {},
+  ): Promise<Started & { readonly row: LoginRow }> {
     const row = this.row(extension, login);
     if (this.#installed(extension)?.approved !== true) {
-      throw failure(`'${extension}' is not approved as installed: a sign-in uses the endpoints of the approved manifest. Run tether review ${extension}, then tether approve ${extension}`);
+      throw failure(
+        `'${extension}' is not approved as installed: a sign-in uses the endpoints of the approved manifest. Run tether review ${extension}, then tether approve ${extension}`,
+      );
     }
     const flowOptions = {
       clock: this.clock,
@@ -129,7 +138,10 @@ export class Logins {
       ...(options.progress !== undefined ? { progress: options.progress } : {}),
       ...(this.#fetchFor(extension) !== undefined ? { fetch: this.#fetchFor(extension)! } : {}),
     };
-    const started = row.flow === "device" ? await startDevice(row, extension, flowOptions) : await startAuthorizationCode(row, extension, flowOptions);
+    const started =
+      row.flow === "device"
+        ? await startDevice(row, extension, flowOptions)
+        : await startAuthorizationCode(row, extension, flowOptions);
     const done = started.done.then((tokens) => {
       this.store.write(tokens);
       this.#o.log.info(`login ${extension}/${row.name}: signed in`, { extension });
@@ -141,14 +153,18 @@ export class Logins {
 
   /** Every login row of the approved extensions. */
   declared(): Array<{ extension: string; row: LoginRow }> {
-    return this.#o.extensions().filter((e) => e.approved).flatMap((e) => e.manifest.login.map((row) => ({ extension: e.name, row })));
+    return this.#o
+      .extensions()
+      .filter((e) => e.approved)
+      .flatMap((e) => e.manifest.login.map((row) => ({ extension: e.name, row })));
   }
 
   /** Each declared login of the installed extensions (or of one), with its stored state. */
   status(extension?: string): LoginStatus[] {
     const now = this.clock.now();
     const one = extension === undefined ? null : this.#installed(extension);
-    if (extension !== undefined && one === null) throw failure(`no extension '${extension}' is installed; tether list shows what is`);
+    if (extension !== undefined && one === null)
+      throw failure(`no extension '${extension}' is installed; tether list shows what is`);
     const installed = one === null ? this.#o.extensions() : [one];
     const out: LoginStatus[] = [];
     for (const ext of [...installed].sort((a, b) => a.name.localeCompare(b.name))) {
@@ -173,10 +189,15 @@ export class Logins {
    */
   async logout(extension: string, login?: string): Promise<LogoutReport[]> {
     const rows = this.#installed(extension)?.manifest.login ?? [];
-    const stored = this.store.list().filter((s) => s.extension === extension).map((s) => s.login);
+    const stored = this.store
+      .list()
+      .filter((s) => s.extension === extension)
+      .map((s) => s.login);
     const names = login !== undefined ? [login] : [...new Set([...rows.map((r) => r.name), ...stored])];
     if (login !== undefined && !rows.some((r) => r.name === login) && !stored.includes(login)) {
-      throw failure(`'${extension}' has no login '${login}' and nothing is stored under that name${rows.length > 0 ? `; it declares: ${rows.map((r) => r.name).join(", ")}` : ""}`);
+      throw failure(
+        `'${extension}' has no login '${login}' and nothing is stored under that name${rows.length > 0 ? `; it declares: ${rows.map((r) => r.name).join(", ")}` : ""}`,
+      );
     }
     const reports: LogoutReport[] = [];
     for (const name of names) {
@@ -187,7 +208,14 @@ export class Logins {
       } catch {
         // An unreadable file is deleted all the same: logout is how it is cleared.
       }
-      const notes = row !== undefined && tokens !== null ? await revokeAtServer(row, tokens, this.#fetchFor(extension) !== undefined ? { fetch: this.#fetchFor(extension)! } : {}) : [];
+      const notes =
+        row !== undefined && tokens !== null
+          ? await revokeAtServer(
+              row,
+              tokens,
+              this.#fetchFor(extension) !== undefined ? { fetch: this.#fetchFor(extension)! } : {},
+            )
+          : [];
       const deleted = this.store.remove(extension, name);
       if (deleted) this.#o.log.info(`login ${extension}/${name}: signed out`, { extension });
       reports.push({ extension, login: name, deleted, notes });
@@ -203,7 +231,11 @@ export function loginsOf(broker: Broker, options: { clock?: Clock; fetch?: typeo
   let logins = perBroker.get(broker);
   if (logins === undefined) {
     const registry = broker.registry;
-    const view = (installed: Installed): InstalledLogins => ({ name: installed.name, manifest: installed.manifest, approved: registry.status(installed) === "approved" });
+    const view = (installed: Installed): InstalledLogins => ({
+      name: installed.name,
+      manifest: installed.manifest,
+      approved: registry.status(installed) === "approved",
+    });
     logins = new Logins({
       home: broker.home,
       log: broker.log,
@@ -213,7 +245,11 @@ export function loginsOf(broker: Broker, options: { clock?: Clock; fetch?: typeo
         return installed === null ? null : view(installed);
       },
       // Each sign-in request judged by the operator's policy and audited, as net.fetch is.
-      judge: { operator: new OperatorPolicySource(broker.home), resolve: systemResolver, audit: (row) => broker.ledger.audit(row) },
+      judge: {
+        operator: new OperatorPolicySource(broker.home),
+        resolve: systemResolver,
+        audit: (row) => broker.ledger.audit(row),
+      },
       ...options,
     });
     perBroker.set(broker, logins);
@@ -224,7 +260,8 @@ export function loginsOf(broker: Broker, options: { clock?: Clock; fetch?: typeo
 /** The secrets this broker's sign-ins fill, as the secret injector asks for them (broker/caps/net-secret.ts). */
 export function loginSecrets(broker: Broker): LoginSecrets {
   return {
-    fills: (extension, name) => broker.registry.get(extension)?.manifest.login.some((row) => row.secret === name) ?? false,
+    fills: (extension, name) =>
+      broker.registry.get(extension)?.manifest.login.some((row) => row.secret === name) ?? false,
     currentToken: (extension, name) => loginsOf(broker).tokens.currentToken(extension, name),
   };
 }

@@ -9,7 +9,11 @@ import { postForm } from "./endpoint.js";
 import type { StoredLogin } from "./token-store.js";
 
 /** Asks the revocation endpoint to revoke `stored`'s tokens; the notes say what did not work. */
-export async function revokeAtServer(row: LoginRow, stored: StoredLogin, options: { fetch?: typeof fetch; signal?: AbortSignal } = {}): Promise<string[]> {
+export async function revokeAtServer(
+  row: LoginRow,
+  stored: StoredLogin,
+  options: { fetch?: typeof fetch; signal?: AbortSignal } = {},
+): Promise<string[]> {
   if (row.revocation_endpoint === undefined) return [];
   const notes: string[] = [];
   const tokens: Array<[string, string]> = [];
@@ -17,7 +21,11 @@ export async function revokeAtServer(row: LoginRow, stored: StoredLogin, options
   tokens.push([stored.access_token, "access_token"]);
   for (const [token, hint] of tokens) {
     try {
-      await postForm(row.revocation_endpoint, { token, token_type_hint: hint, client_id: row.client_id }, { what: "revocation endpoint", secrets: [token], emptyOk: true, ...options });
+      await postForm(
+        row.revocation_endpoint,
+        { token, token_type_hint: hint, client_id: row.client_id },
+        { what: "revocation endpoint", secrets: [token], emptyOk: true, ...options },
+      );
     } catch (err) {
       notes.push(`revoking the ${hint.replace("_", " ")} failed: ${(err as Error).message}`);
     }

@@ -22,7 +22,11 @@ export interface Callback {
 const ERROR_CODE = /^[\x20\x21\x23-\x5b\x5d-\x7e]{1,64}$/;
 
 function page(res: import("node:http").ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", connection: "close" });
+  res.writeHead(status, {
+    "content-type": "text/plain; charset=utf-8",
+    "cache-control": "no-store",
+    connection: "close",
+  });
   res.end(`${text}\n`);
 }
 
@@ -50,24 +54,36 @@ export class LoopbackRedirect {
     let refusedRedirects = 0;
     const server = createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      if (req.method !== "GET" || url.pathname !== "/callback") return page(res, 404, "Not found: this listener only takes the sign-in's redirect.");
+      if (req.method !== "GET" || url.pathname !== "/callback")
+        return page(res, 404, "Not found: this listener only takes the sign-in's redirect.");
       if (decided) return page(res, 409, "This sign-in already received its redirect; you may close this tab.");
       const given = url.searchParams.get("state") ?? "";
       if (!sameSecret(given, state)) {
         refusedRedirects++;
-        return page(res, 400, "Refused: this redirect does not belong to the sign-in in progress (it goes on waiting for its own).");
+        return page(
+          res,
+          400,
+          "Refused: this redirect does not belong to the sign-in in progress (it goes on waiting for its own).",
+        );
       }
       decided = true;
       const error = url.searchParams.get("error");
       if (error !== null) {
         const code = ERROR_CODE.test(error) ? error : "(an unreadable error code)";
         page(res, 400, `The authorization server answered ${code}; the sign-in did not complete.`);
-        return settle.reject(new TetherError(BrokerCode.loginFailed, `the authorization server redirected with error ${code}${code === "access_denied" ? " (the sign-in was declined in the browser)" : ""}; run tether login again`));
+        return settle.reject(
+          new TetherError(
+            BrokerCode.loginFailed,
+            `the authorization server redirected with error ${code}${code === "access_denied" ? " (the sign-in was declined in the browser)" : ""}; run tether login again`,
+          ),
+        );
       }
       const code = url.searchParams.get("code");
       if (code === null || code === "" || code.length > 4096) {
         page(res, 400, "Refused: the redirect carries no authorization code.");
-        return settle.reject(new TetherError(BrokerCode.loginFailed, "the redirect carried no authorization code; run tether login again"));
+        return settle.reject(
+          new TetherError(BrokerCode.loginFailed, "the redirect carried no authorization code; run tether login again"),
+        );
       }
       settle.resolve({ code, reply: (ok, text) => page(res, ok ? 200 : 502, text) });
     });

@@ -32,11 +32,21 @@ export function isUsable(stored: StoredLogin, now: number): boolean {
 }
 
 /** Trades the refresh token for new tokens; the answer is checked, not stored. */
-export async function refreshTokens(row: LoginRow, stored: StoredLogin, clock: Clock, options: { signal?: AbortSignal; fetch?: typeof fetch } = {}): Promise<StoredLogin> {
+export async function refreshTokens(
+  row: LoginRow,
+  stored: StoredLogin,
+  clock: Clock,
+  options: { signal?: AbortSignal; fetch?: typeof fetch } = {},
+): Promise<StoredLogin> {
   if (stored.refresh_token === null) throw new Error("refreshTokens: no refresh token");
   const answer = await postForm(
     row.token_endpoint,
-    { grant_type: "refresh_token", refresh_token: stored.refresh_token, client_id: row.client_id, ...(row.scopes.length > 0 ? { scope: row.scopes.join(" ") } : {}) },
+    {
+      grant_type: "refresh_token",
+      refresh_token: stored.refresh_token,
+      client_id: row.client_id,
+      ...(row.scopes.length > 0 ? { scope: row.scopes.join(" ") } : {}),
+    },
     { what: "token endpoint", secrets: [stored.refresh_token, stored.access_token], ...options },
   );
   return tokensFrom(answer, row, stored.extension, clock.now(), stored);

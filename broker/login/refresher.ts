@@ -48,7 +48,10 @@ export class Refresher {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
       this.#pass = this.runOnce().then(
-        (next) => this.#schedule(Math.min(MAX_WAIT_MS, Math.max(MIN_WAIT_MS, next === null ? MAX_WAIT_MS : next - this.#logins.clock.now()))),
+        (next) =>
+          this.#schedule(
+            Math.min(MAX_WAIT_MS, Math.max(MIN_WAIT_MS, next === null ? MAX_WAIT_MS : next - this.#logins.clock.now())),
+          ),
         (err: unknown) => {
           this.#log.warn(`login refresher: a pass failed: ${(err as Error).message}`);
           this.#schedule(MAX_WAIT_MS);

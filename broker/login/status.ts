@@ -25,7 +25,13 @@ export interface LoginStatus {
   readonly problem: string | null;
 }
 
-export function statusOf(extension: string, row: LoginRow, stored: StoredLogin | null, now: number, problem: string | null = null): LoginStatus {
+export function statusOf(
+  extension: string,
+  row: LoginRow,
+  stored: StoredLogin | null,
+  now: number,
+  problem: string | null = null,
+): LoginStatus {
   const refreshable = stored !== null && stored.refresh_token !== null;
   return {
     extension,
@@ -45,7 +51,8 @@ export function statusOf(extension: string, row: LoginRow, stored: StoredLogin |
 export function statusLine(s: LoginStatus): string {
   if (s.problem !== null) return `${s.login}: cannot be read: ${s.problem}`;
   if (s.signed_in_at === null) return `${s.login}: not signed in (tether login ${s.extension} ${s.login})`;
-  const expiry = s.expires_in === null ? "no expiry given" : s.expires_in === 0 ? "expired" : `expires in ${s.expires_in} s`;
+  const expiry =
+    s.expires_in === null ? "no expiry given" : s.expires_in === 0 ? "expired" : `expires in ${s.expires_in} s`;
   const state = s.signed_in ? "signed in" : `signed out (expired; tether login ${s.extension} ${s.login})`;
   return `${s.login}: ${state} as of ${s.signed_in_at}, ${expiry}, refreshable: ${s.refreshable ? "yes" : "no"}`;
 }

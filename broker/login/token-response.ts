@@ -21,7 +21,10 @@ const Seconds = v.pipe(
 /** A token is a secret the broker injects: it passes what `tether secret set` asks of one (secrets/store.ts). */
 const Token = v.pipe(
   v.string(),
-  v.check((value) => secretValueProblem(value) === null, (issue) => `a value fit to be sent as a secret (${secretValueProblem(String(issue.input)) ?? ""})`),
+  v.check(
+    (value) => secretValueProblem(value) === null,
+    (issue) => `a value fit to be sent as a secret (${secretValueProblem(String(issue.input)) ?? ""})`,
+  ),
 );
 
 const TokenAnswer = v.object({
@@ -34,11 +37,16 @@ const TokenAnswer = v.object({
 
 /** A successful answer's issues, with the values left out (valibot's messages quote what they received). */
 function safeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
-  return issues
-    // A check's message is the broker's own words (secretValueProblem never quotes the value).
-    .map((issue) => `${v.getDotPath(issue) ?? "(top level)"}: expected ${issue.type === "check" ? issue.message : (issue.expected ?? "another value")}`)
-    .join("; ")
-    .slice(0, 300);
+  return (
+    issues
+      // A check's message is the broker's own words (secretValueProblem never quotes the value).
+      .map(
+        (issue) =>
+          `${v.getDotPath(issue) ?? "(top level)"}: expected ${issue.type === "check" ? issue.message : (issue.expected ?? "another value")}`,
+      )
+      .join("; ")
+      .slice(0, 300)
+  );
 }
 
 /**
@@ -54,7 +62,11 @@ export function tokensFrom(
 ): StoredLogin {
   const parsed = v.safeParse(TokenAnswer, answer);
   if (!parsed.success) {
-    throw new OAuthError(endpointName(row.token_endpoint), null, `the token endpoint ${endpointName(row.token_endpoint)} answered no usable token: ${safeIssues(parsed.issues)}`);
+    throw new OAuthError(
+      endpointName(row.token_endpoint),
+      null,
+      `the token endpoint ${endpointName(row.token_endpoint)} answered no usable token: ${safeIssues(parsed.issues)}`,
+    );
   }
   const t = parsed.output;
   return {

@@ -64,7 +64,9 @@ export class LoginTokens implements TokenSource {
     try {
       return this.#o.store.read(extension, login);
     } catch (err) {
-      this.#o.log.warn(`login ${extension}/${login}: the stored sign-in cannot be used: ${(err as Error).message}`, { extension });
+      this.#o.log.warn(`login ${extension}/${login}: the stored sign-in cannot be used: ${(err as Error).message}`, {
+        extension,
+      });
       return null;
     }
   }

@@ -7,7 +7,18 @@
  * Names are manifest identifiers (no dots), so `<extension>.<login>` is unambiguous.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
@@ -70,7 +81,10 @@ export class TokenStore {
       throw err;
     }
     if (!st.isDirectory()) throw refused(`${this.dir} is not a folder; move it away (sign-ins are kept there)`);
-    if ((st.mode & 0o077) !== 0) throw refused(`${this.dir} has mode ${octal(st.mode)}: group or other may reach the sign-ins in it. Run: chmod 700 ${this.dir}`);
+    if ((st.mode & 0o077) !== 0)
+      throw refused(
+        `${this.dir} has mode ${octal(st.mode)}: group or other may reach the sign-ins in it. Run: chmod 700 ${this.dir}`,
+      );
     return true;
   }
 
@@ -85,10 +99,18 @@ export class TokenStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw err;
     }
-    if (!st.isFile()) throw refused(`${file} is not a regular file; remove it and sign in again: tether login ${extension} ${login}`);
-    if ((st.mode & 0o077) !== 0) throw refused(`${file} has mode ${octal(st.mode)}: group or other may read or write it. Run: chmod 600 ${file} (or tether logout ${extension} ${login})`);
-    if (typeof process.getuid === "function" && st.uid !== process.getuid()) throw refused(`${file} belongs to another user (uid ${st.uid}); remove it and sign in again`);
-    if (st.size > MAX_FILE) throw refused(`${file} is larger than ${MAX_FILE / 1024} KiB: not a sign-in this broker wrote; remove it and sign in again`);
+    if (!st.isFile())
+      throw refused(`${file} is not a regular file; remove it and sign in again: tether login ${extension} ${login}`);
+    if ((st.mode & 0o077) !== 0)
+      throw refused(
+        `${file} has mode ${octal(st.mode)}: group or other may read or write it. Run: chmod 600 ${file} (or tether logout ${extension} ${login})`,
+      );
+    if (typeof process.getuid === "function" && st.uid !== process.getuid())
+      throw refused(`${file} belongs to another user (uid ${st.uid}); remove it and sign in again`);
+    if (st.size > MAX_FILE)
+      throw refused(
+        `${file} is larger than ${MAX_FILE / 1024} KiB: not a sign-in this broker wrote; remove it and sign in again`,
+      );
     let parsed;
     try {
       parsed = v.safeParse(StoredLogin, parseBoundedJson(readFileSync(file, "utf8"), { maxDepth: 4, maxElements: 64 }));
@@ -96,7 +118,9 @@ export class TokenStore {
       parsed = null;
     }
     if (parsed === null || !parsed.success || parsed.output.extension !== extension || parsed.output.login !== login) {
-      throw refused(`${file} is not a sign-in this broker wrote (damaged?); remove it and sign in again: tether login ${extension} ${login}`);
+      throw refused(
+        `${file} is not a sign-in this broker wrote (damaged?); remove it and sign in again: tether login ${extension} ${login}`,
+      );
     }
     return parsed.output;
   }
@@ -140,6 +164,8 @@ export class TokenStore {
       .map((name) => FILE.exec(name))
       .filter((m): m is RegExpExecArray => m !== null)
       .map((m) => ({ extension: m[1]!, login: m[2]! }))
-      .sort((a, b) => (a.extension === b.extension ? a.login.localeCompare(b.login) : a.extension.localeCompare(b.extension)));
+      .sort((a, b) =>
+        a.extension === b.extension ? a.login.localeCompare(b.login) : a.extension.localeCompare(b.extension),
+      );
   }
 }

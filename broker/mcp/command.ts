@@ -48,7 +48,9 @@ function consoleToStderr(): () => void {
 
 export async function runMcp(options: McpOptions): Promise<number> {
   if (options.session === undefined || options.session.trim() === "") {
-    say("missing --session <id>: the session whose active tools to serve (tether mcp --session <id> [--workspace <dir>])");
+    say(
+      "missing --session <id>: the session whose active tools to serve (tether mcp --session <id> [--workspace <dir>])",
+    );
     return EXIT_USAGE;
   }
   const { SessionId } = await import("../sessions/session-records.js");
@@ -119,14 +121,22 @@ export async function runMcp(options: McpOptions): Promise<number> {
   try {
     // The logger writes to stderr (its default sink); said explicitly, as stdout is the MCP channel.
     const brokerOptions = options.broker ?? {};
-    broker = Broker.open({ ...brokerOptions, log: createLogger({ ...(brokerOptions.logLevel !== undefined ? { level: brokerOptions.logLevel } : {}) }) });
-    if (options.fleet !== undefined) fleet = await (await import("../fleet.js")).FleetMember.join(broker, options.fleet);
+    broker = Broker.open({
+      ...brokerOptions,
+      log: createLogger({ ...(brokerOptions.logLevel !== undefined ? { level: brokerOptions.logLevel } : {}) }),
+    });
+    if (options.fleet !== undefined)
+      fleet = await (await import("../fleet.js")).FleetMember.join(broker, options.fleet);
     // The session's saved policy is kept (opening with none would widen it back).
     // In a fleet the saved record is the fleet's: leased to this host and pulled first.
     await broker.fleet?.openSession(options.session);
     const record = new SessionRecords(broker.store).get(options.session);
     if (given === null && record !== null && isFolder(record.workspace)) workspace = record.workspace;
-    session = await Session.open(broker, { id: options.session, workspace, ...(record !== null ? { policy: record.policy } : {}) });
+    session = await Session.open(broker, {
+      id: options.session,
+      workspace,
+      ...(record !== null ? { policy: record.policy } : {}),
+    });
   } catch (err) {
     const code = err instanceof TetherError ? ` (${err.code})` : "";
     say(`could not open session '${options.session}'${code}: ${(err as Error).message}`);
@@ -145,7 +155,9 @@ export async function runMcp(options: McpOptions): Promise<number> {
   const inactive = statuses.filter((s) => s.state !== "active");
   say(
     `session '${opened.id}' in ${workspace}: serving ${opened.tools().length} tool(s) of ${active.map((s) => s.name).join(", ") || "no extension"}` +
-      (inactive.length > 0 ? `; not active: ${inactive.map((s) => `${s.name} (${oneLine(s.reason ?? s.state)})`).join("; ")}` : ""),
+      (inactive.length > 0
+        ? `; not active: ${inactive.map((s) => `${s.name} (${oneLine(s.reason ?? s.state)})`).join("; ")}`
+        : ""),
   );
 
   const server = createMcpServer(opened, { version: packageVersion(), onNote: (line) => say(line) });

@@ -16,7 +16,12 @@
  *   client as `notifications/message` logging.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
 import { TetherError } from "../base/errors.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import type { Session, ToolCallReport } from "../sessions/session.js";
@@ -47,7 +52,10 @@ export function inputSchemaOf(parameters: Readonly<Record<string, unknown>>): In
   const properties = parameters["properties"];
   if (typeof properties === "object" && properties !== null && !Array.isArray(properties)) {
     schema["properties"] = Object.fromEntries(
-      Object.entries(properties as Record<string, unknown>).map(([key, value]) => [key, value === true ? {} : value === false ? { not: {} } : value]),
+      Object.entries(properties as Record<string, unknown>).map(([key, value]) => [
+        key,
+        value === true ? {} : value === false ? { not: {} } : value,
+      ]),
     );
   }
   return schema as InputSchema;
@@ -67,7 +75,10 @@ export function listedTools(session: Session): { tools: Tool[]; skipped: { name:
 
 /** The content of an outcome: text blocks as they are, JSON blocks as JSON text. */
 function contentOf(outcome: InvocationOutcome<"tool"> & { ok: true }): { type: "text"; text: string }[] {
-  return outcome.value.content.map((c) => ({ type: "text" as const, text: c.type === "text" ? c.text : (JSON.stringify(c.json) ?? "null") }));
+  return outcome.value.content.map((c) => ({
+    type: "text" as const,
+    text: c.type === "text" ? c.text : (JSON.stringify(c.json) ?? "null"),
+  }));
 }
 
 /**
@@ -79,7 +90,9 @@ function contentOf(outcome: InvocationOutcome<"tool"> & { ok: true }): { type: "
  */
 export function resultOf(report: ToolCallReport): CallToolResult {
   const { outcome } = report;
-  const content: CallToolResult["content"] = outcome.ok ? contentOf(outcome) : [{ type: "text", text: `${outcome.error.code}: ${outcome.error.msg}` }];
+  const content: CallToolResult["content"] = outcome.ok
+    ? contentOf(outcome)
+    : [{ type: "text", text: `${outcome.error.code}: ${outcome.error.msg}` }];
   for (const line of report.context) content.push({ type: "text", text: line });
   const reply = outcome.ok ? outcome.value : null;
   const meta: Record<string, unknown> = {
@@ -99,7 +112,8 @@ function thrownResult(err: unknown): CallToolResult {
   return { content: [{ type: "text", text: `${code}: ${message}` }], isError: true };
 }
 
-const sameNames = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((name, i) => name === b[i]);
+const sameNames = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((name, i) => name === b[i]);
 
 /** An MCP server over `session` (not connected: `connect` it to a transport). */
 export function createMcpServer(session: Session, options: McpServerOptions): Server {
@@ -124,7 +138,9 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
       const key = `${s.extension}:${s.name}`;
       if (announced.has(key)) continue;
       announced.add(key);
-      note(`tool '${s.name}' of '${s.extension}' is not listed: its parameters schema does not describe an object, and MCP arguments always are one`);
+      note(
+        `tool '${s.name}' of '${s.extension}' is not listed: its parameters schema does not describe an object, and MCP arguments always are one`,
+      );
     }
     listed = tools.map((t) => t.name);
     return { tools };
@@ -143,16 +159,22 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
         : (text: string) => {
             progress += 1;
             const params = { progressToken: token, progress, message: text };
-            sent = sent.then(() => extra.sendNotification({ method: "notifications/progress", params })).catch((err: unknown) => note(`progress not sent: ${(err as Error).message}`));
+            sent = sent
+              .then(() => extra.sendNotification({ method: "notifications/progress", params }))
+              .catch((err: unknown) => note(`progress not sent: ${(err as Error).message}`));
           };
     let result: CallToolResult;
     try {
-      const report = await session.callTool(name, args, { signal: extra.signal, ...(onReport !== undefined ? { onReport } : {}) });
+      const report = await session.callTool(name, args, {
+        signal: extra.signal,
+        ...(onReport !== undefined ? { onReport } : {}),
+      });
       for (const line of report.notes) {
         note(`${name}: ${line}`);
         await server.sendLoggingMessage({ level: "info", logger: "tether", data: `${name}: ${line}` }).catch(() => {});
       }
-      if (extra.signal.aborted) note(`${name}: cancelled by the client (${report.outcome.ok ? "it had finished" : report.outcome.error.code})`);
+      if (extra.signal.aborted)
+        note(`${name}: cancelled by the client (${report.outcome.ok ? "it had finished" : report.outcome.error.code})`);
       result = resultOf(report);
     } catch (err) {
       result = thrownResult(err);

@@ -41,7 +41,8 @@ export interface ProviderCatalog {
 
 /** Why `name` cannot serve anything from the daemon scope now, or null when it can. */
 function ineligible(broker: Broker, preferences: Preferences, name: string): string | null {
-  if (!preferences.effective(GLOBAL, name).enabled) return `'${name}' is turned off globally (tether session enable ${name} turns it on)`;
+  if (!preferences.effective(GLOBAL, name).enabled)
+    return `'${name}' is turned off globally (tether session enable ${name} turns it on)`;
   try {
     broker.approved(name);
   } catch (err) {
@@ -65,7 +66,9 @@ export function providerCatalog(broker: Broker): ProviderCatalog {
     if (why === null) eligible.set(installed.name, installed.manifest);
     else miss(installed.manifest, why);
   }
-  const { order, inactive } = registryOrder([...eligible.values()].map((m) => ({ name: m.name, requires: m.requires, priority: m.priority })));
+  const { order, inactive } = registryOrder(
+    [...eligible.values()].map((m) => ({ name: m.name, requires: m.requires, priority: m.priority })),
+  );
   for (const [name, problem] of inactive) miss(eligible.get(name)!, `'${name}' ${describeProblem(problem)}`);
   const providers: ProviderEntry[] = [];
   const owner = new Map<string, string>();
@@ -76,12 +79,22 @@ export function providerCatalog(broker: Broker): ProviderCatalog {
     // A taken name costs the later extension all of its providers, as a taken tool name costs it the session.
     const taken = rows.find((row) => owner.has(row.name));
     if (taken !== undefined) {
-      miss(manifest, `provider '${taken.name}' is also served by '${owner.get(taken.name)}', which comes first in registry order; '${name}' serves no provider (rename it, or set a lower priority)`);
+      miss(
+        manifest,
+        `provider '${taken.name}' is also served by '${owner.get(taken.name)}', which comes first in registry order; '${name}' serves no provider (rename it, or set a lower priority)`,
+      );
       continue;
     }
     for (const row of rows) {
       owner.set(row.name, name);
-      providers.push({ name: row.name, extension: name, description: row.description, base_url: row.base_url, secret: row.secret ?? null, models: row.models });
+      providers.push({
+        name: row.name,
+        extension: name,
+        description: row.description,
+        base_url: row.base_url,
+        secret: row.secret ?? null,
+        models: row.models,
+      });
     }
   }
   return { providers, unavailable };

@@ -10,7 +10,13 @@ import { WireCode, TetherError } from "../base/errors.js";
 import type { ProviderPreference } from "../store/provider-preferences-repository.js";
 import type { ProviderCatalog, ProviderEntry } from "./catalog.js";
 
-const ProviderName = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a provider's name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
+const ProviderName = v.pipe(
+  v.string(),
+  v.regex(
+    /^[a-z][a-z0-9_-]{0,63}$/,
+    "expected a provider's name (a-z, 0-9, _ and -, at most 64, starting with a letter)",
+  ),
+);
 
 /** What a caller may save: two lists of provider names, at most 256 each. */
 export const ProviderPreferenceInput = v.strictObject({
@@ -21,10 +27,15 @@ export const ProviderPreferenceInput = v.strictObject({
 /** Checks a preference from a caller; throws `bad_arguments` naming the field. */
 export function checkProviderPreference(input: unknown): ProviderPreference {
   const checked = v.safeParse(ProviderPreferenceInput, input);
-  if (!checked.success) throw new TetherError(WireCode.badArguments, `Not a provider preference: ${describeIssues(checked.issues)}`);
+  if (!checked.success)
+    throw new TetherError(WireCode.badArguments, `Not a provider preference: ${describeIssues(checked.issues)}`);
   const { rank, exclude } = checked.output;
   const both = rank.filter((name) => exclude.includes(name));
-  if (both.length > 0) throw new TetherError(WireCode.badArguments, `A provider cannot be both ranked and excluded: ${both.join(", ")}; drop it from one list`);
+  if (both.length > 0)
+    throw new TetherError(
+      WireCode.badArguments,
+      `A provider cannot be both ranked and excluded: ${both.join(", ")}; drop it from one list`,
+    );
   return { rank: [...new Set(rank)], exclude: [...new Set(exclude)] };
 }
 
@@ -42,7 +53,12 @@ export function rankProviders(catalog: ProviderCatalog, preference: ProviderPref
   const all = catalog.providers;
   if (preference === null) return { providers: all, excluded: [], preference, notes: [] };
   const served = new Set(all.map((p) => p.name));
-  const notes = [...preference.rank, ...preference.exclude].filter((name) => !served.has(name)).map((name) => `provider '${name}' is named in this session's preference but is not served (not installed, not approved, or its extension is turned off globally)`);
+  const notes = [...preference.rank, ...preference.exclude]
+    .filter((name) => !served.has(name))
+    .map(
+      (name) =>
+        `provider '${name}' is named in this session's preference but is not served (not installed, not approved, or its extension is turned off globally)`,
+    );
   const kept = all.filter((p) => !preference.exclude.includes(p.name));
   const position = (p: ProviderEntry) => {
     const at = preference.rank.indexOf(p.name);
@@ -50,5 +66,10 @@ export function rankProviders(catalog: ProviderCatalog, preference: ProviderPref
   };
   // Array.prototype.sort is stable: the unranked keep registry order.
   const providers = [...kept].sort((a, b) => position(a) - position(b));
-  return { providers, excluded: all.filter((p) => preference.exclude.includes(p.name)).map((p) => p.name), preference, notes };
+  return {
+    providers,
+    excluded: all.filter((p) => preference.exclude.includes(p.name)).map((p) => p.name),
+    preference,
+    notes,
+  };
 }

@@ -17,5 +17,9 @@ export interface ProvidersView extends RankedProviders {
 export function providersFor(broker: Broker, session?: string): ProvidersView {
   const catalog = providerCatalog(broker);
   const preference = session === undefined ? null : new ProviderPreferencesRepository(broker.store).get(session);
-  return { ...rankProviders(catalog, preference), unavailable: catalog.unavailable, daemon: daemonStatus(broker, catalog) };
+  return {
+    ...rankProviders(catalog, preference),
+    unavailable: catalog.unavailable,
+    daemon: daemonStatus(broker, catalog),
+  };
 }

@@ -34,11 +34,29 @@ export const MAX_KEPT_SOURCE_BYTES = 1024 * 1024;
 type Db = Orm | Parameters<Parameters<Orm["transaction"]>[0]>[0];
 
 /** Records what `extension`'s artifact was built from (read from `sourceDir`), and keeps the text of the manifest it was installed with. */
-export function recordArtifact(db: Db, extension: string, artifact: { sha256: string; bytes: number; sources: readonly SourceFile[] }, sourceDir: string, manifest: Buffer): void {
+export function recordArtifact(
+  db: Db,
+  extension: string,
+  artifact: { sha256: string; bytes: number; sources: readonly SourceFile[] },
+  sourceDir: string,
+  manifest: Buffer,
+): void {
   const entries = artifact.sources.map((s) => ({ path: s.path, sha256: s.sha256, bytes: s.content.length }));
-  const row = { extension, artifactHash: artifact.sha256, bytes: artifact.bytes, sources: JSON.stringify(entries), sourceDir };
-  db.insert(artifacts).values(row).onConflictDoUpdate({ target: [artifacts.extension, artifacts.artifactHash], set: row }).run();
-  const kept = [...artifact.sources, { sha256: createHash("sha256").update(manifest).digest("hex"), content: manifest }];
+  const row = {
+    extension,
+    artifactHash: artifact.sha256,
+    bytes: artifact.bytes,
+    sources: JSON.stringify(entries),
+    sourceDir,
+  };
+  db.insert(artifacts)
+    .values(row)
+    .onConflictDoUpdate({ target: [artifacts.extension, artifacts.artifactHash], set: row })
+    .run();
+  const kept = [
+    ...artifact.sources,
+    { sha256: createHash("sha256").update(manifest).digest("hex"), content: manifest },
+  ];
   for (const s of kept) {
     if (s.content.length > MAX_KEPT_SOURCE_BYTES) continue;
     db.insert(sourceFiles).values({ sha256: s.sha256, content: s.content }).onConflictDoNothing().run();
@@ -53,12 +71,20 @@ export function artifactRecord(db: Db, extension: string, artifactHash: string):
     .where(and(eq(artifacts.extension, extension), eq(artifacts.artifactHash, artifactHash)))
     .get();
   if (row === undefined) return null;
-  return { artifactHash: row.artifactHash, bytes: row.bytes, sources: JSON.parse(row.sources) as SourceEntry[], sourceDir: row.sourceDir };
+  return {
+    artifactHash: row.artifactHash,
+    bytes: row.bytes,
+    sources: JSON.parse(row.sources) as SourceEntry[],
+    sourceDir: row.sourceDir,
+  };
 }
 
 /** A kept source file's contents, or null (too large to keep, or pruned). */
 export function sourceContent(db: Db, sha256: string): Buffer | null {
-  return db.select({ content: sourceFiles.content }).from(sourceFiles).where(eq(sourceFiles.sha256, sha256)).get()?.content ?? null;
+  return (
+    db.select({ content: sourceFiles.content }).from(sourceFiles).where(eq(sourceFiles.sha256, sha256)).get()
+      ?.content ?? null
+  );
 }
 
 /** Drops the records no install and no latest approval names, then the contents no record, install or latest approval names. */

@@ -56,7 +56,12 @@ export function requestedGrants(manifest: Manifest): Grants {
     compactions: manifest.compaction.map((c) => c.name).sort(),
     managed: manifest.managed !== undefined,
     observe: [...(manifest.observe?.events ?? [])].sort(),
-    secrets: manifest.secret.map((s) => ({ name: s.name, rules: [...s.rules], ...(s.header !== undefined ? { header: s.header } : { query: s.query! }), format: s.format })),
+    secrets: manifest.secret.map((s) => ({
+      name: s.name,
+      rules: [...s.rules],
+      ...(s.header !== undefined ? { header: s.header } : { query: s.query! }),
+      format: s.format,
+    })),
     providers: manifest.provider.map((p) => p.name).sort(),
     services: manifest.service.map(serviceGrant).sort(),
     limits: {
@@ -157,5 +162,14 @@ export function secretItems(g: Grants): string[] {
 
 /** True when the diff asks for anything the approval did not grant. */
 export function widens(diff: GrantDiff): boolean {
-  return diff.addedNet.length + diff.addedTools.length + diff.addedHooks.length + diff.addedCommands.length + diff.addedSession.length + diff.addedSecrets.length + diff.raisedLimits.length > 0;
+  return (
+    diff.addedNet.length +
+      diff.addedTools.length +
+      diff.addedHooks.length +
+      diff.addedCommands.length +
+      diff.addedSession.length +
+      diff.addedSecrets.length +
+      diff.raisedLimits.length >
+    0
+  );
 }

@@ -60,7 +60,11 @@ function lines(text: string): string[] {
 }
 
 /** The unified diff (`@@ -a,b +c,d @@` hunks with `context` lines around each change), "" when equal, null when too different. */
-export function unifiedDiff(before: string, after: string, options: { context?: number; maxEdits?: number } = {}): string | null {
+export function unifiedDiff(
+  before: string,
+  after: string,
+  options: { context?: number; maxEdits?: number } = {},
+): string | null {
   const context = options.context ?? 3;
   const a = lines(before);
   const b = lines(after);
@@ -70,7 +74,11 @@ export function unifiedDiff(before: string, after: string, options: { context?: 
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
   const middle = editScript(a.slice(head, a.length - tail), b.slice(head, b.length - tail), options.maxEdits ?? 2_000);
   if (middle === null) return null;
-  const script: Array<[Op, string]> = [...a.slice(0, head).map((l): [Op, string] => [" ", l]), ...middle, ...a.slice(a.length - tail).map((l): [Op, string] => [" ", l])];
+  const script: Array<[Op, string]> = [
+    ...a.slice(0, head).map((l): [Op, string] => [" ", l]),
+    ...middle,
+    ...a.slice(a.length - tail).map((l): [Op, string] => [" ", l]),
+  ];
   const out: string[] = [];
   // Walk the script; each change opens (or extends) a hunk with its context.
   let i = 0;

@@ -44,49 +44,80 @@ export interface MigrationPlan {
 }
 
 /** The migrations `installed`'s artifact pins, with their texts; [] for an extension without [storage]. */
-export function pinnedTexts(db: Db, installed: Installed): Array<{ number: number; name: string; sha256: string; text: string }> {
+export function pinnedTexts(
+  db: Db,
+  installed: Installed,
+): Array<{ number: number; name: string; sha256: string; text: string }> {
   if (installed.manifest.storage === undefined) return [];
   let code: string;
   try {
     code = readFileSync(installed.artifactPath, "utf8");
   } catch {
-    throw new TetherError(BrokerCode.notApproved, `The artifact of '${installed.name}' is missing (${installed.artifactPath}). Run: tether install ${installed.sourceDir}`);
+    throw new TetherError(
+      BrokerCode.notApproved,
+      `The artifact of '${installed.name}' is missing (${installed.artifactPath}). Run: tether install ${installed.sourceDir}`,
+    );
   }
   if (createHash("sha256").update(code).digest("hex") !== installed.artifactHash) {
-    throw new TetherError(BrokerCode.notApproved, `The artifact of '${installed.name}' was modified on disk. Run: tether install ${installed.sourceDir}`);
+    throw new TetherError(
+      BrokerCode.notApproved,
+      `The artifact of '${installed.name}' was modified on disk. Run: tether install ${installed.sourceDir}`,
+    );
   }
   const pinned = pinnedMigrations(code) ?? [];
   return pinned.map((m) => {
     const content = sourceContent(db, m.sha256);
     if (content === null || createHash("sha256").update(content).digest("hex") !== m.sha256) {
-      throw new TetherError(BrokerCode.notApproved, `The text of migration ${m.name} of '${installed.name}' is not kept. Run: tether install ${installed.sourceDir}`);
+      throw new TetherError(
+        BrokerCode.notApproved,
+        `The text of migration ${m.name} of '${installed.name}' is not kept. Run: tether install ${installed.sourceDir}`,
+      );
     }
-    return { number: Number(MIGRATION_NAME.exec(m.name)![1]), name: m.name, sha256: m.sha256, text: content.toString("utf8") };
+    return {
+      number: Number(MIGRATION_NAME.exec(m.name)![1]),
+      name: m.name,
+      sha256: m.sha256,
+      text: content.toString("utf8"),
+    };
   });
 }
 
 /** The migrations recorded as applied to `extension`'s database, by number. */
 export function appliedMigrations(db: Db, extension: string): Map<number, typeof extensionMigrations.$inferSelect> {
-  const rows = db.select().from(extensionMigrations).where(eq(extensionMigrations.extension, extension)).orderBy(asc(extensionMigrations.number)).all();
+  const rows = db
+    .select()
+    .from(extensionMigrations)
+    .where(eq(extensionMigrations.extension, extension))
+    .orderBy(asc(extensionMigrations.number))
+    .all();
   return new Map(rows.map((r) => [r.number, r]));
 }
 
 /** What approving `installed` would do to its database. */
 export function migrationPlan(db: Db, home: string, installed: Installed, jobs: HostJobSetup = {}): MigrationPlan {
   const texts = pinnedTexts(db, installed);
-  const at = texts.length === 0 && installed.manifest.storage === undefined ? 0 : appliedCount(home, installed.name, jobs);
+  const at =
+    texts.length === 0 && installed.manifest.storage === undefined ? 0 : appliedCount(home, installed.name, jobs);
   const recorded = appliedMigrations(db, installed.name);
   const problems: string[] = [];
   if (at > texts.length) {
-    problems.push(`its database has ${at} migrations but this version ships ${texts.length}: a migration is never undone, so install a version that ships all ${at} (and any new ones after them)`);
+    problems.push(
+      `its database has ${at} migrations but this version ships ${texts.length}: a migration is never undone, so install a version that ships all ${at} (and any new ones after them)`,
+    );
   }
   const migrations = texts.map((m): MigrationView => {
     const row = recorded.get(m.number);
     const has = m.number <= at;
     if (has && row !== undefined && row.sha256 !== m.sha256) {
-      problems.push(`migrations/${m.name} changed since it was applied (by ${row.version}'s approval): a migration is never edited once applied; restore it and put the change in a new migration (${String(texts.length + 1).padStart(4, "0")}_….sql)`);
+      problems.push(
+        `migrations/${m.name} changed since it was applied (by ${row.version}'s approval): a migration is never edited once applied; restore it and put the change in a new migration (${String(texts.length + 1).padStart(4, "0")}_….sql)`,
+      );
     }
-    const applied = !has ? null : row === undefined || row.sha256 !== m.sha256 ? { at: null, version: null } : { at: row.appliedAt, version: row.version };
+    const applied = !has
+      ? null
+      : row === undefined || row.sha256 !== m.sha256
+        ? { at: null, version: null }
+        : { at: row.appliedAt, version: row.version };
     return { ...m, summary: summarizeMigration(m.text), applied };
   });
   return { migrations, at, problems };
@@ -97,13 +128,28 @@ export function migrationPlan(db: Db, home: string, installed: Installed, jobs: 
  * returns the rows to record with its approval. Throws a TetherError naming
  * the migration, the statement and SQLite's reason when one fails.
  */
-export function applyPending(db: Db, home: string, installed: Installed, maxBytes: number, progress: (line: string) => void, jobs: HostJobSetup = {}): Array<typeof extensionMigrations.$inferInsert> {
+export function applyPending(
+  db: Db,
+  home: string,
+  installed: Installed,
+  maxBytes: number,
+  progress: (line: string) => void,
+  jobs: HostJobSetup = {},
+): Array<typeof extensionMigrations.$inferInsert> {
   const plan = migrationPlan(db, home, installed, jobs);
   const name = installed.name;
-  if (plan.problems.length > 0) throw new TetherError(BrokerCode.migrationFailed, `Cannot approve '${name}': ${plan.problems.join("; ")}`);
+  if (plan.problems.length > 0)
+    throw new TetherError(BrokerCode.migrationFailed, `Cannot approve '${name}': ${plan.problems.join("; ")}`);
   const pending = plan.migrations.filter((m) => m.applied === null);
   try {
-    runMigrationsBounded(home, name, maxBytes, pending, (m) => progress(`applying migration ${m.name}: ${pending.find((p) => p.number === m.number)!.summary}`), jobs);
+    runMigrationsBounded(
+      home,
+      name,
+      maxBytes,
+      pending,
+      (m) => progress(`applying migration ${m.name}: ${pending.find((p) => p.number === m.number)!.summary}`),
+      jobs,
+    );
   } catch (err) {
     if (!(err instanceof MigrationFailure)) throw err;
     throw new TetherError(
@@ -120,7 +166,10 @@ export function applyPending(db: Db, home: string, installed: Installed, maxByte
 /** Records what `applyPending` applied (in the approval's transaction). */
 export function recordApplied(db: Db, rows: ReadonlyArray<typeof extensionMigrations.$inferInsert>): void {
   for (const row of rows) {
-    db.insert(extensionMigrations).values(row).onConflictDoUpdate({ target: [extensionMigrations.extension, extensionMigrations.number], set: row }).run();
+    db.insert(extensionMigrations)
+      .values(row)
+      .onConflictDoUpdate({ target: [extensionMigrations.extension, extensionMigrations.number], set: row })
+      .run();
   }
 }
 

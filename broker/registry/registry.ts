@@ -3,7 +3,7 @@
  * the status that follows (pending / approved / revoked / changed).
  */
 import { createHash } from "node:crypto";
-import { readFileSync, realpathSync, renameSync, writeFileSync } from "node:fs";
+import { realpathSync, renameSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { Ajv } from "ajv";
@@ -107,7 +107,11 @@ export class Registry {
   }
 
   /** Validates, bundles and stores an extension folder. The result is pending until approved. */
-  async install(dir: string, progress: Progress = () => {}, options: InstallOptions = {}): Promise<{ installed: Installed; status: InstallStatus; collected: Collected }> {
+  async install(
+    dir: string,
+    progress: Progress = () => {},
+    options: InstallOptions = {},
+  ): Promise<{ installed: Installed; status: InstallStatus; collected: Collected }> {
     const source = resolve(dir);
     const file = join(source, "manifest.toml");
     progress(`reading ${file}`);
@@ -116,7 +120,12 @@ export class Registry {
     const problems = manifestProblems(manifest, file, this.#ajv);
     if (problems.length > 0) throw new TetherError(BrokerCode.installFailed, problems.join("; "));
     const previous = this.get(manifest.name);
-    if (previous !== null && !sameFolder(previous.sourceDir, source) && options.replaceFrom !== undefined && !(await options.replaceFrom(previous, source))) {
+    if (
+      previous !== null &&
+      !sameFolder(previous.sourceDir, source) &&
+      options.replaceFrom !== undefined &&
+      !(await options.replaceFrom(previous, source))
+    ) {
       throw new InstallDeclined(`${manifest.name} is installed from ${previous.sourceDir}, not ${source}`);
     }
     progress(`bundling ${manifest.name}@${manifest.version} (${manifest.entry})`);
@@ -141,7 +150,13 @@ export class Registry {
         writeFileSync(`${artifactPath}.tmp`, artifact.code, { mode: 0o600 });
         renameSync(`${artifactPath}.tmp`, artifactPath);
         tx.insert(installs).values(row).onConflictDoUpdate({ target: installs.name, set: row }).run();
-        recordArtifact(tx, manifest.name, { sha256: artifact.sha256, bytes: Buffer.byteLength(artifact.code), sources: artifact.sources }, source, Buffer.from(text));
+        recordArtifact(
+          tx,
+          manifest.name,
+          { sha256: artifact.sha256, bytes: Buffer.byteLength(artifact.code), sources: artifact.sources },
+          source,
+          Buffer.from(text),
+        );
       },
       { behavior: "immediate" },
     );
@@ -178,7 +193,11 @@ export class Registry {
   /** The installed extension, or an error that says what to run. */
   require(name: string): Installed {
     const found = this.get(name);
-    if (found === null) throw new TetherError(BrokerCode.notInstalled, `Extension '${name}' is not installed. Run: tether install <folder>`);
+    if (found === null)
+      throw new TetherError(
+        BrokerCode.notInstalled,
+        `Extension '${name}' is not installed. Run: tether install <folder>`,
+      );
     return found;
   }
 
@@ -193,7 +212,13 @@ export class Registry {
 
   /** The newest approval of `name`, revoked or not. */
   latestApproval(name: string): Approval | null {
-    const row = this.#store.orm.select().from(approvals).where(eq(approvals.extension, name)).orderBy(desc(approvals.id)).limit(1).get();
+    const row = this.#store.orm
+      .select()
+      .from(approvals)
+      .where(eq(approvals.extension, name))
+      .orderBy(desc(approvals.id))
+      .limit(1)
+      .get();
     return row === undefined ? null : approvalOf(row);
   }
 
@@ -213,7 +238,8 @@ export class Registry {
     if (approval === null) return "pending";
     // Revoked — unless the install came after the revocation (uninstall, then install again).
     if (approval.revokedAt !== null) return installed.installedAt > approval.revokedAt ? "pending" : "revoked";
-    if (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash) return "changed";
+    if (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash)
+      return "changed";
     return "approved";
   }
 
@@ -222,14 +248,20 @@ export class Registry {
    * subset of those requested; anything outside the request is an error.
    * Without it, rules an earlier `--only` left out stay out, unless `all`.
    */
-  approve(name: string, options: { onlyNet?: readonly string[]; all?: boolean; by?: string; progress?: Progress } = {}): Approval {
+  approve(
+    name: string,
+    options: { onlyNet?: readonly string[]; all?: boolean; by?: string; progress?: Progress } = {},
+  ): Approval {
     const installed = this.require(name);
     const grants = requestedGrants(installed.manifest);
     const requested = grants.net;
     if (options.onlyNet !== undefined) {
       const extra = options.onlyNet.filter((rule) => !requested.includes(rule));
       if (extra.length > 0) {
-        throw new TetherError(BrokerCode.approvalInvalid, `--only ${extra.join(", ")}: not requested by '${name}' (it requests: ${requested.join(", ") || "no network"})`);
+        throw new TetherError(
+          BrokerCode.approvalInvalid,
+          `--only ${extra.join(", ")}: not requested by '${name}' (it requests: ${requested.join(", ") || "no network"})`,
+        );
       }
       grants.net = [...options.onlyNet];
     } else if (options.all !== true) {
@@ -240,10 +272,23 @@ export class Registry {
     const by = options.by ?? this.#operator;
     const orm = this.#store.orm;
     // Its database first: a failed migration throws here, before anything is recorded.
-    const migrated = grants.storage === null ? [] : applyPending(orm, this.#home, installed, grants.storage.max_bytes, options.progress ?? (() => {}), this.#jobs);
+    const migrated =
+      grants.storage === null
+        ? []
+        : applyPending(
+            orm,
+            this.#home,
+            installed,
+            grants.storage.max_bytes,
+            options.progress ?? (() => {}),
+            this.#jobs,
+          );
     orm.transaction((tx) => {
       recordApplied(tx, migrated);
-      tx.update(approvals).set({ revokedAt: Date.now(), revokedBy: by }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
+      tx.update(approvals)
+        .set({ revokedAt: Date.now(), revokedBy: by })
+        .where(and(eq(approvals.extension, name), isNull(approvals.revokedAt)))
+        .run();
       tx.insert(approvals)
         .values({
           extension: name,
@@ -270,7 +315,10 @@ export class Registry {
     const requested = installed.manifest.net.allow;
     const previous = this.latestApproval(name);
     if (previous === null) return [];
-    const ungranted = previous.manifestHash === installed.manifestHash ? requested.filter((rule) => !previous.grants.net.includes(rule)) : [];
+    const ungranted =
+      previous.manifestHash === installed.manifestHash
+        ? requested.filter((rule) => !previous.grants.net.includes(rule))
+        : [];
     return requested.filter((rule) => previous.withheldNet.includes(rule) || ungranted.includes(rule));
   }
 
@@ -282,7 +330,11 @@ export class Registry {
   /** Revokes the current approval, recorded as revoked by `by` (default: the operator's name); true when there was one to revoke. */
   revoke(name: string, options: { by?: string } = {}): boolean {
     this.require(name);
-    const changed = this.#store.orm.update(approvals).set({ revokedAt: Date.now(), revokedBy: options.by ?? this.#operator }).where(and(eq(approvals.extension, name), isNull(approvals.revokedAt))).run();
+    const changed = this.#store.orm
+      .update(approvals)
+      .set({ revokedAt: Date.now(), revokedBy: options.by ?? this.#operator })
+      .where(and(eq(approvals.extension, name), isNull(approvals.revokedAt)))
+      .run();
     this.version++;
     return changed.changes > 0;
   }

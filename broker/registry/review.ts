@@ -13,7 +13,16 @@ import { EVENT_NAMES, type EventName } from "../../jail-runtime/wire/events.js";
 import type { ArtifactRecord } from "./artifact-records.js";
 import type { MigrationPlan } from "./migrations.js";
 import type { Approval, Installed, InstallStatus } from "./registry.js";
-import { diffGrants, requestedGrants, secretItems, secretPlace, serviceGrant, widens, type GrantDiff, type Grants } from "./grants.js";
+import {
+  diffGrants,
+  requestedGrants,
+  secretItems,
+  secretPlace,
+  serviceGrant,
+  widens,
+  type GrantDiff,
+  type Grants,
+} from "./grants.js";
 import { sourceChanges, type SourceChange } from "./source-changes.js";
 
 /** What a review reads besides the install and the approval. */
@@ -70,22 +79,42 @@ export interface Review {
   readonly revoked: { readonly by: string | null; readonly at: number } | null;
 }
 
-export function buildReview(installed: Installed, status: InstallStatus, approval: Approval | null, context: ReviewContext = {}): Review {
+export function buildReview(
+  installed: Installed,
+  status: InstallStatus,
+  approval: Approval | null,
+  context: ReviewContext = {},
+): Review {
   const requested = requestedGrants(installed.manifest);
   // A diff only when what is installed is not what was approved (an upgrade).
-  const changed = approval !== null && (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash);
+  const changed =
+    approval !== null &&
+    (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash);
   // Rules an earlier --only withheld were seen and left out: asking for them again is not new.
-  const seen = approval === null ? null : { ...approval.grants, net: [...new Set([...approval.grants.net, ...approval.withheldNet, ...(context.withheld ?? [])])] };
+  const seen =
+    approval === null
+      ? null
+      : {
+          ...approval.grants,
+          net: [...new Set([...approval.grants.net, ...approval.withheldNet, ...(context.withheld ?? [])])],
+        };
   const diff = changed ? diffGrants(seen!, requested) : null;
   const policy = context.policy;
-  const reach = policy === undefined || policy.reach instanceof Error ? [] : reachWarnings(requested.net, policy.reach, policy.file);
+  const reach =
+    policy === undefined || policy.reach instanceof Error
+      ? []
+      : reachWarnings(requested.net, policy.reach, policy.file);
   const before = context.approvedArtifact ?? null;
   const after = context.installedArtifact ?? null;
   let changes: ArtifactChange | null = null;
   if (changed) {
     const sameArtifact = approval!.artifactHash === installed.artifactHash;
     // The same artifact was built from what the bundle read then: only the manifest can differ.
-    const code = sameArtifact ? [] : before === null || after === null ? null : sourceChanges(before.sources, after.sources);
+    const code = sameArtifact
+      ? []
+      : before === null || after === null
+        ? null
+        : sourceChanges(before.sources, after.sources);
     const manifest: SourceChange[] =
       approval!.manifestHash === installed.manifestHash
         ? []
@@ -93,8 +122,16 @@ export function buildReview(installed: Installed, status: InstallStatus, approva
             {
               path: "manifest.toml",
               change: "changed",
-              before: { path: "manifest.toml", sha256: approval!.manifestHash, bytes: context.approvedManifestBytes ?? null },
-              after: { path: "manifest.toml", sha256: installed.manifestHash, bytes: Buffer.byteLength(installed.manifestText) },
+              before: {
+                path: "manifest.toml",
+                sha256: approval!.manifestHash,
+                bytes: context.approvedManifestBytes ?? null,
+              },
+              after: {
+                path: "manifest.toml",
+                sha256: installed.manifestHash,
+                bytes: Buffer.byteLength(installed.manifestText),
+              },
             },
           ];
     changes = {
@@ -116,11 +153,20 @@ export function buildReview(installed: Installed, status: InstallStatus, approva
     widens: diff !== null && widens(diff),
     changes,
     reach,
-    policyError: policy !== undefined && policy.reach instanceof Error && requested.net.length > 0 ? policy.reach.message : null,
+    policyError:
+      policy !== undefined && policy.reach instanceof Error && requested.net.length > 0 ? policy.reach.message : null,
     withheld: requested.net.filter((rule) => context.withheld?.includes(rule) === true),
     secrets: requested.secrets.map((b) => ({ name: b.name, set: context.secretSet?.(b.name) ?? null })),
-    migrations: context.migrations === undefined ? null : context.migrations instanceof Error ? { error: context.migrations.message } : context.migrations,
-    revoked: approval === null || approval.revokedAt === null ? null : { by: approval.revokedBy ?? null, at: approval.revokedAt },
+    migrations:
+      context.migrations === undefined
+        ? null
+        : context.migrations instanceof Error
+          ? { error: context.migrations.message }
+          : context.migrations,
+    revoked:
+      approval === null || approval.revokedAt === null
+        ? null
+        : { by: approval.revokedBy ?? null, at: approval.revokedAt },
   };
 }
 
@@ -130,10 +176,13 @@ const size = (bytes: number | null) => (bytes === null ? "size not recorded" : `
 function renderChanges(c: ArtifactChange, name: string): string[] {
   const lines: string[] = [];
   if (c.before.hash !== c.after.hash) {
-    lines.push(`  artifact: ${size(c.before.bytes)} (sha256 ${c.before.hash.slice(0, 16)}…) → ${size(c.after.bytes)} (sha256 ${c.after.hash.slice(0, 16)}…)`);
+    lines.push(
+      `  artifact: ${size(c.before.bytes)} (sha256 ${c.before.hash.slice(0, 16)}…) → ${size(c.after.bytes)} (sha256 ${c.after.hash.slice(0, 16)}…)`,
+    );
   }
   const listed = c.sources.map((s) => `${s.path} (${s.change})`);
-  if (!c.sourcesKnown) listed.push("others not known (the approved install was made before Tether recorded its sources)");
+  if (!c.sourcesKnown)
+    listed.push("others not known (the approved install was made before Tether recorded its sources)");
   else if (c.before.hash !== c.after.hash && !c.sources.some((s) => s.path !== "manifest.toml")) {
     listed.push("no other file of the folder (the SDK or the bundler changed what the artifact is built into)");
   }
@@ -149,19 +198,42 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
   const m = installed.manifest;
   const tag = (item: string) => (diff?.addedSession.includes(item) ? "   [NEW]" : "");
   const lines: string[] = [];
-  for (const row of m.context) lines.push(`It loads context: ${row.name} — ${row.description} (sees the session's id and workspace path)${tag(`context ${row.name}`)}`);
-  for (const row of m.route) lines.push(`It serves a route the harness calls: ${row.name} — ${row.description}${tag(`route ${row.name}`)}`);
-  for (const row of m.compaction) lines.push(`It offers a compaction strategy: ${row.name} — ${row.description} (sees the whole conversation when chosen)${tag(`compaction ${row.name}`)}`);
-  if (m.managed !== undefined) lines.push(`It is managed: prepared for each session (sees the session's id, workspace path and active extensions; keeps per-session state)${tag("managed")}`);
+  for (const row of m.context)
+    lines.push(
+      `It loads context: ${row.name} — ${row.description} (sees the session's id and workspace path)${tag(`context ${row.name}`)}`,
+    );
+  for (const row of m.route)
+    lines.push(`It serves a route the harness calls: ${row.name} — ${row.description}${tag(`route ${row.name}`)}`);
+  for (const row of m.compaction)
+    lines.push(
+      `It offers a compaction strategy: ${row.name} — ${row.description} (sees the whole conversation when chosen)${tag(`compaction ${row.name}`)}`,
+    );
+  if (m.managed !== undefined)
+    lines.push(
+      `It is managed: prepared for each session (sees the session's id, workspace path and active extensions; keeps per-session state)${tag("managed")}`,
+    );
   for (const row of m.provider) {
-    lines.push(`It is a model provider: ${row.name} — ${row.description} (runs as a daemon satellite; sees every conversation a harness asks it to complete)${tag(`provider ${row.name}`)}`);
-    if (row.base_url !== "") lines.push(`      its API: ${row.base_url}${row.secret !== undefined ? ` (with the secret '${row.secret}')` : ""}`);
-    for (const model of row.models) lines.push(`      model ${model.id}: ${model.context_window} tokens, $${model.input_price_per_mtok}/$${model.output_price_per_mtok} per million in/out${model.capabilities.length > 0 ? `, ${model.capabilities.join(", ")}` : ""}`);
+    lines.push(
+      `It is a model provider: ${row.name} — ${row.description} (runs as a daemon satellite; sees every conversation a harness asks it to complete)${tag(`provider ${row.name}`)}`,
+    );
+    if (row.base_url !== "")
+      lines.push(
+        `      its API: ${row.base_url}${row.secret !== undefined ? ` (with the secret '${row.secret}')` : ""}`,
+      );
+    for (const model of row.models)
+      lines.push(
+        `      model ${model.id}: ${model.context_window} tokens, $${model.input_price_per_mtok}/$${model.output_price_per_mtok} per million in/out${model.capabilities.length > 0 ? `, ${model.capabilities.join(", ")}` : ""}`,
+      );
   }
   for (const row of m.service) {
-    lines.push(`It serves HTTP: ${row.methods.join(",")} /ext/${m.name}${row.path} — ${row.description} (runs as a daemon satellite; sees each request's path, query, headers and body, never cookies or the token; ${row.rate_per_minute}/min, bodies up to ${row.max_body_bytes} bytes)${tag(`service ${serviceGrant(row)}`)}`);
+    lines.push(
+      `It serves HTTP: ${row.methods.join(",")} /ext/${m.name}${row.path} — ${row.description} (runs as a daemon satellite; sees each request's path, query, headers and body, never cookies or the token; ${row.rate_per_minute}/min, bodies up to ${row.max_body_bytes} bytes)${tag(`service ${serviceGrant(row)}`)}`,
+    );
   }
-  if (m.observe !== undefined) lines.push(`It observes the session: ${m.observe.events.join(", ")} (told as they happen; answers nothing)${m.observe.events.some((e) => tag(`observe ${e}`) !== "") ? "   [NEW]" : ""}`);
+  if (m.observe !== undefined)
+    lines.push(
+      `It observes the session: ${m.observe.events.join(", ")} (told as they happen; answers nothing)${m.observe.events.some((e) => tag(`observe ${e}`) !== "") ? "   [NEW]" : ""}`,
+    );
   return lines;
 }
 
@@ -169,18 +241,28 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
 function loginLines(installed: Installed): string[] {
   const rows = installed.manifest.login;
   if (rows.length === 0) return [];
-  const lines = [`It asks you to sign in (${plural(rows.length, "login")}; tether login ${installed.name} — the broker keeps the tokens, the jail never sees them):`];
+  const lines = [
+    `It asks you to sign in (${plural(rows.length, "login")}; tether login ${installed.name} — the broker keeps the tokens, the jail never sees them):`,
+  ];
   for (const row of rows) {
     const start = row.flow === "device" ? row.device_authorization_endpoint : row.authorization_endpoint;
     const scopes = row.scopes.length > 0 ? `scopes ${row.scopes.join(" ")}` : "the server's default scopes";
     lines.push(`  ${row.name} — ${row.description}`);
-    lines.push(`      ${row.flow === "device" ? "device flow" : "browser sign-in (authorization code)"} at ${start}, tokens from ${row.token_endpoint}, ${scopes}; the access token fills the secret ${row.secret}`);
+    lines.push(
+      `      ${row.flow === "device" ? "device flow" : "browser sign-in (authorization code)"} at ${start}, tokens from ${row.token_endpoint}, ${scopes}; the access token fills the secret ${row.secret}`,
+    );
     const origins = originsOf(row);
-    if (origins.length > 1) lines.push(`  ! ${row.name}: its endpoints are on ${origins.length} origins (${origins.join(", ")}): the token endpoint at ${new URL(row.token_endpoint).origin} receives your authorization code and PKCE verifier`);
+    if (origins.length > 1)
+      lines.push(
+        `  ! ${row.name}: its endpoints are on ${origins.length} origins (${origins.join(", ")}): the token endpoint at ${new URL(row.token_endpoint).origin} receives your authorization code and PKCE verifier`,
+      );
     // Where the token goes: the secret's rules, which may be another origin than the sign-in's.
     const secret = installed.manifest.secret.find((s) => s.name === row.secret);
     const elsewhere = (secret?.rules ?? []).filter((rule) => !origins.some((o) => ruleOrigin(rule) === o));
-    if (elsewhere.length > 0) lines.push(`  ! ${row.name}: its token is sent to ${elsewhere.join(", ")}, not the sign-in's origin (${origins.join(", ")})`);
+    if (elsewhere.length > 0)
+      lines.push(
+        `  ! ${row.name}: its token is sent to ${elsewhere.join(", ")}, not the sign-in's origin (${origins.join(", ")})`,
+      );
   }
   return lines;
 }
@@ -188,7 +270,21 @@ function loginLines(installed: Installed): string[] {
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** Where a line of the review belongs: the console shows each in its own section, `tether review` prints them in this order. */
-export type ReviewSection = "summary" | "rules" | "secrets" | "tools" | "hooks" | "commands" | "contributions" | "logins" | "limits" | "storage" | "migrations" | "init" | "diff" | "next";
+export type ReviewSection =
+  | "summary"
+  | "rules"
+  | "secrets"
+  | "tools"
+  | "hooks"
+  | "commands"
+  | "contributions"
+  | "logins"
+  | "limits"
+  | "storage"
+  | "migrations"
+  | "init"
+  | "diff"
+  | "next";
 
 /** One line of the review as `tether review` prints it, with what the console needs to place and mark it. */
 export interface ReviewLine {
@@ -233,15 +329,31 @@ export function reviewLines(review: Review, installed: Installed): ReviewLine[] 
             : "";
       push("rules", `  the network: ${rule}${tag}`, { rule });
       const decoded = review.decoded.find((d) => d.rule === rule) ?? describeRule(rule);
-      push("rules", `      means: ${decoded.canonical === null ? "" : `${decoded.canonical} — `}${decoded.summary}`, { rule, detail: true });
-      for (const w of review.reach.filter((w) => w.rule === rule)) push("rules", `      ! every call to its ${w.class.replace(/_/g, "-")} addresses is refused (${w.refusal}): ${w.fix}`, { rule, detail: true });
+      push("rules", `      means: ${decoded.canonical === null ? "" : `${decoded.canonical} — `}${decoded.summary}`, {
+        rule,
+        detail: true,
+      });
+      for (const w of review.reach.filter((w) => w.rule === rule))
+        push(
+          "rules",
+          `      ! every call to its ${w.class.replace(/_/g, "-")} addresses is refused (${w.refusal}): ${w.fix}`,
+          { rule, detail: true },
+        );
     }
-  if (review.policyError !== null) push("rules", `  ! the operator's policy does not parse, so every egress call is refused until it is fixed: ${review.policyError}`);
+  if (review.policyError !== null)
+    push(
+      "rules",
+      `  ! the operator's policy does not parse, so every egress call is refused until it is fixed: ${review.policyError}`,
+    );
   for (const line of secretLines(review, installed)) push("secrets", line.text, line.detail ? { detail: true } : {});
   push("rules", "  files, environment, processes: nothing (jailed; only capabilities the broker serves)");
   push("rules", "");
   push("tools", `It adds ${plural(r.tools.length, "tool")}:`);
-  for (const tool of installed.manifest.tool) push("tools", `  ${tool.name} — ${tool.description}${review.diff?.addedTools.includes(tool.name) ? "   [NEW]" : ""}`);
+  for (const tool of installed.manifest.tool)
+    push(
+      "tools",
+      `  ${tool.name} — ${tool.description}${review.diff?.addedTools.includes(tool.name) ? "   [NEW]" : ""}`,
+    );
   // Each hook with what approving it lets it see and do: a hook's reach is the session's, not its own.
   // A matcher narrows what the hook is asked about; the approval is still for the whole event.
   push("hooks", r.hooks.length === 0 ? "It hooks no events." : `It hooks ${plural(r.hooks.length, "event")}:`);
@@ -249,26 +361,53 @@ export function reviewLines(review: Review, installed: Installed): ReviewLine[] 
     const row = installed.manifest.hook.find((h) => h.event === event);
     const match = row === undefined ? undefined : matchOf(row);
     push("hooks", `  ${describeHook(event, match)}${review.diff?.addedHooks.includes(event) ? "   [NEW]" : ""}`);
-    if (isEventName(event)) for (const line of sightLines(event, match !== undefined)) push("hooks", `      ${line}`, { detail: true });
+    if (isEventName(event))
+      for (const line of sightLines(event, match !== undefined)) push("hooks", `      ${line}`, { detail: true });
   }
   if (r.commands.length > 0) push("commands", `It adds commands: ${r.commands.map((c) => `/${c}`).join(", ")}`);
-  for (const line of sessionLines(installed, review.diff)) push("contributions", line, line.startsWith("      ") ? { detail: true } : {});
+  for (const line of sessionLines(installed, review.diff))
+    push("contributions", line, line.startsWith("      ") ? { detail: true } : {});
   for (const line of loginLines(installed)) push("logins", line, line.startsWith("      ") ? { detail: true } : {});
   push("limits", "");
-  push("limits", `Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`);
-  if (r.storage !== null) push("storage", `Database: its own SQLite file (<home>/data/${installed.manifest.name}.sqlite), up to ${r.storage.max_bytes} bytes, through db.query and db.exec ([storage]; docs/storage.md)`);
-  for (const line of migrationLines(review.migrations)) push("migrations", line, line.startsWith("      ") ? { detail: true } : {});
+  push(
+    "limits",
+    `Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`,
+  );
+  if (r.storage !== null)
+    push(
+      "storage",
+      `Database: its own SQLite file (<home>/data/${installed.manifest.name}.sqlite), up to ${r.storage.max_bytes} bytes, through db.query and db.exec ([storage]; docs/storage.md)`,
+    );
+  for (const line of migrationLines(review.migrations))
+    push("migrations", line, line.startsWith("      ") ? { detail: true } : {});
   const init = installed.manifest.init;
-  if (init !== undefined) push("init", `Initializer: runs once per approved version, after its migrations, up to ${Math.min(init.deadline_ms, r.limits.deadline_ms)} ms ([init]; docs/initializers.md)`);
+  if (init !== undefined)
+    push(
+      "init",
+      `Initializer: runs once per approved version, after its migrations, up to ${Math.min(init.deadline_ms, r.limits.deadline_ms)} ms ([init]; docs/initializers.md)`,
+    );
   if (review.diff !== null) {
     push("diff", "");
-    push("diff", review.widens ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:" : "Changed since approval (nothing widened):", { widening: false });
+    push(
+      "diff",
+      review.widens
+        ? "CHANGED SINCE APPROVAL — this upgrade asks for MORE than was approved:"
+        : "Changed since approval (nothing widened):",
+      { widening: false },
+    );
     for (const line of renderDiff(review.diff)) push("diff", line, { widening: line.startsWith("  + ") });
     if (review.changes !== null) for (const line of renderChanges(review.changes, review.name)) push("diff", line);
   }
   push("next", "");
-  const withheld = review.withheld.length > 0 ? `; --all also grants what an earlier --only withheld: ${review.withheld.join(", ")}` : "";
-  if (review.status !== "approved") push("next", `To allow it: tether approve ${review.name}${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`);
+  const withheld =
+    review.withheld.length > 0
+      ? `; --all also grants what an earlier --only withheld: ${review.withheld.join(", ")}`
+      : "";
+  if (review.status !== "approved")
+    push(
+      "next",
+      `To allow it: tether approve ${review.name}${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`,
+    );
   return lines;
 }
 
@@ -289,7 +428,10 @@ export function renderReview(review: Review, installed: Installed): string {
  * not what the text makes the terminal draw over it.
  */
 export const visibleText = (text: string): string =>
-  text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+  text.replace(
+    /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
 
 /** At most this many lines of a pending migration's SQL are shown (the rest: tether review --diff). */
 const SHOWN_SQL_LINES = 12;
@@ -300,16 +442,21 @@ function migrationLines(plan: Review["migrations"]): string[] {
   if ("error" in plan) return [`  ! its migrations cannot be read: ${plan.error}`];
   if (plan.migrations.length === 0 && plan.problems.length === 0) return [];
   const pending = plan.migrations.filter((m) => m.applied === null).length;
-  const lines = [`Migrations: ${plan.migrations.length} shipped, the database has ${plan.at}${pending > 0 ? `; approving runs ${pending} on it, in order, in one transaction (all or none)` : ""}:`];
+  const lines = [
+    `Migrations: ${plan.migrations.length} shipped, the database has ${plan.at}${pending > 0 ? `; approving runs ${pending} on it, in order, in one transaction (all or none)` : ""}:`,
+  ];
   for (const m of plan.migrations) {
     if (m.applied !== null) {
-      lines.push(`  ${m.name} — ${visibleText(m.summary)}   (applied${m.applied.version === null ? "" : ` by ${m.applied.version}`})`);
+      lines.push(
+        `  ${m.name} — ${visibleText(m.summary)}   (applied${m.applied.version === null ? "" : ` by ${m.applied.version}`})`,
+      );
       continue;
     }
     lines.push(`  ${m.name} — ${visibleText(m.summary)}   [NEW: runs when approved]`);
     const sql = m.text.trimEnd().split(/\r?\n/);
     for (const line of sql.slice(0, SHOWN_SQL_LINES)) lines.push(`      | ${visibleText(line)}`);
-    if (sql.length > SHOWN_SQL_LINES) lines.push(`      | … ${sql.length - SHOWN_SQL_LINES} more lines (tether review --diff shows them all)`);
+    if (sql.length > SHOWN_SQL_LINES)
+      lines.push(`      | … ${sql.length - SHOWN_SQL_LINES} more lines (tether review --diff shows them all)`);
   }
   for (const problem of plan.problems) lines.push(`  ! approving is refused: ${problem}`);
   return lines;
@@ -343,12 +490,20 @@ function secretLines(review: Review, installed: Installed): Array<{ text: string
             : set === false
               ? ` (NOT SET: tether secret set ${review.name} ${b.name})`
               : ` (the secrets file cannot be read: ${set})`;
-    const added = review.diff !== null && secretItems({ ...r, secrets: [b] }).some((item) => review.diff!.addedSecrets.includes(item));
-    lines.push({ text: `    ${b.name} — sent as ${secretPlace(b)} to ${b.rules.join(", ")}${status}${added ? "   [NEW]" : ""}`, detail: false });
+    const added =
+      review.diff !== null &&
+      secretItems({ ...r, secrets: [b] }).some((item) => review.diff!.addedSecrets.includes(item));
+    lines.push({
+      text: `    ${b.name} — sent as ${secretPlace(b)} to ${b.rules.join(", ")}${status}${added ? "   [NEW]" : ""}`,
+      detail: false,
+    });
     const row = installed.manifest.secret.find((s) => s.name === b.name);
     if (row !== undefined && row.description !== "") lines.push({ text: `      ${row.description}`, detail: true });
     // What redaction cannot promise, for every rule it is bound to (docs/secrets.md, What is not protected).
-    lines.push({ text: `      note: any server under ${b.rules.join(", ")} can hand it back in a form the broker does not recognise (a hash, a byte per response); bind it to that API alone`, detail: false });
+    lines.push({
+      text: `      note: any server under ${b.rules.join(", ")} can hand it back in a form the broker does not recognise (a hash, a byte per response); bind it to that API alone`,
+      detail: false,
+    });
   }
   return lines;
 }

@@ -21,7 +21,8 @@ export function sourceChanges(before: readonly SourceEntry[], after: readonly So
   return paths.flatMap((path): SourceChange[] => {
     const b = old.get(path) ?? null;
     const a = now.get(path) ?? null;
-    if (b !== null && a !== null) return b.sha256 === a.sha256 ? [] : [{ path, change: "changed", before: b, after: a }];
+    if (b !== null && a !== null)
+      return b.sha256 === a.sha256 ? [] : [{ path, change: "changed", before: b, after: a }];
     return [{ path, change: a === null ? "removed" : "added", before: b, after: a }];
   });
 }
@@ -39,7 +40,10 @@ export interface SourceDiff {
 const BINARY = /\u0000/;
 
 /** The diff of each change, reading kept contents with `content` (null: not kept). */
-export function sourceDiffs(changes: readonly SourceChange[], content: (sha256: string) => Buffer | null): SourceDiff[] {
+export function sourceDiffs(
+  changes: readonly SourceChange[],
+  content: (sha256: string) => Buffer | null,
+): SourceDiff[] {
   return changes.map((c) => {
     const read = (s: SourceEntry | null): string | null | undefined => {
       if (s === null) return "";
@@ -48,14 +52,30 @@ export function sourceDiffs(changes: readonly SourceChange[], content: (sha256: 
     };
     const before = read(c.before);
     const after = read(c.after);
-    const missing = [before === undefined ? c.before : null, after === undefined ? c.after : null].filter((s): s is SourceEntry => s !== null);
+    const missing = [before === undefined ? c.before : null, after === undefined ? c.after : null].filter(
+      (s): s is SourceEntry => s !== null,
+    );
     if (missing.length > 0) {
-      const what = missing.map((s) => `${s.bytes === null ? "" : `${s.bytes} bytes, `}sha256 ${s.sha256.slice(0, 16)}…`).join(" and ");
-      return { path: c.path, change: c.change, unified: null, note: `contents not kept (${what}): compare the folders themselves` };
+      const what = missing
+        .map((s) => `${s.bytes === null ? "" : `${s.bytes} bytes, `}sha256 ${s.sha256.slice(0, 16)}…`)
+        .join(" and ");
+      return {
+        path: c.path,
+        change: c.change,
+        unified: null,
+        note: `contents not kept (${what}): compare the folders themselves`,
+      };
     }
-    if (BINARY.test(before!) || BINARY.test(after!)) return { path: c.path, change: c.change, unified: null, note: "binary: the hashes differ" };
+    if (BINARY.test(before!) || BINARY.test(after!))
+      return { path: c.path, change: c.change, unified: null, note: "binary: the hashes differ" };
     const hunks = unifiedDiff(before!, after!);
-    if (hunks === null) return { path: c.path, change: c.change, unified: null, note: "too different to show line by line: compare the folders themselves" };
+    if (hunks === null)
+      return {
+        path: c.path,
+        change: c.change,
+        unified: null,
+        note: "too different to show line by line: compare the folders themselves",
+      };
     const from = c.before === null ? "/dev/null" : `a/${c.path}`;
     const to = c.after === null ? "/dev/null" : `b/${c.path}`;
     return { path: c.path, change: c.change, unified: `--- ${from}\n+++ ${to}\n${hunks}`, note: null };

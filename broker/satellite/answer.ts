@@ -12,24 +12,40 @@ import { WireCode } from "../base/errors.js";
 import { failure, type InvocationOutcome, type ToolContent, type ToolReply } from "../base/outcome.js";
 
 /** What the satellite answered for the invocation of `kind` named `name`, as an outcome of that kind. */
-export function checkAnswer<K extends CallKind>(kind: K, name: string, ok: boolean, value: unknown, error: WireError | undefined): InvocationOutcome<K> {
+export function checkAnswer<K extends CallKind>(
+  kind: K,
+  name: string,
+  ok: boolean,
+  value: unknown,
+  error: WireError | undefined,
+): InvocationOutcome<K> {
   // Each branch below builds the value `kind` answers; the union of kinds is narrowed by hand.
   return checkAny(kind, name, ok, value, error) as InvocationOutcome<K>;
 }
 
-function checkAny(kind: CallKind, name: string, ok: boolean, value: unknown, error: WireError | undefined): InvocationOutcome {
+function checkAny(
+  kind: CallKind,
+  name: string,
+  ok: boolean,
+  value: unknown,
+  error: WireError | undefined,
+): InvocationOutcome {
   if (!ok) {
     if (error === undefined) return failure(WireCode.crashed, `'${name}' answered a failure with no error`);
     // The ledger holds only outcomes the broker chose: a code outside the satellite's catalogue is a crash.
     if (!SATELLITE_ANSWER_CODES.has(error.code)) {
-      return failure(WireCode.crashed, `'${name}' answered the error code '${error.code.slice(0, 64)}', which a satellite may not give`);
+      return failure(
+        WireCode.crashed,
+        `'${name}' answered the error code '${error.code.slice(0, 64)}', which a satellite may not give`,
+      );
     }
     const msg = error.msg.length > MAX_ANSWER_MESSAGE ? `${error.msg.slice(0, MAX_ANSWER_MESSAGE)}…` : error.msg;
     return { ok: false, error: { code: error.code, msg } };
   }
   if (kind === "tool" || kind === "command") {
     const parsed = v.safeParse(ToolValue, value);
-    if (!parsed.success) return failure(WireCode.crashed, `'${name}' answered a malformed tool value: ${describeIssues(parsed.issues)}`);
+    if (!parsed.success)
+      return failure(WireCode.crashed, `'${name}' answered a malformed tool value: ${describeIssues(parsed.issues)}`);
     const content: ToolContent[] = [];
     for (const [i, block] of parsed.output.content.entries()) {
       if (block.type === "text") {
@@ -39,13 +55,15 @@ function checkAny(kind: CallKind, name: string, ok: boolean, value: unknown, err
       try {
         content.push({ type: "json", json: parseBoundedJson(block.json) });
       } catch (err) {
-        if (err instanceof DocumentBoundsError) return failure(WireCode.crashed, `'${name}' answered a JSON block ${err.message} at .content.${i}.json`);
+        if (err instanceof DocumentBoundsError)
+          return failure(WireCode.crashed, `'${name}' answered a JSON block ${err.message} at .content.${i}.json`);
         return failure(WireCode.crashed, `'${name}' answered a JSON block that is not JSON text at .content.${i}.json`);
       }
     }
     const reply: ToolReply = { content, terminate: parsed.output.terminate };
     return { ok: true, value: reply };
   }
-  if (typeof value !== "string") return failure(WireCode.crashed, `'${name}' answered an event with ${typeof value}, not JSON text`);
+  if (typeof value !== "string")
+    return failure(WireCode.crashed, `'${name}' answered an event with ${typeof value}, not JSON text`);
   return { ok: true, value };
 }

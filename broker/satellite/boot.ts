@@ -10,7 +10,11 @@ import { seccompFilter } from "../jail/seccomp.js";
 import type { SatelliteSpec } from "./spec.js";
 
 /** Listens at `socketPath` for exactly one connection: `connected` settles with it; `listening` once the socket exists. */
-export function listenForOne(socketPath: string): { readonly server: Server; readonly connected: Promise<Socket>; readonly listening: Promise<void> } {
+export function listenForOne(socketPath: string): {
+  readonly server: Server;
+  readonly connected: Promise<Socket>;
+  readonly listening: Promise<void>;
+} {
   const server = createServer({ allowHalfOpen: false });
   const connected = new Promise<Socket>((resolve, reject) => {
     server.maxConnections = 1;
@@ -30,7 +34,13 @@ export function listenForOne(socketPath: string): { readonly server: Server; rea
 }
 
 /** How to launch the satellite `spec` describes, its socket in `dir`. */
-export function satelliteLaunch(spec: SatelliteSpec, dir: string, denoCache: LaunchSpec["denoCache"], identity: JailIdentity | null, cgroupProcs: readonly string[]): Launch {
+export function satelliteLaunch(
+  spec: SatelliteSpec,
+  dir: string,
+  denoCache: LaunchSpec["denoCache"],
+  identity: JailIdentity | null,
+  cgroupProcs: readonly string[],
+): Launch {
   return launchCommand({
     sandbox: spec.sandbox,
     deno: denoBinary(spec.jail?.deno),
@@ -51,7 +61,12 @@ export function satelliteLaunch(spec: SatelliteSpec, dir: string, denoCache: Lau
  * time runs out. Both reject with the error made when it happens (so it can
  * name the exit and the stderr tail); `clear` ends the race.
  */
-export function bootRace(exited: Promise<void>, ms: number, whenExited: () => Error, whenLate: () => Error): { exitedEarly: Promise<never>; timedOut: Promise<never>; clear(): void } {
+export function bootRace(
+  exited: Promise<void>,
+  ms: number,
+  whenExited: () => Error,
+  whenLate: () => Error,
+): { exitedEarly: Promise<never>; timedOut: Promise<never>; clear(): void } {
   const exitedEarly = exited.then(() => {
     throw whenExited();
   });

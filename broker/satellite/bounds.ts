@@ -16,13 +16,26 @@ export type BoundExceeded = (bound: Bound, reason: string) => void;
 export function watchMemoryBound(pid: number, memoryMb: number, log: Logger, exceeded: BoundExceeded): () => void {
   const limit = rssLimitBytes(memoryMb);
   return watchMemory(pid, limit, (rss) => {
-    log.warn("satellite passed its memory bound; stopping it", { rssMiB: Math.round(rss / 2 ** 20), limitMiB: limit / 2 ** 20 });
-    exceeded("memory", `used ${Math.round(rss / 2 ** 20)} MiB, over its ${limit / 2 ** 20} MiB memory bound (memory_mb ${memoryMb}), and was stopped`);
+    log.warn("satellite passed its memory bound; stopping it", {
+      rssMiB: Math.round(rss / 2 ** 20),
+      limitMiB: limit / 2 ** 20,
+    });
+    exceeded(
+      "memory",
+      `used ${Math.round(rss / 2 ** 20)} MiB, over its ${limit / 2 ** 20} MiB memory bound (memory_mb ${memoryMb}), and was stopped`,
+    );
   });
 }
 
 /** Meters the CPU `pid`'s tree (or its cgroup) spends from now; `stillIdle` says whether an overrun still counts. Returns the stop function. */
-export function meterIdleCpu(pid: number, cgroup: SatelliteCgroup | null, budget: IdleCpuBudget | undefined, log: Logger, stillIdle: () => boolean, exceeded: BoundExceeded): IdleCpuMeter {
+export function meterIdleCpu(
+  pid: number,
+  cgroup: SatelliteCgroup | null,
+  budget: IdleCpuBudget | undefined,
+  log: Logger,
+  stillIdle: () => boolean,
+  exceeded: BoundExceeded,
+): IdleCpuMeter {
   const cpuMs = () => {
     const ns = cgroup?.cpuNanos() ?? null;
     return ns === null ? treeCpuMs(pid) : ns / 1e6;
@@ -30,7 +43,10 @@ export function meterIdleCpu(pid: number, cgroup: SatelliteCgroup | null, budget
   return new IdleCpuMeter(cpuMs, budget ?? DEFAULT_IDLE_CPU, (used, wall) => {
     if (!stillIdle()) return;
     log.warn("satellite kept running with no invocation open; stopping it", { cpuMs: used, wallMs: wall });
-    exceeded("cpu", `kept running with no invocation open (${Math.round(used)} ms of CPU in ${wall} ms since its last answer), and was stopped`);
+    exceeded(
+      "cpu",
+      `kept running with no invocation open (${Math.round(used)} ms of CPU in ${wall} ms since its last answer), and was stopped`,
+    );
   });
 }
 

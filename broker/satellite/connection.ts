@@ -3,7 +3,13 @@
  * satellite sends, and closes the connection at the first protocol violation.
  */
 import type { Socket } from "node:net";
-import { DEFAULT_MAX_FRAME_BYTES, FrameReader, ProtocolError, decodeFrame, encodeFrame } from "../../jail-runtime/wire/codec.js";
+import {
+  DEFAULT_MAX_FRAME_BYTES,
+  FrameReader,
+  ProtocolError,
+  decodeFrame,
+  encodeFrame,
+} from "../../jail-runtime/wire/codec.js";
 import { SatelliteFrame, type BrokerFrame } from "../../jail-runtime/wire/frames.js";
 
 export interface ConnectionEvents {

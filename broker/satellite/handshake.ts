@@ -23,7 +23,8 @@ export interface Declared {
 }
 
 /** What a hello says the artifact serves. */
-export type Served = Pick<Hello, "tools" | "hooks" | "commands"> & Partial<Pick<Hello, "contexts" | "routes" | "compactions" | "providers" | "services" | "handles">>;
+export type Served = Pick<Hello, "tools" | "hooks" | "commands"> &
+  Partial<Pick<Hello, "contexts" | "routes" | "compactions" | "providers" | "services" | "handles">>;
 
 /** A hello that does not serve what the manifest declares: `problems` says, one line each, what to change. */
 export class ServedMismatch extends TetherError {
@@ -76,8 +77,18 @@ const KINDS = {
     extra: (n: string) => `add a [[service]] row with name = "${n}", or remove it from \`services\``,
   },
   handler: {
-    missing: (n: string) => (n === "prepare" ? "export `managed = { prepare, close }`, or remove the [managed] table" : n === "init" ? "export `init`, or remove [init]" : "export `observe`, or remove the [observe] table"),
-    extra: (n: string) => (n === "prepare" ? "add a [managed] table, or stop exporting `managed`" : n === "init" ? "add an [init] table, or stop exporting `init`" : "add an [observe] table with the events it is told about, or stop exporting `observe`"),
+    missing: (n: string) =>
+      n === "prepare"
+        ? "export `managed = { prepare, close }`, or remove the [managed] table"
+        : n === "init"
+          ? "export `init`, or remove [init]"
+          : "export `observe`, or remove the [observe] table",
+    extra: (n: string) =>
+      n === "prepare"
+        ? "add a [managed] table, or stop exporting `managed`"
+        : n === "init"
+          ? "add an [init] table, or stop exporting `init`"
+          : "add an [observe] table with the events it is told about, or stop exporting `observe`",
   },
 } as const;
 
@@ -103,8 +114,14 @@ export function servedProblems(declared: Declared, served: Served): string[] {
   // The initializer is one export, not a named row: it reads as just `init`.
   const what = (kind: keyof typeof KINDS, n: string) => (kind === "handler" && n === "init" ? "init" : `${kind} ${n}`);
   for (const [kind, want, have] of sides) {
-    for (const n of minus(want, have)) problems.push(`declared in manifest.toml but not exported from ${entry}: ${what(kind, n)} (${KINDS[kind].missing(n)})`);
-    for (const n of minus(have, want)) problems.push(`exported from ${entry} but not declared in manifest.toml: ${what(kind, n)} (${KINDS[kind].extra(n)})`);
+    for (const n of minus(want, have))
+      problems.push(
+        `declared in manifest.toml but not exported from ${entry}: ${what(kind, n)} (${KINDS[kind].missing(n)})`,
+      );
+    for (const n of minus(have, want))
+      problems.push(
+        `exported from ${entry} but not declared in manifest.toml: ${what(kind, n)} (${KINDS[kind].extra(n)})`,
+      );
   }
   return problems;
 }
@@ -115,13 +132,23 @@ export function checkServed(name: string, declared: Declared, hello: Served): vo
   // A name served twice is a mismatch too, though no side lacks it.
   const twice = (a: readonly string[]) => new Set(a).size !== a.length;
   if (problems.length === 0 && !twice(hello.tools) && !twice(hello.hooks) && !twice(hello.commands)) return;
-  if (problems.length > 0 && servedProblems({ ...declared, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] }, { ...hello, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] }).length === 0) {
+  if (
+    problems.length > 0 &&
+    servedProblems(
+      { ...declared, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] },
+      { ...hello, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] },
+    ).length === 0
+  ) {
     // Only the session-facing kinds differ: say just that.
-    throw new ServedMismatch(`Extension '${name}' is broken: ${problems.join("; ")}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`, problems);
+    throw new ServedMismatch(
+      `Extension '${name}' is broken: ${problems.join("; ")}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`,
+      problems,
+    );
   }
   const { tools, hooks } = declared;
   const commands = declared.commands ?? [];
-  const cmds = (names: readonly string[]) => (names.length > 0 || commands.length > 0 ? ` and commands ${list(names)}` : "");
+  const cmds = (names: readonly string[]) =>
+    names.length > 0 || commands.length > 0 ? ` and commands ${list(names)}` : "";
   throw new ServedMismatch(
     `Extension '${name}' is broken: the manifest declares tools ${list(tools)} and hooks ${list(hooks)}${cmds(commands)}, ` +
       `but the artifact serves tools ${list(hello.tools)} and hooks ${list(hello.hooks)}${cmds(hello.commands)}` +

@@ -15,7 +15,12 @@ export interface AfterHello {
   closed(err: Error | null): void;
 }
 
-export function awaitHello(socket: Socket, name: string, maxFrameBytes: number, after: AfterHello): { conn: SatelliteConnection; hello: Promise<Hello> } {
+export function awaitHello(
+  socket: Socket,
+  name: string,
+  maxFrameBytes: number,
+  after: AfterHello,
+): { conn: SatelliteConnection; hello: Promise<Hello> } {
   let conn!: SatelliteConnection;
   const hello = new Promise<Hello>((resolve, reject) => {
     let greeted = false;
@@ -25,7 +30,9 @@ export function awaitHello(socket: Socket, name: string, maxFrameBytes: number, 
         frame: (frame) => {
           if (greeted) return after.frame(frame);
           if (frame.t !== "hello") {
-            conn.close(new TetherError(BrokerCode.protocolViolation, `Expected 'hello' as the first frame, got '${frame.t}'`));
+            conn.close(
+              new TetherError(BrokerCode.protocolViolation, `Expected 'hello' as the first frame, got '${frame.t}'`),
+            );
             return;
           }
           greeted = true;
@@ -33,7 +40,11 @@ export function awaitHello(socket: Socket, name: string, maxFrameBytes: number, 
         },
         closed: (err) => {
           if (greeted) return after.closed(err);
-          const fail = () => reject(err ?? new TetherError(BrokerCode.bootFailed, `Satellite '${name}' closed its socket before saying hello`));
+          const fail = () =>
+            reject(
+              err ??
+                new TetherError(BrokerCode.bootFailed, `Satellite '${name}' closed its socket before saying hello`),
+            );
           if (err === null) setTimeout(fail, 1_000).unref();
           else fail();
         },

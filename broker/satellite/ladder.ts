@@ -6,8 +6,14 @@ import type { ResultPromise } from "execa";
 import type { Logger } from "../base/log.js";
 
 /** Walks the ladder until `exited` settles; resolves once it has. */
-export async function walkShutdownLadder(child: ResultPromise, exited: Promise<void>, stepMs: number, log: Logger): Promise<void> {
-  const exitedWithin = (ms: number) => Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
+export async function walkShutdownLadder(
+  child: ResultPromise,
+  exited: Promise<void>,
+  stepMs: number,
+  log: Logger,
+): Promise<void> {
+  const exitedWithin = (ms: number) =>
+    Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
   child.stdin?.end();
   if (await exitedWithin(stepMs)) return;
   log.debug("satellite ignored stdin EOF; sending SIGTERM");

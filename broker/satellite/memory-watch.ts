@@ -69,7 +69,12 @@ export function rssLimitBytes(memoryMb: number): number {
 }
 
 /** Polls `pid`'s tree; calls `onExceeded(rssBytes)` once when it passes `limitBytes`. */
-export function watchMemory(pid: number, limitBytes: number, onExceeded: (rssBytes: number) => void, everyMs = 250): () => void {
+export function watchMemory(
+  pid: number,
+  limitBytes: number,
+  onExceeded: (rssBytes: number) => void,
+  everyMs = 250,
+): () => void {
   const timer = setInterval(() => {
     const tree = processTree(pid);
     const rss = treeRssBytes(pid, tree) + jailTmpBytes(tree[tree.length - 1] ?? pid);

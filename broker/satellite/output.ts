@@ -16,7 +16,12 @@ export interface OutputTail {
   readonly dropped: () => number;
 }
 
-export function captureOutput(stream: Readable | null | undefined, name: "stdout" | "stderr", log: Logger, budget = DEFAULT_OUTPUT_BUDGET): OutputTail {
+export function captureOutput(
+  stream: Readable | null | undefined,
+  name: "stdout" | "stderr",
+  log: Logger,
+  budget = DEFAULT_OUTPUT_BUDGET,
+): OutputTail {
   let logged = 0;
   let dropped = 0;
   let partial = "";

@@ -75,7 +75,10 @@ export class SatellitePool {
   }
 
   /** Queues one invocation and resolves with its outcome; never rejects. */
-  async invoke<K extends CallKind>(req: InvocationRequest<K>, options: InvokeOptions = {}): Promise<InvocationOutcome<K>> {
+  async invoke<K extends CallKind>(
+    req: InvocationRequest<K>,
+    options: InvokeOptions = {},
+  ): Promise<InvocationOutcome<K>> {
     if (this.#closed) return failure(BrokerCode.closed, `The satellite of '${this.name}' is closed`);
     if (options.signal?.aborted) return failure(WireCode.cancelled, "Cancelled before it started");
     const strand = req.strand;
@@ -159,7 +162,8 @@ export class SatellitePool {
   /** Aborts now: queued calls fail `closed`, open ones fail, every process is killed. Safe twice. */
   async destroy(reason = "was destroyed", code: BrokerCode = BrokerCode.closed): Promise<void> {
     this.#closed = true;
-    for (const waiter of this.#waiting.splice(0)) waiter.grant(failure(BrokerCode.closed, `The satellite of '${this.name}' ${reason}`));
+    for (const waiter of this.#waiting.splice(0))
+      waiter.grant(failure(BrokerCode.closed, `The satellite of '${this.name}' ${reason}`));
     await Promise.all(this.#slots.map((slot) => slot.destroy(reason, code)));
     for (const done of this.#drained.splice(0)) done();
   }

@@ -21,7 +21,7 @@ import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/ident
 import { spawnJailed } from "../jail/spawn.js";
 import { checkAnswer } from "./answer.js";
 import { bootRace, listenForOne, satelliteLaunch } from "./boot.js";
-import { SatelliteConnection } from "./connection.js";
+import type { SatelliteConnection } from "./connection.js";
 import { cgroupOomReason, meterIdleCpu, watchMemoryBound, type Bound } from "./bounds.js";
 import type { IdleCpuMeter } from "./cpu-watch.js";
 import { checkServed, describeExit } from "./handshake.js";
@@ -127,21 +127,35 @@ export class SatelliteProcess {
     const child = spawnJailed(launch, { detached: true });
     this.#child = child;
     this.pid = child.pid;
-    if (child.pid !== undefined) this.#stopWatch = watchMemoryBound(child.pid, spec.memoryMb, this.#log, (bound, reason) => this.#stopForBound(bound, reason));
+    if (child.pid !== undefined)
+      this.#stopWatch = watchMemoryBound(child.pid, spec.memoryMb, this.#log, (bound, reason) =>
+        this.#stopForBound(bound, reason),
+      );
     captureOutput(child.stdout, "stdout", this.#log);
     this.#stderr = captureOutput(child.stderr, "stderr", this.#log);
     child.stdin?.on("error", () => {});
     child.stdin?.write(`${bootToken}\n`);
     this.#exited = child.then(
-      (r) => this.#onExit(this.#cgroup?.oomKilled() === true ? this.#cgroupOom() : describeExit(r.exitCode, r.signal, spec.memoryMb)),
+      (r) =>
+        this.#onExit(
+          this.#cgroup?.oomKilled() === true ? this.#cgroupOom() : describeExit(r.exitCode, r.signal, spec.memoryMb),
+        ),
       (err: Error) => this.#onExit(`could not run: ${err.message}`),
     );
 
     const { exitedEarly, timedOut, clear } = bootRace(
       this.#exited,
       spec.bootTimeoutMs,
-      () => new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' ${this.#deathReason} before saying hello${this.#stderrNote()}`),
-      () => new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' did not say hello within ${spec.bootTimeoutMs} ms${this.#stderrNote()}`),
+      () =>
+        new TetherError(
+          BrokerCode.bootFailed,
+          `Satellite '${spec.name}' ${this.#deathReason} before saying hello${this.#stderrNote()}`,
+        ),
+      () =>
+        new TetherError(
+          BrokerCode.bootFailed,
+          `Satellite '${spec.name}' did not say hello within ${spec.bootTimeoutMs} ms${this.#stderrNote()}`,
+        ),
     );
     try {
       const socket = await Promise.race([connected, exitedEarly, timedOut]);
@@ -160,7 +174,9 @@ export class SatelliteProcess {
         // It broke the protocol (or hung up) in the bytes right after its hello, and
         // was killed for it: it must not become ready.
         const lost = this.#lostAtBoot;
-        throw lost instanceof TetherError ? lost : new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' ${this.#deathReason} before it was ready`);
+        throw lost instanceof TetherError
+          ? lost
+          : new TetherError(BrokerCode.bootFailed, `Satellite '${spec.name}' ${this.#deathReason} before it was ready`);
       }
       this.hello = hello;
       this.#state = "ready";
@@ -226,7 +242,16 @@ export class SatelliteProcess {
     this.#open = open;
     this.#state = "busy";
     this.#idleMeter?.opened();
-    this.#conn.send({ t: "call", id, token, kind: req.kind, name: req.name, args: req.args, strand: req.strand, deadline_ms: req.deadlineMs });
+    this.#conn.send({
+      t: "call",
+      id,
+      token,
+      kind: req.kind,
+      name: req.name,
+      args: req.args,
+      strand: req.strand,
+      deadline_ms: req.deadlineMs,
+    });
     return {
       id,
       outcome,
@@ -258,7 +283,14 @@ export class SatelliteProcess {
     const pid = this.pid;
     if (pid === undefined) return;
     this.#idleMeter?.stop();
-    this.#idleMeter = meterIdleCpu(pid, this.#cgroup, this.spec.idleCpu, this.#log, () => this.#state === "ready", (bound, reason) => this.#stopForBound(bound, reason));
+    this.#idleMeter = meterIdleCpu(
+      pid,
+      this.#cgroup,
+      this.spec.idleCpu,
+      this.#log,
+      () => this.#state === "ready",
+      (bound, reason) => this.#stopForBound(bound, reason),
+    );
   }
 
   #stopForBound(bound: Bound, reason: string): void {
@@ -269,7 +301,12 @@ export class SatelliteProcess {
   #onDeadline(open: Open, deadlineMs: number): void {
     if (this.#open !== open) return;
     this.#log.warn("invocation passed its deadline; killing the satellite", { name: open.name, deadlineMs });
-    this.#finishOpen(failure(WireCode.timeout, `'${open.name}' did not answer within its ${deadlineMs} ms deadline; the satellite was stopped`));
+    this.#finishOpen(
+      failure(
+        WireCode.timeout,
+        `'${open.name}' did not answer within its ${deadlineMs} ms deadline; the satellite was stopped`,
+      ),
+    );
     void this.destroy(`killed after '${open.name}' passed its deadline`);
   }
 
@@ -307,7 +344,10 @@ export class SatelliteProcess {
         this.#violation(`more than ${STRAY_CAP_ALLOWANCE} capability calls with no open invocation's token`);
         return;
       }
-      const error = { code: WireCode.tokenRevoked, msg: `Capability '${frame.cap.slice(0, 64)}' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused` };
+      const error = {
+        code: WireCode.tokenRevoked,
+        msg: `Capability '${frame.cap.slice(0, 64)}' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused`,
+      };
       this.#observeRefusal(frame, error);
       conn.send({ t: "cap_result", id: frame.id, ok: false, error });
       return;
@@ -320,7 +360,12 @@ export class SatelliteProcess {
       },
       (err: Error) => {
         this.#log.error("capability handler failed", { cap: frame.cap, err: err.message });
-        conn.send({ t: "cap_result", id: frame.id, ok: false, error: { code: WireCode.crashed, msg: `The broker failed serving '${frame.cap}'` } });
+        conn.send({
+          t: "cap_result",
+          id: frame.id,
+          ok: false,
+          error: { code: WireCode.crashed, msg: `The broker failed serving '${frame.cap}'` },
+        });
       },
     );
   }
@@ -354,7 +399,9 @@ export class SatelliteProcess {
     this.#idleMeter?.stop();
     void this.#cgroup?.remove();
     const reason = this.#deathReason || "died";
-    this.#finishOpen(failure(WireCode.crashed, `Satellite '${this.spec.name}' ${reason} during '${this.#open?.name ?? "the call"}'`));
+    this.#finishOpen(
+      failure(WireCode.crashed, `Satellite '${this.spec.name}' ${reason} during '${this.#open?.name ?? "the call"}'`),
+    );
     this.#conn?.close();
     this.#server?.close();
     if (this.#dir !== null) rmSync(this.#dir, { recursive: true, force: true });

@@ -39,7 +39,13 @@ export const reportOnlyDispatcher: CapDispatcher = async (call, info) => {
     if (typeof text === "string") info.report(text);
     return { ok: true };
   }
-  return { ok: false, error: { code: WireCode.denied, msg: `Capability '${call.cap.slice(0, 64)}' is not available (rule: no capability dispatcher)` } };
+  return {
+    ok: false,
+    error: {
+      code: WireCode.denied,
+      msg: `Capability '${call.cap.slice(0, 64)}' is not available (rule: no capability dispatcher)`,
+    },
+  };
 };
 
 /** The wait before replacing a satellite that broke the protocol, doubled per violation in a row. */
@@ -155,8 +161,21 @@ export class SatelliteSlot {
       try {
         args = parseBoundedJson(cap.args);
       } catch (err) {
-        if (err instanceof DocumentBoundsError) return { ok: false, error: { code: WireCode.badArguments, msg: `Capability '${cap.cap.slice(0, 64)}' arguments are ${err.message}` } };
-        return { ok: false, error: { code: WireCode.badArguments, msg: `Capability '${cap.cap.slice(0, 64)}' arguments are not JSON text` } };
+        if (err instanceof DocumentBoundsError)
+          return {
+            ok: false,
+            error: {
+              code: WireCode.badArguments,
+              msg: `Capability '${cap.cap.slice(0, 64)}' arguments are ${err.message}`,
+            },
+          };
+        return {
+          ok: false,
+          error: {
+            code: WireCode.badArguments,
+            msg: `Capability '${cap.cap.slice(0, 64)}' arguments are not JSON text`,
+          },
+        };
       }
       return dispatch({ cap: cap.cap, args }, info);
     };
@@ -278,7 +297,8 @@ export class SatelliteSlot {
     this.#destroyed = true;
     this.#clearIdle();
     const open = this.#current;
-    if (open !== null) open.resolve(failure(code, `The satellite of '${this.name}' ${reason} during '${open.req.name}'`));
+    if (open !== null)
+      open.resolve(failure(code, `The satellite of '${this.name}' ${reason} during '${open.req.name}'`));
     for (const job of this.#queue.splice(0)) job.resolve(failure(code, `The satellite of '${this.name}' ${reason}`));
     const process = this.#process;
     this.#process = null;

@@ -10,14 +10,19 @@ import { stageSdk } from "./stage.js";
 
 function npmPack(dir: string, out: string): Promise<string> {
   return new Promise((done, fail) => {
-    execFile("npm", ["pack", "--json", "--pack-destination", out], { cwd: dir, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
-      if (err !== null) {
-        fail(new Error(`npm pack in ${dir} failed: ${stderr.trim() || err.message}`));
-        return;
-      }
-      const [packed] = JSON.parse(stdout) as Array<{ filename: string }>;
-      done(join(out, packed!.filename));
-    });
+    execFile(
+      "npm",
+      ["pack", "--json", "--pack-destination", out],
+      { cwd: dir, maxBuffer: 16 * 2 ** 20 },
+      (err, stdout, stderr) => {
+        if (err !== null) {
+          fail(new Error(`npm pack in ${dir} failed: ${stderr.trim() || err.message}`));
+          return;
+        }
+        const [packed] = JSON.parse(stdout) as Array<{ filename: string }>;
+        done(join(out, packed!.filename));
+      },
+    );
   });
 }
 

@@ -50,12 +50,16 @@ export function sdkPackages(repo = repoRoot()): { ext: PackageJson; cap: Package
   const cap = readJson<PackageJson>(join(repo, "packages", "cap", "package.json"));
   const problems: string[] = [];
   for (const pkg of [ext, cap]) {
-    if (Number(pkg.version.split(".")[0]) !== WIRE_VERSION) problems.push(`${pkg.name} ${pkg.version}: the major version must be the wire version, ${WIRE_VERSION}`);
-    if (pkg.tether?.wire !== WIRE_VERSION) problems.push(`${pkg.name}: "tether": { "wire": ${WIRE_VERSION} } is missing or stale`);
+    if (Number(pkg.version.split(".")[0]) !== WIRE_VERSION)
+      problems.push(`${pkg.name} ${pkg.version}: the major version must be the wire version, ${WIRE_VERSION}`);
+    if (pkg.tether?.wire !== WIRE_VERSION)
+      problems.push(`${pkg.name}: "tether": { "wire": ${WIRE_VERSION} } is missing or stale`);
   }
-  if (cap.version !== ext.version || cap.dependencies?.["@tether/ext"] !== ext.version) problems.push(`@tether/cap must have @tether/ext's version (${ext.version}) and depend on exactly it`);
+  if (cap.version !== ext.version || cap.dependencies?.["@tether/ext"] !== ext.version)
+    problems.push(`@tether/cap must have @tether/ext's version (${ext.version}) and depend on exactly it`);
   const broker = readJson<PackageJson>(join(repo, "package.json")).dependencies?.valibot;
-  if (ext.dependencies?.valibot !== broker) problems.push(`@tether/ext must depend on the broker's valibot (${broker}), not ${ext.dependencies?.valibot}`);
+  if (ext.dependencies?.valibot !== broker)
+    problems.push(`@tether/ext must depend on the broker's valibot (${broker}), not ${ext.dependencies?.valibot}`);
   if (problems.length > 0) throw new Error(`The SDK's package metadata is inconsistent: ${problems.join("; ")}`);
   return { ext, cap };
 }
@@ -107,7 +111,8 @@ function reachable(emitted: ReadonlyMap<string, string>): string[] {
       const text = emitted.get(file);
       if (text === undefined || seen.has(file)) continue;
       seen.add(file);
-      for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)\.js["']/g)) pending.push(`${join(dirname(file), m[1]!)}${suffix}`);
+      for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)\.js["']/g))
+        pending.push(`${join(dirname(file), m[1]!)}${suffix}`);
     }
   }
   return [...seen].sort();
@@ -132,8 +137,12 @@ export async function stageSdk(dest: string): Promise<{ ext: string; cap: string
   for (const name of ["package.json", "README.md"]) cpSync(join(repo, "packages", "ext", name), join(ext, name));
   cpSync(join(repo, "manifests", "schema.json"), join(ext, "manifest.schema.json"));
   // Vendored: `bundleDependencies` packs it into the tarball, so installing needs no registry.
-  cpSync(realpathSync(join(repo, "node_modules", "valibot")), join(ext, "node_modules", "valibot"), { recursive: true, dereference: true });
+  cpSync(realpathSync(join(repo, "node_modules", "valibot")), join(ext, "node_modules", "valibot"), {
+    recursive: true,
+    dereference: true,
+  });
   mkdirSync(cap, { recursive: true });
-  for (const name of ["package.json", "README.md", "index.js", "index.d.ts"]) cpSync(join(repo, "packages", "cap", name), join(cap, name));
+  for (const name of ["package.json", "README.md", "index.js", "index.d.ts"])
+    cpSync(join(repo, "packages", "cap", name), join(cap, name));
   return { ext, cap };
 }

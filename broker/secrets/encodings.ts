@@ -26,7 +26,9 @@ const latin1 = (s: string) => Buffer.from(s, "utf8").toString("latin1");
 
 /** The base64 characters that depend on `bytes` alone when they sit at `offset` (0–2) bytes into a longer run. */
 function base64Core(bytes: Buffer, offset: number, url: boolean): string {
-  const full = Buffer.concat([Buffer.alloc(offset), bytes]).toString(url ? "base64url" : "base64").replace(/=+$/, "");
+  const full = Buffer.concat([Buffer.alloc(offset), bytes])
+    .toString(url ? "base64url" : "base64")
+    .replace(/=+$/, "");
   // The first group holding a prefix byte, and the last group that a following byte would change, depend on more than the value.
   const skip = offset === 0 ? 0 : Math.ceil((offset * 8) / 6);
   const endBits = (offset + bytes.length) * 8;
@@ -39,10 +41,18 @@ function percentEvery(bytes: Buffer): string {
 }
 
 function jsonEvery(value: string): string {
-  return [...value].map((c) => [...c].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")).join("");
+  return [...value]
+    .map((c) => [...c].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, "0")}`).join(""))
+    .join("");
 }
 
-const HTML_NAMED: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const HTML_NAMED: Readonly<Record<string, string>> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
 
 /** Every encoding of `value` in the set, distinct and non-empty. */
 export function secretEncodings(value: string): SecretEncoding[] {
@@ -57,13 +67,22 @@ export function secretEncodings(value: string): SecretEncoding[] {
   add("value", latin1(value), true);
   for (const url of [false, true]) {
     const kind = url ? "base64url" : "base64";
-    add(`${kind}, padded`, bytes.toString(kind === "base64url" ? "base64url" : "base64") + (url ? "=".repeat((3 - (bytes.length % 3)) % 3) : ""), false);
+    add(
+      `${kind}, padded`,
+      bytes.toString(kind === "base64url" ? "base64url" : "base64") +
+        (url ? "=".repeat((3 - (bytes.length % 3)) % 3) : ""),
+      false,
+    );
     for (const offset of [0, 1, 2]) add(`${kind} at byte offset ${offset}`, base64Core(bytes, offset, url), false);
   }
   add("hex", bytes.toString("hex"), true);
   add("percent (encodeURIComponent)", encodeURIComponent(value), true);
   add("percent (form)", new URLSearchParams({ s: value }).toString().slice(2), true);
-  add("percent (RFC 3986)", encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${hex2(c.charCodeAt(0)).toUpperCase()}`), true);
+  add(
+    "percent (RFC 3986)",
+    encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${hex2(c.charCodeAt(0)).toUpperCase()}`),
+    true,
+  );
   add("percent (every byte)", percentEvery(bytes), true);
   const json = JSON.stringify(value).slice(1, -1);
   add("JSON", latin1(json), true);

@@ -40,7 +40,8 @@ export class Redactor {
     for (const form of this.#forms) {
       const haystack = form.anyCase ? folded : raw;
       const needle = form.anyCase ? asciiLower(form.text) : form.text;
-      for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) spans.push([at, at + needle.length]);
+      for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1))
+        spans.push([at, at + needle.length]);
     }
     if (spans.length === 0) return body;
     spans.sort((a, b) => a[0] - b[0]);

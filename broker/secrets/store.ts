@@ -12,7 +12,20 @@
  * keyring-backed source would implement (`BrokerOptions.secrets`).
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 
 /** What the capabilities read: a secret's value now, or null when it is not set. */
@@ -41,9 +54,11 @@ export const MIN_SECRET_LENGTH = 8;
 
 /** Why `value` cannot be a secret, or null. */
 export function secretValueProblem(value: string): string | null {
-  if (value.length < MIN_SECRET_LENGTH) return `it is shorter than ${MIN_SECRET_LENGTH} characters: too short to be a credential, and the broker could not tell it from other text when it redacts responses`;
+  if (value.length < MIN_SECRET_LENGTH)
+    return `it is shorter than ${MIN_SECRET_LENGTH} characters: too short to be a credential, and the broker could not tell it from other text when it redacts responses`;
   if (value.length > MAX_SECRET_BYTES) return `it is longer than ${MAX_SECRET_BYTES} characters`;
-  if (!/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value)) return "it must be printable ASCII without line breaks or spaces at its ends (it is sent in a header or a query)";
+  if (!/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value))
+    return "it must be printable ASCII without line breaks or spaces at its ends (it is sent in a header or a query)";
   return null;
 }
 
@@ -83,7 +98,8 @@ export class FileSecrets implements SecretSource {
   set(extension: string, name: string, value: string): void {
     const file = this.file(extension, name);
     const problem = secretValueProblem(value);
-    if (problem !== null) throw new SecretStoreError(`the value of ${extension}'s secret '${name}' was refused: ${problem}`);
+    if (problem !== null)
+      throw new SecretStoreError(`the value of ${extension}'s secret '${name}' was refused: ${problem}`);
     this.#folder(true);
     this.#write(file, value);
   }
@@ -113,9 +129,15 @@ export class FileSecrets implements SecretSource {
       }
       st = lstatSync(this.dir);
     }
-    if (!st.isDirectory()) throw new SecretStoreError(`${this.dir} is not a folder (a link is not followed); remove it and set the secrets again`);
+    if (!st.isDirectory())
+      throw new SecretStoreError(
+        `${this.dir} is not a folder (a link is not followed); remove it and set the secrets again`,
+      );
     checkOwner(this.dir, st.uid);
-    if ((st.mode & 0o077) !== 0) throw new SecretStoreError(`${this.dir} has mode ${octal(st.mode)}: other users could read the secrets in it; run: chmod 700 ${this.dir}`);
+    if ((st.mode & 0o077) !== 0)
+      throw new SecretStoreError(
+        `${this.dir} has mode ${octal(st.mode)}: other users could read the secrets in it; run: chmod 700 ${this.dir}`,
+      );
     return true;
   }
 
@@ -128,15 +150,22 @@ export class FileSecrets implements SecretSource {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return null;
-      if (code === "ELOOP") throw new SecretStoreError(`${file} is a symbolic link, which is not followed; remove it and set the secret again`);
+      if (code === "ELOOP")
+        throw new SecretStoreError(
+          `${file} is a symbolic link, which is not followed; remove it and set the secret again`,
+        );
       throw err;
     }
     try {
       const st = fstatSync(fd);
       if (!st.isFile()) throw new SecretStoreError(`${file} is not a file; remove it and set the secret again`);
       checkOwner(file, st.uid);
-      if ((st.mode & 0o077) !== 0) throw new SecretStoreError(`${file} has mode ${octal(st.mode)}: other users could read it; run: chmod 600 ${file}`);
-      if (st.size > MAX_SECRET_BYTES) throw new SecretStoreError(`${file} is over ${MAX_SECRET_BYTES} bytes; it is not a secret tether wrote`);
+      if ((st.mode & 0o077) !== 0)
+        throw new SecretStoreError(
+          `${file} has mode ${octal(st.mode)}: other users could read it; run: chmod 600 ${file}`,
+        );
+      if (st.size > MAX_SECRET_BYTES)
+        throw new SecretStoreError(`${file} is over ${MAX_SECRET_BYTES} bytes; it is not a secret tether wrote`);
       const buffer = Buffer.alloc(st.size);
       let at = 0;
       while (at < st.size) {
@@ -178,5 +207,8 @@ const octal = (mode: number) => `0${(mode & 0o777).toString(8)}`;
 
 function checkOwner(path: string, uid: number): void {
   const me = process.getuid?.();
-  if (me !== undefined && uid !== me) throw new SecretStoreError(`${path} is owned by uid ${uid}, not by the broker's user (uid ${me}); run: chown ${me} ${path}`);
+  if (me !== undefined && uid !== me)
+    throw new SecretStoreError(
+      `${path} is owned by uid ${uid}, not by the broker's user (uid ${me}); run: chown ${me} ${path}`,
+    );
 }

@@ -33,20 +33,25 @@ const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 function pagesWhereOf(options: ServeCommandOptions, where: Where): Where | string {
   if (options.pagesPort === undefined) return pagesWhereFor(where);
   const port = /^\d{1,5}$/.test(options.pagesPort) ? Number(options.pagesPort) : NaN;
-  if (!(port >= 0 && port <= 65535)) return `--pages-port takes a port number 0-65535 (0 picks a free one), not '${options.pagesPort}'`;
-  if (port !== 0 && "port" in where && port === where.port) return "--pages-port must differ from --port: extension pages never share the console's origin";
+  if (!(port >= 0 && port <= 65535))
+    return `--pages-port takes a port number 0-65535 (0 picks a free one), not '${options.pagesPort}'`;
+  if (port !== 0 && "port" in where && port === where.port)
+    return "--pages-port must differ from --port: extension pages never share the console's origin";
   return { port };
 }
 
 /** Where to listen, or a usage error. */
 function whereOf(options: ServeCommandOptions, home: string): Where | string {
-  if (options.socket !== undefined && options.port !== undefined) return "--socket and --port do not combine: choose one";
+  if (options.socket !== undefined && options.port !== undefined)
+    return "--socket and --port do not combine: choose one";
   if (options.port !== undefined) {
     const port = /^\d{1,5}$/.test(options.port) ? Number(options.port) : NaN;
-    if (!(port >= 0 && port <= 65535)) return `--port takes a port number 0-65535 (0 picks a free one), not '${options.port}'`;
+    if (!(port >= 0 && port <= 65535))
+      return `--port takes a port number 0-65535 (0 picks a free one), not '${options.port}'`;
     return { port };
   }
-  if (options.pagesPort !== undefined) return "--pages-port goes with --port (beside --socket, pages listen on <socket>-pages.sock)";
+  if (options.pagesPort !== undefined)
+    return "--pages-port goes with --port (beside --socket, pages listen on <socket>-pages.sock)";
   if (options.socket !== undefined && options.socket.trim() === "") return "--socket takes a path";
   return { socket: resolve(options.socket ?? join(home, "tether.sock")) };
 }
@@ -76,7 +81,9 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
       fleet = await (await import("../fleet.js")).FleetMember.join(broker, options.fleet);
     } catch (err) {
       await broker.close();
-      console.error(`tether serve: cannot join the fleet's store: ${(err as Error).message} (check --store or TETHER_STORE, and tether doctor --store)`);
+      console.error(
+        `tether serve: cannot join the fleet's store: ${(err as Error).message} (check --store or TETHER_STORE, and tether doctor --store)`,
+      );
       return EXIT.failed;
     }
   }
@@ -114,9 +121,14 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
 
-  process.stdout.write(`tether serve: listening on ${url} (token file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}\n`);
+  process.stdout.write(
+    `tether serve: listening on ${url} (token file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}\n`,
+  );
   // The operator console (docs/console.md) is on the same listener; a browser reaches a loopback port.
-  if (url.startsWith("ws://")) process.stdout.write(`tether serve: the operator console is at ${url.replace(/^ws:/, "http:")}/console/ (sign in with the token)\n`);
+  if (url.startsWith("ws://"))
+    process.stdout.write(
+      `tether serve: the operator console is at ${url.replace(/^ws:/, "http:")}/console/ (sign in with the token)\n`,
+    );
   // Extension pages ([[service]] routes) on a listener of their own: never the console's origin.
   process.stdout.write(`tether serve: extension pages are at ${pages}/ext/<name>/… (the same token)\n`);
   // Initializers ([init]) of approved versions not yet initialized, one line each; calls meanwhile wait for theirs.

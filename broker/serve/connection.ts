@@ -15,7 +15,19 @@
 import * as v from "valibot";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import type { Logger } from "../base/log.js";
-import { Envelope, RpcCode, RpcFailure, ServeCode, checkParams, isMethod, salvageId, toRpcError, type Method, type ParamsOf, type RpcId } from "./protocol.js";
+import {
+  Envelope,
+  RpcCode,
+  RpcFailure,
+  ServeCode,
+  checkParams,
+  isMethod,
+  salvageId,
+  toRpcError,
+  type Method,
+  type ParamsOf,
+  type RpcId,
+} from "./protocol.js";
 import { CALLER_JSON_BOUNDS, scanJson } from "../../jail-runtime/wire/document-bounds.js";
 
 /** Messages past this many characters are parsed one per connection per event-loop turn. */
@@ -85,7 +97,9 @@ interface InFlight {
   readonly cancellable: boolean;
 }
 
-type Response = { jsonrpc: "2.0"; id: RpcId | null; result: unknown } | { jsonrpc: "2.0"; id: RpcId | null; error: ReturnType<typeof toRpcError> };
+type Response =
+  | { jsonrpc: "2.0"; id: RpcId | null; result: unknown }
+  | { jsonrpc: "2.0"; id: RpcId | null; error: ReturnType<typeof toRpcError> };
 
 function keyOf(id: RpcId): string {
   return `${typeof id}:${String(id)}`;
@@ -138,22 +152,47 @@ export class Connection {
         scanJson(text, CALLER_JSON_BOUNDS);
       } catch (err) {
         // Checked before parsing: what a parse would build, and what walks it later, stay bounded.
-        this.send(failed(null, new RpcFailure(RpcCode.invalidParams, ServeCode.badArguments, `Invalid params: the message is ${(err as Error).message} (the bound for any JSON document)`)));
+        this.send(
+          failed(
+            null,
+            new RpcFailure(
+              RpcCode.invalidParams,
+              ServeCode.badArguments,
+              `Invalid params: the message is ${(err as Error).message} (the bound for any JSON document)`,
+            ),
+          ),
+        );
         return;
       }
       try {
         message = JSON.parse(text);
       } catch (err) {
-        this.send(failed(null, new RpcFailure(RpcCode.parseError, ServeCode.parseError, `Parse error: ${(err as Error).message.slice(0, 200)}`)));
+        this.send(
+          failed(
+            null,
+            new RpcFailure(
+              RpcCode.parseError,
+              ServeCode.parseError,
+              `Parse error: ${(err as Error).message.slice(0, 200)}`,
+            ),
+          ),
+        );
         return;
       }
       if (Array.isArray(message)) {
         if (message.length === 0) {
-          this.send(failed(null, new RpcFailure(RpcCode.invalidRequest, ServeCode.invalidRequest, "Invalid request: an empty batch")));
+          this.send(
+            failed(
+              null,
+              new RpcFailure(RpcCode.invalidRequest, ServeCode.invalidRequest, "Invalid request: an empty batch"),
+            ),
+          );
           return;
         }
         // Each request's synchronous checks (the in-flight bound among them) run in order, now.
-        const answers = (await Promise.all(message.map((one) => this.#request(one)))).filter((a): a is Response => a !== null);
+        const answers = (await Promise.all(message.map((one) => this.#request(one)))).filter(
+          (a): a is Response => a !== null,
+        );
         if (answers.length > 0) this.send(answers);
         return;
       }
@@ -168,13 +207,29 @@ export class Connection {
   async #request(raw: unknown): Promise<Response | null> {
     const envelope = v.safeParse(Envelope, raw);
     if (!envelope.success) {
-      return failed(salvageId(raw), new RpcFailure(RpcCode.invalidRequest, ServeCode.invalidRequest, `Invalid request: ${describeIssues(envelope.issues)}`));
+      return failed(
+        salvageId(raw),
+        new RpcFailure(
+          RpcCode.invalidRequest,
+          ServeCode.invalidRequest,
+          `Invalid request: ${describeIssues(envelope.issues)}`,
+        ),
+      );
     }
     const { method, params, id } = envelope.output;
     // A notification (no id) is run, never answered, not even with an error.
     const answer = (response: Response): Response | null => (id === undefined ? null : response);
     if (!isMethod(method)) {
-      return answer(failed(id ?? null, new RpcFailure(RpcCode.methodNotFound, ServeCode.unknownMethod, `Method not found: '${method.slice(0, 128)}'; see docs/api.md`)));
+      return answer(
+        failed(
+          id ?? null,
+          new RpcFailure(
+            RpcCode.methodNotFound,
+            ServeCode.unknownMethod,
+            `Method not found: '${method.slice(0, 128)}'; see docs/api.md`,
+          ),
+        ),
+      );
     }
     let checked: ParamsOf<Method>;
     try {
@@ -184,19 +239,53 @@ export class Connection {
     }
     if (method === "call.cancel") {
       // Never bounded and never refused: a client at its bound must still be able to cancel.
-      return answer({ jsonrpc: "2.0", id: id ?? null, result: { cancelled: this.#cancel((checked as ParamsOf<"call.cancel">).id) } });
+      return answer({
+        jsonrpc: "2.0",
+        id: id ?? null,
+        result: { cancelled: this.#cancel((checked as ParamsOf<"call.cancel">).id) },
+      });
     }
     if (!this.#handler.accepting) {
-      return answer(failed(id ?? null, new RpcFailure(RpcCode.shuttingDown, ServeCode.shuttingDown, "The server is shutting down and takes no new requests")));
+      return answer(
+        failed(
+          id ?? null,
+          new RpcFailure(
+            RpcCode.shuttingDown,
+            ServeCode.shuttingDown,
+            "The server is shutting down and takes no new requests",
+          ),
+        ),
+      );
     }
     const key = id === undefined ? `notification:${++this.#notifications}` : keyOf(id);
     if (this.#inFlight.has(key)) {
-      return answer(failed(id ?? null, new RpcFailure(RpcCode.invalidRequest, ServeCode.invalidRequest, `Invalid request: a request with id ${JSON.stringify(id)} is already in flight on this connection`)));
+      return answer(
+        failed(
+          id ?? null,
+          new RpcFailure(
+            RpcCode.invalidRequest,
+            ServeCode.invalidRequest,
+            `Invalid request: a request with id ${JSON.stringify(id)} is already in flight on this connection`,
+          ),
+        ),
+      );
     }
     if (this.#inFlight.size >= this.#limits.maxInFlight) {
-      return answer(failed(id ?? null, new RpcFailure(RpcCode.busy, ServeCode.busy, `This connection already has ${this.#limits.maxInFlight} requests in flight; wait for one to finish`)));
+      return answer(
+        failed(
+          id ?? null,
+          new RpcFailure(
+            RpcCode.busy,
+            ServeCode.busy,
+            `This connection already has ${this.#limits.maxInFlight} requests in flight; wait for one to finish`,
+          ),
+        ),
+      );
     }
-    const entry: InFlight = { controller: new AbortController(), cancellable: method === "tool.call" || method === "command.run" || method === "providers.complete" };
+    const entry: InFlight = {
+      controller: new AbortController(),
+      cancellable: method === "tool.call" || method === "command.run" || method === "providers.complete",
+    };
     this.#inFlight.set(key, entry);
     let dropped = 0;
     const ctx: RequestContext = {
@@ -205,16 +294,22 @@ export class Connection {
         id === undefined
           ? () => {}
           : (text) => {
-              if (!this.#partial(id, method === "providers.complete" ? "providers.partial" : "tool.partial", text)) dropped++;
+              if (!this.#partial(id, method === "providers.complete" ? "providers.partial" : "tool.partial", text))
+                dropped++;
             },
       dropped: () => dropped,
     };
     try {
-      const result = await this.#handler.handle(method as Exclude<Method, "call.cancel">, checked as ParamsOf<Exclude<Method, "call.cancel">>, ctx);
+      const result = await this.#handler.handle(
+        method as Exclude<Method, "call.cancel">,
+        checked as ParamsOf<Exclude<Method, "call.cancel">>,
+        ctx,
+      );
       return answer({ jsonrpc: "2.0", id: id ?? null, result: result ?? null });
     } catch (err) {
       const response = failed(id ?? null, err);
-      if ("error" in response && response.error.code === RpcCode.internal) this.#log.error("tether serve: a request failed unexpectedly", { method, error: (err as Error).message });
+      if ("error" in response && response.error.code === RpcCode.internal)
+        this.#log.error("tether serve: a request failed unexpectedly", { method, error: (err as Error).message });
       return answer(response);
     } finally {
       this.#inFlight.delete(key);
@@ -246,7 +341,10 @@ export class Connection {
     if (this.#closed || this.#socket.readyState !== OPEN) return;
     const queued = this.#socket.bufferedAmount;
     if (queued > this.#limits.closeHighWater) {
-      this.#log.warn("tether serve: disconnecting a client that is not reading", { queuedBytes: queued, limit: this.#limits.closeHighWater });
+      this.#log.warn("tether serve: disconnecting a client that is not reading", {
+        queuedBytes: queued,
+        limit: this.#limits.closeHighWater,
+      });
       this.#socket.terminate();
       this.closed();
       return;
@@ -258,7 +356,16 @@ export class Connection {
       // An answer that cannot be written is that request's failure, never the server's.
       const id = (message as { id?: RpcId } | null)?.id ?? null;
       this.#log.error("tether serve: an answer could not be encoded", { error: (err as Error).message });
-      text = JSON.stringify(failed(id, new RpcFailure(RpcCode.internal, ServeCode.internal, `The answer could not be encoded: ${(err as Error).message.slice(0, 200)}`)));
+      text = JSON.stringify(
+        failed(
+          id,
+          new RpcFailure(
+            RpcCode.internal,
+            ServeCode.internal,
+            `The answer could not be encoded: ${(err as Error).message.slice(0, 200)}`,
+          ),
+        ),
+      );
     }
     this.#socket.send(text);
   }

@@ -36,13 +36,23 @@ export class PendingLogins {
 
   #find(id: string): Pending {
     const found = this.#pending.get(id);
-    if (found === undefined) throw new RpcFailure(RpcCode.unknownLogin, ServeCode.unknownLogin, `No sign-in '${id.slice(0, 64)}' is running (or it ended and was forgotten); start one with login.start`);
+    if (found === undefined)
+      throw new RpcFailure(
+        RpcCode.unknownLogin,
+        ServeCode.unknownLogin,
+        `No sign-in '${id.slice(0, 64)}' is running (or it ended and was forgotten); start one with login.start`,
+      );
     return found;
   }
 
   async start(extension: string, login: string | undefined): Promise<Record<string, unknown>> {
     this.#prune();
-    if (this.#pending.size >= MAX_PENDING) throw new RpcFailure(RpcCode.busy, ServeCode.busy, `${MAX_PENDING} sign-ins are already running; wait for one or cancel it (login.cancel)`);
+    if (this.#pending.size >= MAX_PENDING)
+      throw new RpcFailure(
+        RpcCode.busy,
+        ServeCode.busy,
+        `${MAX_PENDING} sign-ins are already running; wait for one or cancel it (login.cancel)`,
+      );
     const controller = new AbortController();
     const started = await this.#logins.start(extension, login, { signal: controller.signal });
     const id = randomBytes(16).toString("hex");
@@ -71,7 +81,14 @@ export class PendingLogins {
   async wait(id: string, signal: AbortSignal): Promise<Record<string, unknown>> {
     const pending = this.#find(id);
     const stopped = new Promise<never>((_, reject) => {
-      const stop = () => reject(new RpcFailure(RpcCode.invalidRequest, ServeCode.invalidRequest, "login.wait stopped: the request was cancelled (the sign-in goes on; wait again)"));
+      const stop = () =>
+        reject(
+          new RpcFailure(
+            RpcCode.invalidRequest,
+            ServeCode.invalidRequest,
+            "login.wait stopped: the request was cancelled (the sign-in goes on; wait again)",
+          ),
+        );
       if (signal.aborted) stop();
       else signal.addEventListener("abort", stop, { once: true });
     });
@@ -79,7 +96,11 @@ export class PendingLogins {
     try {
       const stored = await Promise.race([pending.done, stopped]);
       const now = this.#logins.clock.now();
-      return { signed_in: true, expires_in: stored.expires_at === null ? null : Math.max(0, Math.floor((stored.expires_at - now) / 1000)), refreshable: stored.refresh_token !== null };
+      return {
+        signed_in: true,
+        expires_in: stored.expires_at === null ? null : Math.max(0, Math.floor((stored.expires_at - now) / 1000)),
+        refreshable: stored.refresh_token !== null,
+      };
     } finally {
       if (pending.endedAt !== null) this.#pending.delete(id);
     }
@@ -88,12 +109,21 @@ export class PendingLogins {
   cancel(id: string): { cancelled: boolean } {
     const pending = this.#find(id);
     if (pending.endedAt !== null) return { cancelled: false };
-    pending.controller.abort(new TetherError(BrokerCode.loginFailed, "the sign-in was cancelled (login.cancel); start another with login.start"));
+    pending.controller.abort(
+      new TetherError(
+        BrokerCode.loginFailed,
+        "the sign-in was cancelled (login.cancel); start another with login.start",
+      ),
+    );
     return { cancelled: true };
   }
 
   /** Shutdown: every running sign-in ends. */
   cancelAll(): void {
-    for (const p of this.#pending.values()) if (p.endedAt === null) p.controller.abort(new TetherError(BrokerCode.loginFailed, "tether serve is shutting down: the sign-in was cancelled"));
+    for (const p of this.#pending.values())
+      if (p.endedAt === null)
+        p.controller.abort(
+          new TetherError(BrokerCode.loginFailed, "tether serve is shutting down: the sign-in was cancelled"),
+        );
   }
 }

@@ -98,7 +98,10 @@ const Workspace = v.pipe(
   v.maxLength(4096),
   v.check((path) => isAbsolute(path), "expected an absolute path (the server's working directory is not the client's)"),
 );
-const Policy = v.strictObject({ offline: v.optional(v.boolean()), allow: v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(1024))), v.maxLength(256))) });
+const Policy = v.strictObject({
+  offline: v.optional(v.boolean()),
+  allow: v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(1024))), v.maxLength(256))),
+});
 const Name = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
 const OnlySession = v.strictObject({ session: Session });
 const LoginId = v.pipe(v.string(), v.minLength(1), v.maxLength(64));
@@ -132,15 +135,29 @@ export const Params = {
   "session.reload": OnlySession,
   "session.prefer": v.strictObject({ session: Session, extension: Name, enabled: v.nullable(v.boolean()) }),
   "session.set_policy": v.strictObject({ session: Session, policy: Policy }),
-  "session.fire": v.strictObject({ session: Session, event: v.picklist(HARNESS_EVENTS), payload: v.optional(v.unknown()) }),
-  "tool.call": v.strictObject({ session: Session, tool: Name, arguments: v.optional(v.unknown()), call_id: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(256))) }),
+  "session.fire": v.strictObject({
+    session: Session,
+    event: v.picklist(HARNESS_EVENTS),
+    payload: v.optional(v.unknown()),
+  }),
+  "tool.call": v.strictObject({
+    session: Session,
+    tool: Name,
+    arguments: v.optional(v.unknown()),
+    call_id: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(256))),
+  }),
   "command.run": v.strictObject({ session: Session, line: v.pipe(v.string(), v.maxLength(64 * 1024)) }),
   "call.cancel": v.strictObject({ id: Id }),
   "session.close": v.strictObject({ session: Session, reason: v.optional(v.pipe(v.string(), v.maxLength(256))) }),
   "session.destroy": OnlySession,
   "session.context": OnlySession,
   "session.routes": OnlySession,
-  "session.route": v.strictObject({ session: Session, extension: Name, route: Name, request: v.pipe(v.string(), v.maxLength(MAX_ROUTE_BYTES)) }),
+  "session.route": v.strictObject({
+    session: Session,
+    extension: Name,
+    route: Name,
+    request: v.pipe(v.string(), v.maxLength(MAX_ROUTE_BYTES)),
+  }),
   "session.strategies": OnlySession,
   "session.prefer_strategy": v.strictObject({ session: Session, strategy: v.nullable(Name) }),
   "session.compact": v.strictObject({
@@ -150,7 +167,10 @@ export const Params = {
     budget: v.pipe(v.number(), v.integer(), v.minValue(1)),
     strategy: v.optional(Name),
   }),
-  "session.folds": v.strictObject({ session: Session, compaction_id: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))) }),
+  "session.folds": v.strictObject({
+    session: Session,
+    compaction_id: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))),
+  }),
   "session.prefer_providers": v.strictObject({ session: Session, preference: v.nullable(ProviderPreferenceInput) }),
   "providers.list": v.strictObject({ session: v.optional(Session) }),
   "providers.complete": v.strictObject({ session: v.optional(Session), ...CompletionRequest.entries }),
@@ -170,11 +190,21 @@ export function isMethod(name: string): name is Method {
 
 /** Checks `params` (by name; absent is `{}`) or throws -32602 naming the first failing field. */
 export function checkParams<M extends Method>(method: M, params: unknown): ParamsOf<M> {
-  if (Array.isArray(params)) throw new RpcFailure(RpcCode.invalidParams, ServeCode.badArguments, `Invalid params for '${method}': params are by name (an object), not by position`);
+  if (Array.isArray(params))
+    throw new RpcFailure(
+      RpcCode.invalidParams,
+      ServeCode.badArguments,
+      `Invalid params for '${method}': params are by name (an object), not by position`,
+    );
   const checked = v.safeParse(Params[method] as v.GenericSchema, params ?? {});
   if (!checked.success) {
     const field = v.getDotPath(checked.issues[0]) ?? undefined;
-    throw new RpcFailure(RpcCode.invalidParams, ServeCode.badArguments, `Invalid params for '${method}': ${describeIssues(checked.issues)}`, field);
+    throw new RpcFailure(
+      RpcCode.invalidParams,
+      ServeCode.badArguments,
+      `Invalid params for '${method}': ${describeIssues(checked.issues)}`,
+      field,
+    );
   }
   return checked.output as ParamsOf<M>;
 }
@@ -185,7 +215,12 @@ export function checkPayload(event: HarnessEvent, payload: unknown): Record<stri
   if (!checked.success) {
     const path = v.getDotPath(checked.issues[0]);
     const text = describeIssues(checked.issues).replaceAll(" at .", " at .payload.");
-    throw new RpcFailure(RpcCode.invalidParams, ServeCode.badArguments, `Invalid params for 'session.fire': ${path === null ? `payload: ${text}` : text}`, path === null ? "payload" : `payload.${path}`);
+    throw new RpcFailure(
+      RpcCode.invalidParams,
+      ServeCode.badArguments,
+      `Invalid params for 'session.fire': ${path === null ? `payload: ${text}` : text}`,
+      path === null ? "payload" : `payload.${path}`,
+    );
   }
   return checked.output as Record<string, unknown>;
 }
@@ -195,21 +230,37 @@ export function checkPayload(event: HarnessEvent, payload: unknown): Record<stri
 /** The JSON-RPC error for anything a handler threw. Tool failures never get here: they are results. */
 export function toRpcError(err: unknown): RpcErrorBody {
   if (err instanceof RpcFailure) {
-    return { code: err.rpcCode, message: err.message, data: { code: err.dataCode, ...(err.field !== undefined ? { field: err.field } : {}) } };
+    return {
+      code: err.rpcCode,
+      message: err.message,
+      data: { code: err.dataCode, ...(err.field !== undefined ? { field: err.field } : {}) },
+    };
   }
   if (err instanceof TetherError) {
     const code = err.code === WireCode.badArguments ? RpcCode.invalidParams : RpcCode.tether;
     return { code, message: err.message, data: { code: err.code } };
   }
   if (err instanceof v.ValiError) {
-    return { code: RpcCode.invalidParams, message: `Invalid params: ${describeIssues(err.issues)}`, data: { code: ServeCode.badArguments } };
+    return {
+      code: RpcCode.invalidParams,
+      message: `Invalid params: ${describeIssues(err.issues)}`,
+      data: { code: ServeCode.badArguments },
+    };
   }
   const message = err instanceof Error ? err.message : String(err);
-  return { code: RpcCode.internal, message: `Internal error: ${message.slice(0, 1024)}`, data: { code: ServeCode.internal } };
+  return {
+    code: RpcCode.internal,
+    message: `Internal error: ${message.slice(0, 1024)}`,
+    data: { code: ServeCode.internal },
+  };
 }
 
 export function unknownSession(id: string): RpcFailure {
-  return new RpcFailure(RpcCode.unknownSession, ServeCode.unknownSession, `No open session '${id}'; open it with session.open`);
+  return new RpcFailure(
+    RpcCode.unknownSession,
+    ServeCode.unknownSession,
+    `No open session '${id}'; open it with session.open`,
+  );
 }
 
 // ── results on the wire (snake_case, arguments as JSON values) ────────────
@@ -223,7 +274,13 @@ export interface WireTraceRow {
 }
 
 export function traceToWire(row: TraceRow): WireTraceRow {
-  return { extension: row.extension, answer: row.answer, detail: row.detail, duration_ms: Math.round(row.durationMs * 1000) / 1000, invocation_id: row.invocationId };
+  return {
+    extension: row.extension,
+    answer: row.answer,
+    detail: row.detail,
+    duration_ms: Math.round(row.durationMs * 1000) / 1000,
+    invocation_id: row.invocationId,
+  };
 }
 
 /** The composed verdict of a harness event. */
@@ -249,7 +306,10 @@ function jsonOrText(text: string): unknown {
 
 /** A ToolCallReport, with how many partials were dropped for a client that was not reading. */
 export function reportToWire(r: ToolCallReport, partialsDropped: number): Record<string, unknown> {
-  const notes = partialsDropped > 0 ? [...r.notes, `tether serve dropped ${partialsDropped} partial report(s): the client was not reading them`] : r.notes;
+  const notes =
+    partialsDropped > 0
+      ? [...r.notes, `tether serve dropped ${partialsDropped} partial report(s): the client was not reading them`]
+      : r.notes;
   return {
     outcome: r.outcome,
     extension: r.extension,
@@ -269,22 +329,55 @@ export function reportToWire(r: ToolCallReport, partialsDropped: number): Record
 
 /** A RouteReport. */
 export function routeToWire(r: RouteReport): Record<string, unknown> {
-  return { outcome: r.outcome, extension: r.extension, route: r.route, invocation_id: r.invocationId, blocked_by: r.blockedBy, notes: r.notes, trace: r.trace.map(traceToWire) };
+  return {
+    outcome: r.outcome,
+    extension: r.extension,
+    route: r.route,
+    invocation_id: r.invocationId,
+    blocked_by: r.blockedBy,
+    notes: r.notes,
+    trace: r.trace.map(traceToWire),
+  };
 }
 
 /** A CompactReport: the outcome's compaction id in snake_case. */
 export function compactToWire(r: CompactReport): Record<string, unknown> {
-  const outcome = r.outcome.ok ? { ok: true, compaction_id: r.outcome.compactionId, summary: r.outcome.summary, folds: r.outcome.folds } : r.outcome;
-  return { outcome, strategy: r.strategy, extension: r.extension, hook_text: r.hookText, notes: r.notes, trace: r.trace.map(traceToWire) };
+  const outcome = r.outcome.ok
+    ? { ok: true, compaction_id: r.outcome.compactionId, summary: r.outcome.summary, folds: r.outcome.folds }
+    : r.outcome;
+  return {
+    outcome,
+    strategy: r.strategy,
+    extension: r.extension,
+    hook_text: r.hookText,
+    notes: r.notes,
+    trace: r.trace.map(traceToWire),
+  };
 }
 
 /** A CompletionReport, with how many partials were dropped for a client that was not reading. */
 export function completionToWire(r: CompletionReport, partialsDropped: number): Record<string, unknown> {
   const o = r.outcome;
   const outcome = o.ok ? { ok: true, text: o.text, usage: o.usage, stop_reason: o.stopReason, model: o.model } : o;
-  return { outcome, provider: r.provider, extension: r.extension, model: r.model, invocation_id: r.invocationId, notes: r.notes, partials_dropped: partialsDropped };
+  return {
+    outcome,
+    provider: r.provider,
+    extension: r.extension,
+    model: r.model,
+    invocation_id: r.invocationId,
+    notes: r.notes,
+    partials_dropped: partialsDropped,
+  };
 }
 
 export function foldToWire(f: FoldRow): Record<string, unknown> {
-  return { compaction_id: f.compactionId, strategy: f.strategy, extension: f.extension, from: f.from, to: f.to, text: f.text, created_at: f.createdAt };
+  return {
+    compaction_id: f.compactionId,
+    strategy: f.strategy,
+    extension: f.extension,
+    from: f.from,
+    to: f.to,
+    text: f.text,
+    created_at: f.createdAt,
+  };
 }

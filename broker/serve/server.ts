@@ -26,7 +26,21 @@ import type { Broker } from "../broker.js";
 import type { Logger } from "../base/log.js";
 import { Session, type HarnessEvent, type HarnessPayload } from "../sessions/session.js";
 import { Connection, DEFAULT_LIMITS, type Handler, type RequestContext, type ServeLimits } from "./connection.js";
-import { RpcCode, RpcFailure, ServeCode, checkPayload, compactToWire, completionToWire, composedToWire, foldToWire, reportToWire, routeToWire, unknownSession, type Method, type ParamsOf } from "./protocol.js";
+import {
+  RpcCode,
+  RpcFailure,
+  ServeCode,
+  checkPayload,
+  compactToWire,
+  completionToWire,
+  composedToWire,
+  foldToWire,
+  reportToWire,
+  routeToWire,
+  unknownSession,
+  type Method,
+  type ParamsOf,
+} from "./protocol.js";
 import { loginsOf } from "../login/logins.js";
 import { Refresher } from "../login/refresher.js";
 import { PendingLogins } from "./logins.js";
@@ -119,13 +133,31 @@ export class ServeServer implements Handler {
     this.#say = options.say ?? ((line) => process.stderr.write(`${line}\n`));
     this.#pendingLogins = new PendingLogins(loginsOf(this.#broker));
     this.#refresher = new Refresher(loginsOf(this.#broker), this.#log);
-    const services = new ServiceHttp({ broker: this.#broker, token: this.#token, log: this.#log, ...(options.serviceBodyMs !== undefined ? { bodyReadMs: options.serviceBodyMs } : {}) });
-    const operatorConsole = new ConsoleHttp({ broker: this.#broker, token: this.#token, log: this.#log, sessions: this.#liveSessions(), accepting: () => this.#accepting, ...(options.consoleIdleMs !== undefined ? { idleMs: options.consoleIdleMs } : {}), ...(options.consoleBodyMs !== undefined ? { bodyMs: options.consoleBodyMs } : {}) });
+    const services = new ServiceHttp({
+      broker: this.#broker,
+      token: this.#token,
+      log: this.#log,
+      ...(options.serviceBodyMs !== undefined ? { bodyReadMs: options.serviceBodyMs } : {}),
+    });
+    const operatorConsole = new ConsoleHttp({
+      broker: this.#broker,
+      token: this.#token,
+      log: this.#log,
+      sessions: this.#liveSessions(),
+      accepting: () => this.#accepting,
+      ...(options.consoleIdleMs !== undefined ? { idleMs: options.consoleIdleMs } : {}),
+      ...(options.consoleBodyMs !== undefined ? { bodyMs: options.consoleBodyMs } : {}),
+    });
     this.#http = createServer((req, res) => {
       // The operator console (docs/console.md): pages over the store and these sessions.
       if (isConsolePath(req.url ?? "")) return void operatorConsole.handle(req, res);
       // An extension's page is never answered here, on the console's origin: only a pointer to its own.
-      if ((req.url ?? "").startsWith(EXT_PREFIX)) return void plain(res, 404, `Extension pages are served on their own origin: ${this.#pagesListening?.url ?? "the pages listener"}${EXT_PREFIX}<name>/… (docs/services.md)\n`);
+      if ((req.url ?? "").startsWith(EXT_PREFIX))
+        return void plain(
+          res,
+          404,
+          `Extension pages are served on their own origin: ${this.#pagesListening?.url ?? "the pages listener"}${EXT_PREFIX}<name>/… (docs/services.md)\n`,
+        );
       // Other plain HTTP gets nothing but a pointer to the protocol.
       res.writeHead(426, { "content-type": "text/plain", connection: "close", upgrade: "websocket" });
       res.end("tether serve speaks JSON-RPC 2.0 over a WebSocket; see docs/api.md\n");
@@ -136,7 +168,12 @@ export class ServeServer implements Handler {
     });
     this.#pagesHttp.on("upgrade", (_req: IncomingMessage, socket: Duplex) => socket.destroy());
     this.#pagesHttp.on("clientError", (_err, socket) => socket.destroy());
-    this.#wss = new WebSocketServer({ noServer: true, maxPayload: this.#limits.maxPayload, perMessageDeflate: false, clientTracking: false });
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: this.#limits.maxPayload,
+      perMessageDeflate: false,
+      clientTracking: false,
+    });
     this.#http.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => this.#upgrade(req, socket, head));
     this.#http.on("clientError", (_err, socket) => socket.destroy());
   }
@@ -167,15 +204,22 @@ export class ServeServer implements Handler {
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on("error", () => {});
     const refuse = (status: string, body: string, extra = "") => {
-      socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`,
+      );
     };
     if (!this.#accepting) return refuse("503 Service Unavailable", "tether serve is shutting down\n");
     // Checked before anything else about the request: an unauthorised client learns nothing and gets no socket.
     if (!bearerMatches(req.headers.authorization, this.#token)) {
       this.#log.info("tether serve: refused an upgrade without a valid bearer token");
-      return refuse("401 Unauthorized", "a valid 'Authorization: Bearer <token>' header is required\n", 'WWW-Authenticate: Bearer realm="tether"\r\n');
+      return refuse(
+        "401 Unauthorized",
+        "a valid 'Authorization: Bearer <token>' header is required\n",
+        'WWW-Authenticate: Bearer realm="tether"\r\n',
+      );
     }
-    if (this.#connections.size >= this.#limits.maxConnections) return refuse("503 Service Unavailable", `tether serve already has ${this.#limits.maxConnections} clients\n`);
+    if (this.#connections.size >= this.#limits.maxConnections)
+      return refuse("503 Service Unavailable", `tether serve already has ${this.#limits.maxConnections} clients\n`);
     this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws));
   }
 
@@ -216,16 +260,28 @@ export class ServeServer implements Handler {
     const existing = this.#sessions.get(p.id);
     if (existing !== undefined) {
       if (existing.workspace !== p.workspace) {
-        throw new RpcFailure(RpcCode.sessionConflict, ServeCode.sessionConflict, `Session '${p.id}' is open on the workspace ${existing.workspace}; close it first, or use another id`);
+        throw new RpcFailure(
+          RpcCode.sessionConflict,
+          ServeCode.sessionConflict,
+          `Session '${p.id}' is open on the workspace ${existing.workspace}; close it first, or use another id`,
+        );
       }
       const session = await existing.ready;
       if (p.policy !== undefined) session.setPolicy(p.policy);
       return this.#opened(session, true);
     }
     if (this.#sessions.size >= this.#limits.maxSessions) {
-      throw new RpcFailure(RpcCode.busy, ServeCode.busy, `The server already has ${this.#limits.maxSessions} sessions open; close one first`);
+      throw new RpcFailure(
+        RpcCode.busy,
+        ServeCode.busy,
+        `The server already has ${this.#limits.maxSessions} sessions open; close one first`,
+      );
     }
-    const ready = Session.open(this.#broker, { id: p.id, workspace: p.workspace, ...(p.policy !== undefined ? { policy: p.policy } : {}) });
+    const ready = Session.open(this.#broker, {
+      id: p.id,
+      workspace: p.workspace,
+      ...(p.policy !== undefined ? { policy: p.policy } : {}),
+    });
     const entry: SessionEntry = { workspace: p.workspace, ready, opened: null };
     this.#sessions.set(p.id, entry);
     ready.then(
@@ -239,14 +295,24 @@ export class ServeServer implements Handler {
   }
 
   #opened(session: Session, alreadyOpen: boolean): unknown {
-    return { id: session.id, workspace: session.workspace, policy: session.policy, already_open: alreadyOpen, extensions: session.status() };
+    return {
+      id: session.id,
+      workspace: session.workspace,
+      policy: session.policy,
+      already_open: alreadyOpen,
+      extensions: session.status(),
+    };
   }
 
   /** The sessions as the console sees them: those open now, reloaded and closed as session.reload and session.close do. */
   #liveSessions(): LiveSessions {
     return {
       list: async () =>
-        [...this.#sessions.entries()].flatMap(([id, entry]): LiveSession[] => (entry.opened === null ? [] : [{ id, workspace: entry.workspace, extensions: entry.opened.status() }])).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+        [...this.#sessions.entries()]
+          .flatMap(([id, entry]): LiveSession[] =>
+            entry.opened === null ? [] : [{ id, workspace: entry.workspace, extensions: entry.opened.status() }],
+          )
+          .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
       reload: async (id) => (await this.#session(id)).reload(),
       close: (id) => this.#end(id, (session) => session.close("other")),
     };
@@ -309,7 +375,10 @@ export class ServeServer implements Handler {
       }
       case "session.close": {
         const p = params as ParamsOf<"session.close">;
-        return this.#end(p.session, async (session) => ({ closed: true, notes: await session.close(p.reason ?? "other") }));
+        return this.#end(p.session, async (session) => ({
+          closed: true,
+          notes: await session.close(p.reason ?? "other"),
+        }));
       }
       case "session.destroy":
         return this.#end((params as ParamsOf<"session.destroy">).session, async (session) => {
@@ -322,7 +391,9 @@ export class ServeServer implements Handler {
         return (await this.#session((params as ParamsOf<"session.routes">).session)).routes();
       case "session.route": {
         const p = params as ParamsOf<"session.route">;
-        return routeToWire(await (await this.#session(p.session)).route(p.extension, p.route, p.request, { signal: ctx.signal }));
+        return routeToWire(
+          await (await this.#session(p.session)).route(p.extension, p.route, p.request, { signal: ctx.signal }),
+        );
       }
       case "session.strategies":
         return (await this.#session((params as ParamsOf<"session.strategies">).session)).strategies();
@@ -349,7 +420,11 @@ export class ServeServer implements Handler {
         return this.#broker.providers((params as ParamsOf<"providers.list">).session);
       case "providers.complete": {
         const { session, ...request } = params as ParamsOf<"providers.complete">;
-        const report = await this.#broker.complete(request, { signal: ctx.signal, onPartial: ctx.partial, ...(session !== undefined ? { session } : {}) });
+        const report = await this.#broker.complete(request, {
+          signal: ctx.signal,
+          onPartial: ctx.partial,
+          ...(session !== undefined ? { session } : {}),
+        });
         return completionToWire(report, ctx.dropped());
       }
       case "login.start": {
@@ -389,7 +464,9 @@ export class ServeServer implements Handler {
     this.#pendingLogins.cancelAll();
     await this.#refresher.stop();
     const inFlight = [...this.#connections.values()].reduce((n, c) => n + c.inFlight, 0);
-    this.#say(`tether serve: shutting down; ${inFlight} request(s) in flight get up to ${this.#limits.drainMs / 1000} s to finish`);
+    this.#say(
+      `tether serve: shutting down; ${inFlight} request(s) in flight get up to ${this.#limits.drainMs / 1000} s to finish`,
+    );
     let graceful = await within(this.#whenIdle(), this.#limits.drainMs, hurry);
     if (!graceful) {
       this.#say("tether serve: cancelling the requests still in flight");
@@ -435,6 +512,10 @@ export class ServeServer implements Handler {
 }
 
 function plain(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(body)), "x-content-type-options": "nosniff" });
+  res.writeHead(status, {
+    "content-type": "text/plain; charset=utf-8",
+    "content-length": String(Buffer.byteLength(body)),
+    "x-content-type-options": "nosniff",
+  });
   res.end(body);
 }

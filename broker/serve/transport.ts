@@ -37,8 +37,12 @@ async function clearSocketPath(path: string): Promise<void> {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
     throw err;
   }
-  if (!isSocket) throw new ListenError(`${path} exists and is not a socket; refusing to replace it (choose another path with --socket)`);
-  if (await somethingListens(path)) throw new ListenError(`Something is already listening on ${path} (another tether serve?); refusing to start`);
+  if (!isSocket)
+    throw new ListenError(
+      `${path} exists and is not a socket; refusing to replace it (choose another path with --socket)`,
+    );
+  if (await somethingListens(path))
+    throw new ListenError(`Something is already listening on ${path} (another tether serve?); refusing to start`);
   unlinkSync(path); // stale: its server died without removing it
 }
 
@@ -79,7 +83,9 @@ function listening(server: Server, start: () => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       server.off("listening", onListening);
-      reject(new ListenError(err.code === "EADDRINUSE" ? `The address is already in use (${err.message})` : err.message));
+      reject(
+        new ListenError(err.code === "EADDRINUSE" ? `The address is already in use (${err.message})` : err.message),
+      );
     };
     const onListening = () => {
       server.off("error", onError);

@@ -8,7 +8,15 @@ import type { IncomingMessage } from "node:http";
 import { MAX_HEADER_CHARS, MAX_SERVICE_HEADERS } from "../../jail-runtime/wire/service-kinds.js";
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and their kin: about one connection, never passed on. */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
 /** Request headers a service never sees: the serve token and the client's credentials. */
 const REQUEST_DROPPED = new Set(["authorization", "proxy-authorization", "cookie"]);
 /**
@@ -17,11 +25,29 @@ const REQUEST_DROPPED = new Set(["authorization", "proxy-authorization", "cookie
  * Location to javascript:, its own CSP, CORS grants). Custom `x-` headers pass.
  */
 const RESPONSE_ALLOWED = new Set([
-  "content-type", "content-language", "content-disposition", "content-range", "accept-ranges",
-  "cache-control", "expires", "etag", "last-modified", "vary", "age", "retry-after", "location", "link",
+  "content-type",
+  "content-language",
+  "content-disposition",
+  "content-range",
+  "accept-ranges",
+  "cache-control",
+  "expires",
+  "etag",
+  "last-modified",
+  "vary",
+  "age",
+  "retry-after",
+  "location",
+  "link",
 ]);
 /** `x-` headers the broker sets or that act as policy, not data. */
-const RESPONSE_X_DROPPED = new Set(["x-content-type-options", "x-frame-options", "x-xss-protection", "x-dns-prefetch-control", "x-permitted-cross-domain-policies"]);
+const RESPONSE_X_DROPPED = new Set([
+  "x-content-type-options",
+  "x-frame-options",
+  "x-xss-protection",
+  "x-dns-prefetch-control",
+  "x-permitted-cross-domain-policies",
+]);
 
 /**
  * What every page a service answers carries, whatever the service said: its own opaque
@@ -50,7 +76,10 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]{1,256}$/;
 function dropHopByHop(name: string, connection: string | undefined): boolean {
   if (HOP_BY_HOP.has(name) || name.startsWith("proxy-")) return true;
   // Headers the Connection header names are hop-by-hop too.
-  return (connection ?? "").toLowerCase().split(",").some((n) => n.trim() === name);
+  return (connection ?? "")
+    .toLowerCase()
+    .split(",")
+    .some((n) => n.trim() === name);
 }
 
 /** The request's headers a service is handed: lowercase, credentials and hop-by-hop ones gone, bounded in count and size. */
@@ -59,7 +88,8 @@ export function requestHeaders(req: IncomingMessage): Record<string, string> {
   const connection = req.headers.connection;
   for (const [name, value] of Object.entries(req.headers)) {
     if (Object.keys(out).length >= MAX_SERVICE_HEADERS) break;
-    if (REQUEST_DROPPED.has(name) || dropHopByHop(name, connection) || !TOKEN.test(name) || value === undefined) continue;
+    if (REQUEST_DROPPED.has(name) || dropHopByHop(name, connection) || !TOKEN.test(name) || value === undefined)
+      continue;
     const text = Array.isArray(value) ? value.join(", ") : value;
     if (text.length <= MAX_HEADER_CHARS) out[name] = text;
   }
@@ -81,7 +111,9 @@ export function responseHeaders(headers: Readonly<Record<string, string>>): Reco
   return { ...out, ...SERVICE_PAGE_HEADERS };
 }
 
-export type BodyRead = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly status: 408 | 413 };
+export type BodyRead =
+  | { readonly ok: true; readonly body: Buffer }
+  | { readonly ok: false; readonly status: 408 | 413 };
 
 /** Reads the body up to `max` bytes within `deadlineMs`; stops reading at the bound or the deadline (the caller closes the connection). */
 export function readBody(req: IncomingMessage, max: number, deadlineMs: number): Promise<BodyRead> {

@@ -59,7 +59,9 @@ export class ServiceHttp {
     try {
       await this.#handle(req, res, accepting);
     } catch (err) {
-      this.options.log.info("tether serve: a service request failed", { error: err instanceof Error ? err.message : String(err) });
+      this.options.log.info("tether serve: a service request failed", {
+        error: err instanceof Error ? err.message : String(err),
+      });
       if (!res.headersSent) fixed(res, 502);
       else res.destroy();
     }
@@ -68,7 +70,8 @@ export class ServiceHttp {
   async #handle(req: IncomingMessage, res: ServerResponse, accepting: boolean): Promise<void> {
     if (!accepting) return fixed(res, 503);
     // Checked before anything else about the request, as for a WebSocket: an unauthorised client learns nothing.
-    if (!bearerMatches(req.headers.authorization, this.options.token)) return fixed(res, 401, { "www-authenticate": 'Bearer realm="tether"' });
+    if (!bearerMatches(req.headers.authorization, this.options.token))
+      return fixed(res, 401, { "www-authenticate": 'Bearer realm="tether"' });
     const url = req.url ?? "/";
     if (url.length > MAX_SERVICE_PATH_CHARS) return fixed(res, 414);
     const q = url.indexOf("?");
@@ -84,27 +87,42 @@ export class ServiceHttp {
     if (routes.length === 0) return fixed(res, 404);
     const method = (req.method ?? "GET").toUpperCase();
     const route = routes.find((r) => (r.methods as readonly string[]).includes(method));
-    if (route === undefined) return fixed(res, 405, { allow: [...new Set(routes.flatMap((r) => r.methods))].join(", ") });
+    if (route === undefined)
+      return fixed(res, 405, { allow: [...new Set(routes.flatMap((r) => r.methods))].join(", ") });
     const wait = this.#rates.take(`${extension}\u0000${route.name}`, route.rate_per_minute);
     if (wait > 0) return fixed(res, 429, { "retry-after": String(wait) });
     const declared = Number(req.headers["content-length"] ?? "0");
     if (!Number.isFinite(declared) || declared > route.max_body_bytes) return fixed(res, 413, { connection: "close" });
     const read = await readBody(req, Math.min(route.max_body_bytes, MAX_SERVICE_BODY_BYTES), this.#bodyReadMs);
     if (!read.ok) return fixed(res, read.status, { connection: "close" });
-    const payload: SessionPayload<"service"> = { route: route.name, method, path, query, headers: requestHeaders(req), ...encodeBody(read.body) };
+    const payload: SessionPayload<"service"> = {
+      route: route.name,
+      method,
+      path,
+      query,
+      headers: requestHeaders(req),
+      ...encodeBody(read.body),
+    };
     const aborted = new AbortController();
     res.once("close", () => {
       if (!res.writableFinished) aborted.abort();
     });
-    const { outcome } = await this.options.broker.scope(DAEMON_SCOPE).invoke(extension, "service", route.name, JSON.stringify(payload), { signal: aborted.signal });
+    const { outcome } = await this.options.broker
+      .scope(DAEMON_SCOPE)
+      .invoke(extension, "service", route.name, JSON.stringify(payload), { signal: aborted.signal });
     if (!outcome.ok) {
-      this.options.log.info("tether serve: a service failed", { extension, service: route.name, code: outcome.error.code });
+      this.options.log.info("tether serve: a service failed", {
+        extension,
+        service: route.name,
+        code: outcome.error.code,
+      });
       return fixed(res, outcome.error.code === WireCode.timeout ? 504 : 502);
     }
     const decoded = decodeSessionAnswer("service", outcome.value);
     if (!decoded.ok) return fixed(res, 502);
     const answer = decoded.answer;
-    const body = answer.body_encoding === "base64" ? Buffer.from(answer.body, "base64") : Buffer.from(answer.body, "utf8");
+    const body =
+      answer.body_encoding === "base64" ? Buffer.from(answer.body, "base64") : Buffer.from(answer.body, "utf8");
     if (body.length > MAX_SERVICE_BODY_BYTES) return fixed(res, 502);
     const headers = responseHeaders(answer.headers);
     res.writeHead(answer.status, { ...headers, "content-length": String(body.length) });
@@ -115,6 +133,10 @@ export class ServiceHttp {
 /** A response the broker writes itself, with its fixed body. */
 function fixed(res: ServerResponse, status: keyof typeof FIXED, extra: Record<string, string> = {}): void {
   const body = FIXED[status];
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(body)), ...extra });
+  res.writeHead(status, {
+    "content-type": "text/plain; charset=utf-8",
+    "content-length": String(Buffer.byteLength(body)),
+    ...extra,
+  });
   res.end(body);
 }

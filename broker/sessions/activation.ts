@@ -80,7 +80,12 @@ export function planActivation(candidates: readonly Candidate[]): Plan {
 
   // Collisions, in registry order: the earlier extension keeps the name, the later one is inactive whole.
   const byName = new Map(eligible.map((c) => [c.name, c]));
-  const owners = { tools: new Map<string, string>(), commands: new Map<string, string>(), routes: new Map<string, string>(), compactions: new Map<string, string>() };
+  const owners = {
+    tools: new Map<string, string>(),
+    commands: new Map<string, string>(),
+    routes: new Map<string, string>(),
+    compactions: new Map<string, string>(),
+  };
   const active: string[] = [];
   for (const name of order.order) {
     const c = byName.get(name)!;
@@ -101,10 +106,14 @@ export function planActivation(candidates: readonly Candidate[]): Plan {
 }
 
 /** The first name of `c` an earlier extension already owns, as the reason `c` is inactive; null when none. */
-function collisionOf(c: Candidate, owners: Record<(typeof OWNED)[number]["field"], ReadonlyMap<string, string>>): string | null {
+function collisionOf(
+  c: Candidate,
+  owners: Record<(typeof OWNED)[number]["field"], ReadonlyMap<string, string>>,
+): string | null {
   for (const { field, noun } of OWNED) {
     const taken = c[field].find((n) => owners[field].has(n));
-    if (taken !== undefined) return `its ${noun(taken)} collides with '${owners[field].get(taken)}', which comes earlier in registry order`;
+    if (taken !== undefined)
+      return `its ${noun(taken)} collides with '${owners[field].get(taken)}', which comes earlier in registry order`;
   }
   return null;
 }

@@ -67,7 +67,14 @@ interface Applied {
 
 function emptyApplied(): Applied {
   return {
-    plan: { active: [], inactive: new Map(), tools: new Map(), commands: new Map(), routes: new Map(), compactions: new Map() },
+    plan: {
+      active: [],
+      inactive: new Map(),
+      tools: new Map(),
+      commands: new Map(),
+      routes: new Map(),
+      compactions: new Map(),
+    },
     known: new Map(),
     failed: new Map(),
     setups: new Map(),
@@ -133,7 +140,12 @@ export class ActiveSet {
   }
 
   /** Plans from `known`; with `only`, nothing outside it becomes active (a refresh adds nothing). */
-  #plan(known: ReadonlyMap<string, Known>, failed: ReadonlyMap<string, string>, setups: ReadonlyMap<string, Setup>, only?: ReadonlySet<string>): Plan {
+  #plan(
+    known: ReadonlyMap<string, Known>,
+    failed: ReadonlyMap<string, string>,
+    setups: ReadonlyMap<string, Setup>,
+    only?: ReadonlySet<string>,
+  ): Plan {
     const candidates: Candidate[] = [...known.values()].map((k) => {
       const failure = failed.get(k.name);
       const wanted = this.#wanted(k);
@@ -198,7 +210,12 @@ export class ActiveSet {
   }
 
   /** Lets one extension go: `close` first when it was prepared, then its satellite stops. */
-  async #letGo(name: string, setup: Setup | undefined, reason: CloseReason, options: { abort?: boolean } = {}): Promise<void> {
+  async #letGo(
+    name: string,
+    setup: Setup | undefined,
+    reason: CloseReason,
+    options: { abort?: boolean } = {},
+  ): Promise<void> {
     if (setup?.managed === true) {
       const note = await closeManaged(this.#scope, name, reason);
       if (note !== null) this.#note(name, note);
@@ -227,11 +244,16 @@ export class ActiveSet {
           const extra = started.filter((name) => !plan.active.includes(name));
           await Promise.all(extra.map((name) => this.#letGo(name, setups.get(name), "activation_failed")));
           for (const name of extra) setups.delete(name);
-          return { applied: { plan, known, failed, setups }, started: started.filter((name) => plan.active.includes(name)) };
+          return {
+            applied: { plan, known, failed, setups },
+            started: started.filter((name) => plan.active.includes(name)),
+          };
         }
         // Independent boots in parallel; the plan is re-made from their results.
         const session: SetupSession = { id: this.id, workspace: this.#workspace, resumed, active: plan.active };
-        const results = await Promise.all(toStart.map(async (name) => [name, await this.#start(known.get(name)!, session)] as const));
+        const results = await Promise.all(
+          toStart.map(async (name) => [name, await this.#start(known.get(name)!, session)] as const),
+        );
         for (const [name, result] of results) {
           if (result.ok) {
             up.add(name);
@@ -244,7 +266,9 @@ export class ActiveSet {
       }
     } catch (err) {
       // Nothing half-applied: what this activation started is let go again.
-      await Promise.all(started.map((name) => this.#letGo(name, setups.get(name), "activation_failed").catch(() => {})));
+      await Promise.all(
+        started.map((name) => this.#letGo(name, setups.get(name), "activation_failed").catch(() => {})),
+      );
       throw err;
     }
   }
@@ -279,7 +303,10 @@ export class ActiveSet {
     try {
       result = await this.activate(before, true);
     } catch (err) {
-      throw new TetherError(BrokerCode.closed, `Reload of session '${this.id}' failed; the session is unchanged: ${(err as Error).message}`);
+      throw new TetherError(
+        BrokerCode.closed,
+        `Reload of session '${this.id}' failed; the session is unchanged: ${(err as Error).message}`,
+      );
     }
     const { applied } = result;
     const after = new Set(applied.plan.active);
@@ -295,7 +322,11 @@ export class ActiveSet {
   /** Lets every active extension go (the session closes): managed ones are closed first, in parallel. */
   async letGoAll(reason: CloseReason, options: { abort?: boolean } = {}): Promise<void> {
     const { plan, setups } = this.#applied;
-    await Promise.all(plan.active.map((name) => this.#letGo(name, options.abort === true ? undefined : setups.get(name), reason, options)));
+    await Promise.all(
+      plan.active.map((name) =>
+        this.#letGo(name, options.abort === true ? undefined : setups.get(name), reason, options),
+      ),
+    );
   }
 
   /** The composed context: every active extension's pieces in registry order, under the session's bound. */
@@ -359,7 +390,8 @@ export class ActiveSet {
     const out: { name: string; extension: string; description: string; parameters: Record<string, unknown> }[] = [];
     for (const name of plan.active) {
       for (const t of known.get(name)?.installed?.manifest.tool ?? []) {
-        if (plan.tools.get(t.name) === name) out.push({ name: t.name, extension: name, description: t.description, parameters: t.parameters });
+        if (plan.tools.get(t.name) === name)
+          out.push({ name: t.name, extension: name, description: t.description, parameters: t.parameters });
       }
     }
     return out;
@@ -388,14 +420,29 @@ export class ActiveSet {
     if (narrowed !== undefined) {
       const on = (what === "tool" ? setups.get(narrowed.name)?.tools : setups.get(narrowed.name)?.commands) ?? [];
       const list = on.map((n) => (what === "command" ? `/${n}` : n)).join(", ");
-      return { ok: false, error: { code: BrokerCode.inactive, msg: `The ${what} '${shown}' of '${narrowed.name}' is off in this session: its preparation turned on only [${list}]` } };
+      return {
+        ok: false,
+        error: {
+          code: BrokerCode.inactive,
+          msg: `The ${what} '${shown}' of '${narrowed.name}' is off in this session: its preparation turned on only [${list}]`,
+        },
+      };
     }
     const owner = owners[0];
     if (owner !== undefined) {
       const reason = plan.inactive.get(owner.name) ?? "not active";
-      return { ok: false, error: { code: BrokerCode.inactive, msg: `The ${what} '${shown}' belongs to '${owner.name}', which is inactive in this session: ${reason}` } };
+      return {
+        ok: false,
+        error: {
+          code: BrokerCode.inactive,
+          msg: `The ${what} '${shown}' belongs to '${owner.name}', which is inactive in this session: ${reason}`,
+        },
+      };
     }
     const list = served.sort().map((n) => (what === "command" ? `/${n}` : n));
-    return { ok: false, error: { code: WireCode.unknownTool, msg: `Unknown ${what} '${name}'; this session serves [${list.join(", ")}]` } };
+    return {
+      ok: false,
+      error: { code: WireCode.unknownTool, msg: `Unknown ${what} '${name}'; this session serves [${list.join(", ")}]` },
+    };
   }
 }

@@ -8,7 +8,12 @@
 import * as v from "valibot";
 import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
-import { SessionAnswers, type SessionAnswer, type SessionKind, type SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
+import {
+  SessionAnswers,
+  type SessionAnswer,
+  type SessionKind,
+  type SessionPayload,
+} from "../../jail-runtime/wire/session-kinds.js";
 import { TetherError, WireCode } from "../base/errors.js";
 import type { SessionScope } from "../session-scope.js";
 
@@ -23,7 +28,10 @@ export type Asked<K extends SessionKind> =
   | { readonly ok: false; readonly problem: string; readonly invocationId: number | null };
 
 /** Checks the JSON text a satellite answered for `kind`: the answer, or why it does not fit. */
-export function decodeSessionAnswer<K extends SessionKind>(kind: K, text: string): { ok: true; answer: SessionAnswer<K> } | { ok: false; problem: string } {
+export function decodeSessionAnswer<K extends SessionKind>(
+  kind: K,
+  text: string,
+): { ok: true; answer: SessionAnswer<K> } | { ok: false; problem: string } {
   let parsed: unknown;
   try {
     parsed = parseBoundedJson(text);
@@ -32,12 +40,22 @@ export function decodeSessionAnswer<K extends SessionKind>(kind: K, text: string
     return { ok: false, problem: `${WireCode.crashed}: it answered ${why}` };
   }
   const checked = v.safeParse(SessionAnswers[kind], parsed);
-  if (!checked.success) return { ok: false, problem: `${WireCode.crashed}: it answered what a ${kind} answer may not hold: ${bounded(describeIssues(checked.issues))}` };
+  if (!checked.success)
+    return {
+      ok: false,
+      problem: `${WireCode.crashed}: it answered what a ${kind} answer may not hold: ${bounded(describeIssues(checked.issues))}`,
+    };
   return { ok: true, answer: checked.output as SessionAnswer<K> };
 }
 
 /** Asks `extension` one invocation of `kind`; never rejects (a broker refusal is a problem too). */
-export async function askSessionKind<K extends SessionKind>(scope: SessionScope, extension: string, kind: K, name: string, payload: SessionPayload<K>): Promise<Asked<K>> {
+export async function askSessionKind<K extends SessionKind>(
+  scope: SessionScope,
+  extension: string,
+  kind: K,
+  name: string,
+  payload: SessionPayload<K>,
+): Promise<Asked<K>> {
   let result;
   try {
     result = await scope.invoke(extension, kind, name, JSON.stringify(payload));
@@ -48,5 +66,7 @@ export async function askSessionKind<K extends SessionKind>(scope: SessionScope,
   const { outcome, invocationId } = result;
   if (!outcome.ok) return { ok: false, problem: bounded(`${outcome.error.code}: ${outcome.error.msg}`), invocationId };
   const decoded = decodeSessionAnswer(kind, outcome.value);
-  return decoded.ok ? { ok: true, answer: decoded.answer, invocationId } : { ok: false, problem: decoded.problem, invocationId };
+  return decoded.ok
+    ? { ok: true, answer: decoded.answer, invocationId }
+    : { ok: false, problem: decoded.problem, invocationId };
 }

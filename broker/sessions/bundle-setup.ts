@@ -48,7 +48,17 @@ export async function setUpBundle(
   const loaded = await loadContexts(scope, extension, manifest, grants, session);
   if (!loaded.ok) return { ok: false, reason: loaded.reason, closeNote: null };
   if (!isManaged(manifest, grants)) {
-    return { ok: true, setup: { pieces: loaded.pieces, warnings: [], tools: null, commands: null, observes: observesByDefault(manifest, grants), managed: false } };
+    return {
+      ok: true,
+      setup: {
+        pieces: loaded.pieces,
+        warnings: [],
+        tools: null,
+        commands: null,
+        observes: observesByDefault(manifest, grants),
+        managed: false,
+      },
+    };
   }
   const prepared = await prepareManaged(scope, extension, manifest, grants, {
     session_id: session.id,
@@ -56,7 +66,8 @@ export async function setUpBundle(
     resumed: session.resumed,
     active: [...session.active],
   });
-  if (!prepared.ok) return { ok: false, reason: prepared.reason, closeNote: await closeManaged(scope, extension, "prepare_failed") };
+  if (!prepared.ok)
+    return { ok: false, reason: prepared.reason, closeNote: await closeManaged(scope, extension, "prepare_failed") };
   const { pieces, ...rest } = prepared.prepared;
   return { ok: true, setup: { ...rest, pieces: [...loaded.pieces, ...pieces], managed: true } };
 }
@@ -64,9 +75,11 @@ export async function setUpBundle(
 /** `plan` with the tools and commands each setup left off taken out (their names stay owned: collisions are judged on what is declared). */
 export function narrowPlan(plan: Plan, setups: ReadonlyMap<string, Setup>): Plan {
   const on = (field: "tools" | "commands") =>
-    new Map([...plan[field]].filter(([name, extension]) => {
-      const kept = setups.get(extension)?.[field];
-      return kept === null || kept === undefined || kept.includes(name);
-    }));
+    new Map(
+      [...plan[field]].filter(([name, extension]) => {
+        const kept = setups.get(extension)?.[field];
+        return kept === null || kept === undefined || kept.includes(name);
+      }),
+    );
   return { ...plan, tools: on("tools"), commands: on("commands") };
 }

@@ -24,7 +24,9 @@ export const MAX_HELD = 8;
 /** The events a harness fires itself; tool_call/tool_result come with `callTool`, route_call with `route`, cap_call from the broker. */
 export type HarnessEvent = Exclude<EventName, "tool_call" | "tool_result" | "cap_call" | "route_call">;
 /** `session_start` payloads may leave out what the session knows (its id and workspace). */
-export type HarnessPayload<E extends HarnessEvent> = E extends "session_start" ? { readonly source: string } : EventPayload<E>;
+export type HarnessPayload<E extends HarnessEvent> = E extends "session_start"
+  ? { readonly source: string }
+  : EventPayload<E>;
 
 export class SessionBus {
   readonly id: string;
@@ -74,7 +76,8 @@ export class SessionBus {
         hooks.push(...this.#builtin.hooksFor(event, payload, { sessionId: this.id, workspace: this.workspace }));
         continue;
       }
-      const payloadFor = (messages: readonly unknown[] | undefined) => (messages === undefined ? payload : { ...payload, messages });
+      const payloadFor = (messages: readonly unknown[] | undefined) =>
+        messages === undefined ? payload : { ...payload, messages };
       hooks.push(satelliteBusHook(this.#scope, name, event, row.onError, payloadFor));
     }
     return hooks;
@@ -119,15 +122,29 @@ export class SessionBus {
    */
   async fire<E extends HarnessEvent>(event: E, payload: HarnessPayload<E>): Promise<Composed> {
     this.#active.refresh();
-    const full: unknown = event === "session_start" ? { session_id: this.id, workspace: this.workspace, ...payload } : payload;
+    const full: unknown =
+      event === "session_start" ? { session_id: this.id, workspace: this.workspace, ...payload } : payload;
     const checked = v.safeParse(EventPayloads[event], full);
-    if (!checked.success) throw new TetherError(WireCode.badArguments, `event '${event}': ${describeIssues(checked.issues)}`);
+    if (!checked.success)
+      throw new TetherError(WireCode.badArguments, `event '${event}': ${describeIssues(checked.issues)}`);
     const data = checked.output as Record<string, unknown>;
     this.observed?.(event, data);
     const composed = this.traced(event, await this.compose(event, data), "", null);
-    if (event === "agent_end" && composed.block !== null && typeof data["held"] === "number" && data["held"] >= MAX_HELD) {
+    if (
+      event === "agent_end" &&
+      composed.block !== null &&
+      typeof data["held"] === "number" &&
+      data["held"] >= MAX_HELD
+    ) {
       // Hooks already kept this turn going MAX_HELD times: let it end.
-      return { ...composed, block: null, notes: [...composed.notes, `${composed.block.by} asked to keep the turn going again; it was already held ${MAX_HELD} times, so the turn ends`] };
+      return {
+        ...composed,
+        block: null,
+        notes: [
+          ...composed.notes,
+          `${composed.block.by} asked to keep the turn going again; it was already held ${MAX_HELD} times, so the turn ends`,
+        ],
+      };
     }
     return composed;
   }
@@ -138,11 +155,21 @@ export class SessionBus {
     // nor is the calling extension itself: its satellite is busy making this very call.
     if (this.#active.closed || event.within.startsWith("event:")) return null;
     // The judged request (normal forms, resolved addresses with their classes), never the raw spelling.
-    const payload = { extension: event.extension, capability: event.capability, target: shownTarget(event.capability, event.target), within: event.within, ...(event.request !== undefined ? { request: event.request } : {}) };
-    const composed = this.traced("cap_call", await this.compose("cap_call", payload, { except: event.extension }), `${event.capability} ${event.target}`.trim(), event.invocationId);
+    const payload = {
+      extension: event.extension,
+      capability: event.capability,
+      target: shownTarget(event.capability, event.target),
+      within: event.within,
+      ...(event.request !== undefined ? { request: event.request } : {}),
+    };
+    const composed = this.traced(
+      "cap_call",
+      await this.compose("cap_call", payload, { except: event.extension }),
+      `${event.capability} ${event.target}`.trim(),
+      event.invocationId,
+    );
     return composed.block === null ? null : { block: composed.block.reason, by: composed.block.by };
   }
-
 }
 
 /**

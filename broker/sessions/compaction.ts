@@ -12,9 +12,19 @@
  * order.
  */
 import * as v from "valibot";
-import { DocumentBoundsError, JSON_BOUNDS, parseBoundedJson, scanJson } from "../../jail-runtime/wire/document-bounds.js";
+import {
+  DocumentBoundsError,
+  JSON_BOUNDS,
+  parseBoundedJson,
+  scanJson,
+} from "../../jail-runtime/wire/document-bounds.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
-import { MAX_CONTEXT_BYTES, SessionAnswers, type Fold, type SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
+import {
+  MAX_CONTEXT_BYTES,
+  SessionAnswers,
+  type Fold,
+  type SessionPayload,
+} from "../../jail-runtime/wire/session-kinds.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
 import type { TraceRow } from "../hooks/compose.js";
@@ -31,7 +41,13 @@ export const MAX_COMPACT_PAYLOAD_BYTES = 8 * 1024 * 1024;
 /** The most `before_compact` text a strategy is handed, all hooks together. */
 const MAX_HOOK_TEXT = 64 * 1024;
 
-const StrategyName = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/, "expected a strategy's name (a-z, 0-9, _ and -, at most 64, starting with a letter)"));
+const StrategyName = v.pipe(
+  v.string(),
+  v.regex(
+    /^[a-z][a-z0-9_-]{0,63}$/,
+    "expected a strategy's name (a-z, 0-9, _ and -, at most 64, starting with a letter)",
+  ),
+);
 
 /** What the harness asks: checked here, at the edge (the library's callers included). */
 export const CompactInput = v.strictObject({
@@ -47,7 +63,9 @@ export type CompactInput = v.InferInput<typeof CompactInput>;
 
 /** What one compaction came to. */
 export interface CompactReport {
-  readonly outcome: { readonly ok: true; readonly compactionId: number; readonly summary: string; readonly folds: readonly Fold[] } | Failure;
+  readonly outcome:
+    | { readonly ok: true; readonly compactionId: number; readonly summary: string; readonly folds: readonly Fold[] }
+    | Failure;
   readonly strategy: string | null;
   readonly extension: string | null;
   /** What the `before_compact` hooks asked the strategy to keep, in registry order. */
@@ -79,7 +97,10 @@ export interface CompactionParts {
 }
 
 /** The strategy a compaction uses, or why none; `note` when the saved preference could not be honoured. */
-export function chooseStrategy(parts: Pick<CompactionParts, "scope" | "active" | "folds">, named?: string): { row: NamedRow; note: string | null } | Failure {
+export function chooseStrategy(
+  parts: Pick<CompactionParts, "scope" | "active" | "folds">,
+  named?: string,
+): { row: NamedRow; note: string | null } | Failure {
   const rows = activeRows(parts.active, parts.scope, "compaction");
   if (named !== undefined) {
     const row = rows.find((r) => r.name === named);
@@ -90,11 +111,18 @@ export function chooseStrategy(parts: Pick<CompactionParts, "scope" | "active" |
   if (preferred === null) return { row: rows[0]!, note: null };
   const row = rows.find((r) => r.name === preferred);
   if (row !== undefined) return { row, note: null };
-  return { row: rows[0]!, note: `the preferred compaction strategy '${preferred}' is not active in this session; '${rows[0]!.name}' was used` };
+  return {
+    row: rows[0]!,
+    note: `the preferred compaction strategy '${preferred}' is not active in this session; '${rows[0]!.name}' was used`,
+  };
 }
 
 /** Compacts the conversation; never rejects for an extension's faults. */
-export async function compact(parts: CompactionParts, input: CompactInput, options: ScopeCallOptions = {}): Promise<CompactReport> {
+export async function compact(
+  parts: CompactionParts,
+  input: CompactInput,
+  options: ScopeCallOptions = {},
+): Promise<CompactReport> {
   parts.active.refresh();
   const checked = v.safeParse(CompactInput, input);
   if (!checked.success) throw new TetherError(WireCode.badArguments, `compact: ${describeIssues(checked.issues)}`);
@@ -117,14 +145,25 @@ export async function compact(parts: CompactionParts, input: CompactInput, optio
   const notes = [...hooks.notes, ...(chosen.note !== null ? [chosen.note] : [])];
   const told = { ...named, hookText, notes, trace: hooks.trace };
 
-  const payload: SessionPayload<"compact"> = { session_id: parts.scope.id, strategy, reason, budget, messages, hook_text: hookText };
+  const payload: SessionPayload<"compact"> = {
+    session_id: parts.scope.id,
+    strategy,
+    reason,
+    budget,
+    messages,
+    hook_text: hookText,
+  };
   const text = JSON.stringify(payload);
   try {
-    if (Buffer.byteLength(text, "utf8") > MAX_COMPACT_PAYLOAD_BYTES) throw new DocumentBoundsError("length", `over ${MAX_COMPACT_PAYLOAD_BYTES} bytes as JSON`);
+    if (Buffer.byteLength(text, "utf8") > MAX_COMPACT_PAYLOAD_BYTES)
+      throw new DocumentBoundsError("length", `over ${MAX_COMPACT_PAYLOAD_BYTES} bytes as JSON`);
     scanJson(text, JSON_BOUNDS);
   } catch (err) {
     if (!(err instanceof DocumentBoundsError)) throw err;
-    return { ...told, outcome: failure(WireCode.badArguments, `compact: the conversation is ${err.message}; nothing was folded`) };
+    return {
+      ...told,
+      outcome: failure(WireCode.badArguments, `compact: the conversation is ${err.message}; nothing was folded`),
+    };
   }
 
   const said = `compaction strategy '${strategy}' of '${extension}'`;
@@ -136,14 +175,28 @@ export async function compact(parts: CompactionParts, input: CompactInput, optio
     if (!(err instanceof TetherError)) throw err;
     return { ...told, outcome: failure(err.code, `${said}: ${err.message}${unchanged}`) };
   }
-  if (!result.outcome.ok) return { ...told, outcome: failure(result.outcome.error.code, `${said} failed: ${result.outcome.error.msg}${unchanged}`) };
+  if (!result.outcome.ok)
+    return {
+      ...told,
+      outcome: failure(result.outcome.error.code, `${said} failed: ${result.outcome.error.msg}${unchanged}`),
+    };
   const answer = answerOf(result.outcome.value, messages.length, Math.min(budget, MAX_CONTEXT_BYTES));
-  if ("problem" in answer) return { ...told, outcome: failure(WireCode.crashed, `${said} ${answer.problem}${unchanged}`) };
+  if ("problem" in answer)
+    return { ...told, outcome: failure(WireCode.crashed, `${said} ${answer.problem}${unchanged}`) };
 
   const compactionId = result.invocationId!;
   parts.folds.insert(parts.scope.id, compactionId, strategy, extension, answer.folds);
   try {
-    parts.onCompacted?.({ session_id: parts.scope.id, compaction_id: compactionId, strategy, extension, reason, messages: messages.length, folds: answer.folds.length, summary_chars: answer.summary.length });
+    parts.onCompacted?.({
+      session_id: parts.scope.id,
+      compaction_id: compactionId,
+      strategy,
+      extension,
+      reason,
+      messages: messages.length,
+      folds: answer.folds.length,
+      summary_chars: answer.summary.length,
+    });
   } catch {
     // An observer's trouble is its own: the compaction stands.
   }
@@ -151,7 +204,11 @@ export async function compact(parts: CompactionParts, input: CompactInput, optio
 }
 
 /** The strategy's answer, checked whole: its shape, the summary's length, and its folds against the conversation. */
-export function answerOf(value: string, count: number, summaryLimit: number): { summary: string; folds: Fold[] } | { problem: string } {
+export function answerOf(
+  value: string,
+  count: number,
+  summaryLimit: number,
+): { summary: string; folds: Fold[] } | { problem: string } {
   let parsed: unknown;
   try {
     parsed = parseBoundedJson(value);
@@ -161,14 +218,17 @@ export function answerOf(value: string, count: number, summaryLimit: number): { 
   const checked = v.safeParse(SessionAnswers.compact, parsed);
   if (!checked.success) return { problem: `answered what it may not: ${describeIssues(checked.issues)}` };
   const { summary, folds } = checked.output;
-  if (summary.length > summaryLimit) return { problem: `answered a summary of ${summary.length} characters; the budget is ${summaryLimit}` };
+  if (summary.length > summaryLimit)
+    return { problem: `answered a summary of ${summary.length} characters; the budget is ${summaryLimit}` };
   const sorted = [...folds].sort((a, b) => a.from - b.from);
   for (const [i, fold] of sorted.entries()) {
     const at = `fold ${fold.from}..${fold.to}`;
     if (fold.from > fold.to) return { problem: `answered ${at}, which ends before it starts` };
-    if (fold.to >= count) return { problem: `answered ${at}, past the conversation's end (it has ${count} messages, from 0)` };
+    if (fold.to >= count)
+      return { problem: `answered ${at}, past the conversation's end (it has ${count} messages, from 0)` };
     const prev = sorted[i - 1];
-    if (prev !== undefined && fold.from <= prev.to) return { problem: `answered folds that overlap: ${prev.from}..${prev.to} and ${fold.from}..${fold.to}` };
+    if (prev !== undefined && fold.from <= prev.to)
+      return { problem: `answered folds that overlap: ${prev.from}..${prev.to} and ${fold.from}..${fold.to}` };
   }
   return { summary, folds: sorted };
 }

@@ -18,7 +18,11 @@ export interface ComposedContext {
 }
 
 /** Composes `piecesOf` each extension in `order` under `bound` bytes. */
-export function composeContext(order: readonly string[], piecesOf: (extension: string) => readonly ContextPiece[], bound = MAX_SESSION_CONTEXT_BYTES): ComposedContext {
+export function composeContext(
+  order: readonly string[],
+  piecesOf: (extension: string) => readonly ContextPiece[],
+  bound = MAX_SESSION_CONTEXT_BYTES,
+): ComposedContext {
   const pieces: ContextPiece[] = [];
   const omitted = new Map<string, string[]>();
   let used = 0;

@@ -27,7 +27,10 @@ export async function loadContexts(
 ): Promise<{ ok: true; pieces: ContextPiece[] } | { ok: false; reason: string }> {
   const pieces: ContextPiece[] = [];
   for (const row of manifest.context.filter((r) => grants.contexts.includes(r.name))) {
-    const asked = await askSessionKind(scope, extension, "context", row.name, { session_id: session.id, workspace: session.workspace });
+    const asked = await askSessionKind(scope, extension, "context", row.name, {
+      session_id: session.id,
+      workspace: session.workspace,
+    });
     if (!asked.ok) return { ok: false, reason: `context loader '${row.name}' failed: ${asked.problem}` };
     // An empty text adds nothing the model would read.
     if (asked.answer.text !== "") pieces.push({ extension, source: `context:${row.name}`, text: asked.answer.text });

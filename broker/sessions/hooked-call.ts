@@ -74,13 +74,33 @@ function toolValueOf(substitute: unknown): ToolReply {
  * or answer a substitute result; `tool_result` hooks see the outcome and may
  * withhold it. Never rejects for an extension's faults.
  */
-export async function hookedToolCall(session: HookedCallParts, tool: string, args: string, options: ScopeCallOptions & { callId?: string } = {}): Promise<ToolCallReport> {
+export async function hookedToolCall(
+  session: HookedCallParts,
+  tool: string,
+  args: string,
+  options: ScopeCallOptions & { callId?: string } = {},
+): Promise<ToolCallReport> {
   session.active.refresh();
   const callId = options.callId ?? randomUUID();
   const extension = session.active.applied.plan.tools.get(tool);
-  const base = { callId, arguments: args, rewrittenBy: null, substitutedBy: null, blockedBy: null, halt: null, context: [], notes: [], trace: [] };
+  const base = {
+    callId,
+    arguments: args,
+    rewrittenBy: null,
+    substitutedBy: null,
+    blockedBy: null,
+    halt: null,
+    context: [],
+    notes: [],
+    trace: [],
+  };
   if (extension === undefined) {
-    return { ...base, outcome: session.active.notServed("tool", tool, [...session.active.applied.plan.tools.keys()]), extension: null, invocationId: null };
+    return {
+      ...base,
+      outcome: session.active.notServed("tool", tool, [...session.active.applied.plan.tools.keys()]),
+      extension: null,
+      invocationId: null,
+    };
   }
   if (!session.bus.hooked("tool_call", { name: tool }) && !session.bus.hooked("tool_result", { name: tool })) {
     // Nothing listens for this tool: the call as the broker makes it, with nothing composed around it.
@@ -100,8 +120,18 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
     parsed = parseBoundedJson(args, CALLER_JSON_BOUNDS);
   } catch (err) {
     const at = err instanceof DocumentBoundsError ? null : jsonSyntaxError(args);
-    const what = err instanceof DocumentBoundsError ? `Arguments are ${err.message} (the bound for any JSON document)` : at === null ? "Arguments are not JSON" : `Arguments are not JSON: ${at.message}`;
-    return { ...base, extension, invocationId: null, outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${what}` } } };
+    const what =
+      err instanceof DocumentBoundsError
+        ? `Arguments are ${err.message} (the bound for any JSON document)`
+        : at === null
+          ? "Arguments are not JSON"
+          : `Arguments are not JSON: ${at.message}`;
+    return {
+      ...base,
+      extension,
+      invocationId: null,
+      outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${what}` } },
+    };
   }
   const schemaKey = `${session.active.applied.known.get(extension)?.installed?.manifestHash ?? ""}:${tool}`;
   const validateArguments = (rewrite: unknown): string | null => {
@@ -111,14 +141,24 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
 
   const ledger = session.ledger;
   // Traced once the call's ledger row exists, so the verdicts point at it.
-  const before = await session.bus.compose("tool_call", { tool, call_id: callId, arguments: parsed }, { validateArguments });
+  const before = await session.bus.compose(
+    "tool_call",
+    { tool, call_id: callId, arguments: parsed },
+    { validateArguments },
+  );
   const context = [...before.context];
   const notes = [...before.notes];
   const trace = [...before.trace];
   const stopped = before.block ?? before.halt;
   if (stopped !== null) {
     // Neither ran: the ledger still shows the call, with who stopped it.
-    const id = ledger.begin({ sessionId: session.scope.id, extension, kind: "tool", name: tool, strand: options.strand ?? "" });
+    const id = ledger.begin({
+      sessionId: session.scope.id,
+      extension,
+      kind: "tool",
+      name: tool,
+      strand: options.strand ?? "",
+    });
     ledger.finish(id, BrokerCode.blocked);
     session.bus.traced("tool_call", before, tool, id);
     const what = before.block !== null ? "Blocked" : "The turn was halted";
@@ -139,7 +179,13 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
   let invocationId: number | null = null;
   let outcome: InvocationOutcome<"tool">;
   if (before.result !== null) {
-    invocationId = ledger.begin({ sessionId: session.scope.id, extension, kind: "tool", name: tool, strand: options.strand ?? "" });
+    invocationId = ledger.begin({
+      sessionId: session.scope.id,
+      extension,
+      kind: "tool",
+      name: tool,
+      strand: options.strand ?? "",
+    });
     ledger.finish(invocationId, "substituted");
     outcome = { ok: true, value: toolValueOf(before.result.value) };
   } else {
@@ -164,12 +210,20 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
     started_ms: startedMs,
     finished_ms: finishedMs,
   };
-  const after = session.bus.traced("tool_result", await session.bus.compose("tool_result", resultPayload), tool, invocationId);
+  const after = session.bus.traced(
+    "tool_result",
+    await session.bus.compose("tool_result", resultPayload),
+    tool,
+    invocationId,
+  );
   context.push(...after.context);
   notes.push(...after.notes);
   trace.push(...after.trace);
   if (after.block !== null) {
-    outcome = { ok: false, error: { code: BrokerCode.blocked, msg: `The result was withheld by '${after.block.by}': ${after.block.reason}` } };
+    outcome = {
+      ok: false,
+      error: { code: BrokerCode.blocked, msg: `The result was withheld by '${after.block.by}': ${after.block.reason}` },
+    };
   }
   return {
     outcome,
@@ -186,4 +240,3 @@ export async function hookedToolCall(session: HookedCallParts, tool: string, arg
     trace,
   };
 }
-

@@ -27,7 +27,11 @@ export interface Contributions {
 /** One extension the session knows of: installed or built in. */
 export interface Known extends Contributions {
   /** `match`: the manifest row's patterns; undefined: every subject. */
-  readonly hooks: readonly { readonly event: string; readonly onError: "note" | "block"; readonly match: readonly string[] | undefined }[];
+  readonly hooks: readonly {
+    readonly event: string;
+    readonly onError: "note" | "block";
+    readonly match: readonly string[] | undefined;
+  }[];
   readonly installed: Installed | null;
   readonly notApproved: string | null;
 }

@@ -27,7 +27,8 @@ export function activeRows(active: ActiveSet, scope: SessionScope, kind: RowKind
     const grants = scope.live.get(extension)?.approval.grants;
     if (manifest === undefined || grants === undefined) continue;
     const granted = kind === "route" ? grants.routes : grants.compactions;
-    for (const row of manifest[kind]) if (granted.includes(row.name)) out.push({ name: row.name, extension, description: row.description });
+    for (const row of manifest[kind])
+      if (granted.includes(row.name)) out.push({ name: row.name, extension, description: row.description });
   }
   return out;
 }
@@ -37,15 +38,27 @@ export function activeRows(active: ActiveSet, scope: SessionScope, kind: RowKind
  * reason when an extension that is not active declares it, else `unknown_tool`
  * listing what the session serves.
  */
-export function notServedRow(active: ActiveSet, scope: SessionScope, kind: RowKind, name: string, extension?: string): Failure {
+export function notServedRow(
+  active: ActiveSet,
+  scope: SessionScope,
+  kind: RowKind,
+  name: string,
+  extension?: string,
+): Failure {
   const { plan, known } = active.applied;
   for (const k of known.values()) {
     if (extension !== undefined && k.name !== extension) continue;
     if (plan.active.includes(k.name) || !(k.installed?.manifest[kind] ?? []).some((r) => r.name === name)) continue;
     const reason = plan.inactive.get(k.name) ?? "not active";
-    return failure(BrokerCode.inactive, `The ${NOUN[kind]} '${name}' belongs to '${k.name}', which is inactive in this session: ${reason}`);
+    return failure(
+      BrokerCode.inactive,
+      `The ${NOUN[kind]} '${name}' belongs to '${k.name}', which is inactive in this session: ${reason}`,
+    );
   }
   const served = activeRows(active, scope, kind).map((r) => (kind === "route" ? `${r.extension}/${r.name}` : r.name));
   const what = extension !== undefined && kind === "route" ? `${extension}/${name}` : name;
-  return failure(WireCode.unknownTool, `Unknown ${NOUN[kind]} '${what}'; this session serves [${served.sort().join(", ")}]`);
+  return failure(
+    WireCode.unknownTool,
+    `Unknown ${NOUN[kind]} '${what}'; this session serves [${served.sort().join(", ")}]`,
+  );
 }

@@ -61,7 +61,12 @@ export class ObserverQueue {
   #failure: string | null = null;
   #running = false;
 
-  constructor(extension: string, deliver: (batch: ObserverBatch) => Promise<BatchResult>, events: QueueEvents, bound = OBSERVER_QUEUE_BOUND) {
+  constructor(
+    extension: string,
+    deliver: (batch: ObserverBatch) => Promise<BatchResult>,
+    events: QueueEvents,
+    bound = OBSERVER_QUEUE_BOUND,
+  ) {
     this.extension = extension;
     this.#deliver = deliver;
     this.#events = events;
@@ -69,7 +74,13 @@ export class ObserverQueue {
   }
 
   get counters(): ObserverCounters {
-    return { delivered: this.#delivered, dropped: this.#dropped, pending: this.#queued.length + this.#inFlight, failed: this.#failed, failure: this.#failure };
+    return {
+      delivered: this.#delivered,
+      dropped: this.#dropped,
+      pending: this.#queued.length + this.#inFlight,
+      failed: this.#failed,
+      failure: this.#failure,
+    };
   }
 
   /** Nothing queued, nothing being handled. */

@@ -13,7 +13,13 @@
 import type { ObservedKind, SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
 import type { Logger } from "../base/log.js";
 import type { Live, SessionScope } from "../session-scope.js";
-import { ObserverQueue, OBSERVER_QUEUE_BOUND, type BatchResult, type ObserverBatch, type ObserverCounters } from "./observer-queue.js";
+import {
+  ObserverQueue,
+  OBSERVER_QUEUE_BOUND,
+  type BatchResult,
+  type ObserverBatch,
+  type ObserverCounters,
+} from "./observer-queue.js";
 
 export type { ObserverCounters } from "./observer-queue.js";
 
@@ -21,7 +27,11 @@ export type { ObserverCounters } from "./observer-queue.js";
 export const OBSERVER_CLOSE_DEADLINE_MS = 2_000;
 
 /** The harness's events an observer is told about, and as which kind. */
-const OBSERVED_EVENTS: Readonly<Record<string, ObservedKind>> = { agent_settled: "turn", usage: "usage", before_compact: "compaction" };
+const OBSERVED_EVENTS: Readonly<Record<string, ObservedKind>> = {
+  agent_settled: "turn",
+  usage: "usage",
+  before_compact: "compaction",
+};
 
 export interface ObserversHost {
   /** The observers active in the session now, each with the kinds it is approved for. */
@@ -123,7 +133,12 @@ export class Observers {
     let dropped = 0;
     for (const queue of this.#queues.values()) {
       const n = queue.dropQueued();
-      if (n > 0) this.#host.log.warn(`observer '${queue.extension}' missed ${n} events: ${why}`, { extension: queue.extension, session: this.sessionId, dropped: n });
+      if (n > 0)
+        this.#host.log.warn(`observer '${queue.extension}' missed ${n} events: ${why}`, {
+          extension: queue.extension,
+          session: this.sessionId,
+          dropped: n,
+        });
       dropped += n;
     }
     return dropped;
@@ -143,10 +158,19 @@ export class Observers {
     const session = this.sessionId;
     queue = new ObserverQueue(
       extension,
-      (batch) => this.#host.deliver(extension, { session_id: session, events: [...batch.events], dropped: batch.dropped }),
+      (batch) =>
+        this.#host.deliver(extension, { session_id: session, events: [...batch.events], dropped: batch.dropped }),
       {
-        onOverflow: (name, bound) => log.warn(`observer '${name}' fell behind: more than ${bound} events queued, its oldest are dropped (the next batch counts them)`, { extension: name, session }),
-        onFailure: (name, batch, error) => log.warn(`observer '${name}' failed a batch of ${batch.events.length} events (${seqRange(batch)}): ${error}; delivery goes on with the next batch`, { extension: name, session }),
+        onOverflow: (name, bound) =>
+          log.warn(
+            `observer '${name}' fell behind: more than ${bound} events queued, its oldest are dropped (the next batch counts them)`,
+            { extension: name, session },
+          ),
+        onFailure: (name, batch, error) =>
+          log.warn(
+            `observer '${name}' failed a batch of ${batch.events.length} events (${seqRange(batch)}): ${error}; delivery goes on with the next batch`,
+            { extension: name, session },
+          ),
         onIdle: () => this.#wake(),
       },
       this.#options.bound ?? OBSERVER_QUEUE_BOUND,
@@ -178,7 +202,10 @@ function seqRange(batch: ObserverBatch): string {
  * The observers among a session's active extensions: each live one whose
  * approval grants `observe` kinds its manifest declares, in registry order.
  */
-export function activeObservers(active: readonly string[], live: ReadonlyMap<string, Live>): Map<string, readonly ObservedKind[]> {
+export function activeObservers(
+  active: readonly string[],
+  live: ReadonlyMap<string, Live>,
+): Map<string, readonly ObservedKind[]> {
   const out = new Map<string, readonly ObservedKind[]>();
   for (const name of active) {
     const entry = live.get(name);

@@ -89,7 +89,10 @@ function compareNames(a: string, b: string): number {
  * @throws Error when two extensions share a name or a priority is NaN — both
  *   programming errors of the caller, not user problems.
  */
-export function registryOrder(extensions: readonly OrderInput[]): { order: string[]; inactive: Map<string, OrderProblem> } {
+export function registryOrder(extensions: readonly OrderInput[]): {
+  order: string[];
+  inactive: Map<string, OrderProblem>;
+} {
   const byName = new Map<string, OrderInput>();
   for (const ext of extensions) {
     if (byName.has(ext.name)) throw new Error(`registryOrder: the extension name '${ext.name}' is given twice`);
@@ -164,7 +167,8 @@ export function registryOrder(extensions: readonly OrderInput[]): { order: strin
   }
 
   // 3. The healthy ones, topologically, always taking the smallest (priority, name) that is ready.
-  const before = (a: OrderInput, b: OrderInput): boolean => a.priority < b.priority || (a.priority === b.priority && compareNames(a.name, b.name) < 0);
+  const before = (a: OrderInput, b: OrderInput): boolean =>
+    a.priority < b.priority || (a.priority === b.priority && compareNames(a.name, b.name) < 0);
   const waiting = new Map<string, number>();
   const requiredBy = new Map<string, string[]>();
   const ready: OrderInput[] = [];

@@ -41,9 +41,15 @@ export function observesByDefault(manifest: Manifest, grants: Grants): boolean {
 }
 
 /** The first name in `asked` that is not declared, or not approved, as the reason; null when all are. */
-function outside(noun: string, asked: readonly string[], declared: readonly string[], approved: readonly string[]): string | null {
+function outside(
+  noun: string,
+  asked: readonly string[],
+  declared: readonly string[],
+  approved: readonly string[],
+): string | null {
   for (const name of asked) {
-    if (!declared.includes(name)) return `it turned on ${noun} '${name}', which its manifest does not declare (it declares [${[...declared].sort().join(", ")}])`;
+    if (!declared.includes(name))
+      return `it turned on ${noun} '${name}', which its manifest does not declare (it declares [${[...declared].sort().join(", ")}])`;
     if (!approved.includes(name)) return `it turned on ${noun} '${name}', which the operator did not approve`;
   }
   return null;
@@ -61,12 +67,25 @@ export async function prepareManaged(
   if (!asked.ok) return { ok: false, reason: `preparation failed: ${asked.problem}` };
   const answer = asked.answer;
   const problem =
-    outside("tool", answer.tools ?? [], manifest.tool.map((t) => t.name), grants.tools) ??
-    outside("command", (answer.commands ?? []).map((c) => c.replace(/^\//, "")), manifest.command.map((c) => c.name), grants.commands) ??
-    (answer.observe === true && !observesByDefault(manifest, grants) ? "it asked to observe the session, which needs an approved [observe] table" : null);
+    outside(
+      "tool",
+      answer.tools ?? [],
+      manifest.tool.map((t) => t.name),
+      grants.tools,
+    ) ??
+    outside(
+      "command",
+      (answer.commands ?? []).map((c) => c.replace(/^\//, "")),
+      manifest.command.map((c) => c.name),
+      grants.commands,
+    ) ??
+    (answer.observe === true && !observesByDefault(manifest, grants)
+      ? "it asked to observe the session, which needs an approved [observe] table"
+      : null);
   if (problem !== null) return { ok: false, reason: `preparation failed: ${problem}` };
   const pieces: ContextPiece[] = [];
-  for (const text of [answer.instructions, answer.context]) if (text !== undefined && text !== "") pieces.push({ extension, source: "prepare", text });
+  for (const text of [answer.instructions, answer.context])
+    if (text !== undefined && text !== "") pieces.push({ extension, source: "prepare", text });
   return {
     ok: true,
     prepared: {
@@ -84,7 +103,11 @@ export async function prepareManaged(
  * a fresh satellite included, when the old one was killed). Null when it
  * answered; else a note saying why not.
  */
-export async function closeManaged(scope: SessionScope, extension: string, reason: CloseReason): Promise<string | null> {
+export async function closeManaged(
+  scope: SessionScope,
+  extension: string,
+  reason: CloseReason,
+): Promise<string | null> {
   const asked = await askSessionKind(scope, extension, "close", "close", { session_id: scope.id, reason });
   return asked.ok ? null : `close of '${extension}' (${reason}) failed: ${asked.problem}`;
 }

@@ -47,24 +47,51 @@ export interface RouteParts {
  * Calls `route` of `extension` with `request`. Only an active extension whose
  * approval grants the route answers; never rejects for an extension's faults.
  */
-export async function routeCall(parts: RouteParts, extension: string, route: string, request: string, options: ScopeCallOptions = {}): Promise<RouteReport> {
+export async function routeCall(
+  parts: RouteParts,
+  extension: string,
+  route: string,
+  request: string,
+  options: ScopeCallOptions = {},
+): Promise<RouteReport> {
   parts.active.refresh();
   const base = { extension, route, invocationId: null, blockedBy: null, notes: [], trace: [] };
   const { plan } = parts.active.applied;
   if (!activeRows(parts.active, parts.scope, "route").some((r) => r.extension === extension && r.name === route)) {
     return { ...base, outcome: notServedRow(parts.active, parts.scope, "route", route, extension) };
   }
-  if (typeof request !== "string") return { ...base, outcome: failure(WireCode.badArguments, `The request to route '${extension}/${route}' must be a string`) };
+  if (typeof request !== "string")
+    return {
+      ...base,
+      outcome: failure(WireCode.badArguments, `The request to route '${extension}/${route}' must be a string`),
+    };
   const bytes = Buffer.byteLength(request, "utf8");
   if (bytes > MAX_ROUTE_BYTES) {
-    return { ...base, outcome: failure(WireCode.badArguments, `The request to route '${extension}/${route}' is ${bytes} bytes; a route's request may hold at most ${MAX_ROUTE_BYTES} bytes (1 MiB)`) };
+    return {
+      ...base,
+      outcome: failure(
+        WireCode.badArguments,
+        `The request to route '${extension}/${route}' is ${bytes} bytes; a route's request may hold at most ${MAX_ROUTE_BYTES} bytes (1 MiB)`,
+      ),
+    };
   }
   const subject = `${extension}/${route}`;
   // A guard is shown the request's head, and told when it was cut.
-  const shown = { extension, route, request: request.slice(0, MAX_ROUTE_CALL_REQUEST), truncated: request.length > MAX_ROUTE_CALL_REQUEST };
+  const shown = {
+    extension,
+    route,
+    request: request.slice(0, MAX_ROUTE_CALL_REQUEST),
+    truncated: request.length > MAX_ROUTE_CALL_REQUEST,
+  };
   const before = await parts.bus.compose("route_call", shown);
   if (before.block !== null) {
-    const id = parts.ledger.begin({ sessionId: parts.scope.id, extension, kind: "route", name: route, strand: options.strand ?? "" });
+    const id = parts.ledger.begin({
+      sessionId: parts.scope.id,
+      extension,
+      kind: "route",
+      name: route,
+      strand: options.strand ?? "",
+    });
     parts.ledger.finish(id, BrokerCode.blocked);
     parts.bus.traced("route_call", before, subject, id);
     return {
@@ -76,7 +103,13 @@ export async function routeCall(parts: RouteParts, extension: string, route: str
       outcome: failure(BrokerCode.blocked, `Blocked by '${before.block.by}': ${before.block.reason}`),
     };
   }
-  const payload: SessionPayload<"route"> = { session_id: parts.scope.id, workspace: parts.workspace, route, request, active: [...plan.active] };
+  const payload: SessionPayload<"route"> = {
+    session_id: parts.scope.id,
+    workspace: parts.workspace,
+    route,
+    request,
+    active: [...plan.active],
+  };
   let invocationId: number | null = null;
   let outcome: RouteReport["outcome"];
   try {
@@ -107,6 +140,7 @@ function responseOf(subject: string, value: string): RouteReport["outcome"] {
     return failure(WireCode.crashed, `route '${subject}' answered something that is ${why}`);
   }
   const checked = v.safeParse(SessionAnswers.route, parsed);
-  if (!checked.success) return failure(WireCode.crashed, `route '${subject}' answered what it may not: ${describeIssues(checked.issues)}`);
+  if (!checked.success)
+    return failure(WireCode.crashed, `route '${subject}' answered what it may not: ${describeIssues(checked.issues)}`);
   return { ok: true, response: checked.output.response };
 }

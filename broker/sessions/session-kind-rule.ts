@@ -14,11 +14,23 @@ import { serviceGrant, type Grants } from "../registry/grants.js";
 /** The default time limit of a session-facing invocation, as for a hook. */
 export const DEFAULT_SESSION_DEADLINE_MS = 5_000;
 
-export function sessionKindRule(extension: string, manifest: Manifest, grants: Grants, kind: SessionKind, name: string): { deadlineMs: number } | Failure {
-  const cap = (ms: number | undefined) => ({ deadlineMs: Math.min(ms ?? DEFAULT_SESSION_DEADLINE_MS, grants.limits.deadline_ms) });
+export function sessionKindRule(
+  extension: string,
+  manifest: Manifest,
+  grants: Grants,
+  kind: SessionKind,
+  name: string,
+): { deadlineMs: number } | Failure {
+  const cap = (ms: number | undefined) => ({
+    deadlineMs: Math.min(ms ?? DEFAULT_SESSION_DEADLINE_MS, grants.limits.deadline_ms),
+  });
   const named = (rows: Manifest["context"], granted: readonly string[], noun: string) => {
     const row = rows.find((r) => r.name === name);
-    if (row === undefined || !granted.includes(name)) return failure(WireCode.unknownTool, `'${extension}' has no approved ${noun} '${name}'; it has [${[...granted].sort().join(", ")}]`);
+    if (row === undefined || !granted.includes(name))
+      return failure(
+        WireCode.unknownTool,
+        `'${extension}' has no approved ${noun} '${name}'; it has [${[...granted].sort().join(", ")}]`,
+      );
     return cap(row.deadline_ms);
   };
   switch (kind) {
@@ -30,17 +42,23 @@ export function sessionKindRule(extension: string, manifest: Manifest, grants: G
       return named(manifest.compaction, grants.compactions, "compaction strategy");
     case "prepare":
     case "close":
-      if (manifest.managed === undefined || !grants.managed) return failure(WireCode.unhandled, `'${extension}' is not an approved managed extension`);
+      if (manifest.managed === undefined || !grants.managed)
+        return failure(WireCode.unhandled, `'${extension}' is not an approved managed extension`);
       return cap(kind === "prepare" ? manifest.managed.prepare_deadline_ms : manifest.managed.close_deadline_ms);
     case "complete": {
       // A completion may take as long as the extension's own deadline allows.
       const row = manifest.provider.find((r) => r.name === name);
-      if (row === undefined || !grants.providers.includes(name)) return failure(WireCode.unknownTool, `'${extension}' has no approved provider '${name}'; it has [${[...grants.providers].sort().join(", ")}]`);
+      if (row === undefined || !grants.providers.includes(name))
+        return failure(
+          WireCode.unknownTool,
+          `'${extension}' has no approved provider '${name}'; it has [${[...grants.providers].sort().join(", ")}]`,
+        );
       return cap(row.deadline_ms ?? grants.limits.deadline_ms);
     }
     case "service": {
       const row = manifest.service.find((r) => r.name === name);
-      if (row === undefined || !grants.services.includes(serviceGrant(row))) return failure(WireCode.unknownTool, `'${extension}' has no approved service '${name}'`);
+      if (row === undefined || !grants.services.includes(serviceGrant(row)))
+        return failure(WireCode.unknownTool, `'${extension}' has no approved service '${name}'`);
       return cap(row.deadline_ms);
     }
     case "init":
@@ -48,7 +66,8 @@ export function sessionKindRule(extension: string, manifest: Manifest, grants: G
       if (manifest.init === undefined) return failure(WireCode.unhandled, `'${extension}' declares no [init]`);
       return cap(manifest.init.deadline_ms);
     case "observe":
-      if (manifest.observe === undefined || grants.observe.length === 0) return failure(WireCode.unhandled, `'${extension}' is not an approved observer`);
+      if (manifest.observe === undefined || grants.observe.length === 0)
+        return failure(WireCode.unhandled, `'${extension}' is not an approved observer`);
       return cap(undefined);
   }
 }

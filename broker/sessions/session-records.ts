@@ -7,7 +7,13 @@ import type { SessionPolicy } from "../caps/policy.js";
 import type { Store } from "../store/open.js";
 import { SessionRecordsRepository } from "../store/session-records-repository.js";
 
-export const SessionId = v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, "expected a session id: letters, digits, . _ : -, at most 128, starting with a letter or digit"));
+export const SessionId = v.pipe(
+  v.string(),
+  v.regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+    "expected a session id: letters, digits, . _ : -, at most 128, starting with a letter or digit",
+  ),
+);
 
 const StoredPolicy = v.object({ offline: v.optional(v.boolean()), allow: v.optional(v.array(v.string())) });
 

@@ -77,7 +77,15 @@ export class Session {
     this.#builtin = new BuiltinHooks(broker.home);
     this.#active = new ActiveSet(broker, scope, this.#preferences, this.#builtin, options.workspace);
     this.#bus = new SessionBus(scope, options.workspace, broker.ledger, this.#active, this.#builtin);
-    this.#observers = new Observers(this.id, { subscribers: () => activeObservers(this.#active.applied.plan.active.filter((name) => this.#active.applied.setups.get(name)?.observes !== false), scope.live), deliver: deliverThrough(scope), log: broker.log });
+    this.#observers = new Observers(this.id, {
+      subscribers: () =>
+        activeObservers(
+          this.#active.applied.plan.active.filter((name) => this.#active.applied.setups.get(name)?.observes !== false),
+          scope.live,
+        ),
+      deliver: deliverThrough(scope),
+      log: broker.log,
+    });
     this.#bus.observed = (event, data) => this.#observers.harnessEvent(event, data);
     // A compaction whose folds were stored: observers are told which strategy folded what.
     this.#compacted.add((data) => this.#observers.notify("compaction", { phase: "compacted", ...data }));
@@ -92,11 +100,18 @@ export class Session {
   static async open(broker: Broker, options: SessionOptions): Promise<Session> {
     const scope = broker.scope(options.id);
     if (scope.claimed) {
-      throw new TetherError(BrokerCode.sessionInUse, `Session '${options.id}' is already open on this broker; close it first or use another id`);
+      throw new TetherError(
+        BrokerCode.sessionInUse,
+        `Session '${options.id}' is already open on this broker; close it first or use another id`,
+      );
     }
     // In a fleet: leased to this host, and its state as the fleet last had it (a refusal names the holder).
     await broker.fleet?.openSession(options.id);
-    if (scope.claimed) throw new TetherError(BrokerCode.sessionInUse, `Session '${options.id}' is already open on this broker; close it first or use another id`);
+    if (scope.claimed)
+      throw new TetherError(
+        BrokerCode.sessionInUse,
+        `Session '${options.id}' is already open on this broker; close it first or use another id`,
+      );
     const records = new SessionRecords(broker.store);
     // A managed extension's preparation is told whether the session was open before.
     const resumed = records.get(options.id) !== null;
@@ -112,7 +127,11 @@ export class Session {
       await broker.fleet?.closeSession(options.id).catch(() => {});
       throw err;
     }
-    session.#observers.notify("session", { change: "activation", activated: [...session.#active.applied.plan.active], deactivated: [] });
+    session.#observers.notify("session", {
+      change: "activation",
+      activated: [...session.#active.applied.plan.active],
+      deactivated: [],
+    });
     return session;
   }
 
@@ -139,7 +158,12 @@ export class Session {
    */
   async reload(): Promise<ReloadReport> {
     const report = await this.#active.reload();
-    this.#observers.notify("session", { change: "activation", activated: [...report.activated], deactivated: [...report.deactivated], failed: report.failed.map((f) => f.name) });
+    this.#observers.notify("session", {
+      change: "activation",
+      activated: [...report.activated],
+      deactivated: [...report.deactivated],
+      failed: report.failed.map((f) => f.name),
+    });
     return report;
   }
 
@@ -194,7 +218,18 @@ export class Session {
    * Never rejects for an extension's faults.
    */
   callTool(tool: string, args: string, options: ScopeCallOptions & { callId?: string } = {}): Promise<ToolCallReport> {
-    return hookedToolCall({ scope: this.#scope, active: this.#active, bus: this.#bus, ledger: this.#broker.ledger, toolArgs: this.#broker.toolArgs }, tool, args, options);
+    return hookedToolCall(
+      {
+        scope: this.#scope,
+        active: this.#active,
+        bus: this.#bus,
+        ledger: this.#broker.ledger,
+        toolArgs: this.#broker.toolArgs,
+      },
+      tool,
+      args,
+      options,
+    );
   }
 
   /**
@@ -202,21 +237,35 @@ export class Session {
    * report. Leaving the loop early cancels the call (the satellite's
    * `ctx.signal` aborts and the call ends `cancelled`).
    */
-  stream(tool: string, args: string, options: Omit<ScopeCallOptions, "onReport"> & { callId?: string } = {}): AsyncGenerator<Step<ToolCallReport>, void, undefined> {
+  stream(
+    tool: string,
+    args: string,
+    options: Omit<ScopeCallOptions, "onReport"> & { callId?: string } = {},
+  ): AsyncGenerator<Step<ToolCallReport>, void, undefined> {
     return streamed((onReport, signal) => this.callTool(tool, args, { ...options, onReport, signal }), options.signal);
   }
 
   /** Runs `/name args` (the leading slash optional). Never rejects for an extension's faults. */
-  async runCommand(line: string, options: ScopeCallOptions = {}): Promise<{ outcome: InvocationOutcome<"command">; extension: string | null }> {
+  async runCommand(
+    line: string,
+    options: ScopeCallOptions = {},
+  ): Promise<{ outcome: InvocationOutcome<"command">; extension: string | null }> {
     this.#active.refresh();
     const match = /^\/?([^\s/]+)(?:\s+([\s\S]*))?$/.exec(line.trim());
     if (match === null) {
-      return { extension: null, outcome: { ok: false, error: { code: WireCode.badArguments, msg: `Not a command: '${line.slice(0, 64)}' (expected /name args)` } } };
+      return {
+        extension: null,
+        outcome: {
+          ok: false,
+          error: { code: WireCode.badArguments, msg: `Not a command: '${line.slice(0, 64)}' (expected /name args)` },
+        },
+      };
     }
     const name = match[1]!;
     const { plan } = this.#active.applied;
     const extension = plan.commands.get(name);
-    if (extension === undefined) return { extension: null, outcome: this.#active.notServed("command", name, [...plan.commands.keys()]) };
+    if (extension === undefined)
+      return { extension: null, outcome: this.#active.notServed("command", name, [...plan.commands.keys()]) };
     const outcome = await this.#scope.runCommand(extension, name, match[2] ?? "", options);
     return { extension, outcome };
   }
@@ -233,20 +282,39 @@ export class Session {
    * rejects for an extension's faults.
    */
   route(extension: string, name: string, request: string, options: ScopeCallOptions = {}): Promise<RouteReport> {
-    return routeCall({ scope: this.#scope, active: this.#active, bus: this.#bus, ledger: this.#broker.ledger, workspace: this.workspace }, extension, name, request, options);
+    return routeCall(
+      {
+        scope: this.#scope,
+        active: this.#active,
+        bus: this.#bus,
+        ledger: this.#broker.ledger,
+        workspace: this.workspace,
+      },
+      extension,
+      name,
+      request,
+      options,
+    );
   }
 
   /** The compaction strategies active here, in registry order; the one `compact` would use now; the saved preference. */
   strategies(): { strategies: NamedRow[]; current: string | null; preferred: string | null } {
     this.#active.refresh();
     const chosen = chooseStrategy({ scope: this.#scope, active: this.#active, folds: this.#folds });
-    return { strategies: activeRows(this.#active, this.#scope, "compaction"), current: "ok" in chosen ? null : chosen.row.name, preferred: this.#folds.preferredStrategy(this.id) };
+    return {
+      strategies: activeRows(this.#active, this.#scope, "compaction"),
+      current: "ok" in chosen ? null : chosen.row.name,
+      preferred: this.#folds.preferredStrategy(this.id),
+    };
   }
 
   /** Saves the compaction strategy this session prefers (by name); `null` goes back to the first active one. */
   preferStrategy(name: string | null): void {
     if (name !== null && !/^[a-z][a-z0-9_-]{0,63}$/.test(name)) {
-      throw new TetherError(WireCode.badArguments, `'${name.slice(0, 64)}' is not a strategy's name (a-z, 0-9, _ and -, at most 64, starting with a letter)`);
+      throw new TetherError(
+        WireCode.badArguments,
+        `'${name.slice(0, 64)}' is not a strategy's name (a-z, 0-9, _ and -, at most 64, starting with a letter)`,
+      );
     }
     this.#folds.setPreferredStrategy(this.id, name);
   }
@@ -266,7 +334,11 @@ export class Session {
         }
       }
     };
-    return compact({ scope: this.#scope, active: this.#active, bus: this.#bus, folds: this.#folds, onCompacted }, input, options);
+    return compact(
+      { scope: this.#scope, active: this.#active, bus: this.#bus, folds: this.#folds, onCompacted },
+      input,
+      options,
+    );
   }
 
   /**
@@ -275,7 +347,10 @@ export class Session {
    * orders what is served globally and enables nothing (docs/providers.md).
    */
   preferProviders(preference: { rank?: readonly string[]; exclude?: readonly string[] } | null): void {
-    new ProviderPreferencesRepository(this.#broker.store).set(this.id, preference === null ? null : checkProviderPreference(preference));
+    new ProviderPreferencesRepository(this.#broker.store).set(
+      this.id,
+      preference === null ? null : checkProviderPreference(preference),
+    );
   }
 
   /** The providers served now, as this session ranks them (`Broker.providers(id)`). */

@@ -4,14 +4,19 @@
  * order and then the result. Breaking out of the loop cancels the call.
  */
 
-export type Step<R> = { readonly type: "partial"; readonly text: string } | { readonly type: "result"; readonly result: R };
+export type Step<R> =
+  | { readonly type: "partial"; readonly text: string }
+  | { readonly type: "result"; readonly result: R };
 
 /**
  * Runs `start(onReport, signal)` and yields its partials, then its result.
  * Partials are buffered (a slow reader never loses one); leaving the loop early
  * aborts `signal`, which the call turns into a cancellation.
  */
-export async function* streamed<R>(start: (onReport: (text: string) => void, signal: AbortSignal) => Promise<R>, outer?: AbortSignal): AsyncGenerator<Step<R>, void, undefined> {
+export async function* streamed<R>(
+  start: (onReport: (text: string) => void, signal: AbortSignal) => Promise<R>,
+  outer?: AbortSignal,
+): AsyncGenerator<Step<R>, void, undefined> {
   const controller = new AbortController();
   const onOuterAbort = () => controller.abort(outer?.reason);
   if (outer?.aborted) controller.abort(outer.reason);

@@ -59,9 +59,27 @@ function capWhere(f: AuditPageFilter): SQL | undefined {
 /** One page of each table, newest first. */
 export function auditPage(store: Store, f: AuditPageFilter): AuditPage {
   const offset = (f.page - 1) * PAGE_SIZE;
-  const ledger = store.orm.select().from(invocations).where(ledgerWhere(f)).orderBy(desc(invocations.id)).limit(PAGE_SIZE + 1).offset(offset).all();
-  const capabilities = store.orm.select().from(capAudit).where(capWhere(f)).orderBy(desc(capAudit.id)).limit(PAGE_SIZE + 1).offset(offset).all();
-  return { ledger: ledger.slice(0, PAGE_SIZE), capabilities: capabilities.slice(0, PAGE_SIZE), more: ledger.length > PAGE_SIZE || capabilities.length > PAGE_SIZE };
+  const ledger = store.orm
+    .select()
+    .from(invocations)
+    .where(ledgerWhere(f))
+    .orderBy(desc(invocations.id))
+    .limit(PAGE_SIZE + 1)
+    .offset(offset)
+    .all();
+  const capabilities = store.orm
+    .select()
+    .from(capAudit)
+    .where(capWhere(f))
+    .orderBy(desc(capAudit.id))
+    .limit(PAGE_SIZE + 1)
+    .offset(offset)
+    .all();
+  return {
+    ledger: ledger.slice(0, PAGE_SIZE),
+    capabilities: capabilities.slice(0, PAGE_SIZE),
+    more: ledger.length > PAGE_SIZE || capabilities.length > PAGE_SIZE,
+  };
 }
 
 export interface CallDetail {
@@ -75,7 +93,12 @@ export interface CallDetail {
 export function callDetail(store: Store, id: number): CallDetail | null {
   const invocation = store.orm.select().from(invocations).where(eq(invocations.id, id)).get();
   if (invocation === undefined) return null;
-  const capabilities = store.orm.select().from(capAudit).where(eq(capAudit.invocationId, id)).orderBy(capAudit.id).all();
+  const capabilities = store.orm
+    .select()
+    .from(capAudit)
+    .where(eq(capAudit.invocationId, id))
+    .orderBy(capAudit.id)
+    .all();
   const traces = store.orm
     .select()
     .from(hookTraces)
@@ -112,8 +135,16 @@ export function activity(store: Store, f: AuditPageFilter, buckets = 24, now = D
   const lw = ledgerWhere({ ...f, outcome: undefined });
   const cw = capWhere({ ...f, decision: "denied" });
   const oldest = Math.min(
-    store.orm.select({ at: sql<number | null>`min(${invocations.startedAt})` }).from(invocations).where(lw).get()?.at ?? now,
-    store.orm.select({ at: sql<number | null>`min(${capAudit.at})` }).from(capAudit).where(cw).get()?.at ?? now,
+    store.orm
+      .select({ at: sql<number | null>`min(${invocations.startedAt})` })
+      .from(invocations)
+      .where(lw)
+      .get()?.at ?? now,
+    store.orm
+      .select({ at: sql<number | null>`min(${capAudit.at})` })
+      .from(capAudit)
+      .where(cw)
+      .get()?.at ?? now,
   );
   const from = f.from ?? oldest;
   const to = Math.max(f.to ?? now, from + 1);
@@ -122,7 +153,12 @@ export function activity(store: Store, f: AuditPageFilter, buckets = 24, now = D
   const seriesOf = (extension: string) => {
     let s = byExtension.get(extension);
     if (s === undefined) {
-      s = { extension, calls: new Array<number>(buckets).fill(0), refusals: new Array<number>(buckets).fill(0), crashes: new Array<number>(buckets).fill(0) };
+      s = {
+        extension,
+        calls: new Array<number>(buckets).fill(0),
+        refusals: new Array<number>(buckets).fill(0),
+        crashes: new Array<number>(buckets).fill(0),
+      };
       byExtension.set(extension, s);
     }
     return s;
@@ -131,7 +167,13 @@ export function activity(store: Store, f: AuditPageFilter, buckets = 24, now = D
   const inRange = (at: number) => at >= from && at <= to;
   const ledgerBucket = sql<number>`(${invocations.startedAt} - ${from}) / ${width}`;
   const calls = store.orm
-    .select({ extension: invocations.extension, bucket: ledgerBucket, n: count(), crashes: sql<number>`sum(case when ${invocations.outcome} in ('crashed', 'timeout') then 1 else 0 end)`, at: sql<number>`min(${invocations.startedAt})` })
+    .select({
+      extension: invocations.extension,
+      bucket: ledgerBucket,
+      n: count(),
+      crashes: sql<number>`sum(case when ${invocations.outcome} in ('crashed', 'timeout') then 1 else 0 end)`,
+      at: sql<number>`min(${invocations.startedAt})`,
+    })
     .from(invocations)
     .where(lw)
     .groupBy(invocations.extension, ledgerBucket)
@@ -143,11 +185,18 @@ export function activity(store: Store, f: AuditPageFilter, buckets = 24, now = D
     s.crashes[slot(r.at)]! += Number(r.crashes);
   }
   const capBucket = sql<number>`(${capAudit.at} - ${from}) / ${width}`;
-  const refusals = store.orm.select({ extension: capAudit.extension, bucket: capBucket, n: count(), at: sql<number>`min(${capAudit.at})` }).from(capAudit).where(cw).groupBy(capAudit.extension, capBucket).all();
+  const refusals = store.orm
+    .select({ extension: capAudit.extension, bucket: capBucket, n: count(), at: sql<number>`min(${capAudit.at})` })
+    .from(capAudit)
+    .where(cw)
+    .groupBy(capAudit.extension, capBucket)
+    .all();
   for (const r of refusals) {
     if (!inRange(r.at)) continue;
     seriesOf(r.extension).refusals[slot(r.at)]! += r.n;
   }
-  const series = [...byExtension.values()].sort((a, b) => (a.extension < b.extension ? -1 : a.extension > b.extension ? 1 : 0));
+  const series = [...byExtension.values()].sort((a, b) =>
+    a.extension < b.extension ? -1 : a.extension > b.extension ? 1 : 0,
+  );
   return { from, to, buckets, series };
 }

@@ -32,7 +32,19 @@ export type AuditEntry =
       /** The operator bypassed the hook bus (`tether call --no-hooks`). */
       hooksBypassed: boolean;
     }
-  | { type: "capability"; at: number; session: string; extension: string; invocation: number | null; capability: string; target: string; decision: string; rule: string; bytes: number; secret?: string | null };
+  | {
+      type: "capability";
+      at: number;
+      session: string;
+      extension: string;
+      invocation: number | null;
+      capability: string;
+      target: string;
+      decision: string;
+      rule: string;
+      bytes: number;
+      secret?: string | null;
+    };
 
 /** Invocations and capability decisions, oldest first. */
 export function auditEntries(store: Store, filter: AuditFilter, perTable: number): AuditEntry[] {
@@ -54,12 +66,47 @@ export function auditEntries(store: Store, filter: AuditFilter, perTable: number
   const limit = filter.limit ?? perTable;
   const entries: AuditEntry[] = [];
   if (!filter.denied) {
-    for (const r of store.orm.select().from(invocations).where(and(...invWhere)).orderBy(desc(invocations.id)).limit(limit).all()) {
-      entries.push({ type: "invocation", at: r.startedAt, session: r.sessionId, extension: r.extension, kind: r.kind, name: r.name, strand: r.strand, durationMs: r.durationMs, outcome: r.outcome, hooksBypassed: r.hooksBypassed });
+    for (const r of store.orm
+      .select()
+      .from(invocations)
+      .where(and(...invWhere))
+      .orderBy(desc(invocations.id))
+      .limit(limit)
+      .all()) {
+      entries.push({
+        type: "invocation",
+        at: r.startedAt,
+        session: r.sessionId,
+        extension: r.extension,
+        kind: r.kind,
+        name: r.name,
+        strand: r.strand,
+        durationMs: r.durationMs,
+        outcome: r.outcome,
+        hooksBypassed: r.hooksBypassed,
+      });
     }
   }
-  for (const r of store.orm.select().from(capAudit).where(and(...capWhere)).orderBy(desc(capAudit.id)).limit(limit).all()) {
-    entries.push({ type: "capability", at: r.at, session: r.sessionId, extension: r.extension, invocation: r.invocationId, capability: r.capability, target: r.target, decision: r.decision, rule: r.rule, bytes: r.bytes, secret: r.secret });
+  for (const r of store.orm
+    .select()
+    .from(capAudit)
+    .where(and(...capWhere))
+    .orderBy(desc(capAudit.id))
+    .limit(limit)
+    .all()) {
+    entries.push({
+      type: "capability",
+      at: r.at,
+      session: r.sessionId,
+      extension: r.extension,
+      invocation: r.invocationId,
+      capability: r.capability,
+      target: r.target,
+      decision: r.decision,
+      rule: r.rule,
+      bytes: r.bytes,
+      secret: r.secret,
+    });
   }
   entries.sort((a, b) => a.at - b.at);
   // With a limit, the newest N of both tables together.
@@ -110,17 +157,19 @@ export function hookTraceEntries(store: Store, filter: HookTraceFilter): HookTra
     .all();
   return rows
     .sort((a, b) => a.at - b.at || a.id - b.id)
-    .map((r): HookTraceEntry => ({
-      type: "hook",
-      at: r.at,
-      session: r.sessionId,
-      event: r.event,
-      subject: r.subject,
-      aboutInvocation: r.aboutInvocationId,
-      hookInvocation: r.hookInvocationId,
-      extension: r.extension,
-      answer: r.answer,
-      detail: r.detail,
-      durationMs: r.durationMs,
-    }));
+    .map(
+      (r): HookTraceEntry => ({
+        type: "hook",
+        at: r.at,
+        session: r.sessionId,
+        event: r.event,
+        subject: r.subject,
+        aboutInvocation: r.aboutInvocationId,
+        hookInvocation: r.hookInvocationId,
+        extension: r.extension,
+        answer: r.answer,
+        detail: r.detail,
+        durationMs: r.durationMs,
+      }),
+    );
 }

@@ -36,4 +36,3 @@ export function readLines(stream: Readable, max: number, line: (text: string) =>
     }
   });
 }
-

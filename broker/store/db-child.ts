@@ -57,11 +57,15 @@ if (mode === "fold") {
   withInput((input) => {
     const job = input as unknown as { home: string; extension: string; maxBytes: number; pending: MigrationText[] };
     try {
-      runMigrations(job.home, job.extension, job.maxBytes, job.pending, (m) => process.stdout.write(`${JSON.stringify({ starting: m.number })}\n`));
+      runMigrations(job.home, job.extension, job.maxBytes, job.pending, (m) =>
+        process.stdout.write(`${JSON.stringify({ starting: m.number })}\n`),
+      );
       process.stdout.write(`${JSON.stringify({ ok: true })}\n`);
     } catch (err) {
       const f = err instanceof MigrationFailure ? err : new MigrationFailure("?", 0, "", (err as Error).message);
-      process.stdout.write(`${JSON.stringify({ ok: false, migration: f.migration, statement: f.statement, sql: f.sql, reason: f.reason })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ ok: false, migration: f.migration, statement: f.statement, sql: f.sql, reason: f.reason })}\n`,
+      );
     }
   });
 } else {
@@ -72,10 +76,30 @@ if (mode === "fold") {
     try {
       result =
         request.mode === "explain"
-          ? explainStatement(request.home, request.extension, request.maxBytes, request.sql, decodeParams(request.params))
-          : runStatement(request.home, request.extension, request.maxBytes, request.mode, request.sql, decodeParams(request.params), request.unchecked === true);
+          ? explainStatement(
+              request.home,
+              request.extension,
+              request.maxBytes,
+              request.sql,
+              decodeParams(request.params),
+            )
+          : runStatement(
+              request.home,
+              request.extension,
+              request.maxBytes,
+              request.mode,
+              request.sql,
+              decodeParams(request.params),
+              request.unchecked === true,
+            );
     } catch (err) {
-      result = { ok: false, kind: "refused", table: "", rule: "storage.sql", msg: `db.${request.mode}: ${(err as Error).message.slice(0, 200)}` };
+      result = {
+        ok: false,
+        kind: "refused",
+        table: "",
+        rule: "storage.sql",
+        msg: `db.${request.mode}: ${(err as Error).message.slice(0, 200)}`,
+      };
     }
     answer(request.id, result);
   });

@@ -16,11 +16,26 @@ import { chownSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs
 import { createRequire } from "node:module";
 import { readLines } from "./bounded-lines.js";
 import * as v from "valibot";
-import { jobFailure, placed, runHostJobSync, startHostJob, type HostJob, type HostJobSetup, type RunningJob } from "../jail/host-job.js";
+import {
+  jobFailure,
+  placed,
+  runHostJobSync,
+  startHostJob,
+  type HostJob,
+  type HostJobSetup,
+  type RunningJob,
+} from "../jail/host-job.js";
 import { jailIdentity } from "../jail/identity.js";
 import { jobScript } from "../jail/job-scripts.js";
 import { resolveSandbox } from "../jail/sandbox.js";
-import { DB_LINE_BYTES, DbResponseSchema, decodeResult, encodeValue, type DbRequest, type DbResponse } from "./db-wire.js";
+import {
+  DB_LINE_BYTES,
+  DbResponseSchema,
+  decodeResult,
+  encodeValue,
+  type DbRequest,
+  type DbResponse,
+} from "./db-wire.js";
 import { dataDir, dbFile, type DbResult, type SqlParams } from "./ext-db.js";
 import { MigrationFailure, type MigrationText } from "./ext-migrations.js";
 
@@ -49,7 +64,13 @@ function sqliteAddon(): string {
 }
 
 /** A jail for SQLite: Node with the broker's database script and better-sqlite3's addon, and `binds`. */
-export function sqliteJob(label: string, binds: HostJob["binds"], args: readonly string[], fileBytes: number, setup: HostJobSetup): HostJob {
+export function sqliteJob(
+  label: string,
+  binds: HostJob["binds"],
+  args: readonly string[],
+  fileBytes: number,
+  setup: HostJobSetup,
+): HostJob {
   const sandbox = resolveSandbox(setup.sandbox);
   return {
     label,
@@ -72,7 +93,13 @@ export function sqliteJob(label: string, binds: HostJob["binds"], args: readonly
  * the jail uid's) and nothing else of the host. The journal is kept in place
  * (journal_mode TRUNCATE, ext-db.ts): a bound file cannot be deleted.
  */
-export function databaseJob(home: string, extension: string, maxBytes: number, setup: HostJobSetup, args: readonly string[]): { job: HostJob; home: string } {
+export function databaseJob(
+  home: string,
+  extension: string,
+  maxBytes: number,
+  setup: HostJobSetup,
+  args: readonly string[],
+): { job: HostJob; home: string } {
   const sandbox = resolveSandbox(setup.sandbox);
   const file = dbFile(home, extension);
   const identity = jailIdentity(setup.jail?.identity);
@@ -88,7 +115,10 @@ export function databaseJob(home: string, extension: string, maxBytes: number, s
     { host: file, jail: jailFile, writable: true },
     { host: `${file}-journal`, jail: `${jailFile}-journal`, writable: true },
   ];
-  return { job: sqliteJob("database process", binds, args, maxBytes + FILE_SLACK_BYTES, setup), home: sandbox === "bwrap" ? JAIL_HOME : home };
+  return {
+    job: sqliteJob("database process", binds, args, maxBytes + FILE_SLACK_BYTES, setup),
+    home: sandbox === "bwrap" ? JAIL_HOME : home,
+  };
 }
 
 interface Pending {
@@ -124,28 +154,39 @@ class DbProcess {
     this.#child.unref?.();
     this.#child.stderr?.resume();
     // Its answers are read like any input: one bounded JSON line each, checked; anything else ends the process.
-    readLines(this.#child.stdout!, DB_LINE_BYTES, (line) => {
-      let response: DbResponse;
-      try {
-        response = v.parse(DbResponseSchema, JSON.parse(line)) as DbResponse;
-      } catch {
-        this.kill();
-        return;
-      }
-      const waiting = this.#pending.get(response.id);
-      if (waiting === undefined) return;
-      this.#pending.delete(response.id);
-      clearTimeout(waiting.timer);
-      waiting.resolve(decodeResult(response.result));
-      this.#armIdle();
-    }, () => this.kill());
+    readLines(
+      this.#child.stdout!,
+      DB_LINE_BYTES,
+      (line) => {
+        let response: DbResponse;
+        try {
+          response = v.parse(DbResponseSchema, JSON.parse(line)) as DbResponse;
+        } catch {
+          this.kill();
+          return;
+        }
+        const waiting = this.#pending.get(response.id);
+        if (waiting === undefined) return;
+        this.#pending.delete(response.id);
+        clearTimeout(waiting.timer);
+        waiting.resolve(decodeResult(response.result));
+        this.#armIdle();
+      },
+      () => this.kill(),
+    );
     this.#child.on("exit", () => {
       started.done();
       this.dead = true;
       // Everything still waiting is answered: the process cannot answer it now.
       for (const [, waiting] of this.#pending) {
         clearTimeout(waiting.timer);
-        waiting.resolve({ ok: false, kind: "refused", table: "", rule: "storage.process", msg: `db.${waiting.mode}: the database process stopped before it answered; try again` });
+        waiting.resolve({
+          ok: false,
+          kind: "refused",
+          table: "",
+          rule: "storage.process",
+          msg: `db.${waiting.mode}: the database process stopped before it answered; try again`,
+        });
       }
       this.#pending.clear();
       if (this.#idle !== null) clearTimeout(this.#idle);
@@ -161,12 +202,20 @@ class DbProcess {
       const late = () => {
         // Killing is the only way to stop a statement; the exit answers everything queued behind it too.
         this.#pending.delete(id);
-        resolve({ ok: false, kind: "refused", table: "", rule: "storage.deadline", msg: `db.${request.mode}: the statement ran past the call's deadline and was stopped (nothing it changed was kept); add a LIMIT, an index or a bound` });
+        resolve({
+          ok: false,
+          kind: "refused",
+          table: "",
+          rule: "storage.deadline",
+          msg: `db.${request.mode}: the statement ran past the call's deadline and was stopped (nothing it changed was kept); add a LIMIT, an index or a bound`,
+        });
         this.kill();
       };
       const timer = setTimeout(late, Math.max(0, deadlineAt - Date.now()));
       this.#pending.set(id, { resolve, mode: request.mode, timer });
-      this.#child.stdin?.write(`${JSON.stringify({ ...request, home: this.home, id, params: encodeValue(request.params) })}\n`);
+      this.#child.stdin?.write(
+        `${JSON.stringify({ ...request, home: this.home, id, params: encodeValue(request.params) })}\n`,
+      );
     });
   }
 
@@ -195,13 +244,31 @@ export class DbProcesses {
   ) {}
 
   /** Runs one statement of `extension`'s (the allowlist was checked; it is checked again there), answered by `deadlineAt`. */
-  run(extension: string, maxBytes: number, mode: "query" | "exec", sql: string, params: SqlParams | undefined, deadlineAt: number): Promise<DbResult> {
+  run(
+    extension: string,
+    maxBytes: number,
+    mode: "query" | "exec",
+    sql: string,
+    params: SqlParams | undefined,
+    deadlineAt: number,
+  ): Promise<DbResult> {
     return this.#run(extension, maxBytes, { mode, sql, ...(params !== undefined ? { params } : {}) }, deadlineAt);
   }
 
   /** The kind and tables SQLite says `sql` would touch, without running it (`table` names them), by `deadlineAt`. */
-  explain(extension: string, maxBytes: number, sql: string, params: SqlParams | undefined, deadlineAt: number): Promise<DbResult> {
-    return this.#run(extension, maxBytes, { mode: "explain", sql, ...(params !== undefined ? { params } : {}) }, deadlineAt);
+  explain(
+    extension: string,
+    maxBytes: number,
+    sql: string,
+    params: SqlParams | undefined,
+    deadlineAt: number,
+  ): Promise<DbResult> {
+    return this.#run(
+      extension,
+      maxBytes,
+      { mode: "explain", sql, ...(params !== undefined ? { params } : {}) },
+      deadlineAt,
+    );
   }
 
   /**
@@ -209,7 +276,13 @@ export class DbProcesses {
    * allowlist, as SQLite would after a bug that slipped past it — to show the jail
    * alone holds. Never reached from a capability (caps/db.ts calls `run`).
    */
-  runUnchecked(extension: string, maxBytes: number, mode: "query" | "exec", sql: string, deadlineAt: number): Promise<DbResult> {
+  runUnchecked(
+    extension: string,
+    maxBytes: number,
+    mode: "query" | "exec",
+    sql: string,
+    deadlineAt: number,
+  ): Promise<DbResult> {
     return this.#run(extension, maxBytes, { mode, sql, unchecked: true }, deadlineAt);
   }
 
@@ -219,9 +292,21 @@ export class DbProcesses {
     return p === undefined || p.dead ? undefined : p.pid;
   }
 
-  #run(extension: string, maxBytes: number, request: Pick<DbRequest, "mode" | "sql" | "params" | "unchecked">, deadlineAt: number): Promise<DbResult> {
+  #run(
+    extension: string,
+    maxBytes: number,
+    request: Pick<DbRequest, "mode" | "sql" | "params" | "unchecked">,
+    deadlineAt: number,
+  ): Promise<DbResult> {
     const mode = request.mode;
-    if (this.#closed) return Promise.resolve({ ok: false, kind: "refused", table: "", rule: "storage.process", msg: `db.${mode}: the broker is closing` });
+    if (this.#closed)
+      return Promise.resolve({
+        ok: false,
+        kind: "refused",
+        table: "",
+        rule: "storage.process",
+        msg: `db.${mode}: the broker is closing`,
+      });
     let p = this.#live.get(extension);
     // A new quota (an approved upgrade) needs a process whose file-size bound allows it.
     if (p !== undefined && !p.dead && p.maxBytes !== maxBytes) p.kill();
@@ -232,7 +317,13 @@ export class DbProcesses {
           if (this.#live.get(extension) === made) this.#live.delete(extension);
         });
       } catch (err) {
-        return Promise.resolve({ ok: false, kind: "refused", table: "", rule: "storage.process", msg: `db.${mode}: the database process could not start: ${(err as Error).message.slice(0, 200)}` });
+        return Promise.resolve({
+          ok: false,
+          kind: "refused",
+          table: "",
+          rule: "storage.process",
+          msg: `db.${mode}: the database process could not start: ${(err as Error).message.slice(0, 200)}`,
+        });
       }
       this.#live.set(extension, (p = made));
     }
@@ -251,7 +342,15 @@ export class DbProcesses {
  * Runs migrations in a database jail of their own and waits for it (approval
  * is synchronous), killing it past `deadlineMs`; throws a MigrationFailure.
  */
-export function runMigrationsBounded(home: string, extension: string, maxBytes: number, pending: readonly MigrationText[], starting: (m: MigrationText) => void, setup: HostJobSetup = {}, deadlineMs = MIGRATION_DEADLINE_MS): void {
+export function runMigrationsBounded(
+  home: string,
+  extension: string,
+  maxBytes: number,
+  pending: readonly MigrationText[],
+  starting: (m: MigrationText) => void,
+  setup: HostJobSetup = {},
+  deadlineMs = MIGRATION_DEADLINE_MS,
+): void {
   if (pending.length === 0) return;
   const { job, home: seen } = databaseJob(home, extension, maxBytes, setup, ["migrate"]);
   const r = runHostJobSync(job, JSON.stringify({ home: seen, extension, maxBytes, pending }), deadlineMs, 1024 * 1024);
@@ -275,7 +374,8 @@ export function runMigrationsBounded(home: string, extension: string, maxBytes: 
   }
   const end = lines.at(-1);
   if (end?.ok === true) return;
-  if (end !== undefined && end.ok === false) throw new MigrationFailure(String(end.migration), Number(end.statement), String(end.sql), String(end.reason));
+  if (end !== undefined && end.ok === false)
+    throw new MigrationFailure(String(end.migration), Number(end.statement), String(end.sql), String(end.reason));
   const why = r.timedOut ? `it ran past ${deadlineMs / 1000} s and was stopped` : jobFailure(job, r, deadlineMs);
   throw new MigrationFailure(last?.name ?? pending[0]!.name, 0, "", why);
 }
@@ -285,6 +385,9 @@ export function appliedCountJailed(home: string, extension: string, setup: HostJ
   const { job, home: seen } = databaseJob(home, extension, 1024 * 1024 * 1024, setup, ["version"]);
   const r = runHostJobSync(job, JSON.stringify({ home: seen, extension }), MIGRATION_DEADLINE_MS, 1024);
   const answer = /^\{"version":(\d+)\}/.exec(r.stdout.toString("utf8"));
-  if (answer === null) throw new Error(`Cannot read the migrations of ${extension}'s database: ${jobFailure(job, r, MIGRATION_DEADLINE_MS)}`);
+  if (answer === null)
+    throw new Error(
+      `Cannot read the migrations of ${extension}'s database: ${jobFailure(job, r, MIGRATION_DEADLINE_MS)}`,
+    );
   return Number(answer[1]);
 }

@@ -25,7 +25,11 @@ export interface DbResponse {
 }
 
 const isBytes = (x: unknown): x is { $bytes: string } =>
-  typeof x === "object" && x !== null && !Array.isArray(x) && Object.keys(x).length === 1 && typeof (x as { $bytes?: unknown }).$bytes === "string";
+  typeof x === "object" &&
+  x !== null &&
+  !Array.isArray(x) &&
+  Object.keys(x).length === 1 &&
+  typeof (x as { $bytes?: unknown }).$bytes === "string";
 
 /**
  * A value (params, rows) with its bytes written as `{ $bytes: base64 }`. A key of the
@@ -35,7 +39,8 @@ const isBytes = (x: unknown): x is { $bytes: string } =>
 export function encodeValue(x: unknown): unknown {
   if (x instanceof Uint8Array) return { $bytes: Buffer.from(x).toString("base64") };
   if (Array.isArray(x)) return x.map(encodeValue);
-  if (typeof x === "object" && x !== null) return Object.fromEntries(Object.entries(x).map(([k, val]) => [k.startsWith("$") ? `$${k}` : k, encodeValue(val)]));
+  if (typeof x === "object" && x !== null)
+    return Object.fromEntries(Object.entries(x).map(([k, val]) => [k.startsWith("$") ? `$${k}` : k, encodeValue(val)]));
   return x;
 }
 
@@ -43,7 +48,10 @@ export function encodeValue(x: unknown): unknown {
 export function decodeValue(x: unknown): unknown {
   if (isBytes(x)) return new Uint8Array(Buffer.from(x.$bytes, "base64"));
   if (Array.isArray(x)) return x.map(decodeValue);
-  if (typeof x === "object" && x !== null) return Object.fromEntries(Object.entries(x).map(([k, val]) => [k.startsWith("$") ? k.slice(1) : k, decodeValue(val)]));
+  if (typeof x === "object" && x !== null)
+    return Object.fromEntries(
+      Object.entries(x).map(([k, val]) => [k.startsWith("$") ? k.slice(1) : k, decodeValue(val)]),
+    );
   return x;
 }
 
@@ -59,6 +67,7 @@ export const DbResponseSchema = v.object({
 /** The longest answer line read from a database jail (a reply is at most 1 MiB of rows; base64 and JSON escapes grow it). */
 export const DB_LINE_BYTES = 8 * 1024 * 1024;
 
-export const decodeParams = (x: unknown): SqlParams | undefined => (x === undefined ? undefined : (decodeValue(x) as SqlParams));
+export const decodeParams = (x: unknown): SqlParams | undefined =>
+  x === undefined ? undefined : (decodeValue(x) as SqlParams);
 export const decodeResult = (x: unknown): DbResult => decodeValue(x) as DbResult;
 export type { SqlValue };

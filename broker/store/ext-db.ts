@@ -23,7 +23,13 @@ export type SqlValue = null | number | string | Uint8Array;
 export type SqlParams = readonly SqlValue[] | Readonly<Record<string, SqlValue>>;
 
 export type DbResult =
-  | { readonly ok: true; readonly kind: string; readonly table: string; readonly value: unknown; readonly bytes: number }
+  | {
+      readonly ok: true;
+      readonly kind: string;
+      readonly table: string;
+      readonly value: unknown;
+      readonly bytes: number;
+    }
   | { readonly ok: false; readonly kind: string; readonly table: string; readonly rule: string; readonly msg: string };
 
 export const dataDir = (home: string): string => join(home, "data");
@@ -51,7 +57,8 @@ export function openExtensionDb(home: string, extension: string, maxBytes: numbe
     const page = db.pragma("page_size", { simple: true }) as number;
     // At least one page, so an empty database can still be read.
     // The temp schema too (CREATE TEMP TABLE, CREATE TABLE temp.x): without it, it grows without bound for the call.
-    for (const schema of ["main", "temp"]) db.pragma(`${schema}.max_page_count = ${Math.max(1, Math.floor(maxBytes / page))}`);
+    for (const schema of ["main", "temp"])
+      db.pragma(`${schema}.max_page_count = ${Math.max(1, Math.floor(maxBytes / page))}`);
     return db;
   } catch (err) {
     db.close();
@@ -61,13 +68,19 @@ export function openExtensionDb(home: string, extension: string, maxBytes: numbe
 
 const bound = (values: SqlParams | undefined): unknown[] => {
   if (values === undefined) return [];
-  return Array.isArray(values) ? values.map(toSql) : [Object.fromEntries(Object.entries(values).map(([k, x]) => [k, toSql(x)]))];
+  return Array.isArray(values)
+    ? values.map(toSql)
+    : [Object.fromEntries(Object.entries(values).map(([k, x]) => [k, toSql(x)]))];
 };
 const toSql = (x: SqlValue): unknown => (x instanceof Uint8Array ? Buffer.from(x) : x);
-const fromSql = (x: unknown): unknown => (Buffer.isBuffer(x) ? new Uint8Array(x) : typeof x === "bigint" ? Number(x) : x);
+const fromSql = (x: unknown): unknown =>
+  Buffer.isBuffer(x) ? new Uint8Array(x) : typeof x === "bigint" ? Number(x) : x;
 
 const sizeOf = (row: Record<string, unknown>): number =>
-  Object.entries(row).reduce((n, [k, x]) => n + k.length + (x instanceof Uint8Array ? x.length : JSON.stringify(x ?? null).length), 0);
+  Object.entries(row).reduce(
+    (n, [k, x]) => n + k.length + (x instanceof Uint8Array ? x.length : JSON.stringify(x ?? null).length),
+    0,
+  );
 
 /** Statements whose tables SQLite itself names (the rest — DDL, pragmas — keep the name their text gives). */
 const DATA_KINDS = new Set(["select", "insert", "replace", "update", "delete", "with", "values"]);
@@ -78,10 +91,19 @@ const DATA_KINDS = new Set(["select", "insert", "replace", "update", "delete", "
  * index counts as its table; `main.` is dropped, `temp.` kept. Virtual tables (FTS)
  * open no such cursor on their own storage: they are named by the statement's text.
  */
-export function statementTables(db: Database.Database, sql: string, params?: SqlParams): { reads: string[]; writes: string[] } | null {
+export function statementTables(
+  db: Database.Database,
+  sql: string,
+  params?: SqlParams,
+): { reads: string[]; writes: string[] } | null {
   const pages = new Map<string, string>();
-  for (const [index, schema] of [[0, "main"], [1, "temp"]] as const) {
-    const rows = db.prepare(`SELECT tbl_name AS t, rootpage AS p FROM ${schema}.sqlite_schema WHERE rootpage > 0`).all() as Array<{ t: string; p: number }>;
+  for (const [index, schema] of [
+    [0, "main"],
+    [1, "temp"],
+  ] as const) {
+    const rows = db
+      .prepare(`SELECT tbl_name AS t, rootpage AS p FROM ${schema}.sqlite_schema WHERE rootpage > 0`)
+      .all() as Array<{ t: string; p: number }>;
     pages.set(`${index}:1`, schema === "main" ? "sqlite_schema" : "temp.sqlite_schema");
     for (const r of rows) pages.set(`${index}:${r.p}`, schema === "main" ? r.t : `temp.${r.t}`);
   }
@@ -112,7 +134,13 @@ function namedTables(kind: string, textTable: string, tables: { reads: string[];
 }
 
 /** The statement's kind and the tables SQLite says it touches, without running it (what `cap_call` hooks are shown). */
-export function explainStatement(home: string, extension: string, maxBytes: number, sql: string, params?: SqlParams): DbResult {
+export function explainStatement(
+  home: string,
+  extension: string,
+  maxBytes: number,
+  sql: string,
+  params?: SqlParams,
+): DbResult {
   const check = checkStatement(sql);
   if (!check.ok) return { ok: false, kind: "refused", table: "", rule: check.rule, msg: check.msg };
   const db = openExtensionDb(home, extension, maxBytes);
@@ -128,7 +156,15 @@ export function explainStatement(home: string, extension: string, maxBytes: numb
 }
 
 /** Runs one allowed statement: `query` wants one that returns rows, `exec` one that does not. `unchecked`: the escape suite's bypass of the allowlist. */
-export function runStatement(home: string, extension: string, maxBytes: number, mode: "query" | "exec", sql: string, params?: SqlParams, unchecked = false): DbResult {
+export function runStatement(
+  home: string,
+  extension: string,
+  maxBytes: number,
+  mode: "query" | "exec",
+  sql: string,
+  params?: SqlParams,
+  unchecked = false,
+): DbResult {
   const check = unchecked ? ({ ok: true, kind: "unchecked", table: "" } as const) : checkStatement(sql);
   if (!check.ok) return { ok: false, kind: "refused", table: "", rule: check.rule, msg: `db.${mode}: ${check.msg}` };
   const { kind, table } = check;
@@ -140,15 +176,23 @@ export function runStatement(home: string, extension: string, maxBytes: number, 
       stmt = db.prepare(sql);
     } catch (err) {
       // better-sqlite3's RangeError (matched by text: under a VM realm instanceof would miss it).
-      if (/more than one statement/.test((err as Error).message)) return fail("storage.one_statement", "one statement per call (no ';'-chained statements)");
+      if (/more than one statement/.test((err as Error).message))
+        return fail("storage.one_statement", "one statement per call (no ';'-chained statements)");
       return fail("storage.sql", `the statement does not prepare: ${(err as Error).message.slice(0, 200)}`);
     }
-    if (mode === "query" && !stmt.reader) return fail("storage.statement", "this statement returns no rows; use db.exec");
+    if (mode === "query" && !stmt.reader)
+      return fail("storage.statement", "this statement returns no rows; use db.exec");
     if (mode === "exec" && stmt.reader) return fail("storage.statement", "this statement returns rows; use db.query");
     try {
       if (mode === "exec") {
         const r = stmt.run(...bound(params));
-        return { ok: true, kind, table, value: { changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) }, bytes: 0 };
+        return {
+          ok: true,
+          kind,
+          table,
+          value: { changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) },
+          bytes: 0,
+        };
       }
       const rows: Record<string, unknown>[] = [];
       let bytes = 0;
@@ -156,13 +200,21 @@ export function runStatement(home: string, extension: string, maxBytes: number, 
         const row = Object.fromEntries(Object.entries(raw).map(([k, x]) => [k, fromSql(x)]));
         bytes += sizeOf(row);
         if (rows.length >= MAX_ROWS) return fail("storage.rows", `more than ${MAX_ROWS} rows; add a LIMIT`);
-        if (bytes > MAX_REPLY_BYTES) return fail("storage.reply_bytes", `more than ${MAX_REPLY_BYTES} bytes of rows; select fewer columns or add a LIMIT`);
+        if (bytes > MAX_REPLY_BYTES)
+          return fail(
+            "storage.reply_bytes",
+            `more than ${MAX_REPLY_BYTES} bytes of rows; select fewer columns or add a LIMIT`,
+          );
         rows.push(row);
       }
       return { ok: true, kind, table, value: rows, bytes };
     } catch (err) {
       const code = (err as { code?: string }).code ?? "";
-      if (code === "SQLITE_FULL") return fail("storage.max_bytes", `the database would grow past its quota of ${maxBytes} bytes ([storage] max_bytes)`);
+      if (code === "SQLITE_FULL")
+        return fail(
+          "storage.max_bytes",
+          `the database would grow past its quota of ${maxBytes} bytes ([storage] max_bytes)`,
+        );
       return fail("storage.sql", (err as Error).message.slice(0, 200));
     }
   } finally {

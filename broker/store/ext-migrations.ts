@@ -5,7 +5,7 @@
  * that same transaction — so the database says itself which migrations it
  * has, and a failure anywhere leaves it exactly as it was.
  */
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { splitStatements } from "../registry/migration-summary.js";
 import { openExtensionDb } from "./ext-db.js";
 import { checkStatement, stripComments } from "./sql-allowlist.js";
@@ -24,7 +24,11 @@ export class MigrationFailure extends Error {
     readonly sql: string,
     readonly reason: string,
   ) {
-    super(statement === 0 ? `migration ${migration} failed: ${reason}` : `migration ${migration} failed at statement ${statement} (${stripComments(sql).replace(/\s+/g, " ").trim().slice(0, 80)}): ${reason}`);
+    super(
+      statement === 0
+        ? `migration ${migration} failed: ${reason}`
+        : `migration ${migration} failed at statement ${statement} (${stripComments(sql).replace(/\s+/g, " ").trim().slice(0, 80)}): ${reason}`,
+    );
   }
 }
 
@@ -37,12 +41,24 @@ export function userVersion(db: Database.Database): number {
  * Runs `pending` (in order, numbered after what the database has) in one
  * transaction under the quota; throws a MigrationFailure after rolling back.
  */
-export function runMigrations(home: string, extension: string, maxBytes: number, pending: readonly MigrationText[], starting: (m: MigrationText) => void = () => {}): void {
+export function runMigrations(
+  home: string,
+  extension: string,
+  maxBytes: number,
+  pending: readonly MigrationText[],
+  starting: (m: MigrationText) => void = () => {},
+): void {
   if (pending.length === 0) return;
   const db = openExtensionDb(home, extension, maxBytes);
   try {
     const at = userVersion(db);
-    if (pending[0]!.number !== at + 1) throw new MigrationFailure(pending[0]!.name, 0, "", `the database is at migration ${at}, not ${pending[0]!.number - 1}`);
+    if (pending[0]!.number !== at + 1)
+      throw new MigrationFailure(
+        pending[0]!.name,
+        0,
+        "",
+        `the database is at migration ${at}, not ${pending[0]!.number - 1}`,
+      );
     db.exec("BEGIN IMMEDIATE");
     try {
       for (const m of pending) {
@@ -56,7 +72,10 @@ export function runMigrations(home: string, extension: string, maxBytes: number,
             else stmt.run();
           } catch (err) {
             const code = (err as { code?: string }).code ?? "";
-            const reason = code === "SQLITE_FULL" ? `the database would grow past its quota of ${maxBytes} bytes ([storage] max_bytes)` : (err as Error).message.slice(0, 300);
+            const reason =
+              code === "SQLITE_FULL"
+                ? `the database would grow past its quota of ${maxBytes} bytes ([storage] max_bytes)`
+                : (err as Error).message.slice(0, 300);
             throw new MigrationFailure(m.name, i + 1, sql, reason);
           }
         });

@@ -18,8 +18,14 @@ export interface ExtensionData {
 const SIZE = "coalesce(sum(length(value) + length(cast(key as blob))), 0)";
 
 export function extensionData(store: Store, home: string, extension: string): ExtensionData {
-  const kv = store.sqlite.prepare(`select count(*) as keys, ${SIZE} as bytes from kv where extension = ?`).get(extension) as { keys: number; bytes: number };
-  const skv = store.sqlite.prepare(`select count(*) as keys, ${SIZE} as bytes, count(distinct session_id) as sessions from session_kv where extension = ?`).get(extension) as { keys: number; bytes: number; sessions: number };
+  const kv = store.sqlite
+    .prepare(`select count(*) as keys, ${SIZE} as bytes from kv where extension = ?`)
+    .get(extension) as { keys: number; bytes: number };
+  const skv = store.sqlite
+    .prepare(
+      `select count(*) as keys, ${SIZE} as bytes, count(distinct session_id) as sessions from session_kv where extension = ?`,
+    )
+    .get(extension) as { keys: number; bytes: number; sessions: number };
   const bytes = dbSize(home, extension);
   return { kv, skv, db: bytes === null ? null : { file: dbFile(home, extension), bytes } };
 }

@@ -25,19 +25,39 @@ export class FoldsRepository {
   }
 
   /** Stores one compaction's folds together: all of them or none. */
-  insert(sessionId: string, compactionId: number, strategy: string, extension: string, made: readonly { from: number; to: number; text: string }[]): void {
+  insert(
+    sessionId: string,
+    compactionId: number,
+    strategy: string,
+    extension: string,
+    made: readonly { from: number; to: number; text: string }[],
+  ): void {
     if (made.length === 0) return;
     const createdAt = Date.now();
     this.#store.orm.transaction((tx) => {
       tx.insert(folds)
-        .values(made.map((f) => ({ sessionId, compactionId, strategy, extension, fromIndex: f.from, toIndex: f.to, text: f.text, createdAt })))
+        .values(
+          made.map((f) => ({
+            sessionId,
+            compactionId,
+            strategy,
+            extension,
+            fromIndex: f.from,
+            toIndex: f.to,
+            text: f.text,
+            createdAt,
+          })),
+        )
         .run();
     });
   }
 
   /** A session's folds, oldest compaction first, each compaction's by position; or only one compaction's. */
   list(sessionId: string, compactionId?: number): FoldRow[] {
-    const where = compactionId === undefined ? eq(folds.sessionId, sessionId) : and(eq(folds.sessionId, sessionId), eq(folds.compactionId, compactionId));
+    const where =
+      compactionId === undefined
+        ? eq(folds.sessionId, sessionId)
+        : and(eq(folds.sessionId, sessionId), eq(folds.compactionId, compactionId));
     return this.#store.orm
       .select({
         compactionId: folds.compactionId,
@@ -55,7 +75,13 @@ export class FoldsRepository {
   }
 
   preferredStrategy(sessionId: string): string | null {
-    return this.#store.orm.select({ strategy: strategyPreferences.strategy }).from(strategyPreferences).where(eq(strategyPreferences.sessionId, sessionId)).get()?.strategy ?? null;
+    return (
+      this.#store.orm
+        .select({ strategy: strategyPreferences.strategy })
+        .from(strategyPreferences)
+        .where(eq(strategyPreferences.sessionId, sessionId))
+        .get()?.strategy ?? null
+    );
   }
 
   /** Saves the session's preferred strategy; `null` removes it. */

@@ -26,7 +26,11 @@ export interface InitRecord extends InitKey {
 }
 
 const where = (key: InitKey) =>
-  and(eq(extensionInits.extension, key.extension), eq(extensionInits.artifactHash, key.artifactHash), eq(extensionInits.manifestHash, key.manifestHash));
+  and(
+    eq(extensionInits.extension, key.extension),
+    eq(extensionInits.artifactHash, key.artifactHash),
+    eq(extensionInits.manifestHash, key.manifestHash),
+  );
 
 export class InitRecords {
   readonly #store: Store;
@@ -43,13 +47,27 @@ export class InitRecords {
   /** It succeeded: never run again for this version. */
   succeeded(key: InitKey, version: string, message: string | null): void {
     const set = { version, ranAt: Date.now(), message, error: null, failedAt: null };
-    this.#store.orm.insert(extensionInits).values({ ...key, ...set }).onConflictDoUpdate({ target: [extensionInits.extension, extensionInits.artifactHash, extensionInits.manifestHash], set }).run();
+    this.#store.orm
+      .insert(extensionInits)
+      .values({ ...key, ...set })
+      .onConflictDoUpdate({
+        target: [extensionInits.extension, extensionInits.artifactHash, extensionInits.manifestHash],
+        set,
+      })
+      .run();
   }
 
   /** It failed with `error` (a success recorded meanwhile, by another process, stands). */
   failed(key: InitKey, version: string, error: string): void {
     if (this.get(key)?.ranAt != null) return;
     const set = { version, ranAt: null, message: null, error, failedAt: Date.now() };
-    this.#store.orm.insert(extensionInits).values({ ...key, ...set }).onConflictDoUpdate({ target: [extensionInits.extension, extensionInits.artifactHash, extensionInits.manifestHash], set }).run();
+    this.#store.orm
+      .insert(extensionInits)
+      .values({ ...key, ...set })
+      .onConflictDoUpdate({
+        target: [extensionInits.extension, extensionInits.artifactHash, extensionInits.manifestHash],
+        set,
+      })
+      .run();
   }
 }

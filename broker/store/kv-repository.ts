@@ -53,7 +53,10 @@ class SpaceStatements {
     const db = store.sqlite;
     this.get = db.prepare(`select value, encoding from ${table} where ${where} and key = ?`);
     this.size = db.prepare(`select ${SIZE} as n from ${table} where ${where} and key = ?`);
-    const marks = columns.split(",").map(() => "?").join(", ");
+    const marks = columns
+      .split(",")
+      .map(() => "?")
+      .join(", ");
     this.put = db.prepare(
       `insert into ${table} (${columns}, key, value, encoding, updated_at) values (${marks}, ?, ?, ?, ?)` +
         ` on conflict (${conflict}, key) do update set value = excluded.value, encoding = excluded.encoding, updated_at = excluded.updated_at`,
@@ -68,17 +71,31 @@ export class KvRepository {
   readonly #own: SpaceStatements;
   readonly #session: SpaceStatements;
   readonly #used: Statement<[string, string], { n: number }>;
-  readonly #cas: Transaction<(space: KvSpace, key: string, expected: KvValue | null, next: KvValue | null, quota: number) => KvCasOutcome>;
+  readonly #cas: Transaction<
+    (space: KvSpace, key: string, expected: KvValue | null, next: KvValue | null, quota: number) => KvCasOutcome
+  >;
 
   constructor(store: Store) {
     this.#own = new SpaceStatements(store, "kv", "extension = ?", "extension", "extension");
-    this.#session = new SpaceStatements(store, "session_kv", "extension = ? and session_id = ?", "extension, session_id", "extension, session_id");
-    this.#used = store.sqlite.prepare(`select (select coalesce(sum(${SIZE}), 0) from kv where extension = ?) + (select coalesce(sum(${SIZE}), 0) from session_kv where extension = ?) as n`);
-    this.#cas = store.sqlite.transaction((space, key, expected, next, quota) => this.#casNow(space, key, expected, next, quota));
+    this.#session = new SpaceStatements(
+      store,
+      "session_kv",
+      "extension = ? and session_id = ?",
+      "extension, session_id",
+      "extension, session_id",
+    );
+    this.#used = store.sqlite.prepare(
+      `select (select coalesce(sum(${SIZE}), 0) from kv where extension = ?) + (select coalesce(sum(${SIZE}), 0) from session_kv where extension = ?) as n`,
+    );
+    this.#cas = store.sqlite.transaction((space, key, expected, next, quota) =>
+      this.#casNow(space, key, expected, next, quota),
+    );
   }
 
   #in(space: KvSpace): { statements: SpaceStatements; params: string[] } {
-    return space.session === null ? { statements: this.#own, params: [space.extension] } : { statements: this.#session, params: [space.extension, space.session] };
+    return space.session === null
+      ? { statements: this.#own, params: [space.extension] }
+      : { statements: this.#session, params: [space.extension, space.session] };
   }
 
   get(space: KvSpace, key: string): KvValue | null {

@@ -97,7 +97,9 @@ export class Ledger {
     this.#insertStart = db.prepare(
       "insert into invocations (session_id, extension, kind, name, strand, started_at, outcome, owner, hooks_bypassed) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
-    this.#updateFinish = db.prepare("update invocations set finished_at = ?, duration_ms = ?, outcome = ? where id = ?");
+    this.#updateFinish = db.prepare(
+      "update invocations set finished_at = ?, duration_ms = ?, outcome = ? where id = ?",
+    );
     this.#insertAudit = db.prepare(
       "insert into cap_audit (invocation_id, session_id, extension, capability, target, decision, rule, bytes, secret, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
@@ -106,7 +108,11 @@ export class Ledger {
     );
     // A broker that died mid-call left rows running: nobody will finish them.
     // Rows of brokers still alive (another `tether serve`) are theirs to finish.
-    const running = store.orm.select({ id: invocations.id, owner: invocations.owner }).from(invocations).where(eq(invocations.outcome, RUNNING)).all();
+    const running = store.orm
+      .select({ id: invocations.id, owner: invocations.owner })
+      .from(invocations)
+      .where(eq(invocations.outcome, RUNNING))
+      .all();
     const dead = running.filter((r) => !ownerAlive(r.owner)).map((r) => r.id);
     if (dead.length > 0) {
       store.orm
@@ -120,7 +126,19 @@ export class Ledger {
   /** Records that an invocation started; returns its ledger id. */
   begin(start: InvocationStart): number {
     const startedAt = Date.now();
-    const id = Number(this.#insertStart.run(start.sessionId, start.extension, start.kind, start.name, start.strand, startedAt, RUNNING, SELF, start.hooksBypassed === true ? 1 : 0).lastInsertRowid);
+    const id = Number(
+      this.#insertStart.run(
+        start.sessionId,
+        start.extension,
+        start.kind,
+        start.name,
+        start.strand,
+        startedAt,
+        RUNNING,
+        SELF,
+        start.hooksBypassed === true ? 1 : 0,
+      ).lastInsertRowid,
+    );
     this.#starts.set(id, startedAt);
     return id;
   }
@@ -143,7 +161,8 @@ export class Ledger {
   /** Records the hooks' answers to one event (bounded texts). */
   trace(rows: readonly HookTrace[]): void {
     const at = Date.now();
-    for (const row of rows) this.#traces.push({ ...row, subject: row.subject.slice(0, 512), detail: row.detail.slice(0, 1024), at });
+    for (const row of rows)
+      this.#traces.push({ ...row, subject: row.subject.slice(0, 512), detail: row.detail.slice(0, 1024), at });
     if (rows.length > 0) this.#schedule();
   }
 
@@ -182,9 +201,32 @@ export class Ledger {
     this.#traces = [];
     this.#store.sqlite.transaction(() => {
       for (const f of finishes) this.#updateFinish.run(f.finishedAt, f.durationMs, f.outcome, f.id);
-      for (const a of audits) this.#insertAudit.run(a.invocationId, a.sessionId, a.extension, a.capability, a.target, a.decision, a.rule, a.bytes, a.secret ?? null, a.at);
+      for (const a of audits)
+        this.#insertAudit.run(
+          a.invocationId,
+          a.sessionId,
+          a.extension,
+          a.capability,
+          a.target,
+          a.decision,
+          a.rule,
+          a.bytes,
+          a.secret ?? null,
+          a.at,
+        );
       for (const t of traces) {
-        this.#insertTrace.run(t.sessionId, t.event, t.subject, t.aboutInvocationId, t.hookInvocationId, t.extension, t.answer, t.detail, t.durationMs, t.at);
+        this.#insertTrace.run(
+          t.sessionId,
+          t.event,
+          t.subject,
+          t.aboutInvocationId,
+          t.hookInvocationId,
+          t.extension,
+          t.answer,
+          t.detail,
+          t.durationMs,
+          t.at,
+        );
       }
     })();
   }

@@ -33,7 +33,10 @@ export class PreferencesRepository {
   }
 
   delete(scope: string, extension: string): void {
-    this.#store.orm.delete(preferences).where(and(eq(preferences.scope, scope), eq(preferences.extension, extension))).run();
+    this.#store.orm
+      .delete(preferences)
+      .where(and(eq(preferences.scope, scope), eq(preferences.extension, extension)))
+      .run();
   }
 
   /** Every saved choice for `extension` outside `exceptScope`, by scope. */

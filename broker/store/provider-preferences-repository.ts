@@ -34,7 +34,11 @@ export class ProviderPreferencesRepository {
 
   /** The session's preference, or null when it has none. */
   get(sessionId: string): ProviderPreference | null {
-    const row = this.#store.orm.select().from(providerPreferences).where(eq(providerPreferences.sessionId, sessionId)).get();
+    const row = this.#store.orm
+      .select()
+      .from(providerPreferences)
+      .where(eq(providerPreferences.sessionId, sessionId))
+      .get();
     return row === undefined ? null : { rank: names(row.rank), exclude: names(row.exclude) };
   }
 

@@ -101,26 +101,23 @@ export const sessions = sqliteTable("sessions", {
  * cost a page per call (together half the insert). Readers go newest first by
  * id and stop at their limit (store/audit-queries.ts).
  */
-export const invocations = sqliteTable(
-  "invocations",
-  {
-    id: integer("id").primaryKey(),
-    sessionId: text("session_id").notNull(),
-    extension: text("extension").notNull(),
-    kind: text("kind").notNull(),
-    name: text("name").notNull(),
-    strand: text("strand").notNull().default(""),
-    startedAt: integer("started_at").notNull(),
-    finishedAt: integer("finished_at"),
-    durationMs: integer("duration_ms"),
-    /** "ok" or the error code. */
-    outcome: text("outcome").notNull(),
-    /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
-    owner: text("owner"),
-    /** The operator bypassed the hook bus for this call (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked. */
-    hooksBypassed: integer("hooks_bypassed", { mode: "boolean" }).notNull().default(false),
-  },
-);
+export const invocations = sqliteTable("invocations", {
+  id: integer("id").primaryKey(),
+  sessionId: text("session_id").notNull(),
+  extension: text("extension").notNull(),
+  kind: text("kind").notNull(),
+  name: text("name").notNull(),
+  strand: text("strand").notNull().default(""),
+  startedAt: integer("started_at").notNull(),
+  finishedAt: integer("finished_at"),
+  durationMs: integer("duration_ms"),
+  /** "ok" or the error code. */
+  outcome: text("outcome").notNull(),
+  /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
+  owner: text("owner"),
+  /** The operator bypassed the hook bus for this call (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked. */
+  hooksBypassed: integer("hooks_bypassed", { mode: "boolean" }).notNull().default(false),
+});
 
 /** The capability-call audit: every decision, allowed or denied, with the rule that decided. */
 export const capAudit = sqliteTable(
@@ -150,7 +147,9 @@ export const kv = sqliteTable(
     key: text("key").notNull(),
     value: blob("value", { mode: "buffer" }).notNull(),
     /** "json" (UTF-8 JSON text) or "bytes". */
-    encoding: text("encoding", { enum: ["json", "bytes"] }).notNull().default("bytes"),
+    encoding: text("encoding", { enum: ["json", "bytes"] })
+      .notNull()
+      .default("bytes"),
     updatedAt: integer("updated_at").notNull().default(now),
   },
   (t) => [primaryKey({ columns: [t.extension, t.key] })],
@@ -169,7 +168,9 @@ export const sessionKv = sqliteTable(
     key: text("key").notNull(),
     value: blob("value", { mode: "buffer" }).notNull(),
     /** "json" (UTF-8 JSON text) or "bytes". */
-    encoding: text("encoding", { enum: ["json", "bytes"] }).notNull().default("bytes"),
+    encoding: text("encoding", { enum: ["json", "bytes"] })
+      .notNull()
+      .default("bytes"),
     updatedAt: integer("updated_at").notNull().default(now),
   },
   (t) => [primaryKey({ columns: [t.extension, t.sessionId, t.key] })],

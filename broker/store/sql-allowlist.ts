@@ -3,4 +3,10 @@
  * the wire (jail-runtime/wire/sql-allowlist.ts), so the author SDK's test
  * kit (`FakeDb`) refuses exactly what the broker refuses.
  */
-export { checkStatement, scanSql, splitStatements, stripComments, type SqlCheck } from "../../jail-runtime/wire/sql-allowlist.js";
+export {
+  checkStatement,
+  scanSql,
+  splitStatements,
+  stripComments,
+  type SqlCheck,
+} from "../../jail-runtime/wire/sql-allowlist.js";

@@ -36,7 +36,8 @@ export const DEFAULT_SCRIPT: FakeScript = { deltas: ["Hello", ", ", "world", "!"
 
 type Speak = (res: ServerResponse, model: string, script: FakeScript) => void;
 
-const sse = (res: ServerResponse) => res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+const sse = (res: ServerResponse) =>
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
 
 const openAi: Speak = (res, model, script) => {
   sse(res);
@@ -46,23 +47,65 @@ const openAi: Speak = (res, model, script) => {
     return;
   }
   const chunk = (body: unknown) => res.write(`data: ${JSON.stringify(body)}\n\n`);
-  chunk({ id: "c1", object: "chat.completion.chunk", model, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] });
-  for (const content of script.deltas) chunk({ id: "c1", object: "chat.completion.chunk", model, choices: [{ index: 0, delta: { content }, finish_reason: null }] });
-  chunk({ id: "c1", object: "chat.completion.chunk", model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] });
-  chunk({ id: "c1", object: "chat.completion.chunk", model, choices: [], usage: { prompt_tokens: script.inputTokens, completion_tokens: script.outputTokens, total_tokens: script.inputTokens + script.outputTokens } });
+  chunk({
+    id: "c1",
+    object: "chat.completion.chunk",
+    model,
+    choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }],
+  });
+  for (const content of script.deltas)
+    chunk({
+      id: "c1",
+      object: "chat.completion.chunk",
+      model,
+      choices: [{ index: 0, delta: { content }, finish_reason: null }],
+    });
+  chunk({
+    id: "c1",
+    object: "chat.completion.chunk",
+    model,
+    choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
+  });
+  chunk({
+    id: "c1",
+    object: "chat.completion.chunk",
+    model,
+    choices: [],
+    usage: {
+      prompt_tokens: script.inputTokens,
+      completion_tokens: script.outputTokens,
+      total_tokens: script.inputTokens + script.outputTokens,
+    },
+  });
   res.end("data: [DONE]\n\n");
 };
 
 const anthropic: Speak = (res, model, script) => {
   sse(res);
-  const event = (name: string, body: unknown) => res.write(`event: ${name}\ndata: ${typeof body === "string" ? body : JSON.stringify(body)}\n\n`);
-  event("message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model, content: [], usage: { input_tokens: script.inputTokens, output_tokens: 1 } } });
+  const event = (name: string, body: unknown) =>
+    res.write(`event: ${name}\ndata: ${typeof body === "string" ? body : JSON.stringify(body)}\n\n`);
+  event("message_start", {
+    type: "message_start",
+    message: {
+      id: "msg_1",
+      type: "message",
+      role: "assistant",
+      model,
+      content: [],
+      usage: { input_tokens: script.inputTokens, output_tokens: 1 },
+    },
+  });
   event("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
   event("ping", { type: "ping" });
   if (model === "garbled") event("content_block_delta", "{not json");
-  for (const text of script.deltas) event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } });
+  for (const text of script.deltas)
+    event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } });
   event("content_block_stop", { type: "content_block_stop", index: 0 });
-  event("message_delta", { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: script.outputTokens } });
+  event("message_delta", {
+    type: "message_delta",
+    delta: { stop_reason: "end_turn", stop_sequence: null },
+    usage: { output_tokens: script.outputTokens },
+  });
   event("message_stop", { type: "message_stop" });
   res.end();
 };

@@ -46,8 +46,10 @@ export async function startGithubApi(oauth: OAuthServer, port = 0): Promise<Gith
       res.end(JSON.stringify(body));
     };
     const token = /^Bearer (at-[0-9a-f]+)$/.exec(authorization ?? "")?.[1];
-    if (token === undefined || !oauth.issued.includes(token) || oauth.revoked.includes(token)) return answer(401, { message: "Bad credentials" });
-    if (req.method === "GET" && path === "/user") return answer(200, { login: API_LOGIN, id: 1, debug: { authorization } });
+    if (token === undefined || !oauth.issued.includes(token) || oauth.revoked.includes(token))
+      return answer(401, { message: "Bad credentials" });
+    if (req.method === "GET" && path === "/user")
+      return answer(200, { login: API_LOGIN, id: 1, debug: { authorization } });
     if (req.method === "GET" && /^\/repos\/[^/]+\/[^/]+\/issues$/.test(path)) return answer(200, ISSUES);
     return answer(404, { message: "Not Found" });
   });

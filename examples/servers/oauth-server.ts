@@ -107,9 +107,15 @@ export async function startOAuthServer(port = 0): Promise<OAuthServer> {
         if (server.knobs.authorizeError !== null) {
           redirect.searchParams.set("error", server.knobs.authorizeError);
         } else {
-          if (params["code_challenge_method"] !== "S256" || params["response_type"] !== "code") return json(res, 400, { error: "invalid_request" });
+          if (params["code_challenge_method"] !== "S256" || params["response_type"] !== "code")
+            return json(res, 400, { error: "invalid_request" });
           const code = fresh("code");
-          codes.set(code, { challenge: params["code_challenge"] ?? "", redirectUri: params["redirect_uri"] ?? "", clientId: params["client_id"] ?? "", used: false });
+          codes.set(code, {
+            challenge: params["code_challenge"] ?? "",
+            redirectUri: params["redirect_uri"] ?? "",
+            clientId: params["client_id"] ?? "",
+            used: false,
+          });
           redirect.searchParams.set("code", code);
         }
         redirect.searchParams.set("state", server.knobs.wrongState ?? params["state"] ?? "");
@@ -137,21 +143,33 @@ export async function startOAuthServer(port = 0): Promise<OAuthServer> {
         const fail = failure;
         failure = null;
         if (fail === "500") return json(res, 500, { message: "internal" });
-        if (fail === "invalid_grant") return json(res, 400, { error: "invalid_grant", error_description: "The grant is invalid" });
+        if (fail === "invalid_grant")
+          return json(res, 400, { error: "invalid_grant", error_description: "The grant is invalid" });
         if (fail === "not_json") {
           res.writeHead(502, { "content-type": "text/html" });
           return res.end(`<html>bad gateway ${params["code"] ?? params["refresh_token"] ?? ""}</html>`);
         }
         if (fail === "oversized") return json(res, 200, { access_token: "x".repeat(200_000), token_type: "bearer" });
-        if (fail === "echo_code") return json(res, 400, { error: "invalid_grant", error_description: `code ${params["code"] ?? params["refresh_token"] ?? ""} is bad` });
+        if (fail === "echo_code")
+          return json(res, 400, {
+            error: "invalid_grant",
+            error_description: `code ${params["code"] ?? params["refresh_token"] ?? ""} is bad`,
+          });
         switch (params["grant_type"]) {
           case "authorization_code": {
             const grant = codes.get(params["code"] ?? "");
-            if (grant === undefined) return json(res, 400, { error: "invalid_grant", error_description: "Unknown authorization code" });
-            if (grant.used) return json(res, 400, { error: "invalid_grant", error_description: "Authorization code already used" });
+            if (grant === undefined)
+              return json(res, 400, { error: "invalid_grant", error_description: "Unknown authorization code" });
+            if (grant.used)
+              return json(res, 400, { error: "invalid_grant", error_description: "Authorization code already used" });
             grant.used = true;
-            if (grant.redirectUri !== params["redirect_uri"] || grant.clientId !== params["client_id"]) return json(res, 400, { error: "invalid_grant", error_description: "redirect_uri or client_id mismatch" });
-            if (s256(params["code_verifier"] ?? "") !== grant.challenge) return json(res, 400, { error: "invalid_grant", error_description: "PKCE verification failed" });
+            if (grant.redirectUri !== params["redirect_uri"] || grant.clientId !== params["client_id"])
+              return json(res, 400, {
+                error: "invalid_grant",
+                error_description: "redirect_uri or client_id mismatch",
+              });
+            if (s256(params["code_verifier"] ?? "") !== grant.challenge)
+              return json(res, 400, { error: "invalid_grant", error_description: "PKCE verification failed" });
             return tokens(res);
           }
           case "urn:ietf:params:oauth:grant-type:device_code": {
@@ -170,7 +188,11 @@ export async function startOAuthServer(port = 0): Promise<OAuthServer> {
           }
           case "refresh_token": {
             const token = params["refresh_token"] ?? "";
-            if (!refreshTokens.delete(token)) return json(res, 400, { error: "invalid_grant", error_description: "Refresh token unknown or already used" });
+            if (!refreshTokens.delete(token))
+              return json(res, 400, {
+                error: "invalid_grant",
+                error_description: "Refresh token unknown or already used",
+              });
             return tokens(res);
           }
           default:
@@ -192,7 +214,16 @@ export async function startOAuthServer(port = 0): Promise<OAuthServer> {
     issued: [],
     revoked: [],
     requests: [],
-    knobs: { expiresIn: 3600, refresh: true, pendingPolls: 0, deviceOutcome: "approve", deviceExpiresIn: 600, interval: 5, wrongState: null, authorizeError: null },
+    knobs: {
+      expiresIn: 3600,
+      refresh: true,
+      pendingPolls: 0,
+      deviceOutcome: "approve",
+      deviceExpiresIn: 600,
+      interval: 5,
+      wrongState: null,
+      authorizeError: null,
+    },
     failNext: (how) => void (failure = how),
     close: () =>
       new Promise<void>((resolve) => {

@@ -7,7 +7,18 @@
 import type { BrokerFrame as BrokerFrameT } from "../wire/frames.js";
 import { FrameSplitter, decodeBrokerFrame, encodeFrame } from "./framing.js";
 import { Writer } from "./msgpack.js";
-import { SafeError, SafeMap, SafePromise, U8, mapDelete, mapGet, mapSet, u8Length, u8Slice, u8Subarray } from "./intrinsics.js";
+import {
+  SafeError,
+  SafeMap,
+  SafePromise,
+  U8,
+  mapDelete,
+  mapGet,
+  mapSet,
+  u8Length,
+  u8Slice,
+  u8Subarray,
+} from "./intrinsics.js";
 
 /** The largest encoding buffer kept for the next frame; a larger one is let go. */
 const SPARE_MAX_BYTES = 1024 * 1024;

@@ -22,7 +22,8 @@ function wireParams(params: SqlParams | undefined): unknown {
   return out;
 }
 
-const args = (sql: string, params: SqlParams | undefined) => (params === undefined ? { sql } : { sql, params: wireParams(params) });
+const args = (sql: string, params: SqlParams | undefined) =>
+  params === undefined ? { sql } : { sql, params: wireParams(params) };
 
 /**
  * Runs one statement that returns rows (at most 1000 rows, 1 MiB).

@@ -4,10 +4,25 @@
  * `jail-runtime/wire/codec.ts` does with msgpackr, with the same limits, the
  * same schemas (`wire/frames.ts`), the same error codes and the same wording.
  */
-import * as v from "valibot";
+import type * as v from "valibot";
 import { DEFAULT_MAX_FRAME_BYTES, ProtocolError, checkFrame } from "../wire/codec.js";
 import { BrokerFrame } from "../wire/frames.js";
-import { DV, SafeMap, U8, arrayIsArray, dvGetUint32, dvSetUint32, mapDelete, mapGet, mapSet, u8Buffer, u8ByteOffset, u8Length, u8Set, u8Subarray } from "./intrinsics.js";
+import {
+  DV,
+  SafeMap,
+  U8,
+  arrayIsArray,
+  dvGetUint32,
+  dvSetUint32,
+  mapDelete,
+  mapGet,
+  mapSet,
+  u8Buffer,
+  u8ByteOffset,
+  u8Length,
+  u8Set,
+  u8Subarray,
+} from "./intrinsics.js";
 import { Writer, decodeValue, encodeValue } from "./msgpack.js";
 
 const HEADER_BYTES = 4;
@@ -18,11 +33,16 @@ const HEADER_BYTES = 4;
  * allocate — the kernel maps and zeroes it — and cheap to keep). The answer is
  * a view on the writer's buffer. Throws `ProtocolError` past the limit.
  */
-export function encodeFrame(frame: object, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES, out: Writer = new Writer(HEADER_BYTES)): Uint8Array {
+export function encodeFrame(
+  frame: object,
+  maxFrameBytes = DEFAULT_MAX_FRAME_BYTES,
+  out: Writer = new Writer(HEADER_BYTES),
+): Uint8Array {
   out.reset(HEADER_BYTES);
   encodeValue(out, frame);
   const size = out.length - HEADER_BYTES;
-  if (size > maxFrameBytes) throw new ProtocolError("frame_too_large", `Frame of ${size} bytes exceeds the ${maxFrameBytes}-byte limit`);
+  if (size > maxFrameBytes)
+    throw new ProtocolError("frame_too_large", `Frame of ${size} bytes exceeds the ${maxFrameBytes}-byte limit`);
   dvSetUint32(out.view, 0, size, false); // the reserved header: `view` is read after the last `room`
   return out.bytes();
 }
@@ -59,7 +79,8 @@ export class FrameSplitter {
         if (this.#buffered < HEADER_BYTES) return;
         const header = this.#take(HEADER_BYTES);
         const size = dvGetUint32(viewOf(header), 0, false);
-        if (size > this.#max) throw new ProtocolError("frame_too_large", `Frame of ${size} bytes exceeds the ${this.#max}-byte limit`);
+        if (size > this.#max)
+          throw new ProtocolError("frame_too_large", `Frame of ${size} bytes exceeds the ${this.#max}-byte limit`);
         this.#need = size;
       }
       if (this.#buffered < this.#need) return;

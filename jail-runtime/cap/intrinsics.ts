@@ -17,7 +17,9 @@
 type Uncurried<T, A extends unknown[], R> = (self: T, ...args: A) => R;
 
 // uncurry(f)(self, ...args) is f.call(self, ...args), with `call` itself captured.
-const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <T, A extends unknown[], R>(fn: (this: T, ...args: A) => R) => Uncurried<T, A, R>;
+const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <T, A extends unknown[], R>(
+  fn: (this: T, ...args: A) => R,
+) => Uncurried<T, A, R>;
 
 function getter<T, R>(proto: object, name: string): (self: T) => R {
   return uncurry(Object.getOwnPropertyDescriptor(proto, name)!.get as (this: T) => R);
@@ -37,9 +39,15 @@ const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as objec
 export const u8Length = getter<Uint8Array, number>(TypedArrayPrototype, "length");
 export const u8Buffer = getter<Uint8Array, ArrayBuffer>(TypedArrayPrototype, "buffer");
 export const u8ByteOffset = getter<Uint8Array, number>(TypedArrayPrototype, "byteOffset");
-export const u8Set = uncurry(Uint8Array.prototype.set as (this: Uint8Array, src: ArrayLike<number>, offset?: number) => void);
-export const u8Subarray = uncurry(Uint8Array.prototype.subarray as (this: Uint8Array, begin?: number, end?: number) => Uint8Array);
-export const u8Slice = uncurry(Uint8Array.prototype.slice as (this: Uint8Array, begin?: number, end?: number) => Uint8Array);
+export const u8Set = uncurry(
+  Uint8Array.prototype.set as (this: Uint8Array, src: ArrayLike<number>, offset?: number) => void,
+);
+export const u8Subarray = uncurry(
+  Uint8Array.prototype.subarray as (this: Uint8Array, begin?: number, end?: number) => Uint8Array,
+);
+export const u8Slice = uncurry(
+  Uint8Array.prototype.slice as (this: Uint8Array, begin?: number, end?: number) => Uint8Array,
+);
 
 export const dvGetUint8 = uncurry(DataView.prototype.getUint8);
 export const dvGetUint16 = uncurry(DataView.prototype.getUint16);
@@ -62,13 +70,24 @@ export const dvSetFloat64 = uncurry(DataView.prototype.setFloat64);
 // ------------------------------------------------------------- text
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const encode = uncurry(TextEncoder.prototype.encode as (this: InstanceType<typeof TextEncoder>, input?: string) => Uint8Array);
-const decode = uncurry(TextDecoder.prototype.decode as (this: InstanceType<typeof TextDecoder>, input?: Uint8Array) => string);
+const encode = uncurry(
+  TextEncoder.prototype.encode as (this: InstanceType<typeof TextEncoder>, input?: string) => Uint8Array,
+);
+const decode = uncurry(
+  TextDecoder.prototype.decode as (this: InstanceType<typeof TextDecoder>, input?: Uint8Array) => string,
+);
 export const utf8Encode = (text: string): Uint8Array => encode(encoder, text);
 export const utf8Decode = (bytes: Uint8Array): string => decode(decoder, bytes);
-const encodeIntoMethod = uncurry(TextEncoder.prototype.encodeInto as (this: InstanceType<typeof TextEncoder>, input: string, into: Uint8Array) => { read: number; written: number });
+const encodeIntoMethod = uncurry(
+  TextEncoder.prototype.encodeInto as (
+    this: InstanceType<typeof TextEncoder>,
+    input: string,
+    into: Uint8Array,
+  ) => { read: number; written: number },
+);
 /** Encodes `text` into `into` as far as it fits: the UTF-16 units read and the bytes written. */
-export const utf8EncodeInto = (text: string, into: Uint8Array): { read: number; written: number } => encodeIntoMethod(encoder, text, into);
+export const utf8EncodeInto = (text: string, into: Uint8Array): { read: number; written: number } =>
+  encodeIntoMethod(encoder, text, into);
 export const stringCharCodeAt = uncurry(String.prototype.charCodeAt as (this: string, index: number) => number);
 export const stringFromCharCode = String.fromCharCode;
 
@@ -86,19 +105,46 @@ export const objectGetPrototypeOf = Object.getPrototypeOf;
 export const ObjectPrototype = Object.prototype;
 export const arrayIsArray = Array.isArray;
 export const numberIsInteger = Number.isInteger;
-export const arraySlice = uncurry(Array.prototype.slice as (this: readonly unknown[], start?: number, end?: number) => unknown[]) as <T>(self: readonly T[], start?: number, end?: number) => T[];
+export const arraySlice = uncurry(
+  Array.prototype.slice as (this: readonly unknown[], start?: number, end?: number) => unknown[],
+) as <T>(self: readonly T[], start?: number, end?: number) => T[];
 export const arraySort = uncurry(Array.prototype.sort as (this: unknown[]) => unknown[]) as <T>(self: T[]) => T[];
-export const arrayMap = uncurry(Array.prototype.map as (this: readonly unknown[], fn: (x: unknown) => unknown) => unknown[]) as <T, R>(self: readonly T[], fn: (x: T) => R) => R[];
-export const arrayFind = uncurry(Array.prototype.find as (this: readonly unknown[], fn: (x: unknown) => boolean) => unknown) as <T>(self: readonly T[], fn: (x: T) => boolean) => T | undefined;
+export const arrayMap = uncurry(
+  Array.prototype.map as (this: readonly unknown[], fn: (x: unknown) => unknown) => unknown[],
+) as <T, R>(self: readonly T[], fn: (x: T) => R) => R[];
+export const arrayFind = uncurry(
+  Array.prototype.find as (this: readonly unknown[], fn: (x: unknown) => boolean) => unknown,
+) as <T>(self: readonly T[], fn: (x: T) => boolean) => T | undefined;
 export const arrayJoin = uncurry(Array.prototype.join as (this: readonly unknown[], separator?: string) => string);
-export const mapGet = uncurry(Map.prototype.get as (this: Map<unknown, unknown>, key: unknown) => unknown) as <K, V>(self: Map<K, V>, key: K) => V | undefined;
-export const mapSet = uncurry(Map.prototype.set as (this: Map<unknown, unknown>, key: unknown, value: unknown) => Map<unknown, unknown>) as <K, V>(self: Map<K, V>, key: K, value: V) => Map<K, V>;
-export const mapDelete = uncurry(Map.prototype.delete as (this: Map<unknown, unknown>, key: unknown) => boolean) as <K, V>(self: Map<K, V>, key: K) => boolean;
-export const mapForEach = uncurry(Map.prototype.forEach as (this: Map<unknown, unknown>, fn: (value: unknown) => void) => void) as <K, V>(self: Map<K, V>, fn: (value: V) => void) => void;
-export const mapClear = uncurry(Map.prototype.clear as (this: Map<unknown, unknown>) => void) as <K, V>(self: Map<K, V>) => void;
+export const mapGet = uncurry(Map.prototype.get as (this: Map<unknown, unknown>, key: unknown) => unknown) as <K, V>(
+  self: Map<K, V>,
+  key: K,
+) => V | undefined;
+export const mapSet = uncurry(
+  Map.prototype.set as (this: Map<unknown, unknown>, key: unknown, value: unknown) => Map<unknown, unknown>,
+) as <K, V>(self: Map<K, V>, key: K, value: V) => Map<K, V>;
+export const mapDelete = uncurry(Map.prototype.delete as (this: Map<unknown, unknown>, key: unknown) => boolean) as <
+  K,
+  V,
+>(
+  self: Map<K, V>,
+  key: K,
+) => boolean;
+export const mapForEach = uncurry(
+  Map.prototype.forEach as (this: Map<unknown, unknown>, fn: (value: unknown) => void) => void,
+) as <K, V>(self: Map<K, V>, fn: (value: V) => void) => void;
+export const mapClear = uncurry(Map.prototype.clear as (this: Map<unknown, unknown>) => void) as <K, V>(
+  self: Map<K, V>,
+) => void;
 
 // ------------------------------------------------------------- async and timers
-export const promiseThen = uncurry(Promise.prototype.then as (this: Promise<unknown>, onFulfilled?: (value: unknown) => unknown, onRejected?: (reason: unknown) => unknown) => Promise<unknown>);
+export const promiseThen = uncurry(
+  Promise.prototype.then as (
+    this: Promise<unknown>,
+    onFulfilled?: (value: unknown) => unknown,
+    onRejected?: (reason: unknown) => unknown,
+  ) => Promise<unknown>,
+);
 export const abortSignal = getter<AbortController, AbortSignal>(AbortController.prototype, "signal");
 export const abort = uncurry(AbortController.prototype.abort as (this: AbortController, reason?: unknown) => void);
 export const setTimer = setTimeout.bind(globalThis) as (fn: () => void, ms: number) => unknown;

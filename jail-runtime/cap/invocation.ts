@@ -4,7 +4,17 @@
  * is open *now*; between invocations it carries none and the broker refuses it.
  */
 import type { CapResult } from "../wire/frames.js";
-import { SafeAbortController, SafeMap, SafePromise, jsonStringify, mapClear, mapDelete, mapForEach, mapGet, mapSet } from "./intrinsics.js";
+import {
+  SafeAbortController,
+  SafeMap,
+  SafePromise,
+  jsonStringify,
+  mapClear,
+  mapDelete,
+  mapForEach,
+  mapGet,
+  mapSet,
+} from "./intrinsics.js";
 
 /**
  * A capability call the broker refused; `code` is the wire code, e.g. `denied`.
@@ -97,7 +107,8 @@ export function failAll(reason: string): void {
  * ```
  */
 export function callCap(cap: string, args: unknown): Promise<unknown> {
-  if (channel === null) return rejected(new CapError("denied", "No broker channel: capabilities are reachable only inside a satellite"));
+  if (channel === null)
+    return rejected(new CapError("denied", "No broker channel: capabilities are reachable only inside a satellite"));
   const id = nextCapId++;
   const token = open?.token ?? "";
   let text: string;
@@ -105,7 +116,9 @@ export function callCap(cap: string, args: unknown): Promise<unknown> {
     // The captured JSON.stringify: an extension's own patch cannot rewrite what the broker is asked.
     text = jsonStringify(args ?? null) ?? "null";
   } catch (err) {
-    return rejected(new CapError("bad_arguments", `Capability '${cap}' arguments are not JSON: ${(err as Error).message}`));
+    return rejected(
+      new CapError("bad_arguments", `Capability '${cap}' arguments are not JSON: ${(err as Error).message}`),
+    );
   }
   const via = channel;
   return new SafePromise((resolve, reject) => {

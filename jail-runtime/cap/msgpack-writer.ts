@@ -144,12 +144,24 @@ export class Writer {
     }
     return true;
   }
-  u16(n: number): void { this.#put(2, setU16, n); }
-  u32(n: number): void { this.#put(4, setU32, n); }
-  i8(n: number): void { this.#put(1, setI8, n); }
-  i16(n: number): void { this.#put(2, setI16, n); }
-  i32(n: number): void { this.#put(4, setI32, n); }
-  f64(n: number): void { this.#put(8, setF64, n); }
+  u16(n: number): void {
+    this.#put(2, setU16, n);
+  }
+  u32(n: number): void {
+    this.#put(4, setU32, n);
+  }
+  i8(n: number): void {
+    this.#put(1, setI8, n);
+  }
+  i16(n: number): void {
+    this.#put(2, setI16, n);
+  }
+  i32(n: number): void {
+    this.#put(4, setI32, n);
+  }
+  f64(n: number): void {
+    this.#put(8, setF64, n);
+  }
 
   raw(bytes: Uint8Array): void {
     const at = this.room(u8Length(bytes));

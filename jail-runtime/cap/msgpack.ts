@@ -41,7 +41,15 @@ import { Writer } from "./msgpack-writer.js";
 export { Writer };
 
 /** A length-carrying head: the fix form below `fixLimit`, else the 8-, 16- or 32-bit form. */
-function head(out: Writer, n: number, fix: number, fixLimit: number, code8: number, code16: number, code32: number): void {
+function head(
+  out: Writer,
+  n: number,
+  fix: number,
+  fixLimit: number,
+  code8: number,
+  code16: number,
+  code32: number,
+): void {
   if (n < fixLimit) out.byte(fix | n);
   else if (code8 !== 0 && n < 0x100) {
     out.byte(code8);
@@ -165,7 +173,11 @@ class Reader {
 
   #uint(n: 1 | 2 | 4): number {
     const at = this.#take(n);
-    return n === 1 ? dvGetUint8(this.#view, at) : n === 2 ? dvGetUint16(this.#view, at, false) : dvGetUint32(this.#view, at, false);
+    return n === 1
+      ? dvGetUint8(this.#view, at)
+      : n === 2
+        ? dvGetUint16(this.#view, at, false)
+        : dvGetUint32(this.#view, at, false);
   }
 
   #str(n: number): string {
@@ -192,7 +204,8 @@ class Reader {
   #array(n: number): unknown[] {
     const out: unknown[] = [];
     // Own data properties, defined rather than assigned: a setter on Array.prototype is not called.
-    for (let i = 0; i < n; i++) objectDefineProperty(out, i, { value: this.read(), enumerable: true, writable: true, configurable: true });
+    for (let i = 0; i < n; i++)
+      objectDefineProperty(out, i, { value: this.read(), enumerable: true, writable: true, configurable: true });
     return out;
   }
 
@@ -200,7 +213,8 @@ class Reader {
     const out: Record<string, unknown> = {};
     for (let i = 0; i < n; i++) {
       const key = this.read();
-      if (typeof key !== "string" && typeof key !== "number") throw new SafeError(`msgpack map key of type ${typeof key}`);
+      if (typeof key !== "string" && typeof key !== "number")
+        throw new SafeError(`msgpack map key of type ${typeof key}`);
       // Defined, not assigned: `__proto__` stays an own key and Object.prototype setters are not called.
       objectDefineProperty(out, `${key}`, { value: this.read(), enumerable: true, writable: true, configurable: true });
     }

@@ -71,9 +71,18 @@ export class FetchResult {
  */
 export async function fetch(url: string, init: FetchInit = {}): Promise<FetchResult> {
   const headers = Array.isArray(init.headers) ? init.headers : Object.entries(init.headers ?? {});
-  const body = init.body === undefined || init.body === null ? null : toBase64(typeof init.body === "string" ? new TextEncoder().encode(init.body) : init.body);
+  const body =
+    init.body === undefined || init.body === null
+      ? null
+      : toBase64(typeof init.body === "string" ? new TextEncoder().encode(init.body) : init.body);
   const secret = init.secret === undefined ? {} : { secret: String(init.secret) };
-  const value = (await callCap("net.fetch", { url: String(url), method: init.method ?? "GET", headers, body, ...secret })) as {
+  const value = (await callCap("net.fetch", {
+    url: String(url),
+    method: init.method ?? "GET",
+    headers,
+    body,
+    ...secret,
+  })) as {
     status: number;
     url: string;
     headers: Array<[string, string]>;

@@ -64,7 +64,10 @@ function assertRevoked(path: string): void {
     const held = querySync(descriptor).state;
     const asked = requestSync(descriptor).state;
     if (held === "granted" || asked !== "denied") {
-      fail(4, `the ${JSON.stringify(descriptor)} grant is still held after the boot revoked it (query: ${held}, request: ${asked}); the extension is not run`);
+      fail(
+        4,
+        `the ${JSON.stringify(descriptor)} grant is still held after the boot revoked it (query: ${held}, request: ${asked}); the extension is not run`,
+      );
     }
   }
 }

@@ -85,10 +85,15 @@ export function serializeJsonBlocks(value: unknown): Answer {
   const tool = value as { content: Array<{ type: string; json?: unknown }>; terminate: boolean };
   if (!arrayIsArray(tool?.content)) return { ok: true, value };
   try {
-    const content = arrayMap(tool.content, (block) => (block?.type === "json" ? { type: "json", json: jsonStringify(block.json) ?? "null" } : block));
+    const content = arrayMap(tool.content, (block) =>
+      block?.type === "json" ? { type: "json", json: jsonStringify(block.json) ?? "null" } : block,
+    );
     return { ok: true, value: { ...tool, content } };
   } catch (err) {
-    return { ok: false, error: { code: ErrorCode.crashed, msg: `A JSON block could not be serialized: ${crashMessage(err)}` } };
+    return {
+      ok: false,
+      error: { code: ErrorCode.crashed, msg: `A JSON block could not be serialized: ${crashMessage(err)}` },
+    };
   }
 }
 
@@ -109,7 +114,10 @@ async function runInvocation(channel: Link, call: Call, answerer: Answerer): Pro
   };
   let reply: Answer;
   try {
-    reply = await answerer({ kind: call.kind, name: call.name, args: call.args, strand: call.strand, deadlineMs: call.deadline_ms }, ctx);
+    reply = await answerer(
+      { kind: call.kind, name: call.name, args: call.args, strand: call.strand, deadlineMs: call.deadline_ms },
+      ctx,
+    );
   } catch (err) {
     logError(err);
     reply = { ok: false, error: { code: ErrorCode.crashed, msg: crashMessage(err) } };
@@ -123,7 +131,12 @@ async function runInvocation(channel: Link, call: Call, answerer: Answerer): Pro
   } catch (err) {
     // An answer that cannot be encoded (too large, unencodable value) is still an answer.
     try {
-      await channel.send({ t: "result", id: call.id, ok: false, error: { code: ErrorCode.crashed, msg: `Reply could not be sent: ${(err as Error).message}` } });
+      await channel.send({
+        t: "result",
+        id: call.id,
+        ok: false,
+        error: { code: ErrorCode.crashed, msg: `Reply could not be sent: ${(err as Error).message}` },
+      });
     } catch {
       // The channel is gone: the read loop ends and the process exits.
     }
@@ -148,12 +161,24 @@ function sorted(names: readonly string[]): string[] {
  */
 export async function serveLoop(
   answerer: Answerer,
-  served: { tools: string[]; hooks: string[]; commands?: string[]; contexts?: string[]; routes?: string[]; compactions?: string[]; providers?: string[]; services?: string[]; handles?: Array<"prepare" | "close" | "observe" | "init"> },
+  served: {
+    tools: string[];
+    hooks: string[];
+    commands?: string[];
+    contexts?: string[];
+    routes?: string[];
+    compactions?: string[];
+    providers?: string[];
+    services?: string[];
+    handles?: Array<"prepare" | "close" | "observe" | "init">;
+  },
 ): Promise<never> {
   const b = booted;
   if (b === null) {
     throw new SafeError(
-      taken ? "tether satellite: the serving loop is already running" : "tether satellite: no boot to serve (the prelude did not run: this artifact was not built by tether install)",
+      taken
+        ? "tether satellite: the serving loop is already running"
+        : "tether satellite: no boot to serve (the prelude did not run: this artifact was not built by tether install)",
     );
   }
   booted = null;
@@ -189,7 +214,12 @@ export async function serveLoop(
       switch (frame.t) {
         case "call":
           if (busy) {
-            void channel.send({ t: "result", id: frame.id, ok: false, error: { code: ErrorCode.busy, msg: "Another invocation is open on this satellite" } });
+            void channel.send({
+              t: "result",
+              id: frame.id,
+              ok: false,
+              error: { code: ErrorCode.busy, msg: "Another invocation is open on this satellite" },
+            });
             return;
           }
           busy = true;

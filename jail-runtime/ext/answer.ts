@@ -59,7 +59,8 @@ async function runTool(tool: Tool | Command, args: unknown, ctx: Ctx, what: stri
   } catch (err) {
     if (err instanceof BadArguments) return fail(ErrorCode.badArguments, `${what}: ${err.message}`);
     // A capability the broker refused, left uncaught: the answer says so, with the rule.
-    if (err instanceof CapError) return fail(err.code === ErrorCode.denied ? ErrorCode.denied : err.code, `${what}: ${err.message}`);
+    if (err instanceof CapError)
+      return fail(err.code === ErrorCode.denied ? ErrorCode.denied : err.code, `${what}: ${err.message}`);
     throw err;
   }
 }
@@ -74,12 +75,17 @@ function verdictAnswer(event: string, verdict: unknown): Answer {
   // A hook written in plain JS that returns nothing proceeds, as before.
   if (verdict === undefined || verdict === null) return { ok: true, value: "{}" };
   if (typeof verdict !== "object" || Array.isArray(verdict)) {
-    return fail(ErrorCode.crashed, `hook '${event}' answered ${Array.isArray(verdict) ? "an array" : `a ${typeof verdict}`}, not a verdict object`);
+    return fail(
+      ErrorCode.crashed,
+      `hook '${event}' answered ${Array.isArray(verdict) ? "an array" : `a ${typeof verdict}`}, not a verdict object`,
+    );
   }
   const proto: unknown = Object.getPrototypeOf(verdict);
   const plain = proto === Object.prototype || proto === null;
   // Only a plain object is stripped: copying a class instance's fields would hide that it is one.
-  const stripped = plain ? Object.fromEntries(Object.entries(verdict).filter(([, value]) => value !== undefined)) : verdict;
+  const stripped = plain
+    ? Object.fromEntries(Object.entries(verdict).filter(([, value]) => value !== undefined))
+    : verdict;
   if (plain && Object.getOwnPropertySymbols(verdict).length > 0) {
     return fail(ErrorCode.crashed, `hook '${event}' answered a verdict JSON cannot hold: the value has symbol keys`);
   }
@@ -138,13 +144,17 @@ export async function answer(served: Served, asked: Asked, ctx: Ctx = testCtx())
       const declared = row[0]; // indexed, not destructured: no array iterator on the way
       const hook = row[1];
       if (hook.event !== declared) {
-        return fail(ErrorCode.mismatchedHook, `The manifest declares '${declared}' but the module's hook answers '${hook.event}'`);
+        return fail(
+          ErrorCode.mismatchedHook,
+          `The manifest declares '${declared}' but the module's hook answers '${hook.event}'`,
+        );
       }
       const payload = parseArgs(asked.args, `event '${asked.name}'`);
       if (!payload.ok) return payload.answer;
       try {
         const outcome = await hook.answer(payload.value, ctx);
-        if (outcome.unhandled) return fail(ErrorCode.unhandled, `The hook for '${asked.name}' does nothing for this event`);
+        if (outcome.unhandled)
+          return fail(ErrorCode.unhandled, `The hook for '${asked.name}' does nothing for this event`);
         return verdictAnswer(asked.name, outcome.verdict);
       } catch (err) {
         if (err instanceof BadArguments) return fail(ErrorCode.badArguments, `event '${asked.name}': ${err.message}`);
@@ -152,7 +162,8 @@ export async function answer(served: Served, asked: Asked, ctx: Ctx = testCtx())
       }
     }
     default:
-      if ((SESSION_KINDS as readonly string[]).includes(asked.kind)) return await answerSession(served, asked.kind as SessionKind, asked.name, asked.args, ctx);
+      if ((SESSION_KINDS as readonly string[]).includes(asked.kind))
+        return await answerSession(served, asked.kind as SessionKind, asked.name, asked.args, ctx);
       return fail(ErrorCode.badKind, `This extension does not serve kind '${asked.kind}'`);
   }
 }

@@ -8,7 +8,13 @@
  * {@linkcode unhandled} (it does nothing for this event).
  */
 import * as v from "valibot";
-import { EVENT_NAMES, EventPayloads, type EventName, type EventPayload as WirePayload, type EventVerdict as WireVerdict } from "../wire/events.js";
+import {
+  EVENT_NAMES,
+  EventPayloads,
+  type EventName,
+  type EventPayload as WirePayload,
+  type EventVerdict as WireVerdict,
+} from "../wire/events.js";
 import type { Ctx } from "./ctx.js";
 import { BadArguments, describeArgIssues } from "./decode_args.js";
 

@@ -13,7 +13,17 @@
  * };
  * ```
  */
-export { text, json, outcome, refuse, isRefusal, type Content, type Outcome, type Refusal, type Terminate } from "./content.js";
+export {
+  text,
+  json,
+  outcome,
+  refuse,
+  isRefusal,
+  type Content,
+  type Outcome,
+  type Refusal,
+  type Terminate,
+} from "./content.js";
 export { testCtx, type Ctx } from "./ctx.js";
 export { decodeArgs, describeArgIssues, BadArguments } from "./decode_args.js";
 export {
@@ -33,7 +43,17 @@ export {
 } from "./hook.js";
 export { answer, type Answer, type Asked, type Served } from "./answer.js";
 export type { ContextLoader, Managed, Observer, Route, Strategy, SessionServed } from "./session.js";
-export { deltaPartials, excerpt, MAX_PARTIALS, PARTIAL_CHARS, ProviderError, reportDeltas, sseEvents, type Provider, type SseEvent } from "./provider.js";
+export {
+  deltaPartials,
+  excerpt,
+  MAX_PARTIALS,
+  PARTIAL_CHARS,
+  ProviderError,
+  reportDeltas,
+  sseEvents,
+  type Provider,
+  type SseEvent,
+} from "./provider.js";
 export type { ChatMessage, Usage } from "../wire/provider-kinds.js";
 export type { Service, ServiceRequest, ServiceResponse } from "./service.js";
 export type { Init, InitPayload, InitReply } from "./init.js";

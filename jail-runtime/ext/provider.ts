@@ -77,7 +77,13 @@ export function deltaPartials(deltas: readonly string[], max = MAX_PARTIALS, wid
   const nonEmpty = deltas.filter((d) => d.length > 0);
   const per = Math.max(1, Math.ceil(nonEmpty.length / max));
   const out: string[] = [];
-  for (let i = 0; i < nonEmpty.length && out.length < max; i += per) out.push(nonEmpty.slice(i, i + per).join("").slice(0, width));
+  for (let i = 0; i < nonEmpty.length && out.length < max; i += per)
+    out.push(
+      nonEmpty
+        .slice(i, i + per)
+        .join("")
+        .slice(0, width),
+    );
   return out;
 }
 

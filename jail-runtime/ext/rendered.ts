@@ -43,7 +43,8 @@ function check(value: unknown, path: string, seen: Set<object>): string | null {
           return null;
         }
         const proto = Object.getPrototypeOf(value) as unknown;
-        if (proto !== Object.prototype && proto !== null) return `${at(path)} is a ${(value as object).constructor?.name ?? "non-plain object"}, not plain data`;
+        if (proto !== Object.prototype && proto !== null)
+          return `${at(path)} is a ${(value as object).constructor?.name ?? "non-plain object"}, not plain data`;
         for (const key of Object.keys(value)) {
           const why = check((value as Record<string, unknown>)[key], `${path}${path ? "." : ""}${key}`, seen);
           if (why !== null) return why;

@@ -20,11 +20,13 @@ import type { Command, Tool } from "./tool.js";
  * await serving({ tools: { hello: () => outcome([text("hi")]) } });
  * ```
  */
-export function serving(served: {
-  tools?: Readonly<Record<string, Tool>>;
-  hooks?: readonly Declared[];
-  commands?: Readonly<Record<string, Command>>;
-} & SessionServed): Promise<never> {
+export function serving(
+  served: {
+    tools?: Readonly<Record<string, Tool>>;
+    hooks?: readonly Declared[];
+    commands?: Readonly<Record<string, Command>>;
+  } & SessionServed,
+): Promise<never> {
   const table: Served = served;
   // Captured built-ins (see cap/intrinsics.ts): this runs after the extension's module did.
   return serveLoop((asked, ctx) => answer(table, asked, ctx), {

@@ -21,7 +21,13 @@
 import * as v from "valibot";
 import { ErrorCode } from "../wire/codes.js";
 import { describeIssues } from "../wire/frames.js";
-import { SessionAnswers, SessionPayloads, type SessionKind, type SessionPayload, type SessionReply } from "../wire/session-kinds.js";
+import {
+  SessionAnswers,
+  SessionPayloads,
+  type SessionKind,
+  type SessionPayload,
+  type SessionReply,
+} from "../wire/session-kinds.js";
 import { jsonParse, objectHasOwn } from "../cap/intrinsics.js";
 import type { Ctx } from "./ctx.js";
 import { BadArguments } from "./decode_args.js";
@@ -62,7 +68,9 @@ export interface SessionServed {
   readonly init?: Init;
 }
 
-type Answer = { readonly ok: true; readonly value: string } | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
+type Answer =
+  | { readonly ok: true; readonly value: string }
+  | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
 
 const fail = (code: string, msg: string): Answer => ({ ok: false, error: { code, msg } });
 
@@ -71,18 +79,39 @@ function own<T>(table: Readonly<Record<string, T>> | undefined, name: string): T
 }
 
 /** The names this module serves of each kind, and which session handlers it has: what its `hello` says. */
-export function sessionNames(served: SessionServed): { contexts: string[]; routes: string[]; compactions: string[]; providers: string[]; services: string[]; handles: Array<"prepare" | "close" | "observe" | "init"> } {
+export function sessionNames(served: SessionServed): {
+  contexts: string[];
+  routes: string[];
+  compactions: string[];
+  providers: string[];
+  services: string[];
+  handles: Array<"prepare" | "close" | "observe" | "init">;
+} {
   const handles: Array<"prepare" | "close" | "observe" | "init"> = [];
   if (typeof served.managed?.prepare === "function") handles.push("prepare");
   if (typeof served.managed?.close === "function") handles.push("close");
   if (typeof served.observe === "function") handles.push("observe");
   if (typeof served.init === "function") handles.push("init");
-  return { contexts: Object.keys(served.contexts ?? {}), routes: Object.keys(served.routes ?? {}), compactions: Object.keys(served.compactions ?? {}), providers: Object.keys(served.providers ?? {}), services: Object.keys(served.services ?? {}), handles };
+  return {
+    contexts: Object.keys(served.contexts ?? {}),
+    routes: Object.keys(served.routes ?? {}),
+    compactions: Object.keys(served.compactions ?? {}),
+    providers: Object.keys(served.providers ?? {}),
+    services: Object.keys(served.services ?? {}),
+    handles,
+  };
 }
 
 /** Runs the function for `kind`, checking its payload first and its answer after; throws what the function throws. */
-async function run(kind: SessionKind, name: string, served: SessionServed, payload: unknown, ctx: Ctx): Promise<Answer> {
-  const what = kind === "prepare" || kind === "close" || kind === "observe" || kind === "init" ? kind : `${kind} '${name}'`;
+async function run(
+  kind: SessionKind,
+  name: string,
+  served: SessionServed,
+  payload: unknown,
+  ctx: Ctx,
+): Promise<Answer> {
+  const what =
+    kind === "prepare" || kind === "close" || kind === "observe" || kind === "init" ? kind : `${kind} '${name}'`;
   const checked = v.safeParse(SessionPayloads[kind], payload);
   if (!checked.success) return fail(ErrorCode.badArguments, `${what}: ${describeIssues(checked.issues)}`);
   const input = checked.output as never;
@@ -90,36 +119,67 @@ async function run(kind: SessionKind, name: string, served: SessionServed, paylo
   switch (kind) {
     case "context": {
       const loader = own(served.contexts, name);
-      if (loader === undefined) return fail(ErrorCode.unknownTool, `No context loader '${name}'; this extension serves [${Object.keys(served.contexts ?? {}).sort().join(", ")}]`);
+      if (loader === undefined)
+        return fail(
+          ErrorCode.unknownTool,
+          `No context loader '${name}'; this extension serves [${Object.keys(served.contexts ?? {})
+            .sort()
+            .join(", ")}]`,
+        );
       reply = { text: await loader(input, ctx) };
       break;
     }
     case "route": {
       const route = own(served.routes, name);
-      if (route === undefined) return fail(ErrorCode.unknownTool, `No route '${name}'; this extension serves [${Object.keys(served.routes ?? {}).sort().join(", ")}]`);
+      if (route === undefined)
+        return fail(
+          ErrorCode.unknownTool,
+          `No route '${name}'; this extension serves [${Object.keys(served.routes ?? {})
+            .sort()
+            .join(", ")}]`,
+        );
       reply = { response: await route((input as SessionPayload<"route">).request, input, ctx) };
       break;
     }
     case "compact": {
       const strategy = own(served.compactions, name);
-      if (strategy === undefined) return fail(ErrorCode.unknownTool, `No compaction strategy '${name}'; this extension serves [${Object.keys(served.compactions ?? {}).sort().join(", ")}]`);
+      if (strategy === undefined)
+        return fail(
+          ErrorCode.unknownTool,
+          `No compaction strategy '${name}'; this extension serves [${Object.keys(served.compactions ?? {})
+            .sort()
+            .join(", ")}]`,
+        );
       reply = await strategy(input, ctx);
       break;
     }
     case "complete": {
       const provider = own(served.providers, name);
-      if (provider === undefined) return fail(ErrorCode.unknownTool, `No provider '${name}'; this extension serves [${Object.keys(served.providers ?? {}).sort().join(", ")}]`);
+      if (provider === undefined)
+        return fail(
+          ErrorCode.unknownTool,
+          `No provider '${name}'; this extension serves [${Object.keys(served.providers ?? {})
+            .sort()
+            .join(", ")}]`,
+        );
       reply = await provider(input, ctx);
       break;
     }
     case "service": {
       const service = own(served.services, name);
-      if (service === undefined) return fail(ErrorCode.unknownTool, `No service '${name}'; this extension serves [${Object.keys(served.services ?? {}).sort().join(", ")}]`);
+      if (service === undefined)
+        return fail(
+          ErrorCode.unknownTool,
+          `No service '${name}'; this extension serves [${Object.keys(served.services ?? {})
+            .sort()
+            .join(", ")}]`,
+        );
       reply = await service(input, ctx);
       break;
     }
     case "prepare":
-      if (served.managed === undefined) return fail(ErrorCode.unhandled, "This extension exports no `managed` to prepare a session with");
+      if (served.managed === undefined)
+        return fail(ErrorCode.unhandled, "This extension exports no `managed` to prepare a session with");
       reply = (await served.managed.prepare(input, ctx)) ?? {};
       break;
     case "close":
@@ -137,14 +197,21 @@ async function run(kind: SessionKind, name: string, served: SessionServed, paylo
       break;
   }
   const answer = v.safeParse(SessionAnswers[kind], reply);
-  if (!answer.success) return fail(ErrorCode.crashed, `${what} answered what it may not: ${describeIssues(answer.issues)}`);
+  if (!answer.success)
+    return fail(ErrorCode.crashed, `${what} answered what it may not: ${describeIssues(answer.issues)}`);
   const json = rendered(answer.output);
   if (!json.ok) return fail(ErrorCode.crashed, `${what} answered what JSON cannot hold: ${json.error}`);
   return { ok: true, value: json.json };
 }
 
 /** Answers one invocation of a session-facing kind: its answer as JSON text, or a failure naming what to fix. */
-export async function answerSession(served: SessionServed, kind: SessionKind, name: string, args: string, ctx: Ctx): Promise<Answer> {
+export async function answerSession(
+  served: SessionServed,
+  kind: SessionKind,
+  name: string,
+  args: string,
+  ctx: Ctx,
+): Promise<Answer> {
   let payload: unknown;
   try {
     payload = jsonParse(args);

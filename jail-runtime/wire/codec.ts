@@ -31,7 +31,9 @@ const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsTyp
 
 /** `n` bytes, not zeroed where the runtime can (Node's Buffer); zeroed elsewhere. */
 const unzeroed: (n: number) => Uint8Array =
-  typeof (globalThis as { Buffer?: unknown }).Buffer === "function" ? (n) => (globalThis as unknown as { Buffer: { allocUnsafe(n: number): Uint8Array } }).Buffer.allocUnsafe(n) : (n) => new Uint8Array(n);
+  typeof (globalThis as { Buffer?: unknown }).Buffer === "function"
+    ? (n) => (globalThis as unknown as { Buffer: { allocUnsafe(n: number): Uint8Array } }).Buffer.allocUnsafe(n)
+    : (n) => new Uint8Array(n);
 
 /** Encodes one frame, header included. */
 export function encodeFrame(frame: object, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES): Uint8Array {
@@ -54,7 +56,12 @@ export function decodeFrame<S extends v.GenericSchema>(body: Uint8Array, schema:
     scanMsgpack(body, FRAME_BOUNDS);
   } catch (err) {
     const bounds = err as DocumentBoundsError;
-    throw new ProtocolError("malformed_frame", bounds.bound === "length" ? `Frame is not msgpack: ${bounds.message}` : `Frame is ${bounds.message} (the bound for any frame)`);
+    throw new ProtocolError(
+      "malformed_frame",
+      bounds.bound === "length"
+        ? `Frame is not msgpack: ${bounds.message}`
+        : `Frame is ${bounds.message} (the bound for any frame)`,
+    );
   }
   return checkFrame(schema, () => unpackr.unpack(body), Array.isArray);
 }
@@ -64,18 +71,26 @@ export function decodeFrame<S extends v.GenericSchema>(body: Uint8Array, schema:
  * wording both sides of the wire share. `isArray` is the caller's: the
  * satellite passes one captured before extension code ran.
  */
-export function checkFrame<S extends v.GenericSchema>(schema: S, decode: () => unknown, isArray: (value: unknown) => boolean): v.InferOutput<S> {
+export function checkFrame<S extends v.GenericSchema>(
+  schema: S,
+  decode: () => unknown,
+  isArray: (value: unknown) => boolean,
+): v.InferOutput<S> {
   let raw: unknown;
   try {
     raw = decode();
   } catch (err) {
     throw new ProtocolError("malformed_frame", `Frame is not msgpack: ${(err as Error).message}`);
   }
-  if (typeof raw !== "object" || raw === null || isArray(raw)) throw new ProtocolError("malformed_frame", "Frame is not a msgpack map");
+  if (typeof raw !== "object" || raw === null || isArray(raw))
+    throw new ProtocolError("malformed_frame", "Frame is not a msgpack map");
   const parsed = v.safeParse(schema, raw);
   if (!parsed.success) {
     const t = (raw as { t?: unknown }).t;
-    throw new ProtocolError("malformed_frame", `Bad ${typeof t === "string" ? `'${t.slice(0, 32)}' ` : ""}frame: ${describeIssues(parsed.issues)}`);
+    throw new ProtocolError(
+      "malformed_frame",
+      `Bad ${typeof t === "string" ? `'${t.slice(0, 32)}' ` : ""}frame: ${describeIssues(parsed.issues)}`,
+    );
   }
   return parsed.output;
 }

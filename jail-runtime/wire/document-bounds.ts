@@ -66,19 +66,30 @@ export function scanMsgpack(bytes: Uint8Array, bounds: DocumentBounds = FRAME_BO
   let at = 0;
   let elements = 0;
   const need = (n: number) => {
-    if (at + n > end) throw new DocumentBoundsError("length", `a length of ${n} bytes at offset ${at} runs past the end (${end - at} left)`);
+    if (at + n > end)
+      throw new DocumentBoundsError(
+        "length",
+        `a length of ${n} bytes at offset ${at} runs past the end (${end - at} left)`,
+      );
   };
   let opened = false;
   const open = (children: number) => {
     // Every child takes at least one byte: a count the rest of the bytes cannot hold is a lie.
-    if (children > end - at) throw new DocumentBoundsError("length", `a container of ${children} elements at offset ${at} cannot fit in the ${end - at} bytes left`);
+    if (children > end - at)
+      throw new DocumentBoundsError(
+        "length",
+        `a container of ${children} elements at offset ${at} cannot fit in the ${end - at} bytes left`,
+      );
     if (children === 0) return;
     if (owed.length >= bounds.maxDepth) tooDeep(bounds);
     owed.push(children);
     owedTotal += children;
     // Each open level's count includes the child being read now, which has begun.
     if (owedTotal - (owed.length - 1) > end - at) {
-      throw new DocumentBoundsError("length", `a container of ${children} elements at offset ${at} cannot fit in the ${end - at} bytes left beside what encloses it`);
+      throw new DocumentBoundsError(
+        "length",
+        `a container of ${children} elements at offset ${at} cannot fit in the ${end - at} bytes left beside what encloses it`,
+      );
     }
     opened = true;
   };
@@ -98,27 +109,132 @@ export function scanMsgpack(bytes: Uint8Array, bounds: DocumentBounds = FRAME_BO
       open((b & 0x0f) * 2);
     } else {
       switch (b) {
-        case 0xcc: case 0xd0: need(1); at += 1; break; // uint8, int8
-        case 0xcd: case 0xd1: need(2); at += 2; break;
-        case 0xca: case 0xce: case 0xd2: need(4); at += 4; break;
-        case 0xcb: case 0xcf: case 0xd3: need(8); at += 8; break;
-        case 0xd4: need(2); at += 2; break; // fixext 1
-        case 0xd5: need(3); at += 3; break;
-        case 0xd6: need(5); at += 5; break;
-        case 0xd7: need(9); at += 9; break;
-        case 0xd8: need(17); at += 17; break;
-        case 0xc4: case 0xd9: { need(1); const n = view.getUint8(at); at += 1; need(n); at += n; break; } // bin8, str8
-        case 0xc5: case 0xda: { need(2); const n = view.getUint16(at); at += 2; need(n); at += n; break; }
-        case 0xc6: case 0xdb: { need(4); const n = view.getUint32(at); at += 4; need(n); at += n; break; }
-        case 0xc7: { need(2); const n = view.getUint8(at); at += 2; need(n); at += n; break; } // ext8: length, type, data
-        case 0xc8: { need(3); const n = view.getUint16(at); at += 3; need(n); at += n; break; }
-        case 0xc9: { need(5); const n = view.getUint32(at); at += 5; need(n); at += n; break; }
-        case 0xdc: { need(2); const n = view.getUint16(at); at += 2; open(n); break; }
-        case 0xdd: { need(4); const n = view.getUint32(at); at += 4; open(n); break; }
-        case 0xde: { need(2); const n = view.getUint16(at); at += 2; open(n * 2); break; }
-        case 0xdf: { need(4); const n = view.getUint32(at); at += 4; open(n * 2); break; }
+        case 0xcc:
+        case 0xd0:
+          need(1);
+          at += 1;
+          break; // uint8, int8
+        case 0xcd:
+        case 0xd1:
+          need(2);
+          at += 2;
+          break;
+        case 0xca:
+        case 0xce:
+        case 0xd2:
+          need(4);
+          at += 4;
+          break;
+        case 0xcb:
+        case 0xcf:
+        case 0xd3:
+          need(8);
+          at += 8;
+          break;
+        case 0xd4:
+          need(2);
+          at += 2;
+          break; // fixext 1
+        case 0xd5:
+          need(3);
+          at += 3;
+          break;
+        case 0xd6:
+          need(5);
+          at += 5;
+          break;
+        case 0xd7:
+          need(9);
+          at += 9;
+          break;
+        case 0xd8:
+          need(17);
+          at += 17;
+          break;
+        case 0xc4:
+        case 0xd9: {
+          need(1);
+          const n = view.getUint8(at);
+          at += 1;
+          need(n);
+          at += n;
+          break;
+        } // bin8, str8
+        case 0xc5:
+        case 0xda: {
+          need(2);
+          const n = view.getUint16(at);
+          at += 2;
+          need(n);
+          at += n;
+          break;
+        }
+        case 0xc6:
+        case 0xdb: {
+          need(4);
+          const n = view.getUint32(at);
+          at += 4;
+          need(n);
+          at += n;
+          break;
+        }
+        case 0xc7: {
+          need(2);
+          const n = view.getUint8(at);
+          at += 2;
+          need(n);
+          at += n;
+          break;
+        } // ext8: length, type, data
+        case 0xc8: {
+          need(3);
+          const n = view.getUint16(at);
+          at += 3;
+          need(n);
+          at += n;
+          break;
+        }
+        case 0xc9: {
+          need(5);
+          const n = view.getUint32(at);
+          at += 5;
+          need(n);
+          at += n;
+          break;
+        }
+        case 0xdc: {
+          need(2);
+          const n = view.getUint16(at);
+          at += 2;
+          open(n);
+          break;
+        }
+        case 0xdd: {
+          need(4);
+          const n = view.getUint32(at);
+          at += 4;
+          open(n);
+          break;
+        }
+        case 0xde: {
+          need(2);
+          const n = view.getUint16(at);
+          at += 2;
+          open(n * 2);
+          break;
+        }
+        case 0xdf: {
+          need(4);
+          const n = view.getUint32(at);
+          at += 4;
+          open(n * 2);
+          break;
+        }
         default:
-          throw new DocumentBoundsError("length", `byte 0x${b.toString(16)} at offset ${at - 1} starts no msgpack value`);
+          throw new DocumentBoundsError(
+            "length",
+            `byte 0x${b.toString(16)} at offset ${at - 1} starts no msgpack value`,
+          );
       }
     }
     // A value that opened no container is done: settle the containers it completes.

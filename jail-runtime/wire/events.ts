@@ -55,12 +55,23 @@ export const EventPayloads = {
     cost_usd: v.optional(v.number()),
   }),
   /** A capability call made inside an invocation; `within` names that invocation (e.g. "tool:forecast"). */
-  cap_call: v.object({ extension: v.string(), capability: v.string(), target: v.string(), within: v.string(), request: v.optional(CapCallRequest) }),
+  cap_call: v.object({
+    extension: v.string(),
+    capability: v.string(),
+    target: v.string(),
+    within: v.string(),
+    request: v.optional(CapCallRequest),
+  }),
   /**
    * The harness calls a host route (`session.route`): which extension, which route, and the
    * request as far as `MAX_ROUTE_CALL_REQUEST` characters (`truncated` says when it was cut).
    */
-  route_call: v.object({ extension: v.string(), route: v.string(), request: v.pipe(v.string(), v.maxLength(MAX_ROUTE_CALL_REQUEST)), truncated: v.boolean() }),
+  route_call: v.object({
+    extension: v.string(),
+    route: v.string(),
+    request: v.pipe(v.string(), v.maxLength(MAX_ROUTE_CALL_REQUEST)),
+    truncated: v.boolean(),
+  }),
 } as const;
 
 export type EventName = keyof typeof EventPayloads;
@@ -83,7 +94,14 @@ export const EventVerdicts = {
   session_start: v.strictObject({ ...Base, ...Context }),
   before_agent_start: v.strictObject({ ...Base, ...Block, ...Halt, ...Context }),
   context: v.strictObject({ ...Base, ...Context, messages: v.optional(v.array(v.unknown())) }),
-  tool_call: v.strictObject({ ...Base, ...Block, ...Halt, ...Context, arguments: v.optional(v.unknown()), result: v.optional(v.unknown()) }),
+  tool_call: v.strictObject({
+    ...Base,
+    ...Block,
+    ...Halt,
+    ...Context,
+    arguments: v.optional(v.unknown()),
+    result: v.optional(v.unknown()),
+  }),
   tool_result: v.strictObject({ ...Base, ...Block, ...Halt, ...Context }),
   agent_end: v.strictObject({ ...Base, ...Block, ...Halt, ...Context }),
   agent_settled: v.strictObject({ ...Base }),

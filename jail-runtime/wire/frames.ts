@@ -53,7 +53,15 @@ export const CallKind = v.picklist(["tool", "event", "command", ...SESSION_KINDS
 export type CallKind = v.InferOutput<typeof CallKind>;
 
 /** B→S: answer this invocation. `args` is JSON text, the exact bytes the caller sent. */
-export const Call = v.object({ t: v.literal("call"), ...Invocation, kind: CallKind, name: Name, args: v.string(), strand: v.string(), deadline_ms: Id });
+export const Call = v.object({
+  t: v.literal("call"),
+  ...Invocation,
+  kind: CallKind,
+  name: Name,
+  args: v.string(),
+  strand: v.string(),
+  deadline_ms: Id,
+});
 export type Call = v.InferOutput<typeof Call>;
 
 /** S→B: reach a capability inside the open invocation. `args` is JSON text (see JsonBlock for why). */

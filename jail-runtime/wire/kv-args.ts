@@ -9,10 +9,16 @@ import * as v from "valibot";
 const NoNul = v.check((text: string) => !text.includes("\u0000"), "a key cannot contain NUL (\\u0000)");
 const Key = v.pipe(v.string(), v.minLength(1), v.maxLength(512), NoNul);
 export const KvGetArgs = v.object({ key: Key });
-export const KvPutArgs = v.union([v.object({ key: Key, json: v.unknown() }), v.object({ key: Key, bytes: v.pipe(v.string(), v.base64()) })]);
+export const KvPutArgs = v.union([
+  v.object({ key: Key, json: v.unknown() }),
+  v.object({ key: Key, bytes: v.pipe(v.string(), v.base64()) }),
+]);
 /** `expected`: the string the caller saw, or null for "no such key"; `value`: the new string, or null to delete. */
 export const KvCasArgs = v.object({ key: Key, expected: v.nullable(v.string()), value: v.nullable(v.string()) });
-export const KvListArgs = v.object({ prefix: v.optional(v.pipe(v.string(), v.maxLength(512), NoNul), ""), limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 100) });
+export const KvListArgs = v.object({
+  prefix: v.optional(v.pipe(v.string(), v.maxLength(512), NoNul), ""),
+  limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 100),
+});
 
 const KEY_RULE = "a key is 1 to 512 characters, without NUL";
 

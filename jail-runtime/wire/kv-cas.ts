@@ -24,4 +24,5 @@ export const casNotString = (family: "kv" | "skv", holds: "bytes" | "json"): str
   `${family}.cas: the key holds ${holds === "bytes" ? "bytes" : "JSON other than a string"}; cas compares and swaps strings only`;
 
 /** The quota refusal, in `put`'s words. */
-export const casOverQuota = (family: "kv" | "skv", quota: number, after: number): string => `${family}.cas: storage quota of ${quota} bytes would be exceeded (${after} bytes)`;
+export const casOverQuota = (family: "kv" | "skv", quota: number, after: number): string =>
+  `${family}.cas: storage quota of ${quota} bytes would be exceeded (${after} bytes)`;

@@ -20,7 +20,13 @@ export const MAX_HEADER_CHARS = 8192;
 /** The most a path or query holds. */
 export const MAX_SERVICE_PATH_CHARS = 8192;
 
-const Headers = v.pipe(v.record(v.pipe(v.string(), v.maxLength(256), v.regex(/^[!#$%&'*+.^_`|~0-9a-z-]+$/, "expected a lowercase header name")), Text(MAX_HEADER_CHARS)), v.check((h) => Object.keys(h).length <= MAX_SERVICE_HEADERS, `expected at most ${MAX_SERVICE_HEADERS} headers`));
+const Headers = v.pipe(
+  v.record(
+    v.pipe(v.string(), v.maxLength(256), v.regex(/^[!#$%&'*+.^_`|~0-9a-z-]+$/, "expected a lowercase header name")),
+    Text(MAX_HEADER_CHARS),
+  ),
+  v.check((h) => Object.keys(h).length <= MAX_SERVICE_HEADERS, `expected at most ${MAX_SERVICE_HEADERS} headers`),
+);
 /** base64 of up to MAX_SERVICE_BODY_BYTES, or that much text. */
 const Body = Text(Math.ceil(MAX_SERVICE_BODY_BYTES / 3) * 4);
 
@@ -41,7 +47,13 @@ export const ServicePayload = v.object({
 
 export const ServiceAnswer = v.strictObject({
   status: v.pipe(v.number(), v.integer(), v.minValue(200), v.maxValue(599)),
-  headers: v.optional(v.pipe(v.record(v.pipe(v.string(), v.maxLength(256)), Text(MAX_HEADER_CHARS)), v.check((h) => Object.keys(h).length <= MAX_SERVICE_HEADERS, `expected at most ${MAX_SERVICE_HEADERS} headers`)), {}),
+  headers: v.optional(
+    v.pipe(
+      v.record(v.pipe(v.string(), v.maxLength(256)), Text(MAX_HEADER_CHARS)),
+      v.check((h) => Object.keys(h).length <= MAX_SERVICE_HEADERS, `expected at most ${MAX_SERVICE_HEADERS} headers`),
+    ),
+    {},
+  ),
   body: v.optional(Body, ""),
   body_encoding: v.optional(v.picklist(["text", "base64"]), "text"),
 });

@@ -32,7 +32,17 @@ export const MAX_FOLDS = 256;
  * `service` (an HTTP request to a `[[service]]`, ./service-kinds.ts), and
  * `init` (an extension's initializer, `[init]`: once per approved version).
  */
-export const SESSION_KINDS = ["context", "prepare", "close", "observe", "route", "compact", "complete", "service", "init"] as const;
+export const SESSION_KINDS = [
+  "context",
+  "prepare",
+  "close",
+  "observe",
+  "route",
+  "compact",
+  "complete",
+  "service",
+  "init",
+] as const;
 export type SessionKind = (typeof SESSION_KINDS)[number];
 
 /** The session as a loader, a preparation or a route sees it: no files, the workspace as text. */
@@ -60,7 +70,10 @@ export const SessionPayloads = {
     /** The extensions active in the session, in registry order, as they were when it was asked. */
     active: v.array(Name),
   }),
-  close: v.object({ session_id: Name, reason: v.picklist(["session_closed", "reloaded_out", "prepare_failed", "activation_failed"]) }),
+  close: v.object({
+    session_id: Name,
+    reason: v.picklist(["session_closed", "reloaded_out", "prepare_failed", "activation_failed"]),
+  }),
   observe: v.object({
     session_id: Name,
     events: v.pipe(v.array(ObservedEvent), v.maxLength(MAX_OBSERVED_BATCH)),

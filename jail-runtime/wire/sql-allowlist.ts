@@ -9,13 +9,41 @@
  * (`FakeDb`, jail-runtime/ext/testing/db.ts) share it.
  */
 
-export type SqlCheck = { readonly ok: true; readonly kind: string; readonly table: string } | { readonly ok: false; readonly rule: string; readonly msg: string };
+export type SqlCheck =
+  | { readonly ok: true; readonly kind: string; readonly table: string }
+  | { readonly ok: false; readonly rule: string; readonly msg: string };
 
-const ALLOWED = new Set(["select", "with", "insert", "replace", "update", "delete", "create", "drop", "alter", "pragma"]);
+const ALLOWED = new Set([
+  "select",
+  "with",
+  "insert",
+  "replace",
+  "update",
+  "delete",
+  "create",
+  "drop",
+  "alter",
+  "pragma",
+]);
 /** Read-only PRAGMAs that tell an extension about its own schema. */
-const PRAGMAS = new Set(["table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list", "user_version"]);
+const PRAGMAS = new Set([
+  "table_info",
+  "table_xinfo",
+  "index_list",
+  "index_info",
+  "index_xinfo",
+  "foreign_key_list",
+  "user_version",
+]);
 /** The ones that take an argument: a table's or an index's name (user_version with one is a write). */
-const TABLE_PRAGMAS = new Set(["table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"]);
+const TABLE_PRAGMAS = new Set([
+  "table_info",
+  "table_xinfo",
+  "index_list",
+  "index_info",
+  "index_xinfo",
+  "foreign_key_list",
+]);
 
 /**
  * The text in pieces as SQLite's tokenizer reads it: quoted strings and
@@ -73,7 +101,9 @@ export function splitStatements(sql: string): string[] {
 
 /** The text without comments (quotes read as SQLite reads them), so a keyword cannot hide behind one. */
 export function stripComments(sql: string): string {
-  return scanSql(sql).map((s) => s.code).join(";");
+  return scanSql(sql)
+    .map((s) => s.code)
+    .join(";");
 }
 
 const refuse = (rule: string, msg: string): SqlCheck => ({ ok: false, rule, msg });
@@ -101,14 +131,18 @@ function tableOf(kind: string, text: string): string {
     case "create":
     case "drop":
     case "alter":
-      return nameAfter(text, new RegExp(String.raw`\b(?:table|index|view|trigger)\s+(?:if\s+(?:not\s+)?exists\s+)?` + ident, "i"));
+      return nameAfter(
+        text,
+        new RegExp(String.raw`\b(?:table|index|view|trigger)\s+(?:if\s+(?:not\s+)?exists\s+)?` + ident, "i"),
+      );
     default:
       return "";
   }
 }
 
 /** String literals emptied ('…' → ''), so a table name or keyword written inside one is not read as one. */
-const blankStrings = (code: string): string => code.replace(/"[^"]*"?|\x60[^\x60]*\x60?|\[[^\]]*\]?|'[^']*'?/g, (t) => (t.startsWith("'") ? "''" : t));
+const blankStrings = (code: string): string =>
+  code.replace(/"[^"]*"?|\x60[^\x60]*\x60?|\[[^\]]*\]?|'[^']*'?/g, (t) => (t.startsWith("'") ? "''" : t));
 
 /**
  * The statement a `WITH …` clause leads to, and the text from its keyword on:
@@ -136,22 +170,39 @@ function afterWith(text: string): { kind: string; rest: string } | null {
 export function checkStatement(sql: string): SqlCheck {
   const text = stripComments(sql).trim();
   const kind = (/^[a-z]+/i.exec(text)?.[0] ?? "").toLowerCase();
-  if (kind === "attach" || kind === "detach") return refuse("storage.attach", `${kind.toUpperCase()} is refused: an extension reaches only its own database`);
+  if (kind === "attach" || kind === "detach")
+    return refuse("storage.attach", `${kind.toUpperCase()} is refused: an extension reaches only its own database`);
   if (kind === "vacuum") return refuse("storage.vacuum", "VACUUM is refused (VACUUM INTO writes another file)");
   // Read in the raw text too: a '--' inside a string literal would hide the rest of the line from the stripped one.
-  if (/\bload_extension\s*\(/i.test(text) || /\bload_extension\b/i.test(sql)) return refuse("storage.load_extension", "load_extension() is refused: an extension loads no native code");
-  if (!ALLOWED.has(kind)) return refuse("storage.statement", `'${kind.slice(0, 32) || text.slice(0, 32)}' statements are refused; use SELECT, INSERT, UPDATE, DELETE, REPLACE, WITH, CREATE, DROP, ALTER or a read-only PRAGMA`);
+  if (/\bload_extension\s*\(/i.test(text) || /\bload_extension\b/i.test(sql))
+    return refuse("storage.load_extension", "load_extension() is refused: an extension loads no native code");
+  if (!ALLOWED.has(kind))
+    return refuse(
+      "storage.statement",
+      `'${kind.slice(0, 32) || text.slice(0, 32)}' statements are refused; use SELECT, INSERT, UPDATE, DELETE, REPLACE, WITH, CREATE, DROP, ALTER or a read-only PRAGMA`,
+    );
   // A pragma's table-valued function is the pragma itself (pragma_optimize runs ANALYZE, pragma_database_list names
   // the broker's files): only the readable ones, wherever the name appears (raw text too, as for load_extension).
   for (const m of `${text} ${sql}`.matchAll(/\bpragma_(\w*)/gi)) {
-    if (!PRAGMAS.has(m[1]!.toLowerCase())) return refuse("storage.pragma", `pragma_${m[1]!.slice(0, 32)} is refused: only these pragma functions may be read: ${[...PRAGMAS].map((p) => `pragma_${p}`).join(", ")}`);
+    if (!PRAGMAS.has(m[1]!.toLowerCase()))
+      return refuse(
+        "storage.pragma",
+        `pragma_${m[1]!.slice(0, 32)} is refused: only these pragma functions may be read: ${[...PRAGMAS].map((p) => `pragma_${p}`).join(", ")}`,
+      );
   }
   if (kind === "pragma") {
     // Only a read: a table pragma with its table's name, or user_version bare. `PRAGMA x(v)` is a write as much as `PRAGMA x = v`.
-    const m = /^pragma\s+(?:main\s*\.\s*)?([a-z_]+)\s*(\(\s*(?:"[^"]+"|'[^']+'|\x60[^\x60]+\x60|\[[^\]]+\]|[A-Za-z_][\w$]*)\s*\))?\s*;?\s*$/i.exec(text);
+    const m =
+      /^pragma\s+(?:main\s*\.\s*)?([a-z_]+)\s*(\(\s*(?:"[^"]+"|'[^']+'|\x60[^\x60]+\x60|\[[^\]]+\]|[A-Za-z_][\w$]*)\s*\))?\s*;?\s*$/i.exec(
+        text,
+      );
     const name = m?.[1]?.toLowerCase() ?? "";
     const readable = m !== null && (m[2] === undefined ? PRAGMAS.has(name) : TABLE_PRAGMAS.has(name));
-    if (!readable) return refuse("storage.pragma", `only these PRAGMAs may be read: ${[...PRAGMAS].join(", ")} (no '=' assignment, no '(value)' call)`);
+    if (!readable)
+      return refuse(
+        "storage.pragma",
+        `only these PRAGMAs may be read: ${[...PRAGMAS].join(", ")} (no '=' assignment, no '(value)' call)`,
+      );
     return { ok: true, kind, table: name };
   }
   const bare = blankStrings(text);

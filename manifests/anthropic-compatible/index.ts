@@ -11,7 +11,10 @@ interface StreamEvent {
 
 /** System messages go in `system`; the rest stay in order. */
 function split(messages: readonly ChatMessage[]): { system: string; messages: ChatMessage[] } {
-  const system = messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
+  const system = messages
+    .filter((m) => m.role === "system")
+    .map((m) => m.content)
+    .join("\n\n");
   return { system, messages: messages.filter((m) => m.role !== "system") };
 }
 
@@ -45,7 +48,9 @@ const messages: Provider = async (request, ctx) => {
     try {
       data = JSON.parse(event.data) as StreamEvent;
     } catch {
-      throw new ProviderError(`the API's stream is malformed: the ${event.event ?? "unnamed"} event is not JSON (${excerpt(event.data)})`);
+      throw new ProviderError(
+        `the API's stream is malformed: the ${event.event ?? "unnamed"} event is not JSON (${excerpt(event.data)})`,
+      );
     }
     switch (data.type) {
       case "message_start":
@@ -69,7 +74,12 @@ const messages: Provider = async (request, ctx) => {
   }
   if (!stopped) throw new ProviderError("the API's stream ended without message_stop");
   reportDeltas(ctx, deltas);
-  return { text: deltas.join(""), usage: { input_tokens: input, output_tokens: output }, stop_reason: stopReason, model };
+  return {
+    text: deltas.join(""),
+    usage: { input_tokens: input, output_tokens: output },
+    stop_reason: stopReason,
+    model,
+  };
 };
 
 export const providers: Record<string, Provider> = { "local-anthropic": messages };

@@ -14,12 +14,17 @@ export const tools = {};
 export const hooks = {
   session_start: hook("session_start", (start) => {
     const workspace = String(field(start, "workspace"));
-    const folder = workspace.split("/").filter((part) => part !== "").pop() ?? workspace;
+    const folder =
+      workspace
+        .split("/")
+        .filter((part) => part !== "")
+        .pop() ?? workspace;
     return { context: `briefing: you are working in '${folder}'. Conventions here: ${CONVENTIONS}.` };
   }),
   before_agent_start: hook("before_agent_start", (turn) => {
     const prompt = String(field(turn, "prompt"));
-    if (/\b(weather|forecast|temperature)\b/i.test(prompt)) return { context: "briefing: the weather tools answer in °C; say which city a forecast is for." };
+    if (/\b(weather|forecast|temperature)\b/i.test(prompt))
+      return { context: "briefing: the weather tools answer in °C; say which city a forecast is for." };
     return proceed;
   }),
   context: hook("context", (p) => {

@@ -5,10 +5,13 @@ const CONVENTIONS = "temperatures in °C, dates as YYYY-MM-DD, and ask before de
 
 Deno.test("session_start names the workspace's folder and the conventions", async () => {
   const kit = testKit(briefing, { name: "briefing" });
-  assertEquals(await kit.hook("session_start", { session_id: "s1", workspace: "/home/ada/projects/atlas/", source: "cli" }), {
-    ok: true,
-    value: { context: `briefing: you are working in 'atlas'. Conventions here: ${CONVENTIONS}.` },
-  });
+  assertEquals(
+    await kit.hook("session_start", { session_id: "s1", workspace: "/home/ada/projects/atlas/", source: "cli" }),
+    {
+      ok: true,
+      value: { context: `briefing: you are working in 'atlas'. Conventions here: ${CONVENTIONS}.` },
+    },
+  );
 });
 
 Deno.test("before_agent_start adds a line only when the prompt is about the weather", async () => {
@@ -33,5 +36,8 @@ Deno.test("a payload that does not match the event's schema is bad_arguments nam
   const kit = testKit(briefing, { name: "briefing" });
   // Cast: the point is a payload the broker would never send.
   const reply = await kit.hook("context", { messages: "none" } as never);
-  assertEquals(reply, { ok: false, error: { code: "bad_arguments", msg: 'event \'context\': expected Array at .messages, got "none"' } });
+  assertEquals(reply, {
+    ok: false,
+    error: { code: "bad_arguments", msg: "event 'context': expected Array at .messages, got \"none\"" },
+  });
 });

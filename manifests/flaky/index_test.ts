@@ -16,7 +16,10 @@ Deno.test("given the configuration it expects, feed_items answers the feed", asy
     // A fresh module instance: the first import's failure is cached under the plain specifier.
     const flaky = await import("./index.ts?configured");
     const reply = await testKit(flaky, { name: "flaky" }).tool("feed_items");
-    assertEquals(reply, { ok: true, value: { content: [{ type: "json", json: { feed: "https://feed.example/rss", items: [] } }], terminate: false } });
+    assertEquals(reply, {
+      ok: true,
+      value: { content: [{ type: "json", json: { feed: "https://feed.example/rss", items: [] } }], terminate: false },
+    });
   } finally {
     delete (globalThis as { FLAKY_CONFIG?: unknown }).FLAKY_CONFIG;
   }

@@ -5,7 +5,8 @@ const KEEP_RECENT = 4;
 
 type Message = { role?: unknown; name?: unknown; content?: unknown };
 
-const isToolResult = (m: unknown): m is Message => typeof m === "object" && m !== null && (m as Message).role === "tool";
+const isToolResult = (m: unknown): m is Message =>
+  typeof m === "object" && m !== null && (m as Message).role === "tool";
 
 /** One line for a run of tool results: how many, from which tools, how much text they held. */
 function line(run: Message[]): string {

@@ -15,7 +15,10 @@ export const tools: Record<string, Tool> = {
     if (!res.ok) return refuse(`The API answered ${res.status} for /user`);
     const user = res.json() as { login: string; debug?: { authorization?: string } };
     const seen = user.debug?.authorization;
-    return outcome([text(`signed in as ${user.login}${seen !== undefined ? ` (the API echoed Authorization: ${seen})` : ""}`), json(user)]);
+    return outcome([
+      text(`signed in as ${user.login}${seen !== undefined ? ` (the API echoed Authorization: ${seen})` : ""}`),
+      json(user),
+    ]);
   },
   list_issues: async (args) => {
     const { repo } = decodeArgs(v.object({ repo: v.string() }), args);

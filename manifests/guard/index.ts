@@ -16,11 +16,27 @@ function field(value: unknown, name: string): unknown {
 
 /** Destructive commands, each with what the model should do instead. */
 const DANGEROUS: readonly { readonly pattern: RegExp; readonly what: string; readonly instead: string }[] = [
-  { pattern: /\brm\s+-(?:[a-z]*r[a-z]*f|[a-z]*f[a-z]*r)[a-z]*\b/i, what: "`rm -rf`", instead: "delete specific files by name, or ask the user to run it themselves" },
-  { pattern: /\bmkfs(?:\.\w+)?\b/, what: "`mkfs` (formats a filesystem)", instead: "ask the user; formatting is never done on their behalf" },
-  { pattern: /\bdd\b[^\n]*\bof=\/dev\//, what: "`dd` onto a device", instead: "ask the user; writing raw devices is never done on their behalf" },
+  {
+    pattern: /\brm\s+-(?:[a-z]*r[a-z]*f|[a-z]*f[a-z]*r)[a-z]*\b/i,
+    what: "`rm -rf`",
+    instead: "delete specific files by name, or ask the user to run it themselves",
+  },
+  {
+    pattern: /\bmkfs(?:\.\w+)?\b/,
+    what: "`mkfs` (formats a filesystem)",
+    instead: "ask the user; formatting is never done on their behalf",
+  },
+  {
+    pattern: /\bdd\b[^\n]*\bof=\/dev\//,
+    what: "`dd` onto a device",
+    instead: "ask the user; writing raw devices is never done on their behalf",
+  },
   { pattern: /:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:/, what: "a fork bomb", instead: "do not run it" },
-  { pattern: /\bgit\s+push\b[^\n]*(?:--force\b|\s-f\b)/, what: "`git push --force`", instead: "push without --force, or ask the user" },
+  {
+    pattern: /\bgit\s+push\b[^\n]*(?:--force\b|\s-f\b)/,
+    what: "`git push --force`",
+    instead: "push without --force, or ask the user",
+  },
 ];
 
 /** Every string in the arguments (keys too), so `rm -rf` is found wherever it sits and however JSON escapes it. */
@@ -48,7 +64,8 @@ async function flagged(): Promise<string[]> {
 function normaliseHost(input: string): string | null {
   let trimmed = input.trim();
   if (trimmed === "" || /\s/.test(trimmed)) return null;
-  if (!trimmed.includes("://")) trimmed = `http://${trimmed.includes(":") && !trimmed.startsWith("[") && trimmed.split(":").length > 2 ? `[${trimmed}]` : trimmed}`;
+  if (!trimmed.includes("://"))
+    trimmed = `http://${trimmed.includes(":") && !trimmed.startsWith("[") && trimmed.split(":").length > 2 ? `[${trimmed}]` : trimmed}`;
   let host: string;
   try {
     host = new URL(trimmed).hostname;
@@ -84,7 +101,8 @@ function reached(request: unknown): string[] {
 }
 
 /** A flagged name covers itself and every name under it; a flagged address only itself. */
-const covers = (flag: string, host: string) => host === flag || (!IPV4.test(flag) && !flag.includes(":") && host.endsWith(`.${flag}`));
+const covers = (flag: string, host: string) =>
+  host === flag || (!IPV4.test(flag) && !flag.includes(":") && host.endsWith(`.${flag}`));
 
 export const tools = {};
 
@@ -93,7 +111,9 @@ export const hooks = {
     const argsText = strings(field(call, "arguments")).join("\n");
     for (const rule of DANGEROUS) {
       if (rule.pattern.test(argsText)) {
-        return { block: `guard: the arguments to '${String(field(call, "tool"))}' contain ${rule.what}, which this workspace does not allow; ${rule.instead}.` };
+        return {
+          block: `guard: the arguments to '${String(field(call, "tool"))}' contain ${rule.what}, which this workspace does not allow; ${rule.instead}.`,
+        };
       }
     }
     return proceed;
@@ -110,7 +130,9 @@ export const hooks = {
       if (hit !== undefined) {
         const host = String(field(request, "host"));
         const reaching = what === host ? host : `${host} (reaching ${what})`;
-        return { block: `guard: ${reaching} is flagged by the operator (/flag ${hit}); '${String(field(call, "extension"))}' may not reach it from ${String(field(call, "within"))}. Tell the user instead of retrying.` };
+        return {
+          block: `guard: ${reaching} is flagged by the operator (/flag ${hit}); '${String(field(call, "extension"))}' may not reach it from ${String(field(call, "within"))}. Tell the user instead of retrying.`,
+        };
       }
     }
     return proceed;
@@ -134,7 +156,10 @@ export const commands: Record<string, Command> = {
     if (host === null) return refuse(`not a host: '${args.trim().slice(0, 100)}' (expected /unflag api.example.com)`);
     const list = await flagged();
     if (!list.includes(host)) return refuse(`${host} is not flagged`);
-    await kv.put(FLAGGED, list.filter((h) => h !== host));
+    await kv.put(
+      FLAGGED,
+      list.filter((h) => h !== host),
+    );
     return outcome([text(`unflagged ${host}`)]);
   },
 };

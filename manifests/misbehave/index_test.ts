@@ -13,14 +13,21 @@ Deno.test("throw is answered crashed, with the error's name and message only", a
 });
 
 Deno.test("sleep ends early when the deadline aborts its signal", async () => {
-  assertEquals(await kit().tool("sleep", { ms: 10 }), { ok: true, value: { content: [{ type: "text", text: "slept 10 ms" }], terminate: false } });
-  assertEquals(await kit().tool("sleep", { ms: 60_000 }, { deadlineMs: 20 }), { ok: true, value: { content: [{ type: "text", text: "aborted" }], terminate: false } });
+  assertEquals(await kit().tool("sleep", { ms: 10 }), {
+    ok: true,
+    value: { content: [{ type: "text", text: "slept 10 ms" }], terminate: false },
+  });
+  assertEquals(await kit().tool("sleep", { ms: 60_000 }, { deadlineMs: 20 }), {
+    ok: true,
+    value: { content: [{ type: "text", text: "aborted" }], terminate: false },
+  });
 });
 
 Deno.test("bad_value is crashed: the broker reads a malformed tool value", async () => {
   const reply = await kit().tool("bad_value");
   assertEquals(reply.ok, false);
-  if (!reply.ok) assertEquals(reply.error.msg.startsWith("'bad_value' answered a malformed tool value"), true, reply.error.msg);
+  if (!reply.ok)
+    assertEquals(reply.error.msg.startsWith("'bad_value' answered a malformed tool value"), true, reply.error.msg);
 });
 
 Deno.test("garbage sends a frame the broker rejects: the call is crashed", async () => {
@@ -34,7 +41,10 @@ Deno.test("cap_later: a capability call after the answer carries no open token a
   const log = console.log;
   console.log = (line: string) => printed.push(line);
   try {
-    assertEquals(await kit().tool("cap_later"), { ok: true, value: { content: [{ type: "text", text: "answered; a capability call follows" }], terminate: false } });
+    assertEquals(await kit().tool("cap_later"), {
+      ok: true,
+      value: { content: [{ type: "text", text: "answered; a capability call follows" }], terminate: false },
+    });
     await new Promise((resolve) => setTimeout(resolve, 60));
   } finally {
     console.log = log;
@@ -45,7 +55,10 @@ Deno.test("cap_later: a capability call after the answer carries no open token a
 Deno.test("big answers kb kilobytes of text; spew of 0 MiB writes nothing", async () => {
   const reply = await kit().tool("big", { kb: 2 });
   assertEquals(reply, { ok: true, value: { content: [{ type: "text", text: "y".repeat(2048) }], terminate: false } });
-  assertEquals(await kit().tool("spew", { mb: 0 }), { ok: true, value: { content: [{ type: "text", text: "wrote 0 MiB to each stream" }], terminate: false } });
+  assertEquals(await kit().tool("spew", { mb: 0 }), {
+    ok: true,
+    value: { content: [{ type: "text", text: "wrote 0 MiB to each stream" }], terminate: false },
+  });
 });
 
 Deno.test("exit asks Deno to end the process with code 7", async () => {

@@ -21,8 +21,17 @@ async function migrations(): Promise<number> {
 
 async function allNotes(): Promise<Note[]> {
   const pinned = (await migrations()) >= 2;
-  const rows = await db.query(pinned ? "SELECT id, text, created_at, pinned FROM notes ORDER BY pinned DESC, id LIMIT 500" : "SELECT id, text, created_at FROM notes ORDER BY id LIMIT 500");
-  return rows.map((r) => ({ id: Number(r.id), text: String(r.text), created_at: Number(r.created_at), pinned: r.pinned === 1 }));
+  const rows = await db.query(
+    pinned
+      ? "SELECT id, text, created_at, pinned FROM notes ORDER BY pinned DESC, id LIMIT 500"
+      : "SELECT id, text, created_at FROM notes ORDER BY id LIMIT 500",
+  );
+  return rows.map((r) => ({
+    id: Number(r.id),
+    text: String(r.text),
+    created_at: Number(r.created_at),
+    pinned: r.pinned === 1,
+  }));
 }
 
 const escape = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -32,7 +41,10 @@ export const init: Init = async ({ version }) => {
   const [row] = await db.query("SELECT count(*) AS n FROM notes");
   const n = Number(row?.n ?? 0);
   if (n > 0) return { message: `${version}: ${n} notes kept` };
-  await db.exec("INSERT INTO notes (text, created_at) VALUES (?, ?)", ["Welcome: add notes with the add tool", Date.now()]);
+  await db.exec("INSERT INTO notes (text, created_at) VALUES (?, ?)", [
+    "Welcome: add notes with the add tool",
+    Date.now(),
+  ]);
   return { message: `${version}: seeded a welcome note` };
 };
 
@@ -44,20 +56,30 @@ export const tools: Record<string, Tool> = {
   },
   list: async () => {
     const notes = await allNotes();
-    return outcome([text(notes.length === 0 ? "no notes" : notes.map((n) => `${n.pinned ? "📌 " : ""}${n.id}. ${n.text}`).join("\n")), json({ notes })]);
+    return outcome([
+      text(notes.length === 0 ? "no notes" : notes.map((n) => `${n.pinned ? "📌 " : ""}${n.id}. ${n.text}`).join("\n")),
+      json({ notes }),
+    ]);
   },
   pin: async (args) => {
     const { id } = decodeArgs(v.object({ id: v.pipe(v.number(), v.integer(), v.minValue(1)) }), args);
-    if ((await migrations()) < 2) return outcome([text("pinning needs migration 0002: ask the operator to approve notes 1.1.0")]);
+    if ((await migrations()) < 2)
+      return outcome([text("pinning needs migration 0002: ask the operator to approve notes 1.1.0")]);
     const { changes } = await db.exec("UPDATE notes SET pinned = 1 WHERE id = ?", [id]);
     return outcome([text(changes === 1 ? `note ${id} pinned` : `no note ${id}`)]);
   },
 };
 
 export const services: Record<string, Service> = {
-  json: async () => ({ status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify({ notes: await allNotes() }) }),
+  json: async () => ({
+    status: 200,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ notes: await allNotes() }),
+  }),
   page: async () => {
-    const items = (await allNotes()).map((n) => `<li>${n.pinned ? "<strong>pinned</strong> " : ""}${escape(n.text)}</li>`).join("");
+    const items = (await allNotes())
+      .map((n) => `<li>${n.pinned ? "<strong>pinned</strong> " : ""}${escape(n.text)}</li>`)
+      .join("");
     const body = `<!doctype html><meta charset="utf-8"><title>Notes</title><h1>Notes</h1><ul>${items || "<li><em>none yet</em></li>"}</ul>`;
     return { status: 200, headers: { "content-type": "text/html; charset=utf-8" }, body };
   },

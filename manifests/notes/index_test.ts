@@ -11,7 +11,10 @@ Deno.test("init seeds a welcome note once; add and list use the migrated table, 
   assertEquals(await kit.tool("add", { text: "buy milk" }), said("note 2 saved"));
   assertEquals(await kit.tool("pin", { id: 2 }), said("note 2 pinned"));
   const listed = await kit.tool("list", {});
-  assertEquals(listed.ok && (listed.value as { content: Array<{ text?: string }> }).content[0]!.text, "📌 2. buy milk\n1. Welcome: add notes with the add tool");
+  assertEquals(
+    listed.ok && (listed.value as { content: Array<{ text?: string }> }).content[0]!.text,
+    "📌 2. buy milk\n1. Welcome: add notes with the add tool",
+  );
 });
 
 Deno.test("before migration 0002 the code still lists, and pin says which version it needs", async () => {
@@ -20,7 +23,10 @@ Deno.test("before migration 0002 the code still lists, and pin says which versio
   db.run("PRAGMA user_version = 1");
   const kit = testKit(extension, { name: "notes", db });
   assertEquals(await kit.tool("add", { text: "first" }), said("note 1 saved"));
-  assertEquals(await kit.tool("pin", { id: 1 }), said("pinning needs migration 0002: ask the operator to approve notes 1.1.0"));
+  assertEquals(
+    await kit.tool("pin", { id: 1 }),
+    said("pinning needs migration 0002: ask the operator to approve notes 1.1.0"),
+  );
   const listed = await kit.tool("list", {});
   assertEquals(listed.ok && (listed.value as { content: Array<{ text?: string }> }).content[0]!.text, "1. first");
 });
@@ -29,7 +35,13 @@ Deno.test("the services answer the notes as JSON and as an escaped HTML page", a
   const kit = testKit(extension, { name: "notes", db: new FakeDb({ migrations }) });
   await kit.tool("add", { text: "<script>x</script>" });
   const page = await kit.service("page", { path: "/" });
-  assertEquals(page.ok && (page.value as { body: string }).body.includes("<li>&#60;script&#62;x&#60;/script&#62;</li>"), true);
+  assertEquals(
+    page.ok && (page.value as { body: string }).body.includes("<li>&#60;script&#62;x&#60;/script&#62;</li>"),
+    true,
+  );
   const listed = await kit.service("json", { path: "/notes.json" });
-  assertEquals(listed.ok && JSON.parse((listed.value as { body: string }).body).notes.map((n: { text: string }) => n.text), ["<script>x</script>"]);
+  assertEquals(
+    listed.ok && JSON.parse((listed.value as { body: string }).body).notes.map((n: { text: string }) => n.text),
+    ["<script>x</script>"],
+  );
 });

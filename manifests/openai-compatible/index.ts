@@ -42,9 +42,11 @@ const chat: Provider = async (request, ctx) => {
       if (typeof choice.delta?.content === "string") deltas.push(choice.delta.content);
       if (typeof choice.finish_reason === "string") stopReason = choice.finish_reason;
     }
-    if (chunk.usage) usage = { input_tokens: chunk.usage.prompt_tokens ?? 0, output_tokens: chunk.usage.completion_tokens ?? 0 };
+    if (chunk.usage)
+      usage = { input_tokens: chunk.usage.prompt_tokens ?? 0, output_tokens: chunk.usage.completion_tokens ?? 0 };
   }
-  if (usage === null) throw new ProviderError("the API's stream ended without usage (it must honour stream_options.include_usage)");
+  if (usage === null)
+    throw new ProviderError("the API's stream ended without usage (it must honour stream_options.include_usage)");
   reportDeltas(ctx, deltas);
   return { text: deltas.join(""), usage, stop_reason: stopReason, model };
 };

@@ -39,8 +39,14 @@ export const managed: Managed = {
     const turns = ((await skv.get("turns")) as number | null) ?? 0;
     return {
       instructions: "You have a scratchpad for this session: `jot` adds a line, `pad` reads it.",
-      ...(kept.length > 0 ? { context: `Scratchpad (${kept.length} lines, ${turns} turns so far):\n${kept.map((l) => `- ${l}`).join("\n")}` } : {}),
-      ...(kept.length > LONG ? { warnings: [`the scratchpad has ${kept.length} lines; ask the model to summarise it`] } : {}),
+      ...(kept.length > 0
+        ? {
+            context: `Scratchpad (${kept.length} lines, ${turns} turns so far):\n${kept.map((l) => `- ${l}`).join("\n")}`,
+          }
+        : {}),
+      ...(kept.length > LONG
+        ? { warnings: [`the scratchpad has ${kept.length} lines; ask the model to summarise it`] }
+        : {}),
     };
   },
   // The session is letting go (closed, reloaded out, or its activation failed): save what is pending.
@@ -57,5 +63,6 @@ export const observe: Observer = async (batch) => {
 };
 
 export const routes: Record<string, Route> = {
-  summary: async () => JSON.stringify({ saved: await lines(), pending, turns: ((await skv.get("turns")) as number | null) ?? 0 }),
+  summary: async () =>
+    JSON.stringify({ saved: await lines(), pending, turns: ((await skv.get("turns")) as number | null) ?? 0 }),
 };

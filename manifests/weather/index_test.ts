@@ -8,15 +8,33 @@ const SERVICE = { "GET http://127.0.0.1:47311/v1/forecast?city=Lisbon": { json: 
 Deno.test("forecast asks the service, remembers the city and answers text and JSON", async () => {
   const kit = testKit(weather, { name: "weather", net: SERVICE });
   const reply = await kit.tool("forecast", { city: "Lisbon" });
-  assertEquals(reply, { ok: true, value: { content: [{ type: "text", text: "Lisbon: sunny, high 24°C" }, { type: "json", json: LISBON }], terminate: false } });
+  assertEquals(reply, {
+    ok: true,
+    value: {
+      content: [
+        { type: "text", text: "Lisbon: sunny, high 24°C" },
+        { type: "json", json: LISBON },
+      ],
+      terminate: false,
+    },
+  });
   assertEquals(kit.kv.value("last-city"), "Lisbon");
   assertEquals(kit.reports, ["asking the weather service about Lisbon"]);
-  assertEquals(kit.net.requests.map((r) => `${r.method} ${r.url}`), ["GET http://127.0.0.1:47311/v1/forecast?city=Lisbon"]);
+  assertEquals(
+    kit.net.requests.map((r) => `${r.method} ${r.url}`),
+    ["GET http://127.0.0.1:47311/v1/forecast?city=Lisbon"],
+  );
 });
 
 Deno.test("forecast refuses when the service answers an error status", async () => {
-  const kit = testKit(weather, { name: "weather", net: { "GET http://127.0.0.1:47311/v1/forecast*": { status: 503, body: "down" } } });
-  assertEquals(await kit.tool("forecast", { city: "Oslo" }), { ok: false, error: { code: "refused", msg: "The weather service answered 503 for Oslo" } });
+  const kit = testKit(weather, {
+    name: "weather",
+    net: { "GET http://127.0.0.1:47311/v1/forecast*": { status: 503, body: "down" } },
+  });
+  assertEquals(await kit.tool("forecast", { city: "Oslo" }), {
+    ok: false,
+    error: { code: "refused", msg: "The weather service answered 503 for Oslo" },
+  });
   assertEquals(kit.kv.keys(), []);
 });
 
@@ -24,7 +42,10 @@ Deno.test("forecast left uncaught: a host no rule allows is the broker's refusal
   const kit = testKit(weather, { name: "weather" });
   assertEquals(await kit.tool("forecast", { city: "Lisbon" }), {
     ok: false,
-    error: { code: "denied", msg: "tool 'forecast': net.fetch refused: no approved rule of 'weather' allows GET http://127.0.0.1:47311/v1/forecast (rule: manifest:no-match)" },
+    error: {
+      code: "denied",
+      msg: "tool 'forecast': net.fetch refused: no approved rule of 'weather' allows GET http://127.0.0.1:47311/v1/forecast (rule: manifest:no-match)",
+    },
   });
 });
 
@@ -32,7 +53,13 @@ Deno.test("forecast: a full kv is refused by the quota and the tool's answer say
   // 10 bytes, as `[limits] kv_bytes = 10` would give: "last-city" (9) and "\"Lisbon\"" (8) do not fit.
   const kit = testKit(weather, { name: "weather", net: SERVICE, kv: new FakeKv({}, 10) });
   const reply = await kit.tool("forecast", { city: "Lisbon" });
-  assertEquals(reply, { ok: false, error: { code: "denied", msg: "tool 'forecast': kv.put: storage quota of 10 bytes would be exceeded (17 bytes) (rule: limits.kv_bytes)" } });
+  assertEquals(reply, {
+    ok: false,
+    error: {
+      code: "denied",
+      msg: "tool 'forecast': kv.put: storage quota of 10 bytes would be exceeded (17 bytes) (rule: limits.kv_bytes)",
+    },
+  });
 });
 
 Deno.test("fetch_url catches refusals: a rule the operator denies, an unreachable host, a bad scheme", async () => {
@@ -46,7 +73,10 @@ Deno.test("fetch_url catches refusals: a rule the operator denies, an unreachabl
   });
   assertEquals(await kit.tool("fetch_url", { url: "https://evil.example/x" }), {
     ok: false,
-    error: { code: "refused", msg: "denied: net.fetch refused: the operator's policy denies https://evil.example/x (rule: operator:deny *.evil.example)" },
+    error: {
+      code: "refused",
+      msg: "denied: net.fetch refused: the operator's policy denies https://evil.example/x (rule: operator:deny *.evil.example)",
+    },
   });
   assertEquals(await kit.tool("fetch_url", { url: "https://down.example/" }), {
     ok: false,
@@ -56,5 +86,8 @@ Deno.test("fetch_url catches refusals: a rule the operator denies, an unreachabl
     ok: false,
     error: { code: "refused", msg: "denied: net.fetch refused: scheme 'file' is not allowed (file://) (rule: url)" },
   });
-  assertEquals(await kit.tool("fetch_url", { url: "https://ok.example/a" }), { ok: true, value: { content: [{ type: "text", text: "200 from https://ok.example/a (5 bytes)" }], terminate: false } });
+  assertEquals(await kit.tool("fetch_url", { url: "https://ok.example/a" }), {
+    ok: true,
+    value: { content: [{ type: "text", text: "200 from https://ok.example/a (5 bytes)" }], terminate: false },
+  });
 });

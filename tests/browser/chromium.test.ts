@@ -27,7 +27,8 @@ import { screenshot, useBrowser } from "../support/browser.js";
 import { until } from "../support/wait.js";
 
 /** The console's policy (the page contract), minus what these pages do not load. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 interface Seen {
   readonly method: string;
@@ -82,7 +83,9 @@ function site(host: string, handle: Handler): Promise<Site> {
 
 const html = (res: ServerResponse, body: string, headers: Record<string, string | string[]> = {}) => {
   res.writeHead(200, { "content-type": "text/html; charset=utf-8", ...headers });
-  res.end(`<!doctype html><html><head><meta charset="utf-8"><title>browser test</title></head><body>${body}</body></html>`);
+  res.end(
+    `<!doctype html><html><head><meta charset="utf-8"><title>browser test</title></head><body>${body}</body></html>`,
+  );
 };
 
 /** The console's server, in miniature: strict CSP, a session cookie, a form endpoint. */
@@ -123,13 +126,20 @@ const consoleLike: Handler = (req, res) => {
     case "/console/login":
       return html(res, '<p>signed in</p><a id="next" href="/console/whoami">next</a>', {
         ...csp,
-        "set-cookie": ["tether_console=s3cr3t-session; HttpOnly; SameSite=Strict; Path=/console", "shown=1; SameSite=Strict; Path=/console"],
+        "set-cookie": [
+          "tether_console=s3cr3t-session; HttpOnly; SameSite=Strict; Path=/console",
+          "shown=1; SameSite=Strict; Path=/console",
+        ],
       });
     case "/console/whoami":
     case "/console/action":
       return html(res, `<p id="done">${path}</p>`, csp);
     case "/console/form":
-      return html(res, '<form id="f" method="post" action="/console/action"><input type="hidden" name="csrf" value="own"><button id="go" type="submit">go</button></form>', csp);
+      return html(
+        res,
+        '<form id="f" method="post" action="/console/action"><input type="hidden" name="csrf" value="own"><button id="go" type="submit">go</button></form>',
+        csp,
+      );
   }
   res.writeHead(404, { "content-type": "text/plain" }).end("no such page\n");
 };
@@ -140,7 +150,10 @@ const attacker =
   (req, res) => {
     const path = new URL(req.url ?? "/", "http://x").pathname;
     if (path === "/form")
-      return html(res, `<form method="post" action="${target()}/console/action"><input type="hidden" name="csrf" value="forged"><button id="go" type="submit">win a prize</button></form>`);
+      return html(
+        res,
+        `<form method="post" action="${target()}/console/action"><input type="hidden" name="csrf" value="forged"><button id="go" type="submit">win a prize</button></form>`,
+      );
     if (path === "/frame") return html(res, `<iframe id="framed" src="${target()}/console/whoami"></iframe>`);
     res.writeHead(404).end();
   };
@@ -154,8 +167,14 @@ let otherPort: Site;
 
 beforeAll(async () => {
   server = await site("127.0.0.1", consoleLike);
-  crossSite = await site("127.0.0.2", attacker(() => server.origin));
-  otherPort = await site("127.0.0.1", attacker(() => server.origin));
+  crossSite = await site(
+    "127.0.0.2",
+    attacker(() => server.origin),
+  );
+  otherPort = await site(
+    "127.0.0.1",
+    attacker(() => server.origin),
+  );
 });
 
 afterAll(async () => {
@@ -176,7 +195,9 @@ test("Chromium reaches loopback only: anything else goes to a proxy where nothin
   for (const url of ["http://example.com/", "http://192.0.2.1/", "https://10.0.0.1/"]) {
     await expect((await browser.page()).goto(url)).rejects.toThrow("net::ERR_PROXY_CONNECTION_FAILED");
   }
-  await expect((await browser.page()).goto(`${server.origin}/console/whoami`).then((r) => r?.status())).resolves.toBe(200);
+  await expect((await browser.page()).goto(`${server.origin}/console/whoami`).then((r) => r?.status())).resolves.toBe(
+    200,
+  );
 });
 
 describe("the console's Content-Security-Policy", () => {
@@ -191,7 +212,8 @@ describe("the console's Content-Security-Policy", () => {
     await expect(page.textContent("#external")).resolves.toBe("ran");
     await expect(page.evaluate("document.body.dataset.inline ?? null")).resolves.toBeNull();
     // The same-origin sheet applies; the inline <style> does not.
-    const color = (selector: string) => page.evaluate(`getComputedStyle(document.querySelector(${JSON.stringify(selector)})).color`);
+    const color = (selector: string) =>
+      page.evaluate(`getComputedStyle(document.querySelector(${JSON.stringify(selector)})).color`);
     await expect(color("#styled")).resolves.toBe("rgb(0, 128, 0)");
     await expect(color("#inline-styled")).resolves.toBe("rgb(0, 0, 0)");
 
@@ -202,8 +224,12 @@ describe("the console's Content-Security-Policy", () => {
     // …and Chromium reported them on the console (its wording changes between versions:
     // "Refused to execute inline script because it violates …", "Executing inline script violates …").
     const reported = (what: RegExp) => logged.some((l) => l.startsWith("error: ") && what.test(l));
-    expect(reported(/inline script.*violates the following Content Security Policy directive 'script-src 'self''/i)).toBe(true);
-    expect(reported(/inline style.*violates the following Content Security Policy directive 'style-src 'self''/i)).toBe(true);
+    expect(
+      reported(/inline script.*violates the following Content Security Policy directive 'script-src 'self''/i),
+    ).toBe(true);
+    expect(reported(/inline style.*violates the following Content Security Policy directive 'style-src 'self''/i)).toBe(
+      true,
+    );
 
     const shot = await screenshot(page, "chromium-csp");
     expect(existsSync(shot)).toBe(true);
@@ -217,8 +243,12 @@ describe("the console's Content-Security-Policy", () => {
     const framed = await page.waitForSelector("#framed");
     const frame = await framed.contentFrame();
     // Chromium fetched it, refused to show it, and said why.
-    await until("Chromium's frame-ancestors refusal on the console", () => logged.some((l) => l.includes("frame-ancestors 'none'")));
-    expect(server.seen.some((r) => r.path === "/console/whoami" && r.headers["sec-fetch-dest"] === "iframe")).toBe(true);
+    await until("Chromium's frame-ancestors refusal on the console", () =>
+      logged.some((l) => l.includes("frame-ancestors 'none'")),
+    );
+    expect(server.seen.some((r) => r.path === "/console/whoami" && r.headers["sec-fetch-dest"] === "iframe")).toBe(
+      true,
+    );
     expect(frame).not.toBeNull();
     await expect(frame!.$("#done")).resolves.toBeNull();
   });
@@ -241,7 +271,9 @@ describe("the session cookie and requests from elsewhere", () => {
     expect(whoami?.headers.cookie).toContain("tether_console=s3cr3t-session");
     expect(whoami?.headers["sec-fetch-site"]).toBe("same-origin");
     // The browser holds it as set.
-    const [cookie] = (await browser.context().cookies(`${server.origin}/console/`)).filter((c) => c.name === "tether_console");
+    const [cookie] = (await browser.context().cookies(`${server.origin}/console/`)).filter(
+      (c) => c.name === "tether_console",
+    );
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/console", secure: false });
   });
 

@@ -78,7 +78,10 @@ beforeAll(async () => {
   });
   // Ports are not part of a site: a page on another port of 127.0.0.1 sends the Strict cookie along; the origin check and the CSRF token stop it.
   const neighbour = createServer((req, res) => evil.emit("request", req, res));
-  evilOrigins = [`http://127.0.0.2:${await listen(evil, "127.0.0.2")}`, `http://127.0.0.1:${await listen(neighbour, "127.0.0.1")}`];
+  evilOrigins = [
+    `http://127.0.0.2:${await listen(evil, "127.0.0.2")}`,
+    `http://127.0.0.1:${await listen(neighbour, "127.0.0.1")}`,
+  ];
   closers.push(() => new Promise((r) => neighbour.close(() => r(undefined))));
 });
 
@@ -99,7 +102,9 @@ async function openServedSession(id: string): Promise<unknown> {
     ws.once("error", reject);
   });
   try {
-    const answer = new Promise<unknown>((resolve) => ws.once("message", (data: Buffer) => resolve(JSON.parse(data.toString("utf8")))));
+    const answer = new Promise<unknown>((resolve) =>
+      ws.once("message", (data: Buffer) => resolve(JSON.parse(data.toString("utf8")))),
+    );
     ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "session.open", params: { id, workspace: tmp } }));
     return await answer;
   } finally {
@@ -107,7 +112,8 @@ async function openServedSession(id: string): Promise<unknown> {
   }
 }
 
-const fetchTool = (url: string) => broker.callTool("weather", "fetch_url", JSON.stringify({ url }), { session: "console-flow" });
+const fetchTool = (url: string) =>
+  broker.callTool("weather", "fetch_url", JSON.stringify({ url }), { session: "console-flow" });
 
 test("sign in, review the decoded rules, narrow and approve, call through the library, revoke from the page, the next call refused", async () => {
   const page = await browser.page();
@@ -166,7 +172,10 @@ test("sign in, review the decoded rules, narrow and approve, call through the li
   expect(await page.locator("section#confirm").innerText()).toMatch(/weather/);
   await Promise.all([page.waitForURL(`${consoleUrl}/ext/weather`), page.click("form#confirm-form button#confirm")]);
   expect(await page.locator("#flash").innerText()).toMatch(/revoked/i);
-  const refused = await fetchTool(`http://127.0.0.1:${apiPort}/v1/today`).catch((err: Error & { code?: string }) => ({ ok: false as const, error: { code: err.code } }));
+  const refused = await fetchTool(`http://127.0.0.1:${apiPort}/v1/today`).catch((err: Error & { code?: string }) => ({
+    ok: false as const,
+    error: { code: err.code },
+  }));
   expect(refused.ok).toBe(false);
   expect(!refused.ok && refused.error.code).toBe("not_approved");
 
@@ -206,7 +215,10 @@ test("a form posted from another site, and requests without the cookie, change n
   const before = broker.registry.latestApproval("echo");
   for (const origin of evilOrigins) {
     await page.goto(`${origin}/`);
-    const [answer] = await Promise.all([page.waitForResponse((r) => r.url() === `${consoleUrl}/ext/echo/revoke`), page.click("#go")]);
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => r.url() === `${consoleUrl}/ext/echo/revoke`),
+      page.click("#go"),
+    ]);
     expect([origin, answer.status()]).toEqual([origin, origin.startsWith("http://127.0.0.2") ? 401 : 403]);
     expect(broker.registry.latestApproval("echo")).toEqual(before);
   }
@@ -214,7 +226,10 @@ test("a form posted from another site, and requests without the cookie, change n
   // No cookie at all (a fresh context): a page sends to the sign-in, a state change is 401.
   const bare = await browser.browser().newContext();
   try {
-    const response = await bare.request.post(`${consoleUrl}/ext/echo/revoke`, { form: { confirm: "yes" }, maxRedirects: 0 });
+    const response = await bare.request.post(`${consoleUrl}/ext/echo/revoke`, {
+      form: { confirm: "yes" },
+      maxRedirects: 0,
+    });
     expect(response.status()).toBe(401);
     const gotPage = await bare.request.get(`${consoleUrl}/ext/echo`, { maxRedirects: 0 });
     expect(gotPage.status()).toBe(303);

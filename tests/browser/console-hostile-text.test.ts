@@ -58,7 +58,15 @@ function hostile(): string {
 const toml = (s: string) => JSON.stringify(s);
 /** A JSON value as a TOML inline value (keys quoted). */
 const tomlValue = (x: unknown): string =>
-  typeof x === "string" ? toml(x) : Array.isArray(x) ? `[${x.map(tomlValue).join(", ")}]` : typeof x === "object" && x !== null ? `{ ${Object.entries(x).map(([k, v]) => `${toml(k)} = ${tomlValue(v)}`).join(", ")} }` : String(x);
+  typeof x === "string"
+    ? toml(x)
+    : Array.isArray(x)
+      ? `[${x.map(tomlValue).join(", ")}]`
+      : typeof x === "object" && x !== null
+        ? `{ ${Object.entries(x)
+            .map(([k, v]) => `${toml(k)} = ${tomlValue(v)}`)
+            .join(", ")} }`
+        : String(x);
 
 let tmp: string;
 let broker: Broker;
@@ -68,12 +76,20 @@ let wsUrl: string;
 let invocationId: number;
 /** The numbers of the fields 1.1.0 (the version installed) carries. */
 const v2Fields: number[] = [];
-const shownAs = (text: string) => text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+const shownAs = (text: string) =>
+  text.replace(
+    /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
 const workspaceName = `ws"'><b data-pwn="ws">w</b>\u202e`;
 
 function writeHostile(dir: string, version: string, moduleLines: string): void {
   mkdirSync(join(dir, "migrations"), { recursive: true });
-  const params = { type: "object", description: hostile(), properties: { [hostile()]: { type: "string", description: hostile(), default: hostile() } } };
+  const params = {
+    type: "object",
+    description: hostile(),
+    properties: { [hostile()]: { type: "string", description: hostile(), default: hostile() } },
+  };
   const manifest = [
     `name = "hostile"`,
     `version = "${version}"`,
@@ -108,10 +124,16 @@ function writeHostile(dir: string, version: string, moduleLines: string): void {
     ``,
   ].join("\n");
   writeFileSync(join(dir, "manifest.toml"), manifest);
-  writeFileSync(join(dir, "migrations", "0001_init.sql"), `-- ${hostile()}\nCREATE TABLE t (x TEXT); -- ${hostile()}\n`);
+  writeFileSync(
+    join(dir, "migrations", "0001_init.sql"),
+    `-- ${hostile()}\nCREATE TABLE t (x TEXT); -- ${hostile()}\n`,
+  );
   const weird = `m'"<b data-pwn=path>\u202e.ts`;
   writeFileSync(join(dir, weird), `${moduleLines}\nexport const k = 1;\n`);
-  writeFileSync(join(dir, "index.ts"), `import { k } from ${JSON.stringify(`./${weird}`)};\nexport const tools = { look: () => String(k) };\nexport const commands = { cmd: () => "" };\nexport const contexts = { ctx: () => "" };\nexport const services = { svc: () => ({ status: 200 }) };\n`);
+  writeFileSync(
+    join(dir, "index.ts"),
+    `import { k } from ${JSON.stringify(`./${weird}`)};\nexport const tools = { look: () => String(k) };\nexport const commands = { cmd: () => "" };\nexport const contexts = { ctx: () => "" };\nexport const services = { svc: () => ({ status: 200 }) };\n`,
+  );
 }
 
 beforeAll(async () => {
@@ -125,7 +147,11 @@ beforeAll(async () => {
   broker.registry.approve("hostile", { all: true, by: hostile().slice(0, 200) });
   const v2 = join(tmp, "src", "v2");
   const first = fieldNo + 1;
-  writeHostile(v2, "1.1.0", `export const a = ${JSON.stringify(hostile())};\nexport const b = ${JSON.stringify(hostile())};`);
+  writeHostile(
+    v2,
+    "1.1.0",
+    `export const a = ${JSON.stringify(hostile())};\nexport const b = ${JSON.stringify(hostile())};`,
+  );
   await broker.registry.install(v2);
   for (let n = first; n <= fieldNo; n += 1) v2Fields.push(n);
 
@@ -133,10 +159,65 @@ beforeAll(async () => {
   const now = Date.now();
   const orm = broker.store.orm;
   invocationId = 900_001;
-  orm.insert(invocations).values({ id: invocationId, sessionId: hostile(), extension: "hostile", kind: "tool", name: hostile(), strand: hostile(), startedAt: now - 1000, finishedAt: now, durationMs: 1000, outcome: hostile() }).run();
-  orm.insert(invocations).values({ id: invocationId + 1, sessionId: "s", extension: hostile(), kind: "tool", name: "x", startedAt: now - 900, finishedAt: now, durationMs: 5, outcome: "crashed" }).run();
-  orm.insert(capAudit).values({ invocationId, sessionId: hostile(), extension: hostile(), capability: hostile(), target: hostile(), decision: "denied", rule: hostile(), bytes: 0, secret: hostile(), at: now - 500 }).run();
-  orm.insert(hookTraces).values({ sessionId: "s", event: "tool_call", subject: hostile(), aboutInvocationId: invocationId, hookInvocationId: invocationId + 1, extension: hostile(), answer: hostile(), detail: hostile(), durationMs: 1.5, at: now - 400 }).run();
+  orm
+    .insert(invocations)
+    .values({
+      id: invocationId,
+      sessionId: hostile(),
+      extension: "hostile",
+      kind: "tool",
+      name: hostile(),
+      strand: hostile(),
+      startedAt: now - 1000,
+      finishedAt: now,
+      durationMs: 1000,
+      outcome: hostile(),
+    })
+    .run();
+  orm
+    .insert(invocations)
+    .values({
+      id: invocationId + 1,
+      sessionId: "s",
+      extension: hostile(),
+      kind: "tool",
+      name: "x",
+      startedAt: now - 900,
+      finishedAt: now,
+      durationMs: 5,
+      outcome: "crashed",
+    })
+    .run();
+  orm
+    .insert(capAudit)
+    .values({
+      invocationId,
+      sessionId: hostile(),
+      extension: hostile(),
+      capability: hostile(),
+      target: hostile(),
+      decision: "denied",
+      rule: hostile(),
+      bytes: 0,
+      secret: hostile(),
+      at: now - 500,
+    })
+    .run();
+  orm
+    .insert(hookTraces)
+    .values({
+      sessionId: "s",
+      event: "tool_call",
+      subject: hostile(),
+      aboutInvocationId: invocationId,
+      hookInvocationId: invocationId + 1,
+      extension: hostile(),
+      answer: hostile(),
+      detail: hostile(),
+      durationMs: 1.5,
+      at: now - 400,
+    })
+    .run();
 
   server = new ServeServer({ broker, token: TOKEN, log: createLogger({ level: "error" }), say: () => {} });
   const { url } = await server.listen({ port: 0 });
@@ -148,8 +229,17 @@ beforeAll(async () => {
     ws.once("open", resolve);
     ws.once("error", reject);
   });
-  const answer = new Promise<unknown>((resolve) => ws.once("message", (data: Buffer) => resolve(JSON.parse(data.toString("utf8")))));
-  ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "session.open", params: { id: "hostile-ws", workspace: join(tmp, workspaceName) } }));
+  const answer = new Promise<unknown>((resolve) =>
+    ws.once("message", (data: Buffer) => resolve(JSON.parse(data.toString("utf8")))),
+  );
+  ws.send(
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "session.open",
+      params: { id: "hostile-ws", workspace: join(tmp, workspaceName) },
+    }),
+  );
   expect(await answer).toMatchObject({ result: expect.anything() });
   ws.close();
 });
@@ -161,9 +251,18 @@ afterAll(async () => {
 });
 
 /** What the console writes itself: every other tag or attribute came from a payload. */
-const TAGS = "html head meta title link body header span nav a form input button main p h1 h2 table thead tbody tr th td div ul li code pre details summary label select option section strong br svg g text line rect".split(" ");
-const ATTRS = "open lang charset name content rel href class id method action type value checked selected role placeholder xmlns viewbox aria-label x y x1 y1 x2 y2 width height text-anchor".split(" ");
-const DATA = "data-path data-extension data-status data-rule data-tool data-cap data-invocation data-trace data-session data-active data-inactive".split(" ");
+const TAGS =
+  "html head meta title link body header span nav a form input button main p h1 h2 table thead tbody tr th td div ul li code pre details summary label select option section strong br svg g text line rect".split(
+    " ",
+  );
+const ATTRS =
+  "open lang charset name content rel href class id method action type value checked selected role placeholder xmlns viewbox aria-label x y x1 y1 x2 y2 width height text-anchor".split(
+    " ",
+  );
+const DATA =
+  "data-path data-extension data-status data-rule data-tool data-cap data-invocation data-trace data-session data-active data-inactive".split(
+    " ",
+  );
 
 /** The DOM's injected parts, if any; what the checks found. */
 async function inspect(page: Page) {
@@ -173,12 +272,23 @@ async function inspect(page: Page) {
       for (const el of Array.from(document.querySelectorAll("*"))) {
         const tag = el.tagName.toLowerCase();
         if (!tags.includes(tag)) strange.push(`<${tag}>`);
-        for (const a of Array.from(el.attributes)) if (!attrs.includes(a.name.toLowerCase())) strange.push(`${tag}[${a.name}]`);
+        for (const a of Array.from(el.attributes))
+          if (!attrs.includes(a.name.toLowerCase())) strange.push(`${tag}[${a.name}]`);
       }
-      const links = Array.from(document.querySelectorAll("a[href], form[action], link[href]")).map((el) => el.getAttribute("href") ?? el.getAttribute("action") ?? "");
-      const offsite = links.filter((l) => !new URL(l, location.href).href.startsWith(`${location.origin}/console/`) || !l.startsWith("/console"));
+      const links = Array.from(document.querySelectorAll("a[href], form[action], link[href]")).map(
+        (el) => el.getAttribute("href") ?? el.getAttribute("action") ?? "",
+      );
+      const offsite = links.filter(
+        (l) => !new URL(l, location.href).href.startsWith(`${location.origin}/console/`) || !l.startsWith("/console"),
+      );
       const w = window as unknown as { __pwned?: unknown; __violations?: string[] };
-      return { strange, offsite, pwned: w.__pwned ?? null, violations: w.__violations ?? [], text: document.body.innerText };
+      return {
+        strange,
+        offsite,
+        pwned: w.__pwned ?? null,
+        violations: w.__violations ?? [],
+        text: document.body.innerText,
+      };
     },
     { tags: TAGS, attrs: [...ATTRS, ...DATA] },
   );
@@ -197,7 +307,9 @@ test("every extension-written text, on every page that shows it, stays text", as
   await context.addInitScript(() => {
     const w = window as unknown as { __violations: string[] };
     w.__violations = [];
-    document.addEventListener("securitypolicyviolation", (e) => w.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener("securitypolicyviolation", (e) =>
+      w.__violations.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
   });
   const page = await browser.page();
   await page.goto(`${consoleUrl}/login`);
@@ -229,7 +341,15 @@ test("every extension-written text, on every page that shows it, stays text", as
   // The audit, the audit with hostile filters (shown back in the form), a call.
   await page.goto(`${consoleUrl}/audit`);
   await expectClean(page, "audit", ["\\u{202e}"]);
-  const q = new URLSearchParams({ extension: fields[0]!, session: fields[1]!, outcome: fields[2]!, decision: fields[3]!, from: fields[4]!, to: "javascript:alert(1)", page: "-1" });
+  const q = new URLSearchParams({
+    extension: fields[0]!,
+    session: fields[1]!,
+    outcome: fields[2]!,
+    decision: fields[3]!,
+    from: fields[4]!,
+    to: "javascript:alert(1)",
+    page: "-1",
+  });
   await page.goto(`${consoleUrl}/audit?${q}`);
   await expectClean(page, "audit, hostile filters", []);
   // Shown back as the inputs' values (an input drops line breaks), and the problem line writes the controls out.
@@ -256,7 +376,9 @@ test("every extension-written text, on every page that shows it, stays text", as
 
 test("the check finds an injected element, attribute, style and script (it can fail)", async () => {
   const page = await browser.page();
-  await page.setContent(`<html><body><p>ok</p><b data-pwn="1">x</b><div style="color:red" onclick="x()">y</div><script>window.__pwned = 1</script><a href="javascript:alert(1)">z</a></body></html>`);
+  await page.setContent(
+    `<html><body><p>ok</p><b data-pwn="1">x</b><div style="color:red" onclick="x()">y</div><script>window.__pwned = 1</script><a href="javascript:alert(1)">z</a></body></html>`,
+  );
   const found = await inspect(page);
   expect(found.strange).toEqual(expect.arrayContaining(["b[data-pwn]", "div[style]", "div[onclick]", "<script>"]));
   expect(found.offsite).toEqual(["javascript:alert(1)"]);

@@ -67,7 +67,10 @@ afterAll(async () => {
 /** How the request for `url` ended: its answer's status, or "blocked" (a frame refused by the answer's headers, after they came). */
 function endOf(page: Page, url: string): Promise<number | "blocked"> {
   return new Promise((resolve) => {
-    page.on("requestfinished", (r) => void (r.url() === url && r.response().then((res) => resolve(res?.status() ?? 0))));
+    page.on(
+      "requestfinished",
+      (r) => void (r.url() === url && r.response().then((res) => resolve(res?.status() ?? 0))),
+    );
     page.on("requestfailed", (r) => r.url() === url && resolve("blocked"));
   });
 }
@@ -89,20 +92,26 @@ test("framed by a neighbour's page, the console does not render", async () => {
   await page.waitForLoadState("load");
   const frame = page.frames().find((f) => f !== page.mainFrame())!;
   // Refused by frame-ancestors / X-Frame-Options: the frame holds Chromium's error page, not the review.
-  const shown = await frame.evaluate(() => ({ forms: document.querySelectorAll("form#revoke, form#uninstall").length, text: document.body?.innerText ?? "" }));
+  const shown = await frame.evaluate(() => ({
+    forms: document.querySelectorAll("form#revoke, form#uninstall").length,
+    text: document.body?.innerText ?? "",
+  }));
   expect(shown.forms).toBe(0);
   expect(shown.text).not.toContain("Tether console");
 });
 
-test.each(["/sandboxed", "/plain", "/multipart"])("a form auto-posted from the neighbour's %s page is refused and changes nothing", async (path) => {
-  const page = await signIn();
-  const before = broker.registry.latestApproval("echo");
-  // The post ends either answered (401, 403, 415) or, in a frame, blocked by the answer's X-Frame-Options after it came: wait for whichever.
-  const ended = endOf(page, `${consoleUrl}/ext/echo/revoke`);
-  await page.goto(`${neighbourUrl}${path}`, { waitUntil: "commit" });
-  const status = await ended;
-  // Each posts from a top window here, so it is answered, not blocked: 401 (no cookie sent), 403 (the origin check) or 415 (not a urlencoded form).
-  expect([path, status !== "blocked" && [401, 403, 415].includes(status)]).toEqual([path, true]);
-  expect(broker.registry.latestApproval("echo")).toEqual(before);
-  expect(before?.revokedAt).toBeNull();
-});
+test.each(["/sandboxed", "/plain", "/multipart"])(
+  "a form auto-posted from the neighbour's %s page is refused and changes nothing",
+  async (path) => {
+    const page = await signIn();
+    const before = broker.registry.latestApproval("echo");
+    // The post ends either answered (401, 403, 415) or, in a frame, blocked by the answer's X-Frame-Options after it came: wait for whichever.
+    const ended = endOf(page, `${consoleUrl}/ext/echo/revoke`);
+    await page.goto(`${neighbourUrl}${path}`, { waitUntil: "commit" });
+    const status = await ended;
+    // Each posts from a top window here, so it is answered, not blocked: 401 (no cookie sent), 403 (the origin check) or 415 (not a urlencoded form).
+    expect([path, status !== "blocked" && [401, 403, 415].includes(status)]).toEqual([path, true]);
+    expect(broker.registry.latestApproval("echo")).toEqual(before);
+    expect(before?.revokedAt).toBeNull();
+  },
+);

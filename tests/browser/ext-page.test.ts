@@ -52,7 +52,10 @@ test("a hostile extension page reads nothing of the console, posts nothing it ac
   // The operator signs in: the console's cookie is in this browser.
   await page.goto(`${base}/console/login`);
   await page.fill("input[name=token]", TOKEN);
-  await Promise.all([page.waitForURL(`${base}/console/`, { timeout: 20_000 }), page.click("form#login button[type=submit]")]);
+  await Promise.all([
+    page.waitForURL(`${base}/console/`, { timeout: 20_000 }),
+    page.click("form#login button[type=submit]"),
+  ]);
 
   const before = broker.registry.latestApproval("echo");
 
@@ -63,14 +66,21 @@ test("a hostile extension page reads nothing of the console, posts nothing it ac
   // Another origin than the console's, before the sandbox makes it an opaque one.
   expect(new URL(page.url()).origin).not.toBe(new URL(base).origin);
   await page.waitForFunction(() => document.body.dataset.result !== undefined, undefined, { timeout: 30_000 });
-  const result = JSON.parse((await page.evaluate(() => document.body.dataset.result)) ?? "{}") as Record<string, string>;
+  const result = JSON.parse((await page.evaluate(() => document.body.dataset.result)) ?? "{}") as Record<
+    string,
+    string
+  >;
 
   expect(result.origin).toBe("null");
   expect(result.cookie).not.toContain("tether_console");
   expect(result.read).toMatch(/^threw /);
   expect(result.storage).toMatch(/^threw /);
   // The post (no-cors, credentials) never succeeds: refused by the browser from an opaque origin, or by the console (Origin: null).
-  expect(result.post === "opaque" ? answered.filter(([u]) => u.endsWith("/revoke")).every(([, s]) => s === 401 || s === 403) : result.post).toBeTruthy();
+  expect(
+    result.post === "opaque"
+      ? answered.filter(([u]) => u.endsWith("/revoke")).every(([, s]) => s === 401 || s === 403)
+      : result.post,
+  ).toBeTruthy();
   expect(answered.filter(([u, status]) => u.endsWith("/revoke") && status < 400)).toEqual([]);
   expect(broker.registry.latestApproval("echo")).toEqual(before);
   expect(before?.revokedAt).toBeNull();

@@ -36,7 +36,10 @@ async function host(name: string): Promise<{ broker: Broker; member: FleetMember
 }
 
 beforeAll(async () => {
-  if (serverUrl === "") throw new Error("TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)");
+  if (serverUrl === "")
+    throw new Error(
+      "TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)",
+    );
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
@@ -74,11 +77,17 @@ test("approve, revoke and uninstall on one host's console reach the other host, 
   const rules = a.broker.registry.require("worker").manifest.net.allow;
   expect((await client.post("/console/ext/worker/approve", { confirm: "yes", rule: [...rules] })).status).toBe(303);
   expect((await client.get("/console/ext/worker")).text).toContain("; published to the fleet");
-  await until("host b to see the approval", () => b.broker.registry.status(b.broker.registry.get("worker")!) === "approved");
+  await until(
+    "host b to see the approval",
+    () => b.broker.registry.status(b.broker.registry.get("worker")!) === "approved",
+  );
   expect(b.broker.registry.latestApproval("worker")).toMatchObject({ approvedBy: "alice", revokedBy: null });
 
   expect((await client.post("/console/ext/worker/revoke", { confirm: "yes" })).status).toBe(303);
-  await until("host b to see the revocation", () => b.broker.registry.status(b.broker.registry.get("worker")!) === "revoked");
+  await until(
+    "host b to see the revocation",
+    () => b.broker.registry.status(b.broker.registry.get("worker")!) === "revoked",
+  );
   expect(b.broker.registry.latestApproval("worker")).toMatchObject({ revokedBy: "alice" });
 
   expect((await client.post("/console/ext/worker/uninstall", { confirm: "yes" })).status).toBe(303);
@@ -96,7 +105,9 @@ test("an approval a database writer inserted is refused on the console's host, a
     await admin.query(
       "INSERT INTO approvals (extension, manifest_hash, artifact_hash, grants, approved_by) SELECT name, manifest_hash, artifact_hash, '{}', 'mallory' FROM installs WHERE name = 'worker'",
     );
-    await admin.query("UPDATE fleet_versions SET version = version + 1 WHERE name = 'registry'; SELECT pg_notify('tether_registry', '')");
+    await admin.query(
+      "UPDATE fleet_versions SET version = version + 1 WHERE name = 'registry'; SELECT pg_notify('tether_registry', '')",
+    );
   } finally {
     await admin.end();
   }
@@ -108,7 +119,12 @@ test("an approval a database writer inserted is refused on the console's host, a
     await client.login(TOKEN, "alice");
     for (const path of ["/console/", "/console/ext/worker", "/console/audit"]) {
       const got = await client.get(path);
-      expect([path, got.text]).toEqual([path, expect.stringMatching(/<ul id="alerts" role="alert"><li class="problem">Refused the fleet's approval #\d+ of 'worker': it carries no operator's signature; it is not served here<\/li><\/ul>/)]);
+      expect([path, got.text]).toEqual([
+        path,
+        expect.stringMatching(
+          /<ul id="alerts" role="alert"><li class="problem">Refused the fleet's approval #\d+ of 'worker': it carries no operator's signature; it is not served here<\/li><\/ul>/,
+        ),
+      ]);
     }
     expect(a.broker.registry.status(a.broker.registry.get("worker")!)).toBe("pending");
   } finally {

@@ -42,7 +42,12 @@ afterAll(async () => {
   for (const dir of homes) rmSync(dir, { recursive: true, force: true });
 });
 
-const codeOf = (m: Message): string => (m.result !== undefined ? (m.result.outcome.ok ? "ok" : m.result.outcome.error.code) : (m.error?.data?.code ?? `rpc ${m.error?.code ?? "?"}`));
+const codeOf = (m: Message): string =>
+  m.result !== undefined
+    ? m.result.outcome.ok
+      ? "ok"
+      : m.result.outcome.error.code
+    : (m.error?.data?.code ?? `rpc ${m.error?.code ?? "?"}`);
 
 async function sql<T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> {
   const admin = new pg.Client({ connectionString: url });
@@ -71,7 +76,12 @@ test("backends terminated, a partition past the bound and a revocation during it
   const load = (async () => {
     for (let i = 0; running; i++) {
       const sentAt = Date.now();
-      answers.push({ code: codeOf(await client.call("tool.call", { session: "load", tool: "run", arguments: { text: `call ${i}` } })), sentAt });
+      answers.push({
+        code: codeOf(
+          await client.call("tool.call", { session: "load", tool: "run", arguments: { text: `call ${i}` } }),
+        ),
+        sentAt,
+      });
     }
   })();
   const okCount = () => answers.filter((x) => x.code === "ok").length;
@@ -82,7 +92,9 @@ test("backends terminated, a partition past the bound and a revocation during it
 
   await settle("calls to be served", 20);
   // Every backend of the database terminated: the pool, the listener and the shipper reconnect.
-  const killed = await sql<{ pid: number }>("SELECT pg_terminate_backend(pid) AS pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  const killed = await sql<{ pid: number }>(
+    "SELECT pg_terminate_backend(pid) AS pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+  );
   expect(killed.length).toBeGreaterThan(0);
   await settle("calls to be served after every backend was terminated", 20);
 
@@ -92,9 +104,17 @@ test("backends terminated, a partition past the bound and a revocation during it
   expect(revoked.code).toBe(0);
   const revokedBy = Date.now();
   await until("fb to refuse as stale", () => answers.some((x) => x.code === "fleet_stale"), 30_000);
-  await until("a refusal sent later than the bound after the revocation", () => answers.some((x) => x.code === "fleet_stale" && x.sentAt > revokedBy + BOUND_MS), 30_000);
+  await until(
+    "a refusal sent later than the bound after the revocation",
+    () => answers.some((x) => x.code === "fleet_stale" && x.sentAt > revokedBy + BOUND_MS),
+    30_000,
+  );
   proxy.restore();
-  await until("fb to refuse the revoked extension", () => answers.some((x) => x.sentAt > revokedBy && /^(not_approved|inactive)$/.test(x.code)), 30_000);
+  await until(
+    "fb to refuse the revoked extension",
+    () => answers.some((x) => x.sentAt > revokedBy && /^(not_approved|inactive)$/.test(x.code)),
+    30_000,
+  );
   const count = answers.length;
   await until("more calls to be answered after the revocation was applied", () => answers.length >= count + 10, 30_000);
   running = false;
@@ -110,19 +130,32 @@ test("backends terminated, a partition past the bound and a revocation during it
   const local = () => {
     const db = new Database(join(b, "tether.db"), { readonly: true, fileMustExist: true });
     try {
-      return db.prepare("SELECT id, outcome FROM invocations WHERE session_id = 'load' ORDER BY id").all() as Array<{ id: number; outcome: string }>;
+      return db.prepare("SELECT id, outcome FROM invocations WHERE session_id = 'load' ORDER BY id").all() as Array<{
+        id: number;
+        outcome: string;
+      }>;
     } finally {
       db.close();
     }
   };
-  const shipped = () => sql<{ id: string; outcome: string }>("SELECT id, outcome FROM fleet_invocations WHERE host = 'fb' AND session_id = 'load' ORDER BY id");
+  const shipped = () =>
+    sql<{ id: string; outcome: string }>(
+      "SELECT id, outcome FROM fleet_invocations WHERE host = 'fb' AND session_id = 'load' ORDER BY id",
+    );
   const same = async () => {
     const mine = local();
     const theirs = await shipped();
-    return mine.length > 0 && theirs.length === mine.length && theirs.every((r, i) => Number(r.id) === mine[i]!.id && r.outcome === mine[i]!.outcome);
+    return (
+      mine.length > 0 &&
+      theirs.length === mine.length &&
+      theirs.every((r, i) => Number(r.id) === mine[i]!.id && r.outcome === mine[i]!.outcome)
+    );
   };
   for (let i = 0; !(await same()); i++) {
-    if (i > 600) throw new Error(`fb's ledger did not reach the fleet: ${local().length} rows here, ${(await shipped()).length} shipped`);
+    if (i > 600)
+      throw new Error(
+        `fb's ledger did not reach the fleet: ${local().length} rows here, ${(await shipped()).length} shipped`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
   const rows = await shipped();

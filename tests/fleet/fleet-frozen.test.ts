@@ -33,7 +33,8 @@ afterAll(async () => {
 });
 
 /** The code a tool.call answered with: the outcome's, or the JSON-RPC error's. */
-const codeOf = (m: Message): string => (m.result !== undefined ? (m.result.outcome.ok ? "ok" : m.result.outcome.error.code) : (m.error?.data?.code ?? "?"));
+const codeOf = (m: Message): string =>
+  m.result !== undefined ? (m.result.outcome.ok ? "ok" : m.result.outcome.error.code) : (m.error?.data?.code ?? "?");
 
 test("frozen past its lease, then continued after a takeover: the old host serves the session nothing more, the new one does", async () => {
   const a = home("a");
@@ -44,7 +45,9 @@ test("frozen past its lease, then continued after a takeover: the old host serve
   const servedA = await startServe(children, url, "fa", a, lease);
   const clientA = await connectServe(servedA);
   expect((await clientA.call("session.open", { id: "frozen", workspace: a })).result).toBeDefined();
-  expect(codeOf(await clientA.call("tool.call", { session: "frozen", tool: "run", arguments: { text: "before" } }))).toBe("ok");
+  expect(
+    codeOf(await clientA.call("tool.call", { session: "frozen", tool: "run", arguments: { text: "before" } })),
+  ).toBe("ok");
 
   servedA.child.kill("SIGSTOP");
   const servedB = await startServe(children, url, "fb", b, lease);
@@ -68,17 +71,27 @@ test("frozen past its lease, then continued after a takeover: the old host serve
   }
   expect([...new Set(answers)]).toEqual(["session_moved"]);
   expect(JSON.stringify(last)).toMatch(/served by host 'fb'/);
-  expect(codeOf(await clientB.call("tool.call", { session: "frozen", tool: "run", arguments: { text: "new holder" } }))).toBe("ok");
+  expect(
+    codeOf(await clientB.call("tool.call", { session: "frozen", tool: "run", arguments: { text: "new holder" } })),
+  ).toBe("ok");
 
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   try {
     // Once shipped: the old host ran one call of the session, the one before the freeze (ok, or lost when the
     // takeover came before its finish was shipped); nothing after. The new holder's call is ok.
-    const rows = async () => (await admin.query<{ host: string; outcome: string }>("SELECT host, outcome FROM fleet_invocations WHERE session_id = 'frozen' ORDER BY host, id")).rows;
-    for (let i = 0; i < 300 && !(await rows()).some((r) => r.host === "fb" && r.outcome === "ok"); i++) await new Promise((r) => setTimeout(r, 50));
+    const rows = async () =>
+      (
+        await admin.query<{ host: string; outcome: string }>(
+          "SELECT host, outcome FROM fleet_invocations WHERE session_id = 'frozen' ORDER BY host, id",
+        )
+      ).rows;
+    for (let i = 0; i < 300 && !(await rows()).some((r) => r.host === "fb" && r.outcome === "ok"); i++)
+      await new Promise((r) => setTimeout(r, 50));
     const shipped = await rows();
-    expect(shipped.filter((r) => r.host === "fa")).toEqual([{ host: "fa", outcome: expect.stringMatching(/^(ok|lost)$/) }]);
+    expect(shipped.filter((r) => r.host === "fa")).toEqual([
+      { host: "fa", outcome: expect.stringMatching(/^(ok|lost)$/) },
+    ]);
     expect(shipped.filter((r) => r.host === "fb")).toEqual([{ host: "fb", outcome: "ok" }]);
   } finally {
     await admin.end();
@@ -100,9 +113,14 @@ test("tether session release --host: a dead host's sessions open elsewhere at on
   const clientB = await connectServe(servedB);
   expect((await clientB.call("session.open", { id: "orphan", workspace: b })).error.data.code).toBe("session_in_use");
   const released = await runTether(url, "alive", b, "session", "release", "--host", "dead");
-  expect([released.code, released.stdout.trim().split("\n")[0]]).toEqual([0, "released host dead's leases of 1 session(s): orphan; they open on another host at once"]);
+  expect([released.code, released.stdout.trim().split("\n")[0]]).toEqual([
+    0,
+    "released host dead's leases of 1 session(s): orphan; they open on another host at once",
+  ]);
   expect((await clientB.call("session.open", { id: "orphan", workspace: b })).error).toBeUndefined();
-  expect(codeOf(await clientB.call("tool.call", { session: "orphan", tool: "run", arguments: { text: "x" } }))).toBe("ok");
+  expect(codeOf(await clientB.call("tool.call", { session: "orphan", tool: "run", arguments: { text: "x" } }))).toBe(
+    "ok",
+  );
   const usage = await runTether(url, "alive", b, "session", "release");
   expect([usage.code, usage.stderr]).toEqual([2, expect.stringContaining("tether session release --host <name>")]);
   clientA.close();

@@ -18,7 +18,14 @@ import pg from "pg";
 import { REPO } from "../support/satellites.js";
 import { until } from "../support/wait.js";
 import { freshDatabase } from "../support/pg-database.js";
-import { Children, connectServe, runTether, startServe, type Message, type Served } from "../support/fleet-processes.js";
+import {
+  Children,
+  connectServe,
+  runTether,
+  startServe,
+  type Message,
+  type Served,
+} from "../support/fleet-processes.js";
 
 const WORKER = join(REPO, "tests/integration/fixtures/bus/worker");
 let url: string;
@@ -82,7 +89,11 @@ test("approve with the tether command on host a, call through tether serve on ho
 
     const revoked = await tether("a", a, "revoke", "worker");
     expect(revoked.code).toBe(0);
-    await until("host b to stop the revoked extension's satellite", () => /approval revoked/.test(served.err()), 30_000);
+    await until(
+      "host b to stop the revoked extension's satellite",
+      () => /approval revoked/.test(served.err()),
+      30_000,
+    );
     const refused = await client.call("tool.call", { session: "s1", tool: "run", arguments: { text: "hi" } });
     expect(refused.result.outcome.ok).toBe(false);
     // The session re-planned without it: its tools are inactive, with the reason (docs/errors.md).
@@ -102,14 +113,25 @@ test("kill -9 a host mid-call: its session is in use elsewhere until the lease e
   const servedA = await serve("a2", a, lease);
   const clientA = await connect(servedA);
   expect((await clientA.call("session.open", { id: "crash", workspace: a })).result).toBeDefined();
-  expect((await clientA.call("session.prefer", { session: "crash", extension: "worker", enabled: true })).result).toEqual({ extension: "worker", enabled: true });
+  expect(
+    (await clientA.call("session.prefer", { session: "crash", extension: "worker", enabled: true })).result,
+  ).toEqual({ extension: "worker", enabled: true });
   const ticking = clientA.start("tool.call", { session: "crash", tool: "ticks", arguments: { n: 1000 } });
-  await until("the call to report a tick", () => clientA.received.some((m) => m.method === "tool.partial" && m.params.id === ticking), 30_000);
+  await until(
+    "the call to report a tick",
+    () => clientA.received.some((m) => m.method === "tool.partial" && m.params.id === ticking),
+    30_000,
+  );
 
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   try {
-    const row = async () => (await admin.query<{ outcome: string; host: string }>("SELECT outcome, host FROM fleet_invocations WHERE session_id = 'crash' AND name = 'ticks'")).rows[0];
+    const row = async () =>
+      (
+        await admin.query<{ outcome: string; host: string }>(
+          "SELECT outcome, host FROM fleet_invocations WHERE session_id = 'crash' AND name = 'ticks'",
+        )
+      ).rows[0];
     let shipped: { outcome: string; host: string } | undefined;
     for (let i = 0; i < 3000 && shipped === undefined; i++) {
       shipped = await row();
@@ -135,7 +157,10 @@ test("kill -9 a host mid-call: its session is in use elsewhere until the lease e
     const status = await clientB.call("session.status", { session: "crash" });
     const worker = status.result.find((r: Message) => r.name === "worker");
     expect(worker.preference).toEqual({ enabled: true, source: "session" });
-    expect((await clientB.call("tool.call", { session: "crash", tool: "run", arguments: { text: "after" } })).result.outcome.ok).toBe(true);
+    expect(
+      (await clientB.call("tool.call", { session: "crash", tool: "run", arguments: { text: "after" } })).result.outcome
+        .ok,
+    ).toBe(true);
     clientB.close();
   } finally {
     await admin.end();
@@ -150,12 +175,16 @@ test("a host silent past its beat and the staleness bound is named by tether sta
   await admin.connect();
   try {
     // One host last wrote a minute ago (it stopped, or cannot reach the store); another 2 s ago.
-    await admin.query("INSERT INTO hosts (name, seen_at, clock_skew_ms, version) VALUES ('cut', (extract(epoch from clock_timestamp()) * 1000)::bigint - 60000, 0, 'x'), ('fresh', (extract(epoch from clock_timestamp()) * 1000)::bigint - 2000, 0, 'x')");
+    await admin.query(
+      "INSERT INTO hosts (name, seen_at, clock_skew_ms, version) VALUES ('cut', (extract(epoch from clock_timestamp()) * 1000)::bigint - 60000, 0, 'x'), ('fresh', (extract(epoch from clock_timestamp()) * 1000)::bigint - 2000, 0, 'x')",
+    );
   } finally {
     await admin.end();
   }
   const status = await tether("a3", a, "status");
-  expect(status.stdout).toMatch(/^ {2}cut +seen 6\d s ago — silent past the staleness bound: stopped, or cut off from the store and refusing every call, x/m);
+  expect(status.stdout).toMatch(
+    /^ {2}cut +seen 6\d s ago — silent past the staleness bound: stopped, or cut off from the store and refusing every call, x/m,
+  );
   expect(status.stdout).toMatch(/^ {2}fresh +seen \d s ago, x/m);
   const doctor = await tether("a3", a, "doctor", "--store", url);
   expect(doctor.stdout).toMatch(/host cut has been silent for 6\d s, past its 10 s beat and the 10 s staleness bound/);

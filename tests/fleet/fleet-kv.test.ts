@@ -45,7 +45,10 @@ afterEach(async () => {
   for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
 });
 
-async function host(name: string, options: { listen?: boolean } = {}): Promise<{ broker: Broker; member: FleetMember }> {
+async function host(
+  name: string,
+  options: { listen?: boolean } = {},
+): Promise<{ broker: Broker; member: FleetMember }> {
   const home = mkdtempSync(join(tmpdir(), `tether-fleet-kv-${name}-`));
   homes.push(home);
   provisionOperatorKey(home);
@@ -69,7 +72,12 @@ test("one host reads what another wrote, and the quota (1024 bytes) counts every
   await a.broker.registry.install(KEEPER);
   a.broker.registry.approve("keeper");
   await a.member.publish();
-  await until("host b to see the approval", () => b.broker.registry.get("keeper") !== null && b.broker.registry.status(b.broker.registry.get("keeper")!) === "approved");
+  await until(
+    "host b to see the approval",
+    () =>
+      b.broker.registry.get("keeper") !== null &&
+      b.broker.registry.status(b.broker.registry.get("keeper")!) === "approved",
+  );
 
   const big = "x".repeat(400);
   expect(await keeper(a.broker, "put", { key: "k1", value: big })).toMatchObject({ ok: true });
@@ -108,7 +116,9 @@ test("puts racing from two hosts' connections, in kv and in two sessions' skv, n
     const value = Buffer.alloc(100 + ((i * 37) % 100), i);
     return { kv: kvs[i % 2]!, space: spaces[i % 3]!, key, size: value.length + key.length, value };
   });
-  const outcomes = await Promise.all(puts.map((p) => p.kv.put(p.space, p.key, { value: p.value, encoding: "bytes" }, quota)));
+  const outcomes = await Promise.all(
+    puts.map((p) => p.kv.put(p.space, p.key, { value: p.value, encoding: "bytes" }, quota)),
+  );
   const written = puts.filter((_, i) => outcomes[i]!.written);
   const used = await kvs[0]!.used("racer");
   expect(used).toBe(written.reduce((n, p) => n + p.size, 0));
@@ -118,7 +128,14 @@ test("puts racing from two hosts' connections, in kv and in two sessions' skv, n
   // Every refusal was right when it was decided: what it would have made exceeds the quota.
   for (const o of outcomes) if (!o.written) expect(o.after).toBeGreaterThan(quota);
   // Another extension's bytes are its own.
-  expect(await kvs[1]!.put({ extension: "other", session: null }, "k", { value: Buffer.alloc(1500), encoding: "bytes" }, quota)).toEqual({ written: true });
+  expect(
+    await kvs[1]!.put(
+      { extension: "other", session: null },
+      "k",
+      { value: Buffer.alloc(1500), encoding: "bytes" },
+      quota,
+    ),
+  ).toEqual({ written: true });
 });
 
 test("the fleet's keys answer every probe as the home's store does: sizes, bytewise order, exact prefixes", async () => {
@@ -133,24 +150,59 @@ test("the fleet's keys answer every probe as the home's store does: sizes, bytew
       ["postgres", new FleetKv(pgStore)],
     ];
     // Keys chosen for what differs between stores: case, LIKE's wildcards, escapes, multi-byte and astral characters, prefixes of each other.
-    const keys = ["a", "A", "ab", "a%", "a_", "a\\", "a\\%", "%", "_x", "é", "e\u0301", "日本", "日本語", "😀", "😀x", "z", "Z", "a b", "a\tb", "ÿ", "\u00a0"];
+    const keys = [
+      "a",
+      "A",
+      "ab",
+      "a%",
+      "a_",
+      "a\\",
+      "a\\%",
+      "%",
+      "_x",
+      "é",
+      "e\u0301",
+      "日本",
+      "日本語",
+      "😀",
+      "😀x",
+      "z",
+      "Z",
+      "a b",
+      "a\tb",
+      "ÿ",
+      "\u00a0",
+    ];
     const space = (session: string | null): KvSpace => ({ extension: "probe", session });
     const answers = await Promise.all(
       both.map(async ([name, kv]) => {
         const out: unknown[] = [];
         for (const [i, key] of keys.entries()) {
           const session = i % 2 === 0 ? null : "s";
-          out.push(await kv.put(space(session), key, { value: Buffer.from(JSON.stringify(i)), encoding: "json" }, 1_000_000));
+          out.push(
+            await kv.put(space(session), key, { value: Buffer.from(JSON.stringify(i)), encoding: "json" }, 1_000_000),
+          );
         }
         out.push(await kv.used("probe"));
         // Every prefix of every key (and a few that match nothing), in both spaces, with two limits.
         const prefixes = new Set<string>(["", "q", "a%x", "A_"]);
         for (const key of keys) for (let n = 1; n <= key.length; n++) prefixes.add(key.slice(0, n));
-        for (const prefix of prefixes) for (const session of [null, "s"]) for (const limit of [1, 100]) out.push([prefix, session, limit, await kv.list(space(session), prefix, limit)]);
+        for (const prefix of prefixes)
+          for (const session of [null, "s"])
+            for (const limit of [1, 100])
+              out.push([prefix, session, limit, await kv.list(space(session), prefix, limit)]);
         for (const key of keys) for (const session of [null, "s"]) out.push(await kv.get(space(session), key));
-        for (const key of keys.slice(0, 5)) out.push(await kv.delete(space(null), key), await kv.delete(space("s"), key));
+        for (const key of keys.slice(0, 5))
+          out.push(await kv.delete(space(null), key), await kv.delete(space("s"), key));
         out.push(await kv.used("probe"));
-        return { name, out: JSON.stringify(out, (_k, v: unknown) => (v !== null && typeof v === "object" && (v as { type?: string }).type === "Buffer" ? Buffer.from((v as { data: number[] }).data).toString("hex") : v)) };
+        return {
+          name,
+          out: JSON.stringify(out, (_k, v: unknown) =>
+            v !== null && typeof v === "object" && (v as { type?: string }).type === "Buffer"
+              ? Buffer.from((v as { data: number[] }).data).toString("hex")
+              : v,
+          ),
+        };
       }),
     );
     expect(answers[1]!.out).toEqual(answers[0]!.out);
@@ -161,7 +213,11 @@ test("the fleet's keys answer every probe as the home's store does: sizes, bytew
 
 /** Buffers as hex, so two stores' answers compare as text. */
 const asText = (out: unknown[]): string =>
-  JSON.stringify(out, (_k, v: unknown) => (v !== null && typeof v === "object" && (v as { type?: string }).type === "Buffer" ? Buffer.from((v as { data: number[] }).data).toString("hex") : v));
+  JSON.stringify(out, (_k, v: unknown) =>
+    v !== null && typeof v === "object" && (v as { type?: string }).type === "Buffer"
+      ? Buffer.from((v as { data: number[] }).data).toString("hex")
+      : v,
+  );
 
 test("cas answers every probe as the home's store does: swaps, mismatches, deletes, the quota, encodings, spaces", async () => {
   const pgStore = await openPgStore(url);
@@ -176,7 +232,15 @@ test("cas answers every probe as the home's store does: swaps, mismatches, delet
     ];
     const text = (t: string): KvValue => ({ value: Buffer.from(JSON.stringify(t)), encoding: "json" });
     const raw = (t: string): KvValue => ({ value: Buffer.from(t), encoding: "bytes" });
-    const values: Array<KvValue | null> = [null, text(""), text("1"), text("2"), text("日本😀"), raw('"1"'), text("x".repeat(60))];
+    const values: Array<KvValue | null> = [
+      null,
+      text(""),
+      text("1"),
+      text("2"),
+      text("日本😀"),
+      raw('"1"'),
+      text("x".repeat(60)),
+    ];
     const keys = ["n", "é", "😀x"];
     const spaces: KvSpace[] = [
       { extension: "probe", session: null },
@@ -202,7 +266,9 @@ test("cas answers every probe as the home's store does: swaps, mismatches, delet
     );
     const outcomes = JSON.parse(answers[0]!.out) as Array<{ result?: string }>;
     // The probe reached every outcome, so it compares each of them.
-    expect(new Set(outcomes.map((o) => o?.result).filter((r) => r !== undefined))).toEqual(new Set(["swapped", "differs", "quota"]));
+    expect(new Set(outcomes.map((o) => o?.result).filter((r) => r !== undefined))).toEqual(
+      new Set(["swapped", "differs", "quota"]),
+    );
     expect(answers[1]!.out).toEqual(answers[0]!.out);
   } finally {
     lite.close();
@@ -222,7 +288,15 @@ describe("a counter incremented at once by 8 workers over two hosts' connections
 
   test("get-then-put loses updates (lockstep: every read of a round before any write)", async () => {
     const kvs = await hostsKv();
-    const { counts } = await soak({ kvs, spaces: [{ extension: "counter", session: null }], key: "hits", workers, rounds, how: "put", lockstep: true });
+    const { counts } = await soak({
+      kvs,
+      spaces: [{ extension: "counter", session: null }],
+      key: "hits",
+      workers,
+      rounds,
+      how: "put",
+      lockstep: true,
+    });
     expect(counts).toEqual([rounds]);
   });
 
@@ -230,7 +304,15 @@ describe("a counter incremented at once by 8 workers over two hosts' connections
     const kvs = await hostsKv();
     const own: KvSpace = { extension: "counter", session: null };
     const session: KvSpace = { extension: "counter", session: "s1" };
-    const lockstep = await soak({ kvs, spaces: [own, session], key: "hits", workers, rounds, how: "cas", lockstep: true });
+    const lockstep = await soak({
+      kvs,
+      spaces: [own, session],
+      key: "hits",
+      workers,
+      rounds,
+      how: "cas",
+      lockstep: true,
+    });
     expect(lockstep.counts).toEqual([80, 80]);
     // Each round, three of each space's four workers found their read stale at least once.
     expect(lockstep.retries).toBeGreaterThanOrEqual(rounds * 3 * 2);
@@ -246,14 +328,22 @@ test("a session's skv writes are fenced in the database: once its lease is anoth
   await a.member.publish();
   await a.member.openSession("f1");
   const cas = async (session: string, family: "kv" | "skv", value: string, expected?: string) => {
-    const outcome = await a.broker.callTool("counter", "cas", JSON.stringify({ family, key: "k", value, expected: expected ?? null }), { session });
+    const outcome = await a.broker.callTool(
+      "counter",
+      "cas",
+      JSON.stringify({ family, key: "k", value, expected: expected ?? null }),
+      { session },
+    );
     if (!outcome.ok) throw new Error(`${outcome.error.code}: ${outcome.error.msg}`);
     return (outcome.value.content.find((c) => c.type === "json") as { json: Record<string, unknown> }).json;
   };
   expect(await cas("f1", "skv", "1")).toMatchObject({ ok: true });
   const fleet = await openPgStore(url);
   stores.push(fleet);
-  const stored = async () => (await fleet.pool.query<{ value: Buffer }>("select value from session_kv where session_id = 'f1' and key = 'k'")).rows.map((r) => JSON.parse(r.value.toString()) as string);
+  const stored = async () =>
+    (
+      await fleet.pool.query<{ value: Buffer }>("select value from session_kv where session_id = 'f1' and key = 'k'")
+    ).rows.map((r) => JSON.parse(r.value.toString()) as string);
   expect(await stored()).toEqual(["1"]);
   // Another host takes the lease (as it would from a host frozen past it): this host's next write is refused, named.
   await fleet.pool.query("update session_leases set host = 'elsewhere/1' where session_id = 'f1'");
@@ -263,8 +353,17 @@ test("a session's skv writes are fenced in the database: once its lease is anoth
   expect(await stored()).toEqual(["1"]);
   // The direct writes are fenced too; the extension's own kv and a session this host never leased are not.
   const direct = a.member.kv;
-  await expect(direct.put({ extension: "counter", session: "f1" }, "k", { value: Buffer.from(JSON.stringify("3")), encoding: "json" }, 1 << 20)).rejects.toThrow(/no longer served by this host/);
-  await expect(direct.delete({ extension: "counter", session: "f1" }, "k")).rejects.toThrow(/no longer served by this host/);
+  await expect(
+    direct.put(
+      { extension: "counter", session: "f1" },
+      "k",
+      { value: Buffer.from(JSON.stringify("3")), encoding: "json" },
+      1 << 20,
+    ),
+  ).rejects.toThrow(/no longer served by this host/);
+  await expect(direct.delete({ extension: "counter", session: "f1" }, "k")).rejects.toThrow(
+    /no longer served by this host/,
+  );
   expect(await stored()).toEqual(["1"]);
   expect(await cas("f1", "kv", "1")).toMatchObject({ ok: true });
   expect(await cas("unleased", "skv", "1")).toMatchObject({ ok: true });

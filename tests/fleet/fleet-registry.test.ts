@@ -51,7 +51,10 @@ async function host(name: string, options: { listen?: boolean } = {}): Promise<H
   const home = mkdtempSync(join(tmpdir(), `tether-fleet-${name}-`));
   homes.push(home);
   const warnings: string[] = [];
-  const log: Logger = createLogger({ level: "warn", sink: (_level, message, fields) => void warnings.push(`${message} ${JSON.stringify(fields)}`) });
+  const log: Logger = createLogger({
+    level: "warn",
+    sink: (_level, message, fields) => void warnings.push(`${message} ${JSON.stringify(fields)}`),
+  });
   provisionOperatorKey(home);
   const broker = Broker.open({ ...envOptions(), home, log, extensionLogs: false });
   const member = await FleetMember.join(broker, { url, host: name, pollMs: 200, ...options });
@@ -59,10 +62,14 @@ async function host(name: string, options: { listen?: boolean } = {}): Promise<H
   return { broker, member, warnings };
 }
 
-const call = (h: Host, session = "s1") => h.broker.callTool("worker", "run", JSON.stringify({ text: "hi" }), { session });
+const call = (h: Host, session = "s1") =>
+  h.broker.callTool("worker", "run", JSON.stringify({ text: "hi" }), { session });
 
 beforeAll(async () => {
-  if (serverUrl === "") throw new Error("TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)");
+  if (serverUrl === "")
+    throw new Error(
+      "TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)",
+    );
 });
 
 beforeEach(async () => {
@@ -85,7 +92,12 @@ test("approved on one host, called on another; revoked on the first, the other's
   expect(await a.member.publish()).toBe(true);
 
   // B hears of it and writes the artifact from the fleet's bytes.
-  await until("host b to see the approval", () => b.broker.registry.get("worker") !== null && b.broker.registry.status(b.broker.registry.get("worker")!) === "approved");
+  await until(
+    "host b to see the approval",
+    () =>
+      b.broker.registry.get("worker") !== null &&
+      b.broker.registry.status(b.broker.registry.get("worker")!) === "approved",
+  );
   expect(b.broker.registry.latestApproval("worker")!.approvedBy).toBe("alice");
   const first = await call(b);
   expect(first.ok).toBe(true);
@@ -98,13 +110,19 @@ test("approved on one host, called on another; revoked on the first, the other's
   expect(b.warnings.join("\n")).toMatch(/approval revoked/);
   // Who revoked it crosses hosts with the revocation.
   expect(b.broker.registry.latestApproval("worker")!.revokedBy).toBe("bob");
-  const refused = await call(b).catch((err: Error & { code?: string }) => ({ ok: false as const, error: { code: err.code, msg: err.message } }));
+  const refused = await call(b).catch((err: Error & { code?: string }) => ({
+    ok: false as const,
+    error: { code: err.code, msg: err.message },
+  }));
   expect(refused.ok).toBe(false);
   expect(!refused.ok && refused.error.code).toBe("not_approved");
 
   a.broker.registry.approve("worker", { by: "alice" });
   await a.member.publish();
-  await until("host b to see the new approval", () => b.broker.registry.status(b.broker.registry.get("worker")!) === "approved");
+  await until(
+    "host b to see the new approval",
+    () => b.broker.registry.status(b.broker.registry.get("worker")!) === "approved",
+  );
   expect((await call(b)).ok).toBe(true);
   expect(b.broker.registry.approvalHistory("worker").map((r) => r.revokedBy)).toEqual([null, "bob"]);
 });
@@ -123,7 +141,9 @@ test("a host runs only the bytes the approval names: an artifact altered in the 
   }
   const c = await host("c");
   expect(c.broker.registry.get("worker")).toBeNull();
-  expect(c.warnings.join("\n")).toMatch(/worker: the fleet's artifact does not hash to [0-9a-f]{16}; not installed on this host/);
+  expect(c.warnings.join("\n")).toMatch(
+    /worker: the fleet's artifact does not hash to [0-9a-f]{16}; not installed on this host/,
+  );
   // The host that built it still has its own copy, checked the same way.
   await a.member.pull();
   expect(a.broker.registry.get("worker")).not.toBeNull();
@@ -144,8 +164,11 @@ test("approve and revoke storms from two hosts with calls in flight: every call 
   const caller = (async () => {
     let i = 0;
     while (storming) {
-      const outcome = await call(c, `s${i++ % 3}`).catch((err: Error & { code?: string }) => ({ ok: false as const, error: { code: err.code ?? "threw", msg: err.message } }));
-      answers.push(outcome.ok ? "ok" : outcome.error.code ?? "?");
+      const outcome = await call(c, `s${i++ % 3}`).catch((err: Error & { code?: string }) => ({
+        ok: false as const,
+        error: { code: err.code ?? "threw", msg: err.message },
+      }));
+      answers.push(outcome.ok ? "ok" : (outcome.error.code ?? "?"));
       // A refusal answers without I/O: let the pulls that end it run.
       await new Promise((r) => setImmediate(r));
     }
@@ -163,7 +186,10 @@ test("approve and revoke storms from two hosts with calls in flight: every call 
   await a.member.pull();
   a.broker.registry.approve("worker");
   await a.member.publish();
-  await until("host c to apply the last approval", () => c.broker.registry.status(c.broker.registry.get("worker")!) === "approved");
+  await until(
+    "host c to apply the last approval",
+    () => c.broker.registry.status(c.broker.registry.get("worker")!) === "approved",
+  );
   const settled = answers.length;
   await until("a call after the last approval", () => answers.length > settled + 1);
   storming = false;
@@ -178,10 +204,17 @@ test("approve and revoke storms from two hosts with calls in flight: every call 
   try {
     const open = await admin.query("SELECT id FROM approvals WHERE extension = 'worker' AND revoked_at IS NULL");
     expect(open.rows.length).toBe(1);
-    const all = (await admin.query<{ id: string; revoked_at: string | null }>("SELECT id, revoked_at FROM approvals ORDER BY id")).rows.map((r) => [Number(r.id), r.revoked_at === null]);
+    const all = (
+      await admin.query<{ id: string; revoked_at: string | null }>("SELECT id, revoked_at FROM approvals ORDER BY id")
+    ).rows.map((r) => [Number(r.id), r.revoked_at === null]);
     for (const h of [a, b, c]) {
       await h.member.pull();
-      expect(h.broker.registry.approvalHistory("worker").map((r) => [r.id, r.revokedAt === null]).reverse()).toEqual(all);
+      expect(
+        h.broker.registry
+          .approvalHistory("worker")
+          .map((r) => [r.id, r.revokedAt === null])
+          .reverse(),
+      ).toEqual(all);
     }
   } finally {
     await admin.end();

@@ -27,7 +27,16 @@ import { join } from "node:path";
 import pg from "pg";
 import { REPO } from "../support/satellites.js";
 import { until } from "../support/wait.js";
-import { Children, connectServe, runTether, serveRefused, startServe, type Message, type Ran, type Served } from "../support/fleet-processes.js";
+import {
+  Children,
+  connectServe,
+  runTether,
+  serveRefused,
+  startServe,
+  type Message,
+  type Ran,
+  type Served,
+} from "../support/fleet-processes.js";
 
 const serverUrl = process.env.TETHER_TEST_POSTGRES_URL ?? "";
 const WORKER = join(REPO, "tests/integration/fixtures/bus/worker");
@@ -108,11 +117,16 @@ function home(name: string): string {
 /** Runs `tether <args>` as host `host` of the fleet at `url`. */
 const tether = runTether;
 const serve = (store: string, host: string, dir: string): Promise<Served> => startServe(children, store, host, dir);
-const refusedServe = (store: string, host: string, dir: string): Promise<Ran> => serveRefused(children, store, host, dir);
+const refusedServe = (store: string, host: string, dir: string): Promise<Ran> =>
+  serveRefused(children, store, host, dir);
 const connect = connectServe;
 
 /** `tether doctor --store <url>`: its store line. */
-async function doctorStore(url: string, host: string, dir: string): Promise<{ ok: boolean; line: string; all: string }> {
+async function doctorStore(
+  url: string,
+  host: string,
+  dir: string,
+): Promise<{ ok: boolean; line: string; all: string }> {
   const ran = await tether(url, host, dir, "doctor", "--store", url);
   const all = ran.stdout + ran.stderr;
   const line = /^(ok {3}|FAIL )store \(fleet\): .*$/m.exec(all);
@@ -131,7 +145,10 @@ function keeperAnswer(ran: Message): Message {
 const STACK = /^\s+at .+\(.*:\d+:\d+\)$/m;
 
 beforeAll(() => {
-  if (serverUrl === "") throw new Error("TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)");
+  if (serverUrl === "")
+    throw new Error(
+      "TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)",
+    );
   expect(rolesSql()).toHaveLength(3);
 });
 
@@ -166,7 +183,11 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
 
   test("tether_broker has exactly the documented rights: no superuser, CREATEDB or CREATEROLE, no CREATE or TEMPORARY, owns nothing", async () => {
     await asSuperuser(async (c) => {
-      const role = (await c.query("SELECT rolsuper, rolcreatedb, rolcreaterole, rolcanlogin FROM pg_roles WHERE rolname = 'tether_broker'")).rows[0];
+      const role = (
+        await c.query(
+          "SELECT rolsuper, rolcreatedb, rolcreaterole, rolcanlogin FROM pg_roles WHERE rolname = 'tether_broker'",
+        )
+      ).rows[0];
       expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolcanlogin: true });
       const rights = (
         await c.query(
@@ -217,7 +238,8 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
       expect(installed.stderr).toMatch(/published to the fleet as host a/);
       expect(installed.code).toBe(0);
     }
-    for (const name of ["worker", "keeper"]) expect((await tether(brokerUrl, "a", a, "approve", name, "--yes")).code).toBe(0);
+    for (const name of ["worker", "keeper"])
+      expect((await tether(brokerUrl, "a", a, "approve", name, "--yes")).code).toBe(0);
 
     const served = await serve(brokerUrl, "b", b);
     const client = await connect(served);
@@ -228,12 +250,19 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
       expect(ran.result.extension).toBe("worker");
 
       // kv is read and written in the fleet's tables, by every call.
-      expect(keeperAnswer(await client.call("tool.call", { session: "s1", tool: "put", arguments: { key: "k", value: { n: 1 } } })).ok).toBe(true);
-      expect(keeperAnswer(await client.call("tool.call", { session: "s1", tool: "get", arguments: { key: "k" } }))).toMatchObject({ ok: true, value: { n: 1 } });
+      expect(
+        keeperAnswer(
+          await client.call("tool.call", { session: "s1", tool: "put", arguments: { key: "k", value: { n: 1 } } }),
+        ).ok,
+      ).toBe(true);
+      expect(
+        keeperAnswer(await client.call("tool.call", { session: "s1", tool: "get", arguments: { key: "k" } })),
+      ).toMatchObject({ ok: true, value: { n: 1 } });
       await asSuperuser(async (c) => {
         expect((await c.query("SELECT key FROM kv WHERE extension = 'keeper'")).rows).toEqual([{ key: "k" }]);
         // The ledger shipper's rows, inserted by tether_broker (its sequences included).
-        const shipped = async () => (await c.query("SELECT name, outcome FROM fleet_invocations WHERE host = 'b' ORDER BY id")).rows;
+        const shipped = async () =>
+          (await c.query("SELECT name, outcome FROM fleet_invocations WHERE host = 'b' ORDER BY id")).rows;
         let rows = await shipped();
         for (let i = 0; i < 3000 && rows.filter((r) => r.outcome !== "running").length < 3; i++) {
           await new Promise((r) => setTimeout(r, 10));
@@ -251,7 +280,11 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
 
       const revoked = await tether(brokerUrl, "a", a, "revoke", "worker");
       expect(revoked.code).toBe(0);
-      await until("host b to stop the revoked extension's satellite", () => /approval revoked/.test(served.err()), 30_000);
+      await until(
+        "host b to stop the revoked extension's satellite",
+        () => /approval revoked/.test(served.err()),
+        30_000,
+      );
       const refused = await client.call("tool.call", { session: "s1", tool: "run", arguments: { text: "hi" } });
       expect(refused.result.outcome.error.code).toBe("inactive");
 
@@ -277,17 +310,25 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
       expect((await client.call("session.open", { id: "s-e", workspace: dir })).result).toBeDefined();
       await asRole(adminUrl, (c) => c.query("REVOKE INSERT ON fleet_invocations FROM tether_broker"));
       try {
-        expect(keeperAnswer(await client.call("tool.call", { session: "s-e", tool: "get", arguments: { key: "k" } })).ok).toBe(true);
+        expect(
+          keeperAnswer(await client.call("tool.call", { session: "s-e", tool: "get", arguments: { key: "k" } })).ok,
+        ).toBe(true);
         await until(
           "host e's shipper to say why it cannot ship",
-          () => /fleet ledger: cannot ship to the fleet store.*permission denied for table fleet_invocations: the store's role lacks a right the fleet needs \(docs\/fleet\.md#roles\)/.test(served.err()),
+          () =>
+            /fleet ledger: cannot ship to the fleet store.*permission denied for table fleet_invocations: the store's role lacks a right the fleet needs \(docs\/fleet\.md#roles\)/.test(
+              served.err(),
+            ),
           30_000,
         );
       } finally {
         await asRole(adminUrl, (c) => c.query("GRANT INSERT ON fleet_invocations TO tether_broker"));
       }
       await until("host e's shipper to ship again", () => /fleet ledger: shipping again/.test(served.err()), 30_000);
-      const rows = await asSuperuser(async (c) => (await c.query("SELECT name, outcome FROM fleet_invocations WHERE host = 'e'")).rows, DB);
+      const rows = await asSuperuser(
+        async (c) => (await c.query("SELECT name, outcome FROM fleet_invocations WHERE host = 'e'")).rows,
+        DB,
+      );
       expect(rows).toEqual([{ name: "get", outcome: "ok" }]);
       expect(served.err()).not.toContain(passwords.get("tether_broker")!);
     } finally {
@@ -317,7 +358,11 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
   test("a right missing is named, with what to grant and docs/fleet.md#roles: by tether doctor --store and by tether serve", async () => {
     const dir = home("c");
     const password = passwords.get("tether_broker")!;
-    await asRole(adminUrl, (c) => c.query("REVOKE INSERT ON fleet_invocations FROM tether_broker; REVOKE USAGE ON SEQUENCE approvals_id_seq FROM tether_broker"));
+    await asRole(adminUrl, (c) =>
+      c.query(
+        "REVOKE INSERT ON fleet_invocations FROM tether_broker; REVOKE USAGE ON SEQUENCE approvals_id_seq FROM tether_broker",
+      ),
+    );
     try {
       const doctor = await doctorStore(brokerUrl, "c", dir);
       expect(doctor.ok).toBe(false);
@@ -332,7 +377,9 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
       const refused = await refusedServe(brokerUrl, "c", dir);
       expect(refused.code).not.toBe(0);
       expect(refused.stdout).not.toMatch(/listening on/);
-      expect(refused.stderr).toContain("tether serve: cannot join the fleet's store: role tether_broker lacks INSERT on table fleet_invocations");
+      expect(refused.stderr).toContain(
+        "tether serve: cannot join the fleet's store: role tether_broker lacks INSERT on table fleet_invocations",
+      );
       expect(refused.stderr).toContain("docs/fleet.md#roles");
       expect(refused.stderr + refused.stdout).not.toContain(password);
       expect(refused.stderr).not.toMatch(STACK);
@@ -340,19 +387,29 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
       // Every command given the store: tether install refuses the same way, having changed nothing.
       const install = await tether(brokerUrl, "c", dir, "install", WORKER);
       expect(install.code).not.toBe(0);
-      expect(install.stderr).toContain("cannot join the fleet's store: role tether_broker lacks INSERT on table fleet_invocations");
+      expect(install.stderr).toContain(
+        "cannot join the fleet's store: role tether_broker lacks INSERT on table fleet_invocations",
+      );
       expect(install.stderr + install.stdout).not.toContain(password);
       expect(install.stderr).not.toMatch(STACK);
     } finally {
-      await asRole(adminUrl, (c) => c.query("GRANT INSERT ON fleet_invocations TO tether_broker; GRANT USAGE ON SEQUENCE approvals_id_seq TO tether_broker"));
+      await asRole(adminUrl, (c) =>
+        c.query(
+          "GRANT INSERT ON fleet_invocations TO tether_broker; GRANT USAGE ON SEQUENCE approvals_id_seq TO tether_broker",
+        ),
+      );
     }
 
     await asRole(adminUrl, (c) => c.query("REVOKE USAGE ON SCHEMA drizzle FROM tether_broker"));
     try {
       const doctor = await doctorStore(brokerUrl, "c", dir);
       expect(doctor.ok).toBe(false);
-      expect(doctor.line).toContain("cannot read the migrator's record drizzle.__drizzle_migrations (permission denied for schema drizzle)");
-      expect(doctor.line).toContain("grant the role USAGE on schema drizzle and SELECT on drizzle.__drizzle_migrations (docs/fleet.md#roles)");
+      expect(doctor.line).toContain(
+        "cannot read the migrator's record drizzle.__drizzle_migrations (permission denied for schema drizzle)",
+      );
+      expect(doctor.line).toContain(
+        "grant the role USAGE on schema drizzle and SELECT on drizzle.__drizzle_migrations (docs/fleet.md#roles)",
+      );
       expect(doctor.all).not.toMatch(STACK);
     } finally {
       await asRole(adminUrl, (c) => c.query("GRANT USAGE ON SCHEMA drizzle TO tether_broker"));
@@ -363,16 +420,34 @@ describe("the stricter setup: an administrator owns the tables, tether_broker ha
   test("a migration the role cannot apply (a newer broker before the administrator's step) is named, not attempted half way", async () => {
     const dir = home("d");
     // The store as an older broker left it: its newest migration not recorded.
-    const last = await asRole(adminUrl, async (c) => (await c.query("DELETE FROM drizzle.__drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM drizzle.__drizzle_migrations) RETURNING hash, created_at")).rows[0]);
+    const last = await asRole(
+      adminUrl,
+      async (c) =>
+        (
+          await c.query(
+            "DELETE FROM drizzle.__drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM drizzle.__drizzle_migrations) RETURNING hash, created_at",
+          )
+        ).rows[0],
+    );
     try {
-      const shipped = Number((JSON.parse(readFileSync(join(REPO, "drizzle-pg/meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries.length);
+      const shipped = Number(
+        (JSON.parse(readFileSync(join(REPO, "drizzle-pg/meta/_journal.json"), "utf8")) as { entries: unknown[] })
+          .entries.length,
+      );
       const doctor = await doctorStore(brokerUrl, "d", dir);
       expect(doctor.ok).toBe(false);
-      expect(doctor.line).toContain(`${shipped - 1} of the ${shipped} migrations this broker ships are applied, and role tether_broker cannot apply the rest (permission denied for database ${DB})`);
+      expect(doctor.line).toContain(
+        `${shipped - 1} of the ${shipped} migrations this broker ships are applied, and role tether_broker cannot apply the rest (permission denied for database ${DB})`,
+      );
       expect(doctor.line).toContain("tether doctor --store (docs/fleet.md#roles)");
       expect(doctor.all).not.toMatch(STACK);
     } finally {
-      await asRole(adminUrl, (c) => c.query("INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ($1, $2)", [last.hash, last.created_at]));
+      await asRole(adminUrl, (c) =>
+        c.query("INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ($1, $2)", [
+          last.hash,
+          last.created_at,
+        ]),
+      );
     }
   });
 });
@@ -394,14 +469,23 @@ test("the simple setup: the role owns an empty database, and its first tether co
   const client = await connect(served);
   try {
     expect((await client.call("session.open", { id: "s1", workspace: b })).result).toBeDefined();
-    expect(keeperAnswer(await client.call("tool.call", { session: "s1", tool: "put", arguments: { key: "k", value: 2 } })).ok).toBe(true);
-    expect(keeperAnswer(await client.call("tool.call", { session: "s1", tool: "get", arguments: { key: "k" } }))).toMatchObject({ ok: true, value: 2 });
+    expect(
+      keeperAnswer(await client.call("tool.call", { session: "s1", tool: "put", arguments: { key: "k", value: 2 } }))
+        .ok,
+    ).toBe(true);
+    expect(
+      keeperAnswer(await client.call("tool.call", { session: "s1", tool: "get", arguments: { key: "k" } })),
+    ).toMatchObject({ ok: true, value: 2 });
   } finally {
     client.close();
   }
   expect((await doctorStore(url, "a", a)).line).toMatch(/^ok {3}store \(fleet\): /);
   await asSuperuser(async (c) => {
-    const owners = (await c.query("SELECT DISTINCT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE relnamespace IN ('public'::regnamespace, 'drizzle'::regnamespace) AND relkind IN ('r', 'S')")).rows;
+    const owners = (
+      await c.query(
+        "SELECT DISTINCT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE relnamespace IN ('public'::regnamespace, 'drizzle'::regnamespace) AND relkind IN ('r', 'S')",
+      )
+    ).rows;
     expect(owners).toEqual([{ owner: DB }]);
   }, DB);
   expect(served.err()).not.toMatch(/permission denied|lacks/);

@@ -50,7 +50,10 @@ async function host(name: string): Promise<{ broker: Broker; member: FleetMember
 }
 
 beforeAll(async () => {
-  if (serverUrl === "") throw new Error("TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)");
+  if (serverUrl === "")
+    throw new Error(
+      "TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)",
+    );
   url = await freshDatabase("tether_fleet_sessions");
 });
 
@@ -67,7 +70,12 @@ test("a session closed on one host reopens on another with its policy, preferenc
   const b = await host("b");
   const onA = await Session.open(a.broker, { id: "travel", workspace: a.workspace, policy: { offline: true } });
   onA.prefer("worker", false);
-  await a.member.kv.put({ extension: "worker", session: "travel" }, "cursor", { value: Buffer.from('{"at":7}'), encoding: "json" }, 1 << 20);
+  await a.member.kv.put(
+    { extension: "worker", session: "travel" },
+    "cursor",
+    { value: Buffer.from('{"at":7}'), encoding: "json" },
+    1 << 20,
+  );
   const folds = new FoldsRepository(a.broker.store);
   folds.insert("travel", 41, "summary", "compactor", [{ from: 0, to: 9, text: "the first ten messages, folded" }]);
   folds.setPreferredStrategy("travel", "summary");
@@ -82,9 +90,13 @@ test("a session closed on one host reopens on another with its policy, preferenc
   try {
     expect(onB.policy).toEqual({ offline: true });
     expect(new Preferences(b.broker.store).effective("travel", "worker").enabled).toBe(false);
-    expect((await b.member.kv.get({ extension: "worker", session: "travel" }, "cursor"))?.value.toString()).toBe('{"at":7}');
+    expect((await b.member.kv.get({ extension: "worker", session: "travel" }, "cursor"))?.value.toString()).toBe(
+      '{"at":7}',
+    );
     const there = new FoldsRepository(b.broker.store);
-    expect(there.list("travel").map((f) => [f.from, f.to, f.text, f.strategy])).toEqual([[0, 9, "the first ten messages, folded", "summary"]]);
+    expect(there.list("travel").map((f) => [f.from, f.to, f.text, f.strategy])).toEqual([
+      [0, 9, "the first ten messages, folded", "summary"],
+    ]);
     expect(there.preferredStrategy("travel")).toBe("summary");
   } finally {
     await onB.close();
@@ -101,7 +113,9 @@ test("state that moves while a session is open reaches the fleet without a close
     try {
       let value: boolean | null = null;
       const read = async () => {
-        const r = await admin.query<{ enabled: boolean }>("SELECT enabled FROM preferences WHERE scope = 'live' AND extension = 'worker'");
+        const r = await admin.query<{ enabled: boolean }>(
+          "SELECT enabled FROM preferences WHERE scope = 'live' AND extension = 'worker'",
+        );
         value = r.rows[0]?.enabled ?? null;
       };
       for (let i = 0; i < 3000 && value !== false; i++) {

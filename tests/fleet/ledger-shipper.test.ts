@@ -42,25 +42,65 @@ function localStore(): Store {
 
 /** Every ledger table of one host, local and in the fleet, in one shape (the fleet's without `host`). */
 async function both(store: Store, host: string) {
-  const strip = <T extends { host: string }>(rows: T[]): Omit<T, "host">[] => rows.map(({ host: _host, ...rest }) => rest);
+  const strip = <T extends { host: string }>(rows: T[]): Omit<T, "host">[] =>
+    rows.map(({ host: _host, ...rest }) => rest);
   const local = {
     invocations: store.orm.select().from(invocations).orderBy(invocations.id).all(),
     capAudit: store.orm.select().from(capAudit).orderBy(capAudit.id).all(),
     hookTraces: store.orm.select().from(hookTraces).orderBy(hookTraces.id).all(),
   };
   const shipped = {
-    invocations: strip(await fleet.orm.select().from(fleetInvocations).where(eq(fleetInvocations.host, host)).orderBy(fleetInvocations.id)),
-    capAudit: strip(await fleet.orm.select().from(fleetCapAudit).where(eq(fleetCapAudit.host, host)).orderBy(fleetCapAudit.id)),
-    hookTraces: strip(await fleet.orm.select().from(fleetHookTraces).where(eq(fleetHookTraces.host, host)).orderBy(fleetHookTraces.id)),
+    invocations: strip(
+      await fleet.orm
+        .select()
+        .from(fleetInvocations)
+        .where(eq(fleetInvocations.host, host))
+        .orderBy(fleetInvocations.id),
+    ),
+    capAudit: strip(
+      await fleet.orm.select().from(fleetCapAudit).where(eq(fleetCapAudit.host, host)).orderBy(fleetCapAudit.id),
+    ),
+    hookTraces: strip(
+      await fleet.orm.select().from(fleetHookTraces).where(eq(fleetHookTraces.host, host)).orderBy(fleetHookTraces.id),
+    ),
   };
   return { local, shipped };
 }
 
 /** One call's worth of ledger rows: begin, an audit row and a hook trace; finished unless `running`. */
 function call(ledger: Ledger, session: string, n: number, running = false): number {
-  const id = ledger.begin({ sessionId: session, extension: "echo", kind: "tool", name: `echo${n}`, strand: n % 2 === 0 ? "" : "s1", hooksBypassed: n % 3 === 0 });
-  ledger.audit({ invocationId: id, sessionId: session, extension: "echo", capability: "net.fetch", target: `https://x/${n}`, decision: n % 2 === 0 ? "allowed" : "denied", rule: "r", bytes: n, secret: n % 4 === 0 ? "TOKEN" : undefined });
-  ledger.trace([{ sessionId: session, event: "tool_call", subject: `echo${n}`, aboutInvocationId: id, hookInvocationId: null, extension: "guard", answer: "proceed", detail: "", durationMs: 0.25 * n }]);
+  const id = ledger.begin({
+    sessionId: session,
+    extension: "echo",
+    kind: "tool",
+    name: `echo${n}`,
+    strand: n % 2 === 0 ? "" : "s1",
+    hooksBypassed: n % 3 === 0,
+  });
+  ledger.audit({
+    invocationId: id,
+    sessionId: session,
+    extension: "echo",
+    capability: "net.fetch",
+    target: `https://x/${n}`,
+    decision: n % 2 === 0 ? "allowed" : "denied",
+    rule: "r",
+    bytes: n,
+    secret: n % 4 === 0 ? "TOKEN" : undefined,
+  });
+  ledger.trace([
+    {
+      sessionId: session,
+      event: "tool_call",
+      subject: `echo${n}`,
+      aboutInvocationId: id,
+      hookInvocationId: null,
+      extension: "guard",
+      answer: "proceed",
+      detail: "",
+      durationMs: 0.25 * n,
+    },
+  ]);
   if (!running) ledger.finish(id, n % 5 === 0 ? "timeout" : "ok");
   return id;
 }
@@ -91,14 +131,18 @@ test("a row shipped while running is updated when it finishes", async () => {
   ledger.flush();
   await shipper.flush();
   let { shipped } = await both(store, "host-running");
-  expect(shipped.invocations).toEqual([expect.objectContaining({ id, outcome: "running", finishedAt: null, durationMs: null })]);
+  expect(shipped.invocations).toEqual([
+    expect.objectContaining({ id, outcome: "running", finishedAt: null, durationMs: null }),
+  ]);
 
   ledger.finish(id, "ok");
   ledger.flush();
   await shipper.flush();
   const after = await both(store, "host-running");
   shipped = after.shipped;
-  expect(shipped.invocations).toEqual([expect.objectContaining({ id, outcome: "ok", finishedAt: expect.any(Number), durationMs: expect.any(Number) })]);
+  expect(shipped.invocations).toEqual([
+    expect.objectContaining({ id, outcome: "ok", finishedAt: expect.any(Number), durationMs: expect.any(Number) }),
+  ]);
   expect(shipped).toEqual(after.local);
   await shipper.close();
   ledger.close();
@@ -147,7 +191,10 @@ test("rows written while the fleet's server cannot be reached are shipped once i
   const ledger = new Ledger(store);
   const viaRelay = await openPgStore(relayed.toString(), { connectTimeoutMs: 2000 });
   const logged: Array<{ msg: string; fields: LogFields }> = [];
-  const shipper = new LedgerShipper(store, viaRelay, "host-outage", { everyMs: 10, log: (msg, fields) => logged.push({ msg, fields }) });
+  const shipper = new LedgerShipper(store, viaRelay, "host-outage", {
+    everyMs: 10,
+    log: (msg, fields) => logged.push({ msg, fields }),
+  });
   shipper.start();
   try {
     for (let n = 0; n < 5; n++) call(ledger, "s-outage", n);
@@ -175,7 +222,10 @@ test("rows written while the fleet's server cannot be reached are shipped once i
     expect(shipped).toEqual(local);
     expect(shipped.invocations).toHaveLength(40);
     expect(shipped.invocations.find((r) => r.id === stillRunning)).toMatchObject({ outcome: "ok" });
-    expect(logged.map((l) => l.msg)).toEqual([expect.stringMatching(/cannot ship/), expect.stringMatching(/shipping again/)]);
+    expect(logged.map((l) => l.msg)).toEqual([
+      expect.stringMatching(/cannot ship/),
+      expect.stringMatching(/shipping again/),
+    ]);
   } finally {
     await shipper.close().catch(() => {});
     await viaRelay.close();

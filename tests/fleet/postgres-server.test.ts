@@ -41,15 +41,25 @@ describe("a server of its own", () => {
   afterAll(() => server.stop());
 
   test("TCP on 127.0.0.1 and the Unix socket in its dir", async () => {
-    expect(await psql(server, server.url, "SELECT host(inet_server_addr()), current_user, current_database()")).toBe("127.0.0.1|tether|tether");
+    expect(await psql(server, server.url, "SELECT host(inet_server_addr()), current_user, current_database()")).toBe(
+      "127.0.0.1|tether|tether",
+    );
     // Over a Unix socket the server has no address.
-    expect(await psql(server, server.socketUrl, "SELECT inet_server_addr() IS NULL, current_database()")).toBe("t|tether");
+    expect(await psql(server, server.socketUrl, "SELECT inet_server_addr() IS NULL, current_database()")).toBe(
+      "t|tether",
+    );
     expect(existsSync(join(server.dir, `.s.PGSQL.${server.port}`))).toBe(true);
     if (process.getuid?.() === 0) expect(statSync(join(server.dir, "data")).uid).toBe(65534);
   });
 
   test("throwaway settings: no fsync, room for several brokers, UTF8", async () => {
-    expect(await psql(server, server.url, "SELECT current_setting('fsync'), current_setting('max_connections'), current_setting('server_encoding')")).toBe("off|100|UTF8");
+    expect(
+      await psql(
+        server,
+        server.url,
+        "SELECT current_setting('fsync'), current_setting('max_connections'), current_setting('server_encoding')",
+      ),
+    ).toBe("off|100|UTF8");
   });
 
   test("a wrong password is refused over TCP", async () => {
@@ -58,14 +68,22 @@ describe("a server of its own", () => {
   });
 
   test("creates a table, inserts and selects", async () => {
-    await psql(server, server.url, "CREATE TABLE ledger (id serial PRIMARY KEY, who text NOT NULL, at timestamptz DEFAULT now())");
+    await psql(
+      server,
+      server.url,
+      "CREATE TABLE ledger (id serial PRIMARY KEY, who text NOT NULL, at timestamptz DEFAULT now())",
+    );
     await psql(server, server.url, "INSERT INTO ledger (who) VALUES ('broker-a'), ('broker-b')");
-    expect(await psql(server, server.socketUrl, "SELECT string_agg(who, ',' ORDER BY id) FROM ledger")).toBe("broker-a,broker-b");
+    expect(await psql(server, server.socketUrl, "SELECT string_agg(who, ',' ORDER BY id) FROM ledger")).toBe(
+      "broker-a,broker-b",
+    );
   });
 
   test("LISTEN/NOTIFY between two connections", async () => {
     // The listener: one psql session kept open on stdin; psql prints the notifications it got after each command.
-    const listener = spawn(join(server.bin, "psql"), ["-X", "-q", "-A", "-t", "-d", server.socketUrl], { stdio: ["pipe", "pipe", "pipe"] });
+    const listener = spawn(join(server.bin, "psql"), ["-X", "-q", "-A", "-t", "-d", server.socketUrl], {
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let out = "";
     listener.stdout.on("data", (d: Buffer) => (out += d.toString()));
     listener.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -82,7 +100,9 @@ describe("a server of its own", () => {
         listener.stdin.write(`SELECT 'poll ${i}';\n`);
         await until(`poll ${i}`, () => out.includes(`poll ${i}`));
       }
-      expect(out).toContain(`Asynchronous notification "fleet" with payload "ledger changed" received from server process with PID ${notifierPid}.`);
+      expect(out).toContain(
+        `Asynchronous notification "fleet" with payload "ledger changed" received from server process with PID ${notifierPid}.`,
+      );
     } finally {
       listener.stdin.end();
       await closed;

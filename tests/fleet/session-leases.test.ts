@@ -56,9 +56,18 @@ async function acquireOnceFree(leases: SessionLeases, session: string): Promise<
   }
 }
 
-const serverNow = async (): Promise<number> => Number((await fleet.pool.query<{ now: string }>("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now")).rows[0]!.now);
+const serverNow = async (): Promise<number> =>
+  Number(
+    (await fleet.pool.query<{ now: string }>("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now"))
+      .rows[0]!.now,
+  );
 const leaseOf = async (session: string) =>
-  (await fleet.pool.query<{ host: string; expires_at: string }>("SELECT host, expires_at FROM session_leases WHERE session_id = $1", [session])).rows[0];
+  (
+    await fleet.pool.query<{ host: string; expires_at: string }>(
+      "SELECT host, expires_at FROM session_leases WHERE session_id = $1",
+      [session],
+    )
+  ).rows[0];
 
 test("a session open on host a is refused to host b, naming a; released, b takes it", async () => {
   const a = new SessionLeases(fleet, "host-a");
@@ -86,17 +95,24 @@ test("the heartbeat keeps a lease past its ttl while its holder lives", async ()
   const first = Number((await leaseOf("s-heartbeat"))!.expires_at);
   // Wait, on the server's clock, until the first lease would have expired.
   while ((await serverNow()) <= first + 100) await new Promise((r) => setTimeout(r, 50));
-  expect(await refusal(b, "s-heartbeat")).toMatchObject({ code: "session_in_use", message: expect.stringContaining("host 'host-a'") });
+  expect(await refusal(b, "s-heartbeat")).toMatchObject({
+    code: "session_in_use",
+    message: expect.stringContaining("host 'host-a'"),
+  });
   expect(Number((await leaseOf("s-heartbeat"))!.expires_at)).toBeGreaterThan(first);
   await Promise.all([a.close(), b.close()]);
 });
 
 test("a host killed mid-call loses its session once its lease expires, and its running call is marked lost", async () => {
   const home = mkdtempSync(join(tmpdir(), "tether-lease-holder-"));
-  const child = spawn(process.execPath, ["--import", "tsx", join(REPO, "tests/fleet/fixtures/lease-holder.ts"), url, home, "host-dead", "s-crash", "800"], {
-    cwd: REPO,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(REPO, "tests/fleet/fixtures/lease-holder.ts"), url, home, "host-dead", "s-crash", "800"],
+    {
+      cwd: REPO,
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const b = new SessionLeases(fleet, "host-b", { ttlMs: 800 });
   try {
@@ -105,9 +121,18 @@ test("a host killed mid-call loses its session once its lease expires, and its r
       child.once("exit", (code) => reject(new Error(`the lease holder exited (${code}) before it was ready`)));
     });
     const { id } = JSON.parse(line) as { id: number };
-    const row = async () => (await fleet.pool.query<{ outcome: string; finished_at: string | null }>("SELECT outcome, finished_at FROM fleet_invocations WHERE host = 'host-dead' AND id = $1", [id])).rows[0];
+    const row = async () =>
+      (
+        await fleet.pool.query<{ outcome: string; finished_at: string | null }>(
+          "SELECT outcome, finished_at FROM fleet_invocations WHERE host = 'host-dead' AND id = $1",
+          [id],
+        )
+      ).rows[0];
     expect(await row()).toEqual({ outcome: "running", finished_at: null });
-    expect(await refusal(b, "s-crash")).toMatchObject({ code: "session_in_use", message: expect.stringContaining("host 'host-dead'") });
+    expect(await refusal(b, "s-crash")).toMatchObject({
+      code: "session_in_use",
+      message: expect.stringContaining("host 'host-dead'"),
+    });
 
     child.kill("SIGKILL");
     await exited;
@@ -135,9 +160,14 @@ test("a host killed mid-call loses its session once its lease expires, and its r
 
 test("the reaper marks lost the running calls of expired leases nobody took over, and only those", async () => {
   const add = (host: string, id: number, session: string, outcome: string) =>
-    fleet.pool.query("INSERT INTO fleet_invocations (host, id, session_id, extension, kind, name, started_at, outcome) VALUES ($1, $2, $3, 'echo', 'tool', 'echo', 1, $4)", [host, id, session, outcome]);
+    fleet.pool.query(
+      "INSERT INTO fleet_invocations (host, id, session_id, extension, kind, name, started_at, outcome) VALUES ($1, $2, $3, 'echo', 'tool', 'echo', 1, $4)",
+      [host, id, session, outcome],
+    );
   // A host that died long ago (its lease expired at 1 ms after the epoch), and one alive.
-  await fleet.pool.query("INSERT INTO session_leases (session_id, host, acquired_at, expires_at) VALUES ('s-reap-dead', 'host-gone', 0, 1)");
+  await fleet.pool.query(
+    "INSERT INTO session_leases (session_id, host, acquired_at, expires_at) VALUES ('s-reap-dead', 'host-gone', 0, 1)",
+  );
   const alive = new SessionLeases(fleet, "host-alive");
   await alive.acquire("s-reap-alive");
   await add("host-gone", 1, "s-reap-dead", "running");

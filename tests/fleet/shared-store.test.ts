@@ -33,10 +33,15 @@ async function freshDatabase(name: string): Promise<string> {
   return u.toString();
 }
 
-const shipped = (): number => (JSON.parse(readFileSync(join(pgMigrationsFolder(), "meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
+const shipped = (): number =>
+  (JSON.parse(readFileSync(join(pgMigrationsFolder(), "meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries
+    .length;
 
 beforeAll(async () => {
-  if (serverUrl === "") throw new Error("TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)");
+  if (serverUrl === "")
+    throw new Error(
+      "TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)",
+    );
   url = await freshDatabase("tether_shared_store");
 });
 
@@ -46,11 +51,28 @@ test("three brokers opening a new database at once apply each migration once, an
     const pool = stores[0]!.pool;
     const applied = await pool.query<{ n: string }>("SELECT count(*) AS n FROM drizzle.__drizzle_migrations");
     expect(Number(applied.rows[0]!.n)).toBe(shipped());
-    const tables = await pool.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1");
-    expect(tables.rows.map((r) => r.t)).toEqual(expect.arrayContaining(["approvals", "installs", "invocations", "cap_audit", "kv", "sessions", "hook_traces", "hosts"]));
+    const tables = await pool.query<{ t: string }>(
+      "SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+    );
+    expect(tables.rows.map((r) => r.t)).toEqual(
+      expect.arrayContaining([
+        "approvals",
+        "installs",
+        "invocations",
+        "cap_audit",
+        "kv",
+        "sessions",
+        "hook_traces",
+        "hosts",
+      ]),
+    );
     // Defaults in ms, as the SQLite store writes them.
-    await pool.query("INSERT INTO installs (name, version, description, manifest_text, manifest_hash, artifact_path, artifact_hash, source_dir) VALUES ('x', '1.0.0', '', '', 'm', '/a', 'h', '/s')");
-    const at = Number((await pool.query<{ t: string }>("SELECT installed_at AS t FROM installs WHERE name = 'x'")).rows[0]!.t);
+    await pool.query(
+      "INSERT INTO installs (name, version, description, manifest_text, manifest_hash, artifact_path, artifact_hash, source_dir) VALUES ('x', '1.0.0', '', '', 'm', '/a', 'h', '/s')",
+    );
+    const at = Number(
+      (await pool.query<{ t: string }>("SELECT installed_at AS t FROM installs WHERE name = 'x'")).rows[0]!.t,
+    );
     expect(Math.abs(at - Date.now())).toBeLessThan(60_000);
   } finally {
     await Promise.all(stores.map((s) => s.close()));
@@ -66,7 +88,9 @@ test("the store check names the server and the migrations, records this host, an
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query("INSERT INTO hosts (name, clock_skew_ms, version) VALUES ('host-b', $1, 'x')", [first.skewMs! + 5000]);
+    await client.query("INSERT INTO hosts (name, clock_skew_ms, version) VALUES ('host-b', $1, 'x')", [
+      first.skewMs! + 5000,
+    ]);
   } finally {
     await client.end();
   }
@@ -91,7 +115,12 @@ test("a wrong password is a failed check that says what to check, and never show
 test("tether doctor --store adds the shared store's line", async () => {
   const home = mkdtempSync(join(tmpdir(), "tether-doctor-store-"));
   const out = await new Promise<string>((resolve) => {
-    execFile(process.execPath, [join(REPO, "bin/tether.js"), "doctor", "--store", url, "--json"], { env: { ...process.env, TETHER_HOME: home } }, (_err, stdout) => resolve(stdout));
+    execFile(
+      process.execPath,
+      [join(REPO, "bin/tether.js"), "doctor", "--store", url, "--json"],
+      { env: { ...process.env, TETHER_HOME: home } },
+      (_err, stdout) => resolve(stdout),
+    );
   });
   const checks = JSON.parse(out) as Array<{ name: string; ok: boolean; detail: string }>;
   const store = checks.find((c) => c.name === "store (fleet)");

@@ -52,7 +52,11 @@ beforeAll(() => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 test("an extension importing its own files and the SDK bundles into one artifact with a hash", async () => {
-  const dir = extension({ "index.ts": `import { x } from "./lib/x.js";\nimport data from "./data.json";\n${TOOL}export const y = x + data.n;\n`, "lib/x.ts": "export const x = 1;\n", "data.json": '{"n": 2}' });
+  const dir = extension({
+    "index.ts": `import { x } from "./lib/x.js";\nimport data from "./data.json";\n${TOOL}export const y = x + data.n;\n`,
+    "lib/x.ts": "export const x = 1;\n",
+    "data.json": '{"n": 2}',
+  });
   const artifact = await bundleExtension(dir, readManifest(dir));
   expect(artifact.sha256).toMatch(/^[0-9a-f]{64}$/);
   expect(artifact.code).toContain("serving");
@@ -60,13 +64,41 @@ test("an extension importing its own files and the SDK bundles into one artifact
 });
 
 test.each([
-  ["a relative import outside the folder", `import { secret } from "../outside.ts";\n${TOOL}export const s = secret;\n`, "import '../outside.ts' in index.ts reaches outside the extension folder"],
-  ["a JSON import outside the folder", `import data from "../outside.json" with { type: "json" };\n${TOOL}export const s = data;\n`, "import '../outside.json' in index.ts reaches outside the extension folder"],
-  ["a text import of a host file", `import data from "/etc/passwd" with { type: "text" };\n${TOOL}export const s = data;\n`, "import '/etc/passwd' in index.ts reaches outside the extension folder"],
-  ["a bare package import", `import _ from "lodash";\n${TOOL}export const s = _;\n`, "import 'lodash' in index.ts is not allowed"],
-  ["a node: builtin", `import { readFileSync } from "node:fs";\n${TOOL}export const s = readFileSync;\n`, "import 'node:fs' in index.ts is not allowed"],
-  ["a remote URL", `import x from "https://example.com/x.js";\n${TOOL}export const s = x;\n`, "import 'https://example.com/x.js' in index.ts is not allowed"],
-  ["a literal dynamic npm: import", `${TOOL}export const s = () => import("npm:left-pad");\n`, "import 'npm:left-pad' in index.ts is not allowed"],
+  [
+    "a relative import outside the folder",
+    `import { secret } from "../outside.ts";\n${TOOL}export const s = secret;\n`,
+    "import '../outside.ts' in index.ts reaches outside the extension folder",
+  ],
+  [
+    "a JSON import outside the folder",
+    `import data from "../outside.json" with { type: "json" };\n${TOOL}export const s = data;\n`,
+    "import '../outside.json' in index.ts reaches outside the extension folder",
+  ],
+  [
+    "a text import of a host file",
+    `import data from "/etc/passwd" with { type: "text" };\n${TOOL}export const s = data;\n`,
+    "import '/etc/passwd' in index.ts reaches outside the extension folder",
+  ],
+  [
+    "a bare package import",
+    `import _ from "lodash";\n${TOOL}export const s = _;\n`,
+    "import 'lodash' in index.ts is not allowed",
+  ],
+  [
+    "a node: builtin",
+    `import { readFileSync } from "node:fs";\n${TOOL}export const s = readFileSync;\n`,
+    "import 'node:fs' in index.ts is not allowed",
+  ],
+  [
+    "a remote URL",
+    `import x from "https://example.com/x.js";\n${TOOL}export const s = x;\n`,
+    "import 'https://example.com/x.js' in index.ts is not allowed",
+  ],
+  [
+    "a literal dynamic npm: import",
+    `${TOOL}export const s = () => import("npm:left-pad");\n`,
+    "import 'npm:left-pad' in index.ts is not allowed",
+  ],
 ])("%s is an install error naming the import", async (_what, source, message) => {
   const err = await bundleError(extension({ "index.ts": source }));
   expect(err.code).toBe("install_failed");
@@ -83,7 +115,9 @@ test("a symlink inside the folder that points outside is refused", async () => {
 test("an entry outside the folder is refused", async () => {
   const dir = extension({});
   writeFileSync(join(dir, "manifest.toml"), MANIFEST.replace('entry = "index.ts"', 'entry = "../outside.ts"'));
-  await expect(bundleExtension(dir, readManifest(dir))).rejects.toThrow("entry '../outside.ts' is outside the extension folder");
+  await expect(bundleExtension(dir, readManifest(dir))).rejects.toThrow(
+    "entry '../outside.ts' is outside the extension folder",
+  );
 });
 
 test("a syntax error is an install error naming the file and line", async () => {

@@ -66,7 +66,10 @@ let tmp: string;
 let home: string;
 let broker: Broker;
 const lines: LogLine[] = [];
-const logger: Logger = createLogger({ level: "debug", sink: (level, msg, fields) => lines.push({ level, msg, fields }) });
+const logger: Logger = createLogger({
+  level: "debug",
+  sink: (level, msg, fields) => lines.push({ level, msg, fields }),
+});
 
 /** Copies the fixture under another name and quota, into a temp folder. */
 function writeVariant(name: string, kvBytes: number): string {
@@ -75,8 +78,11 @@ function writeVariant(name: string, kvBytes: number): string {
   cpSync(FIXTURE, dir, { recursive: true });
   const file = join(dir, "manifest.toml");
   const original = readFileSync(file, "utf8");
-  const text = original.replace(/^name = "keeper"$/m, `name = ${JSON.stringify(name)}`).replace(/^kv_bytes = \d+$/m, `kv_bytes = ${kvBytes}`);
-  if (!text.includes(`name = ${JSON.stringify(name)}`) || !text.includes(`kv_bytes = ${kvBytes}`)) throw new Error("the fixture manifest did not take the variant");
+  const text = original
+    .replace(/^name = "keeper"$/m, `name = ${JSON.stringify(name)}`)
+    .replace(/^kv_bytes = \d+$/m, `kv_bytes = ${kvBytes}`);
+  if (!text.includes(`name = ${JSON.stringify(name)}`) || !text.includes(`kv_bytes = ${kvBytes}`))
+    throw new Error("the fixture manifest did not take the variant");
   writeFileSync(file, text);
   return dir;
 }
@@ -91,20 +97,31 @@ function auditSince(id: number): AuditRow[] {
   return broker.store.sqlite.prepare("select * from cap_audit where id > ? order by id").all(id) as AuditRow[];
 }
 
-async function call<R = Reply>(ext: string, tool: string, args: object = {}, options: { onReport?: (text: string) => void } = {}): Promise<Called<R>> {
+async function call<R = Reply>(
+  ext: string,
+  tool: string,
+  args: object = {},
+  options: { onReport?: (text: string) => void } = {},
+): Promise<Called<R>> {
   const before = lastAuditId();
   const outcome = await broker.callTool(ext, tool, JSON.stringify(args), { session: "default", ...options });
   if (!outcome.ok) throw new Error(`${ext}/${tool} failed: ${outcome.error.code}: ${outcome.error.msg}`);
   const content = outcome.value.content;
   const block = content.find((c) => c.type === "json");
   if (block === undefined) throw new Error(`${ext}/${tool} answered no JSON block`);
-  const invocation = (broker.store.sqlite.prepare("select max(id) as id from invocations where extension = ? and name = ?").get(ext, tool) as { id: number }).id;
+  const invocation = (
+    broker.store.sqlite
+      .prepare("select max(id) as id from invocations where extension = ? and name = ?")
+      .get(ext, tool) as { id: number }
+  ).id;
   return { reply: block.json as R, rows: auditSince(before), invocation };
 }
 
 /** The stored row of a key, read straight from the store. */
 function stored(ext: string, key: string): { encoding: string; value: Buffer } | undefined {
-  return broker.store.sqlite.prepare("select encoding, value from kv where extension = ? and key = ?").get(ext, key) as { encoding: string; value: Buffer } | undefined;
+  return broker.store.sqlite.prepare("select encoding, value from kv where extension = ? and key = ?").get(ext, key) as
+    | { encoding: string; value: Buffer }
+    | undefined;
 }
 
 /** Log lines an extension wrote through `log` (the broker prefixes them with its name). */
@@ -214,7 +231,11 @@ test("kv round-trips bytes exactly: all 256 byte values, and the empty value", a
 test("a missing key reads null; delete answers whether the key existed", async () => {
   expect((await call(ROOMY, "get", { key: "never-written" })).reply).toEqual({ ok: true, value: null });
   expect((await call(ROOMY, "raw", { key: "never-written" })).reply).toEqual({ ok: true, kind: null });
-  expect((await call(ROOMY, "get_bytes", { key: "never-written" })).reply).toEqual({ ok: true, bytes: null, uint8: false });
+  expect((await call(ROOMY, "get_bytes", { key: "never-written" })).reply).toEqual({
+    ok: true,
+    bytes: null,
+    uint8: false,
+  });
 
   expect((await call(ROOMY, "put", { key: "doomed", value: { x: 1 } })).reply).toEqual({ ok: true });
   expect((await call(ROOMY, "del", { key: "doomed" })).reply).toEqual({ ok: true, existed: true });
@@ -232,7 +253,8 @@ test("list answers the keys under a prefix, sorted, at most limit", async () => 
   for (const key of ["l/b", "l/c/1", "l/a", "l/c", "l/", "lx", "l.", "m/l/a"]) {
     expect((await call(ROOMY, "put", { key, value: key })).reply).toEqual({ ok: true });
   }
-  const list = async (args: { prefix?: string; limit?: number }) => (await call<{ ok: true; keys: string[] }>(ROOMY, "list", args)).reply.keys;
+  const list = async (args: { prefix?: string; limit?: number }) =>
+    (await call<{ ok: true; keys: string[] }>(ROOMY, "list", args)).reply.keys;
   expect(await list({ prefix: "l/" })).toEqual(["l/", "l/a", "l/b", "l/c", "l/c/1"]);
   expect(await list({ prefix: "l/", limit: 2 })).toEqual(["l/", "l/a"]);
   expect(await list({ prefix: "l/", limit: 1 })).toEqual(["l/"]);
@@ -247,8 +269,14 @@ test("list answers the keys under a prefix, sorted, at most limit", async () => 
   expect(everything).toEqual(expect.arrayContaining(["l/a", "m/l/a", "proto", "bytes/all"]));
   expect(await list({ limit: 3 })).toEqual(everything.slice(0, 3));
   // The limit is bounded: 1000 at most, 1 at least.
-  expect((await call(ROOMY, "list", { prefix: "l/", limit: 1001 })).reply).toMatchObject({ ok: false, code: "bad_arguments" });
-  expect((await call(ROOMY, "list", { prefix: "l/", limit: 0 })).reply).toMatchObject({ ok: false, code: "bad_arguments" });
+  expect((await call(ROOMY, "list", { prefix: "l/", limit: 1001 })).reply).toMatchObject({
+    ok: false,
+    code: "bad_arguments",
+  });
+  expect((await call(ROOMY, "list", { prefix: "l/", limit: 0 })).reply).toMatchObject({
+    ok: false,
+    code: "bad_arguments",
+  });
 });
 
 // Was a bug, fixed (broker/caps/kv.ts, kvList): the prefix is escaped with backslashes, but
@@ -262,7 +290,8 @@ test("list treats % and _ in the prefix as characters, not wildcards", async () 
   for (const key of ["w/a%b", "w/a%c", "w/axb", "w/a_1", "w/ab1", "w/a\\z"]) {
     expect((await call(ROOMY, "put", { key, value: 1 })).reply).toEqual({ ok: true });
   }
-  const list = async (prefix: string) => (await call<{ ok: true; keys: string[] }>(ROOMY, "list", { prefix })).reply.keys;
+  const list = async (prefix: string) =>
+    (await call<{ ok: true; keys: string[] }>(ROOMY, "list", { prefix })).reply.keys;
   expect(await list("w/a")).toEqual(["w/a%b", "w/a%c", "w/a\\z", "w/a_1", "w/ab1", "w/axb"]);
   expect(await list("w/a%")).toEqual(["w/a%b", "w/a%c"]);
   expect(await list("w/a_")).toEqual(["w/a_1"]);
@@ -277,7 +306,8 @@ test("list matches the prefix case-sensitively, as get and put do", async () => 
   for (const key of ["c/Key", "c/key", "c/KEY2"]) {
     expect((await call(ROOMY, "put", { key, value: 1 })).reply).toEqual({ ok: true });
   }
-  const list = async (prefix: string) => (await call<{ ok: true; keys: string[] }>(ROOMY, "list", { prefix })).reply.keys;
+  const list = async (prefix: string) =>
+    (await call<{ ok: true; keys: string[] }>(ROOMY, "list", { prefix })).reply.keys;
   expect(await list("c/")).toEqual(["c/KEY2", "c/Key", "c/key"]);
   expect(await list("c/k")).toEqual(["c/key"]);
   expect(await list("c/KEY")).toEqual(["c/KEY2"]);
@@ -292,7 +322,15 @@ test("the kv_bytes quota refuses a put that would exceed it; overwriting with a 
   const fill = (c: string, n: number) => c.repeat(n);
   const first = await call(QUOTA, "put", { key: "big", value: fill("x", 1019) });
   expect(first.reply).toEqual({ ok: true });
-  expect(first.rows).toEqual([expect.objectContaining({ capability: "kv.put", decision: "allowed", rule: "builtin:kv", target: "big", bytes: 1021 })]);
+  expect(first.rows).toEqual([
+    expect.objectContaining({
+      capability: "kv.put",
+      decision: "allowed",
+      rule: "builtin:kv",
+      target: "big",
+      bytes: 1021,
+    }),
+  ]);
 
   // The old value does not count twice: the same size again fits.
   expect((await call(QUOTA, "put", { key: "big", value: fill("y", 1019) })).reply).toEqual({ ok: true });
@@ -300,16 +338,45 @@ test("the kv_bytes quota refuses a put that would exceed it; overwriting with a 
 
   // One byte more, on the same key: 1025 > 1024.
   const grow = await call(QUOTA, "put", { key: "big", value: fill("z", 1020) });
-  expect(grow.reply).toEqual({ ok: false, code: "denied", message: "kv.put: storage quota of 1024 bytes would be exceeded (1025 bytes) (rule: limits.kv_bytes)" });
-  expect(grow.rows).toEqual([expect.objectContaining({ capability: "kv.put", decision: "denied", rule: "limits.kv_bytes", target: "big", bytes: 1022, extension: QUOTA })]);
+  expect(grow.reply).toEqual({
+    ok: false,
+    code: "denied",
+    message: "kv.put: storage quota of 1024 bytes would be exceeded (1025 bytes) (rule: limits.kv_bytes)",
+  });
+  expect(grow.rows).toEqual([
+    expect.objectContaining({
+      capability: "kv.put",
+      decision: "denied",
+      rule: "limits.kv_bytes",
+      target: "big",
+      bytes: 1022,
+      extension: QUOTA,
+    }),
+  ]);
 
   // A new key: 1024 used + "k" + "1".
   const more = await call(QUOTA, "put", { key: "k", value: 1 });
-  expect(more.reply).toEqual({ ok: false, code: "denied", message: "kv.put: storage quota of 1024 bytes would be exceeded (1026 bytes) (rule: limits.kv_bytes)" });
-  expect(more.rows).toEqual([expect.objectContaining({ capability: "kv.put", decision: "denied", rule: "limits.kv_bytes", target: "k", bytes: 1 })]);
+  expect(more.reply).toEqual({
+    ok: false,
+    code: "denied",
+    message: "kv.put: storage quota of 1024 bytes would be exceeded (1026 bytes) (rule: limits.kv_bytes)",
+  });
+  expect(more.rows).toEqual([
+    expect.objectContaining({
+      capability: "kv.put",
+      decision: "denied",
+      rule: "limits.kv_bytes",
+      target: "k",
+      bytes: 1,
+    }),
+  ]);
   // Bytes count the same way as JSON.
   const bytes = await call(QUOTA, "put_bytes", { key: "b", bytes: [1] });
-  expect(bytes.reply).toMatchObject({ ok: false, code: "denied", message: expect.stringContaining("(rule: limits.kv_bytes)") });
+  expect(bytes.reply).toMatchObject({
+    ok: false,
+    code: "denied",
+    message: expect.stringContaining("(rule: limits.kv_bytes)"),
+  });
 
   // Refused puts changed nothing.
   expect(stored(QUOTA, "big")?.value.toString("utf8")).toBe(JSON.stringify(fill("y", 1019)));
@@ -334,9 +401,17 @@ test("the quota counts a key's UTF-8 bytes, not its characters", async () => {
   expect((await call(UTF8, "put", { key: key(1), value: 1 })).reply).toEqual({ ok: true }); // 452
   expect((await call(UTF8, "put", { key: key(2), value: 2 })).reply).toEqual({ ok: true }); // 904
   const third = await call(UTF8, "put", { key: key(3), value: 3 }); // 1356 > 1024
-  const total = (broker.store.sqlite.prepare("select sum(length(cast(key as blob)) + length(value)) as n from kv where extension = ?").get(UTF8) as { n: number }).n;
+  const total = (
+    broker.store.sqlite
+      .prepare("select sum(length(cast(key as blob)) + length(value)) as n from kv where extension = ?")
+      .get(UTF8) as { n: number }
+  ).n;
   expect(total).toBeLessThanOrEqual(1024);
-  expect(third.reply).toEqual({ ok: false, code: "denied", message: "kv.put: storage quota of 1024 bytes would be exceeded (1356 bytes) (rule: limits.kv_bytes)" });
+  expect(third.reply).toEqual({
+    ok: false,
+    code: "denied",
+    message: "kv.put: storage quota of 1024 bytes would be exceeded (1356 bytes) (rule: limits.kv_bytes)",
+  });
 });
 
 test("another extension cannot see, change or delete the first one's keys", async () => {
@@ -364,29 +439,88 @@ test("every kv call is one cap_audit row: builtin:kv, the decision, the key as t
   const session = "default";
   const put = await call(ROOMY, "put", { key: "audited", value: { n: 12345 } });
   expect(put.rows).toEqual([
-    { id: expect.any(Number), invocation_id: put.invocation, session_id: session, extension: ROOMY, capability: "kv.put", target: "audited", decision: "allowed", rule: "builtin:kv", bytes: 11, secret: null, at: expect.any(Number) },
+    {
+      id: expect.any(Number),
+      invocation_id: put.invocation,
+      session_id: session,
+      extension: ROOMY,
+      capability: "kv.put",
+      target: "audited",
+      decision: "allowed",
+      rule: "builtin:kv",
+      bytes: 11,
+      secret: null,
+      at: expect.any(Number),
+    },
   ]);
   const bytes = await call(ROOMY, "put_bytes", { key: "audited-bytes", bytes: [1, 2, 3, 4, 5] });
-  expect(bytes.rows).toEqual([expect.objectContaining({ invocation_id: bytes.invocation, capability: "kv.put", target: "audited-bytes", decision: "allowed", rule: "builtin:kv", bytes: 5 })]);
+  expect(bytes.rows).toEqual([
+    expect.objectContaining({
+      invocation_id: bytes.invocation,
+      capability: "kv.put",
+      target: "audited-bytes",
+      decision: "allowed",
+      rule: "builtin:kv",
+      bytes: 5,
+    }),
+  ]);
   const get = await call(ROOMY, "get", { key: "audited" });
-  expect(get.rows).toEqual([expect.objectContaining({ invocation_id: get.invocation, extension: ROOMY, capability: "kv.get", target: "audited", decision: "allowed", rule: "builtin:kv" })]);
+  expect(get.rows).toEqual([
+    expect.objectContaining({
+      invocation_id: get.invocation,
+      extension: ROOMY,
+      capability: "kv.get",
+      target: "audited",
+      decision: "allowed",
+      rule: "builtin:kv",
+    }),
+  ]);
   const missing = await call(ROOMY, "get", { key: "audited-missing" });
-  expect(missing.rows).toEqual([expect.objectContaining({ capability: "kv.get", target: "audited-missing", decision: "allowed", rule: "builtin:kv" })]);
+  expect(missing.rows).toEqual([
+    expect.objectContaining({
+      capability: "kv.get",
+      target: "audited-missing",
+      decision: "allowed",
+      rule: "builtin:kv",
+    }),
+  ]);
   const del = await call(ROOMY, "del", { key: "audited" });
-  expect(del.rows).toEqual([expect.objectContaining({ invocation_id: del.invocation, capability: "kv.delete", target: "audited", decision: "allowed", rule: "builtin:kv" })]);
+  expect(del.rows).toEqual([
+    expect.objectContaining({
+      invocation_id: del.invocation,
+      capability: "kv.delete",
+      target: "audited",
+      decision: "allowed",
+      rule: "builtin:kv",
+    }),
+  ]);
   const list = await call(ROOMY, "list", { prefix: "audited", limit: 5 });
   expect(list.reply).toEqual({ ok: true, keys: ["audited-bytes"] });
-  expect(list.rows).toEqual([expect.objectContaining({ invocation_id: list.invocation, capability: "kv.list", target: "audited", decision: "allowed", rule: "builtin:kv" })]);
+  expect(list.rows).toEqual([
+    expect.objectContaining({
+      invocation_id: list.invocation,
+      capability: "kv.list",
+      target: "audited",
+      decision: "allowed",
+      rule: "builtin:kv",
+    }),
+  ]);
   // Every row landed in the invocation it was made in, and the invocation is in the ledger.
   for (const c of [put, bytes, get, missing, del, list]) {
-    const inv = broker.store.sqlite.prepare("select extension, outcome from invocations where id = ?").get(c.invocation);
+    const inv = broker.store.sqlite
+      .prepare("select extension, outcome from invocations where id = ?")
+      .get(c.invocation);
     expect(inv).toEqual({ extension: ROOMY, outcome: "ok" });
   }
 });
 
 test("values persist across a satellite restart and a broker reopen, in the store", async () => {
-  expect((await call(ROOMY, "put", { key: "durable", value: { kept: ["across", "restarts"], n: 1 } })).reply).toEqual({ ok: true });
-  expect((await call(ROOMY, "put_bytes", { key: "durable-bytes", bytes: [255, 0, 128, 7] })).reply).toEqual({ ok: true });
+  expect((await call(ROOMY, "put", { key: "durable", value: { kept: ["across", "restarts"], n: 1 } })).reply).toEqual({
+    ok: true,
+  });
+  expect((await call(ROOMY, "put_bytes", { key: "durable-bytes", bytes: [255, 0, 128, 7] })).reply).toEqual({
+    ok: true,
+  });
   const bootBefore = (await call<{ boot: string }>(ROOMY, "boot")).reply.boot;
 
   // The satellite process exits: the next call boots a new one, which reads the same values.
@@ -394,19 +528,41 @@ test("values persist across a satellite restart and a broker reopen, in the stor
   expect(crashed).toMatchObject({ ok: false, error: { code: "crashed" } });
   const bootAfter = (await call<{ boot: string }>(ROOMY, "boot")).reply.boot;
   expect(bootAfter).not.toBe(bootBefore);
-  expect((await call(ROOMY, "get", { key: "durable" })).reply).toEqual({ ok: true, value: { kept: ["across", "restarts"], n: 1 } });
-  expect((await call(ROOMY, "get_bytes", { key: "durable-bytes" })).reply).toEqual({ ok: true, bytes: [255, 0, 128, 7], uint8: true });
+  expect((await call(ROOMY, "get", { key: "durable" })).reply).toEqual({
+    ok: true,
+    value: { kept: ["across", "restarts"], n: 1 },
+  });
+  expect((await call(ROOMY, "get_bytes", { key: "durable-bytes" })).reply).toEqual({
+    ok: true,
+    bytes: [255, 0, 128, 7],
+    uint8: true,
+  });
 
   // A new broker on the same home: the values are in the store file, not in memory.
   await broker.close();
   broker = Broker.open({ ...envOptions(), home, log: logger });
-  expect(stored(ROOMY, "durable")).toEqual({ encoding: "json", value: Buffer.from('{"kept":["across","restarts"],"n":1}') });
+  expect(stored(ROOMY, "durable")).toEqual({
+    encoding: "json",
+    value: Buffer.from('{"kept":["across","restarts"],"n":1}'),
+  });
   expect(stored(ROOMY, "durable-bytes")).toEqual({ encoding: "bytes", value: Buffer.from([255, 0, 128, 7]) });
   expect((await call<{ boot: string }>(ROOMY, "boot")).reply.boot).not.toBe(bootAfter);
-  expect((await call(ROOMY, "get", { key: "durable" })).reply).toEqual({ ok: true, value: { kept: ["across", "restarts"], n: 1 } });
-  expect((await call(ROOMY, "get_bytes", { key: "durable-bytes" })).reply).toEqual({ ok: true, bytes: [255, 0, 128, 7], uint8: true });
+  expect((await call(ROOMY, "get", { key: "durable" })).reply).toEqual({
+    ok: true,
+    value: { kept: ["across", "restarts"], n: 1 },
+  });
+  expect((await call(ROOMY, "get_bytes", { key: "durable-bytes" })).reply).toEqual({
+    ok: true,
+    bytes: [255, 0, 128, 7],
+    uint8: true,
+  });
   // Written before the reopen, still counted against the quota after it.
-  const usedNow = (broker.store.sqlite.prepare("select sum(length(cast(key as blob)) + length(value)) as n from kv where extension = ?").get(QUOTA) as { n: number | null }).n ?? 0;
+  const usedNow =
+    (
+      broker.store.sqlite
+        .prepare("select sum(length(cast(key as blob)) + length(value)) as n from kv where extension = ?")
+        .get(QUOTA) as { n: number | null }
+    ).n ?? 0;
   expect(usedNow).toBeGreaterThan(1000);
   expect((await call(QUOTA, "put", { key: "after-reopen", value: "q".repeat(10) })).reply).toEqual({
     ok: false,
@@ -423,12 +579,24 @@ test("log lines reach the broker's logger under the extension's name, at their l
   const before = logLines(ROOMY).length;
   const c = await call(ROOMY, "logs", { n: 3, level: "warn" });
   expect(c.reply).toEqual({ ok: true, sent: 3 });
-  expect(logLines(ROOMY).slice(before)).toEqual([0, 1, 2].map((i) => ({ level: "warn", msg: `[${ROOMY}] line ${i}`, fields: { extension: ROOMY, session: "default" } })));
-  expect(c.rows.map((r) => [r.capability, r.decision, r.rule, r.bytes])).toEqual([0, 1, 2].map((i) => ["log", "allowed", "builtin:log", `line ${i}`.length]));
+  expect(logLines(ROOMY).slice(before)).toEqual(
+    [0, 1, 2].map((i) => ({
+      level: "warn",
+      msg: `[${ROOMY}] line ${i}`,
+      fields: { extension: ROOMY, session: "default" },
+    })),
+  );
+  expect(c.rows.map((r) => [r.capability, r.decision, r.rule, r.bytes])).toEqual(
+    [0, 1, 2].map((i) => ["log", "allowed", "builtin:log", `line ${i}`.length]),
+  );
 
   const levels = await call(ROOMY, "logs", { n: 1, level: "debug" });
   expect(levels.reply).toEqual({ ok: true, sent: 1 });
-  expect(logLines(ROOMY).at(-1)).toEqual({ level: "debug", msg: `[${ROOMY}] line 0`, fields: { extension: ROOMY, session: "default" } });
+  expect(logLines(ROOMY).at(-1)).toEqual({
+    level: "debug",
+    msg: `[${ROOMY}] line 0`,
+    fields: { extension: ROOMY, session: "default" },
+  });
 
   const long = await call(ROOMY, "logs", { size: 5000, level: "info" });
   expect(long.reply).toEqual({ ok: true, sent: 1 });
@@ -437,7 +605,11 @@ test("log lines reach the broker's logger under the extension's name, at their l
   expect(last.msg.length).toBe(`[${ROOMY}] `.length + 4096);
   // Another extension's lines carry its own name.
   await call(OTHER, "logs", { n: 1 });
-  expect(logLines(OTHER).at(-1)).toEqual({ level: "info", msg: `[${OTHER}] line 0`, fields: { extension: OTHER, session: "default" } });
+  expect(logLines(OTHER).at(-1)).toEqual({
+    level: "info",
+    msg: `[${OTHER}] line 0`,
+    fields: { extension: OTHER, session: "default" },
+  });
 });
 
 test("log is rate-bounded per invocation: past 20 lines a second the rest are dropped, not queued", async () => {
@@ -469,7 +641,10 @@ test("log is rate-bounded per invocation: past 20 lines a second the rest are dr
   // Awaited, the extension is told which were dropped, in the broker's words.
   const thawAgain = frozenClock();
   try {
-    const waited = await call<{ ok: true; taken: number; refused: number; refusals: unknown[] }>(ROOMY, "logs", { n: N, wait: true });
+    const waited = await call<{ ok: true; taken: number; refused: number; refusals: unknown[] }>(ROOMY, "logs", {
+      n: N,
+      wait: true,
+    });
     expect(waited.reply).toEqual({
       ok: true,
       taken: 20,
@@ -509,10 +684,15 @@ test("report.emit partials reach onReport in order, cut at 4096 characters, and 
   const c = await call(ROOMY, "reports", { n: 5 }, { onReport: (t) => seen.push(t) });
   expect(c.reply).toEqual({ ok: true, sent: 5 });
   expect(seen).toEqual(["p0", "p1", "p2", "p3", "p4"]);
-  expect(c.rows.map((r) => [r.invocation_id, r.capability, r.decision, r.rule, r.bytes])).toEqual(seen.map((t) => [c.invocation, "report.emit", "allowed", "builtin:report", t.length]));
+  expect(c.rows.map((r) => [r.invocation_id, r.capability, r.decision, r.rule, r.bytes])).toEqual(
+    seen.map((t) => [c.invocation, "report.emit", "allowed", "builtin:report", t.length]),
+  );
 
   const long: string[] = [];
-  expect((await call(ROOMY, "reports", { size: 5000 }, { onReport: (t) => long.push(t) })).reply).toEqual({ ok: true, sent: 1 });
+  expect((await call(ROOMY, "reports", { size: 5000 }, { onReport: (t) => long.push(t) })).reply).toEqual({
+    ok: true,
+    sent: 1,
+  });
   expect(long).toEqual(["p0:".padEnd(5000, "x").slice(0, 4096)]);
   const exact: string[] = [];
   await call(ROOMY, "reports", { size: 4096 }, { onReport: (t) => exact.push(t) });
@@ -543,7 +723,11 @@ test("report.emit is rate-bounded per invocation: past 50 a second extra partial
       const d = decided(auditBefore, ROOMY, "report.emit");
       return d.allowed + d.refused >= N;
     });
-    expect(decided(auditBefore, ROOMY, "report.emit")).toEqual({ allowed: 50, refused: N - 50, rules: ["rate:report"] });
+    expect(decided(auditBefore, ROOMY, "report.emit")).toEqual({
+      allowed: 50,
+      refused: N - 50,
+      rules: ["rate:report"],
+    });
   } finally {
     thaw();
   }
@@ -554,12 +738,23 @@ test("report.emit is rate-bounded per invocation: past 50 a second extra partial
   const waitedSeen: string[] = [];
   const thawAgain = frozenClock();
   try {
-    const waited = await call<{ ok: true; taken: number; refused: number; refusals: unknown[] }>(ROOMY, "reports", { n: N, wait: true }, { onReport: (t) => waitedSeen.push(t) });
+    const waited = await call<{ ok: true; taken: number; refused: number; refusals: unknown[] }>(
+      ROOMY,
+      "reports",
+      { n: N, wait: true },
+      { onReport: (t) => waitedSeen.push(t) },
+    );
     expect(waited.reply).toEqual({
       ok: true,
       taken: 50,
       refused: N - 50,
-      refusals: [{ ok: false, code: "denied", message: "report.emit: more than 50 partials a second; this one was dropped (rule: rate:report)" }],
+      refusals: [
+        {
+          ok: false,
+          code: "denied",
+          message: "report.emit: more than 50 partials a second; this one was dropped (rule: rate:report)",
+        },
+      ],
     });
   } finally {
     thawAgain();
@@ -574,7 +769,12 @@ test("report.emit is rate-bounded per invocation: past 50 a second extra partial
 test("malformed capability arguments are bad_arguments (rule args); an unknown capability is denied (rule unknown-capability); each is audited", async () => {
   const c = await call<Array<{ cap: string; ok: boolean; code?: string; message?: string }>>(ROOMY, "bad_calls");
   const answers = c.reply;
-  const args = (cap: string, shape: string) => ({ cap, ok: false, code: "bad_arguments", message: `${cap} takes ${shape} (rule: args)` });
+  const args = (cap: string, shape: string) => ({
+    cap,
+    ok: false,
+    code: "bad_arguments",
+    message: `${cap} takes ${shape} (rule: args)`,
+  });
   const KEY = "; a key is 1 to 512 characters, without NUL";
   const put = args("kv.put", `{key, json} or {key, bytes (base64)}${KEY}`);
   expect(answers).toEqual([
@@ -591,12 +791,29 @@ test("malformed capability arguments are bad_arguments (rule args); an unknown c
     args("log", "{level, msg}"), // msg not a string
     args("report.emit", "{text}"),
     args("report.emit", "{text}"),
-    { cap: "fs.read", ok: false, code: "denied", message: "There is no capability 'fs.read' (rule: unknown-capability)" },
-    { cap: "kv.drop", ok: false, code: "denied", message: "There is no capability 'kv.drop' (rule: unknown-capability)" },
+    {
+      cap: "fs.read",
+      ok: false,
+      code: "denied",
+      message: "There is no capability 'fs.read' (rule: unknown-capability)",
+    },
+    {
+      cap: "kv.drop",
+      ok: false,
+      code: "denied",
+      message: "There is no capability 'kv.drop' (rule: unknown-capability)",
+    },
     { cap: "", ok: false, code: "denied", message: "There is no capability '' (rule: unknown-capability)" },
   ]);
   expect(c.rows.map((r) => [r.invocation_id, r.extension, r.capability, r.decision, r.rule, r.target])).toEqual(
-    answers.map((a) => [c.invocation, ROOMY, a.cap, "denied", a.code === "bad_arguments" ? "args" : "unknown-capability", ""]),
+    answers.map((a) => [
+      c.invocation,
+      ROOMY,
+      a.cap,
+      "denied",
+      a.code === "bad_arguments" ? "args" : "unknown-capability",
+      "",
+    ]),
   );
   // Nothing was written by the refused puts.
   expect(stored(ROOMY, "k")).toBeUndefined();
@@ -610,12 +827,29 @@ test("a capability call made after the invocation answered is refused token_revo
   // The late call fires 30 ms after the answer: wait for its refusal to be audited (nothing else runs meanwhile).
   await until("the late call's audit row", () => auditSince(before).some((r) => r.rule === "token"));
   const rows = auditSince(before);
-  expect(rows).toEqual([expect.objectContaining({ invocation_id: null, session_id: "default", extension: ROOMY, capability: "kv.put", target: "", decision: "denied", rule: "token", bytes: 0 })]);
+  expect(rows).toEqual([
+    expect.objectContaining({
+      invocation_id: null,
+      session_id: "default",
+      extension: ROOMY,
+      capability: "kv.put",
+      target: "",
+      decision: "denied",
+      rule: "token",
+      bytes: 0,
+    }),
+  ]);
   // The satellite learns of the refusal when its reply frame arrives: ask until it has (a guard, not a timing).
   let late = await call<{ result: unknown }>(ROOMY, "late_result");
-  for (let asked = 1; late.reply.result === null && asked < 200; asked++) late = await call<{ result: unknown }>(ROOMY, "late_result");
+  for (let asked = 1; late.reply.result === null && asked < 200; asked++)
+    late = await call<{ result: unknown }>(ROOMY, "late_result");
   expect(late.reply).toEqual({
-    result: { ok: false, code: "token_revoked", message: "Capability 'kv.put' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused" },
+    result: {
+      ok: false,
+      code: "token_revoked",
+      message:
+        "Capability 'kv.put' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused",
+    },
   });
   expect(stored(ROOMY, "late")).toBeUndefined();
   expect((await call(ROOMY, "get", { key: "late" })).reply).toEqual({ ok: true, value: null });

@@ -25,7 +25,13 @@ interface Run {
 }
 
 async function tether(home: string, ...args: string[]): Promise<Run> {
-  const result = await execa(process.execPath, [BIN, ...args], { env: { TETHER_HOME: home }, cwd: REPO, stdin: "ignore", reject: false, timeout: 200_000 });
+  const result = await execa(process.execPath, [BIN, ...args], {
+    env: { TETHER_HOME: home },
+    cwd: REPO,
+    stdin: "ignore",
+    reject: false,
+    timeout: 200_000,
+  });
   return { code: result.exitCode, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -40,7 +46,10 @@ function extension(name: string, tools: readonly string[], files: Record<string,
   const dir = join(root, name);
   mkdirSync(dir, { recursive: true });
   const rows = tools.map((t) => `[[tool]]\nname = "${t}"\ndescription = "The ${t} tool."\n`).join("\n");
-  writeFileSync(join(dir, "manifest.toml"), `name = "${name}"\nversion = "1.0.0"\ndescription = "A test extension."\nentry = "index.ts"\n${more}\n${rows}`);
+  writeFileSync(
+    join(dir, "manifest.toml"),
+    `name = "${name}"\nversion = "1.0.0"\ndescription = "A test extension."\nentry = "index.ts"\n${more}\n${rows}`,
+  );
   for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
   return dir;
 }
@@ -77,13 +86,18 @@ describe("tether check", () => {
     "a sound folder: every stage ok, exit 0, and what to run next; --json says the same",
     async () => {
       const dir = extension("sound", ["greet"], { "index.ts": GOOD, "lib.ts": LIB });
-      const [plain, json] = await Promise.all([tether(join(root, "h-sound-1"), "check", dir), tether(join(root, "h-sound-2"), "check", dir, "--json")]);
+      const [plain, json] = await Promise.all([
+        tether(join(root, "h-sound-1"), "check", dir),
+        tether(join(root, "h-sound-2"), "check", dir, "--json"),
+      ]);
       expect(plain.code).toBe(0);
       const lines = plain.stdout.split("\n");
       expect(lines[0]).toBe("ok   manifest sound 1.0.0: 1 tool, 0 hooks, 0 commands");
       expect(lines[1]).toMatch(/^ok {3}bundle {3}\d+ KiB artifact from 2 files of the folder, self-contained$/);
       expect(lines[2]).toMatch(/^ok {3}types {4}no type errors \(deno check index\.ts, [\d.]+ s\)$/);
-      expect(lines[3]).toMatch(/^ok {3}boot {5}booted in the jail in \d+ ms; serves what the manifest declares: tools greet$/);
+      expect(lines[3]).toMatch(
+        /^ok {3}boot {5}booted in the jail in \d+ ms; serves what the manifest declares: tools greet$/,
+      );
       expect(lines[4]).toBe(`sound 1.0.0: no problems. Next: tether install ${dir}`);
       expect(plain.stderr).toContain("… type-checking index.ts and booting it once in the jail");
       expect(json.code).toBe(0);
@@ -109,9 +123,15 @@ describe("tether check", () => {
       expect(lines).toContain("FAIL types    1 problem");
       expect(lines).toContain("       index.ts:4:7: TS2322 Type 'string' is not assignable to type 'number'.");
       expect(lines).toContain("FAIL boot     2 problems");
-      expect(lines).toContain("       declared in manifest.toml but not exported from index.ts: tool list_notes (export it in `tools`, or remove its [[tool]] row)");
-      expect(lines).toContain('       exported from index.ts but not declared in manifest.toml: tool foo (add a [[tool]] row with name = "foo", or remove it from `tools`)');
-      expect(lines.at(-1)).toBe(`mismatched 1.0.0: 3 problems: change what each says, then run tether check ${dir} again`);
+      expect(lines).toContain(
+        "       declared in manifest.toml but not exported from index.ts: tool list_notes (export it in `tools`, or remove its [[tool]] row)",
+      );
+      expect(lines).toContain(
+        '       exported from index.ts but not declared in manifest.toml: tool foo (add a [[tool]] row with name = "foo", or remove it from `tools`)',
+      );
+      expect(lines.at(-1)).toBe(
+        `mismatched 1.0.0: 3 problems: change what each says, then run tether check ${dir} again`,
+      );
       expect(run.stdout).not.toMatch(/reinstall/i);
     },
     SLOW,
@@ -135,7 +155,10 @@ describe("tether check", () => {
     "no folder is a usage error (exit 2); a folder without a manifest fails the manifest and skips the rest",
     async () => {
       mkdirSync(join(root, "empty"), { recursive: true });
-      const [usage, empty] = await Promise.all([tether(join(root, "h-usage"), "check"), tether(join(root, "h-empty"), "check", join(root, "empty"))]);
+      const [usage, empty] = await Promise.all([
+        tether(join(root, "h-usage"), "check"),
+        tether(join(root, "h-empty"), "check", join(root, "empty")),
+      ]);
       expect(usage).toMatchObject({ code: 2, stdout: "" });
       expect(usage.stderr).toContain("tether check: missing the extension folder: tether check <dir>");
       expect(empty.code).toBe(1);
@@ -151,14 +174,23 @@ describe("tether check", () => {
 });
 
 describe("the check as a library (checkExtension), without the type check", () => {
-  const options = () => ({ jail: envJail(), ...(envOptions().sandbox !== undefined ? { sandbox: envOptions().sandbox } : {}), types: false as const });
+  const options = () => ({
+    jail: envJail(),
+    ...(envOptions().sandbox !== undefined ? { sandbox: envOptions().sandbox } : {}),
+    types: false as const,
+  });
 
   test("an import outside the folder fails the bundle, and the type check and the boot are skipped (they need its confinement)", async () => {
     writeFileSync(join(root, "outside.ts"), "export const secret = 1;\n");
-    const dir = extension("escapes", ["greet"], { "index.ts": `import { secret } from "../outside.ts";\n${GOOD}void secret;\n`, "lib.ts": LIB });
+    const dir = extension("escapes", ["greet"], {
+      "index.ts": `import { secret } from "../outside.ts";\n${GOOD}void secret;\n`,
+      "lib.ts": LIB,
+    });
     const report = await checkExtension(dir, options());
     expect(stage(report, "bundle").result).toBe("failed");
-    expect(stage(report, "bundle").problems[0]).toMatch(/import '\.\.\/outside\.ts' in index\.ts reaches outside the extension folder/);
+    expect(stage(report, "bundle").problems[0]).toMatch(
+      /import '\.\.\/outside\.ts' in index\.ts reaches outside the extension folder/,
+    );
     expect([stage(report, "types").result, stage(report, "boot").result]).toEqual(["skipped", "skipped"]);
     expect(report.ok).toBe(false);
   });
@@ -178,7 +210,7 @@ export const hooks = { context: hook("context", () => proceed) };
   });
 
   test("a throw inside a helper at load names the helper's file and the line that called it", async () => {
-    const lib = "export function load(): string {\n  throw new Error(\"config missing\");\n}\n";
+    const lib = 'export function load(): string {\n  throw new Error("config missing");\n}\n';
     const index = `import { outcome, text, type Tool } from "@tether/ext";\nimport { load } from "./config.ts";\nconst config = load();\nexport const tools: Record<string, Tool> = { greet: () => outcome([text(config)]) };\n`;
     const dir = extension("helper-throws", ["greet"], { "index.ts": index, "config.ts": lib });
     const report = await checkExtension(dir, options());
@@ -195,18 +227,25 @@ describe("tether install runs the dry boot and refuses with the same words", () 
       const home = join(root, "h-install");
       const mismatched = extension("mismatched2", ["list_notes", "add_note"], { "index.ts": MISMATCHED });
       const typo = extension("typo2", ["greet"], { "index.ts": TYPO });
-      const typed = extension("typed", ["greet"], { "index.ts": `${GOOD}const n: number = "x";\nvoid n;\n`, "lib.ts": LIB });
+      const typed = extension("typed", ["greet"], {
+        "index.ts": `${GOOD}const n: number = "x";\nvoid n;\n`,
+        "lib.ts": LIB,
+      });
       const first = await tether(home, "install", mismatched); // the first open of a fresh home goes alone
       const [second, third] = await Promise.all([tether(home, "install", typo), tether(home, "install", typed)]);
       expect(first.code).toBe(1);
-      expect(first.stderr).toContain("… booting mismatched2 once in the jail (a dry boot: what it serves against what it declares)");
+      expect(first.stderr).toContain(
+        "… booting mismatched2 once in the jail (a dry boot: what it serves against what it declares)",
+      );
       expect(first.stderr).toContain(
         "tether install: mismatched2 is not installed: declared in manifest.toml but not exported from index.ts: tool list_notes (export it in `tools`, or remove its [[tool]] row); " +
           'exported from index.ts but not declared in manifest.toml: tool foo (add a [[tool]] row with name = "foo", or remove it from `tools`). ' +
           `Run: tether check ${mismatched} for the whole report`,
       );
       expect(second.code).toBe(1);
-      expect(second.stderr).toContain("typo2 is not installed: index.ts throws while loading, so nothing it exports is served: ReferenceError: greetng is not defined at index.ts:5:13");
+      expect(second.stderr).toContain(
+        "typo2 is not installed: index.ts throws while loading, so nothing it exports is served: ReferenceError: greetng is not defined at index.ts:5:13",
+      );
       expect(third.code).toBe(0);
       const list = await tether(home, "list", "--json");
       expect((JSON.parse(list.stdout) as Array<{ name: string }>).map((r) => r.name)).toEqual(["typed"]);

@@ -10,7 +10,16 @@
  * Every wait is for an event: a line the loop prints, a line `logs -f` prints,
  * a process's exit.
  */
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -34,7 +43,8 @@ interface Run {
 class Lines {
   readonly seen: string[] = [];
   #partial = "";
-  #waiters: Array<{ pattern: RegExp; from: number; resolve: (line: string) => void; reject: (err: Error) => void }> = [];
+  #waiters: Array<{ pattern: RegExp; from: number; resolve: (line: string) => void; reject: (err: Error) => void }> =
+    [];
   #ended: string | null = null;
 
   constructor(stream: NodeJS.ReadableStream, done: Promise<unknown> | null, what: string) {
@@ -67,7 +77,12 @@ class Lines {
     this.#waiters = this.#waiters.filter((w) => {
       const found = this.seen.slice(w.from).find((line) => w.pattern.test(line));
       if (found !== undefined) w.resolve(found);
-      else if (this.#ended !== null) w.reject(new Error(`${this.#ended} before printing a line matching ${w.pattern}; it printed:\n${this.seen.join("\n")}`));
+      else if (this.#ended !== null)
+        w.reject(
+          new Error(
+            `${this.#ended} before printing a line matching ${w.pattern}; it printed:\n${this.seen.join("\n")}`,
+          ),
+        );
       else return true;
       return false;
     });
@@ -79,7 +94,13 @@ function env(root: string): Record<string, string> {
 }
 
 async function tether(root: string, ...args: string[]): Promise<Run> {
-  const result = await execa(process.execPath, [BIN, ...args], { env: env(root), cwd: REPO, stdin: "ignore", reject: false, timeout: 90_000 });
+  const result = await execa(process.execPath, [BIN, ...args], {
+    env: env(root),
+    cwd: REPO,
+    stdin: "ignore",
+    reject: false,
+    timeout: 90_000,
+  });
   return { code: result.exitCode, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -112,7 +133,10 @@ export const louder: Record<string, Tool> = {
 function addShout(src: string): void {
   const index = join(src, "index.ts");
   const code = readFileSync(index, "utf8");
-  const withShout = code.replace("export const tools: Record<string, Tool> = {", `${SHOUT_CODE}\nexport const tools: Record<string, Tool> = {\n  ...louder,`);
+  const withShout = code.replace(
+    "export const tools: Record<string, Tool> = {",
+    `${SHOUT_CODE}\nexport const tools: Record<string, Tool> = {\n  ...louder,`,
+  );
   expect(withShout).not.toBe(code);
   writeFileSync(index, withShout);
   appendFileSync(join(src, "manifest.toml"), SHOUT_TOOL);
@@ -130,7 +154,12 @@ describe("tether dev", () => {
     async () => {
       const src = copyEcho(root);
       const devHome = join(root, "state", "tether-dev", "echo");
-      const dev: ResultPromise = execa(process.execPath, [BIN, "dev", src], { env: env(root), cwd: REPO, stdin: "ignore", reject: false });
+      const dev: ResultPromise = execa(process.execPath, [BIN, "dev", src], {
+        env: env(root),
+        cwd: REPO,
+        stdin: "ignore",
+        reject: false,
+      });
       const out = new Lines(dev.stdout!, dev, "tether dev");
       try {
         await out.wait(/^Watching /);
@@ -153,10 +182,17 @@ describe("tether dev", () => {
         expect(shout).toMatchObject({ code: 0, stdout: "HI" });
         const logs = await tether(root, "logs", "--home", devHome, "echo");
         expect(logs.code).toBe(0);
-        expect(logs.stdout.split("\n")).toContainEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z stderr: shouting hi$/));
+        expect(logs.stdout.split("\n")).toContainEqual(
+          expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z stderr: shouting hi$/),
+        );
 
         // -f: started now, it prints the end of the file, then the next line when a call writes it.
-        const follow: ResultPromise = execa(process.execPath, [BIN, "logs", "-f", "--home", devHome, "echo"], { env: env(root), cwd: REPO, stdin: "ignore", reject: false });
+        const follow: ResultPromise = execa(process.execPath, [BIN, "logs", "-f", "--home", devHome, "echo"], {
+          env: env(root),
+          cwd: REPO,
+          stdin: "ignore",
+          reject: false,
+        });
         const followed = new Lines(follow.stdout!, follow, "tether logs -f");
         try {
           await followed.wait(/stderr: shouting hi$/);
@@ -175,7 +211,13 @@ describe("tether dev", () => {
         const outcome = await out.wait(/^not approved|^rebuilt/, widened);
         expect(outcome).toMatch(/^not approved \(no terminal to ask on; the build is installed but does not run\)/);
         const stopped = out.seen.slice(widened);
-        expect(stopped).toEqual(expect.arrayContaining(["echo 1.0.0 asks for more than was approved in the dev home:", "  + network: https://api.example.com", "  + tool: shout"]));
+        expect(stopped).toEqual(
+          expect.arrayContaining([
+            "echo 1.0.0 asks for more than was approved in the dev home:",
+            "  + network: https://api.example.com",
+            "  + tool: shout",
+          ]),
+        );
         expect(stopped.some((l) => l.startsWith("rebuilt"))).toBe(false);
         const refused = await tether(root, "call", "--home", devHome, "echo", "echo", '{"text":"x"}');
         expect(refused.code).toBe(1);
@@ -205,7 +247,9 @@ describe("tether dev", () => {
         tether(root, "dev", join(root, "nope")),
       ]);
       expect(operator.code).toBe(2);
-      expect(operator.stderr).toContain(`tether dev: ${join(root, "operator-home")} is the operator's home; tether dev never installs or approves there`);
+      expect(operator.stderr).toContain(
+        `tether dev: ${join(root, "operator-home")} is the operator's home; tether dev never installs or approves there`,
+      );
       expect(foreign.code).toBe(2);
       expect(foreign.stderr).toContain(`${made} holds a home tether dev did not make (no tether-dev.json)`);
       expect(notFolder.code).toBe(2);
@@ -221,8 +265,15 @@ describe("tether dev", () => {
       const src = copyEcho(join(root, "mcp"));
       const devHome = join(root, "mcp", "dev-home");
       const passed: Record<string, string> = { TETHER_HOME: join(root, "operator-home") };
-      for (const key of ["TETHER_INSECURE_NO_SANDBOX", "TETHER_DENO", "PATH", "HOME"]) if (process.env[key] !== undefined) passed[key] = process.env[key]!;
-      const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, "dev", src, "--mcp", "--home", devHome], env: passed, cwd: REPO, stderr: "pipe" });
+      for (const key of ["TETHER_INSECURE_NO_SANDBOX", "TETHER_DENO", "PATH", "HOME"])
+        if (process.env[key] !== undefined) passed[key] = process.env[key]!;
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, "dev", src, "--mcp", "--home", devHome],
+        env: passed,
+        cwd: REPO,
+        stderr: "pipe",
+      });
       const err = new Lines(transport.stderr as Readable, null, "tether dev --mcp");
       const changed: Tool[][] = [];
       let sawChange: (() => void) | null = null;
@@ -276,7 +327,11 @@ describe("tether dev", () => {
     async () => {
       const src = copyEcho(join(root, "serve"));
       const devHome = join(root, "serve", "dev-home");
-      const dev: ResultPromise = execa(process.execPath, [BIN, "dev", src, "--serve", "--port", "0", "--home", devHome], { env: env(root), cwd: REPO, stdin: "ignore", reject: false });
+      const dev: ResultPromise = execa(
+        process.execPath,
+        [BIN, "dev", src, "--serve", "--port", "0", "--home", devHome],
+        { env: env(root), cwd: REPO, stdin: "ignore", reject: false },
+      );
       const out = new Lines(dev.stdout!, dev, "tether dev --serve");
       try {
         const listening = await out.wait(/^tether serve: listening on /);

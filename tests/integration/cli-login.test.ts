@@ -8,7 +8,17 @@
  */
 import Database from "better-sqlite3";
 import { spawn, type ChildProcess } from "node:child_process";
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -26,7 +36,13 @@ let home: string;
 const printed: string[] = [];
 
 async function tether(...args: string[]) {
-  const r = await execa(process.execPath, [BIN, ...args], { env: { TETHER_HOME: home }, cwd: REPO, stdin: "ignore", reject: false, timeout: 60_000 });
+  const r = await execa(process.execPath, [BIN, ...args], {
+    env: { TETHER_HOME: home },
+    cwd: REPO,
+    stdin: "ignore",
+    reject: false,
+    timeout: 60_000,
+  });
   printed.push(r.stdout, r.stderr);
   return { code: r.exitCode, stdout: r.stdout, stderr: r.stderr };
 }
@@ -39,7 +55,11 @@ interface Running {
 }
 
 function start(...args: string[]): Running {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: REPO, env: { ...process.env, TETHER_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: REPO,
+    env: { ...process.env, TETHER_HOME: home },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
   const waiters: Array<() => void> = [];
@@ -60,7 +80,10 @@ function start(...args: string[]): Running {
       const check = () => {
         const m = pattern.exec(out);
         if (m !== null) return resolve(m);
-        if (child.exitCode !== null) return reject(new Error(`exited ${child.exitCode} before printing ${pattern}:\n${out}\n--- stderr ---\n${err}`));
+        if (child.exitCode !== null)
+          return reject(
+            new Error(`exited ${child.exitCode} before printing ${pattern}:\n${out}\n--- stderr ---\n${err}`),
+          );
         waiters.push(check);
       };
       check();
@@ -132,7 +155,9 @@ describe("tether login, logins, logout", () => {
     async () => {
       const r = await tether("login", "echo", "web");
       expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(/^tether login: 'echo' is not approved as installed: .*Run tether review echo, then tether approve echo$/);
+      expect(r.stderr).toMatch(
+        /^tether login: 'echo' is not approved as installed: .*Run tether review echo, then tether approve echo$/,
+      );
       expect((await tether("approve", "echo", "--yes")).code).toBe(0);
     },
     SLOW,
@@ -148,8 +173,12 @@ describe("tether login, logins, logout", () => {
       const done = await login.exited;
       expect(done.code).toBe(0);
       expect(done.stdout).toMatch(/^To sign echo in \(web\), open this URL in a browser on this machine:$/m);
-      expect(done.stdout).toMatch(/Waiting up to 60 s for the redirect to http:\/\/127\.0\.0\.1:\d+\/callback \(Ctrl-C cancels\)\./);
-      expect(done.stdout).toMatch(/^signed in: echo web: signed in as of \S+Z, expires in 3[56]\d\d s, refreshable: yes$/m);
+      expect(done.stdout).toMatch(
+        /Waiting up to 60 s for the redirect to http:\/\/127\.0\.0\.1:\d+\/callback \(Ctrl-C cancels\)\./,
+      );
+      expect(done.stdout).toMatch(
+        /^signed in: echo web: signed in as of \S+Z, expires in 3[56]\d\d s, refreshable: yes$/m,
+      );
       expect(statSync(join(home, "logins", "echo.web.json")).mode & 0o777).toBe(0o600);
       expect(statSync(join(home, "logins")).mode & 0o777).toBe(0o700);
     },
@@ -162,7 +191,9 @@ describe("tether login, logins, logout", () => {
       server.knobs.pendingPolls = 1;
       const r = await tether("login", "echo", "dev");
       expect(r.code).toBe(0);
-      expect(r.stdout).toContain(`To sign echo in (dev), open ${server.url}/device and enter the code:\n\n    WDJB-MJHT\n`);
+      expect(r.stdout).toContain(
+        `To sign echo in (dev), open ${server.url}/device and enter the code:\n\n    WDJB-MJHT\n`,
+      );
       expect(r.stderr).toContain(`… waiting for the sign-in at ${server.url}/device (poll 1)`);
       expect(r.stdout).toMatch(/^signed in: echo dev: signed in as of/m);
     },
@@ -174,8 +205,14 @@ describe("tether login, logins, logout", () => {
     async () => {
       const r = await tether("logins");
       expect(r.code).toBe(0);
-      expect(r.stdout).toMatch(/^echo\n {2}web: signed in as of \S+, expires in \d+ s, refreshable: yes\n {2}dev: signed in as of/);
-      const json = JSON.parse((await tether("logins", "echo", "--json")).stdout) as Array<{ login: string; signed_in: boolean; refreshable: boolean }>;
+      expect(r.stdout).toMatch(
+        /^echo\n {2}web: signed in as of \S+, expires in \d+ s, refreshable: yes\n {2}dev: signed in as of/,
+      );
+      const json = JSON.parse((await tether("logins", "echo", "--json")).stdout) as Array<{
+        login: string;
+        signed_in: boolean;
+        refreshable: boolean;
+      }>;
       expect(json.map((s) => [s.login, s.signed_in, s.refreshable])).toEqual([
         ["web", true, true],
         ["dev", true, true],
@@ -203,10 +240,14 @@ describe("tether login, logins, logout", () => {
     async () => {
       const r = await tether("logout", "echo");
       expect(r.code).toBe(0);
-      expect(r.stdout).toBe("echo web: signed out; the tokens are deleted\necho dev: signed out; the tokens are deleted");
+      expect(r.stdout).toBe(
+        "echo web: signed out; the tokens are deleted\necho dev: signed out; the tokens are deleted",
+      );
       expect(server.revoked.length).toBe(2);
       expect(readdirSync(join(home, "logins"))).toEqual([]);
-      expect((await tether("logins", "echo")).stdout).toBe("echo\n  web: not signed in (tether login echo web)\n  dev: not signed in (tether login echo dev)");
+      expect((await tether("logins", "echo")).stdout).toBe(
+        "echo\n  web: not signed in (tether login echo web)\n  dev: not signed in (tether login echo dev)",
+      );
     },
     SLOW,
   );
@@ -218,7 +259,9 @@ describe("over tether serve", () => {
     async () => {
       const serve = start("serve", "--port", "0");
       const [, url, tokenFile] = await serve.stdoutMatch(/^tether serve: listening on (\S+) \(token file: (.+)\)$/m);
-      const ws = new WebSocket(url!, { headers: { authorization: `Bearer ${readFileSync(tokenFile!, "utf8").trim()}` } });
+      const ws = new WebSocket(url!, {
+        headers: { authorization: `Bearer ${readFileSync(tokenFile!, "utf8").trim()}` },
+      });
       await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
       const answers = new Map<number, (m: Record<string, unknown>) => void>();
       ws.on("message", (data) => {
@@ -234,8 +277,17 @@ describe("over tether serve", () => {
           ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
         });
 
-      const started = (await call("login.start", { extension: "echo", login: "web" })).result as Record<string, unknown>;
-      expect(started).toMatchObject({ extension: "echo", login: "web", flow: "authorization_code", user_code: null, expires_in: 300 });
+      const started = (await call("login.start", { extension: "echo", login: "web" })).result as Record<
+        string,
+        unknown
+      >;
+      expect(started).toMatchObject({
+        extension: "echo",
+        login: "web",
+        flow: "authorization_code",
+        user_code: null,
+        expires_in: 300,
+      });
       expect(started["verification_uri"]).toBe(started["authorization_url"]);
       const waited = call("login.wait", { login_id: started["login_id"] });
       expect((await fetch(started["authorization_url"] as string)).status).toBe(200);
@@ -250,8 +302,15 @@ describe("over tether serve", () => {
       ]);
       const unknown = (await call("login.wait", { login_id: "nope" })).error as Record<string, unknown>;
       expect(unknown).toMatchObject({ code: -32005, data: { code: "unknown_login" } });
-      const undeclared = (await call("login.start", { extension: "echo", login: "gitlab" })).error as Record<string, unknown>;
-      expect(undeclared).toMatchObject({ code: -32000, message: "'echo' has no login 'gitlab'; it declares: web, dev", data: { code: "login_failed" } });
+      const undeclared = (await call("login.start", { extension: "echo", login: "gitlab" })).error as Record<
+        string,
+        unknown
+      >;
+      expect(undeclared).toMatchObject({
+        code: -32000,
+        message: "'echo' has no login 'gitlab'; it declares: web, dev",
+        data: { code: "login_failed" },
+      });
 
       server.knobs.deviceOutcome = "deny";
       const device = (await call("login.start", { extension: "echo", login: "dev" })).result as Record<string, unknown>;
@@ -271,35 +330,55 @@ describe("over tether serve", () => {
 });
 
 describe("sign-in requests are judged by the operator's policy and audited", () => {
-  test("with 127.0.0.0/8 denied, the device endpoint is never asked; each request is a login.request audit row", async () => {
-    const policy = join(home, "policy.toml");
-    const before = readFileSync(policy, "utf8");
-    const asked = server.requests.length;
-    writeFileSync(policy, '[net]\nreach = ["loopback"]\ndeny = ["http://[127.0.0.0/8]"]\n');
-    try {
-      const r = await tether("login", "echo", "dev");
-      expect(r.code).not.toBe(0);
-      expect(r.stderr).toContain("was not asked: refused by the operator's policy (operator:deny http://[127.0.0.0/8]): the operator's policy denies address 127.0.0.1");
-      expect(server.requests.slice(asked)).toEqual([]);
-    } finally {
-      writeFileSync(policy, before);
-    }
-    const db = new Database(join(home, "tether.db"), { readonly: true });
-    try {
-      const rows = db.prepare("select extension, capability, decision, rule, target from cap_audit where capability = 'login.request' order by id").all() as Array<Record<string, string>>;
-      expect(rows).toContainEqual({ extension: "echo", capability: "login.request", decision: "denied", rule: "operator:deny http://[127.0.0.0/8]", target: `${server.url}/device/code` });
-      expect(rows.filter((r) => r.decision === "allowed").length).toBeGreaterThan(0);
-    } finally {
-      db.close();
-    }
-  }, SLOW);
+  test(
+    "with 127.0.0.0/8 denied, the device endpoint is never asked; each request is a login.request audit row",
+    async () => {
+      const policy = join(home, "policy.toml");
+      const before = readFileSync(policy, "utf8");
+      const asked = server.requests.length;
+      writeFileSync(policy, '[net]\nreach = ["loopback"]\ndeny = ["http://[127.0.0.0/8]"]\n');
+      try {
+        const r = await tether("login", "echo", "dev");
+        expect(r.code).not.toBe(0);
+        expect(r.stderr).toContain(
+          "was not asked: refused by the operator's policy (operator:deny http://[127.0.0.0/8]): the operator's policy denies address 127.0.0.1",
+        );
+        expect(server.requests.slice(asked)).toEqual([]);
+      } finally {
+        writeFileSync(policy, before);
+      }
+      const db = new Database(join(home, "tether.db"), { readonly: true });
+      try {
+        const rows = db
+          .prepare(
+            "select extension, capability, decision, rule, target from cap_audit where capability = 'login.request' order by id",
+          )
+          .all() as Array<Record<string, string>>;
+        expect(rows).toContainEqual({
+          extension: "echo",
+          capability: "login.request",
+          decision: "denied",
+          rule: "operator:deny http://[127.0.0.0/8]",
+          target: `${server.url}/device/code`,
+        });
+        expect(rows.filter((r) => r.decision === "allowed").length).toBeGreaterThan(0);
+      } finally {
+        db.close();
+      }
+    },
+    SLOW,
+  );
 });
 
-test("doctor never asks to tether secret set a secret a sign-in fills", async () => {
-  const r = await tether("doctor", "--json");
-  const secrets = (JSON.parse(r.stdout) as Array<{ name: string; detail: string }>).find((c) => c.name === "secrets");
-  expect(secrets?.detail).toBe("no secret to set by hand; 2 filled by signing in (tether logins says which are)");
-}, SLOW);
+test(
+  "doctor never asks to tether secret set a secret a sign-in fills",
+  async () => {
+    const r = await tether("doctor", "--json");
+    const secrets = (JSON.parse(r.stdout) as Array<{ name: string; detail: string }>).find((c) => c.name === "secrets");
+    expect(secrets?.detail).toBe("no secret to set by hand; 2 filled by signing in (tether logins says which are)");
+  },
+  SLOW,
+);
 
 describe("last", () => {
   test("no token, code or device code in any output, answer or log file", () => {

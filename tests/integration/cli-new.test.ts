@@ -21,9 +21,14 @@ let deno: Record<string, string>;
 
 function runDeno(args: readonly string[], cwd: string): Promise<{ code: number; output: string }> {
   return new Promise((done) => {
-    execFile(denoBinary(), args, { cwd, env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...deno }, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
-      done({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      denoBinary(),
+      args,
+      { cwd, env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...deno }, maxBuffer: 16 * 2 ** 20 },
+      (err, stdout, stderr) => {
+        done({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -59,7 +64,15 @@ test("the folder has the manifest (schema first), the entry, its tests, the impo
   const manifest = readFileSync(join(dir, "manifest.toml"), "utf8");
   expect(manifest.split("\n")[0]).toBe("#:schema ./node_modules/@tether/ext/manifest.schema.json");
   expect(manifest).toContain('name = "greeter"');
-  for (const file of ["index.ts", "index_test.ts", "package.json", "deno.json", ".gitignore", "node_modules/@tether/ext/manifest.schema.json", "node_modules/@tether/cap/index.js"]) {
+  for (const file of [
+    "index.ts",
+    "index_test.ts",
+    "package.json",
+    "deno.json",
+    ".gitignore",
+    "node_modules/@tether/ext/manifest.schema.json",
+    "node_modules/@tether/cap/index.js",
+  ]) {
     expect(existsSync(join(dir, file))).toBe(true);
   }
   expect(JSON.parse(readFileSync(join(dir, "deno.json"), "utf8"))).toMatchObject({ nodeModulesDir: "manual" });
@@ -85,7 +98,12 @@ test("tether install accepts it, and its tool and hook answer from a satellite",
       ok: true,
       value: { content: [{ type: "text", text: "Hello, Ada! (greeting number 1)" }], terminate: false },
     });
-    const verdict = await broker.callHook("greeter", "tool_call", JSON.stringify({ tool: "greet", call_id: "c1", arguments: { name: "ADA" } }), { session: "default" });
+    const verdict = await broker.callHook(
+      "greeter",
+      "tool_call",
+      JSON.stringify({ tool: "greet", call_id: "c1", arguments: { name: "ADA" } }),
+      { session: "default" },
+    );
     expect(JSON.stringify(verdict)).toContain("do not shout");
   } finally {
     await broker.close();
@@ -93,7 +111,10 @@ test("tether install accepts it, and its tool and hook answer from a satellite",
 }, 120_000);
 
 test.each([
-  ["My Ext", "'My Ext' is not an extension name: expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter); try 'my-ext'"],
+  [
+    "My Ext",
+    "'My Ext' is not an extension name: expected a lowercase name (a-z, 0-9, _ and -, at most 64, starting with a letter); try 'my-ext'",
+  ],
   ["1st", "try 'st'"],
   ["hooks", "'hooks' is reserved for a built-in extension; pick another name, e.g. 'hooks-ext'"],
 ])("a bad name (%s) is refused with what to change, and nothing is written", async (name, message) => {
@@ -110,7 +131,9 @@ test("a folder that is not empty is refused, and left as it was", async () => {
   writeFileSync(join(folder, "notes.txt"), "mine\n");
   const { code, said } = await refusedNew(["greeter"], folder);
   expect(code).toBe(2);
-  expect(said).toContain(`${folder} already exists and is not empty; pick another folder with --dir <folder>, or empty this one`);
+  expect(said).toContain(
+    `${folder} already exists and is not empty; pick another folder with --dir <folder>, or empty this one`,
+  );
   expect(readFileSync(join(folder, "notes.txt"), "utf8")).toBe("mine\n");
   expect(existsSync(join(folder, "manifest.toml"))).toBe(false);
 });

@@ -33,12 +33,23 @@ async function until(what: string, test: () => boolean, ms = 10_000): Promise<vo
 /** A fetcher install whose one rule is this server (by address: a loopback name needs one). */
 async function openBroker(name: string): Promise<Broker> {
   const home = join(tmp, name);
-  const broker = Broker.open({ ...envOptions(), home, log: silentLogger, resolve: async () => [{ address: "127.0.0.1", family: 4 }] });
+  const broker = Broker.open({
+    ...envOptions(),
+    home,
+    log: silentLogger,
+    resolve: async () => [{ address: "127.0.0.1", family: 4 }],
+  });
   writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");
   const dir = join(tmp, `src-${name}`);
   cpSync(join(REPO, "tests/integration/fixtures/fetcher"), dir, { recursive: true });
   const file = join(dir, "manifest.toml");
-  writeFileSync(file, readFileSync(file, "utf8").replace(/^allow = \[[\s\S]*?^\]$/m, `allow = ["http://held.test:${port}", "http://127.0.0.1:${port}"]`));
+  writeFileSync(
+    file,
+    readFileSync(file, "utf8").replace(
+      /^allow = \[[\s\S]*?^\]$/m,
+      `allow = ["http://held.test:${port}", "http://127.0.0.1:${port}"]`,
+    ),
+  );
   await broker.registry.install(dir);
   broker.registry.approve("fetcher");
   return broker;
@@ -48,7 +59,9 @@ async function openBroker(name: string): Promise<Broker> {
 function rowsOf(broker: Broker): Array<{ decision: string; rule: string; target: string }> {
   const db = new Database(join(broker.home, "tether.db"), { readonly: true });
   try {
-    return db.prepare("select decision, rule, target from cap_audit where capability = 'net.fetch' order by id").all() as Array<{ decision: string; rule: string; target: string }>;
+    return db
+      .prepare("select decision, rule, target from cap_audit where capability = 'net.fetch' order by id")
+      .all() as Array<{ decision: string; rule: string; target: string }>;
   } finally {
     db.close();
   }
@@ -80,7 +93,9 @@ afterEach(() => {
   expect(uncaught).toEqual([]);
 });
 
-const KINDS: ReadonlyArray<readonly [kind: string, start: (res: ServerResponse) => void, finish: (res: ServerResponse) => void]> = [
+const KINDS: ReadonlyArray<
+  readonly [kind: string, start: (res: ServerResponse) => void, finish: (res: ServerResponse) => void]
+> = [
   ["a request waiting for its answer", () => {}, (res) => res.end("late answer")],
   ["a redirect chain", () => {}, (res) => res.writeHead(302, { location: `http://held.test:${port}/answer` }).end()],
   ["a body still streaming", (res) => res.writeHead(200).write("part one, "), (res) => res.end("part two")],
@@ -90,7 +105,9 @@ describe.each(KINDS)("in the middle of %s", (kind, start, finish) => {
   test("close() waits for the work, writes its audit row, and the store is closed after", async () => {
     const broker = await openBroker(`close-${kind.replace(/\W+/g, "-")}`);
     const before = held.length;
-    const call = broker.callTool("fetcher", "fetch", JSON.stringify({ url: `http://held.test:${port}/hold` }), { session: "default" });
+    const call = broker.callTool("fetcher", "fetch", JSON.stringify({ url: `http://held.test:${port}/hold` }), {
+      session: "default",
+    });
     await until("the server to hold the request", () => held.length > before);
     const res = held.at(-1)!;
     start(res);
@@ -115,7 +132,9 @@ describe.each(KINDS)("in the middle of %s", (kind, start, finish) => {
   test("destroy() aborts the work: the server's connection closes, the row is written, nothing after", async () => {
     const broker = await openBroker(`destroy-${kind.replace(/\W+/g, "-")}`);
     const before = held.length;
-    const call = broker.callTool("fetcher", "fetch", JSON.stringify({ url: `http://held.test:${port}/hold` }), { session: "default" });
+    const call = broker.callTool("fetcher", "fetch", JSON.stringify({ url: `http://held.test:${port}/hold` }), {
+      session: "default",
+    });
     await until("the server to hold the request", () => held.length > before);
     const res = held.at(-1)!;
     start(res);

@@ -14,7 +14,8 @@ import { runCommandHook, type CommandHookInput } from "../../broker/hooks/run-co
 import { until } from "../support/wait.js";
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "hooks");
-const script = (name: string, ...args: string[]) => [JSON.stringify(join(FIXTURES, name)), ...args.map((a) => JSON.stringify(a))].join(" ");
+const script = (name: string, ...args: string[]) =>
+  [JSON.stringify(join(FIXTURES, name)), ...args.map((a) => JSON.stringify(a))].join(" ");
 
 let workspace: string;
 beforeEach(() => {
@@ -30,13 +31,21 @@ const input = (fields: Record<string, unknown> = {}): CommandHookInput => ({
   permission_mode: "default",
   ...fields,
 });
-const toolInput = (tool = "Bash", args: unknown = { command: "ls" }) => input({ tool_name: tool, tool_input: args, tool_use_id: "call-1" });
+const toolInput = (tool = "Bash", args: unknown = { command: "ls" }) =>
+  input({ tool_name: tool, tool_input: args, tool_use_id: "call-1" });
 
-type Row = { matcher?: string; hooks: { type: "command"; command: string; timeout?: number; on_error?: "note" | "block" }[] };
+type Row = {
+  matcher?: string;
+  hooks: { type: "command"; command: string; timeout?: number; on_error?: "note" | "block" }[];
+};
 function hooksFile(hooks: Record<string, Row[]>): HooksFile {
   return parseHooksFile(JSON.stringify({ hooks }), "hooks.json");
 }
-const cmd = (command: string, extra: { timeout?: number; on_error?: "note" | "block" } = {}) => ({ type: "command" as const, command, ...extra });
+const cmd = (command: string, extra: { timeout?: number; on_error?: "note" | "block" } = {}) => ({
+  type: "command" as const,
+  command,
+  ...extra,
+});
 
 async function toolCall(file: HooksFile, tool = "Bash", args: unknown = { command: "ls" }) {
   return compose("tool_call", commandBusHooks(file, "tool_call", tool, toolInput(tool, args), options()));
@@ -106,11 +115,17 @@ test("plain stdout is context on UserPromptSubmit and SessionStart, a note on Pr
     SessionStart: [{ matcher: "startup", hooks: [cmd(script("say.sh", "welcome back"))] }],
     PreToolUse: [{ hooks: [cmd(script("say.sh", "just saying"))] }],
   });
-  const prompt = await compose("before_agent_start", commandBusHooks(file, "before_agent_start", "", input({ prompt: "hi" }), options()));
+  const prompt = await compose(
+    "before_agent_start",
+    commandBusHooks(file, "before_agent_start", "", input({ prompt: "hi" }), options()),
+  );
   expect(prompt.context).toEqual(["today is Sunday"]);
   expect(prompt.notes).toEqual([]);
 
-  const start = await compose("session_start", commandBusHooks(file, "session_start", "startup", input({ source: "startup" }), options()));
+  const start = await compose(
+    "session_start",
+    commandBusHooks(file, "session_start", "startup", input({ source: "startup" }), options()),
+  );
   expect(start.context).toEqual(["welcome back"]);
   const resumed = commandBusHooks(file, "session_start", "resume", input({ source: "resume" }), options());
   expect(resumed).toHaveLength(0);
@@ -128,14 +143,26 @@ test("exit 2 per event: Stop keeps going, UserPromptSubmit refuses, PostToolUse 
     PostToolUse: [{ hooks: [cmd(script("block.sh"))] }],
     PreCompact: [{ matcher: "auto", hooks: [cmd(script("block.sh"))] }],
   });
-  const stop = await compose("agent_end", commandBusHooks(file, "agent_end", "", input({ stop_hook_active: false }), options()));
+  const stop = await compose(
+    "agent_end",
+    commandBusHooks(file, "agent_end", "", input({ stop_hook_active: false }), options()),
+  );
   expect(stop.block?.reason).toBe("rm -rf is not allowed here");
-  const prompt = await compose("before_agent_start", commandBusHooks(file, "before_agent_start", "", input({ prompt: "x" }), options()));
+  const prompt = await compose(
+    "before_agent_start",
+    commandBusHooks(file, "before_agent_start", "", input({ prompt: "x" }), options()),
+  );
   expect(prompt.block?.reason).toBe("rm -rf is not allowed here");
-  const post = await compose("tool_result", commandBusHooks(file, "tool_result", "Bash", { ...toolInput(), tool_response: "ok" }, options()));
+  const post = await compose(
+    "tool_result",
+    commandBusHooks(file, "tool_result", "Bash", { ...toolInput(), tool_response: "ok" }, options()),
+  );
   expect(post.block).toBeNull();
   expect(post.context).toEqual(["rm -rf is not allowed here"]);
-  const compact = await compose("before_compact", commandBusHooks(file, "before_compact", "auto", input({ trigger: "auto", custom_instructions: "" }), options()));
+  const compact = await compose(
+    "before_compact",
+    commandBusHooks(file, "before_compact", "auto", input({ trigger: "auto", custom_instructions: "" }), options()),
+  );
   expect(compact.block).toBeNull();
   expect(compact.notes).toHaveLength(1);
   expect(compact.notes[0]).toMatch(/cannot be vetoed.*rm -rf is not allowed here/);
@@ -149,7 +176,9 @@ test("exit 1 is a failure: noted (fail-open), or a block with on_error block", a
   expect(open.notes[0]).toMatch(/^hooks's hook failed: .*fail\.sh.*exited with 1: linter crashed/);
   expect(open.trace.map((t) => t.answer)).toEqual(["failed"]);
 
-  const closed = await toolCall(hooksFile({ PreToolUse: [{ hooks: [cmd(script("fail.sh"), { on_error: "block" })] }] }));
+  const closed = await toolCall(
+    hooksFile({ PreToolUse: [{ hooks: [cmd(script("fail.sh"), { on_error: "block" })] }] }),
+  );
   expect(closed.block?.reason).toMatch(/exited with 1/);
 });
 
@@ -181,9 +210,18 @@ test("a script past its 1 s timeout fails (note), or blocks with on_error block;
   expect(group).toBeGreaterThan(1);
   await until(`process group ${group} to be gone`, () => liveInGroup(group) === 0, 20_000);
 
-  const closed = await toolCall(hooksFile({ PreToolUse: [{ hooks: [cmd(script("slow.sh"), { timeout: 1 })], matcher: "*" }, { hooks: [cmd(script("say.sh"), { on_error: "block" })] }] }));
+  const closed = await toolCall(
+    hooksFile({
+      PreToolUse: [
+        { hooks: [cmd(script("slow.sh"), { timeout: 1 })], matcher: "*" },
+        { hooks: [cmd(script("say.sh"), { on_error: "block" })] },
+      ],
+    }),
+  );
   expect(closed.block).toBeNull(); // the slow hook's on_error is note; the second hook succeeds
-  const blocking = await toolCall(hooksFile({ PreToolUse: [{ hooks: [cmd(script("slow.sh"), { timeout: 1, on_error: "block" })] }] }));
+  const blocking = await toolCall(
+    hooksFile({ PreToolUse: [{ hooks: [cmd(script("slow.sh"), { timeout: 1, on_error: "block" })] }] }),
+  );
   expect(blocking.block?.reason).toMatch(/timed out after 1 s/);
 });
 
@@ -247,7 +285,10 @@ test("file order composition: the first block wins, notes add up", async () => {
   const file = hooksFile({
     PreToolUse: [
       { hooks: [cmd(script("say.sh", "first note")), cmd(script("fail.sh"))] },
-      { matcher: "Bash", hooks: [cmd(script("deny-json.sh")), cmd(script("block.sh")), cmd(script("say.sh", "last note"))] },
+      {
+        matcher: "Bash",
+        hooks: [cmd(script("deny-json.sh")), cmd(script("block.sh")), cmd(script("say.sh", "last note"))],
+      },
     ],
   });
   const out = await toolCall(file);
@@ -272,14 +313,36 @@ test("parse errors name the field path; unknown events and bad regexes are load 
   };
   expect(fails("{nope")).toMatch(/^hooks\.json: not valid JSON/);
   expect(fails({ hooks: { PreToolUze: [] } })).toMatch(/hooks\.PreToolUze: unknown event "PreToolUze"/);
-  expect(fails({ hooks: { PreToolUse: [{ hooks: [{ type: "command" }] }] } })).toMatch(/hooks\.PreToolUse\.0\.hooks\.0\.command: missing/);
-  expect(fails({ hooks: { PreToolUse: [{ hooks: [{ type: "prompt", command: "x" }] }] } })).toMatch(/hooks\.PreToolUse\.0\.hooks\.0\.type: expected "command"/);
-  expect(fails({ hooks: { Stop: [{ hooks: [{ type: "command", command: "x", timeout: "10" }] }] } })).toMatch(/hooks\.Stop\.0\.hooks\.0\.timeout: expected a number/);
-  expect(fails({ hooks: { Stop: [{ hooks: [{ type: "command", command: "x", on_error: "explode" }] }] } })).toMatch(/hooks\.Stop\.0\.hooks\.0\.on_error: expected "note" or "block"/);
-  expect(fails({ hooks: { PreToolUse: [{ matcher: "mcp__(", hooks: [] }] } })).toMatch(/hooks\.PreToolUse\.0\.matcher: not a valid regular expression/);
+  expect(fails({ hooks: { PreToolUse: [{ hooks: [{ type: "command" }] }] } })).toMatch(
+    /hooks\.PreToolUse\.0\.hooks\.0\.command: missing/,
+  );
+  expect(fails({ hooks: { PreToolUse: [{ hooks: [{ type: "prompt", command: "x" }] }] } })).toMatch(
+    /hooks\.PreToolUse\.0\.hooks\.0\.type: expected "command"/,
+  );
+  expect(fails({ hooks: { Stop: [{ hooks: [{ type: "command", command: "x", timeout: "10" }] }] } })).toMatch(
+    /hooks\.Stop\.0\.hooks\.0\.timeout: expected a number/,
+  );
+  expect(fails({ hooks: { Stop: [{ hooks: [{ type: "command", command: "x", on_error: "explode" }] }] } })).toMatch(
+    /hooks\.Stop\.0\.hooks\.0\.on_error: expected "note" or "block"/,
+  );
+  expect(fails({ hooks: { PreToolUse: [{ matcher: "mcp__(", hooks: [] }] } })).toMatch(
+    /hooks\.PreToolUse\.0\.matcher: not a valid regular expression/,
+  );
   expect(fails({ hooks: { SessionStart: {} } })).toMatch(/hooks\.SessionStart: expected an array/);
   expect(fails({})).toMatch(/hooks: missing/);
 
-  const ok = parseHooksFile(JSON.stringify({ hooks: { Notification: [{ hooks: [cmd("n", { timeout: 5, on_error: "block" })] }] } }), "hooks.json");
-  expect(ok.rows).toEqual([{ event: "Notification", matcher: undefined, command: "n", timeoutS: 5, onError: "block", where: "hooks.Notification.0.hooks.0" }]);
+  const ok = parseHooksFile(
+    JSON.stringify({ hooks: { Notification: [{ hooks: [cmd("n", { timeout: 5, on_error: "block" })] }] } }),
+    "hooks.json",
+  );
+  expect(ok.rows).toEqual([
+    {
+      event: "Notification",
+      matcher: undefined,
+      command: "n",
+      timeoutS: 5,
+      onError: "block",
+      where: "hooks.Notification.0.hooks.0",
+    },
+  ]);
 });

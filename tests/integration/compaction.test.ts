@@ -17,7 +17,8 @@ import { openHookSession, type HookSession } from "../support/hook-session.js";
 import { REPO } from "../support/satellites.js";
 import { writeExtensions } from "./support/write-extensions.js";
 
-const row = (name: string, extra = "") => `\n[[compaction]]\nname = "${name}"\ndescription = "Strategy ${name}."\n${extra}`;
+const row = (name: string, extra = "") =>
+  `\n[[compaction]]\nname = "${name}"\ndescription = "Strategy ${name}."\n${extra}`;
 
 const EXTENSIONS = {
   keeper: {
@@ -40,7 +41,14 @@ export const compactions = { tidy };
 `,
   },
   beta: {
-    manifest: row("terse") + row("throws") + row("slow", "deadline_ms = 300") + row("overlap") + row("outside") + row("backwards") + row("wordy"),
+    manifest:
+      row("terse") +
+      row("throws") +
+      row("slow", "deadline_ms = 300") +
+      row("overlap") +
+      row("outside") +
+      row("backwards") +
+      row("wordy"),
     code: `import type { Strategy } from "@tether/ext";
 export const tools = {};
 const folds = (...ranges: [number, number][]) => ranges.map(([from, to]) => ({ from, to, text: \`\${from}-\${to}\` }));
@@ -77,7 +85,9 @@ const told: Compacted[] = [];
 
 /** Every fold stored for this session, straight from the store. */
 function stored(): number {
-  return (broker.store.sqlite.prepare("select count(*) as n from folds where session_id = ?").get(session.id) as { n: number }).n;
+  return (
+    broker.store.sqlite.prepare("select count(*) as n from folds where session_id = ?").get(session.id) as { n: number }
+  ).n;
 }
 
 beforeAll(async () => {
@@ -113,14 +123,29 @@ test("the first active strategy in registry order compacts; before_compact text 
   ]);
   // The compaction id is the strategy's invocation in the ledger.
   broker.ledger.flush();
-  expect(broker.store.sqlite.prepare("select extension, kind, name, outcome from invocations where id = ?").get(id)).toEqual({ extension: "alpha", kind: "compact", name: "tidy", outcome: "ok" });
-  expect(told).toEqual([{ session_id: "compact-1", compaction_id: id, strategy: "tidy", extension: "alpha", reason: "threshold", messages: 4, folds: 2, summary_chars: expect.any(Number) }]);
+  expect(
+    broker.store.sqlite.prepare("select extension, kind, name, outcome from invocations where id = ?").get(id),
+  ).toEqual({ extension: "alpha", kind: "compact", name: "tidy", outcome: "ok" });
+  expect(told).toEqual([
+    {
+      session_id: "compact-1",
+      compaction_id: id,
+      strategy: "tidy",
+      extension: "alpha",
+      reason: "threshold",
+      messages: 4,
+      folds: 2,
+      summary_chars: expect.any(Number),
+    },
+  ]);
 });
 
 test("the session's preference picks another strategy, is saved in the store, and a named strategy wins over it", async () => {
   session.preferStrategy("terse");
   expect(session.strategies()).toMatchObject({ current: "terse", preferred: "terse" });
-  expect(broker.store.sqlite.prepare("select strategy from strategy_preferences where session_id = ?").get(session.id)).toEqual({ strategy: "terse" });
+  expect(
+    broker.store.sqlite.prepare("select strategy from strategy_preferences where session_id = ?").get(session.id),
+  ).toEqual({ strategy: "terse" });
   const preferred = await session.compact({ messages: MESSAGES, reason: "requested", budget: 100 });
   expect(preferred.outcome).toMatchObject({ ok: true, summary: "terse", folds: [{ from: 2, to: 2, text: "2-2" }] });
   expect(preferred.extension).toBe("beta");
@@ -134,7 +159,14 @@ test("the session's preference picks another strategy, is saved in the store, an
 });
 
 test("tether session folds prints them from the store, by compaction; --json has every row; a bad id is a usage error", async () => {
-  const tether = (...args: string[]) => execa(process.execPath, [join(REPO, "bin", "tether.js"), ...args], { env: { TETHER_HOME: broker.home }, cwd: REPO, stdin: "ignore", reject: false, timeout: 60_000 });
+  const tether = (...args: string[]) =>
+    execa(process.execPath, [join(REPO, "bin", "tether.js"), ...args], {
+      env: { TETHER_HOME: broker.home },
+      cwd: REPO,
+      stdin: "ignore",
+      reject: false,
+      timeout: 60_000,
+    });
   const text = await tether("session", "folds", session.id);
   expect(text.exitCode).toBe(0);
   const first = session.folds()[0]!.compactionId;
@@ -145,18 +177,44 @@ test("tether session folds prints them from the store, by compaction; --json has
   ]);
   const json = await tether("session", "folds", session.id, "--json");
   expect(JSON.parse(json.stdout)).toEqual(session.folds());
-  expect((await tether("session", "folds", "nobody-here")).stdout).toBe("Session nobody-here has no folds: no compaction stored any.");
+  expect((await tether("session", "folds", "nobody-here")).stdout).toBe(
+    "Session nobody-here has no folds: no compaction stored any.",
+  );
   expect((await tether("session", "folds")).exitCode).toBe(2);
 }, 120_000);
 
 describe("a strategy that fails leaves the conversation as it was", () => {
   const cases: [string, string, string][] = [
-    ["throws", "crashed", "compaction strategy 'throws' of 'beta' failed: Error: no summary today; the conversation is unchanged"],
-    ["slow", "timeout", "compaction strategy 'slow' of 'beta' failed: compact 'slow' passed its time limit of 300 ms; the conversation is unchanged"],
-    ["overlap", "crashed", "compaction strategy 'overlap' of 'beta' answered folds that overlap: 0..2 and 2..3; the conversation is unchanged"],
-    ["outside", "crashed", "compaction strategy 'outside' of 'beta' answered fold 1..4, past the conversation's end (it has 4 messages, from 0); the conversation is unchanged"],
-    ["backwards", "crashed", "compaction strategy 'backwards' of 'beta' answered fold 3..1, which ends before it starts; the conversation is unchanged"],
-    ["wordy", "crashed", "compaction strategy 'wordy' of 'beta' answered a summary of 200 characters; the budget is 100; the conversation is unchanged"],
+    [
+      "throws",
+      "crashed",
+      "compaction strategy 'throws' of 'beta' failed: Error: no summary today; the conversation is unchanged",
+    ],
+    [
+      "slow",
+      "timeout",
+      "compaction strategy 'slow' of 'beta' failed: compact 'slow' passed its time limit of 300 ms; the conversation is unchanged",
+    ],
+    [
+      "overlap",
+      "crashed",
+      "compaction strategy 'overlap' of 'beta' answered folds that overlap: 0..2 and 2..3; the conversation is unchanged",
+    ],
+    [
+      "outside",
+      "crashed",
+      "compaction strategy 'outside' of 'beta' answered fold 1..4, past the conversation's end (it has 4 messages, from 0); the conversation is unchanged",
+    ],
+    [
+      "backwards",
+      "crashed",
+      "compaction strategy 'backwards' of 'beta' answered fold 3..1, which ends before it starts; the conversation is unchanged",
+    ],
+    [
+      "wordy",
+      "crashed",
+      "compaction strategy 'wordy' of 'beta' answered a summary of 200 characters; the budget is 100; the conversation is unchanged",
+    ],
   ];
   test.each(cases)("%s: %s, nothing stored, nobody told", async (strategy, code, msg) => {
     const before = [stored(), told.length];
@@ -171,9 +229,14 @@ describe("a strategy that fails leaves the conversation as it was", () => {
 test("a strategy no active extension serves is unknown; input past its bounds is refused", async () => {
   expect((await session.compact({ messages: [], reason: "x", budget: 10, strategy: "ghost" })).outcome).toEqual({
     ok: false,
-    error: { code: "unknown_tool", msg: "Unknown compaction strategy 'ghost'; this session serves [backwards, outside, overlap, slow, terse, throws, tidy, wordy]" },
+    error: {
+      code: "unknown_tool",
+      msg: "Unknown compaction strategy 'ghost'; this session serves [backwards, outside, overlap, slow, terse, throws, tidy, wordy]",
+    },
   });
-  await expect(session.compact({ messages: [], reason: "x", budget: 0 })).rejects.toThrow("compact: Invalid value: Expected >=1 but received 0 at .budget");
+  await expect(session.compact({ messages: [], reason: "x", budget: 0 })).rejects.toThrow(
+    "compact: Invalid value: Expected >=1 but received 0 at .budget",
+  );
 });
 
 test("with no strategy active, the answer says so and the hooks are not asked", async () => {
@@ -181,7 +244,10 @@ test("with no strategy active, the answer says so and the hooks are not asked", 
   session.prefer("beta", false);
   await session.reload();
   const report = await session.compact({ messages: MESSAGES, reason: "threshold", budget: 100 });
-  expect(report.outcome).toEqual({ ok: false, error: { code: "inactive", msg: "no compaction strategy is active in this session" } });
+  expect(report.outcome).toEqual({
+    ok: false,
+    error: { code: "inactive", msg: "no compaction strategy is active in this session" },
+  });
   expect(report.trace).toEqual([]);
   expect(session.strategies()).toEqual({ strategies: [], current: null, preferred: null });
 });

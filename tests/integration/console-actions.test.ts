@@ -19,7 +19,11 @@ import { envOptions } from "../support/env-options.js";
 import { writeExtensions } from "./support/write-extensions.js";
 import { ConsoleClient, registryRows, startConsole, type ConsoleRig } from "./support/console-client.js";
 
-const RULES = ["GET https://api.example.com/v1", "POST https://hooks.example.org/in", "GET https://*.cdn.example.net/assets"];
+const RULES = [
+  "GET https://api.example.com/v1",
+  "POST https://hooks.example.org/in",
+  "GET https://*.cdn.example.net/assets",
+];
 const MESH = {
   manifest: `
 [[tool]]
@@ -40,7 +44,13 @@ let client: ConsoleClient;
 
 /** Runs the real CLI on `home`. */
 async function tether(home: string, ...args: string[]) {
-  const result = await execa(process.execPath, [BIN, ...args], { env: { TETHER_HOME: home }, cwd: REPO, stdin: "ignore", reject: false, timeout: 45_000 });
+  const result = await execa(process.execPath, [BIN, ...args], {
+    env: { TETHER_HOME: home },
+    cwd: REPO,
+    stdin: "ignore",
+    reject: false,
+    timeout: 45_000,
+  });
   expect([args.join(" "), result.exitCode, result.stderr]).toEqual([args.join(" "), 0, expect.any(String)]);
   return result.stdout;
 }
@@ -56,7 +66,11 @@ async function cliHome(name: string, ...folders: string[]): Promise<string> {
 
 /** An approval row as the comparison sees it: what it records, not when or under which id. */
 function rowOf(broker: Broker, extension: string) {
-  const rows = broker.store.orm.select().from(approvals).all().filter((r) => r.extension === extension);
+  const rows = broker.store.orm
+    .select()
+    .from(approvals)
+    .all()
+    .filter((r) => r.extension === extension);
   return rows.map(({ id: _id, approvedAt: _a, revokedAt, ...rest }) => ({ ...rest, revoked: revokedAt !== null }));
 }
 
@@ -70,7 +84,10 @@ function rowsIn(home: string, extension: string) {
 }
 
 beforeAll(async () => {
-  fixtures = writeExtensions("tether-console-actions-ext-", { mesh: MESH, plain: { manifest: MESH.manifest.replace(/\[net\][^]*$/, ""), code: MESH.code } });
+  fixtures = writeExtensions("tether-console-actions-ext-", {
+    mesh: MESH,
+    plain: { manifest: MESH.manifest.replace(/\[net\][^]*$/, ""), code: MESH.code },
+  });
   rig = await startConsole("tether-console-actions-", async (broker) => {
     await broker.registry.install(join(fixtures, "mesh"));
     await broker.registry.install(join(fixtures, "plain"));
@@ -95,7 +112,8 @@ describe("the pages", () => {
 
   test("the review shows every requested rule decoded, in the sections the contract names, with a checkbox per rule, checked", async () => {
     const { text } = await client.get("/console/ext/mesh");
-    for (const id of ["rules", "tools", "hooks", "commands", "limits", "secrets"]) expect([id, text.includes(`<section id="${id}">`)]).toEqual([id, true]);
+    for (const id of ["rules", "tools", "hooks", "commands", "limits", "secrets"])
+      expect([id, text.includes(`<section id="${id}">`)]).toEqual([id, true]);
     expect(text).not.toContain('<section id="diff">');
     for (const rule of RULES) {
       expect(text).toContain(`<li data-rule="${rule}">`);
@@ -115,8 +133,12 @@ describe("approve", () => {
     expect(confirm.status).toBe(200);
     expect(registryRows(rig.broker)).toBe(before);
     expect(confirm.text).toContain('<section id="confirm">');
-    expect(confirm.text).toContain(`<li>Egress granted (2 of 3 rules):<ul class="items"><li><code>${RULES[0]}</code></li><li><code>${RULES[2]}</code></li></ul></li>`);
-    expect(confirm.text).toContain(`<li>Egress left out (1; a later approval keeps it out unless --all):<ul class="items"><li><code>${RULES[1]}</code></li></ul></li>`);
+    expect(confirm.text).toContain(
+      `<li>Egress granted (2 of 3 rules):<ul class="items"><li><code>${RULES[0]}</code></li><li><code>${RULES[2]}</code></li></ul></li>`,
+    );
+    expect(confirm.text).toContain(
+      `<li>Egress left out (1; a later approval keeps it out unless --all):<ul class="items"><li><code>${RULES[1]}</code></li></ul></li>`,
+    );
     expect(confirm.text).toContain("recorded as approved by alice");
     expect(confirm.text).toContain(`tether approve mesh --only '${RULES[0]}' --only '${RULES[2]}'`);
     expect(confirm.text).toMatch(/<form id="confirm-form"[^>]*action="\/console\/ext\/mesh\/approve"/);
@@ -130,12 +152,23 @@ describe("approve", () => {
     expect(done.status).toBe(303);
     expect(done.headers.get("location")).toBe("/console/ext/mesh");
     const page = await client.get("/console/ext/mesh");
-    expect(page.text).toMatch(/<p id="flash" role="status">approved mesh 1\.0\.0 \(egress: GET https:\/\/api\.example\.com\/v1, GET https:\/\/\*\.cdn\.example\.net\/assets\)<\/p>/);
+    expect(page.text).toMatch(
+      /<p id="flash" role="status">approved mesh 1\.0\.0 \(egress: GET https:\/\/api\.example\.com\/v1, GET https:\/\/\*\.cdn\.example\.net\/assets\)<\/p>/,
+    );
     const console = rowOf(rig.broker, "mesh");
     expect(console).toHaveLength(1);
-    expect(console[0]).toMatchObject({ approvedBy: "alice", withheldNet: JSON.stringify([RULES[1]]), revoked: false, revokedBy: null });
+    expect(console[0]).toMatchObject({
+      approvedBy: "alice",
+      withheldNet: JSON.stringify([RULES[1]]),
+      revoked: false,
+      revokedBy: null,
+    });
 
-    const library = Broker.open({ ...envOptions(), home: await cliHome("library-home", join(fixtures, "mesh")), log: silentLogger });
+    const library = Broker.open({
+      ...envOptions(),
+      home: await cliHome("library-home", join(fixtures, "mesh")),
+      log: silentLogger,
+    });
     library.registry.approve("mesh", { onlyNet: [RULES[0]!, RULES[2]!], by: "alice" });
     expect(rowOf(library, "mesh")).toEqual(console);
     await library.close();
@@ -163,7 +196,10 @@ describe("approve", () => {
 
   test("a rule the manifest does not request, or no rule at all, is refused and nothing changes", async () => {
     const before = registryRows(rig.broker);
-    const extra = await client.post("/console/ext/mesh/approve", { rule: [RULES[0]!, "GET https://evil.example/"], confirm: "yes" });
+    const extra = await client.post("/console/ext/mesh/approve", {
+      rule: [RULES[0]!, "GET https://evil.example/"],
+      confirm: "yes",
+    });
     expect(extra.status).toBe(400);
     expect(extra.text).toContain("GET https://evil.example/: not requested by 'mesh'");
     const none = await client.post("/console/ext/mesh/approve", { confirm: "yes" });
@@ -173,7 +209,7 @@ describe("approve", () => {
 
   test("an extension without rules is approved as tether approve NAME", async () => {
     const confirm = await client.post("/console/ext/plain/approve");
-    expect(confirm.text).toContain("<code id=\"same-command\">tether approve plain</code>");
+    expect(confirm.text).toContain('<code id="same-command">tether approve plain</code>');
     expect((await client.post("/console/ext/plain/approve", { confirm: "yes" })).status).toBe(303);
     expect(rig.broker.registry.status(rig.broker.registry.require("plain"))).toBe("approved");
   });
@@ -204,7 +240,9 @@ describe("revoke and uninstall", () => {
     await tether(home, "revoke", "plain");
     const [row] = rowsIn(home, "plain");
     expect(row).toMatchObject({ revoked: true, revokedBy: rig.broker.registry.operator });
-    expect(await tether(home, "review", "plain")).toContain(`status: revoked — revoked by ${rig.broker.registry.operator} at `);
+    expect(await tether(home, "review", "plain")).toContain(
+      `status: revoked — revoked by ${rig.broker.registry.operator} at `,
+    );
   });
 
   test("uninstall: confirmation naming what stays, then the install gone and its approval revoked by the name signed in as", async () => {
@@ -231,9 +269,15 @@ describe("an upgrade", () => {
     const wider = readFileSync(manifest, "utf8")
       .replace('version = "1.0.0"', 'version = "1.1.0"')
       .replace("allow = [", 'allow = ["GET https://more.example.com/",')
-      .replace("[net]", '[[tool]]\nname = "poke"\ndescription = "Pokes."\nparameters = { type = "object", properties = {} }\n\n[net]');
+      .replace(
+        "[net]",
+        '[[tool]]\nname = "poke"\ndescription = "Pokes."\nparameters = { type = "object", properties = {} }\n\n[net]',
+      );
     writeFileSync(manifest, wider);
-    writeFileSync(join(fixtures, "mesh", "index.ts"), `export const tools = { look: () => "looked", poke: () => "poked" };\n`);
+    writeFileSync(
+      join(fixtures, "mesh", "index.ts"),
+      `export const tools = { look: () => "looked", poke: () => "poked" };\n`,
+    );
     await rig.broker.registry.install(join(fixtures, "mesh"));
     const list = await client.get("/console/");
     expect(list.text).toMatch(/<tr data-extension="mesh" data-status="changed">/);
@@ -246,9 +290,13 @@ describe("an upgrade", () => {
     // What tether review --diff adds: how each source file changed.
     const sources = /<section id="source-diff">([^]*?)<\/section>/.exec(text)?.[1] ?? "";
     expect(sources).toContain('<details data-path="index.ts">');
-    expect(sources).toMatch(/<span class="add">\+export const tools = \{ look: \(\) => &quot;looked&quot;, poke: \(\) => &quot;poked&quot; \};/);
+    expect(sources).toMatch(
+      /<span class="add">\+export const tools = \{ look: \(\) => &quot;looked&quot;, poke: \(\) => &quot;poked&quot; \};/,
+    );
     expect(sources).toContain('<details data-path="manifest.toml">');
-    const confirm = await client.post("/console/ext/mesh/approve", { rule: ["GET https://more.example.com/", ...RULES] });
+    const confirm = await client.post("/console/ext/mesh/approve", {
+      rule: ["GET https://more.example.com/", ...RULES],
+    });
     expect(confirm.text).toContain("This upgrade asks for MORE than was approved");
   });
 });

@@ -15,8 +15,10 @@ let client: ConsoleClient;
 const ECHOES = PAGE_SIZE + 5;
 
 /** The ids of the ledger rows a page lists, in its order. */
-const ledgerIds = (html: string): number[] => [...html.matchAll(/<tr data-invocation="(\d+)"/g)].map((m) => Number(m[1]));
-const tableOf = (html: string, id: string): string => new RegExp(`<table id="${id}">([^]*?)</table>`).exec(html)?.[1] ?? "";
+const ledgerIds = (html: string): number[] =>
+  [...html.matchAll(/<tr data-invocation="(\d+)"/g)].map((m) => Number(m[1]));
+const tableOf = (html: string, id: string): string =>
+  new RegExp(`<table id="${id}">([^]*?)</table>`).exec(html)?.[1] ?? "";
 
 beforeAll(async () => {
   rig = await startConsole("tether-console-audit-", async (broker) => {
@@ -26,7 +28,8 @@ beforeAll(async () => {
     }
   });
   const a = await Session.open(rig.broker, { id: "audit-a", workspace: rig.tmp });
-  for (let i = 0; i < ECHOES; i++) expect((await a.callTool("echo", JSON.stringify({ text: `hello ${i}` }))).outcome.ok).toBe(true);
+  for (let i = 0; i < ECHOES; i++)
+    expect((await a.callTool("echo", JSON.stringify({ text: `hello ${i}` }))).outcome.ok).toBe(true);
   // A refusal (the metadata address) and a crash (an answer that is not a tool outcome).
   await a.callTool("fetch_url", JSON.stringify({ url: "http://169.254.169.254/latest/meta-data/" }));
   expect((await a.callTool("bad_value", "{}")).outcome).toMatchObject({ ok: false, error: { code: "crashed" } });
@@ -57,14 +60,25 @@ test("the first page lists the newest calls, with a link to the next", async () 
   expect(rest.length).toBeGreaterThan(0);
   expect(Math.max(...rest)).toBeLessThan(Math.min(...ids));
   expect(second.text).toMatch(/<a id="prev-page" href="\/console\/audit">/);
-  const all = rig.broker.store.orm.select({ id: invocations.id }).from(invocations).all().map((r) => r.id);
-  expect(new Set([...ids, ...rest, ...ledgerIds((await client.get("/console/audit?page=3")).text)])).toEqual(new Set(all));
+  const all = rig.broker.store.orm
+    .select({ id: invocations.id })
+    .from(invocations)
+    .all()
+    .map((r) => r.id);
+  expect(new Set([...ids, ...rest, ...ledgerIds((await client.get("/console/audit?page=3")).text)])).toEqual(
+    new Set(all),
+  );
 });
 
 test("filters: extension, session, outcome, decision, time range; the paging links keep them", async () => {
   const misbehave = await client.get("/console/audit?extension=misbehave");
   const rows = rig.broker.store.orm.select().from(invocations).all();
-  expect(ledgerIds(misbehave.text).sort()).toEqual(rows.filter((r) => r.extension === "misbehave").map((r) => r.id).sort());
+  expect(ledgerIds(misbehave.text).sort()).toEqual(
+    rows
+      .filter((r) => r.extension === "misbehave")
+      .map((r) => r.id)
+      .sort(),
+  );
   expect(tableOf(misbehave.text, "cap-audit")).not.toContain("<td>weather</td>");
 
   const crashed = await client.get("/console/audit?outcome=crashed");
@@ -72,7 +86,12 @@ test("filters: extension, session, outcome, decision, time range; the paging lin
   expect(ledgerIds(crashed.text)).toHaveLength(1);
 
   const b = await client.get("/console/audit?session=audit-b");
-  expect(ledgerIds(b.text)).toEqual(rows.filter((r) => r.sessionId === "audit-b").map((r) => r.id).sort((x, y) => y - x));
+  expect(ledgerIds(b.text)).toEqual(
+    rows
+      .filter((r) => r.sessionId === "audit-b")
+      .map((r) => r.id)
+      .sort((x, y) => y - x),
+  );
 
   const denied = await client.get("/console/audit?decision=denied");
   const caps = tableOf(denied.text, "cap-audit");
@@ -86,9 +105,13 @@ test("filters: extension, session, outcome, decision, time range; the paging lin
   expect(tableOf(none.text, "cap-audit")).not.toContain("<tr data-cap");
   const past = await client.get(`/console/audit?to=${encodeURIComponent("2001-01-01T00:00")}`);
   expect(ledgerIds(past.text)).toEqual([]);
-  const everything = await client.get(`/console/audit?from=2001-01-01T00:00&to=${encodeURIComponent(future)}&extension=echo`);
+  const everything = await client.get(
+    `/console/audit?from=2001-01-01T00:00&to=${encodeURIComponent(future)}&extension=echo`,
+  );
   expect(ledgerIds(everything.text)).toHaveLength(PAGE_SIZE);
-  expect(everything.text).toContain(`<a id="next-page" href="/console/audit?extension=echo&amp;from=2001-01-01T00%3A00&amp;to=${encodeURIComponent(future)}&amp;page=2">`);
+  expect(everything.text).toContain(
+    `<a id="next-page" href="/console/audit?extension=echo&amp;from=2001-01-01T00%3A00&amp;to=${encodeURIComponent(future)}&amp;page=2">`,
+  );
 
   const bad = await client.get("/console/audit?from=yesterday-ish&decision=maybe");
   expect(bad.status).toBe(200);
@@ -113,10 +136,14 @@ test("the chart: calls, refusals and crashes over time, one row per extension", 
   const svg = /<svg id="activity"[^]*?<\/svg>/.exec(page.text)?.[0] ?? "";
   expect(svg).toContain('<g class="series" data-extension="echo">');
   expect(svg).toContain('<g class="series" data-extension="weather">');
-  const series = (name: string) => new RegExp(`<g class="series" data-extension="${name}">([^]*?)</g>`).exec(svg)?.[1] ?? "";
+  const series = (name: string) =>
+    new RegExp(`<g class="series" data-extension="${name}">([^]*?)</g>`).exec(svg)?.[1] ?? "";
   expect(series("echo")).toMatch(/<rect class="calls"[^>]*><title>\d+ calls from /);
   expect(series("weather")).toMatch(/<rect class="refusals"[^>]*><title>1 refusal from /);
   expect(series("misbehave")).toMatch(/<rect class="crashes"[^>]*><title>1 crash from /);
-  const total = [...series("echo").matchAll(/<rect class="calls"[^>]*><title>(\d+) calls? from/g)].reduce((n, m) => n + Number(m[1]), 0);
+  const total = [...series("echo").matchAll(/<rect class="calls"[^>]*><title>(\d+) calls? from/g)].reduce(
+    (n, m) => n + Number(m[1]),
+    0,
+  );
   expect(total).toBe(ECHOES + 1);
 });

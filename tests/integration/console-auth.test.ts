@@ -9,7 +9,15 @@
  */
 import { request as httpRequest } from "node:http";
 import { WebSocket } from "ws";
-import { ConsoleClient, TOKEN, expectSecurityHeaders, registryRows, startConsole, type ConsoleRig, rpcOver } from "./support/console-client.js";
+import {
+  ConsoleClient,
+  TOKEN,
+  expectSecurityHeaders,
+  registryRows,
+  startConsole,
+  type ConsoleRig,
+  rpcOver,
+} from "./support/console-client.js";
 
 let rig: ConsoleRig;
 let ws: WebSocket;
@@ -82,7 +90,11 @@ describe("signing in", () => {
 
   test("a sign-in posted from another origin is refused", async () => {
     const client = new ConsoleClient(rig.base);
-    const answer = await client.request("POST", "/console/login", { body: new URLSearchParams({ token: TOKEN }), headers: { origin: "http://evil.example" }, cookie: null });
+    const answer = await client.request("POST", "/console/login", {
+      body: new URLSearchParams({ token: TOKEN }),
+      headers: { origin: "http://evil.example" },
+      cookie: null,
+    });
     expect(answer.status).toBe(403);
     expect(answer.headers.get("set-cookie")).toBeNull();
   });
@@ -101,7 +113,14 @@ describe("signing in", () => {
 });
 
 describe("without a valid cookie", () => {
-  test.each(["/console/", "/console/ext/echo", "/console/audit", "/console/audit/call/1", "/console/sessions", "/console/nowhere"])("GET %s → 303 to the login page", async (path) => {
+  test.each([
+    "/console/",
+    "/console/ext/echo",
+    "/console/audit",
+    "/console/audit/call/1",
+    "/console/sessions",
+    "/console/nowhere",
+  ])("GET %s → 303 to the login page", async (path) => {
     for (const cookie of [null, "tether_console=not-a-session"]) {
       const answer = await new ConsoleClient(rig.base).request("GET", path, { cookie });
       expect(answer.status).toBe(303);
@@ -110,16 +129,19 @@ describe("without a valid cookie", () => {
     }
   });
 
-  test.each(ROUTES.map(([path, fields]) => [path, fields] as const))("POST %s → 401, nothing changes", async (path, fields) => {
-    const before = registryRows(rig.broker);
-    const client = new ConsoleClient(rig.base);
-    client.csrf = "anything";
-    const answer = await client.post(path, fields);
-    expect(answer.status).toBe(401);
-    expectSecurityHeaders(answer.headers);
-    expect(registryRows(rig.broker)).toBe(before);
-    expect((await rpc("session.status", { session: "probe" }))["result"]).toBeDefined();
-  });
+  test.each(ROUTES.map(([path, fields]) => [path, fields] as const))(
+    "POST %s → 401, nothing changes",
+    async (path, fields) => {
+      const before = registryRows(rig.broker);
+      const client = new ConsoleClient(rig.base);
+      client.csrf = "anything";
+      const answer = await client.post(path, fields);
+      expect(answer.status).toBe(401);
+      expectSecurityHeaders(answer.headers);
+      expect(registryRows(rig.broker)).toBe(before);
+      expect((await rpc("session.status", { session: "probe" }))["result"]).toBeDefined();
+    },
+  );
 });
 
 describe("CSRF: every state-changing route refuses a request that is not the console's own", () => {
@@ -129,13 +151,20 @@ describe("CSRF: every state-changing route refuses a request that is not the con
     await client.login();
   });
 
-  const PROBES: ReadonlyArray<readonly [string, (fields: Record<string, string | string[]>) => [Record<string, string | string[]>, Record<string, string>]]> = [
+  const PROBES: ReadonlyArray<
+    readonly [
+      string,
+      (fields: Record<string, string | string[]>) => [Record<string, string | string[]>, Record<string, string>],
+    ]
+  > = [
     ["no csrf field", (fields) => [{ ...fields, csrf: [] }, {}]],
     ["a wrong csrf token", (fields) => [{ ...fields, csrf: "x".repeat(43) }, {}]],
     ["Origin: http://evil.example", (fields) => [fields, { origin: "http://evil.example" }]],
     ["Sec-Fetch-Site: cross-site", (fields) => [fields, { "sec-fetch-site": "cross-site" }]],
   ];
-  const cases = ROUTES.flatMap(([path, fields]) => PROBES.map(([probe, make]) => [path, probe, ...make(fields)] as const));
+  const cases = ROUTES.flatMap(([path, fields]) =>
+    PROBES.map(([probe, make]) => [path, probe, ...make(fields)] as const),
+  );
 
   test.each(cases)("POST %s with %s → 403, nothing changes", async (path, _probe, fields, headers) => {
     const before = registryRows(rig.broker);
@@ -173,7 +202,12 @@ describe("the headers on every kind of response", () => {
     expect(asset.status).toBe(200);
     expect(asset.headers.get("content-type")).toBe("text/css; charset=utf-8");
     expectSecurityHeaders(asset.headers);
-    for (const path of ["/console/assets/console-0000000000000000.css", "/console/nowhere", "/console/ext/nothing-installed", "/console/audit/call/999999"]) {
+    for (const path of [
+      "/console/assets/console-0000000000000000.css",
+      "/console/nowhere",
+      "/console/ext/nothing-installed",
+      "/console/audit/call/999999",
+    ]) {
       const missing = await client.get(path);
       expect([path, missing.status]).toEqual([path, 404]);
       expectSecurityHeaders(missing.headers);
@@ -184,7 +218,14 @@ describe("the headers on every kind of response", () => {
   });
 
   test("no inline script or style on any page, nothing from another origin", async () => {
-    for (const path of ["/console/", "/console/ext/echo", "/console/ext/weather", "/console/audit", "/console/sessions", "/console/login"]) {
+    for (const path of [
+      "/console/",
+      "/console/ext/echo",
+      "/console/ext/weather",
+      "/console/audit",
+      "/console/sessions",
+      "/console/login",
+    ]) {
       const { text } = await client.get(path);
       expect([path, /<script|<style|\sstyle=|\son[a-z]+=/i.test(text)]).toEqual([path, false]);
       expect([path, /(?:src|href)="(?:https?:)?\/\//i.test(text)]).toEqual([path, false]);
@@ -202,10 +243,13 @@ describe("the headers on every kind of response", () => {
   test("a Host that is not a loopback name (DNS rebinding) is refused, with the headers", async () => {
     const port = new URL(rig.base).port;
     const answer = await new Promise<{ status: number; headers: Record<string, unknown> }>((resolve, reject) => {
-      const req = httpRequest({ host: "127.0.0.1", port, path: "/console/login", headers: { host: `evil.example:${port}` } }, (res) => {
-        res.resume();
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
-      });
+      const req = httpRequest(
+        { host: "127.0.0.1", port, path: "/console/login", headers: { host: `evil.example:${port}` } },
+        (res) => {
+          res.resume();
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+        },
+      );
       req.on("error", reject);
       req.end();
     });

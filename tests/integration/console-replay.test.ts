@@ -30,13 +30,21 @@ function version(root: string, v: string, rules: readonly string[], name = "drif
 }
 
 /** A rule whose path reads like a second rule and a note, and the rule it hides. */
-const COMMA = ["GET https://docs.example.com/a, GET https://evil.example.net/* (all left out)", "GET https://evil.example.net/*"];
+const COMMA = [
+  "GET https://docs.example.com/a, GET https://evil.example.net/* (all left out)",
+  "GET https://evil.example.net/*",
+];
 
 let root: string;
 let rig: ConsoleRig;
 let client: ConsoleClient;
 
-const rows = () => rig.broker.store.orm.select().from(approvals).all().filter((r) => r.extension === "drift");
+const rows = () =>
+  rig.broker.store.orm
+    .select()
+    .from(approvals)
+    .all()
+    .filter((r) => r.extension === "drift");
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "tether-console-replay-ext-"));
@@ -59,7 +67,11 @@ test("confirm=yes without the confirmation's digest does nothing: 409 and the co
   expect(forged.text).toContain('<section id="confirm">');
   expect(forged.text).toContain('id="problem"');
   expect(registryRows(rig.broker)).toBe(before);
-  const wrong = await client.postOnce("/console/ext/drift/approve", { rule: RULES, confirm: "yes", seen: "0".repeat(64) });
+  const wrong = await client.postOnce("/console/ext/drift/approve", {
+    rule: RULES,
+    confirm: "yes",
+    seen: "0".repeat(64),
+  });
   expect(wrong.status).toBe(409);
   expect(registryRows(rig.broker)).toBe(before);
 });
@@ -86,7 +98,11 @@ test("the confirmation for 1.0.0 posted after 1.1.0 was installed approves nothi
   expect(registryRows(rig.broker)).toBe(before);
   expect(rows()).toHaveLength(0);
   // Confirming what is shown now approves 1.1.0.
-  const done = await client.postOnce("/console/ext/drift/approve", { rule: RULES, confirm: "yes", seen: seenIn(replayed.text)! });
+  const done = await client.postOnce("/console/ext/drift/approve", {
+    rule: RULES,
+    confirm: "yes",
+    seen: seenIn(replayed.text)!,
+  });
   expect(done.status).toBe(303);
   expect(rig.broker.registry.require("drift").version).toBe("1.1.0");
   expect(rows()).toHaveLength(1);
@@ -96,7 +112,9 @@ test("one approve confirmation posted twice at once makes one approval", async (
   const shown = await client.postOnce("/console/ext/drift/approve", { rule: [RULES[0]!] });
   const seen = seenIn(shown.text)!;
   const count = rows().length;
-  const answers = await Promise.all([0, 1, 2].map(() => client.postOnce("/console/ext/drift/approve", { rule: [RULES[0]!], confirm: "yes", seen })));
+  const answers = await Promise.all(
+    [0, 1, 2].map(() => client.postOnce("/console/ext/drift/approve", { rule: [RULES[0]!], confirm: "yes", seen })),
+  );
   expect(answers.map((a) => a.status).sort()).toEqual([303, 409, 409]);
   expect(rows()).toHaveLength(count + 1);
 });
@@ -104,7 +122,9 @@ test("one approve confirmation posted twice at once makes one approval", async (
 test("one revoke confirmation posted twice at once revokes once", async () => {
   const shown = await client.postOnce("/console/ext/drift/revoke");
   const seen = seenIn(shown.text)!;
-  const answers = await Promise.all([0, 1].map(() => client.postOnce("/console/ext/drift/revoke", { confirm: "yes", seen })));
+  const answers = await Promise.all(
+    [0, 1].map(() => client.postOnce("/console/ext/drift/revoke", { confirm: "yes", seen })),
+  );
   expect(answers.map((a) => a.status).sort()).toEqual([303, 409]);
   expect(answers.find((a) => a.status === 409)!.text).toContain("has no approval in force");
   expect(rows().filter((r) => r.revokedAt !== null)).toHaveLength(rows().length);
@@ -124,7 +144,11 @@ test("rules given twice grant once, and the confirmation names each once; a rule
   const shown = await client.postOnce("/console/ext/comma/approve", { rule: [COMMA[0]!, COMMA[0]!, COMMA[0]!] });
   expect(shown.status).toBe(200);
   expect(shown.text.match(/<input type="hidden" name="rule"/g)).toHaveLength(1);
-  const done = await client.postOnce("/console/ext/comma/approve", { rule: [COMMA[0]!, COMMA[0]!], confirm: "yes", seen: seenIn(shown.text)! });
+  const done = await client.postOnce("/console/ext/comma/approve", {
+    rule: [COMMA[0]!, COMMA[0]!],
+    confirm: "yes",
+    seen: seenIn(shown.text)!,
+  });
   expect(done.status).toBe(303);
   expect(rig.broker.registry.latestApproval("comma")!.grants.net).toEqual([COMMA[0]]);
   const before = registryRows(rig.broker);

@@ -8,9 +8,9 @@
  * Fixtures: tests/integration/fixtures/session-kinds (notes, broken, needs-broken, slow).
  */
 import { join } from "node:path";
-import { Broker } from "../../broker/broker.js";
+import type { Broker } from "../../broker/broker.js";
 import { renderStatus } from "../../broker/cli/session.js";
-import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
+import type { Session, ExtensionStatus } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { contentText, openHookSession, type HookSession } from "../support/hook-session.js";
 
@@ -23,11 +23,14 @@ let session: Session;
 /** The ledger's invocations of `kind` for `extension` in this session, as names. */
 function invoked(extension: string, kind: string): string[] {
   broker.ledger.flush();
-  const rows = broker.store.sqlite.prepare("select name from invocations where session_id = ? and extension = ? and kind = ? order by id").all(session.id, extension, kind) as { name: string }[];
+  const rows = broker.store.sqlite
+    .prepare("select name from invocations where session_id = ? and extension = ? and kind = ? order by id")
+    .all(session.id, extension, kind) as { name: string }[];
   return rows.map((r) => r.name);
 }
 
-const byName = (rows: ExtensionStatus[]): Record<string, ExtensionStatus> => Object.fromEntries(rows.map((r) => [r.name, r]));
+const byName = (rows: ExtensionStatus[]): Record<string, ExtensionStatus> =>
+  Object.fromEntries(rows.map((r) => [r.name, r]));
 
 beforeAll(async () => {
   opened = await openHookSession("tether-context-", FIXTURES, ["notes", "broken", "needs-broken", "slow"], "context-1");
@@ -43,7 +46,9 @@ test("a loader that throws makes its extension inactive as a bundle, and its dep
   expect(status["broken"]?.state).toBe("inactive");
   expect(status["broken"]?.reason).toMatch(/^context loader 'flaky' failed: crashed: .*the notes file is missing/);
   expect(status["needs-broken"]?.state).toBe("inactive");
-  expect(status["needs-broken"]?.reason).toMatch(/^needs 'broken' \(needs-broken → broken\), which is inactive: context loader 'flaky' failed/);
+  expect(status["needs-broken"]?.reason).toMatch(
+    /^needs 'broken' \(needs-broken → broken\), which is inactive: context loader 'flaky' failed/,
+  );
   // The failed bundle keeps no satellite running.
   expect(broker.scope(session.id).live.has("broken")).toBe(false);
 });
@@ -57,7 +62,9 @@ test("a loader past its time limit makes its extension inactive with the limit n
 test("the failed bundles' tools answer inactive with the reason; the unrelated extension stays active and callable", async () => {
   const broken = await session.callTool("broken_tool", "{}");
   expect(broken.outcome).toMatchObject({ ok: false, error: { code: "inactive" } });
-  expect(!broken.outcome.ok && broken.outcome.error.msg).toMatch(/belongs to 'broken', which is inactive in this session: context loader 'flaky' failed/);
+  expect(!broken.outcome.ok && broken.outcome.error.msg).toMatch(
+    /belongs to 'broken', which is inactive in this session: context loader 'flaky' failed/,
+  );
   expect((await session.callTool("dependent", "{}")).outcome).toMatchObject({ ok: false, error: { code: "inactive" } });
   expect(contentText((await session.callTool("hello", "{}")).outcome)).toBe("hello");
   expect(session.tools().map((t) => t.name)).toEqual(["hello"]);

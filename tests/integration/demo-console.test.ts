@@ -22,7 +22,7 @@ import { until } from "../support/wait.js";
 
 /** The whole demo: real satellites booting, a timeout, a heap bomb, several spawns — on a machine that may be loaded. */
 const DEMO_MS = 240_000;
-const CONSOLE_LINE = /^console: (http:\/\/127\.0\.0\.1:(\d+)\/console\/)  token: ([0-9a-f]{64})$/;
+const CONSOLE_LINE = /^console: (http:\/\/127\.0\.0\.1:(\d+)\/console\/) {2}token: ([0-9a-f]{64})$/;
 
 /** Any HTTP answer from `url` (redirects not followed): its status. */
 async function answer(url: string): Promise<number> {
@@ -84,7 +84,12 @@ test("Ctrl-C closes the console before its time", async () => {
   const said: string[] = [];
   const listeners = process.listenerCount("SIGINT");
   try {
-    const running = consoleDemo({ broker: { ...envOptions(), home }, holdMs: 600_000, step: (title) => said.push(`== ${title}`), say: (line) => said.push(line) });
+    const running = consoleDemo({
+      broker: { ...envOptions(), home },
+      holdMs: 600_000,
+      step: (title) => said.push(`== ${title}`),
+      say: (line) => said.push(line),
+    });
     await until("the console's line", () => said.some((l) => CONSOLE_LINE.test(l)));
     const url = CONSOLE_LINE.exec(said.find((l) => CONSOLE_LINE.test(l))!)![1]!;
     expect(await answer(url)).toBeLessThan(600);

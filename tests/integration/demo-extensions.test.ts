@@ -43,13 +43,18 @@ function text(outcome: { ok: boolean; value?: unknown }): string {
   return content.map((c) => c.text ?? "").join("");
 }
 
-function errorOf(outcome: { ok: boolean; error?: { code: string; msg: string } }): { code: string; msg: string } | null {
+function errorOf(outcome: {
+  ok: boolean;
+  error?: { code: string; msg: string };
+}): { code: string; msg: string } | null {
   return outcome.ok ? null : (outcome.error ?? null);
 }
 
 function traces(event: string): TraceRow[] {
   broker.ledger.flush();
-  return broker.store.sqlite.prepare("select * from hook_traces where session_id = ? and event = ? order by id").all(session.id, event) as TraceRow[];
+  return broker.store.sqlite
+    .prepare("select * from hook_traces where session_id = ? and event = ? order by id")
+    .all(session.id, event) as TraceRow[];
 }
 
 function statusOf(name: string): ExtensionStatus {
@@ -82,26 +87,35 @@ afterAll(async () => {
 
 describe("activation: a failing extension takes its dependents down, not the rest", () => {
   test("guard, briefing, echo and weather are active, guard first in registry order", () => {
-    const active = session.status().filter((s) => s.state === "active" && !s.builtin).map((s) => s.name);
+    const active = session
+      .status()
+      .filter((s) => s.state === "active" && !s.builtin)
+      .map((s) => s.name);
     expect(active).toEqual(["guard", "briefing", "echo", "weather"]);
   });
 
   test("flaky is inactive with its boot failure (the module's own error)", () => {
     const flaky = statusOf("flaky");
     expect(flaky.state).toBe("inactive");
-    expect(flaky.reason).toMatch(/^failed to start \(boot_failed\): Satellite 'flaky' exited .*missing configuration: FLAKY_CONFIG\.feedUrl is not set/s);
+    expect(flaky.reason).toMatch(
+      /^failed to start \(boot_failed\): Satellite 'flaky' exited .*missing configuration: FLAKY_CONFIG\.feedUrl is not set/s,
+    );
   });
 
   test("flaky-digest, which requires flaky, is inactive with a reason naming flaky", () => {
     const digest = statusOf("flaky-digest");
     expect(digest.state).toBe("inactive");
-    expect(digest.reason).toMatch(/^needs 'flaky' \(flaky-digest → flaky\), which is inactive: failed to start \(boot_failed\)/);
+    expect(digest.reason).toMatch(
+      /^needs 'flaky' \(flaky-digest → flaky\), which is inactive: failed to start \(boot_failed\)/,
+    );
   });
 
   test("their tools answer inactive, naming why; the rest keep working", async () => {
     const digest = errorOf((await session.callTool("feed_digest", "{}")).outcome);
     expect(digest?.code).toBe("inactive");
-    expect(digest?.msg).toMatch(/^The tool 'feed_digest' belongs to 'flaky-digest', which is inactive in this session: needs 'flaky'/);
+    expect(digest?.msg).toMatch(
+      /^The tool 'feed_digest' belongs to 'flaky-digest', which is inactive in this session: needs 'flaky'/,
+    );
     expect(text((await session.callTool("echo", '{"text":"still here"}')).outcome)).toBe("still here");
   });
 });
@@ -118,7 +132,9 @@ describe("guard: tool_call", () => {
       },
     });
     broker.ledger.flush();
-    const row = broker.store.sqlite.prepare("select outcome, extension, name from invocations where id = ?").get(report.invocationId) as { outcome: string; extension: string; name: string };
+    const row = broker.store.sqlite
+      .prepare("select outcome, extension, name from invocations where id = ?")
+      .get(report.invocationId) as { outcome: string; extension: string; name: string };
     expect(row).toEqual({ outcome: "blocked", extension: "echo", name: "echo" });
     const trace = traces("tool_call").find((t) => t.about_invocation_id === report.invocationId);
     expect(trace).toMatchObject({ extension: "guard", answer: "block", subject: "echo" });
@@ -134,18 +150,26 @@ describe("guard: tool_call", () => {
     const report = await session.callTool("echo", '{"text":"rm notes.txt"}');
     expect(report.blockedBy).toBeNull();
     expect(text(report.outcome)).toBe("rm notes.txt");
-    expect(traces("tool_call").find((t) => t.about_invocation_id === report.invocationId)).toMatchObject({ extension: "guard", answer: "proceed" });
+    expect(traces("tool_call").find((t) => t.about_invocation_id === report.invocationId)).toMatchObject({
+      extension: "guard",
+      answer: "proceed",
+    });
   });
 });
 
 describe("guard: /flag and cap_call", () => {
-  const hookRefusal = /Blocked by a hook: guard: 127\.0\.0\.1 is flagged by the operator \(\/flag 127\.0\.0\.1\); 'weather' may not reach it from tool:fetch_url\..*\(rule: hook:guard\)/;
+  const hookRefusal =
+    /Blocked by a hook: guard: 127\.0\.0\.1 is flagged by the operator \(\/flag 127\.0\.0\.1\); 'weather' may not reach it from tool:fetch_url\..*\(rule: hook:guard\)/;
 
   test("before any flag the guard lets the weather rule's own URL through (the fetch is not refused by a hook)", async () => {
     const outcome = (await session.callTool("fetch_url", JSON.stringify({ url: PORTO }))).outcome;
     // 200 when the demo's weather service happens to listen, else unreachable: either way no hook refused it.
     expect(JSON.stringify(outcome)).not.toContain("hook:guard");
-    expect(traces("cap_call").filter((t) => t.extension === "guard").map((t) => t.answer)).toEqual(["proceed"]);
+    expect(
+      traces("cap_call")
+        .filter((t) => t.extension === "guard")
+        .map((t) => t.answer),
+    ).toEqual(["proceed"]);
   });
 
   test("/flag 127.0.0.1, then the same fetch is refused by the guard's cap_call hook, audited with rule hook:guard", async () => {
@@ -160,16 +184,24 @@ describe("guard: /flag and cap_call", () => {
 
     broker.ledger.flush();
     const audit = broker.store.sqlite
-      .prepare("select decision, rule, target from cap_audit where session_id = ? and invocation_id = ? and capability = 'net.fetch'")
+      .prepare(
+        "select decision, rule, target from cap_audit where session_id = ? and invocation_id = ? and capability = 'net.fetch'",
+      )
       .all(session.id, report.invocationId);
     expect(audit).toEqual([{ decision: "denied", rule: "hook:guard", target: urlWithoutValues(PORTO) }]);
     const trace = traces("cap_call").filter((t) => t.about_invocation_id === report.invocationId);
     expect(trace).toHaveLength(1);
-    expect(trace[0]).toMatchObject({ extension: "guard", answer: "block", subject: `net.fetch ${urlWithoutValues(PORTO)}` });
+    expect(trace[0]).toMatchObject({
+      extension: "guard",
+      answer: "block",
+      subject: `net.fetch ${urlWithoutValues(PORTO)}`,
+    });
   });
 
   test("the flag covers the host however the URL spells it (127.0.0.1 written as one decimal number)", async () => {
-    const outcome = (await session.callTool("fetch_url", JSON.stringify({ url: "http://2130706433:47311/v1/forecast?city=Porto" }))).outcome;
+    const outcome = (
+      await session.callTool("fetch_url", JSON.stringify({ url: "http://2130706433:47311/v1/forecast?city=Porto" }))
+    ).outcome;
     expect(errorOf(outcome)?.msg).toMatch(hookRefusal);
   });
 
@@ -181,7 +213,10 @@ describe("guard: /flag and cap_call", () => {
 
   test("/flag with no host lists the flagged hosts; a non-host is refused", async () => {
     expect(text((await session.runCommand("/flag")).outcome)).toBe("flagged: 127.0.0.1");
-    expect(errorOf((await session.runCommand("/flag two words")).outcome)).toEqual({ code: "refused", msg: "not a host: 'two words' (expected /flag api.example.com)" });
+    expect(errorOf((await session.runCommand("/flag two words")).outcome)).toEqual({
+      code: "refused",
+      msg: "not a host: 'two words' (expected /flag api.example.com)",
+    });
   });
 
   test("/unflag 127.0.0.1, and the hook lets the fetch through again", async () => {
@@ -195,7 +230,9 @@ describe("guard: /flag and cap_call", () => {
 describe("briefing: context", () => {
   test("session_start adds the workspace's conventions, naming the workspace folder", async () => {
     const composed = await session.fire("session_start", { source: "startup" });
-    expect(composed.context).toEqual(["briefing: you are working in 'acme-app'. Conventions here: temperatures in °C, dates as YYYY-MM-DD, and ask before deleting anything."]);
+    expect(composed.context).toEqual([
+      "briefing: you are working in 'acme-app'. Conventions here: temperatures in °C, dates as YYYY-MM-DD, and ask before deleting anything.",
+    ]);
     expect(traces("session_start").map((t) => [t.extension, t.answer])).toEqual([["briefing", "context"]]);
   });
 
@@ -212,6 +249,12 @@ describe("briefing: context", () => {
       { role: "assistant", content: "hello" },
     ];
     const composed = await session.fire("context", { messages });
-    expect(composed.messages).toEqual([...messages, { role: "system", content: "briefing: reminder — temperatures in °C, dates as YYYY-MM-DD, and ask before deleting anything." }]);
+    expect(composed.messages).toEqual([
+      ...messages,
+      {
+        role: "system",
+        content: "briefing: reminder — temperatures in °C, dates as YYYY-MM-DD, and ask before deleting anything.",
+      },
+    ]);
   });
 });

@@ -48,12 +48,24 @@ const CASES: ReadonlyArray<readonly [id: string, description: string]> = [
   ["E10-wildcard-deep-subdomain", "*.wild.test allows a name several labels under it"],
   ["E11-wildcard-not-apex", "*.wild.test does not allow wild.test itself"],
   ["E12-ipv6-loopback-server", "a name resolving to ::1 reaches an IPv6 server when an address rule names [::1]"],
-  ["E13-ip-rule-literal-encoding", "with a rule naming 127.0.0.1, the decimal spelling 2130706433 is that address and is allowed"],
+  [
+    "E13-ip-rule-literal-encoding",
+    "with a rule naming 127.0.0.1, the decimal spelling 2130706433 is that address and is allowed",
+  ],
   ["E14-layer-no-manifest-rule", "a host no approved rule names is refused (manifest:no-match)"],
-  ["E15-layer-approval-narrowed", "an approval narrowed with onlyNet refuses the next call; a plain re-approval keeps it narrowed, re-approving with all allows it again (same satellite)"],
-  ["E16-layer-operator-deny-url", "an operator deny rule refuses the next call; removing it allows it again (same satellite)"],
+  [
+    "E15-layer-approval-narrowed",
+    "an approval narrowed with onlyNet refuses the next call; a plain re-approval keeps it narrowed, re-approving with all allows it again (same satellite)",
+  ],
+  [
+    "E16-layer-operator-deny-url",
+    "an operator deny rule refuses the next call; removing it allows it again (same satellite)",
+  ],
   ["E17-layer-operator-deny-address", "an operator deny of an address range refuses a name resolving into it"],
-  ["E18-layer-operator-no-private", "allow_private = false refuses a named loopback address; true allows it again (same satellite)"],
+  [
+    "E18-layer-operator-no-private",
+    "allow_private = false refuses a named loopback address; true allows it again (same satellite)",
+  ],
   ["E19-layer-operator-policy-invalid", "an unreadable policy.toml refuses all egress; fixing it allows again"],
   ["E20-layer-session-offline", "an offline session refuses the next call; back online allows it (same satellite)"],
   ["E21-layer-session-allow-narrower", "a session allow list narrower than the approval refuses what it omits"],
@@ -92,21 +104,36 @@ const CASES: ReadonlyArray<readonly [id: string, description: string]> = [
   ["E54-dns-unspecified", "a name resolving to 0.0.0.0 is refused (address:unspecified)"],
   ["E55-dns-mapped-loopback", "a name resolving to ::ffff:127.0.0.1 is refused (address:loopback)"],
   ["E56-dns-mixed-public-private", "a name whose answers mix a public and a private address is refused"],
-  ["E57-dns-rebind-judged-address-connected", "rebinding: the connection goes to the judged answer, with exactly one lookup"],
-  ["E58-dns-rebind-next-lookup-refused", "rebinding: the next call's lookup answers 127.0.0.2, judged and refused, one lookup"],
+  [
+    "E57-dns-rebind-judged-address-connected",
+    "rebinding: the connection goes to the judged answer, with exactly one lookup",
+  ],
+  [
+    "E58-dns-rebind-next-lookup-refused",
+    "rebinding: the next call's lookup answers 127.0.0.2, judged and refused, one lookup",
+  ],
   ["E59-dns-no-answer", "a name that does not resolve is refused (dns)"],
   ["E60-redirect-allowed-followed", "a redirect from an allowed URL to another allowed URL is followed"],
-  ["E61-redirect-disallowed-host", "a redirect to a disallowed host is refused at that hop; the target is never reached"],
+  [
+    "E61-redirect-disallowed-host",
+    "a redirect to a disallowed host is refused at that hop; the target is never reached",
+  ],
   ["E62-redirect-metadata", "a redirect to http://169.254.169.254/ is refused"],
   ["E63-redirect-file", "a redirect to file:///etc/passwd is refused"],
   ["E64-redirect-loop-bounded", "a redirect loop stops after max_redirects (limit:redirects)"],
-  ["E65-redirect-credentials-cross-origin-stripped", "authorization and cookie are dropped when a redirect crosses origins"],
+  [
+    "E65-redirect-credentials-cross-origin-stripped",
+    "authorization and cookie are dropped when a redirect crosses origins",
+  ],
   ["E66-redirect-credentials-same-origin-kept", "authorization and cookie are kept on a same-origin redirect"],
   ["E67-redirect-303-post-becomes-get", "a 303 after POST is followed with GET and no body"],
   ["E68-redirect-userinfo", "a redirect whose Location carries credentials (user:pass@) is refused at that hop"],
   ["E69-body-cap", "a body over max_body_bytes is refused (limit:body); one under it is delivered"],
   ["E70-slow-server-deadline", "a server that never answers is cut off by the invocation's deadline, bounded"],
-  ["E71-hop-by-hop-headers-stripped", "proxy-authorization, connection, host and other hop-by-hop headers are not forwarded"],
+  [
+    "E71-hop-by-hop-headers-stripped",
+    "proxy-authorization, connection, host and other hop-by-hop headers are not forwarded",
+  ],
   ["E72-proxy-env-ignored", "HTTP_PROXY / HTTPS_PROXY / ALL_PROXY in the broker's environment are not honoured"],
   ["E73-no-cookie-jar", "a cookie set by a server is not sent on the next invocation"],
   ["E74-crlf-header-dropped", "a header value carrying CR/LF is dropped, not injected"],
@@ -114,56 +141,152 @@ const CASES: ReadonlyArray<readonly [id: string, description: string]> = [
   ["E76-dot-segments", "/v1/../admin is normalised to /admin and refused"],
   ["E77-encoded-dot-segments", "/v1/%2e%2e/admin is normalised to /admin and refused"],
   ["E78-backslash-dot-segments", "/v1\\..\\admin is normalised to /admin and refused"],
-  ["E79-address-rule-is-not-a-name-rule", "KNOWN BUG: an IP rule does not allow an unnamed host that resolves to its address"],
-  ["E80-address-rule-does-not-cover-apex", "KNOWN BUG: with an address rule beside *.wild.test, wild.test is still refused"],
+  [
+    "E79-address-rule-is-not-a-name-rule",
+    "KNOWN BUG: an IP rule does not allow an unnamed host that resolves to its address",
+  ],
+  [
+    "E80-address-rule-does-not-cover-apex",
+    "KNOWN BUG: with an address rule beside *.wild.test, wild.test is still refused",
+  ],
   ["E81-hook-judges-redirect-hops", "KNOWN BUG: the cap_call hook stage judges every redirect hop"],
   ["E82-every-hop-audited", "KNOWN BUG: every allowed hop of a redirect chain is an audit row"],
   ["E83-revoked-approval-cuts-egress", "a revocation refuses the next net.fetch of the running satellite"],
-  ["E84-revoked-mid-chain", "a revocation while a redirect hop is on the wire cuts it off (withdrawn); the next hop is never sent"],
-  ["E85-narrowed-mid-chain", "an approval narrowed while a redirect hop is on the wire refuses the next hop, judged when it is sent"],
-  ["E86-offline-mid-chain", "a session taken offline while a hop is on the wire cuts it off at once (withdrawn:session:offline)"],
-  ["E87-operator-deny-mid-chain", "an operator deny added to policy.toml while a hop is on the wire refuses the next hop"],
-  ["E88-body-cut-mid-stream", "a body still streaming is cut off when the session goes offline; the extension gets no body"],
-  ["E89-hook-sees-judged-request", "cap_call hooks see the judged request: normal-form host, port, path, the rule, resolved addresses with classes, no query values"],
+  [
+    "E84-revoked-mid-chain",
+    "a revocation while a redirect hop is on the wire cuts it off (withdrawn); the next hop is never sent",
+  ],
+  [
+    "E85-narrowed-mid-chain",
+    "an approval narrowed while a redirect hop is on the wire refuses the next hop, judged when it is sent",
+  ],
+  [
+    "E86-offline-mid-chain",
+    "a session taken offline while a hop is on the wire cuts it off at once (withdrawn:session:offline)",
+  ],
+  [
+    "E87-operator-deny-mid-chain",
+    "an operator deny added to policy.toml while a hop is on the wire refuses the next hop",
+  ],
+  [
+    "E88-body-cut-mid-stream",
+    "a body still streaming is cut off when the session goes offline; the extension gets no body",
+  ],
+  [
+    "E89-hook-sees-judged-request",
+    "cap_call hooks see the judged request: normal-form host, port, path, the rule, resolved addresses with classes, no query values",
+  ],
   ["E90-hook-not-asked-when-refused", "a request the policy refuses is never shown to the hooks"],
   ["E91-redirect-body-closed", "a redirect's body is not drained: its connection is closed at once"],
-  ["E92-concurrent-fetches-bounded", "one invocation's concurrent fetches are bounded by [limits] fetches (default 4); the rest wait their turn and all are served"],
-  ["E93-request-body-bounded", "a request body over max_request_bytes is refused before it is decoded, with one audit row"],
-  ["E95-fetch-burst-bounded", "a burst of fetches from six invocations of one extension holds at most 16 on the wire (the extension's bound); broker descriptors stay bounded and another extension is served meanwhile"],
-  ["E96-operator-fetch-ceiling", "the operator's max_fetches is a ceiling on [limits] fetches: with max_fetches = 2, at most 2 of an invocation's fetches are on the wire"],
-  ["E94-large-request-body-delivered", "a 3.5 MiB request body under the bound is delivered, with one audit row (no stack overflow in validation)"],
-  ["E100-rule-unspecified-refused", "an allow rule naming an unspecified address (0.0.0.0, ::, 0.0.0.0/8, ::ffff:0.0.0.0) is an install error"],
-  ["E101-rule-every-ipv4-refused", "an allow range reaching every IPv4 address through an embedding ([::ffff:0:0/96], [::/1], [64:ff9b::/96], [2002::/16]) is an install error"],
-  ["E102-rule-range-size-limited", "an allow range wider than /16 (IPv4, measured on the embedded IPv4 for NAT64/6to4/mapped forms) or /48 (IPv6) is an install error; a /16 installs"],
-  ["E103-rule-disguised-address-refused", "an allow rule spelling an IPv4 address another way (2852039166, 0xa9fea9fe, octal, short) is an install error saying how to write it"],
-  ["E104-rule-range-over-loopback-link-local-metadata-refused", "an allow range touching loopback, link-local or metadata addresses is an install error"],
-  ["E105-rule-wildcard-dns-refused", "a wildcard over a wildcard-DNS or dynamic-DNS domain (*.nip.io, *.sslip.io, *.duckdns.org) is an install error"],
-  ["E106-review-decodes-rules", "tether review shows each rule decoded: canonical URL, and for address rules the size and the classes touched"],
-  ["E107-reach-per-class", "reach = [\"private\"] does not reach loopback (operator:no-private, saying what to add); reach = [\"loopback\"] does (same satellite)"],
-  ["E108-metadata-needs-operator-listing", "a rule naming 169.254.169.254 exactly installs, but allow_private or every reach class does not reach it (operator:no-metadata)"],
-  ["E109-policy-reach-validated", "policy.toml with an unknown reach class or a non-metadata [net] metadata entry refuses all egress, saying what is wrong"],
-  ["E115-deny-v4-matches-nat64", "an operator deny of 127.0.0.0/8 refuses an answer 64:ff9b::7f00:1 (NAT64 well-known prefix)"],
-  ["E116-deny-v4-matches-nat64-local", "an operator deny of 127.0.0.0/8 refuses an answer 64:ff9b:1::7f00:1 (NAT64 local-use prefix)"],
+  [
+    "E92-concurrent-fetches-bounded",
+    "one invocation's concurrent fetches are bounded by [limits] fetches (default 4); the rest wait their turn and all are served",
+  ],
+  [
+    "E93-request-body-bounded",
+    "a request body over max_request_bytes is refused before it is decoded, with one audit row",
+  ],
+  [
+    "E95-fetch-burst-bounded",
+    "a burst of fetches from six invocations of one extension holds at most 16 on the wire (the extension's bound); broker descriptors stay bounded and another extension is served meanwhile",
+  ],
+  [
+    "E96-operator-fetch-ceiling",
+    "the operator's max_fetches is a ceiling on [limits] fetches: with max_fetches = 2, at most 2 of an invocation's fetches are on the wire",
+  ],
+  [
+    "E94-large-request-body-delivered",
+    "a 3.5 MiB request body under the bound is delivered, with one audit row (no stack overflow in validation)",
+  ],
+  [
+    "E100-rule-unspecified-refused",
+    "an allow rule naming an unspecified address (0.0.0.0, ::, 0.0.0.0/8, ::ffff:0.0.0.0) is an install error",
+  ],
+  [
+    "E101-rule-every-ipv4-refused",
+    "an allow range reaching every IPv4 address through an embedding ([::ffff:0:0/96], [::/1], [64:ff9b::/96], [2002::/16]) is an install error",
+  ],
+  [
+    "E102-rule-range-size-limited",
+    "an allow range wider than /16 (IPv4, measured on the embedded IPv4 for NAT64/6to4/mapped forms) or /48 (IPv6) is an install error; a /16 installs",
+  ],
+  [
+    "E103-rule-disguised-address-refused",
+    "an allow rule spelling an IPv4 address another way (2852039166, 0xa9fea9fe, octal, short) is an install error saying how to write it",
+  ],
+  [
+    "E104-rule-range-over-loopback-link-local-metadata-refused",
+    "an allow range touching loopback, link-local or metadata addresses is an install error",
+  ],
+  [
+    "E105-rule-wildcard-dns-refused",
+    "a wildcard over a wildcard-DNS or dynamic-DNS domain (*.nip.io, *.sslip.io, *.duckdns.org) is an install error",
+  ],
+  [
+    "E106-review-decodes-rules",
+    "tether review shows each rule decoded: canonical URL, and for address rules the size and the classes touched",
+  ],
+  [
+    "E107-reach-per-class",
+    'reach = ["private"] does not reach loopback (operator:no-private, saying what to add); reach = ["loopback"] does (same satellite)',
+  ],
+  [
+    "E108-metadata-needs-operator-listing",
+    "a rule naming 169.254.169.254 exactly installs, but allow_private or every reach class does not reach it (operator:no-metadata)",
+  ],
+  [
+    "E109-policy-reach-validated",
+    "policy.toml with an unknown reach class or a non-metadata [net] metadata entry refuses all egress, saying what is wrong",
+  ],
+  [
+    "E115-deny-v4-matches-nat64",
+    "an operator deny of 127.0.0.0/8 refuses an answer 64:ff9b::7f00:1 (NAT64 well-known prefix)",
+  ],
+  [
+    "E116-deny-v4-matches-nat64-local",
+    "an operator deny of 127.0.0.0/8 refuses an answer 64:ff9b:1::7f00:1 (NAT64 local-use prefix)",
+  ],
   ["E117-deny-v4-matches-6to4", "an operator deny of 127.0.0.0/8 refuses an answer 2002:7f00:1::1 (6to4)"],
   ["E118-deny-v4-matches-teredo", "an operator deny of 127.0.0.0/8 refuses a Teredo answer whose client is 127.0.0.1"],
   ["E119-deny-v4-matches-compatible", "an operator deny of 127.0.0.0/8 refuses an answer ::7f00:1 (IPv4-compatible)"],
-  ["E120-deny-v4-matches-translated", "an operator deny of 127.0.0.0/8 refuses an answer ::ffff:0:7f00:1 (IPv4-translated)"],
-  ["E121-allow-rule-names-every-embedding", "a rule naming 127.0.0.1 names that address in every embedding: each form gets past the rules to the operator's loopback switch"],
-  ["E122-deny-written-in-nat64-form", "an operator deny written as [64:ff9b::7f00:0/104] refuses the plain answer 127.0.0.1"],
+  [
+    "E120-deny-v4-matches-translated",
+    "an operator deny of 127.0.0.0/8 refuses an answer ::ffff:0:7f00:1 (IPv4-translated)",
+  ],
+  [
+    "E121-allow-rule-names-every-embedding",
+    "a rule naming 127.0.0.1 names that address in every embedding: each form gets past the rules to the operator's loopback switch",
+  ],
+  [
+    "E122-deny-written-in-nat64-form",
+    "an operator deny written as [64:ff9b::7f00:0/104] refuses the plain answer 127.0.0.1",
+  ],
   ["E130-path-params", "/v1/..;/admin (a path parameter some servers strip) is refused by the /v1 rule, naming it"],
   ["E131-path-double-encoded-dots", "/v1/%252e%252e/admin is refused by the /v1 rule, naming it"],
   ["E132-path-triple-encoded-dots", "/v1/%25252e%25252e/admin is refused by the /v1 rule, naming it"],
   ["E133-path-overlong-utf8", "/v1/%c0%ae%c0%ae/admin (overlong UTF-8 dots) is refused by the /v1 rule, naming it"],
   ["E134-path-double-encoded-backslash", "/v1/..%255c..%255cadmin is refused by the /v1 rule, naming it"],
-  ["E135-path-plain-still-allowed", "plain paths (/v1/a-b_c~d, /v1/%41, /v1/caf%C3%A9) are still allowed and reach the server as sent"],
+  [
+    "E135-path-plain-still-allowed",
+    "plain paths (/v1/a-b_c~d, /v1/%41, /v1/caf%C3%A9) are still allowed and reach the server as sent",
+  ],
   ["E136-get-body-refused", "a GET with a body is refused (request:body), not sent without it"],
   ["E137-head-body-refused", "a HEAD with a body is refused (request:body)"],
   ["E138-options-body-refused", "an OPTIONS with a body is refused (request:body)"],
-  ["E139-method-override-header-refused", "X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override naming DELETE under a GET,HEAD rule are refused"],
-  ["E140-method-override-allowed-method-refused", "an override header naming a method the rule allows (GET) is refused too"],
+  [
+    "E139-method-override-header-refused",
+    "X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override naming DELETE under a GET,HEAD rule are refused",
+  ],
+  [
+    "E140-method-override-allowed-method-refused",
+    "an override header naming a method the rule allows (GET) is refused too",
+  ],
   ["E141-url-override-header-refused", "X-Original-URL / X-Rewrite-URL naming another path are refused"],
   ["E142-method-override-query-refused", "a _method query parameter (POST read as DELETE) is refused"],
-  ["E143-operator-deny-prefix-unsafe-path", "an operator deny of /admin on a host-wide approved rule also denies /x/..;/admin and /x/%252e%252e/admin"],
+  [
+    "E143-operator-deny-prefix-unsafe-path",
+    "an operator deny of /admin on a host-wide approved rule also denies /x/..;/admin and /x/%252e%252e/admin",
+  ],
 ];
 
 const DESCRIPTION = new Map(CASES);
@@ -241,7 +364,9 @@ async function startServer(name: string, host: string, port = 0): Promise<TestSe
         res.end("x".repeat(Number(size)));
         return;
       }
-      const extra: Record<string, string> = u.pathname.endsWith("/setcookie") ? { "set-cookie": "sid=s3cret; Path=/" } : {};
+      const extra: Record<string, string> = u.pathname.endsWith("/setcookie")
+        ? { "set-cookie": "sid=s3cret; Path=/" }
+        : {};
       res.writeHead(200, { "content-type": "application/json", ...extra });
       res.end(JSON.stringify({ server: name, method: req.method, path: req.url, headers: req.headers, body }));
     });
@@ -381,16 +506,25 @@ function lastAuditId(): number {
 
 async function call(args: FetchArgs, options: { ext?: string; session?: string; tool?: string } = {}): Promise<Called> {
   const before = lastAuditId();
-  const outcome = await broker.callTool(options.ext ?? MAIN, options.tool ?? "fetch", JSON.stringify(args), { session: options.session ?? "default" });
+  const outcome = await broker.callTool(options.ext ?? MAIN, options.tool ?? "fetch", JSON.stringify(args), {
+    session: options.session ?? "default",
+  });
   broker.ledger.flush();
-  const rows = broker.store.sqlite.prepare("select * from cap_audit where id > ? and capability = 'net.fetch' order by id").all(before) as AuditRow[];
+  const rows = broker.store.sqlite
+    .prepare("select * from cap_audit where id > ? and capability = 'net.fetch' order by id")
+    .all(before) as AuditRow[];
   let reply: FetchReply | null = null;
   if (outcome.ok) {
     const content = outcome.value.content;
     reply = (content.find((c) => c.type === "json")?.json ?? null) as FetchReply | null;
   }
   if (currentCase !== "") {
-    const seen = reply === null ? `invocation ${outcome.ok ? "ok" : outcome.error.code}` : reply.ok ? `allowed ${reply.status}` : `${reply.code}`;
+    const seen =
+      reply === null
+        ? `invocation ${outcome.ok ? "ok" : outcome.error.code}`
+        : reply.ok
+          ? `allowed ${reply.status}`
+          : `${reply.code}`;
     const audit = rows.map((r) => `${r.decision} ${r.rule}`).join("; ");
     const earlier = verdicts.get(currentCase);
     verdicts.set(currentCase, `${earlier === undefined ? "" : `${earlier} → `}${seen} [${audit}]`);
@@ -443,7 +577,13 @@ function expectDeniedRow(c: Called, rule: string, chain: boolean, messageParts: 
 }
 
 /** The echo server's view of the request (its JSON body). */
-function echoed(reply: FetchReply): { server: string; method: string; path: string; headers: IncomingHttpHeaders; body: string } {
+function echoed(reply: FetchReply): {
+  server: string;
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+} {
   return JSON.parse(reply.body ?? "null") as ReturnType<typeof echoed>;
 }
 
@@ -471,7 +611,18 @@ beforeAll(async () => {
   port80 = await startServer("port80", "127.0.0.1", 80);
 
   const local = v4("127.0.0.1");
-  for (const name of ["api.test", "other.test", "evil.test", "wild.test", "sub.wild.test", "a.b.wild.test", "xn--bcher-kva.test", "xn--mnchen-3ya.test", "port80.test", "port80b.test"]) {
+  for (const name of [
+    "api.test",
+    "other.test",
+    "evil.test",
+    "wild.test",
+    "sub.wild.test",
+    "a.b.wild.test",
+    "xn--bcher-kva.test",
+    "xn--mnchen-3ya.test",
+    "port80.test",
+    "port80b.test",
+  ]) {
     zone.set(name, [local]);
   }
   zone.set("v6.test", [v6("::1")]);
@@ -526,7 +677,13 @@ beforeAll(async () => {
   }
   mainRules = [...named, ...twins];
 
-  broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), resolve, log: silentLogger, capHooks: (event) => (hookEvents.push(event), hook(event)) });
+  broker = Broker.open({
+    ...envOptions(),
+    home: join(tmp, "home"),
+    resolve,
+    log: silentLogger,
+    capHooks: (event) => (hookEvents.push(event), hook(event)),
+  });
   writePolicy(BASE_POLICY);
   await broker.registry.install(writeVariant(MAIN, mainRules));
   broker.registry.approve(MAIN);
@@ -539,7 +696,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (process.env.EGRESS_MATRIX_REPORT) {
-    writeFileSync(process.env.EGRESS_MATRIX_REPORT, CASES.map(([id]) => `${id}\t${verdicts.get(id) ?? "(none)"}`).join("\n") + "\n");
+    writeFileSync(
+      process.env.EGRESS_MATRIX_REPORT,
+      `${CASES.map(([id]) => `${id}\t${verdicts.get(id) ?? "(none)"}`).join("\n")}\n`,
+    );
   }
   await broker?.destroy();
   await Promise.all([api, rebindTarget, other, proxy, hostOnly, stray, ipv6, port80].map((s) => stopServer(s ?? null)));
@@ -604,7 +764,12 @@ describe("allowed calls and what a rule covers", () => {
   });
 
   matrix("E08-post-body-delivered", async () => {
-    const c = await call({ url: `http://api.test:${P1}/v1/echo`, method: "post", headers: { "content-type": "text/plain" }, body: "hello body" });
+    const c = await call({
+      url: `http://api.test:${P1}/v1/echo`,
+      method: "post",
+      headers: { "content-type": "text/plain" },
+      body: "hello body",
+    });
     expect(echoed(expectAllowed(c, `http://api.test:${P1}/v1`))).toMatchObject({ method: "POST", body: "hello body" });
   });
 
@@ -683,7 +848,9 @@ describe("the composition: approval ∩ operator ∩ session ∩ hook, read at e
     expect(narrowed.reply!.boot).toBe(first.boot);
     expect(again.boot).toBe(first.boot);
     expect(again.n).toBeGreaterThan(first.n);
-    expect(broker.store.sqlite.prepare("select updated_at from installs where name = ?").get(MAIN)).toEqual(installedAt); // no reinstall
+    expect(broker.store.sqlite.prepare("select updated_at from installs where name = ?").get(MAIN)).toEqual(
+      installedAt,
+    ); // no reinstall
   });
 
   matrix("E16-layer-operator-deny-url", async () => {
@@ -691,7 +858,11 @@ describe("the composition: approval ∩ operator ∩ session ∩ hook, read at e
     writePolicy(`${BASE_POLICY}deny = ["http://api.test:${P1}/v1/admin"]\n`);
     const [a] = mark(api);
     const denied = await call({ url: `http://api.test:${P1}/v1/admin/users` });
-    expectDenied(denied, `operator:deny http://api.test:${P1}/v1/admin`, `the operator's policy denies http://api.test:${P1}/v1/admin/users`);
+    expectDenied(
+      denied,
+      `operator:deny http://api.test:${P1}/v1/admin`,
+      `the operator's policy denies http://api.test:${P1}/v1/admin/users`,
+    );
     expect(newHits(api, a!)).toEqual([]);
     expectAllowed(await call({ url: allowedUrl() }), allowedRule()); // the rest of /v1 is untouched
     writePolicy(BASE_POLICY);
@@ -734,7 +905,12 @@ describe("the composition: approval ∩ operator ∩ session ∩ hook, read at e
     const [a] = mark(api);
     try {
       const c = await call({ url: allowedUrl() });
-      expectDenied(c, "operator:policy-invalid", "The operator policy cannot be read, so all egress is refused", "policy.toml");
+      expectDenied(
+        c,
+        "operator:policy-invalid",
+        "The operator policy cannot be read, so all egress is refused",
+        "policy.toml",
+      );
       expect(newHits(api, a!)).toEqual([]);
     } finally {
       writePolicy(BASE_POLICY);
@@ -767,7 +943,9 @@ describe("the composition: approval ∩ operator ∩ session ∩ hook, read at e
       expectDenied(c, "session:allow", `the session's allow list does not include ${allowedUrl()}`);
       expect(newHits(api, a!)).toEqual([]);
       // What the session keeps is still allowed, by the approved rule.
-      expect(expectAllowed(await call({ url: `http://other.test:${P2}/kept` }), `http://other.test:${P2}`).boot).toBe(before.boot);
+      expect(expectAllowed(await call({ url: `http://other.test:${P2}/kept` }), `http://other.test:${P2}`).boot).toBe(
+        before.boot,
+      );
     } finally {
       broker.setSessionPolicy("default", {});
     }
@@ -788,13 +966,23 @@ describe("the composition: approval ∩ operator ∩ session ∩ hook, read at e
 
   matrix("E23-layer-hook-block", async () => {
     const before = expectAllowed(await call({ url: allowedUrl() }), allowedRule());
-    hook = async (event) => (event.capability === "net.fetch" && event.target.includes("/v1/private") ? { block: "private paths need a human", by: "guard" } : null);
+    hook = async (event) =>
+      event.capability === "net.fetch" && event.target.includes("/v1/private")
+        ? { block: "private paths need a human", by: "guard" }
+        : null;
     const [a] = mark(api);
     hookEvents.length = 0;
     const c = await call({ url: `http://api.test:${P1}/v1/private/x` });
     expectDenied(c, "hook:guard", "Blocked by a hook: private paths need a human");
     expect(c.rows[0]!.target).toBe(`http://api.test:${P1}/v1/private/x`);
-    expect(hookEvents).toEqual([expect.objectContaining({ extension: MAIN, capability: "net.fetch", target: `http://api.test:${P1}/v1/private/x`, within: "tool:fetch" })]);
+    expect(hookEvents).toEqual([
+      expect.objectContaining({
+        extension: MAIN,
+        capability: "net.fetch",
+        target: `http://api.test:${P1}/v1/private/x`,
+        within: "tool:fetch",
+      }),
+    ]);
     expect(newHits(api, a!)).toEqual([]);
     hook = async () => null;
     const after = expectAllowed(await call({ url: `http://api.test:${P1}/v1/private/x` }), allowedRule());
@@ -918,7 +1106,11 @@ describe("IP literal encodings (fetcher-names: no address rule)", () => {
     matrix(id, async () => {
       const [a, v] = mark(api, ipv6);
       const c = await call({ url: `http://${host}:${P1}/v1/echo` }, { ext: NAMES });
-      expectDenied(c, "manifest:no-match", `no approved rule of 'fetcher-names' allows GET http://${canonical}:${P1}/v1/echo`);
+      expectDenied(
+        c,
+        "manifest:no-match",
+        `no approved rule of 'fetcher-names' allows GET http://${canonical}:${P1}/v1/echo`,
+      );
       expect(newHits(api, a!)).toEqual([]);
       expect(newHits(ipv6, v!)).toEqual([]);
     });
@@ -943,7 +1135,12 @@ describe("DNS answers are judged, every one, once", () => {
       const [a] = mark(api);
       const before = lookups.get(name) ?? 0;
       const c = await call({ url: `http://${name}:${P1}/x` }, { ext: NAMES });
-      expectDenied(c, `address:${cls}`, `${name} resolves to`, `a ${words} address; only a rule naming that IP or CIDR may reach it`);
+      expectDenied(
+        c,
+        `address:${cls}`,
+        `${name} resolves to`,
+        `a ${words} address; only a rule naming that IP or CIDR may reach it`,
+      );
       expect(lookups.get(name)).toBe(before + 1);
       expect(newHits(api, a!)).toEqual([]);
     });
@@ -984,8 +1181,17 @@ describe("DNS answers are judged, every one, once", () => {
   });
 
   matrix("E59-dns-no-answer", async () => {
-    expectDenied(await call({ url: `http://empty.dns.test:${P1}/x` }, { ext: NAMES }), "dns", "empty.dns.test has no addresses");
-    expectDenied(await call({ url: `http://nx.dns.test:${P1}/x` }, { ext: NAMES }), "dns", "cannot resolve nx.dns.test", "ENOTFOUND");
+    expectDenied(
+      await call({ url: `http://empty.dns.test:${P1}/x` }, { ext: NAMES }),
+      "dns",
+      "empty.dns.test has no addresses",
+    );
+    expectDenied(
+      await call({ url: `http://nx.dns.test:${P1}/x` }, { ext: NAMES }),
+      "dns",
+      "cannot resolve nx.dns.test",
+      "ENOTFOUND",
+    );
   });
 });
 
@@ -994,7 +1200,8 @@ describe("DNS answers are judged, every one, once", () => {
 // ---------------------------------------------------------------------------
 
 describe("redirects: every hop judged", () => {
-  const redirect = (to: string, status = 302) => `http://api.test:${P1}/v1/redirect?status=${status}&to=${encodeURIComponent(to)}`;
+  const redirect = (to: string, status = 302) =>
+    `http://api.test:${P1}/v1/redirect?status=${status}&to=${encodeURIComponent(to)}`;
 
   matrix("E60-redirect-allowed-followed", async () => {
     const [a, o] = mark(api, other);
@@ -1054,7 +1261,12 @@ describe("redirects: every hop judged", () => {
   });
 
   matrix("E67-redirect-303-post-becomes-get", async () => {
-    const c = await call({ url: redirect("/v1/echo", 303), method: "POST", headers: { "content-type": "text/plain" }, body: "secret" });
+    const c = await call({
+      url: redirect("/v1/echo", 303),
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: "secret",
+    });
     const seen = echoed(expectAllowed(c, `http://api.test:${P1}/v1`, undefined, { chain: true }));
     expect(seen).toMatchObject({ method: "GET", body: "" });
     expect(seen.headers["content-type"]).toBeUndefined();
@@ -1089,10 +1301,16 @@ describe("limits and what is never forwarded", () => {
   matrix("E70-slow-server-deadline", async () => {
     // A session of its own: a timeout may replace its satellite. Warm it first,
     // so that the boot does not count against the one-second deadline.
-    expectAllowed(await call({ url: `http://api.test:${P1}/v1/echo` }, { session: "slow", tool: "fetch_short" }), `http://api.test:${P1}/v1`);
+    expectAllowed(
+      await call({ url: `http://api.test:${P1}/v1/echo` }, { session: "slow", tool: "fetch_short" }),
+      `http://api.test:${P1}/v1`,
+    );
     const [a] = mark(api);
     // The server holds the request and never answers: only the deadline can end the call.
-    const { done, res } = await heldCall({ url: `http://api.test:${P1}/v1/slow` }, { session: "slow", tool: "fetch_short" });
+    const { done, res } = await heldCall(
+      { url: `http://api.test:${P1}/v1/slow` },
+      { session: "slow", tool: "fetch_short" },
+    );
     const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
     const c = await done;
     // Bounded: the deadline cut the request off, and the server saw its connection close.
@@ -1128,7 +1346,17 @@ describe("limits and what is never forwarded", () => {
     const seen = echoed(expectAllowed(c, `http://api.test:${P1}/v1`)).headers;
     expect(seen["x-ok"]).toBe("yes");
     expect(seen.host).toBe(`api.test:${P1}`);
-    for (const name of ["proxy-authorization", "proxy-connection", "keep-alive", "transfer-encoding", "te", "upgrade", "x-forwarded-for", "forwarded", "via"]) {
+    for (const name of [
+      "proxy-authorization",
+      "proxy-connection",
+      "keep-alive",
+      "transfer-encoding",
+      "te",
+      "upgrade",
+      "x-forwarded-for",
+      "forwarded",
+      "via",
+    ]) {
       expect([name, seen[name]]).toEqual([name, undefined]);
     }
     expect(seen.connection ?? "").not.toContain("x-hop");
@@ -1158,7 +1386,13 @@ describe("limits and what is never forwarded", () => {
   });
 
   matrix("E74-crlf-header-dropped", async () => {
-    const c = await call({ url: `http://api.test:${P1}/v1/echo`, headers: [["x-inject", "a\r\nx-evil: 1"], ["x-ok", "yes"]] });
+    const c = await call({
+      url: `http://api.test:${P1}/v1/echo`,
+      headers: [
+        ["x-inject", "a\r\nx-evil: 1"],
+        ["x-ok", "yes"],
+      ],
+    });
     const seen = echoed(expectAllowed(c, `http://api.test:${P1}/v1`)).headers;
     expect(seen["x-ok"]).toBe("yes");
     expect(seen["x-inject"]).toBeUndefined();
@@ -1186,14 +1420,34 @@ describe("paths a prefix rule cannot vouch for (path-guard.ts)", () => {
     matrix(id, async () => {
       const [a] = mark(api);
       const c = await call({ url: `http://api.test:${P1}${raw}` });
-      expectDenied(c, `path:${problem} http://api.test:${P1}/v1`, `the path ${raw} ${why}`, `the rule 'http://api.test:${P1}/v1'`);
+      expectDenied(
+        c,
+        `path:${problem} http://api.test:${P1}/v1`,
+        `the path ${raw} ${why}`,
+        `the rule 'http://api.test:${P1}/v1'`,
+      );
       expect(c.rows[0]!.target).toBe(`http://api.test:${P1}${raw}`);
       expect(newHits(api, a!)).toEqual([]);
     });
   unsafe("E130-path-params", "/v1/..;/admin", "params", "holds a path parameter (';')");
-  unsafe("E131-path-double-encoded-dots", "/v1/%252e%252e/admin", "encoded-dot", "holds an encoded '.' (after decoding 1 time)");
-  unsafe("E132-path-triple-encoded-dots", "/v1/%25252e%25252e/admin", "encoded-dot", "holds an encoded '.' (after decoding 2 times)");
-  unsafe("E133-path-overlong-utf8", "/v1/%c0%ae%c0%ae/admin", "bad-utf8", "holds percent-encoded bytes that are not valid UTF-8; a lenient decoder reads overlong forms such as %c0%ae as '.'");
+  unsafe(
+    "E131-path-double-encoded-dots",
+    "/v1/%252e%252e/admin",
+    "encoded-dot",
+    "holds an encoded '.' (after decoding 1 time)",
+  );
+  unsafe(
+    "E132-path-triple-encoded-dots",
+    "/v1/%25252e%25252e/admin",
+    "encoded-dot",
+    "holds an encoded '.' (after decoding 2 times)",
+  );
+  unsafe(
+    "E133-path-overlong-utf8",
+    "/v1/%c0%ae%c0%ae/admin",
+    "bad-utf8",
+    "holds percent-encoded bytes that are not valid UTF-8; a lenient decoder reads overlong forms such as %c0%ae as '.'",
+  );
   unsafe("E134-path-double-encoded-backslash", "/v1/..%255c..%255cadmin", "encoded-backslash", "holds an encoded '\\'");
 
   matrix("E143-operator-deny-prefix-unsafe-path", async () => {
@@ -1239,7 +1493,11 @@ describe("what a request says besides its request line (method-guard.ts)", () =>
     for (const header of ["X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"]) {
       const [a] = mark(api);
       const c = await call({ url: `http://api.test:${P1}/ro/item`, headers: [[header, "DELETE"]] });
-      expectDenied(c, `request:override ${header.toLowerCase()}`, `the header '${header.toLowerCase()}' asks the server to change the method`);
+      expectDenied(
+        c,
+        `request:override ${header.toLowerCase()}`,
+        `the header '${header.toLowerCase()}' asks the server to change the method`,
+      );
       expect(newHits(api, a!)).toEqual([]);
     }
   });
@@ -1304,9 +1562,12 @@ describe("known gaps", () => {
   matrix(
     "E81-hook-judges-redirect-hops",
     async () => {
-      hook = async (event) => (new URL(event.target).hostname === "other.test" ? { block: "other.test is off limits", by: "guard" } : null);
+      hook = async (event) =>
+        new URL(event.target).hostname === "other.test" ? { block: "other.test is off limits", by: "guard" } : null;
       const [o] = mark(other);
-      const c = await call({ url: `http://api.test:${P1}/v1/redirect?to=${encodeURIComponent(`http://other.test:${P2}/landing`)}` });
+      const c = await call({
+        url: `http://api.test:${P1}/v1/redirect?to=${encodeURIComponent(`http://other.test:${P2}/landing`)}`,
+      });
       expect(newHits(other, o!)).toEqual([]);
       expectDeniedHop(c, "hook:guard", "Blocked by a hook: other.test is off limits");
       expect(c.rows.at(-1)!.target).toBe(`http://other.test:${P2}/landing`);
@@ -1335,12 +1596,17 @@ describe("known gaps", () => {
     // Every layer case above ran on one satellite that was never restarted.
     const main = await call({ url: `http://api.test:${P1}/v1/echo` });
     expect(main.reply!.boot).toBe(mainBoot);
-    expectAllowed(await call({ url: `http://api.test:${P1}/v1/echo` }, { session: "revoke" }), `http://api.test:${P1}/v1`);
+    expectAllowed(
+      await call({ url: `http://api.test:${P1}/v1/echo` }, { session: "revoke" }),
+      `http://api.test:${P1}/v1`,
+    );
     broker.registry.revoke(MAIN);
     const [a] = mark(api);
     try {
       // The revocation stops the extension's satellites; the next call is refused before any fetch.
-      await expect(call({ url: `http://api.test:${P1}/v1/echo` }, { session: "revoke" })).rejects.toThrow("was revoked");
+      await expect(call({ url: `http://api.test:${P1}/v1/echo` }, { session: "revoke" })).rejects.toThrow(
+        "was revoked",
+      );
       expect(newHits(api, a!)).toEqual([]);
     } finally {
       broker.registry.approve(MAIN);
@@ -1361,7 +1627,10 @@ async function until(what: string, test: () => boolean, ms = 10_000): Promise<vo
 }
 
 /** Starts a call whose first request the api server holds; resolves once it is held. */
-async function heldCall(args: FetchArgs, options: { ext?: string; session?: string; tool?: string } = {}): Promise<{ done: Promise<Called>; res: ServerResponse }> {
+async function heldCall(
+  args: FetchArgs,
+  options: { ext?: string; session?: string; tool?: string } = {},
+): Promise<{ done: Promise<Called>; res: ServerResponse }> {
   const before = api.held.length;
   const done = call(args, options);
   await until("the api server to hold the request", () => api.held.length > before);
@@ -1372,7 +1641,10 @@ describe("judged per act: a policy change during an exchange", () => {
   const slow = () => `http://api.test:${P1}/v1/slow`;
 
   matrix("E84-revoked-mid-chain", async () => {
-    expectAllowed(await call({ url: `http://api.test:${P1}/v1/echo` }, { ext: LIVE, session: "live" }), `http://api.test:${P1}/v1`);
+    expectAllowed(
+      await call({ url: `http://api.test:${P1}/v1/echo` }, { ext: LIVE, session: "live" }),
+      `http://api.test:${P1}/v1`,
+    );
     const [o] = mark(other);
     const { done, res } = await heldCall({ url: slow() }, { ext: LIVE, session: "live" });
     broker.registry.revoke(LIVE);
@@ -1384,10 +1656,16 @@ describe("judged per act: a policy change during an exchange", () => {
       expect(c.reply?.ok ?? false).toBe(false);
       const rows = () => {
         broker.ledger.flush();
-        return broker.store.sqlite.prepare("select decision, rule from cap_audit where session_id = 'live' and target = ? order by id").all(slow()) as AuditRow[];
+        return broker.store.sqlite
+          .prepare("select decision, rule from cap_audit where session_id = 'live' and target = ? order by id")
+          .all(slow()) as AuditRow[];
       };
       await until("the withdrawn fetch's audit row", () => rows().some((r) => r.rule.startsWith("withdrawn:")));
-      expect(rows().filter((r) => r.decision === "denied").map((r) => r.rule)).toEqual(["withdrawn:manifest:no-match"]);
+      expect(
+        rows()
+          .filter((r) => r.decision === "denied")
+          .map((r) => r.rule),
+      ).toEqual(["withdrawn:manifest:no-match"]);
       expect(newHits(other, o!)).toEqual([]);
     } finally {
       broker.registry.approve(LIVE);
@@ -1419,7 +1697,11 @@ describe("judged per act: a policy change during an exchange", () => {
     try {
       await closed;
       const c = await done;
-      expectDenied(c, "withdrawn:session:offline", "net.fetch stopped mid-request: the policy changed (this session is offline: no egress)");
+      expectDenied(
+        c,
+        "withdrawn:session:offline",
+        "net.fetch stopped mid-request: the policy changed (this session is offline: no egress)",
+      );
       expect(newHits(other, o!)).toEqual([]);
     } finally {
       broker.setSessionPolicy("offline-mid", {});
@@ -1477,7 +1759,8 @@ describe("hooks see the judged request", () => {
     hookEvents.length = 0;
     await call({ url: `http://[::ffff:127.0.0.1]:${P1}/v1/echo` });
     const mapped = hookEvents.find((e) => e.capability === "net.fetch");
-    if (mapped !== undefined) expect(mapped.request?.addresses).toEqual([{ address: "::ffff:7f00:1", class: "loopback", ipv4: "127.0.0.1" }]);
+    if (mapped !== undefined)
+      expect(mapped.request?.addresses).toEqual([{ address: "::ffff:7f00:1", class: "loopback", ipv4: "127.0.0.1" }]);
   });
 
   matrix("E90-hook-not-asked-when-refused", async () => {
@@ -1513,11 +1796,19 @@ describe("bounds on what an extension can make the broker spend", () => {
     };
     api.server.on("request", onRequest);
     try {
-      const done = broker.callTool(MAIN, "fetch_many", JSON.stringify({ url: `http://api.test:${P1}/v1/slow`, count }), { session });
+      const done = broker.callTool(
+        MAIN,
+        "fetch_many",
+        JSON.stringify({ url: `http://api.test:${P1}/v1/slow`, count }),
+        { session },
+      );
       let answered = 0;
       while (answered < count) {
         // Wait until the bound is full (or the last few are on the wire), then let them all answer.
-        await until("the fetches in flight", () => api.held.length - started - answered >= Math.min(bound, count - answered));
+        await until(
+          "the fetches in flight",
+          () => api.held.length - started - answered >= Math.min(bound, count - answered),
+        );
         for (const res of api.held.slice(started + answered)) {
           res.writeHead(200).end("ok");
           inFlight--;
@@ -1526,7 +1817,8 @@ describe("bounds on what an extension can make the broker spend", () => {
       }
       const outcome = await done;
       expect(outcome.ok).toBe(true);
-      const results = ((outcome as { value: { content: ReadonlyArray<{ json?: { results: unknown[] } }> } }).value.content[0]!.json!).results;
+      const results = (outcome as { value: { content: ReadonlyArray<{ json?: { results: unknown[] } }> } }).value
+        .content[0]!.json!.results;
       expect(results).toEqual(Array.from({ length: count }, () => ({ ok: true, status: 200 })));
       verdicts.set(currentCase, `allowed ${results.length}, at most ${most} at once`);
       return most;
@@ -1551,13 +1843,18 @@ describe("bounds on what an extension can make the broker spend", () => {
   matrix("E95-fetch-burst-bounded", async () => {
     const sessions = ["burst-1", "burst-2", "burst-3", "burst-4", "burst-5", "burst-6"];
     // Warm satellites first: their boots are not what this case measures.
-    for (const session of sessions) expectAllowed(await call({ url: `http://api.test:${P1}/v1/echo` }, { session }), `http://api.test:${P1}/v1`);
+    for (const session of sessions)
+      expectAllowed(await call({ url: `http://api.test:${P1}/v1/echo` }, { session }), `http://api.test:${P1}/v1`);
     const fds = () => readdirSync("/proc/self/fd").length;
     const fdsBefore = fds();
     const rssBefore = process.memoryUsage().rss;
     const started = api.held.length;
     const each = 8;
-    const bursts = sessions.map((session) => broker.callTool(MAIN, "fetch_many", JSON.stringify({ url: `http://api.test:${P1}/v1/slow`, count: each }), { session }));
+    const bursts = sessions.map((session) =>
+      broker.callTool(MAIN, "fetch_many", JSON.stringify({ url: `http://api.test:${P1}/v1/slow`, count: each }), {
+        session,
+      }),
+    );
     // 6 invocations × 4 each would be 24: the extension's bound (16) holds them at 16.
     await until("the extension's bound to fill", () => api.held.length - started >= 16);
     const fdsHeld = fds();
@@ -1578,12 +1875,19 @@ describe("bounds on what an extension can make the broker spend", () => {
     // 16 sockets to the server and 16 accepted by it, with a little slack for the bystander's.
     expect(fdsHeld - fdsBefore).toBeLessThanOrEqual(2 * 16 + 8);
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(256 * 1024 * 1024);
-    verdicts.set(currentCase, `allowed ${answered} in turn, 16 at most on the wire, +${fdsHeld - fdsBefore} descriptors`);
+    verdicts.set(
+      currentCase,
+      `allowed ${answered} in turn, 16 at most on the wire, +${fdsHeld - fdsBefore} descriptors`,
+    );
   });
 
   matrix("E93-request-body-bounded", async () => {
     const [a] = mark(api);
-    const c = await call({ url: `http://api.test:${P1}/v1/echo`, method: "POST", body: "y".repeat(4 * 1024 * 1024 + 1) });
+    const c = await call({
+      url: `http://api.test:${P1}/v1/echo`,
+      method: "POST",
+      body: "y".repeat(4 * 1024 * 1024 + 1),
+    });
     expectDenied(c, "limit:request-body", "the request body is over 4194304 bytes");
     expect(newHits(api, a!)).toEqual([]);
   });
@@ -1618,7 +1922,13 @@ async function expectInstallRefused(variant: string, rule: string, ...why: strin
 
 describe("rules broader than they look: refused at install", () => {
   matrix("E100-rule-unspecified-refused", async () => {
-    await expectInstallRefused("bad-e100-a", `http://0.0.0.0:${P1}`, "unspecified address", "never a rule", "name the service's own address");
+    await expectInstallRefused(
+      "bad-e100-a",
+      `http://0.0.0.0:${P1}`,
+      "unspecified address",
+      "never a rule",
+      "name the service's own address",
+    );
     await expectInstallRefused("bad-e100-b", `http://[::]:${P1}`, "unspecified address");
     await expectInstallRefused("bad-e100-c", `http://[0.0.0.0/8]:${P1}`, "unspecified address");
     await expectInstallRefused("bad-e100-d", `http://[::ffff:0.0.0.0]:${P1}`, "unspecified address");
@@ -1626,32 +1936,65 @@ describe("rules broader than they look: refused at install", () => {
   });
 
   matrix("E101-rule-every-ipv4-refused", async () => {
-    await expectInstallRefused("bad-e101-a", `http://[::ffff:0:0/96]:${P1}`, "reaches every IPv4 address", "ipv4-mapped", "write the IPv4 range you mean");
+    await expectInstallRefused(
+      "bad-e101-a",
+      `http://[::ffff:0:0/96]:${P1}`,
+      "reaches every IPv4 address",
+      "ipv4-mapped",
+      "write the IPv4 range you mean",
+    );
     await expectInstallRefused("bad-e101-b", `http://[::/1]:${P1}`, "reaches every IPv4 address");
     await expectInstallRefused("bad-e101-c", `http://[64:ff9b::/96]:${P1}`, "reaches every IPv4 address", "nat64");
     await expectInstallRefused("bad-e101-d", `http://[2002::/16]:${P1}`, "reaches every IPv4 address", "6to4");
   });
 
   matrix("E102-rule-range-size-limited", async () => {
-    await expectInstallRefused("bad-e102-a", `http://[10.0.0.0/8]:${P1}`, "covers 16,777,216 addresses", "at most /16 for IPv4", "split it");
-    await expectInstallRefused("bad-e102-b", `http://[64:ff9b::a00:0/104]:${P1}`, "10.0.0.0/8 (nat64)", "at most /16 for IPv4");
-    await expectInstallRefused("bad-e102-c", `http://[2002:a00::/24]:${P1}`, "10.0.0.0/8 (6to4)", "at most /16 for IPv4");
+    await expectInstallRefused(
+      "bad-e102-a",
+      `http://[10.0.0.0/8]:${P1}`,
+      "covers 16,777,216 addresses",
+      "at most /16 for IPv4",
+      "split it",
+    );
+    await expectInstallRefused(
+      "bad-e102-b",
+      `http://[64:ff9b::a00:0/104]:${P1}`,
+      "10.0.0.0/8 (nat64)",
+      "at most /16 for IPv4",
+    );
+    await expectInstallRefused(
+      "bad-e102-c",
+      `http://[2002:a00::/24]:${P1}`,
+      "10.0.0.0/8 (6to4)",
+      "at most /16 for IPv4",
+    );
     await expectInstallRefused("bad-e102-d", `http://[::ffff:10.0.0.0/104]:${P1}`, "at most /16 for IPv4");
     await expectInstallRefused("bad-e102-e", `http://[fd00::/32]:${P1}`, "at most /48 for IPv6");
     // At the limit: installs (and is not approved: it reaches nothing here).
-    await broker.registry.install(writeVariant("ok-e102", [`http://[10.20.0.0/16]:${P1}`, `http://[fd00:1:2::/48]:${P1}`]));
+    await broker.registry.install(
+      writeVariant("ok-e102", [`http://[10.20.0.0/16]:${P1}`, `http://[fd00:1:2::/48]:${P1}`]),
+    );
     expect(broker.registry.get("ok-e102")).not.toBeNull();
   });
 
   matrix("E103-rule-disguised-address-refused", async () => {
-    await expectInstallRefused("bad-e103-a", `http://2852039166:${P1}`, "is the IP address 169.254.169.254 written another way: write it as 169.254.169.254");
+    await expectInstallRefused(
+      "bad-e103-a",
+      `http://2852039166:${P1}`,
+      "is the IP address 169.254.169.254 written another way: write it as 169.254.169.254",
+    );
     await expectInstallRefused("bad-e103-b", `http://0xa9fea9fe:${P1}`, "write it as 169.254.169.254");
     await expectInstallRefused("bad-e103-c", `http://0251.0376.0251.0376:${P1}`, "write it as 169.254.169.254");
     await expectInstallRefused("bad-e103-d", `http://127.1:${P1}`, "write it as 127.0.0.1");
   });
 
   matrix("E104-rule-range-over-loopback-link-local-metadata-refused", async () => {
-    await expectInstallRefused("bad-e104-a", `http://[127.0.0.0/24]:${P1}`, "covers loopback addresses", "one address at a time");
+    await expectInstallRefused(
+      "bad-e104-a",
+      `http://[127.0.0.0/24]:${P1}`,
+      "covers loopback addresses",
+      "one address at a time",
+    );
     await expectInstallRefused("bad-e104-b", `http://[169.254.169.0/24]:${P1}`, "link-local and metadata");
     await expectInstallRefused("bad-e104-c", `http://[100.100.0.0/16]:${P1}`, "metadata");
     await expectInstallRefused("bad-e104-d", `http://[fe80::/64]:${P1}`, "link-local");
@@ -1659,7 +2002,12 @@ describe("rules broader than they look: refused at install", () => {
   });
 
   matrix("E105-rule-wildcard-dns-refused", async () => {
-    await expectInstallRefused("bad-e105-a", `http://*.nip.io:${P1}`, "'nip.io', a wildcard-DNS domain", "name each host you need");
+    await expectInstallRefused(
+      "bad-e105-a",
+      `http://*.nip.io:${P1}`,
+      "'nip.io', a wildcard-DNS domain",
+      "name each host you need",
+    );
     await expectInstallRefused("bad-e105-b", `https://*.sslip.io`, "'sslip.io', a wildcard-DNS domain");
     await expectInstallRefused("bad-e105-c", `https://*.a.nip.io`, "'nip.io'");
     await expectInstallRefused("bad-e105-d", `https://*.duckdns.org`, "'duckdns.org', a dynamic-DNS domain");
@@ -1668,12 +2016,19 @@ describe("rules broader than they look: refused at install", () => {
 
   matrix("E106-review-decodes-rules", async () => {
     const installed = broker.registry.get(MAIN)!;
-    const text = renderReview(buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval(MAIN)), installed);
+    const text = renderReview(
+      buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval(MAIN)),
+      installed,
+    );
     const lines = text.split("\n");
     const after = (rule: string) => lines[lines.indexOf(`  the network: ${rule}`) + 1] ?? "";
-    expect(after(`http://127.0.0.1:${P1}/v1`)).toContain(`means: http://127.0.0.1:${P1}/v1 — 1 address; classes: loopback`);
+    expect(after(`http://127.0.0.1:${P1}/v1`)).toContain(
+      `means: http://127.0.0.1:${P1}/v1 — 1 address; classes: loopback`,
+    );
     expect(after(`http://127.0.0.1:${P1}/v1`)).toContain(`[net] reach has "loopback"`);
-    expect(after(`http://münchen.test:${P1}/idn`)).toContain(`means: http://xn--mnchen-3ya.test:${P1}/idn — the host xn--mnchen-3ya.test`);
+    expect(after(`http://münchen.test:${P1}/idn`)).toContain(
+      `means: http://xn--mnchen-3ya.test:${P1}/idn — the host xn--mnchen-3ya.test`,
+    );
     expect(after(`http://port80.test/p`)).toContain("means: http://port80.test:80/p");
     expect(after(`http://*.wild.test:${P1}/w`)).toContain("any name under wild.test (not wild.test itself)");
     const range = broker.registry.get("ok-e102")!;
@@ -1692,7 +2047,12 @@ describe("operator reach: one switch per address class, metadata by address", ()
     const [a] = mark(api);
     try {
       const c = await call({ url: allowedUrl });
-      expectDenied(c, "operator:no-private", "the operator's policy forbids loopback addresses (127.0.0.1)", 'add "loopback" to [net] reach in policy.toml');
+      expectDenied(
+        c,
+        "operator:no-private",
+        "the operator's policy forbids loopback addresses (127.0.0.1)",
+        'add "loopback" to [net] reach in policy.toml',
+      );
       expect(c.reply!.boot).toBe(before.boot);
       expect(newHits(api, a!)).toEqual([]);
       writePolicy(BASE_POLICY.replace("allow_private = true", 'reach = ["loopback"]'));
@@ -1703,18 +2063,38 @@ describe("operator reach: one switch per address class, metadata by address", ()
   });
 
   matrix("E108-metadata-needs-operator-listing", async () => {
-    await broker.registry.install(writeVariant("fetcher-meta", [`http://meta.dns.test:${P1}`, `http://169.254.169.254:${P1}`]));
+    await broker.registry.install(
+      writeVariant("fetcher-meta", [`http://meta.dns.test:${P1}`, `http://169.254.169.254:${P1}`]),
+    );
     broker.registry.approve("fetcher-meta");
-    const message = "169.254.169.254 is a cloud metadata address; it is reachable only when the operator lists it in policy.toml";
+    const message =
+      "169.254.169.254 is a cloud metadata address; it is reachable only when the operator lists it in policy.toml";
     // allow_private = true (BASE_POLICY) does not reach metadata.
-    expectDenied(await call({ url: `http://meta.dns.test:${P1}/latest` }, { ext: "fetcher-meta" }), "operator:no-metadata", message);
-    expectDenied(await call({ url: `http://169.254.169.254:${P1}/latest` }, { ext: "fetcher-meta" }), "operator:no-metadata", message);
+    expectDenied(
+      await call({ url: `http://meta.dns.test:${P1}/latest` }, { ext: "fetcher-meta" }),
+      "operator:no-metadata",
+      message,
+    );
+    expectDenied(
+      await call({ url: `http://169.254.169.254:${P1}/latest` }, { ext: "fetcher-meta" }),
+      "operator:no-metadata",
+      message,
+    );
     // Nor does every class switch there is.
-    writePolicy(`${BASE_POLICY}reach = ["loopback", "private", "link_local", "cgnat", "host_interface", "documentation", "benchmarking", "reserved", "multicast", "broadcast"]\n`);
+    writePolicy(
+      `${BASE_POLICY}reach = ["loopback", "private", "link_local", "cgnat", "host_interface", "documentation", "benchmarking", "reserved", "multicast", "broadcast"]\n`,
+    );
     try {
-      expectDenied(await call({ url: `http://meta.dns.test:${P1}/latest` }, { ext: "fetcher-meta" }), "operator:no-metadata", message);
+      expectDenied(
+        await call({ url: `http://meta.dns.test:${P1}/latest` }, { ext: "fetcher-meta" }),
+        "operator:no-metadata",
+        message,
+      );
       // A disguised spelling of the address in the URL is the same address.
-      expectDenied(await call({ url: `http://2852039166:${P1}/latest` }, { ext: "fetcher-meta" }), "operator:no-metadata");
+      expectDenied(
+        await call({ url: `http://2852039166:${P1}/latest` }, { ext: "fetcher-meta" }),
+        "operator:no-metadata",
+      );
     } finally {
       writePolicy(BASE_POLICY);
     }
@@ -1724,9 +2104,19 @@ describe("operator reach: one switch per address class, metadata by address", ()
     const url = `http://api.test:${P1}/v1/echo`;
     try {
       writePolicy(`${BASE_POLICY}reach = ["metadata"]\n`);
-      expectDenied(await call({ url }), "operator:policy-invalid", "net.reach.0", "metadata addresses are listed one by one in [net] metadata");
+      expectDenied(
+        await call({ url }),
+        "operator:policy-invalid",
+        "net.reach.0",
+        "metadata addresses are listed one by one in [net] metadata",
+      );
       writePolicy(`${BASE_POLICY}metadata = ["10.0.0.1"]\n`);
-      expectDenied(await call({ url }), "operator:policy-invalid", "net.metadata.0", "must be a cloud metadata address");
+      expectDenied(
+        await call({ url }),
+        "operator:policy-invalid",
+        "net.metadata.0",
+        "must be a cloud metadata address",
+      );
       writePolicy(`${BASE_POLICY}reach = ["everything"]\n`);
       expectDenied(await call({ url }), "operator:policy-invalid", 'must be one of "loopback"');
     } finally {
@@ -1758,12 +2148,24 @@ describe("deny ranges and address rules match every embedding of an IPv4", () =>
     // With loopback switched off, a named loopback answer stops at the operator's switch;
     // one no rule names stops earlier, at address:loopback. Every form is named by 127.0.0.1.
     writePolicy(BASE_POLICY.replace("allow_private = true", "allow_private = false"));
-    const forms = ["::ffff:7f00:1", "64:ff9b::7f00:1", "64:ff9b:1:2a::7f00:1", "2002:7f00:1::1", "2001:0:4136:e378:8000:63bf:80ff:fffe", "::7f00:1", "::ffff:0:7f00:1"];
+    const forms = [
+      "::ffff:7f00:1",
+      "64:ff9b::7f00:1",
+      "64:ff9b:1:2a::7f00:1",
+      "2002:7f00:1::1",
+      "2001:0:4136:e378:8000:63bf:80ff:fffe",
+      "::7f00:1",
+      "::ffff:0:7f00:1",
+    ];
     const [a] = mark(api);
     try {
       for (const form of forms) {
         zone.set("api.test", [v6(form)]);
-        expectDenied(await call({ url: `http://api.test:${P1}/v1/echo` }), "operator:no-private", `the operator's policy forbids loopback addresses (${form})`);
+        expectDenied(
+          await call({ url: `http://api.test:${P1}/v1/echo` }),
+          "operator:no-private",
+          `the operator's policy forbids loopback addresses (${form})`,
+        );
       }
       expect(newHits(api, a!)).toEqual([]);
     } finally {
@@ -1776,7 +2178,11 @@ describe("deny ranges and address rules match every embedding of an IPv4", () =>
     writePolicy(`${BASE_POLICY}deny = ["http://[64:ff9b::7f00:0/104]"]\n`);
     const [a] = mark(api);
     try {
-      expectDenied(await call({ url: `http://api.test:${P1}/v1/echo` }), "operator:deny http://[64:ff9b::7f00:0/104]", "the operator's policy denies address 127.0.0.1");
+      expectDenied(
+        await call({ url: `http://api.test:${P1}/v1/echo` }),
+        "operator:deny http://[64:ff9b::7f00:0/104]",
+        "the operator's policy denies address 127.0.0.1",
+      );
       expect(newHits(api, a!)).toEqual([]);
     } finally {
       writePolicy(BASE_POLICY);

@@ -20,11 +20,10 @@ import type { SatelliteSlot, SlotOptions } from "../../broker/satellite/slot.js"
 import type { InvokeOptions } from "../../broker/base/invocation.js";
 import { Session } from "../../broker/sessions/session.js";
 import type { Cap } from "../../jail-runtime/wire/frames.js";
-import { REPO, bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
+import { bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
 import { SCRIPT_NAMES, SERVED_TOOLS } from "./fixtures/fake-satellites/scripts.js";
 import { FAKE_DIR, buildFakeArtifact, installFakeAndWorker, readServeArtifact } from "./support/fake-extension.js";
 import { envOptions } from "../support/env-options.js";
-
 
 let artifacts: string;
 let fakeManifest: Manifest;
@@ -39,7 +38,11 @@ function call(name: string, args: unknown = {}, deadlineMs = 5_000) {
 }
 
 /** A slot whose artifact is the fake satellite playing `script`; `pids` collects each booted process. */
-function fakeSlot(script: string, spec: Partial<SatelliteSpec> = {}, options: Partial<Omit<SlotOptions, "spec">> = {}): { slot: SatelliteSlot; pids: number[] } {
+function fakeSlot(
+  script: string,
+  spec: Partial<SatelliteSpec> = {},
+  options: Partial<Omit<SlotOptions, "spec">> = {},
+): { slot: SatelliteSlot; pids: number[] } {
   const pids: number[] = [];
   const bundled: Bundled = { manifest: fakeManifest, artifact: join(artifacts, `${script}.js`), cleanup: () => {} };
   const slot = slotFor(bundled, { name: script, ...spec }, { ...options, onBoot: (p) => pids.push(p.pid!) });
@@ -110,7 +113,9 @@ beforeAll(async () => {
   artifacts = mkdtempSync(join(tmpdir(), "tether-fakes-"));
   // One artifact per script, named after it: `await play("<script>")`, bundled
   // the way every artifact is (one ESM file for Deno), without the SDK.
-  await Promise.all(SCRIPT_NAMES.map(async (script) => writeFileSync(join(artifacts, `${script}.js`), await buildFakeArtifact(script))));
+  await Promise.all(
+    SCRIPT_NAMES.map(async (script) => writeFileSync(join(artifacts, `${script}.js`), await buildFakeArtifact(script))),
+  );
   echo = await bundleToTemp("manifests/echo");
   probe = slotFor(echo);
 });
@@ -128,7 +133,8 @@ afterAll(async () => {
 test("the fixture's manifest and its serve script agree on the tools; no artifact contains the SDK", () => {
   expect(fakeManifest.tool.map((t) => t.name).sort()).toEqual([...SERVED_TOOLS].sort());
   expect(SCRIPT_NAMES).toContain("serve");
-  for (const script of SCRIPT_NAMES) expect(readFileSync(join(artifacts, `${script}.js`), "utf8")).not.toContain("tether-deno/");
+  for (const script of SCRIPT_NAMES)
+    expect(readFileSync(join(artifacts, `${script}.js`), "utf8")).not.toContain("tether-deno/");
 });
 
 test("a well-behaved fake boots through the real launch path and answers: the harness works", async () => {
@@ -143,33 +149,50 @@ test("a well-behaved fake boots through the real launch path and answers: the ha
 describe("boot: the hello", () => {
   test("a wrong boot token fails the boot boot_token_mismatch", async () => {
     const { slot } = fakeSlot("wrong-token");
-    expect(await slot.invoke(call("echo"))).toEqual({ ok: false, error: { code: "boot_token_mismatch", msg: "Satellite 'wrong-token' presented a wrong boot token" } });
+    expect(await slot.invoke(call("echo"))).toEqual({
+      ok: false,
+      error: { code: "boot_token_mismatch", msg: "Satellite 'wrong-token' presented a wrong boot token" },
+    });
     expect(slot.boots).toBe(0);
     await stillServing();
   });
 
   test.each([
-    ["extra-tool", [...SERVED_TOOLS, "extra"], 'exported from the entry module but not declared in manifest.toml: tool extra (add a [[tool]] row with name = "extra", or remove it from `tools`)'],
-    ["missing-tool", SERVED_TOOLS.filter((t) => t !== "echo"), "declared in manifest.toml but not exported from the entry module: tool echo (export it in `tools`, or remove its [[tool]] row)"],
-  ])("a hello serving other tools than declared (%s) fails served_mismatch, naming both lists and what to change", async (script, served, problem) => {
-    const { slot } = fakeSlot(script);
-    const list = (names: readonly string[]) => `[${[...names].sort().join(", ")}]`;
-    expect(await slot.invoke(call("echo"))).toEqual({
-      ok: false,
-      error: {
-        code: "served_mismatch",
-        msg: `Extension '${script}' is broken: the manifest declares tools ${list(SERVED_TOOLS)} and hooks [], but the artifact serves tools ${list(served)} and hooks []: ${problem}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`,
-      },
-    });
-    await stillServing();
-  });
+    [
+      "extra-tool",
+      [...SERVED_TOOLS, "extra"],
+      'exported from the entry module but not declared in manifest.toml: tool extra (add a [[tool]] row with name = "extra", or remove it from `tools`)',
+    ],
+    [
+      "missing-tool",
+      SERVED_TOOLS.filter((t) => t !== "echo"),
+      "declared in manifest.toml but not exported from the entry module: tool echo (export it in `tools`, or remove its [[tool]] row)",
+    ],
+  ])(
+    "a hello serving other tools than declared (%s) fails served_mismatch, naming both lists and what to change",
+    async (script, served, problem) => {
+      const { slot } = fakeSlot(script);
+      const list = (names: readonly string[]) => `[${[...names].sort().join(", ")}]`;
+      expect(await slot.invoke(call("echo"))).toEqual({
+        ok: false,
+        error: {
+          code: "served_mismatch",
+          msg: `Extension '${script}' is broken: the manifest declares tools ${list(SERVED_TOOLS)} and hooks [], but the artifact serves tools ${list(served)} and hooks []: ${problem}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`,
+        },
+      });
+      await stillServing();
+    },
+  );
 
   test.each([
     ["result-first", "result"],
     ["cap-first", "cap"],
   ])("a first frame that is not hello (%s) fails the boot protocol_violation", async (script, t) => {
     const { slot } = fakeSlot(script);
-    expect(await slot.invoke(call("echo"))).toEqual({ ok: false, error: { code: "protocol_violation", msg: `Expected 'hello' as the first frame, got '${t}'` } });
+    expect(await slot.invoke(call("echo"))).toEqual({
+      ok: false,
+      error: { code: "protocol_violation", msg: `Expected 'hello' as the first frame, got '${t}'` },
+    });
     await stillServing();
   });
 
@@ -185,7 +208,10 @@ describe("boot: the hello", () => {
     const { slot, pids } = fakeSlot("hello-twice");
     // Regression: the boot used to go on to "ready" over the satellite it had just
     // killed for the violation, and handed the call to it (answered crashed).
-    expect(await slot.invoke(call("echo"))).toEqual({ ok: false, error: { code: "protocol_violation", msg: "Satellite 'hello-twice' sent a second 'hello'" } });
+    expect(await slot.invoke(call("echo"))).toEqual({
+      ok: false,
+      error: { code: "protocol_violation", msg: "Satellite 'hello-twice' sent a second 'hello'" },
+    });
     expect(slot.boots).toBe(0);
     expect(pids).toEqual([]);
     await stillServing();
@@ -195,7 +221,10 @@ describe("boot: the hello", () => {
     const { slot, pids } = fakeSlot("hello-twice-later");
     expect(await slot.invoke(call("echo"))).toEqual({
       ok: false,
-      error: { code: "crashed", msg: "Satellite 'hello-twice-later' broke the protocol (Satellite 'hello-twice-later' sent a second 'hello') during 'echo'" },
+      error: {
+        code: "crashed",
+        msg: "Satellite 'hello-twice-later' broke the protocol (Satellite 'hello-twice-later' sent a second 'hello') during 'echo'",
+      },
     });
     expect(await until(() => !alive(pids[0]))).toBe(true);
     await stillServing();
@@ -205,16 +234,44 @@ describe("boot: the hello", () => {
 describe("mid-call violations: the connection is closed, the open call ends crashed, the satellite is killed", () => {
   // [tool, args, what the answer's message says]
   const cases: Array<[string, unknown, string]> = [
-    ["result_unknown_id", {}, "broke the protocol (Satellite 'serve' sent a 'result' for invocation 1001, which is not open) during 'result_unknown_id'"],
+    [
+      "result_unknown_id",
+      {},
+      "broke the protocol (Satellite 'serve' sent a 'result' for invocation 1001, which is not open) during 'result_unknown_id'",
+    ],
     ["hello_again", {}, "broke the protocol (Satellite 'serve' sent a second 'hello') during 'hello_again'"],
-    ["frames_after_violation", {}, "broke the protocol (Satellite 'serve' sent a 'result' for invocation 1001, which is not open) during 'frames_after_violation'"],
+    [
+      "frames_after_violation",
+      {},
+      "broke the protocol (Satellite 'serve' sent a 'result' for invocation 1001, which is not open) during 'frames_after_violation'",
+    ],
     ["garbage", {}, "broke the protocol (Frame is not msgpack"],
-    ["plain_text", {}, "broke the protocol (Frame of 1751477356 bytes exceeds the 16777216-byte limit) during 'plain_text'"],
-    ["zero_length", {}, "broke the protocol (Frame is not msgpack: a length of 1 bytes at offset 0 runs past the end (0 left)) during 'zero_length'"],
+    [
+      "plain_text",
+      {},
+      "broke the protocol (Frame of 1751477356 bytes exceeds the 16777216-byte limit) during 'plain_text'",
+    ],
+    [
+      "zero_length",
+      {},
+      "broke the protocol (Frame is not msgpack: a length of 1 bytes at offset 0 runs past the end (0 left)) during 'zero_length'",
+    ],
     // Decode bounds, checked before the decoder allocates (72 KB here took msgpackr 1.11 to 1.5 GB).
-    ["nested_headers", { count: 24_000 }, "broke the protocol (Frame is not msgpack: a container of 65535 elements at offset 6 cannot fit"],
-    ["wide_map", { keys: 20_000 }, "broke the protocol (Frame is more than 16384 elements (the bound for any frame)) during 'wide_map'"],
-    ["oversized", {}, "broke the protocol (Frame of 16777217 bytes exceeds the 16777216-byte limit) during 'oversized'"],
+    [
+      "nested_headers",
+      { count: 24_000 },
+      "broke the protocol (Frame is not msgpack: a container of 65535 elements at offset 6 cannot fit",
+    ],
+    [
+      "wide_map",
+      { keys: 20_000 },
+      "broke the protocol (Frame is more than 16384 elements (the bound for any frame)) during 'wide_map'",
+    ],
+    [
+      "oversized",
+      {},
+      "broke the protocol (Frame of 16777217 bytes exceeds the 16777216-byte limit) during 'oversized'",
+    ],
     ["not_a_map", {}, "broke the protocol (Frame is not a msgpack map) during 'not_a_map'"],
     ["schema_violation", {}, "broke the protocol (Bad 'result' frame: "],
     ["truncated", {}, "broke the protocol (Stream ended inside a frame ("],
@@ -251,7 +308,10 @@ describe("mid-call violations: the connection is closed, the open call ends cras
     const { slot, pids } = fakeSlot("serve", { log });
     expect(await slot.invoke(call("result_twice"))).toEqual(textReply("first"));
     expect(await until(() => !alive(pids[0]))).toBe(true);
-    expect(lines).toContainEqual({ msg: "protocol violation; disconnecting the satellite", fields: { satellite: "serve", what: "a 'result' for invocation 1, which is not open" } });
+    expect(lines).toContainEqual({
+      msg: "protocol violation; disconnecting the satellite",
+      fields: { satellite: "serve", what: "a 'result' for invocation 1, which is not open" },
+    });
     expect(await slot.invoke(call("echo", { text: "fresh" }))).toEqual(textReply("fresh"));
     expect(slot.boots).toBe(2);
     await stillServing();
@@ -259,23 +319,44 @@ describe("mid-call violations: the connection is closed, the open call ends cras
 });
 
 describe("answers the broker does not take as they are", () => {
-  test.each(["running", "lost", "ok", "cancelled", "timeout", "x".repeat(256)])("an error code only the broker may choose ('%s') is answered crashed", async (code) => {
-    const { slot } = fakeSlot("serve");
-    const r = await slot.invoke(call("error_code", { code }));
-    expect(r).toEqual({ ok: false, error: { code: "crashed", msg: `'error_code' answered the error code '${code.slice(0, 64)}', which a satellite may not give` } });
-    // An answer, not a violation: the satellite keeps serving.
-    expect(await slot.invoke(call("echo", { text: "still" }))).toEqual(textReply("still"));
-    expect(slot.boots).toBe(1);
-  });
+  test.each(["running", "lost", "ok", "cancelled", "timeout", "x".repeat(256)])(
+    "an error code only the broker may choose ('%s') is answered crashed",
+    async (code) => {
+      const { slot } = fakeSlot("serve");
+      const r = await slot.invoke(call("error_code", { code }));
+      expect(r).toEqual({
+        ok: false,
+        error: {
+          code: "crashed",
+          msg: `'error_code' answered the error code '${code.slice(0, 64)}', which a satellite may not give`,
+        },
+      });
+      // An answer, not a violation: the satellite keeps serving.
+      expect(await slot.invoke(call("echo", { text: "still" }))).toEqual(textReply("still"));
+      expect(slot.boots).toBe(1);
+    },
+  );
 
-  test.each(["refused", "unknown_tool", "bad_arguments", "denied", "unreachable"])("an error code from the satellite's catalogue ('%s') passes", async (code) => {
-    const { slot } = fakeSlot("serve");
-    expect(await slot.invoke(call("error_code", { code }))).toEqual({ ok: false, error: { code, msg: "chosen by the satellite" } });
-  });
+  test.each(["refused", "unknown_tool", "bad_arguments", "denied", "unreachable"])(
+    "an error code from the satellite's catalogue ('%s') passes",
+    async (code) => {
+      const { slot } = fakeSlot("serve");
+      expect(await slot.invoke(call("error_code", { code }))).toEqual({
+        ok: false,
+        error: { code, msg: "chosen by the satellite" },
+      });
+    },
+  );
 
   test("a JSON block nested 100,000 deep is answered crashed naming the bound, and nothing later walks it", async () => {
     const { slot } = fakeSlot("serve");
-    expect(await slot.invoke(call("deep_json", { depth: 100_000 }))).toEqual({ ok: false, error: { code: "crashed", msg: "'deep_json' answered a JSON block nested deeper than 128 levels at .content.0.json" } });
+    expect(await slot.invoke(call("deep_json", { depth: 100_000 }))).toEqual({
+      ok: false,
+      error: {
+        code: "crashed",
+        msg: "'deep_json' answered a JSON block nested deeper than 128 levels at .content.0.json",
+      },
+    });
     expect(await slot.invoke(call("deep_json", { depth: 128 }))).toMatchObject({ ok: true });
     expect(slot.boots).toBe(1);
   });
@@ -287,7 +368,10 @@ describe("answers the broker does not take as they are", () => {
     expect(await slot.invoke(call("stray_caps", { count: 10_000 }))).toEqual(textReply("answered"));
     expect(await until(() => !alive(pids[0]), 10_000)).toBe(true);
     expect(refused.length).toBe(16);
-    expect(lines).toContainEqual({ msg: "protocol violation; disconnecting the satellite", fields: { satellite: "serve", what: "more than 16 capability calls with no open invocation's token" } });
+    expect(lines).toContainEqual({
+      msg: "protocol violation; disconnecting the satellite",
+      fields: { satellite: "serve", what: "more than 16 capability calls with no open invocation's token" },
+    });
     // Replaced, but not at once again and again: each violation in a row doubles the wait.
     expect(slot.replacementBackoffMs).toBe(100);
     expect(await slot.invoke(call("echo", { text: "fresh" }))).toEqual(textReply("fresh"));
@@ -305,11 +389,16 @@ describe("capability tokens", () => {
     const refusedA: Cap[] = [];
     const { slot: a } = fakeSlot("serve", {}, { observeRefusals: (cap) => refusedA.push(cap) });
     const { slot: b } = fakeSlot("serve", { name: "serve-b" });
-    const revoked = { code: "token_revoked", msg: "Capability 'report.emit' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused" };
+    const revoked = {
+      code: "token_revoked",
+      msg: "Capability 'report.emit' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused",
+    };
 
     // Its own token, while its invocation is open: served (report.emit reaches the caller).
     const reports: string[] = [];
-    expect(jsonOf(await a.invoke(call("cap_with_token"), { onReport: (t) => reports.push(t) }))).toEqual({ got: { t: "cap_result", id: 1, ok: true, value: null } });
+    expect(jsonOf(await a.invoke(call("cap_with_token"), { onReport: (t) => reports.push(t) }))).toEqual({
+      got: { t: "cap_result", id: 1, ok: true, value: null },
+    });
     expect(reports).toEqual(["probe"]);
 
     // A stale token: the one of an invocation that has finished.
@@ -317,17 +406,23 @@ describe("capability tokens", () => {
     await a.invoke(call("leak_token"), { onReport: (t) => leaked.push(t) });
     const stale = leaked[0]!;
     expect(stale).toMatch(/^[A-Za-z0-9_-]{32}$/);
-    expect(jsonOf(await a.invoke(call("cap_with_token", { token: stale })))).toMatchObject({ got: { ok: false, error: revoked } });
+    expect(jsonOf(await a.invoke(call("cap_with_token", { token: stale })))).toMatchObject({
+      got: { ok: false, error: revoked },
+    });
 
     // A forged token.
-    expect(jsonOf(await a.invoke(call("cap_with_token", { token: "forged" })))).toMatchObject({ got: { ok: false, error: revoked } });
+    expect(jsonOf(await a.invoke(call("cap_with_token", { token: "forged" })))).toMatchObject({
+      got: { ok: false, error: revoked },
+    });
 
     // Another satellite's token, live: b's invocation is open while a uses it.
     const held = new AbortController();
     const fromB: string[] = [];
     const bCall = b.invoke(call("leak_token", { hold: true }), { signal: held.signal, onReport: (t) => fromB.push(t) });
     expect(await until(() => fromB.length > 0)).toBe(true);
-    expect(jsonOf(await a.invoke(call("cap_with_token", { token: fromB[0] })))).toMatchObject({ got: { ok: false, error: revoked } });
+    expect(jsonOf(await a.invoke(call("cap_with_token", { token: fromB[0] })))).toMatchObject({
+      got: { ok: false, error: revoked },
+    });
     held.abort();
     expect(await bCall).toMatchObject({ ok: false, error: { code: "cancelled" } });
 
@@ -374,7 +469,13 @@ describe("through a real Broker: the broker keeps serving every other session", 
 
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "tether-fakes-broker-"));
-    broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "error" }), graceMs: 200, ladderStepMs: 500 });
+    broker = Broker.open({
+      ...envOptions(),
+      home: join(tmp, "home"),
+      log: createLogger({ level: "error" }),
+      graceMs: 200,
+      ladderStepMs: 500,
+    });
     await installFakeAndWorker(broker, readServeArtifact(artifacts));
     fakes = await Session.open(broker, { id: "fakes", workspace: tmp });
     other = await Session.open(broker, { id: "other", workspace: tmp });
@@ -396,22 +497,38 @@ describe("through a real Broker: the broker keeps serving every other session", 
 
   test("forged, stale and another session's tokens are refused token_revoked and audited", async () => {
     await otherServes("before");
-    const revoked = { code: "token_revoked", msg: "Capability 'report.emit' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused" };
+    const revoked = {
+      code: "token_revoked",
+      msg: "Capability 'report.emit' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused",
+    };
     const leaked: string[] = [];
     await call2(fakes, "leak_token", {}, { onReport: (t) => leaked.push(t) });
-    expect(jsonOf(await call2(fakes, "cap_with_token", { token: leaked[0] }))).toMatchObject({ got: { ok: false, error: revoked } });
-    expect(jsonOf(await call2(fakes, "cap_with_token", { token: "forged" }))).toMatchObject({ got: { ok: false, error: revoked } });
+    expect(jsonOf(await call2(fakes, "cap_with_token", { token: leaked[0] }))).toMatchObject({
+      got: { ok: false, error: revoked },
+    });
+    expect(jsonOf(await call2(fakes, "cap_with_token", { token: "forged" }))).toMatchObject({
+      got: { ok: false, error: revoked },
+    });
 
     const held = new AbortController();
     const fromOther: string[] = [];
-    const otherCall = call2(other, "leak_token", { hold: true }, { signal: held.signal, onReport: (t) => fromOther.push(t) });
+    const otherCall = call2(
+      other,
+      "leak_token",
+      { hold: true },
+      { signal: held.signal, onReport: (t) => fromOther.push(t) },
+    );
     expect(await until(() => fromOther.length > 0)).toBe(true);
-    expect(jsonOf(await call2(fakes, "cap_with_token", { token: fromOther[0] }))).toMatchObject({ got: { ok: false, error: revoked } });
+    expect(jsonOf(await call2(fakes, "cap_with_token", { token: fromOther[0] }))).toMatchObject({
+      got: { ok: false, error: revoked },
+    });
     held.abort();
     expect(await otherCall).toMatchObject({ ok: false, error: { code: "cancelled" } });
 
     broker.ledger.flush();
-    const rows = broker.store.sqlite.prepare("select * from cap_audit where rule = 'token' order by id").all() as AuditRow[];
+    const rows = broker.store.sqlite
+      .prepare("select * from cap_audit where rule = 'token' order by id")
+      .all() as AuditRow[];
     expect(rows.map((r) => [r.session_id, r.extension, r.capability, r.decision, r.invocation_id])).toEqual([
       ["fakes", "fake", "report.emit", "denied", null],
       ["fakes", "fake", "report.emit", "denied", null],
@@ -443,7 +560,9 @@ describe("through a real Broker: the broker keeps serving every other session", 
 
     broker.ledger.flush();
     const outcomes = broker.store.sqlite
-      .prepare("select name, outcome from invocations where session_id = 'fakes' and name in ('result_unknown_id', 'garbage', 'truncated') order by id")
+      .prepare(
+        "select name, outcome from invocations where session_id = 'fakes' and name in ('result_unknown_id', 'garbage', 'truncated') order by id",
+      )
       .all();
     expect(outcomes).toEqual([
       { name: "result_unknown_id", outcome: "crashed" },

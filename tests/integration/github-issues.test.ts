@@ -50,7 +50,12 @@ function copyExample(): string {
   cpSync(join(REPO, "manifests", EXT), dir, { recursive: true });
   for (const file of ["manifest.toml", "index.ts"]) {
     const path = join(dir, file);
-    writeFileSync(path, readFileSync(path, "utf8").replaceAll("http://127.0.0.1:47312", oauth.url).replaceAll("http://127.0.0.1:47313", api.url));
+    writeFileSync(
+      path,
+      readFileSync(path, "utf8")
+        .replaceAll("http://127.0.0.1:47312", oauth.url)
+        .replaceAll("http://127.0.0.1:47313", api.url),
+    );
   }
   return dir;
 }
@@ -59,7 +64,10 @@ async function whoami(): Promise<InvocationOutcome<"tool">> {
   return (await session.callTool("whoami", "{}")).outcome;
 }
 
-const textOf = (outcome: InvocationOutcome<"tool">) => (outcome.ok ? outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ") : `${outcome.error.code}: ${outcome.error.msg}`);
+const textOf = (outcome: InvocationOutcome<"tool">) =>
+  outcome.ok
+    ? outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ")
+    : `${outcome.error.code}: ${outcome.error.msg}`;
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-github-issues-"));
@@ -70,7 +78,10 @@ beforeAll(async () => {
     frames.push(Buffer.from(encodeFrame(frame)));
     return originalSend.call(this, frame);
   };
-  const log = createLogger({ level: "debug", sink: (level, msg, fields) => logged.push(`${level} ${msg} ${JSON.stringify(fields)}`) });
+  const log = createLogger({
+    level: "debug",
+    sink: (level, msg, fields) => logged.push(`${level} ${msg} ${JSON.stringify(fields)}`),
+  });
   broker = Broker.open({ ...envOptions(), home, log });
   // Before anything asks for the broker's sign-ins: the device flow's polling sleeps pass at once.
   loginsOf(broker, { clock: new FakeClock() });
@@ -103,61 +114,73 @@ function filesUnder(dir: string): Array<[string, Buffer]> {
   return out;
 }
 
-test("signed out, the call is refused naming tether login; signed in by the device flow, the API sees the token and the extension sees [secret]; logged out, refused again; no token leaks", async () => {
-  // Before any sign-in: the broker refuses the request, the API is never asked.
-  const before = await whoami();
-  expect(before).toMatchObject({ ok: false, error: { code: "denied" } });
-  expect(textOf(before)).toContain("tether login github-issues");
-  expect(api.hits).toEqual([]);
+test(
+  "signed out, the call is refused naming tether login; signed in by the device flow, the API sees the token and the extension sees [secret]; logged out, refused again; no token leaks",
+  async () => {
+    // Before any sign-in: the broker refuses the request, the API is never asked.
+    const before = await whoami();
+    expect(before).toMatchObject({ ok: false, error: { code: "denied" } });
+    expect(textOf(before)).toContain("tether login github-issues");
+    expect(api.hits).toEqual([]);
 
-  // The device flow through the library: the server approves the pending device code on its first poll.
-  const logins = loginsOf(broker);
-  const started = await logins.start(EXT);
-  expect(started.prompt).toMatchObject({ flow: "device", userCode: "WDJB-MJHT", verificationUri: `${oauth.url}/device` });
-  await started.done;
-  expect(oauth.requests.map((r) => r.path)).toEqual(["/device/code", "/token"]);
-  const access = oauth.issued.filter((v) => v.startsWith("at-"));
-  const refresh = oauth.issued.filter((v) => v.startsWith("rt-"));
-  expect([access.length, refresh.length]).toEqual([1, 1]);
-  expect(logins.status(EXT)).toMatchObject([{ signed_in: true, refreshable: true }]);
+    // The device flow through the library: the server approves the pending device code on its first poll.
+    const logins = loginsOf(broker);
+    const started = await logins.start(EXT);
+    expect(started.prompt).toMatchObject({
+      flow: "device",
+      userCode: "WDJB-MJHT",
+      verificationUri: `${oauth.url}/device`,
+    });
+    await started.done;
+    expect(oauth.requests.map((r) => r.path)).toEqual(["/device/code", "/token"]);
+    const access = oauth.issued.filter((v) => v.startsWith("at-"));
+    const refresh = oauth.issued.filter((v) => v.startsWith("rt-"));
+    expect([access.length, refresh.length]).toEqual([1, 1]);
+    expect(logins.status(EXT)).toMatchObject([{ signed_in: true, refreshable: true }]);
 
-  // The injected call: the API saw the token, the extension only [secret] (the whole "Bearer …" form is replaced).
-  const signedIn = await whoami();
-  expect(textOf(signedIn)).toContain(`signed in as ${API_LOGIN} (the API echoed Authorization: [secret])`);
-  expect(api.hits).toEqual([{ path: "/user", authorization: `Bearer ${access[0]}` }]);
-  const issues = await session.callTool("list_issues", '{"repo":"acme/app"}');
-  expect(textOf(issues.outcome)).toMatch(/^#7 Crash on start/);
-  expect(api.hits.at(-1)).toEqual({ path: "/repos/acme/app/issues", authorization: `Bearer ${access[0]}` });
+    // The injected call: the API saw the token, the extension only [secret] (the whole "Bearer …" form is replaced).
+    const signedIn = await whoami();
+    expect(textOf(signedIn)).toContain(`signed in as ${API_LOGIN} (the API echoed Authorization: [secret])`);
+    expect(api.hits).toEqual([{ path: "/user", authorization: `Bearer ${access[0]}` }]);
+    const issues = await session.callTool("list_issues", '{"repo":"acme/app"}');
+    expect(textOf(issues.outcome)).toMatch(/^#7 Crash on start/);
+    expect(api.hits.at(-1)).toEqual({ path: "/repos/acme/app/issues", authorization: `Bearer ${access[0]}` });
 
-  // The leak check, while signed in. The search finds what is there: the token in its own file, [secret] in a frame.
-  broker.ledger.flush();
-  const tokens = [...access, ...refresh];
-  const needles = tokens.flatMap((t) => [t, `Bearer ${t}`].flatMap((form) => [form, Buffer.from(form).toString("base64")])).map((n) => Buffer.from(n));
-  const found = (bytes: Buffer) => needles.filter((n) => bytes.includes(n)).map((n) => n.toString());
-  const scan = () => filesUnder(home).flatMap(([path, bytes]) => found(bytes).map((n) => `${path}: ${n}`));
-  const stored = readdirSync(join(home, "logins")).map((f) => readFileSync(join(home, "logins", f)));
-  expect(stored.some((bytes) => bytes.includes(Buffer.from(access[0]!)))).toBe(true);
-  expect(frames.some((f) => f.includes(Buffer.from("[secret]")))).toBe(true);
-  expect(filesUnder(home).map(([path]) => path)).toEqual(expect.arrayContaining([join(home, "tether.db"), join(home, "tether.db-wal")]));
-  expect(logged.some((line) => line.includes("signed in"))).toBe(true);
-  expect(scan()).toEqual([]);
-  expect(frames.flatMap(found)).toEqual([]);
-  expect(logged.flatMap((line) => found(Buffer.from(line)))).toEqual([]);
+    // The leak check, while signed in. The search finds what is there: the token in its own file, [secret] in a frame.
+    broker.ledger.flush();
+    const tokens = [...access, ...refresh];
+    const needles = tokens
+      .flatMap((t) => [t, `Bearer ${t}`].flatMap((form) => [form, Buffer.from(form).toString("base64")]))
+      .map((n) => Buffer.from(n));
+    const found = (bytes: Buffer) => needles.filter((n) => bytes.includes(n)).map((n) => n.toString());
+    const scan = () => filesUnder(home).flatMap(([path, bytes]) => found(bytes).map((n) => `${path}: ${n}`));
+    const stored = readdirSync(join(home, "logins")).map((f) => readFileSync(join(home, "logins", f)));
+    expect(stored.some((bytes) => bytes.includes(Buffer.from(access[0]!)))).toBe(true);
+    expect(frames.some((f) => f.includes(Buffer.from("[secret]")))).toBe(true);
+    expect(filesUnder(home).map(([path]) => path)).toEqual(
+      expect.arrayContaining([join(home, "tether.db"), join(home, "tether.db-wal")]),
+    );
+    expect(logged.some((line) => line.includes("signed in"))).toBe(true);
+    expect(scan()).toEqual([]);
+    expect(frames.flatMap(found)).toEqual([]);
+    expect(logged.flatMap((line) => found(Buffer.from(line)))).toEqual([]);
 
-  // Logout revokes both tokens at the server and deletes them: refused again, the API not asked.
-  const [report] = await logins.logout(EXT);
-  expect(report).toMatchObject({ login: "github", deleted: true, notes: [] });
-  expect([...oauth.revoked].sort()).toEqual([...tokens].sort());
-  const hits = api.hits.length;
-  const after = await whoami();
-  expect(after).toMatchObject({ ok: false, error: { code: "denied" } });
-  expect(textOf(after)).toContain("tether login github-issues");
-  expect(api.hits.length).toBe(hits);
+    // Logout revokes both tokens at the server and deletes them: refused again, the API not asked.
+    const [report] = await logins.logout(EXT);
+    expect(report).toMatchObject({ login: "github", deleted: true, notes: [] });
+    expect([...oauth.revoked].sort()).toEqual([...tokens].sort());
+    const hits = api.hits.length;
+    const after = await whoami();
+    expect(after).toMatchObject({ ok: false, error: { code: "denied" } });
+    expect(textOf(after)).toContain("tether login github-issues");
+    expect(api.hits.length).toBe(hits);
 
-  // And once the store is checkpointed and closed.
-  await session.close();
-  await broker.close();
-  expect(scan()).toEqual([]);
-  expect(frames.flatMap(found)).toEqual([]);
-  expect(logged.flatMap((line) => found(Buffer.from(line)))).toEqual([]);
-}, SLOW);
+    // And once the store is checkpointed and closed.
+    await session.close();
+    await broker.close();
+    expect(scan()).toEqual([]);
+    expect(frames.flatMap(found)).toEqual([]);
+    expect(logged.flatMap((line) => found(Buffer.from(line)))).toEqual([]);
+  },
+  SLOW,
+);

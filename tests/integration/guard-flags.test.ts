@@ -64,7 +64,16 @@ const ADDRESS_SPELLINGS = [
 ];
 
 /** Every way a URL can name api.test (and what lies under it). */
-const NAME_SPELLINGS = ["api.test", "API.TEST", "api.test.", "Api.Test.", "\uff41\uff50\uff49.test", "api\u3002test", "sub.api.test", "SUB.API.TEST."];
+const NAME_SPELLINGS = [
+  "api.test",
+  "API.TEST",
+  "api.test.",
+  "Api.Test.",
+  "\uff41\uff50\uff49.test",
+  "api\u3002test",
+  "sub.api.test",
+  "SUB.API.TEST.",
+];
 
 async function fetchVia(host: string): Promise<{ ok: boolean; code?: string; message?: string }> {
   const url = `http://${host}:${port}/probe`;
@@ -93,10 +102,18 @@ beforeAll(async () => {
   cpSync(join(REPO, "tests/integration/fixtures/fetcher"), dir, { recursive: true });
   const rules = [
     ...["api.test", "*.api.test", "loop.test", "mapped.test", "nat64.test"].map((h) => `http://${h}:${port}`),
-    ...["127.0.0.1", "[::ffff:7f00:1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::]", "[::127.0.0.1]"].map((h) => `http://${h}:${port}`),
+    ...["127.0.0.1", "[::ffff:7f00:1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::]", "[::127.0.0.1]"].map(
+      (h) => `http://${h}:${port}`,
+    ),
   ];
   const manifest = join(dir, "manifest.toml");
-  writeFileSync(manifest, readFileSync(manifest, "utf8").replace(/^allow = \[[\s\S]*?^\]$/m, `allow = [${rules.map((r) => JSON.stringify(r)).join(", ")}]`));
+  writeFileSync(
+    manifest,
+    readFileSync(manifest, "utf8").replace(
+      /^allow = \[[\s\S]*?^\]$/m,
+      `allow = [${rules.map((r) => JSON.stringify(r)).join(", ")}]`,
+    ),
+  );
   for (const source of [dir, join(REPO, "manifests/guard")]) {
     const { installed } = await broker.registry.install(source);
     broker.registry.approve(installed.manifest.name);
@@ -143,7 +160,11 @@ describe.each([
       expect(hits).toBe(before);
     } finally {
       const list = await session.runCommand("/flag");
-      for (const entry of String((list.outcome as { value?: { content?: Array<{ text?: string }> } }).value?.content?.[0]?.text ?? "").replace(/^flagged: /, "").split(", ")) {
+      for (const entry of String(
+        (list.outcome as { value?: { content?: Array<{ text?: string }> } }).value?.content?.[0]?.text ?? "",
+      )
+        .replace(/^flagged: /, "")
+        .split(", ")) {
         if (entry !== "" && entry !== "no hosts are flagged") await session.runCommand(`/unflag ${entry}`);
       }
     }

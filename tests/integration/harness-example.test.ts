@@ -7,7 +7,11 @@ import { join } from "node:path";
 import { REPO } from "../support/satellites.js";
 
 test("examples/harness.ts runs end to end and shows each step of the library API", async () => {
-  const run = await execa("npx", ["tsx", join(REPO, "examples/harness.ts")], { cwd: REPO, reject: false, timeout: 60_000 });
+  const run = await execa("npx", ["tsx", join(REPO, "examples/harness.ts")], {
+    cwd: REPO,
+    reject: false,
+    timeout: 60_000,
+  });
   expect(run.stderr).toBe("");
   expect(run.exitCode).toBe(0);
   const lines = run.stdout.split("\n");

@@ -6,8 +6,8 @@
  * is traced in the ledger.
  */
 import { join } from "node:path";
-import { Broker } from "../../broker/broker.js";
-import { Session } from "../../broker/sessions/session.js";
+import type { Broker } from "../../broker/broker.js";
+import type { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { contentText, openHookSession, type HookSession } from "../support/hook-session.js";
 
@@ -31,7 +31,9 @@ let session: Session;
 
 function traces(event: string): TraceRow[] {
   broker.ledger.flush();
-  return broker.store.sqlite.prepare("select * from hook_traces where session_id = ? and event = ? order by id").all(session.id, event) as TraceRow[];
+  return broker.store.sqlite
+    .prepare("select * from hook_traces where session_id = ? and event = ? order by id")
+    .all(session.id, event) as TraceRow[];
 }
 
 const text = contentText;
@@ -48,12 +50,20 @@ afterAll(async () => {
 
 describe("registry order and the harness's events", () => {
   test("the active extensions are in registry order: priority 0, 10, 20", () => {
-    expect(session.status().filter((s) => s.state === "active" && !s.builtin).map((s) => s.name)).toEqual(["worker", "hooker", "ctxadd"]);
+    expect(
+      session
+        .status()
+        .filter((s) => s.state === "active" && !s.builtin)
+        .map((s) => s.name),
+    ).toEqual(["worker", "hooker", "ctxadd"]);
   });
 
   test("session_start: both extensions' context adds up, in registry order", async () => {
     const composed = await session.fire("session_start", { source: "startup" });
-    expect(composed.context).toEqual(["hooker saw session bus-1 start (startup)", "ctxadd: the user prefers metric units"]);
+    expect(composed.context).toEqual([
+      "hooker saw session bus-1 start (startup)",
+      "ctxadd: the user prefers metric units",
+    ]);
     expect(traces("session_start").map((t) => [t.extension, t.answer])).toEqual([
       ["hooker", "context"],
       ["ctxadd", "context"],
@@ -101,7 +111,9 @@ describe("registry order and the harness's events", () => {
     expect((await session.fire("agent_end", { reply: "forever", held: 7 })).block?.reason).toBe("keep going forever");
     const composed = await session.fire("agent_end", { reply: "forever", held: 8 });
     expect(composed.block).toBeNull();
-    expect(composed.notes).toEqual(["hooker asked to keep the turn going again; it was already held 8 times, so the turn ends"]);
+    expect(composed.notes).toEqual([
+      "hooker asked to keep the turn going again; it was already held 8 times, so the turn ends",
+    ]);
   });
 
   test("agent_settled: notes come back", async () => {
@@ -115,7 +127,13 @@ describe("registry order and the harness's events", () => {
   });
 
   test("usage: the hook runs (it records the row) but its answer is ignored", async () => {
-    const composed = await session.fire("usage", { seq: 7, origin: "provider_reported", model: "m", input_tokens: 10, output_tokens: 2 });
+    const composed = await session.fire("usage", {
+      seq: 7,
+      origin: "provider_reported",
+      model: "m",
+      input_tokens: 10,
+      output_tokens: 2,
+    });
     expect(composed.block).toBeNull();
     expect(traces("usage").map((t) => t.answer)).toEqual(["ignored"]);
     const seen = await session.callTool("seen", "{}");
@@ -123,7 +141,9 @@ describe("registry order and the harness's events", () => {
   });
 
   test("a payload that does not fit its event is refused before any hook is asked", async () => {
-    await expect(session.fire("before_compact", { reason: 5 } as never)).rejects.toThrow("event 'before_compact': Invalid type: Expected string but received 5 at .reason");
+    await expect(session.fire("before_compact", { reason: 5 } as never)).rejects.toThrow(
+      "event 'before_compact': Invalid type: Expected string but received 5 at .reason",
+    );
   });
 });
 
@@ -137,12 +157,22 @@ describe("tool_call and tool_result around a real tool call", () => {
 
   test("block: the tool never runs; the caller reads the hook's reason; the ledger shows the call blocked", async () => {
     const report = await session.callTool("run", '{"text":"rm -rf /","hook":"block"}');
-    expect(report.outcome).toEqual({ ok: false, error: { code: "blocked", msg: "Blocked by 'hooker': hooker: rm -rf is not allowed" } });
+    expect(report.outcome).toEqual({
+      ok: false,
+      error: { code: "blocked", msg: "Blocked by 'hooker': hooker: rm -rf is not allowed" },
+    });
     broker.ledger.flush();
-    const row = broker.store.sqlite.prepare("select outcome, name from invocations where id = ?").get(report.invocationId) as { outcome: string; name: string };
+    const row = broker.store.sqlite
+      .prepare("select outcome, name from invocations where id = ?")
+      .get(report.invocationId) as { outcome: string; name: string };
     expect(row).toEqual({ outcome: "blocked", name: "run" });
     const trace = traces("tool_call").find((t) => t.about_invocation_id === report.invocationId);
-    expect(trace).toMatchObject({ extension: "hooker", answer: "block", detail: "hooker: rm -rf is not allowed", subject: "run" });
+    expect(trace).toMatchObject({
+      extension: "hooker",
+      answer: "block",
+      detail: "hooker: rm -rf is not allowed",
+      subject: "run",
+    });
     expect(trace?.hook_invocation_id).toEqual(expect.any(Number));
   });
 
@@ -176,16 +206,24 @@ describe("tool_call and tool_result around a real tool call", () => {
 
   test("substitute: the hook's result is answered and the tool does not run", async () => {
     const report = await session.callTool("run", '{"text":"hi","hook":"substitute"}');
-    expect(report.outcome).toEqual({ ok: true, value: { content: [{ type: "text", text: "hooker answered instead" }], terminate: false } });
+    expect(report.outcome).toEqual({
+      ok: true,
+      value: { content: [{ type: "text", text: "hooker answered instead" }], terminate: false },
+    });
     expect(report.substitutedBy).toBe("hooker");
     const json = await session.callTool("run", '{"text":"hi","hook":"substitute-json"}');
-    expect(json.outcome).toEqual({ ok: true, value: { content: [{ type: "json", json: { answer: 42 } }], terminate: false } });
+    expect(json.outcome).toEqual({
+      ok: true,
+      value: { content: [{ type: "json", json: { answer: 42 } }], terminate: false },
+    });
   });
 
   test("a hook that crashes blocks the call when its row says on_error = block", async () => {
     const report = await session.callTool("run", '{"text":"x","hook":"crash"}');
     expect(report.outcome.ok).toBe(false);
-    expect(!report.outcome.ok && report.outcome.error.msg).toMatch(/^Blocked by 'hooker': hooker's hook failed: crashed: .*hooker crashed on purpose/);
+    expect(!report.outcome.ok && report.outcome.error.msg).toMatch(
+      /^Blocked by 'hooker': hooker's hook failed: crashed: .*hooker crashed on purpose/,
+    );
   });
 
   test("a hook that passes its time limit (1.5 s) blocks too, and the next call is served by a fresh satellite", async () => {
@@ -196,13 +234,22 @@ describe("tool_call and tool_result around a real tool call", () => {
 
   test("tool_result: a block withholds the result from the caller", async () => {
     const report = await session.callTool("secret", "{}");
-    expect(report.outcome).toEqual({ ok: false, error: { code: "blocked", msg: "The result was withheld by 'hooker': hooker: the result holds a secret" } });
+    expect(report.outcome).toEqual({
+      ok: false,
+      error: { code: "blocked", msg: "The result was withheld by 'hooker': hooker: the result holds a secret" },
+    });
     expect(report.blockedBy).toBe("hooker");
   });
 
   test("a tool no active extension serves is unknown_tool, naming what the session serves", async () => {
     const report = await session.callTool("nope", "{}");
-    expect(report.outcome).toEqual({ ok: false, error: { code: "unknown_tool", msg: "Unknown tool 'nope'; this session serves [fetch, run, secret, seen, ticks]" } });
+    expect(report.outcome).toEqual({
+      ok: false,
+      error: {
+        code: "unknown_tool",
+        msg: "Unknown tool 'nope'; this session serves [fetch, run, secret, seen, ticks]",
+      },
+    });
   });
 });
 
@@ -212,27 +259,37 @@ describe("cap_call and commands", () => {
     expect(flagged.extension).toBe("hooker");
     expect(text(flagged.outcome)).toBe("flagged flagged.example");
 
-    const blocked = JSON.parse(text((await session.callTool("fetch", '{"url":"https://flagged.example/data"}')).outcome)) as { ok: boolean; code: string; message: string };
+    const blocked = JSON.parse(
+      text((await session.callTool("fetch", '{"url":"https://flagged.example/data"}')).outcome),
+    ) as { ok: boolean; code: string; message: string };
     expect(blocked).toMatchObject({ ok: false, code: "denied" });
-    expect(blocked.message).toContain("hooker: flagged.example is flagged by the operator (tool:fetch; saw https://flagged.example/data)");
+    expect(blocked.message).toContain(
+      "hooker: flagged.example is flagged by the operator (tool:fetch; saw https://flagged.example/data)",
+    );
     expect(blocked.message).toContain("rule: hook:hooker");
 
     const trace = traces("cap_call").filter((t) => t.answer === "block");
     expect(trace).toHaveLength(1);
     expect(trace[0]).toMatchObject({ extension: "hooker", subject: "net.fetch https://flagged.example/data" });
 
-    const other = JSON.parse(text((await session.callTool("fetch", '{"url":"https://fine.example/data"}')).outcome)) as { ok: boolean; message?: string };
+    const other = JSON.parse(
+      text((await session.callTool("fetch", '{"url":"https://fine.example/data"}')).outcome),
+    ) as { ok: boolean; message?: string };
     expect(other.message ?? "").not.toContain("hook:");
   });
 
   test("other extensions' hooks see a fetch's target without query values or fragment; so does the ledger's trace", async () => {
     // (Credentials in a URL never reach the hooks: the policy refuses them first.)
     const url = "https://flagged.example/data?key=SECRET&city=Porto#frag";
-    const blocked = JSON.parse(text((await session.callTool("fetch", JSON.stringify({ url }))).outcome)) as { message: string };
+    const blocked = JSON.parse(text((await session.callTool("fetch", JSON.stringify({ url }))).outcome)) as {
+      message: string;
+    };
     expect(blocked.message).toContain("saw https://flagged.example/data?key=…&city=…)");
     expect(blocked.message).not.toContain("SECRET");
     expect(blocked.message).not.toContain("frag");
-    expect(traces("cap_call").some((t) => t.subject === "net.fetch https://flagged.example/data?key=…&city=…")).toBe(true);
+    expect(traces("cap_call").some((t) => t.subject === "net.fetch https://flagged.example/data?key=…&city=…")).toBe(
+      true,
+    );
     expect(traces("cap_call").some((t) => t.subject.includes("SECRET"))).toBe(false);
   });
 
@@ -242,6 +299,9 @@ describe("cap_call and commands", () => {
 
   test("commands take the raw text; an unknown command names the session's commands", async () => {
     expect(text((await session.runCommand("/echo  two words ")).outcome)).toBe("echo: two words");
-    expect((await session.runCommand("/nope")).outcome).toEqual({ ok: false, error: { code: "unknown_tool", msg: "Unknown command 'nope'; this session serves [/echo, /flag]" } });
+    expect((await session.runCommand("/nope")).outcome).toEqual({
+      ok: false,
+      error: { code: "unknown_tool", msg: "Unknown command 'nope'; this session serves [/echo, /flag]" },
+    });
   });
 });

@@ -6,11 +6,11 @@
  * Fixtures: tests/integration/fixtures/matchers (tools serves, picky and never hook).
  */
 import { join } from "node:path";
-import { Broker } from "../../broker/broker.js";
+import type { Broker } from "../../broker/broker.js";
 import { renderStatus } from "../../broker/cli/session.js";
 import { HOOK_SIGHT } from "../../broker/hooks/hook-sight.js";
 import { buildReview, renderReview } from "../../broker/registry/review.js";
-import { Session } from "../../broker/sessions/session.js";
+import type { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { contentText, openHookSession, type HookSession } from "../support/hook-session.js";
 
@@ -23,14 +23,18 @@ let session: Session;
 /** How many invocations (tool calls and hooks alike) the ledger holds for `extension` in this session. */
 function invocations(extension: string): number {
   broker.ledger.flush();
-  const row = broker.store.sqlite.prepare("select count(*) as n from invocations where session_id = ? and extension = ?").get(session.id, extension) as { n: number };
+  const row = broker.store.sqlite
+    .prepare("select count(*) as n from invocations where session_id = ? and extension = ?")
+    .get(session.id, extension) as { n: number };
   return row.n;
 }
 
 /** The trace rows of one event, as [extension, subject, answer]. */
 function traces(event: string): [string, string, string][] {
   broker.ledger.flush();
-  const rows = broker.store.sqlite.prepare("select extension, subject, answer from hook_traces where session_id = ? and event = ? order by id").all(session.id, event) as { extension: string; subject: string; answer: string }[];
+  const rows = broker.store.sqlite
+    .prepare("select extension, subject, answer from hook_traces where session_id = ? and event = ? order by id")
+    .all(session.id, event) as { extension: string; subject: string; answer: string }[];
   return rows.map((r) => [r.extension, r.subject, r.answer]);
 }
 
@@ -47,7 +51,12 @@ afterAll(async () => {
 });
 
 test("all three are active, and no hook has been asked yet", () => {
-  expect(session.status().filter((s) => s.state === "active" && !s.builtin).map((s) => s.name)).toEqual(["never", "picky", "tools"]);
+  expect(
+    session
+      .status()
+      .filter((s) => s.state === "active" && !s.builtin)
+      .map((s) => s.name),
+  ).toEqual(["never", "picky", "tools"]);
   expect([invocations("picky"), invocations("never")]).toEqual([0, 0]);
 });
 
@@ -84,10 +93,14 @@ describe("tool_call and tool_result", () => {
 
 describe("cap_call", () => {
   test("a fetch to a host under *.wanted.example asks picky, which may block it", async () => {
-    const blocked = JSON.parse(text((await session.callTool("fetch", '{"url":"https://blocked.wanted.example/x"}')).outcome)) as { ok: boolean; message: string };
+    const blocked = JSON.parse(
+      text((await session.callTool("fetch", '{"url":"https://blocked.wanted.example/x"}')).outcome),
+    ) as { ok: boolean; message: string };
     expect(blocked).toMatchObject({ ok: false });
     expect(blocked.message).toContain("picky blocks blocked.wanted.example");
-    const passed = JSON.parse(text((await session.callTool("fetch", '{"url":"https://api.wanted.example/x"}')).outcome)) as { message?: string };
+    const passed = JSON.parse(
+      text((await session.callTool("fetch", '{"url":"https://api.wanted.example/x"}')).outcome),
+    ) as { message?: string };
     expect(passed.message ?? "").not.toContain("hook:");
     expect(traces("cap_call")).toEqual([
       ["picky", "net.fetch https://blocked.wanted.example/x", "block"],
@@ -98,7 +111,9 @@ describe("cap_call", () => {
 
   test("a fetch to another host asks nobody (never's net.fetch elsewhere is anchored: it does not match elsewhere.example)", async () => {
     const before = invocations("picky");
-    const reply = JSON.parse(text((await session.callTool("fetch", '{"url":"https://elsewhere.example/x"}')).outcome)) as { message?: string };
+    const reply = JSON.parse(
+      text((await session.callTool("fetch", '{"url":"https://elsewhere.example/x"}')).outcome),
+    ) as { message?: string };
     expect(reply.message ?? "").not.toContain("hook:");
     expect(invocations("picky")).toBe(before);
     expect(invocations("never")).toBe(0);
@@ -110,27 +125,40 @@ describe("cap_call", () => {
     expect(text((await session.callTool("store", "{}")).outcome)).toBe("1");
     // One invocation for the put's hook; the store call itself is tools'.
     expect(invocations("picky")).toBe(before + 1);
-    expect(traces("cap_call").filter(([, subject]) => subject.startsWith("kv."))).toEqual([["picky", "kv.put k", "notes"]]);
+    expect(traces("cap_call").filter(([, subject]) => subject.startsWith("kv."))).toEqual([
+      ["picky", "kv.put k", "notes"],
+    ]);
   });
 
   test("never's satellite was never asked about anything", () => {
     expect(invocations("never")).toBe(0);
     broker.ledger.flush();
-    expect(broker.store.sqlite.prepare("select count(*) as n from hook_traces where extension = 'never'").get()).toEqual({ n: 0 });
+    expect(
+      broker.store.sqlite.prepare("select count(*) as n from hook_traces where extension = 'never'").get(),
+    ).toEqual({ n: 0 });
   });
 });
 
 describe("review and status show the matchers", () => {
   test("status: matchers by event, and the CLI line shows them", () => {
     const picky = session.status().find((s) => s.name === "picky")!;
-    expect(picky.matchers).toEqual({ tool_call: ["fs_*"], tool_result: ["echo"], cap_call: ["kv.put", "net.fetch *.wanted.example"] });
+    expect(picky.matchers).toEqual({
+      tool_call: ["fs_*"],
+      tool_result: ["echo"],
+      cap_call: ["kv.put", "net.fetch *.wanted.example"],
+    });
     expect(session.status().find((s) => s.name === "tools")!.matchers).toEqual({});
-    expect(renderStatus([picky])).toBe("active   picky  hooks: tool_call (only: fs_*), tool_result (only: echo), cap_call (only: kv.put, net.fetch *.wanted.example)");
+    expect(renderStatus([picky])).toBe(
+      "active   picky  hooks: tool_call (only: fs_*), tool_result (only: echo), cap_call (only: kv.put, net.fetch *.wanted.example)",
+    );
   });
 
   test("review: each hooked event with its matcher", () => {
     const installed = broker.registry.get("picky")!;
-    const review = renderReview(buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval("picky")), installed);
+    const review = renderReview(
+      buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval("picky")),
+      installed,
+    );
     const hooks = review.slice(review.indexOf("It hooks"), review.indexOf("\nLimits:"));
     expect(hooks.split("\n").filter((line) => !line.startsWith("      "))).toEqual([
       "It hooks 3 events:",
@@ -140,7 +168,9 @@ describe("review and status show the matchers", () => {
       "",
     ]);
     // Under each, what approving it lets it see, narrowed by its match, and what it can do.
-    expect(hooks).toContain(`  tool_call (only: fs_*)\n      sees: ${HOOK_SIGHT.tool_call.sees} — only those its match names\n      can:  ${HOOK_SIGHT.tool_call.can}\n`);
+    expect(hooks).toContain(
+      `  tool_call (only: fs_*)\n      sees: ${HOOK_SIGHT.tool_call.sees} — only those its match names\n      can:  ${HOOK_SIGHT.tool_call.can}\n`,
+    );
     expect(hooks).toContain(`      sees: ${HOOK_SIGHT.cap_call.sees} — only those its match names`);
   });
 });

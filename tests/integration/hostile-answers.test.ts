@@ -106,7 +106,9 @@ test(
       expect(served).toBeGreaterThan(0);
 
       broker.ledger.flush();
-      const outcomes = broker.store.sqlite.prepare("select distinct outcome from invocations where session_id = 'hostile'").all() as Array<{ outcome: string }>;
+      const outcomes = broker.store.sqlite
+        .prepare("select distinct outcome from invocations where session_id = 'hostile'")
+        .all() as Array<{ outcome: string }>;
       expect(outcomes.map((o) => o.outcome).sort()).toEqual(["bad_arguments", "crashed", "ok"]);
     } finally {
       await hostile.close();
@@ -121,7 +123,11 @@ test(
   "`tether call`: a hostile answer exits 4 (call failed) and the bound on stderr; at the bounds it prints the answer",
   async () => {
     const call = (tool: string, args: unknown) =>
-      run(process.execPath, [BIN, "call", "fake", tool, JSON.stringify(args), "--home", home], { cwd: REPO, env: cliEnv(), maxBuffer: 64 * 1024 * 1024 }).then(
+      run(process.execPath, [BIN, "call", "fake", tool, JSON.stringify(args), "--home", home], {
+        cwd: REPO,
+        env: cliEnv(),
+        maxBuffer: 64 * 1024 * 1024,
+      }).then(
         (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
         (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
       );
@@ -167,7 +173,10 @@ class RpcClient {
     const id = ++this.#next;
     return new Promise((resolve, reject) => {
       // A guard, not a timing: a request never answered fails naming itself.
-      const guard = setTimeout(() => reject(new Error(`no answer to ${method} ${JSON.stringify(params).slice(0, 200)}`)), 30_000);
+      const guard = setTimeout(
+        () => reject(new Error(`no answer to ${method} ${JSON.stringify(params).slice(0, 200)}`)),
+        30_000,
+      );
       this.#pending.set(id, (m) => {
         clearTimeout(guard);
         resolve(m);
@@ -180,7 +189,11 @@ class RpcClient {
 test(
   "`tether serve`: each hostile answer is that request's result, arguments past the bounds are -32602, and another client is served throughout",
   async () => {
-    const child = spawn(process.execPath, [BIN, "serve", "--home", home, "--port", "0"], { cwd: REPO, env: cliEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, "serve", "--home", home, "--port", "0"], {
+      cwd: REPO,
+      env: cliEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     let err = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -206,7 +219,10 @@ test(
       const steady = (async () => {
         while (!done) {
           const m = await b.request("tool.call", { session: "b", tool: "run", arguments: { text: `n${served}` } });
-          expect(m.result?.outcome).toEqual({ ok: true, value: { content: [{ type: "text", text: `ran: n${served}` }], terminate: false } });
+          expect(m.result?.outcome).toEqual({
+            ok: true,
+            value: { content: [{ type: "text", text: `ran: n${served}` }], terminate: false },
+          });
           served++;
         }
       })();
@@ -222,7 +238,14 @@ test(
       // before it is parsed, so the answer cannot carry the request's id (docs/api.md).
       const deep = await new Promise<Message>((resolve) => {
         a.ws.once("message", (data: Buffer) => resolve(JSON.parse(data.toString("utf8"))));
-        a.ws.send(JSON.stringify({ jsonrpc: "2.0", id: 99, method: "tool.call", params: { session: "a", tool: "echo", arguments: DEEP_ARGS } }));
+        a.ws.send(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: 99,
+            method: "tool.call",
+            params: { session: "a", tool: "echo", arguments: DEEP_ARGS },
+          }),
+        );
       });
       expect(deep).toMatchObject({ id: null, error: { code: -32602, data: { code: "bad_arguments" } } });
       expect(deep.error.message).toContain("64 levels");
@@ -231,7 +254,10 @@ test(
       await steady;
       expect(served).toBeGreaterThan(0);
       // The server is still up and serving the hostile client too.
-      expect((await a.request("tool.call", { session: "a", tool: "echo", arguments: { text: "still here" } })).result.outcome).toMatchObject({ ok: true });
+      expect(
+        (await a.request("tool.call", { session: "a", tool: "echo", arguments: { text: "still here" } })).result
+          .outcome,
+      ).toMatchObject({ ok: true });
       expect(child.exitCode).toBeNull();
       expect(err).not.toContain("RangeError");
       a.ws.close();
@@ -281,20 +307,28 @@ test(
         }
       })();
       for (const h of HOSTILE) {
-        const r = (await hostile.client.callTool({ name: h.tool, arguments: h.args as Record<string, unknown> })) as CallToolResult;
+        const r = (await hostile.client.callTool({
+          name: h.tool,
+          arguments: h.args as Record<string, unknown>,
+        })) as CallToolResult;
         if ("ok" in h.expect) expect(r.isError ?? false).toBe(false);
         else {
           expect(r.isError).toBe(true);
           expect(textsOf(r)).toContain(h.expect.has);
         }
       }
-      const refused = (await hostile.client.callTool({ name: "echo", arguments: DEEP_ARGS as Record<string, unknown> })) as CallToolResult;
+      const refused = (await hostile.client.callTool({
+        name: "echo",
+        arguments: DEEP_ARGS as Record<string, unknown>,
+      })) as CallToolResult;
       expect(refused.isError).toBe(true);
       expect(textsOf(refused)).toContain("bad_arguments");
       done = true;
       await steady;
       expect(served).toBeGreaterThan(0);
-      expect(textsOf(await hostile.client.callTool({ name: "echo", arguments: { text: "still here" } }))).toBe("still here");
+      expect(textsOf(await hostile.client.callTool({ name: "echo", arguments: { text: "still here" } }))).toBe(
+        "still here",
+      );
       expect(hostile.stderr()).not.toContain("RangeError");
     } finally {
       await hostile.client.close();
@@ -307,7 +341,11 @@ test(
 test(
   "`tether mcp`: a line past the MCP SDK's 10 MiB buffer makes it stop as when stdin closes, saying why (docs/mcp.md)",
   async () => {
-    const child = spawn(process.execPath, [BIN, "mcp", "--session", "mcp-long", "--home", home, "--workspace", tmp], { cwd: REPO, env: cliEnv(), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, "mcp", "--session", "mcp-long", "--home", home, "--workspace", tmp], {
+      cwd: REPO,
+      env: cliEnv(),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let err = "";
     child.stderr.on("data", (d: Buffer) => (err += d.toString()));
     child.stdout.resume();

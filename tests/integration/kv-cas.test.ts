@@ -40,7 +40,11 @@ interface AuditRow {
 
 function audit(capability: string): AuditRow[] {
   broker.ledger.flush();
-  return broker.store.sqlite.prepare("select session_id, capability, target, decision, rule, bytes from cap_audit where capability = ? order by id").all(capability) as AuditRow[];
+  return broker.store.sqlite
+    .prepare(
+      "select session_id, capability, target, decision, rule, bytes from cap_audit where capability = ? order by id",
+    )
+    .all(capability) as AuditRow[];
 }
 
 beforeAll(async () => {
@@ -63,7 +67,9 @@ const TIMES = 15;
 test("four sessions incrementing one kv counter at once by cas lose no update", async () => {
   // Each session's satellite booted first, so the increments overlap rather than queue behind boots.
   for (const session of SESSIONS) expect(await call("read", {}, session)).toEqual({ ok: true, value: null });
-  const replies = await Promise.all(SESSIONS.map((session) => call("increment", { times: TIMES, pause_ms: 5 }, session)));
+  const replies = await Promise.all(
+    SESSIONS.map((session) => call("increment", { times: TIMES, pause_ms: 5 }, session)),
+  );
   expect(await call("read", {})).toEqual({ ok: true, value: String(SESSIONS.length * TIMES) });
   const retries = replies.reduce((n, r) => n + (r.retries as number), 0);
   // With a 5 ms window between each read and its cas, four sessions collide: the retries were needed.
@@ -74,7 +80,9 @@ test("four sessions incrementing one kv counter at once by cas lose no update", 
   expect(new Set(rows.map((r) => `${r.decision} ${r.rule} ${r.target}`))).toEqual(new Set(["allowed builtin:kv hits"]));
   expect(new Set(rows.map((r) => r.session_id))).toEqual(new Set(SESSIONS));
   // What is stored is the JSON string a kv.get reads back.
-  const row = broker.store.sqlite.prepare("select encoding, value from kv where extension = 'counter' and key = 'hits'").get() as { encoding: string; value: Buffer };
+  const row = broker.store.sqlite
+    .prepare("select encoding, value from kv where extension = 'counter' and key = 'hits'")
+    .get() as { encoding: string; value: Buffer };
   expect([row.encoding, row.value.toString("utf8")]).toEqual(["json", '"60"']);
 });
 
@@ -109,11 +117,14 @@ test("the broker's answers: swapped, the current value, a delete, and its refusa
   // The quota (256 bytes) holds the 60 in kv ("hits" + '"60"' = 8 bytes), skv's counters and "n": a 300-byte value passes it.
   const over = await cas({ key: "big", expected: null, value: "x".repeat(300) });
   expect(over).toMatchObject({ ok: false, code: "denied" });
-  expect(String(over.message)).toMatch(/^kv\.cas: storage quota of 256 bytes would be exceeded \(\d+ bytes\) \(rule: limits\.kv_bytes\)$/);
+  expect(String(over.message)).toMatch(
+    /^kv\.cas: storage quota of 256 bytes would be exceeded \(\d+ bytes\) \(rule: limits\.kv_bytes\)$/,
+  );
   expect(await cas({ key: "k", value: "x" })).toEqual({
     ok: false,
     code: "bad_arguments",
-    message: "kv.cas takes {key, expected, value}: expected and value each a string or null; a key is 1 to 512 characters, without NUL (rule: args)",
+    message:
+      "kv.cas takes {key, expected, value}: expected and value each a string or null; a key is 1 to 512 characters, without NUL (rule: args)",
   });
   expect(await cas({ key: "k", expected: 1, value: "x" })).toMatchObject({ ok: false, code: "bad_arguments" });
   // Audited as put is: the refusals denied under their rules, with the bytes asked for (malformed: no target read from them).

@@ -22,11 +22,17 @@ let server: OAuthServer;
 let root: string;
 /** Everything the broker said: log lines, progress lines, error messages, prompts, statuses. */
 const said: string[] = [];
-const log = createLogger({ level: "debug", sink: (level, msg, fields) => void said.push(`${level} ${msg} ${JSON.stringify(fields)}`) });
+const log = createLogger({
+  level: "debug",
+  sink: (level, msg, fields) => void said.push(`${level} ${msg} ${JSON.stringify(fields)}`),
+});
 
 function manifest(name: string, flow: "device" | "authorization_code") {
   const url = server.url;
-  const endpoint = flow === "device" ? `device_authorization_endpoint = "${url}/device/code"` : `authorization_endpoint = "${url}/authorize"`;
+  const endpoint =
+    flow === "device"
+      ? `device_authorization_endpoint = "${url}/device/code"`
+      : `authorization_endpoint = "${url}/authorize"`;
   return parseManifest(
     `name = "${name}"\nversion = "1.0.0"\ndescription = "test"\nentry = "index.ts"\n\n[[login]]\nname = "github"\ndescription = "Sign in to the test server"\nflow = "${flow}"\nclient_id = "Iv1.abc"\n${endpoint}\ntoken_endpoint = "${url}/token"\nrevocation_endpoint = "${url}/revoke"\nscopes = ["repo:read"]\nsecret = "github_token"\n\n[[secret]]\nname = "github_token"\ndescription = "The signed-in token"\nrules = ["${url}/api/*"]\nheader = "Authorization"\nformat = "Bearer {}"\n\n[net]\nallow = ["${url}/api/*"]\n`,
     `${name}/manifest.toml`,
@@ -50,7 +56,14 @@ function setup(flow: "code" | "device", options: { fetch?: typeof fetch } = {}):
     { name: "device-ext", manifest: manifest("device-ext", "device"), approved: true },
     { name: "pending-ext", manifest: manifest("pending-ext", "device"), approved: false },
   ];
-  const logins = new Logins({ home, log, clock, extensions: () => installed, extension: (n) => installed.find((e) => e.name === n) ?? null, ...options });
+  const logins = new Logins({
+    home,
+    log,
+    clock,
+    extensions: () => installed,
+    extension: (n) => installed.find((e) => e.name === n) ?? null,
+    ...options,
+  });
   return { logins, clock, home };
 }
 
@@ -91,7 +104,16 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 beforeEach(() => {
-  server.knobs = { expiresIn: 3600, refresh: true, pendingPolls: 0, deviceOutcome: "approve", deviceExpiresIn: 600, interval: 5, wrongState: null, authorizeError: null };
+  server.knobs = {
+    expiresIn: 3600,
+    refresh: true,
+    pendingPolls: 0,
+    deviceOutcome: "approve",
+    deviceExpiresIn: 600,
+    interval: 5,
+    wrongState: null,
+    authorizeError: null,
+  };
   server.requests.length = 0;
   server.failNext(null);
 });
@@ -104,12 +126,19 @@ describe("authorization code with PKCE", () => {
     expect(await page.text()).toMatch(/Signed in/);
 
     const authorize = server.requests.find((r) => r.path === "/authorize")!.params;
-    expect(authorize).toMatchObject({ response_type: "code", client_id: "Iv1.abc", scope: "repo:read", code_challenge_method: "S256" });
+    expect(authorize).toMatchObject({
+      response_type: "code",
+      client_id: "Iv1.abc",
+      scope: "repo:read",
+      code_challenge_method: "S256",
+    });
     expect(authorize["redirect_uri"]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
     expect(authorize["state"]!.length).toBeGreaterThanOrEqual(32);
     const exchange = server.requests.find((r) => r.path === "/token")!.params;
     expect(exchange["grant_type"]).toBe("authorization_code");
-    expect(createHash("sha256").update(exchange["code_verifier"]!).digest("base64url")).toBe(authorize["code_challenge"]);
+    expect(createHash("sha256").update(exchange["code_verifier"]!).digest("base64url")).toBe(
+      authorize["code_challenge"],
+    );
 
     const file = s.logins.store.file("code-ext", "github");
     expect(statSync(file).mode & 0o777).toBe(0o600);
@@ -119,11 +148,15 @@ describe("authorization code with PKCE", () => {
     expect(await s.logins.tokens.currentToken("code-ext", "other_secret")).toBeNull();
     const [status] = s.logins.status("code-ext");
     expect(status).toMatchObject({ signed_in: true, expires_in: 3600, refreshable: true, problem: null });
-    expect(statusLine(status!)).toMatch(/^github: signed in as of \d{4}-\d\d-\d\dT.*Z, expires in 3600 s, refreshable: yes$/);
+    expect(statusLine(status!)).toMatch(
+      /^github: signed in as of \d{4}-\d\d-\d\dT.*Z, expires in 3600 s, refreshable: yes$/,
+    );
   });
 
   test("the S256 challenge is RFC 7636's (appendix B)", () => {
-    expect(challengeOf("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")).toBe("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+    expect(challengeOf("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")).toBe(
+      "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+    );
   });
 
   test("a redirect with the wrong state is answered and ignored: nothing is exchanged, and the sign-in goes on to complete with its own", async () => {
@@ -152,24 +185,32 @@ describe("authorization code with PKCE", () => {
     server.knobs.authorizeError = "access_denied";
     const started = await s.logins.start("code-ext", "github");
     expect((await fetch(started.prompt.authorizationUrl!)).status).toBe(400);
-    expect(await failureOf(started.done)).toMatch(/redirected with error access_denied \(the sign-in was declined in the browser\)/);
+    expect(await failureOf(started.done)).toMatch(
+      /redirected with error access_denied \(the sign-in was declined in the browser\)/,
+    );
   });
 
   test("a replayed code is refused by the token endpoint, and its error is surfaced cleanly", async () => {
     const s = setup("code");
     // The first sign-in: the test follows the redirect by hand, and keeps the code.
     const first = await s.logins.start("code-ext", "github");
-    const firstRedirect = (await fetch(first.prompt.authorizationUrl!, { redirect: "manual" })).headers.get("location")!;
+    const firstRedirect = (await fetch(first.prompt.authorizationUrl!, { redirect: "manual" })).headers.get(
+      "location",
+    )!;
     const usedCode = new URL(firstRedirect).searchParams.get("code")!;
     expect((await fetch(firstRedirect)).status).toBe(200);
     await first.done;
     // The second: its own redirect, but carrying the used code.
     const second = await s.logins.start("code-ext", "github");
-    const redirect = new URL((await fetch(second.prompt.authorizationUrl!, { redirect: "manual" })).headers.get("location")!);
+    const redirect = new URL(
+      (await fetch(second.prompt.authorizationUrl!, { redirect: "manual" })).headers.get("location")!,
+    );
     redirect.searchParams.set("code", usedCode);
     expect((await fetch(redirect)).status).toBe(502);
     const message = await failureOf(second.done);
-    expect(message).toMatch(/^the token endpoint http:\/\/127\.0\.0\.1:\d+\/token answered HTTP 400 invalid_grant: Authorization code already used$/);
+    expect(message).toMatch(
+      /^the token endpoint http:\/\/127\.0\.0\.1:\d+\/token answered HTTP 400 invalid_grant: Authorization code already used$/,
+    );
     expect(message).not.toContain(usedCode);
   });
 
@@ -190,7 +231,9 @@ describe("authorization code with PKCE", () => {
     const started = await s.logins.start("code-ext", "github", { timeoutMs: 120_000 });
     expect(s.clock.held).toBe(1);
     s.clock.release();
-    expect(await failureOf(started.done)).toMatch(/no redirect reached http:\/\/127\.0\.0\.1:\d+\/callback within 120 s; run tether login again \(--timeout gives more time\)/);
+    expect(await failureOf(started.done)).toMatch(
+      /no redirect reached http:\/\/127\.0\.0\.1:\d+\/callback within 120 s; run tether login again \(--timeout gives more time\)/,
+    );
     await expect(fetch(started.prompt.redirectUri!)).rejects.toThrow();
   });
 
@@ -210,7 +253,10 @@ describe("the token endpoint failing", () => {
     ["invalid_grant", /answered HTTP 400 invalid_grant: The grant is invalid$/],
     ["not_json", /answered HTTP 502 with a body that is not a JSON object \(\d+ bytes, not shown\)/],
     ["oversized", /answered HTTP 200 with more than 64 KiB; that is no OAuth answer/],
-    ["echo_code", /answered HTTP 400 invalid_grant \(its description is withheld: it repeats a value of this sign-in\)/],
+    [
+      "echo_code",
+      /answered HTTP 400 invalid_grant \(its description is withheld: it repeats a value of this sign-in\)/,
+    ],
   ] as const)("%s: a clear failure naming the endpoint, never the body", async (how, expected) => {
     const s = setup("code");
     server.failNext(how);
@@ -232,9 +278,16 @@ describe("the device flow", () => {
     const s = setup("device");
     server.knobs.pendingPolls = 2;
     const { started, tokens } = await signInByDevice(s);
-    expect(started.prompt).toMatchObject({ flow: "device", userCode: "WDJB-MJHT", verificationUri: `${server.url}/device`, expiresIn: 600 });
+    expect(started.prompt).toMatchObject({
+      flow: "device",
+      userCode: "WDJB-MJHT",
+      verificationUri: `${server.url}/device`,
+      expiresIn: 600,
+    });
     expect(s.clock.slept).toEqual([5000, 5000, 5000]);
-    expect(server.requests.filter((r) => r.path === "/token").map((r) => r.params["grant_type"])).toEqual(Array(3).fill("urn:ietf:params:oauth:grant-type:device_code"));
+    expect(server.requests.filter((r) => r.path === "/token").map((r) => r.params["grant_type"])).toEqual(
+      Array(3).fill("urn:ietf:params:oauth:grant-type:device_code"),
+    );
     expect(tokens.refresh_token).not.toBeNull();
     expect(said.filter((l) => l.startsWith("progress waiting for the sign-in")).length).toBeGreaterThanOrEqual(2);
     expect(s.logins.store.read("device-ext", "github")?.access_token).toBe(tokens.access_token);
@@ -251,7 +304,9 @@ describe("the device flow", () => {
     const s = setup("device");
     server.knobs.deviceOutcome = "expire";
     const started = await s.logins.start("device-ext");
-    expect(await failureOf(started.done)).toMatch(/^the user code expired \(.*expired_token\); run tether login again$/);
+    expect(await failureOf(started.done)).toMatch(
+      /^the user code expired \(.*expired_token\); run tether login again$/,
+    );
   });
 
   test("the code's own lifetime ends it too, without a poll past it", async () => {
@@ -267,7 +322,9 @@ describe("the device flow", () => {
     const s = setup("device");
     server.knobs.deviceOutcome = "deny";
     const started = await s.logins.start("device-ext");
-    expect(await failureOf(started.done)).toMatch(/the sign-in was declined at http:\/\/127\.0\.0\.1:\d+\/device \(access_denied\)/);
+    expect(await failureOf(started.done)).toMatch(
+      /the sign-in was declined at http:\/\/127\.0\.0\.1:\d+\/device \(access_denied\)/,
+    );
     expect(s.logins.store.read("device-ext", "github")).toBeNull();
   });
 });
@@ -281,7 +338,9 @@ describe("refresh", () => {
 
     // 6 minutes left of an hour: inside the last tenth.
     s.clock.advance(3_240_000);
-    const answers = await Promise.all(Array.from({ length: 5 }, () => s.logins.tokens.currentToken("device-ext", "github_token")));
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => s.logins.tokens.currentToken("device-ext", "github_token")),
+    );
     const refreshes = server.requests.filter((r) => r.params["grant_type"] === "refresh_token");
     expect(refreshes.length).toBe(1);
     expect(refreshes[0]!.params["refresh_token"]).toBe(tokens.refresh_token);
@@ -296,7 +355,11 @@ describe("refresh", () => {
     s.clock.advance(3_600_000);
     server.failNext("500");
     expect(await s.logins.tokens.currentToken("device-ext", "github_token")).toBeNull();
-    expect(said.some((l) => l.includes("login device-ext/github: refreshing failed: the token endpoint") && l.includes("HTTP 500"))).toBe(true);
+    expect(
+      said.some(
+        (l) => l.includes("login device-ext/github: refreshing failed: the token endpoint") && l.includes("HTTP 500"),
+      ),
+    ).toBe(true);
   });
 
   test("a refresh token the server refuses (invalid_grant): null once expired, and the log says to sign in again", async () => {
@@ -316,7 +379,9 @@ describe("refresh", () => {
     expect(await s.logins.tokens.currentToken("device-ext", "github_token")).toBe(tokens.access_token);
     s.clock.advance(10_000);
     expect(await s.logins.tokens.currentToken("device-ext", "github_token")).toBeNull();
-    expect(statusLine(s.logins.status("device-ext")[0]!)).toMatch(/signed out \(expired; tether login device-ext github\) as of .*, expired, refreshable: no$/);
+    expect(statusLine(s.logins.status("device-ext")[0]!)).toMatch(
+      /signed out \(expired; tether login device-ext github\) as of .*, expired, refreshable: no$/,
+    );
   });
 
   test("the daemon's refresher renews what is due and says when the next falls due", async () => {
@@ -333,7 +398,9 @@ describe("refresh", () => {
 
   test("an unapproved extension gets no token and cannot sign in", async () => {
     const s = setup("device");
-    expect(await failureOf(s.logins.start("pending-ext"))).toMatch(/'pending-ext' is not approved as installed.*tether approve pending-ext/);
+    expect(await failureOf(s.logins.start("pending-ext"))).toMatch(
+      /'pending-ext' is not approved as installed.*tether approve pending-ext/,
+    );
     expect(await s.logins.tokens.currentToken("pending-ext", "github_token")).toBeNull();
   });
 });
@@ -345,7 +412,9 @@ describe("storage and logout", () => {
     const file = s.logins.store.file("device-ext", "github");
     chmodSync(file, 0o644);
     expect(await s.logins.tokens.currentToken("device-ext", "github_token")).toBeNull();
-    expect(s.logins.status("device-ext")[0]!.problem).toBe(`${file} has mode 644: group or other may read or write it. Run: chmod 600 ${file} (or tether logout device-ext github)`);
+    expect(s.logins.status("device-ext")[0]!.problem).toBe(
+      `${file} has mode 644: group or other may read or write it. Run: chmod 600 ${file} (or tether logout device-ext github)`,
+    );
     chmodSync(file, 0o600);
     chmodSync(s.logins.store.dir, 0o755);
     expect(s.logins.status("device-ext")[0]!.problem).toMatch(/has mode 755: .* Run: chmod 700 /);
@@ -362,13 +431,17 @@ describe("storage and logout", () => {
     expect(s.logins.store.read("device-ext", "github")).toBeNull();
     expect(await s.logins.tokens.currentToken("device-ext", "github_token")).toBeNull();
     expect(s.logins.status("device-ext")[0]).toMatchObject({ signed_in: false, signed_in_at: null });
-    expect(await s.logins.logout("device-ext", "github")).toEqual([{ extension: "device-ext", login: "github", deleted: false, notes: [] }]);
+    expect(await s.logins.logout("device-ext", "github")).toEqual([
+      { extension: "device-ext", login: "github", deleted: false, notes: [] },
+    ]);
     expect(await failureOf(s.logins.logout("device-ext", "nope"))).toMatch(/has no login 'nope'.*it declares: github/);
   });
 
   test("asking for a login that is not declared says which are", async () => {
     const s = setup("device");
-    expect(await failureOf(s.logins.start("code-ext", "gitlab"))).toBe("'code-ext' has no login 'gitlab'; it declares: github");
+    expect(await failureOf(s.logins.start("code-ext", "gitlab"))).toBe(
+      "'code-ext' has no login 'gitlab'; it declares: github",
+    );
     expect(await failureOf(s.logins.start("nowhere"))).toMatch(/no extension 'nowhere' is installed/);
   });
 });

@@ -11,7 +11,7 @@
  * Fixtures: tests/integration/fixtures/session-kinds (planner, failprep, undeclared, slowprep, tagalong, notes).
  */
 import { join } from "node:path";
-import { Broker } from "../../broker/broker.js";
+import type { Broker } from "../../broker/broker.js";
 import { renderStatus } from "../../broker/cli/session.js";
 import { Preferences } from "../../broker/sessions/preferences.js";
 import { Session, type ExtensionStatus } from "../../broker/sessions/session.js";
@@ -35,11 +35,14 @@ function closes(extension: string, id: string): string[] {
 /** The ledger's invocations of `kind` for `extension` in session `id`, as their outcomes. */
 function invoked(extension: string, kind: string, id = session.id): string[] {
   broker.ledger.flush();
-  const rows = broker.store.sqlite.prepare("select outcome from invocations where session_id = ? and extension = ? and kind = ? order by id").all(id, extension, kind) as { outcome: string }[];
+  const rows = broker.store.sqlite
+    .prepare("select outcome from invocations where session_id = ? and extension = ? and kind = ? order by id")
+    .all(id, extension, kind) as { outcome: string }[];
   return rows.map((r) => r.outcome);
 }
 
-const byName = (rows: ExtensionStatus[]): Record<string, ExtensionStatus> => Object.fromEntries(rows.map((r) => [r.name, r]));
+const byName = (rows: ExtensionStatus[]): Record<string, ExtensionStatus> =>
+  Object.fromEntries(rows.map((r) => [r.name, r]));
 const json = (outcome: { ok: boolean; value?: unknown }): unknown => JSON.parse(contentText(outcome));
 
 beforeAll(async () => {
@@ -65,7 +68,10 @@ describe("failed preparations", () => {
       "preparation failed: it turned on tool 'ghost', which its manifest does not declare (it declares [undeclared_tool]) (still wanted: the next reload retries it)",
     );
     expect(closes("undeclared", "prep-a")).toEqual(["prepare_failed"]);
-    expect((await session.callTool("undeclared_tool", "{}")).outcome).toMatchObject({ ok: false, error: { code: "inactive" } });
+    expect((await session.callTool("undeclared_tool", "{}")).outcome).toMatchObject({
+      ok: false,
+      error: { code: "inactive" },
+    });
   });
 
   test("one past its time limit: failed as a timeout; close still runs, in a fresh satellite", () => {
@@ -77,7 +83,9 @@ describe("failed preparations", () => {
   });
 
   test("one that prepared but whose requirement failed: dropped, closed with activation_failed", () => {
-    expect(byName(session.status())["tagalong"]?.reason).toMatch(/^needs 'failprep' \(tagalong → failprep\), which is inactive: preparation failed/);
+    expect(byName(session.status())["tagalong"]?.reason).toMatch(
+      /^needs 'failprep' \(tagalong → failprep\), which is inactive: preparation failed/,
+    );
     expect(invoked("tagalong", "prepare")).toEqual(["ok"]);
     expect(closes("tagalong", "prep-a")).toEqual(["activation_failed"]);
   });
@@ -86,7 +94,15 @@ describe("failed preparations", () => {
 describe("a good preparation", () => {
   test("the unrelated managed extension is active; its status shows what it contributes and its warning", () => {
     const planner = byName(session.status())["planner"]!;
-    expect(planner).toMatchObject({ state: "active", managed: true, observes: true, contexts: ["brief"], toolsOff: ["draft"], commandsOff: ["replan"], warnings: ["the plan file is stale"] });
+    expect(planner).toMatchObject({
+      state: "active",
+      managed: true,
+      observes: true,
+      contexts: ["brief"],
+      toolsOff: ["draft"],
+      commandsOff: ["replan"],
+      warnings: ["the plan file is stale"],
+    });
     expect(renderStatus([planner])).toBe(
       "active   planner  tools: plan, remember, recall, fill (off here: draft); commands: none (off here: /replan); context: brief; managed; observes\n    warning: the plan file is stale",
     );
@@ -104,13 +120,24 @@ describe("a good preparation", () => {
 
   test("only the tools and commands it turned on answer; one left off says so", async () => {
     expect(contentText((await session.callTool("plan", "{}")).outcome)).toBe("the plan");
-    expect(session.tools().filter((t) => t.extension === "planner").map((t) => t.name)).toEqual(["plan", "remember", "recall", "fill"]);
+    expect(
+      session
+        .tools()
+        .filter((t) => t.extension === "planner")
+        .map((t) => t.name),
+    ).toEqual(["plan", "remember", "recall", "fill"]);
     expect((await session.callTool("draft", "{}")).outcome).toEqual({
       ok: false,
-      error: { code: "inactive", msg: "The tool 'draft' of 'planner' is off in this session: its preparation turned on only [plan, remember, recall, fill]" },
+      error: {
+        code: "inactive",
+        msg: "The tool 'draft' of 'planner' is off in this session: its preparation turned on only [plan, remember, recall, fill]",
+      },
     });
     expect(session.commands()).toEqual([]);
-    expect((await session.runCommand("/replan")).outcome).toMatchObject({ ok: false, error: { code: "inactive", msg: expect.stringContaining("/replan' of 'planner' is off in this session") } });
+    expect((await session.runCommand("/replan")).outcome).toMatchObject({
+      ok: false,
+      error: { code: "inactive", msg: expect.stringContaining("/replan' of 'planner' is off in this session") },
+    });
   });
 });
 
@@ -134,11 +161,21 @@ describe("session-scoped storage and close", () => {
 
   test("both sessions' keys count against the extension's one kv quota (4096 bytes)", async () => {
     expect(json((await session.callTool("fill", '{"bytes":3000}')).outcome)).toEqual({ ok: true });
-    const refused = json((await other.callTool("fill", '{"bytes":3000}')).outcome) as { ok: boolean; code: string; message: string };
+    const refused = json((await other.callTool("fill", '{"bytes":3000}')).outcome) as {
+      ok: boolean;
+      code: string;
+      message: string;
+    };
     expect(refused).toMatchObject({ ok: false, code: "denied" });
-    expect(refused.message).toMatch(/skv\.put: storage quota of 4096 bytes would be exceeded \(\d+ bytes\) \(rule: limits\.kv_bytes\)/);
+    expect(refused.message).toMatch(
+      /skv\.put: storage quota of 4096 bytes would be exceeded \(\d+ bytes\) \(rule: limits\.kv_bytes\)/,
+    );
     broker.ledger.flush();
-    const audit = broker.store.sqlite.prepare("select capability, decision, rule from cap_audit where session_id = 'prep-b' and capability = 'skv.put' order by id").all();
+    const audit = broker.store.sqlite
+      .prepare(
+        "select capability, decision, rule from cap_audit where session_id = 'prep-b' and capability = 'skv.put' order by id",
+      )
+      .all();
     expect(audit).toEqual([
       { capability: "skv.put", decision: "allowed", rule: "builtin:skv" },
       { capability: "skv.put", decision: "denied", rule: "limits.kv_bytes" },
@@ -153,7 +190,9 @@ describe("session-scoped storage and close", () => {
     expect(closes("planner", "prep-b")).toEqual(["reloaded_out"]);
     other.prefer("planner", null);
     expect((await other.reload()).activated).toEqual(["planner"]);
-    expect(other.context().find((p) => p.source === "prepare" && p.text.startsWith("resumed"))?.text).toBe("resumed: true");
+    expect(other.context().find((p) => p.source === "prepare" && p.text.startsWith("resumed"))?.text).toBe(
+      "resumed: true",
+    );
     // Its notes in this session outlived the reload.
     expect(json((await other.callTool("recall", "{}")).outcome)).toBe("in b");
   });

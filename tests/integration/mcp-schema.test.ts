@@ -30,7 +30,13 @@ const acceptedAsTool = (inputSchema: unknown) => ToolSchema.safeParse({ name: "t
 
 describe("inputSchemaOf: the manifest's parameters as an MCP inputSchema", () => {
   test("an object schema passes through whole, keywords MCP does not know included", () => {
-    const parameters = { type: "object", properties: { n: { type: "integer", minimum: 1 } }, required: ["n"], additionalProperties: false, $defs: { x: { type: "string" } } };
+    const parameters = {
+      type: "object",
+      properties: { n: { type: "integer", minimum: 1 } },
+      required: ["n"],
+      additionalProperties: false,
+      $defs: { x: { type: "string" } },
+    };
     expect(inputSchemaOf(parameters)).toEqual(parameters);
     expect(acceptedAsTool(inputSchemaOf(parameters))).toBe(true);
   });
@@ -38,7 +44,11 @@ describe("inputSchemaOf: the manifest's parameters as an MCP inputSchema", () =>
   test("no type at the top: type object is added, the rest kept", () => {
     const parameters = { properties: { a: { type: "string" } }, required: ["a"] };
     expect(acceptedAsTool(parameters)).toBe(false); // what the SDK's client would refuse as it stands
-    expect(inputSchemaOf(parameters)).toEqual({ type: "object", properties: { a: { type: "string" } }, required: ["a"] });
+    expect(inputSchemaOf(parameters)).toEqual({
+      type: "object",
+      properties: { a: { type: "string" } },
+      required: ["a"],
+    });
     expect(acceptedAsTool(inputSchemaOf(parameters))).toBe(true);
   });
 
@@ -51,7 +61,10 @@ describe("inputSchemaOf: the manifest's parameters as an MCP inputSchema", () =>
   test("boolean property schemas become their object forms, which the SDK's Tool type accepts", () => {
     const parameters = { type: "object", properties: { anything: true, nothing: false, s: { type: "string" } } };
     expect(acceptedAsTool(parameters)).toBe(false);
-    expect(inputSchemaOf(parameters)).toEqual({ type: "object", properties: { anything: {}, nothing: { not: {} }, s: { type: "string" } } });
+    expect(inputSchemaOf(parameters)).toEqual({
+      type: "object",
+      properties: { anything: {}, nothing: { not: {} }, s: { type: "string" } },
+    });
     expect(acceptedAsTool(inputSchemaOf(parameters))).toBe(true);
   });
 });
@@ -60,7 +73,16 @@ describe("resultOf: a tool call's report as a CallToolResult", () => {
   test("text blocks as they are, JSON blocks as JSON text, context lines after them; valid for the SDK", () => {
     const result = resultOf(
       report({
-        outcome: { ok: true, value: { content: [{ type: "text", text: "hi" }, { type: "json", json: { a: [1, 2] } }], terminate: true } },
+        outcome: {
+          ok: true,
+          value: {
+            content: [
+              { type: "text", text: "hi" },
+              { type: "json", json: { a: [1, 2] } },
+            ],
+            terminate: true,
+          },
+        },
         context: ["hook says: careful"],
       }),
     );
@@ -88,7 +110,10 @@ describe("resultOf: a tool call's report as a CallToolResult", () => {
       { type: "text", text: "blocked: The turn was halted by 'hooker': enough" },
       { type: "text", text: "why: policy" },
     ]);
-    expect(result._meta).toMatchObject({ "tether/halt": { reason: "enough", by: "hooker" }, "tether/blockedBy": "hooker" });
+    expect(result._meta).toMatchObject({
+      "tether/halt": { reason: "enough", by: "hooker" },
+      "tether/blockedBy": "hooker",
+    });
     expect(CallToolResultSchema.safeParse(result).success).toBe(true);
   });
 

@@ -19,7 +19,13 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { LoggingMessageNotificationSchema, type CallToolResult, type LoggingMessageNotification, type Progress, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  LoggingMessageNotificationSchema,
+  type CallToolResult,
+  type LoggingMessageNotification,
+  type Progress,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
 import Database from "better-sqlite3";
 import { execa } from "execa";
 import { Broker } from "../../broker/broker.js";
@@ -89,7 +95,8 @@ async function startServer(home: string, workspace: string): Promise<Server> {
   await client.connect(transport);
   // The SDK keeps the child private; its exit code is what "exits 0" is about.
   const child = (transport as unknown as { _process?: ChildProcess })._process;
-  if (child === undefined) throw new Error("StdioClientTransport no longer keeps its child in _process: find the exit code another way");
+  if (child === undefined)
+    throw new Error("StdioClientTransport no longer keeps its child in _process: find the exit code another way");
   return { client, child, stderr: () => stderr, errors, listChanged, logs };
 }
 
@@ -112,8 +119,12 @@ function query<T>(sql: string, ...params: unknown[]): T[] {
 async function lastRow(tool: string): Promise<{ outcome: string; duration_ms: number | null }> {
   const deadline = Date.now() + 30_000; // a guard against a run that never writes it, not a speed claim
   for (;;) {
-    const [row] = query<{ outcome: string; duration_ms: number | null }>("select outcome, duration_ms from invocations where session_id = 's1' and name = ? order by id desc limit 1", tool);
-    if ((row !== undefined && row.outcome !== "running") || Date.now() > deadline) return row ?? { outcome: "(no row)", duration_ms: null };
+    const [row] = query<{ outcome: string; duration_ms: number | null }>(
+      "select outcome, duration_ms from invocations where session_id = 's1' and name = ? order by id desc limit 1",
+      tool,
+    );
+    if ((row !== undefined && row.outcome !== "running") || Date.now() > deadline)
+      return row ?? { outcome: "(no row)", duration_ms: null };
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -187,16 +198,26 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
     expect(result._meta).toMatchObject({ "tether/extension": "worker", "tether/invocation": expect.any(Number) });
   });
 
-  test("a JSON content block comes back as JSON text", async () => {
-    // Nothing listens on the documentation address the name resolves to, or the name does not resolve: either way fetch answers JSON.
-    const result = (await server.client.callTool({ name: "fetch", arguments: { url: "https://fine.example/x" } })) as CallToolResult;
-    expect(result.isError).toBeFalsy();
-    const [first] = texts(result);
-    expect(JSON.parse(first!)).toEqual(expect.objectContaining({ ok: expect.any(Boolean) }));
-  }, SLOW);
+  test(
+    "a JSON content block comes back as JSON text",
+    async () => {
+      // Nothing listens on the documentation address the name resolves to, or the name does not resolve: either way fetch answers JSON.
+      const result = (await server.client.callTool({
+        name: "fetch",
+        arguments: { url: "https://fine.example/x" },
+      })) as CallToolResult;
+      expect(result.isError).toBeFalsy();
+      const [first] = texts(result);
+      expect(JSON.parse(first!)).toEqual(expect.objectContaining({ ok: expect.any(Boolean) }));
+    },
+    SLOW,
+  );
 
   test("a tool_call hook's block is a tool error the model can read: blocked, by whom, why", async () => {
-    const result = (await server.client.callTool({ name: "run", arguments: { text: "x", hook: "block" } })) as CallToolResult;
+    const result = (await server.client.callTool({
+      name: "run",
+      arguments: { text: "x", hook: "block" },
+    })) as CallToolResult;
     expect(result.isError).toBe(true);
     expect(texts(result)).toEqual(["blocked: Blocked by 'hooker': hooker: rm -rf is not allowed"]);
     expect(result._meta).toMatchObject({ "tether/blockedBy": "hooker" });
@@ -220,13 +241,19 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
     expect(wrong.isError).toBe(true);
     expect(texts(wrong)[0]).toBe("bad_arguments: tool 'run': expected string at .text");
 
-    const extra = (await server.client.callTool({ name: "run", arguments: { text: "x", colour: "red" } })) as CallToolResult;
+    const extra = (await server.client.callTool({
+      name: "run",
+      arguments: { text: "x", colour: "red" },
+    })) as CallToolResult;
     expect(extra.isError).toBe(true);
     expect(texts(extra)[0]).toBe("bad_arguments: tool 'run': unexpected field colour at .");
   });
 
   test("a hook's rewrite runs; its notes go to the user (stderr and MCP logging), not into the result", async () => {
-    const result = (await server.client.callTool({ name: "run", arguments: { text: "tidy", hook: "rewrite" } })) as CallToolResult;
+    const result = (await server.client.callTool({
+      name: "run",
+      arguments: { text: "tidy", hook: "rewrite" },
+    })) as CallToolResult;
     expect(result.isError).toBeFalsy();
     expect(texts(result)).toEqual(["ran: tidy (rewritten)", "hooker saw run end ok=true"]);
     expect(server.logs).toContainEqual({ level: "info", logger: "tether", data: "run: hooker rewrote the call" });
@@ -236,7 +263,9 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
   test("an inactive extension's tool and an unknown tool are tool errors, not protocol errors", async () => {
     const inactive = (await server.client.callTool({ name: "never", arguments: {} })) as CallToolResult;
     expect(inactive.isError).toBe(true);
-    expect(texts(inactive)[0]).toMatch(/^inactive: The tool 'never' belongs to 'broken', which is inactive in this session: failed to start/);
+    expect(texts(inactive)[0]).toMatch(
+      /^inactive: The tool 'never' belongs to 'broken', which is inactive in this session: failed to start/,
+    );
 
     const unknown = (await server.client.callTool({ name: "nosuch", arguments: {} })) as CallToolResult;
     expect(unknown.isError).toBe(true);
@@ -245,7 +274,9 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
 
   test("partials arrive as progress notifications, in order, before the result", async () => {
     const seen: Progress[] = [];
-    const result = (await server.client.callTool({ name: "ticks", arguments: { n: 5 } }, undefined, { onprogress: (p) => seen.push(p) })) as CallToolResult;
+    const result = (await server.client.callTool({ name: "ticks", arguments: { n: 5 } }, undefined, {
+      onprogress: (p) => seen.push(p),
+    })) as CallToolResult;
     expect(result.isError).toBeFalsy();
     expect(texts(result)[0]).toBe("ticked 5");
     expect(seen.map((p) => p.message)).toEqual(["tick 1", "tick 2", "tick 3", "tick 4", "tick 5"]);
@@ -258,102 +289,149 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
     expect(server.errors).toEqual([]); // an unexpected progress notification would be one
   });
 
-  test("cancelling a call aborts the satellite's call; the server keeps serving", async () => {
-    const controller = new AbortController();
-    const seen: string[] = [];
-    // 60 ticks take 3 s; the call is cancelled after the third.
-    const call = server.client.callTool({ name: "ticks", arguments: { n: 60 } }, undefined, {
-      signal: controller.signal,
-      onprogress: (p) => {
-        seen.push(p.message ?? "");
-        if (seen.length === 3) controller.abort("the user pressed stop");
-      },
-    });
-    await expect(call).rejects.toThrow(/the user pressed stop/);
-    expect(seen).toEqual(["tick 1", "tick 2", "tick 3"]);
+  test(
+    "cancelling a call aborts the satellite's call; the server keeps serving",
+    async () => {
+      const controller = new AbortController();
+      const seen: string[] = [];
+      // 60 ticks take 3 s; the call is cancelled after the third.
+      const call = server.client.callTool({ name: "ticks", arguments: { n: 60 } }, undefined, {
+        signal: controller.signal,
+        onprogress: (p) => {
+          seen.push(p.message ?? "");
+          if (seen.length === 3) controller.abort("the user pressed stop");
+        },
+      });
+      await expect(call).rejects.toThrow(/the user pressed stop/);
+      expect(seen).toEqual(["tick 1", "tick 2", "tick 3"]);
 
-    // The worker's satellite runs one call at a time: had the ticks gone on, this would wait ~2.8 s behind them.
-    const next = (await server.client.callTool({ name: "run", arguments: { text: "after" } })) as CallToolResult;
-    expect(texts(next)[0]).toBe("ran: after");
+      // The worker's satellite runs one call at a time: had the ticks gone on, this would wait ~2.8 s behind them.
+      const next = (await server.client.callTool({ name: "run", arguments: { text: "after" } })) as CallToolResult;
+      expect(texts(next)[0]).toBe("ran: after");
 
-    // The ledger shows the ticks call ended cancelled (cut off by the abort), not ok after its 60 ticks.
-    const row = await lastRow("ticks");
-    expect(row).toEqual({ outcome: "cancelled", duration_ms: expect.any(Number) });
-    // Its line on stderr: written when the call ended, read from the pipe a moment later.
-    await until("the cancelled line on stderr", () => server.stderr().includes("ticks: cancelled by the client (cancelled)"));
-  }, SLOW);
+      // The ledger shows the ticks call ended cancelled (cut off by the abort), not ok after its 60 ticks.
+      const row = await lastRow("ticks");
+      expect(row).toEqual({ outcome: "cancelled", duration_ms: expect.any(Number) });
+      // Its line on stderr: written when the call ended, read from the pipe a moment later.
+      await until("the cancelled line on stderr", () =>
+        server.stderr().includes("ticks: cancelled by the client (cancelled)"),
+      );
+    },
+    SLOW,
+  );
 
-  test("an extension that drops out (approval revoked) leaves the list: the client is told, and its tool answers inactive", async () => {
-    const operator = Broker.open({ ...envOptions(), home, log: silentLogger });
-    try {
-      expect(operator.registry.revoke("hooker")).toBe(true);
-    } finally {
-      await operator.close();
-    }
-    const result = (await server.client.callTool({ name: "run", arguments: { text: "still here" } })) as CallToolResult;
-    // hooker's tool_result hook is gone with it: no context line any more.
-    expect(texts(result)).toEqual(["ran: still here"]);
-    const deadline = Date.now() + 30_000; // a guard: the notification is the event waited on
-    while (server.listChanged.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(server.listChanged).toHaveLength(1);
-    expect(server.listChanged[0]!.map((t) => t.name).sort()).toEqual(WORKER.tool.map((t) => t.name).sort());
+  test(
+    "an extension that drops out (approval revoked) leaves the list: the client is told, and its tool answers inactive",
+    async () => {
+      const operator = Broker.open({ ...envOptions(), home, log: silentLogger });
+      try {
+        expect(operator.registry.revoke("hooker")).toBe(true);
+      } finally {
+        await operator.close();
+      }
+      const result = (await server.client.callTool({
+        name: "run",
+        arguments: { text: "still here" },
+      })) as CallToolResult;
+      // hooker's tool_result hook is gone with it: no context line any more.
+      expect(texts(result)).toEqual(["ran: still here"]);
+      const deadline = Date.now() + 30_000; // a guard: the notification is the event waited on
+      while (server.listChanged.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(server.listChanged).toHaveLength(1);
+      expect(server.listChanged[0]!.map((t) => t.name).sort()).toEqual(WORKER.tool.map((t) => t.name).sort());
 
-    const seen = (await server.client.callTool({ name: "seen", arguments: {} })) as CallToolResult;
-    expect(seen.isError).toBe(true);
-    expect(texts(seen)[0]).toMatch(/^inactive: The tool 'seen' belongs to 'hooker', which is inactive in this session/);
-  }, SLOW);
+      const seen = (await server.client.callTool({ name: "seen", arguments: {} })) as CallToolResult;
+      expect(seen.isError).toBe(true);
+      expect(texts(seen)[0]).toMatch(
+        /^inactive: The tool 'seen' belongs to 'hooker', which is inactive in this session/,
+      );
+    },
+    SLOW,
+  );
 
-  test("closing the client ends the server: session and broker closed, exit 0, nothing but MCP on stdout", async () => {
-    const exited = once(server.child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-    await server.client.close();
-    const [code, signal] = await exited;
-    expect({ code, signal }).toEqual({ code: 0, signal: null });
-    // It left on stdin's end, not on the SIGTERM the transport sends 2 s later.
-    expect(server.stderr()).toContain("tether mcp: the client closed stdin; closing session 's1'");
-    expect(server.errors).toEqual([]);
-    expect(query("select closed_at from sessions where id = 's1'")).toEqual([{ closed_at: expect.any(Number) }]);
-  }, SLOW);
+  test(
+    "closing the client ends the server: session and broker closed, exit 0, nothing but MCP on stdout",
+    async () => {
+      const exited = once(server.child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+      await server.client.close();
+      const [code, signal] = await exited;
+      expect({ code, signal }).toEqual({ code: 0, signal: null });
+      // It left on stdin's end, not on the SIGTERM the transport sends 2 s later.
+      expect(server.stderr()).toContain("tether mcp: the client closed stdin; closing session 's1'");
+      expect(server.errors).toEqual([]);
+      expect(query("select closed_at from sessions where id = 's1'")).toEqual([{ closed_at: expect.any(Number) }]);
+    },
+    SLOW,
+  );
 });
 
 describe("tether mcp with a guard, stopped by SIGTERM", () => {
-  test("guard blocks `rm -rf` with its reason as a tool error; SIGTERM closes the session and the broker, exit 0", async () => {
-    const guarded = await startServer(guardedHome, workspace);
-    try {
-      const { tools } = await guarded.client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(WORKER.tool.map((t) => t.name).sort()); // guard serves hooks and commands, no tools
+  test(
+    "guard blocks `rm -rf` with its reason as a tool error; SIGTERM closes the session and the broker, exit 0",
+    async () => {
+      const guarded = await startServer(guardedHome, workspace);
+      try {
+        const { tools } = await guarded.client.listTools();
+        expect(tools.map((t) => t.name).sort()).toEqual(WORKER.tool.map((t) => t.name).sort()); // guard serves hooks and commands, no tools
 
-      const blocked = (await guarded.client.callTool({ name: "run", arguments: { text: "clean up: rm -rf /" } })) as CallToolResult;
-      expect(blocked.isError).toBe(true);
-      expect(texts(blocked)).toHaveLength(1);
-      expect(texts(blocked)[0]).toMatch(/^blocked: Blocked by 'guard': guard: the arguments to 'run' contain `rm -rf`, which this workspace does not allow; delete specific files by name/);
-      const fine = (await guarded.client.callTool({ name: "run", arguments: { text: "rm notes.txt" } })) as CallToolResult;
-      expect(texts(fine)).toEqual(["ran: rm notes.txt"]);
+        const blocked = (await guarded.client.callTool({
+          name: "run",
+          arguments: { text: "clean up: rm -rf /" },
+        })) as CallToolResult;
+        expect(blocked.isError).toBe(true);
+        expect(texts(blocked)).toHaveLength(1);
+        expect(texts(blocked)[0]).toMatch(
+          /^blocked: Blocked by 'guard': guard: the arguments to 'run' contain `rm -rf`, which this workspace does not allow; delete specific files by name/,
+        );
+        const fine = (await guarded.client.callTool({
+          name: "run",
+          arguments: { text: "rm notes.txt" },
+        })) as CallToolResult;
+        expect(texts(fine)).toEqual(["ran: rm notes.txt"]);
 
-      const exited = once(guarded.child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-      guarded.child.kill("SIGTERM");
-      const [code, signal] = await exited;
-      expect({ code, signal }).toEqual({ code: 0, signal: null });
-      expect(guarded.stderr()).toContain("tether mcp: SIGTERM; closing session 's1'");
-      expect(guarded.errors).toEqual([]);
-      expect(queryIn(guardedHome, "select closed_at from sessions where id = 's1'")).toEqual([{ closed_at: expect.any(Number) }]);
-    } finally {
-      await guarded.client.close().catch(() => {});
-    }
-  }, SLOW);
+        const exited = once(guarded.child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+        guarded.child.kill("SIGTERM");
+        const [code, signal] = await exited;
+        expect({ code, signal }).toEqual({ code: 0, signal: null });
+        expect(guarded.stderr()).toContain("tether mcp: SIGTERM; closing session 's1'");
+        expect(guarded.errors).toEqual([]);
+        expect(queryIn(guardedHome, "select closed_at from sessions where id = 's1'")).toEqual([
+          { closed_at: expect.any(Number) },
+        ]);
+      } finally {
+        await guarded.client.close().catch(() => {});
+      }
+    },
+    SLOW,
+  );
 });
 
 describe("tether mcp usage", () => {
-  test("without --session, or with a bad id or workspace: exit 2, a clear message on stderr, nothing on stdout, no home made", async () => {
-    const untouched = join(root, "untouched");
-    const mcp = (...args: string[]) => execa(process.execPath, [BIN, "mcp", "--home", untouched, ...args], { cwd: REPO, stdin: "ignore", reject: false, timeout: 60_000 });
-    const [bare, badId, noFolder] = await Promise.all([mcp(), mcp("--session", "no spaces"), mcp("--session", "s1", "--workspace", join(root, "missing"))]);
-    for (const run of [bare, badId, noFolder]) {
-      expect(run.exitCode).toBe(2);
-      expect(run.stdout).toBe("");
-    }
-    expect(bare.stderr).toContain("tether mcp: missing --session <id>");
-    expect(badId.stderr).toContain("tether mcp: --session 'no spaces': expected a session id");
-    expect(noFolder.stderr).toContain("': not a folder");
-    expect(existsSync(untouched)).toBe(false);
-  }, SLOW);
+  test(
+    "without --session, or with a bad id or workspace: exit 2, a clear message on stderr, nothing on stdout, no home made",
+    async () => {
+      const untouched = join(root, "untouched");
+      const mcp = (...args: string[]) =>
+        execa(process.execPath, [BIN, "mcp", "--home", untouched, ...args], {
+          cwd: REPO,
+          stdin: "ignore",
+          reject: false,
+          timeout: 60_000,
+        });
+      const [bare, badId, noFolder] = await Promise.all([
+        mcp(),
+        mcp("--session", "no spaces"),
+        mcp("--session", "s1", "--workspace", join(root, "missing")),
+      ]);
+      for (const run of [bare, badId, noFolder]) {
+        expect(run.exitCode).toBe(2);
+        expect(run.stdout).toBe("");
+      }
+      expect(bare.stderr).toContain("tether mcp: missing --session <id>");
+      expect(badId.stderr).toContain("tether mcp: --session 'no spaces': expected a session id");
+      expect(noFolder.stderr).toContain("': not a folder");
+      expect(existsSync(untouched)).toBe(false);
+    },
+    SLOW,
+  );
 });

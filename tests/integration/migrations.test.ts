@@ -31,14 +31,20 @@ let dir: string;
 /** Writes the folder as version `version` with exactly these migrations. */
 function writeVersion(version: string, migrations: Record<string, string>): void {
   rmSync(join(dir, "migrations"), { recursive: true, force: true });
-  const manifest = readFileSync(join(FIXTURE, "manifest.toml"), "utf8").replace('version = "1.0.0"', `version = "${version}"`);
+  const manifest = readFileSync(join(FIXTURE, "manifest.toml"), "utf8").replace(
+    'version = "1.0.0"',
+    `version = "${version}"`,
+  );
   writeFileSync(join(dir, "manifest.toml"), manifest);
   if (Object.keys(migrations).length === 0) return;
   mkdirSync(join(dir, "migrations"));
   for (const [name, sql] of Object.entries(migrations)) writeFileSync(join(dir, "migrations", name), sql);
 }
 
-const V1 = { "0001_notes.sql": "-- the notes\nCREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);\nCREATE INDEX notes_by_body ON notes (body);\n" };
+const V1 = {
+  "0001_notes.sql":
+    "-- the notes\nCREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);\nCREATE INDEX notes_by_body ON notes (body);\n",
+};
 const V2 = { ...V1, "0002_pinned.sql": "ALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;\n" };
 
 function userVersion(): number {
@@ -52,15 +58,25 @@ function userVersion(): number {
 function tables(): string[] {
   const db = new Database(dbFile(broker.home, EXT), { readonly: true });
   try {
-    return (db.prepare("select name from sqlite_master where type = 'table' order by name").all() as { name: string }[]).map((r) => r.name);
+    return (
+      db.prepare("select name from sqlite_master where type = 'table' order by name").all() as { name: string }[]
+    ).map((r) => r.name);
   } finally {
     db.close();
   }
 }
-const recorded = () => broker.store.sqlite.prepare("select number, name, version from extension_migrations where extension = ? order by number").all(EXT);
+const recorded = () =>
+  broker.store.sqlite
+    .prepare("select number, name, version from extension_migrations where extension = ? order by number")
+    .all(EXT);
 
 async function sql(tool: "exec" | "query", text: string, params?: unknown): Promise<Record<string, unknown>> {
-  const outcome = await broker.callTool(EXT, tool, JSON.stringify(params === undefined ? { sql: text } : { sql: text, params }), { session: "default" });
+  const outcome = await broker.callTool(
+    EXT,
+    tool,
+    JSON.stringify(params === undefined ? { sql: text } : { sql: text, params }),
+    { session: "default" },
+  );
   if (!outcome.ok) throw new Error(`${tool} failed: ${outcome.error.code}: ${outcome.error.msg}`);
   const block = outcome.value.content.find((c) => c.type === "json");
   return (block as { json: Record<string, unknown> }).json;
@@ -77,7 +93,11 @@ function approveError(): Error & { code?: string } {
 
 beforeEach(() => {
   tmp = mkdtempSync(join(tmpdir(), "tether-migrations-"));
-  broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "warn", sink: () => {} }) });
+  broker = Broker.open({
+    ...envOptions(),
+    home: join(tmp, "home"),
+    log: createLogger({ level: "warn", sink: () => {} }),
+  });
   dir = join(tmp, "src", EXT);
   cpSync(FIXTURE, dir, { recursive: true });
 });
@@ -91,22 +111,32 @@ test("review shows each migration and its SQL; approving applies them in order, 
   writeVersion("1.0.0", V1);
   await broker.registry.install(dir);
   const { text } = reviewOutput(broker, EXT, false);
-  expect(text).toContain("Migrations: 1 shipped, the database has 0; approving runs 1 on it, in order, in one transaction (all or none):");
-  expect(text).toContain("  0001_notes.sql — creates table notes; creates index notes_by_body on notes   [NEW: runs when approved]");
+  expect(text).toContain(
+    "Migrations: 1 shipped, the database has 0; approving runs 1 on it, in order, in one transaction (all or none):",
+  );
+  expect(text).toContain(
+    "  0001_notes.sql — creates table notes; creates index notes_by_body on notes   [NEW: runs when approved]",
+  );
   expect(text).toContain("      | CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);");
 
   const progress: string[] = [];
   broker.registry.approve(EXT, { progress: (line) => progress.push(line) });
-  expect(progress).toEqual(["applying migration 0001_notes.sql: creates table notes; creates index notes_by_body on notes"]);
+  expect(progress).toEqual([
+    "applying migration 0001_notes.sql: creates table notes; creates index notes_by_body on notes",
+  ]);
   expect(userVersion()).toBe(1);
   expect(recorded()).toEqual([{ number: 1, name: "0001_notes.sql", version: "1.0.0" }]);
   expect(await sql("exec", "insert into notes (body) values (?)", ["first"])).toMatchObject({ ok: true, changes: 1 });
   expect(await sql("query", "select body from notes")).toEqual({ ok: true, rows: [{ body: "first" }] });
-  expect(reviewOutput(broker, EXT, false).text).toContain("  0001_notes.sql — creates table notes; creates index notes_by_body on notes   (applied by 1.0.0)");
+  expect(reviewOutput(broker, EXT, false).text).toContain(
+    "  0001_notes.sql — creates table notes; creates index notes_by_body on notes   (applied by 1.0.0)",
+  );
   // Approving the same install again runs nothing.
   broker.registry.approve(EXT, { progress: (line) => progress.push(line) });
   expect(progress).toHaveLength(1);
-  expect(renderOverview(await overview(broker))).toMatch(/storage: kv 0 of \d+ bytes; db \d+ of 65536 bytes, 1 migration applied/);
+  expect(renderOverview(await overview(broker))).toMatch(
+    /storage: kv 0 of \d+ bytes; db \d+ of 65536 bytes, 1 migration applied/,
+  );
 });
 
 test("an upgrade applies only the new migration and keeps the data", async () => {
@@ -118,12 +148,17 @@ test("an upgrade applies only the new migration and keeps the data", async () =>
   await broker.registry.install(dir);
   const { text } = reviewOutput(broker, EXT, false);
   expect(text).toContain("Migrations: 2 shipped, the database has 1; approving runs 1 on it");
-  expect(text).toContain("  0001_notes.sql — creates table notes; creates index notes_by_body on notes   (applied by 1.0.0)");
+  expect(text).toContain(
+    "  0001_notes.sql — creates table notes; creates index notes_by_body on notes   (applied by 1.0.0)",
+  );
   expect(text).toContain("  0002_pinned.sql — adds column notes.pinned   [NEW: runs when approved]");
   expect(text).toContain("files that differ: manifest.toml (changed), migrations/0002_pinned.sql (added)");
   broker.registry.approve(EXT);
   expect(userVersion()).toBe(2);
-  expect(await sql("query", "select body, pinned from notes")).toEqual({ ok: true, rows: [{ body: "kept", pinned: 0 }] });
+  expect(await sql("query", "select body, pinned from notes")).toEqual({
+    ok: true,
+    rows: [{ body: "kept", pinned: 0 }],
+  });
   expect(recorded()).toEqual([
     { number: 1, name: "0001_notes.sql", version: "1.0.0" },
     { number: 2, name: "0002_pinned.sql", version: "1.1.0" },
@@ -137,7 +172,8 @@ test("a failing migration rolls back every statement of every pending migration 
   await sql("exec", "insert into notes (body) values (?)", ["safe"]);
   writeVersion("2.0.0", {
     ...V2,
-    "0003_broken.sql": "CREATE TABLE extra (x INTEGER);\nINSERT INTO extra VALUES (1);\nALTER TABLE missing ADD COLUMN y TEXT;\n",
+    "0003_broken.sql":
+      "CREATE TABLE extra (x INTEGER);\nINSERT INTO extra VALUES (1);\nALTER TABLE missing ADD COLUMN y TEXT;\n",
   });
   await broker.registry.install(dir);
   const err = approveError();
@@ -157,23 +193,36 @@ test("a failing migration rolls back every statement of every pending migration 
   broker.registry.approve(EXT);
   expect(userVersion()).toBe(3);
   expect(tables()).toEqual(["extra", "notes"]);
-  expect(await sql("query", "select body, pinned from notes")).toEqual({ ok: true, rows: [{ body: "safe", pinned: 0 }] });
+  expect(await sql("query", "select body, pinned from notes")).toEqual({
+    ok: true,
+    rows: [{ body: "safe", pinned: 0 }],
+  });
 });
 
 test("an applied migration edited, or a version that ships fewer, is refused before anything runs; review says why", async () => {
   writeVersion("1.0.0", V2);
   await broker.registry.install(dir);
   broker.registry.approve(EXT);
-  writeVersion("1.0.1", { ...V2, "0002_pinned.sql": "ALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 1;\n", "0003_more.sql": "CREATE TABLE more (x);\n" });
+  writeVersion("1.0.1", {
+    ...V2,
+    "0002_pinned.sql": "ALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 1;\n",
+    "0003_more.sql": "CREATE TABLE more (x);\n",
+  });
   await broker.registry.install(dir);
   const edited = approveError();
-  expect(edited.message).toContain("migrations/0002_pinned.sql changed since it was applied (by 1.0.0's approval): a migration is never edited once applied; restore it and put the change in a new migration (0004_….sql)");
-  expect(reviewOutput(broker, EXT, false).text).toContain("  ! approving is refused: migrations/0002_pinned.sql changed since it was applied");
+  expect(edited.message).toContain(
+    "migrations/0002_pinned.sql changed since it was applied (by 1.0.0's approval): a migration is never edited once applied; restore it and put the change in a new migration (0004_….sql)",
+  );
+  expect(reviewOutput(broker, EXT, false).text).toContain(
+    "  ! approving is refused: migrations/0002_pinned.sql changed since it was applied",
+  );
   expect(tables()).toEqual(["notes"]);
 
   writeVersion("0.9.0", V1);
   await broker.registry.install(dir);
-  expect(approveError().message).toContain("its database has 2 migrations but this version ships 1: a migration is never undone");
+  expect(approveError().message).toContain(
+    "its database has 2 migrations but this version ships 1: a migration is never undone",
+  );
   expect(userVersion()).toBe(2);
 });
 
@@ -185,16 +234,21 @@ test("the text that runs is the one installed (pinned by the artifact), not the 
   expect(tables()).toEqual(["notes"]);
   // The artifact names the migration by hash: its last line.
   const code = readFileSync(broker.registry.require(EXT).artifactPath, "utf8");
-  expect(code.trimEnd().split("\n").at(-1)).toMatch(/^\/\/ tether-migrations: \[\{"name":"0001_notes.sql","sha256":"[0-9a-f]{64}"\}\]$/);
+  expect(code.trimEnd().split("\n").at(-1)).toMatch(
+    /^\/\/ tether-migrations: \[\{"name":"0001_notes.sql","sha256":"[0-9a-f]{64}"\}\]$/,
+  );
 });
 
 test("a migration that grows the database past [storage] max_bytes fails with the quota and rolls back", async () => {
   writeVersion("1.0.0", {
     ...V1,
-    "0002_fill.sql": "CREATE TABLE blob_rows (b BLOB);\nWITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) INSERT INTO blob_rows SELECT randomblob(1024) FROM n;\n",
+    "0002_fill.sql":
+      "CREATE TABLE blob_rows (b BLOB);\nWITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) INSERT INTO blob_rows SELECT randomblob(1024) FROM n;\n",
   });
   await broker.registry.install(dir);
-  expect(approveError().message).toContain("migration 0002_fill.sql failed at statement 2 (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) IN): the database would grow past its quota of 65536 bytes ([storage] max_bytes)");
+  expect(approveError().message).toContain(
+    "migration 0002_fill.sql failed at statement 2 (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) IN): the database would grow past its quota of 65536 bytes ([storage] max_bytes)",
+  );
   expect(userVersion()).toBe(0);
   expect(tables()).toEqual([]);
   expect(broker.registry.latestApproval(EXT)).toBeNull();

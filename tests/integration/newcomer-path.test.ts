@@ -62,7 +62,8 @@ class Output {
           return true;
         }
         if (held) resolve();
-        else if (this.#ended) reject(new Error(`the command ended before ${what}; it printed:\n${this.lines.join("\n")}`));
+        else if (this.#ended)
+          reject(new Error(`the command ended before ${what}; it printed:\n${this.lines.join("\n")}`));
         else return false;
         return true;
       };
@@ -86,23 +87,50 @@ function machine(): { root: string; home: string; env: Record<string, string> } 
   const bin = join(root, "bin");
   mkdirSync(home, { recursive: true });
   mkdirSync(bin);
-  writeFileSync(join(bin, "tether"), `#!/bin/sh\nexec '${process.execPath}' '${join(REPO, "bin", "tether.js")}' "$@"\n`);
+  writeFileSync(
+    join(bin, "tether"),
+    `#!/bin/sh\nexec '${process.execPath}' '${join(REPO, "bin", "tether.js")}' "$@"\n`,
+  );
   chmodSync(join(bin, "tether"), 0o755);
   symlinkSync(denoBinary(), join(bin, "deno"));
   // How this run jails satellites (an unprivileged rerun, a Deno of its own) carries over; the home never does.
-  const jail = Object.fromEntries(TETHER_VARIABLES.filter((name) => name !== "TETHER_HOME" && process.env[name] !== undefined).map((name) => [name, process.env[name]!]));
-  const env = { ...jail, HOME: home, USER: "ada", LOGNAME: "ada", PATH: `${bin}:/usr/bin:/bin`, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1", TMPDIR: tmpdir() };
+  const jail = Object.fromEntries(
+    TETHER_VARIABLES.filter((name) => name !== "TETHER_HOME" && process.env[name] !== undefined).map((name) => [
+      name,
+      process.env[name]!,
+    ]),
+  );
+  const env = {
+    ...jail,
+    HOME: home,
+    USER: "ada",
+    LOGNAME: "ada",
+    PATH: `${bin}:/usr/bin:/bin`,
+    NO_COLOR: "1",
+    DENO_NO_UPDATE_CHECK: "1",
+    TMPDIR: tmpdir(),
+  };
   return { root, home, env };
 }
 
 /** Runs one command line in bash, stdout and stderr in one stream, no terminal on stdin. */
 function start(command: string, cwd: string, env: Record<string, string>): { child: ChildProcess; output: Output } {
-  const child = spawn("/bin/bash", ["-c", `exec 2>&1; exec ${command}`], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: false });
+  const child = spawn("/bin/bash", ["-c", `exec 2>&1; exec ${command}`], {
+    cwd,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: false,
+  });
   return { child, output: new Output(child) };
 }
 
 /** How one command's output compares with the page's: the normalised lines, or a message that shows both. */
-function mismatch(command: string, expected: readonly string[], actual: readonly string[], root: string): string | null {
+function mismatch(
+  command: string,
+  expected: readonly string[],
+  actual: readonly string[],
+  root: string,
+): string | null {
   const want = expected.map((line) => normalise(line));
   const got = actual.map((line) => normalise(line, root));
   if (matchLines(want, got, true) >= 0) return null;
@@ -115,7 +143,20 @@ test(
     const steps: Step[] = walkthroughSteps(readFileSync(PAGE, "utf8"));
     const kinds = new Set(steps.map((s) => (s.kind === "run" ? s.command.split(" ").slice(0, 2).join(" ") : s.kind)));
     // The page walks the whole path, not a part of it.
-    for (const needed of ["tether new", "deno test", "tether check", "tether dev", "tether install", "tether review", "tether approve", "tether call", "write", "patch", "more", "interrupt"]) {
+    for (const needed of [
+      "tether new",
+      "deno test",
+      "tether check",
+      "tether dev",
+      "tether install",
+      "tether review",
+      "tether approve",
+      "tether call",
+      "write",
+      "patch",
+      "more",
+      "interrupt",
+    ]) {
       expect([...kinds]).toContain(needed);
     }
     const { root, home, env } = machine();
@@ -125,8 +166,10 @@ test(
     try {
       for (const step of steps) {
         if (step.kind === "write") writeFileSync(resolve(cwd, step.path), step.text);
-        else if (step.kind === "patch") writeFileSync(resolve(cwd, step.path), applyPatch(readFileSync(resolve(cwd, step.path), "utf8"), step));
-        else if (step.kind === "run" && step.command.startsWith("cd ")) cwd = resolve(cwd, step.command.slice(3).replace(/^~/, home));
+        else if (step.kind === "patch")
+          writeFileSync(resolve(cwd, step.path), applyPatch(readFileSync(resolve(cwd, step.path), "utf8"), step));
+        else if (step.kind === "run" && step.command.startsWith("cd "))
+          cwd = resolve(cwd, step.command.slice(3).replace(/^~/, home));
         else if (step.kind === "run" && step.command.startsWith("tether dev")) {
           // A watch: what the page shows of it must be what it prints first; it runs on while the next steps do.
           const { child, output } = start(step.command, cwd, env);
@@ -138,11 +181,17 @@ test(
           const wrong = mismatch(step.command, step.expected, output.lines, root);
           if (wrong !== null) throw new Error(wrong);
         } else {
-          if (watch === null) throw new Error(`the page shows more output (${step.expected[0]}) with no command running`);
+          if (watch === null)
+            throw new Error(`the page shows more output (${step.expected[0]}) with no command running`);
           if (step.kind === "interrupt") {
             watch.child.kill("SIGINT");
             await watch.output.exited;
-            const wrong = mismatch(`${watch.command} (after ^C)`, step.expected, watch.output.lines.slice(watch.seen), root);
+            const wrong = mismatch(
+              `${watch.command} (after ^C)`,
+              step.expected,
+              watch.output.lines.slice(watch.seen),
+              root,
+            );
             if (wrong !== null) throw new Error(wrong);
             watch = null;
           } else await expectMore(watch, step.expected, root);
@@ -160,19 +209,28 @@ test(
 );
 
 /** Waits until the watch has printed, after what was already matched, lines the page's `expected` lines match. */
-async function expectMore(watch: { command: string; output: Output; seen: number }, expected: readonly string[], root: string): Promise<void> {
+async function expectMore(
+  watch: { command: string; output: Output; seen: number },
+  expected: readonly string[],
+  root: string,
+): Promise<void> {
   const want = expected.map((line) => normalise(line));
   let end = -1;
   try {
-    await watch.output.until(() => {
-      const got = watch.output.lines.slice(watch.seen).map((line) => normalise(line, root));
-      end = matchLines(want, got, false);
-      // Without a `⋮`, enough lines that do not match will never match: say so now rather than at the timeout.
-      if (end < 0 && !want.includes(ELIDED) && got.length >= want.length) {
-        throw new Error(`it printed what docs/authors.md does not show.\n--- the page:\n${expected.join("\n")}\n--- the command (normalised):\n${got.join("\n")}`);
-      }
-      return end >= 0;
-    }, `printing what docs/authors.md shows:\n${expected.join("\n")}`);
+    await watch.output.until(
+      () => {
+        const got = watch.output.lines.slice(watch.seen).map((line) => normalise(line, root));
+        end = matchLines(want, got, false);
+        // Without a `⋮`, enough lines that do not match will never match: say so now rather than at the timeout.
+        if (end < 0 && !want.includes(ELIDED) && got.length >= want.length) {
+          throw new Error(
+            `it printed what docs/authors.md does not show.\n--- the page:\n${expected.join("\n")}\n--- the command (normalised):\n${got.join("\n")}`,
+          );
+        }
+        return end >= 0;
+      },
+      `printing what docs/authors.md shows:\n${expected.join("\n")}`,
+    );
   } catch (err) {
     throw new Error(`\`${watch.command}\`: ${(err as Error).message}`);
   }

@@ -81,7 +81,12 @@ function kvGet(extension: string, key: string): unknown {
 }
 
 function kvPut(extension: string, key: string, value: unknown): void {
-  kvRepository(broker.store).put({ extension, session: null }, key, { value: Buffer.from(JSON.stringify(value)), encoding: "json" }, 1 << 30);
+  kvRepository(broker.store).put(
+    { extension, session: null },
+    key,
+    { value: Buffer.from(JSON.stringify(value)), encoding: "json" },
+    1 << 30,
+  );
 }
 
 /** Every batch `extension` recorded, in order. */
@@ -92,7 +97,13 @@ function batches(extension: string): Batch[] {
 
 const events = (extension: string): ObservedEvent[] => batches(extension).flatMap((b) => b.events);
 const counters = (extension: string) => session.status().find((s) => s.name === extension)?.observer;
-const usage = (model: string) => ({ seq: 1, origin: "provider_reported" as const, model, input_tokens: 10, output_tokens: 2 });
+const usage = (model: string) => ({
+  seq: 1,
+  origin: "provider_reported" as const,
+  model,
+  input_tokens: 10,
+  output_tokens: 2,
+});
 
 beforeAll(async () => {
   fixtures = mkdtempSync(join(tmpdir(), "tether-observer-fixtures-"));
@@ -109,7 +120,19 @@ afterAll(async () => {
 
 test("at open, an observer of the session is told what was activated, as seq 1; status shows its counters", async () => {
   await session.observers.idle();
-  expect(batches("watcher")).toEqual([{ dropped: 0, events: [{ seq: 1, kind: "session", at_ms: expect.any(Number), data: { change: "activation", activated: ["compactor", "watcher"], deactivated: [] } }] }]);
+  expect(batches("watcher")).toEqual([
+    {
+      dropped: 0,
+      events: [
+        {
+          seq: 1,
+          kind: "session",
+          at_ms: expect.any(Number),
+          data: { change: "activation", activated: ["compactor", "watcher"], deactivated: [] },
+        },
+      ],
+    },
+  ]);
   expect(batches("compactor")).toEqual([]);
   expect(counters("watcher")).toEqual({ delivered: 1, dropped: 0, pending: 0, failed: 0, failure: null });
   expect(counters("compactor")).toEqual({ delivered: 0, dropped: 0, pending: 0, failed: 0, failure: null });
@@ -121,7 +144,11 @@ test("each observer gets only the kinds it was approved for, in order, with seq 
   await session.fire("before_compact", { reason: "threshold" });
   session.observers.notify("compaction", { strategy: "folds", folded: 3 });
   await session.observers.idle();
-  expect(events("watcher").slice(1).map((e) => [e.seq, e.kind, e.data])).toEqual([
+  expect(
+    events("watcher")
+      .slice(1)
+      .map((e) => [e.seq, e.kind, e.data]),
+  ).toEqual([
     [2, "turn", {}],
     [3, "usage", usage("m1")],
   ]);
@@ -173,7 +200,12 @@ test("a slow observer's queue is bounded: the oldest are dropped, counted, and t
   expect(seqs[0]).toBe(holdSeq + 11);
   expect(seqs).toEqual(Array.from({ length: 1024 }, (_, i) => holdSeq + 11 + i));
   expect(rest[0]!.events[0]!.data["model"]).toBe("o10");
-  expect(counters("watcher")).toMatchObject({ dropped: start.dropped + 10, pending: 0, failed: 0, delivered: start.delivered + 1025 });
+  expect(counters("watcher")).toMatchObject({
+    dropped: start.dropped + 10,
+    pending: 0,
+    failed: 0,
+    delivered: start.delivered + 1025,
+  });
 });
 
 test("an observer that throws is noted (counter, last error) and the next batch still arrives", async () => {
@@ -187,12 +219,18 @@ test("an observer that throws is noted (counter, last error) and the next batch 
 });
 
 test("a capability call from a timer after the batch answered is refused token_revoked", async () => {
-  const since = (broker.store.sqlite.prepare("select coalesce(max(id), 0) as id from cap_audit").get() as { id: number }).id;
+  const since = (
+    broker.store.sqlite.prepare("select coalesce(max(id), 0) as id from cap_audit").get() as { id: number }
+  ).id;
   await session.fire("usage", usage("late"));
   await session.observers.idle();
   const refused = () => {
     broker.ledger.flush();
-    return broker.store.sqlite.prepare("select capability, decision, rule from cap_audit where id > ? and extension = 'watcher' and rule = 'token'").all(since);
+    return broker.store.sqlite
+      .prepare(
+        "select capability, decision, rule from cap_audit where id > ? and extension = 'watcher' and rule = 'token'",
+      )
+      .all(since);
   };
   await until("the late call's audit row", () => refused().length > 0);
   expect(refused()).toEqual([{ capability: "kv.put", decision: "denied", rule: "token" }]);
@@ -218,7 +256,11 @@ test("preferences and reloads are session events; an observer that leaves gets n
   expect(await session.reload()).toMatchObject({ deactivated: ["compactor"] });
   await session.fire("before_compact", { reason: "requested" });
   await session.observers.idle();
-  expect(events("watcher").slice(before).map((e) => e.data)).toEqual([
+  expect(
+    events("watcher")
+      .slice(before)
+      .map((e) => e.data),
+  ).toEqual([
     { change: "preference", extension: "compactor", enabled: false },
     { change: "activation", activated: [], deactivated: ["compactor"], failed: [] },
   ]);

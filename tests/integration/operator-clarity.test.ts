@@ -7,7 +7,17 @@
  * leaves unreachable is flagged at review with the switch — the refusal it
  * predicts is the one the call then gets.
  */
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -24,7 +34,13 @@ interface Run {
 }
 
 async function tether(home: string, ...args: string[]): Promise<Run> {
-  const result = await execa(process.execPath, [BIN, ...args], { env: { TETHER_HOME: home }, cwd: REPO, stdin: "ignore", reject: false, timeout: 120_000 });
+  const result = await execa(process.execPath, [BIN, ...args], {
+    env: { TETHER_HOME: home },
+    cwd: REPO,
+    stdin: "ignore",
+    reject: false,
+    timeout: 120_000,
+  });
   return { code: result.exitCode, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -57,7 +73,9 @@ function edit(file: string, from: string | RegExp, to: string): void {
 function installed(home: string, name: string): { source_dir: string; artifact_path: string; artifact_hash: string } {
   const db = new Database(join(home, "tether.db"), { readonly: true });
   try {
-    return db.prepare("SELECT source_dir, artifact_path, artifact_hash FROM installs WHERE name = ?").get(name) as never;
+    return db
+      .prepare("SELECT source_dir, artifact_path, artifact_hash FROM installs WHERE name = ?")
+      .get(name) as never;
   } finally {
     db.close();
   }
@@ -80,17 +98,35 @@ test(
     const after = installed(home, "echo");
     expect(after.artifact_hash).not.toBe(before.artifact_hash);
     // The replaced artifact is gone, and the install said so.
-    expect(upgrade.stderr).toContain(`… removed ${before.artifact_path.split("/").at(-1)}: no install refers to it any more`);
+    expect(upgrade.stderr).toContain(
+      `… removed ${before.artifact_path.split("/").at(-1)}: no install refers to it any more`,
+    );
     expect(readdirSync(join(home, "artifacts"))).toEqual([after.artifact_path.split("/").at(-1)]);
 
-    const [review, diff, json] = await Promise.all([tether(home, "review", "echo"), tether(home, "review", "echo", "--diff"), tether(home, "review", "echo", "--json")]);
+    const [review, diff, json] = await Promise.all([
+      tether(home, "review", "echo"),
+      tether(home, "review", "echo", "--diff"),
+      tether(home, "review", "echo", "--json"),
+    ]);
     expect(ok(review).stdout).toContain("Changed since approval (nothing widened):");
-    expect(review.stdout).toContain(`  artifact: ${beforeBytes} bytes (sha256 ${before.artifact_hash.slice(0, 16)}…) → ${size(after.artifact_path)} bytes (sha256 ${after.artifact_hash.slice(0, 16)}…)`);
-    expect(review.stdout).toContain("  files that differ: index.ts (changed), shout.ts (added)\n  to see how: tether review echo --diff");
+    expect(review.stdout).toContain(
+      `  artifact: ${beforeBytes} bytes (sha256 ${before.artifact_hash.slice(0, 16)}…) → ${size(after.artifact_path)} bytes (sha256 ${after.artifact_hash.slice(0, 16)}…)`,
+    );
+    expect(review.stdout).toContain(
+      "  files that differ: index.ts (changed), shout.ts (added)\n  to see how: tether review echo --diff",
+    );
     expect(ok(diff).stdout).toContain("--- a/index.ts\n+++ b/index.ts\n");
     expect(diff.stdout).toContain("-    return outcome([text(said)]);\n+    return outcome([text(shout(said))]);");
-    expect(diff.stdout).toContain('--- /dev/null\n+++ b/shout.ts\n@@ -0,0 +1 @@\n+export const shout = (s: string): string => s.toUpperCase();');
-    const data = JSON.parse(ok(json).stdout) as { changes: { before: { hash: string }; after: { hash: string; bytes: number }; sources: Array<{ path: string; change: string }> } };
+    expect(diff.stdout).toContain(
+      "--- /dev/null\n+++ b/shout.ts\n@@ -0,0 +1 @@\n+export const shout = (s: string): string => s.toUpperCase();",
+    );
+    const data = JSON.parse(ok(json).stdout) as {
+      changes: {
+        before: { hash: string };
+        after: { hash: string; bytes: number };
+        sources: Array<{ path: string; change: string }>;
+      };
+    };
     expect(data.changes.before.hash).toBe(before.artifact_hash);
     expect(data.changes.after).toEqual({ hash: after.artifact_hash, bytes: size(after.artifact_path) });
     expect(data.changes.sources.map((s) => [s.path, s.change])).toEqual([
@@ -106,21 +142,33 @@ test(
   async () => {
     const home = join(root, "h-narrow");
     const src = copy("weather", "weather-narrow");
-    edit(join(src, "manifest.toml"), 'allow = ["GET http://127.0.0.1:47311/v1"]', 'allow = ["https://api.example.com", "https://tracker.example.com"]');
+    edit(
+      join(src, "manifest.toml"),
+      'allow = ["GET http://127.0.0.1:47311/v1"]',
+      'allow = ["https://api.example.com", "https://tracker.example.com"]',
+    );
     ok(await tether(home, "install", src));
     ok(await tether(home, "approve", "weather", "--only", "https://api.example.com", "--yes"));
     edit(join(src, "manifest.toml"), 'version = "1.0.0"', 'version = "1.1.0"');
     ok(await tether(home, "install", src));
     const review = ok(await tether(home, "review", "weather")).stdout;
-    expect(review).toContain("  the network: https://tracker.example.com   (withheld by an earlier --only: approving keeps it out; --all grants it)");
+    expect(review).toContain(
+      "  the network: https://tracker.example.com   (withheld by an earlier --only: approving keeps it out; --all grants it)",
+    );
     expect(review).not.toContain("[NEW]");
-    expect(review).toContain("Changed since approval (nothing widened):\n  files that differ: manifest.toml (changed)\n  to see how: tether review weather --diff");
+    expect(review).toContain(
+      "Changed since approval (nothing widened):\n  files that differ: manifest.toml (changed)\n  to see how: tether review weather --diff",
+    );
     // A manifest-only upgrade: the artifact is the approved one, the manifest's old text was kept.
     const diff = ok(await tether(home, "review", "weather", "--diff")).stdout;
-    expect(diff).toContain('--- a/manifest.toml\n+++ b/manifest.toml\n@@ -1,5 +1,5 @@\n name = "weather"\n-version = "1.0.0"\n+version = "1.1.0"');
+    expect(diff).toContain(
+      '--- a/manifest.toml\n+++ b/manifest.toml\n@@ -1,5 +1,5 @@\n name = "weather"\n-version = "1.0.0"\n+version = "1.1.0"',
+    );
 
     const again = ok(await tether(home, "approve", "weather", "--yes"));
-    expect(again.stdout).toBe("approved weather 1.1.0 (egress: https://api.example.com; still withheld by an earlier --only: https://tracker.example.com (--all grants it))");
+    expect(again.stdout).toBe(
+      "approved weather 1.1.0 (egress: https://api.example.com; still withheld by an earlier --only: https://tracker.example.com (--all grants it))",
+    );
     const both = await tether(home, "approve", "weather", "--all", "--only", "https://api.example.com", "--yes");
     expect(both.code).toBe(2);
     expect(both.stderr).toContain("--only and --all do not combine");
@@ -139,8 +187,12 @@ test(
     ok(await tether(home, "install", first));
     const declined = await tether(home, "install", second);
     expect(declined.code).toBe(3);
-    expect(declined.stderr).toContain(`warning: 'echo' is installed from ${first}; ${second} is another folder: installing it replaces that install`);
-    expect(declined.stderr).toContain(`not installed: echo is installed from ${first}, not ${second}; no terminal to confirm on: pass --yes to replace it from a script`);
+    expect(declined.stderr).toContain(
+      `warning: 'echo' is installed from ${first}; ${second} is another folder: installing it replaces that install`,
+    );
+    expect(declined.stderr).toContain(
+      `not installed: echo is installed from ${first}, not ${second}; no terminal to confirm on: pass --yes to replace it from a script`,
+    );
     expect(installed(home, "echo").source_dir).toBe(first);
     // The same folder again asks nothing.
     ok(await tether(home, "install", first));
@@ -167,8 +219,11 @@ test(
 
     const run = await tether(home, "doctor");
     expect(run.code).toBe(1);
-    expect(run.stdout).toContain(`ok   artifacts: 1 installed in ${join(home, "artifacts")}; removed what no install refers to: `);
-    for (const name of [...stray, `cache/deno/${"ab".repeat(16)}-${"cd".repeat(8)}`]) expect(run.stdout).toContain(name);
+    expect(run.stdout).toContain(
+      `ok   artifacts: 1 installed in ${join(home, "artifacts")}; removed what no install refers to: `,
+    );
+    for (const name of [...stray, `cache/deno/${"ab".repeat(16)}-${"cd".repeat(8)}`])
+      expect(run.stdout).toContain(name);
     expect(run.stdout).toContain(
       `FAIL policy: ${join(home, "policy.toml")}: net.alow_private: unknown key; [net] takes deny, reach, metadata, allow_private, max_body_bytes, max_fetches, max_request_bytes, max_redirects. Until it is fixed every egress call is refused`,
     );
@@ -189,10 +244,23 @@ test(
     expect(review.stdout).toContain(`  the network: GET http://127.0.0.1:47311/v1\n      means: `);
     expect(review.stdout).toContain(flag);
     const json = JSON.parse(ok(await tether(home, "review", "weather", "--json")).stdout) as { reach: unknown[] };
-    expect(json.reach).toEqual([{ rule: "GET http://127.0.0.1:47311/v1", class: "loopback", refusal: "operator:no-private", fix: expect.stringContaining('add "loopback"') }]);
+    expect(json.reach).toEqual([
+      {
+        rule: "GET http://127.0.0.1:47311/v1",
+        class: "loopback",
+        refusal: "operator:no-private",
+        fix: expect.stringContaining('add "loopback"'),
+      },
+    ]);
 
     ok(await tether(home, "approve", "weather", "--yes"));
-    const call = await tether(home, "call", "weather", "fetch_url", JSON.stringify({ url: "http://127.0.0.1:47311/v1/forecast" }));
+    const call = await tether(
+      home,
+      "call",
+      "weather",
+      "fetch_url",
+      JSON.stringify({ url: "http://127.0.0.1:47311/v1/forecast" }),
+    );
     expect(call.code).toBe(4);
     expect(call.stderr).toContain("(rule: operator:no-private)");
 
@@ -201,7 +269,9 @@ test(
     expect(after.stdout).not.toContain("! every call");
     writeFileSync(policy, "[net\n");
     const broken = ok(await tether(home, "review", "weather"));
-    expect(broken.stdout).toMatch(/ {2}! the operator's policy does not parse, so every egress call is refused until it is fixed: .*policy\.toml \(line 1, column \d+\): not valid TOML/);
+    expect(broken.stdout).toMatch(
+      / {2}! the operator's policy does not parse, so every egress call is refused until it is fixed: .*policy\.toml \(line 1, column \d+\): not valid TOML/,
+    );
   },
   SLOW,
 );

@@ -69,14 +69,20 @@ let session: Session;
 /** The ledger's route rows of this session: [extension, name, outcome]. */
 function ledger(): [string, string, string][] {
   broker.ledger.flush();
-  const rows = broker.store.sqlite.prepare("select extension, name, outcome from invocations where session_id = ? and kind = 'route' order by id").all(session.id) as { extension: string; name: string; outcome: string }[];
+  const rows = broker.store.sqlite
+    .prepare("select extension, name, outcome from invocations where session_id = ? and kind = 'route' order by id")
+    .all(session.id) as { extension: string; name: string; outcome: string }[];
   return rows.map((r) => [r.extension, r.name, r.outcome]);
 }
 
 /** The route_call trace: [hook extension, subject, answer, detail]. */
 function traces(): [string, string, string, string][] {
   broker.ledger.flush();
-  const rows = broker.store.sqlite.prepare("select extension, subject, answer, detail from hook_traces where session_id = ? and event = 'route_call' order by id").all(session.id) as { extension: string; subject: string; answer: string; detail: string }[];
+  const rows = broker.store.sqlite
+    .prepare(
+      "select extension, subject, answer, detail from hook_traces where session_id = ? and event = 'route_call' order by id",
+    )
+    .all(session.id) as { extension: string; subject: string; answer: string; detail: string }[];
   return rows.map((r) => [r.extension, r.subject, r.answer, r.detail]);
 }
 
@@ -102,7 +108,10 @@ test("the session lists the routes of its active extensions, in registry order",
 
 test("a route answers in the session's context: its id, its active set; the guard was asked first", async () => {
   const report = await session.route("router", "ping", "hello");
-  expect(report.outcome).toEqual({ ok: true, response: "pong hello from routes-1; active: guard,router; workspace set: true" });
+  expect(report.outcome).toEqual({
+    ok: true,
+    response: "pong hello from routes-1; active: guard,router; workspace set: true",
+  });
   expect(report.notes).toEqual(["guard saw ping (5 chars, cut: false)"]);
   expect(report.trace.map((t) => [t.extension, t.answer])).toEqual([["guard", "notes"]]);
   expect(report.invocationId).not.toBeNull();
@@ -112,7 +121,10 @@ test("a route answers in the session's context: its id, its active set; the guar
 
 test("a route_call hook blocks the call: the route does not run, the ledger says blocked", async () => {
   const report = await session.route("router", "ping", "something forbidden");
-  expect(report.outcome).toEqual({ ok: false, error: { code: "blocked", msg: "Blocked by 'guard': guard refuses router/ping" } });
+  expect(report.outcome).toEqual({
+    ok: false,
+    error: { code: "blocked", msg: "Blocked by 'guard': guard refuses router/ping" },
+  });
   expect(report.blockedBy).toBe("guard");
   expect(ledger().at(-1)).toEqual(["router", "ping", "blocked"]);
   expect(traces().at(-1)).toEqual(["guard", "router/ping", "block", "guard refuses router/ping"]);
@@ -120,23 +132,44 @@ test("a route_call hook blocks the call: the route does not run, the ledger says
 
 test("an unknown route, or a route of an extension that is not installed, is unknown_tool naming what the session serves", async () => {
   const before = ledger().length;
-  for (const [extension, route] of [["router", "nope"], ["ghost", "ping"]] as const) {
+  for (const [extension, route] of [
+    ["router", "nope"],
+    ["ghost", "ping"],
+  ] as const) {
     const report = await session.route(extension, route, "x");
-    expect(report.outcome).toEqual({ ok: false, error: { code: "unknown_tool", msg: `Unknown route '${extension}/${route}'; this session serves [router/boom, router/ping]` } });
+    expect(report.outcome).toEqual({
+      ok: false,
+      error: {
+        code: "unknown_tool",
+        msg: `Unknown route '${extension}/${route}'; this session serves [router/boom, router/ping]`,
+      },
+    });
   }
   expect(ledger()).toHaveLength(before);
 });
 
 test("an inactive extension's route is inactive, with the reason", async () => {
   const report = await session.route("sleepy", "nap", "x");
-  expect(report.outcome).toEqual({ ok: false, error: { code: "inactive", msg: "The route 'nap' belongs to 'sleepy', which is inactive in this session: disabled in this session" } });
+  expect(report.outcome).toEqual({
+    ok: false,
+    error: {
+      code: "inactive",
+      msg: "The route 'nap' belongs to 'sleepy', which is inactive in this session: disabled in this session",
+    },
+  });
   expect(ledger().some(([extension]) => extension === "sleepy")).toBe(false);
 });
 
 test("a request past 1 MiB is refused before any hook or satellite sees it; the guard is shown at most 64 Ki characters", async () => {
   const tracesBefore = traces().length;
   const huge = await session.route("router", "ping", "x".repeat(1024 * 1024 + 1));
-  expect(huge.outcome).toEqual({ ok: false, error: { code: "bad_arguments", msg: "The request to route 'router/ping' is 1048577 bytes; a route's request may hold at most 1048576 bytes (1 MiB)" } });
+  expect(huge.outcome).toEqual({
+    ok: false,
+    error: {
+      code: "bad_arguments",
+      msg: "The request to route 'router/ping' is 1048577 bytes; a route's request may hold at most 1048576 bytes (1 MiB)",
+    },
+  });
   expect(traces()).toHaveLength(tracesBefore);
   const big = await session.route("router", "ping", "y".repeat(100_000));
   expect(big.outcome.ok).toBe(true);

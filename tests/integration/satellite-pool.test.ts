@@ -64,7 +64,8 @@ async function openBroker(limits: string, policy = ""): Promise<Broker> {
 
 const url = (path: string) => JSON.stringify({ url: `http://127.0.0.1:${port}/${path}` });
 const release = () => held.splice(0).forEach((res) => res.end("done"));
-const bootOf = (outcome: { ok: boolean; value?: unknown }) => ((outcome as { value: { content: [{ json: { boot: string } }] } }).value.content[0].json.boot);
+const bootOf = (outcome: { ok: boolean; value?: unknown }) =>
+  (outcome as { value: { content: [{ json: { boot: string } }] } }).value.content[0].json.boot;
 
 test("concurrency = 3: three calls run at once on three satellites, the rest wait their turn, first come first served", async () => {
   const broker = await openBroker("concurrency = 3");
@@ -130,7 +131,8 @@ test("calls on one strand never run at once, in order; another strand passes the
     const pool = broker.scope("s").live.get("fetcher")!.slot;
     arrived = 0;
     const order: string[] = [];
-    const one = (path: string, strand: string) => session.callTool("fetch", url(path), { strand }).then(() => order.push(path));
+    const one = (path: string, strand: string) =>
+      session.callTool("fetch", url(path), { strand }).then(() => order.push(path));
     const a1 = one("a1", "a");
     await until("a1 held", () => arrived === 1);
     const a2 = one("a2", "a");
@@ -172,7 +174,12 @@ test("the default is one satellite: calls run one at a time", async () => {
 
 test.each([
   ["the operator's max_concurrency", "concurrency = 8", "[satellites]\nmax_concurrency = 2\n", 2],
-  ["what fits in max_pool_memory_mb at memory_mb each", "concurrency = 8", "[satellites]\nmax_pool_memory_mb = 200\n", 3], // 200 / 64
+  [
+    "what fits in max_pool_memory_mb at memory_mb each",
+    "concurrency = 8",
+    "[satellites]\nmax_pool_memory_mb = 200\n",
+    3,
+  ], // 200 / 64
   ["a broken policy file", "concurrency = 8", "[satellites]\nmax_concurrency = 0\n", 1],
   ["the default ceiling (4)", "concurrency = 16", "", 4],
 ])("the pool is bounded by %s", async (_what, limits, policy, size) => {
@@ -189,7 +196,10 @@ test("review shows how many satellites a session may run", async () => {
   const broker = await openBroker("concurrency = 3");
   try {
     const installed = broker.registry.get("fetcher")!;
-    const text = renderReview(buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval("fetcher")), installed);
+    const text = renderReview(
+      buildReview(installed, broker.registry.status(installed), broker.registry.latestApproval("fetcher")),
+      installed,
+    );
     expect(text).toContain("up to 3 satellites per session");
   } finally {
     await broker.close();

@@ -7,8 +7,6 @@ import { bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
 import type { SatelliteSlot } from "../../broker/satellite/slot.js";
 import type { Cap } from "../../jail-runtime/wire/frames.js";
 
-
-
 let echo: Bundled;
 let misbehave: Bundled;
 const slots: SatelliteSlot[] = [];
@@ -86,7 +84,16 @@ test("a satellite answers tool calls and streams partial reports in order", asyn
   const slot = track(slotFor(echo));
   const partials: string[] = [];
   const counted = await slot.invoke(call("count", { n: 3 }), { onReport: (t) => partials.push(t) });
-  expect(counted).toEqual({ ok: true, value: { content: [{ type: "text", text: "Counted to 3" }, { type: "json", json: { n: 3 } }], terminate: false } });
+  expect(counted).toEqual({
+    ok: true,
+    value: {
+      content: [
+        { type: "text", text: "Counted to 3" },
+        { type: "json", json: { n: 3 } },
+      ],
+      terminate: false,
+    },
+  });
   expect(partials).toEqual(["counted 1 of 3", "counted 2 of 3", "counted 3 of 3"]);
   const echoed = await slot.invoke(call("echo", { text: "héllo ✓" }));
   expect(echoed).toEqual({ ok: true, value: { content: [{ type: "text", text: "héllo ✓" }], terminate: false } });
@@ -104,10 +111,19 @@ test("one satellite serves many invocations", async () => {
 
 test("unknown tools and bad arguments are answered with the seed's codes", async () => {
   const slot = track(slotFor(echo));
-  expect(await slot.invoke(call("nope"))).toEqual({ ok: false, error: { code: "unknown_tool", msg: "Unknown tool 'nope'; this extension serves [count, echo]" } });
-  expect(await slot.invoke(call("echo", { text: 5 }))).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': expected string at .text, got 5" } });
+  expect(await slot.invoke(call("nope"))).toEqual({
+    ok: false,
+    error: { code: "unknown_tool", msg: "Unknown tool 'nope'; this extension serves [count, echo]" },
+  });
+  expect(await slot.invoke(call("echo", { text: 5 }))).toEqual({
+    ok: false,
+    error: { code: "bad_arguments", msg: "tool 'echo': expected string at .text, got 5" },
+  });
   const notJson = await slot.invoke({ ...call("echo"), args: "{not json" });
-  expect(notJson).toEqual({ ok: false, error: { code: "bad_arguments", msg: "Arguments for tool 'echo' are not JSON" } });
+  expect(notJson).toEqual({
+    ok: false,
+    error: { code: "bad_arguments", msg: "Arguments for tool 'echo' are not JSON" },
+  });
 });
 
 test("a tool that throws is answered crashed and the satellite keeps serving", async () => {
@@ -126,7 +142,10 @@ test("past its deadline a call is answered timeout, the satellite killed, and th
   await first;
   const oldPid = slot.process?.pid;
   const timedOut = await slot.invoke(call("loop", {}, 300));
-  expect(timedOut).toEqual({ ok: false, error: { code: "timeout", msg: "'loop' did not answer within its 300 ms deadline; the satellite was stopped" } });
+  expect(timedOut).toEqual({
+    ok: false,
+    error: { code: "timeout", msg: "'loop' did not answer within its 300 ms deadline; the satellite was stopped" },
+  });
   await until("the timed-out satellite to be gone", () => !alive(oldPid));
   const next = await slot.invoke(call("sleep", { ms: 1 }));
   expect(next).toMatchObject({ ok: true });
@@ -169,7 +188,9 @@ test("a heap bomb kills only its satellite; the answer says it ran out of memory
 
 test("a caller who can wait never sees busy: concurrent calls queue and all succeed", async () => {
   const slot = track(slotFor(echo));
-  const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => slot.invoke(call("echo", { text: String(i) }))));
+  const answers = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => slot.invoke(call("echo", { text: String(i) }))),
+  );
   expect(answers.map((a) => (a.ok ? (a.value.content[0] as { text: string }).text : a.error.code))).toEqual(
     Array.from({ length: 10 }, (_, i) => String(i)),
   );
@@ -211,12 +232,16 @@ test("a capability call after the answer carries a revoked token and is refused 
 test("a capability call inside an invocation reaches the dispatcher with the invocation's identity", async () => {
   const seen: Array<{ cap: string; name: string; strand: string }> = [];
   const slot = track(
-    slotFor(misbehave, {}, {
-      dispatch: async (cap, inv) => {
-        seen.push({ cap: cap.cap, name: inv.name, strand: inv.strand });
-        return { ok: false, error: { code: "denied", msg: "no" } };
+    slotFor(
+      misbehave,
+      {},
+      {
+        dispatch: async (cap, inv) => {
+          seen.push({ cap: cap.cap, name: inv.name, strand: inv.strand });
+          return { ok: false, error: { code: "denied", msg: "no" } };
+        },
       },
-    }),
+    ),
   );
   // `garbage` sends an invalid frame: it never reaches the dispatcher, and the satellite is disconnected.
   const garbage = await slot.invoke(call("garbage"));
@@ -300,34 +325,47 @@ test("destroy() aborts: the open call (at once) and the queued ones fail closed,
   await until("the call to be handed to the satellite", () => slot.state === "busy");
   const queued = slot.invoke(call("sleep", { ms: 1 }));
   await slot.destroy("was torn down by the test");
-  expect(await open).toMatchObject({ ok: false, error: { code: "closed", msg: expect.stringMatching(/^The satellite of '.+' was torn down by the test during 'sleep'$/) } });
+  expect(await open).toMatchObject({
+    ok: false,
+    error: {
+      code: "closed",
+      msg: expect.stringMatching(/^The satellite of '.+' was torn down by the test during 'sleep'$/),
+    },
+  });
   expect(await queued).toMatchObject({ ok: false, error: { code: "closed" } });
   await slot.destroy("again"); // safe twice
 });
 
-test.each(["bwrap", "none"] as const)("the shutdown ladder reaches SIGKILL for a satellite that ignores stdin EOF and SIGTERM (%s)", async (sandbox) => {
-  const said: string[] = [];
-  const log = {
-    debug: (msg: string) => said.push(msg),
-    info: (msg: string) => said.push(msg),
-    warn: (msg: string) => said.push(msg),
-    error: (msg: string) => said.push(msg),
-    child() {
-      return this;
-    },
-  };
-  const slot = track(slotFor(misbehave, { sandbox, ladderStepMs: 300, log }));
-  expect(await slot.invoke(call("wedge"))).toMatchObject({ ok: true });
-  const pid = slot.process!.pid!;
-  // Wedged once its process tree burns CPU: 100 ms of it (10 clock ticks) is the busy loop, not an idle Deno.
-  const base = treeCpuTicks(pid);
-  await until("the satellite to wedge (spin)", () => treeCpuTicks(pid) - base >= 10);
-  await slot.close();
-  expect(alive(pid)).toBe(false);
-  const ladder = said.filter((m) => /ignored (stdin EOF|SIGTERM)/.test(m));
-  // Unsandboxed, the Deno process itself ignores both steps: two bounded waits, then SIGKILL.
-  if (sandbox === "none") expect(ladder).toEqual(["satellite ignored stdin EOF; sending SIGTERM", "satellite ignored SIGTERM; sending SIGKILL"]);
-});
+test.each(["bwrap", "none"] as const)(
+  "the shutdown ladder reaches SIGKILL for a satellite that ignores stdin EOF and SIGTERM (%s)",
+  async (sandbox) => {
+    const said: string[] = [];
+    const log = {
+      debug: (msg: string) => said.push(msg),
+      info: (msg: string) => said.push(msg),
+      warn: (msg: string) => said.push(msg),
+      error: (msg: string) => said.push(msg),
+      child() {
+        return this;
+      },
+    };
+    const slot = track(slotFor(misbehave, { sandbox, ladderStepMs: 300, log }));
+    expect(await slot.invoke(call("wedge"))).toMatchObject({ ok: true });
+    const pid = slot.process!.pid!;
+    // Wedged once its process tree burns CPU: 100 ms of it (10 clock ticks) is the busy loop, not an idle Deno.
+    const base = treeCpuTicks(pid);
+    await until("the satellite to wedge (spin)", () => treeCpuTicks(pid) - base >= 10);
+    await slot.close();
+    expect(alive(pid)).toBe(false);
+    const ladder = said.filter((m) => /ignored (stdin EOF|SIGTERM)/.test(m));
+    // Unsandboxed, the Deno process itself ignores both steps: two bounded waits, then SIGKILL.
+    if (sandbox === "none")
+      expect(ladder).toEqual([
+        "satellite ignored stdin EOF; sending SIGTERM",
+        "satellite ignored SIGTERM; sending SIGKILL",
+      ]);
+  },
+);
 
 test("the boot token is not in the satellite's command line or environment", async () => {
   const slot = track(slotFor(echo));

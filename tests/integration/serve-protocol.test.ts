@@ -11,7 +11,13 @@ import { join } from "node:path";
 import { TetherError } from "../../broker/base/errors.js";
 import { silentLogger } from "../../broker/base/log.js";
 import type { ToolCallReport } from "../../broker/sessions/session.js";
-import { Connection, DEFAULT_LIMITS, type ClientSocket, type Handler, type RequestContext } from "../../broker/serve/connection.js";
+import {
+  Connection,
+  DEFAULT_LIMITS,
+  type ClientSocket,
+  type Handler,
+  type RequestContext,
+} from "../../broker/serve/connection.js";
 import { RpcFailure, checkParams, checkPayload, reportToWire, toRpcError } from "../../broker/serve/protocol.js";
 import { TokenFileError, bearerMatches, loadOrCreateToken } from "../../broker/serve/token.js";
 
@@ -36,7 +42,10 @@ class FakeSocket implements ClientSocket {
 }
 
 /** A handler whose calls report `partials` partials, then wait for `release` (or the signal). */
-function fakeHandler(partials: number, onPartial?: (i: number) => void): Handler & { release(): void; signals: AbortSignal[] } {
+function fakeHandler(
+  partials: number,
+  onPartial?: (i: number) => void,
+): Handler & { release(): void; signals: AbortSignal[] } {
   let release: () => void = () => {};
   const gate = new Promise<void>((resolve) => (release = resolve));
   const signals: AbortSignal[] = [];
@@ -58,7 +67,8 @@ function fakeHandler(partials: number, onPartial?: (i: number) => void): Handler
   } as Handler & { release(): void; signals: AbortSignal[] };
 }
 
-const call = (id: number | string) => JSON.stringify({ jsonrpc: "2.0", id, method: "tool.call", params: { session: "s", tool: "t" } });
+const call = (id: number | string) =>
+  JSON.stringify({ jsonrpc: "2.0", id, method: "tool.call", params: { session: "s", tool: "t" } });
 
 describe("a connection's back-pressure", () => {
   test("partials past the high-water mark are dropped and counted; the ones before it are sent in order", async () => {
@@ -98,10 +108,14 @@ describe("a connection's back-pressure", () => {
     const socket = new FakeSocket();
     const handler = fakeHandler(1);
     const connection = new Connection(socket, handler, { ...DEFAULT_LIMITS, maxInFlight: 1 }, silentLogger);
-    const note = connection.receive(JSON.stringify({ jsonrpc: "2.0", method: "tool.call", params: { session: "s", tool: "t" } }));
+    const note = connection.receive(
+      JSON.stringify({ jsonrpc: "2.0", method: "tool.call", params: { session: "s", tool: "t" } }),
+    );
     expect(connection.inFlight).toBe(1);
     await connection.receive(call(3));
-    expect(socket.sent).toEqual([expect.objectContaining({ id: 3, error: expect.objectContaining({ code: -32001, data: { code: "busy" } }) })]);
+    expect(socket.sent).toEqual([
+      expect.objectContaining({ id: 3, error: expect.objectContaining({ code: -32001, data: { code: "busy" } }) }),
+    ]);
     await connection.receive(JSON.stringify({ jsonrpc: "2.0", id: 4, method: "call.cancel", params: { id: 99 } }));
     expect(socket.sent[1]).toEqual({ jsonrpc: "2.0", id: 4, result: { cancelled: false } });
     handler.release();
@@ -162,20 +176,54 @@ describe("params and errors", () => {
       }
       throw new Error("did not throw");
     };
-    expect(fail(() => checkParams("tool.call", { session: "s" }))).toMatchObject({ code: -32602, data: { code: "bad_arguments", field: "tool" } });
-    expect(fail(() => checkParams("session.prefer", { session: "s", extension: "x", enabled: "yes" }))).toMatchObject({ data: { field: "enabled" } });
-    expect(fail(() => checkParams("session.open", { id: "s", workspace: "/w", policy: { allow: [1] } }))).toMatchObject({ data: { field: "policy.allow.0" } });
-    expect(fail(() => checkParams("session.status", ["s"]))).toMatchObject({ code: -32602, message: expect.stringContaining("by name") });
-    expect(fail(() => checkPayload("agent_end", { reply: "r", held: -1 }))).toMatchObject({ data: { field: "payload.held" } });
-    expect(checkParams("session.prefer", { session: "s", extension: "x", enabled: null })).toEqual({ session: "s", extension: "x", enabled: null });
+    expect(fail(() => checkParams("tool.call", { session: "s" }))).toMatchObject({
+      code: -32602,
+      data: { code: "bad_arguments", field: "tool" },
+    });
+    expect(fail(() => checkParams("session.prefer", { session: "s", extension: "x", enabled: "yes" }))).toMatchObject({
+      data: { field: "enabled" },
+    });
+    expect(fail(() => checkParams("session.open", { id: "s", workspace: "/w", policy: { allow: [1] } }))).toMatchObject(
+      { data: { field: "policy.allow.0" } },
+    );
+    expect(fail(() => checkParams("session.status", ["s"]))).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining("by name"),
+    });
+    expect(fail(() => checkPayload("agent_end", { reply: "r", held: -1 }))).toMatchObject({
+      data: { field: "payload.held" },
+    });
+    expect(checkParams("session.prefer", { session: "s", extension: "x", enabled: null })).toEqual({
+      session: "s",
+      extension: "x",
+      enabled: null,
+    });
   });
 
   test("Tether errors carry their code in data; bad arguments are invalid params; anything else is internal", () => {
-    expect(toRpcError(new TetherError("not_approved", "Extension 'x' is not approved"))).toEqual({ code: -32000, message: "Extension 'x' is not approved", data: { code: "not_approved" } });
-    expect(toRpcError(new TetherError("closed", "Session 's' is closed"))).toMatchObject({ code: -32000, data: { code: "closed" } });
-    expect(toRpcError(new TetherError("bad_arguments", "event 'x': nope"))).toMatchObject({ code: -32602, data: { code: "bad_arguments" } });
-    expect(toRpcError(new RpcFailure(-32001, "busy", "full"))).toEqual({ code: -32001, message: "full", data: { code: "busy" } });
-    expect(toRpcError(new Error("boom"))).toEqual({ code: -32603, message: "Internal error: boom", data: { code: "internal" } });
+    expect(toRpcError(new TetherError("not_approved", "Extension 'x' is not approved"))).toEqual({
+      code: -32000,
+      message: "Extension 'x' is not approved",
+      data: { code: "not_approved" },
+    });
+    expect(toRpcError(new TetherError("closed", "Session 's' is closed"))).toMatchObject({
+      code: -32000,
+      data: { code: "closed" },
+    });
+    expect(toRpcError(new TetherError("bad_arguments", "event 'x': nope"))).toMatchObject({
+      code: -32602,
+      data: { code: "bad_arguments" },
+    });
+    expect(toRpcError(new RpcFailure(-32001, "busy", "full"))).toEqual({
+      code: -32001,
+      message: "full",
+      data: { code: "busy" },
+    });
+    expect(toRpcError(new Error("boom"))).toEqual({
+      code: -32603,
+      message: "Internal error: boom",
+      data: { code: "internal" },
+    });
   });
 
   test("a report on the wire: snake_case, arguments as JSON, dropped partials counted and noted", () => {
@@ -193,8 +241,18 @@ describe("params and errors", () => {
       notes: ["n1"],
       trace: [{ extension: "h", answer: "proceed", durationMs: 1.23456, detail: "", invocationId: 2 }],
     };
-    expect(reportToWire(report, 0)).toMatchObject({ call_id: "c", invocation_id: 3, arguments: { n: 1 }, notes: ["n1"], partials_dropped: 0, trace: [{ extension: "h", answer: "proceed", duration_ms: 1.235, detail: "", invocation_id: 2 }] });
-    expect(reportToWire(report, 4)).toMatchObject({ partials_dropped: 4, notes: ["n1", "tether serve dropped 4 partial report(s): the client was not reading them"] });
+    expect(reportToWire(report, 0)).toMatchObject({
+      call_id: "c",
+      invocation_id: 3,
+      arguments: { n: 1 },
+      notes: ["n1"],
+      partials_dropped: 0,
+      trace: [{ extension: "h", answer: "proceed", duration_ms: 1.235, detail: "", invocation_id: 2 }],
+    });
+    expect(reportToWire(report, 4)).toMatchObject({
+      partials_dropped: 4,
+      notes: ["n1", "tether serve dropped 4 partial report(s): the client was not reading them"],
+    });
   });
 });
 
@@ -204,13 +262,29 @@ describe("documents past the bounds, and answers that cannot be written", () => 
     const handler = fakeHandler(0);
     const connection = new Connection(socket, handler, DEFAULT_LIMITS, silentLogger);
     const deep = "[".repeat(100_000) + "]".repeat(100_000);
-    await connection.receive(`{"jsonrpc":"2.0","id":1,"method":"tool.call","params":{"session":"s","tool":"t","args":${deep}}}`);
+    await connection.receive(
+      `{"jsonrpc":"2.0","id":1,"method":"tool.call","params":{"session":"s","tool":"t","args":${deep}}}`,
+    );
     expect(socket.sent).toEqual([
-      { jsonrpc: "2.0", id: null, error: { code: -32602, message: "Invalid params: the message is nested deeper than 64 levels (the bound for any JSON document)", data: { code: "bad_arguments" } } },
+      {
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32602,
+          message: "Invalid params: the message is nested deeper than 64 levels (the bound for any JSON document)",
+          data: { code: "bad_arguments" },
+        },
+      },
     ]);
     const wide = `{"jsonrpc":"2.0","id":2,"method":"tool.call","params":{"session":"s","tool":"t","args":{${Array.from({ length: 400_000 }, (_, i) => `"k${i}":0`).join(",")}}}}`;
     await connection.receive(wide);
-    expect(socket.sent[1]).toMatchObject({ id: null, error: { code: -32602, message: "Invalid params: the message is more than 16384 elements (the bound for any JSON document)" } });
+    expect(socket.sent[1]).toMatchObject({
+      id: null,
+      error: {
+        code: -32602,
+        message: "Invalid params: the message is more than 16384 elements (the bound for any JSON document)",
+      },
+    });
     const ok = connection.receive(call(3));
     handler.release();
     await ok;
@@ -224,7 +298,15 @@ describe("documents past the bounds, and answers that cannot be written", () => 
     const unencodable: Handler = { ...handler, handle: async () => ({ n: 1n }) } as unknown as Handler;
     const connection = new Connection(socket, unencodable, DEFAULT_LIMITS, silentLogger);
     await connection.receive(call(1));
-    expect(socket.sent[0]).toMatchObject({ jsonrpc: "2.0", id: 1, error: { code: -32603, message: expect.stringMatching(/^The answer could not be encoded: /), data: { code: "internal" } } });
+    expect(socket.sent[0]).toMatchObject({
+      jsonrpc: "2.0",
+      id: 1,
+      error: {
+        code: -32603,
+        message: expect.stringMatching(/^The answer could not be encoded: /),
+        data: { code: "internal" },
+      },
+    });
     await connection.receive(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "call.cancel", params: { id: 9 } }));
     expect(socket.sent[1]).toEqual({ jsonrpc: "2.0", id: 2, result: { cancelled: false } });
   });

@@ -90,29 +90,92 @@ afterAll(async () => {
 
 test("routes, strategies, a compaction and its folds over the WebSocket", async () => {
   expect(await rpc("session.open", { id: "wire-1", workspace: tmp })).toMatchObject({ result: { id: "wire-1" } });
-  expect(await rpc("session.context", { session: "wire-1" })).toEqual({ jsonrpc: "2.0", id: expect.any(Number), result: [{ extension: "helper", source: "context:where", text: "You are in wire-1." }] });
-  expect(await rpc("session.routes", { session: "wire-1" })).toMatchObject({ result: [{ name: "ping", extension: "helper", description: "Answers pong." }] });
-  expect(await rpc("session.route", { session: "wire-1", extension: "helper", route: "ping", request: "hi" })).toMatchObject({
-    result: { outcome: { ok: true, response: "pong hi in wire-1" }, extension: "helper", route: "ping", invocation_id: expect.any(Number), blocked_by: null, notes: [], trace: [] },
+  expect(await rpc("session.context", { session: "wire-1" })).toEqual({
+    jsonrpc: "2.0",
+    id: expect.any(Number),
+    result: [{ extension: "helper", source: "context:where", text: "You are in wire-1." }],
   });
-  expect(await rpc("session.route", { session: "wire-1", extension: "helper", route: "nope", request: "hi" })).toMatchObject({
-    result: { outcome: { ok: false, error: { code: "unknown_tool", msg: "Unknown route 'helper/nope'; this session serves [helper/ping]" } } },
+  expect(await rpc("session.routes", { session: "wire-1" })).toMatchObject({
+    result: [{ name: "ping", extension: "helper", description: "Answers pong." }],
+  });
+  expect(
+    await rpc("session.route", { session: "wire-1", extension: "helper", route: "ping", request: "hi" }),
+  ).toMatchObject({
+    result: {
+      outcome: { ok: true, response: "pong hi in wire-1" },
+      extension: "helper",
+      route: "ping",
+      invocation_id: expect.any(Number),
+      blocked_by: null,
+      notes: [],
+      trace: [],
+    },
+  });
+  expect(
+    await rpc("session.route", { session: "wire-1", extension: "helper", route: "nope", request: "hi" }),
+  ).toMatchObject({
+    result: {
+      outcome: {
+        ok: false,
+        error: { code: "unknown_tool", msg: "Unknown route 'helper/nope'; this session serves [helper/ping]" },
+      },
+    },
   });
 
-  expect(await rpc("session.strategies", { session: "wire-1" })).toMatchObject({ result: { current: "first", preferred: null } });
-  expect(await rpc("session.prefer_strategy", { session: "wire-1", strategy: "last" })).toEqual({ jsonrpc: "2.0", id: expect.any(Number), result: { strategy: "last" } });
-  const messages = [{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "user", content: "c" }];
+  expect(await rpc("session.strategies", { session: "wire-1" })).toMatchObject({
+    result: { current: "first", preferred: null },
+  });
+  expect(await rpc("session.prefer_strategy", { session: "wire-1", strategy: "last" })).toEqual({
+    jsonrpc: "2.0",
+    id: expect.any(Number),
+    result: { strategy: "last" },
+  });
+  const messages = [
+    { role: "user", content: "a" },
+    { role: "assistant", content: "b" },
+    { role: "user", content: "c" },
+  ];
   const compacted = await rpc("session.compact", { session: "wire-1", messages, reason: "requested", budget: 100 });
   expect(compacted).toMatchObject({
-    result: { outcome: { ok: true, compaction_id: expect.any(Number), summary: "last", folds: [{ from: 2, to: 2, text: "the last" }] }, strategy: "last", extension: "helper", hook_text: [], notes: [], trace: [] },
+    result: {
+      outcome: {
+        ok: true,
+        compaction_id: expect.any(Number),
+        summary: "last",
+        folds: [{ from: 2, to: 2, text: "the last" }],
+      },
+      strategy: "last",
+      extension: "helper",
+      hook_text: [],
+      notes: [],
+      trace: [],
+    },
   });
-  const id = ((compacted["result"] as { outcome: { compaction_id: number } }).outcome).compaction_id;
+  const id = (compacted["result"] as { outcome: { compaction_id: number } }).outcome.compaction_id;
   await rpc("session.compact", { session: "wire-1", messages, reason: "requested", budget: 100, strategy: "first" });
 
-  const all = (await rpc("session.folds", { session: "wire-1" }))["result"] as { compaction_id: number; strategy: string; from: number; to: number }[];
-  expect(all.map((f) => [f.strategy, f.from, f.to])).toEqual([["last", 2, 2], ["first", 0, 1]]);
+  const all = (await rpc("session.folds", { session: "wire-1" }))["result"] as {
+    compaction_id: number;
+    strategy: string;
+    from: number;
+    to: number;
+  }[];
+  expect(all.map((f) => [f.strategy, f.from, f.to])).toEqual([
+    ["last", 2, 2],
+    ["first", 0, 1],
+  ]);
   expect(await rpc("session.folds", { session: "wire-1", compaction_id: id })).toMatchObject({
-    result: [{ compaction_id: id, strategy: "last", extension: "helper", from: 2, to: 2, text: "the last", created_at: expect.any(Number) }],
+    result: [
+      {
+        compaction_id: id,
+        strategy: "last",
+        extension: "helper",
+        from: 2,
+        to: 2,
+        text: "the last",
+        created_at: expect.any(Number),
+      },
+    ],
   });
 
   expect(await rpc("session.compact", { session: "wire-1", messages, reason: "requested", budget: 0 })).toMatchObject({

@@ -65,14 +65,20 @@ const state = (name: string) => {
 
 test("the later owner of a route name is inactive whole, naming the earlier; its dependent goes with it", () => {
   expect(state("a-router")).toEqual(["active", null]);
-  expect(state("b-router")).toEqual(["inactive", "its route 'status' collides with 'a-router', which comes earlier in registry order"]);
+  expect(state("b-router")).toEqual([
+    "inactive",
+    "its route 'status' collides with 'a-router', which comes earlier in registry order",
+  ]);
   expect(state("b-router-user")[0]).toBe("inactive");
   expect(state("b-router-user")[1]).toContain("b-router");
 });
 
 test("the later owner of a compaction strategy name is inactive whole, naming the earlier", () => {
   expect(state("c-folder")).toEqual(["active", null]);
-  expect(state("d-folder")).toEqual(["inactive", "its compaction strategy 'fold' collides with 'c-folder', which comes earlier in registry order"]);
+  expect(state("d-folder")).toEqual([
+    "inactive",
+    "its compaction strategy 'fold' collides with 'c-folder', which comes earlier in registry order",
+  ]);
 });
 
 test("the losers' tools answer inactive with the reason; the winners and an unrelated extension keep working", async () => {
@@ -80,7 +86,10 @@ test("the losers' tools answer inactive with the reason; the winners and an unre
   expect(lost.outcome).toMatchObject({ ok: false, error: { code: "inactive" } });
   expect(lost.outcome.ok ? "" : lost.outcome.error.msg).toContain("collides with 'a-router'");
   for (const tool of ["a_tool", "c_tool", "plain_tool"]) {
-    expect((await session.callTool(tool, "{}")).outcome).toEqual({ ok: true, value: { content: [{ type: "text", text: tool }], terminate: false } });
+    expect((await session.callTool(tool, "{}")).outcome).toEqual({
+      ok: true,
+      value: { content: [{ type: "text", text: tool }], terminate: false },
+    });
   }
   expect((await session.route("a-router", "status", "")).outcome).toEqual({ ok: true, response: "ok" });
   expect(session.routes().map((r) => `${r.extension}/${r.name}`)).toEqual(["a-router/status"]);

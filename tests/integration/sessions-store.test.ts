@@ -47,7 +47,12 @@ test("sessions open with a workspace and a policy, reopen keeping their id, and 
   records.close("s-1");
   expect(records.get("s-1")?.closedAt).toEqual(expect.any(Number));
   const again = records.open("s-1", "/work/b", { allow: ["https://api.example.com"] });
-  expect(again).toMatchObject({ workspace: "/work/b", policy: { allow: ["https://api.example.com"] }, closedAt: null, openedAt: opened.openedAt });
+  expect(again).toMatchObject({
+    workspace: "/work/b",
+    policy: { allow: ["https://api.example.com"] },
+    closedAt: null,
+    openedAt: opened.openedAt,
+  });
   expect(() => records.open("../etc", "/x")).toThrow("expected a session id");
   expect(records.get("nope")).toBeNull();
 });

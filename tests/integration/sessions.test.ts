@@ -23,7 +23,12 @@ let broker: Broker;
 const open: Session[] = [];
 
 /** Copies a fixture under another name, editing its manifest. */
-function variant(fixture: string, name: string, edit: (manifest: string) => string = (m) => m, editCode: (code: string) => string = (c) => c): string {
+function variant(
+  fixture: string,
+  name: string,
+  edit: (manifest: string) => string = (m) => m,
+  editCode: (code: string) => string = (c) => c,
+): string {
   const dir = join(tmp, "src", name);
   mkdirSync(join(tmp, "src"), { recursive: true });
   cpSync(join(FIXTURES, fixture), dir, { recursive: true });
@@ -60,11 +65,33 @@ beforeAll(async () => {
   broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "error" }) });
   for (const name of ["worker", "hooker", "broken", "needs-broken", "mismatch"]) await install(join(FIXTURES, name));
   // Collides with worker's tool `run`; priority 5 puts it after worker (0), so it is the one made inactive.
-  await install(variant("worker", "worker-two", (m) => m.replace('entry = "index.ts"', 'entry = "index.ts"\npriority = 5')));
+  await install(
+    variant("worker", "worker-two", (m) => m.replace('entry = "index.ts"', 'entry = "index.ts"\npriority = 5')),
+  );
   // Requires worker: inactive whenever worker is.
-  await install(variant("needs-broken", "needs-worker", (m) => m.replace('requires = ["broken"]', 'requires = ["worker"]').replace('name = "dependent"', 'name = "dependent_w"'), (c) => c.replace("dependent:", "dependent_w:")));
+  await install(
+    variant(
+      "needs-broken",
+      "needs-worker",
+      (m) =>
+        m
+          .replace('requires = ["broken"]', 'requires = ["worker"]')
+          .replace('name = "dependent"', 'name = "dependent_w"'),
+      (c) => c.replace("dependent:", "dependent_w:"),
+    ),
+  );
   // Requires something never installed.
-  await install(variant("needs-broken", "needs-ghost", (m) => m.replace('requires = ["broken"]', 'requires = ["ghost"]').replace('name = "dependent"', 'name = "dependent_g"'), (c) => c.replace("dependent:", "dependent_g:")));
+  await install(
+    variant(
+      "needs-broken",
+      "needs-ghost",
+      (m) =>
+        m
+          .replace('requires = ["broken"]', 'requires = ["ghost"]')
+          .replace('name = "dependent"', 'name = "dependent_g"'),
+      (c) => c.replace("dependent:", "dependent_g:"),
+    ),
+  );
 });
 
 afterAll(async () => {
@@ -84,21 +111,30 @@ describe("bundle activation", () => {
 
   test("a failed boot makes the extension inactive with the boot's error, kept as wanted for the next reload", () => {
     expect(status["broken"]?.state).toBe("inactive");
-    expect(status["broken"]?.reason).toMatch(/^failed to start \(boot_failed\): Satellite 'broken' exited with code 1 before saying hello.*broken on purpose: missing configuration/s);
+    expect(status["broken"]?.reason).toMatch(
+      /^failed to start \(boot_failed\): Satellite 'broken' exited with code 1 before saying hello.*broken on purpose: missing configuration/s,
+    );
     expect(status["broken"]?.reason).toMatch(/still wanted: the next reload retries it\)$/);
   });
 
   test("an extension that requires a failed one is inactive with a reason naming the chain and the root", () => {
     expect(status["needs-broken"]?.state).toBe("inactive");
-    expect(status["needs-broken"]?.reason).toMatch(/^needs 'broken' \(needs-broken → broken\), which is inactive: failed to start \(boot_failed\)/);
+    expect(status["needs-broken"]?.reason).toMatch(
+      /^needs 'broken' \(needs-broken → broken\), which is inactive: failed to start \(boot_failed\)/,
+    );
   });
 
   test("a served/declared mismatch is an activation failure naming both lists", () => {
-    expect(status["mismatch"]?.reason).toMatch(/failed to start \(served_mismatch\): Extension 'mismatch' is broken: the manifest declares tools \[one, two\].*serves tools \[one\]/);
+    expect(status["mismatch"]?.reason).toMatch(
+      /failed to start \(served_mismatch\): Extension 'mismatch' is broken: the manifest declares tools \[one, two\].*serves tools \[one\]/,
+    );
   });
 
   test("a tool name collision leaves the later extension (registry order) inactive whole", () => {
-    expect(status["worker-two"]).toEqual({ state: "inactive", reason: "its tool 'run' collides with 'worker', which comes earlier in registry order" });
+    expect(status["worker-two"]).toEqual({
+      state: "inactive",
+      reason: "its tool 'run' collides with 'worker', which comes earlier in registry order",
+    });
     expect(status["worker"]?.state).toBe("active");
   });
 
@@ -109,7 +145,10 @@ describe("bundle activation", () => {
   test("unrelated extensions keep working, and the built-in hooks extension is off by default", async () => {
     expect(status["hooker"]?.state).toBe("active");
     expect(status["needs-worker"]?.state).toBe("active");
-    expect(status["hooks"]).toEqual({ state: "disabled", reason: "off by default; enable it with: tether session enable hooks" });
+    expect(status["hooks"]).toEqual({
+      state: "disabled",
+      reason: "off by default; enable it with: tether session enable hooks",
+    });
     expect(text((await session.callTool("dependent_w", "{}")).outcome)).toBe("dependent ran");
   });
 
@@ -117,7 +156,9 @@ describe("bundle activation", () => {
     const report = await session.callTool("dependent", "{}");
     expect(report.outcome.ok).toBe(false);
     expect(!report.outcome.ok && report.outcome.error.code).toBe("inactive");
-    expect(!report.outcome.ok && report.outcome.error.msg).toMatch(/^The tool 'dependent' belongs to 'needs-broken', which is inactive in this session: needs 'broken'/);
+    expect(!report.outcome.ok && report.outcome.error.msg).toMatch(
+      /^The tool 'dependent' belongs to 'needs-broken', which is inactive in this session: needs 'broken'/,
+    );
   });
 
   test("a lost approval removes the extension and its dependents on the next call; the rest keep working", async () => {
@@ -128,9 +169,14 @@ describe("bundle activation", () => {
       const now = byName(other.status());
       expect(now["worker"]?.state).toBe("inactive");
       expect(now["worker"]?.reason).toMatch(/was revoked/);
-      expect(now["needs-worker"]?.reason).toMatch(/^needs 'worker' \(needs-worker → worker\), which is inactive: Extension 'worker' was revoked/);
+      expect(now["needs-worker"]?.reason).toMatch(
+        /^needs 'worker' \(needs-worker → worker\), which is inactive: Extension 'worker' was revoked/,
+      );
       expect(now["hooker"]?.state).toBe("active");
-      expect((await other.callTool("run", '{"text":"x"}')).outcome).toMatchObject({ ok: false, error: { code: "inactive" } });
+      expect((await other.callTool("run", '{"text":"x"}')).outcome).toMatchObject({
+        ok: false,
+        error: { code: "inactive" },
+      });
     } finally {
       broker.registry.approve("worker");
     }
@@ -168,7 +214,9 @@ describe("preferences and reload", () => {
     await install(dir);
     const first = await s.reload();
     expect(first.failed.map((f) => f.name)).toContain("late-bloomer");
-    expect(byName(s.status())["late-bloomer"]?.reason).toMatch(/failed to start \(boot_failed\).*still wanted: the next reload retries it/s);
+    expect(byName(s.status())["late-bloomer"]?.reason).toMatch(
+      /failed to start \(boot_failed\).*still wanted: the next reload retries it/s,
+    );
     // Fix it: the module no longer throws.
     writeFileSync(join(dir, "index.ts"), readFileSync(join(dir, "index.ts"), "utf8").replace(/^if .*throw.*$/m, ""));
     await install(dir);
@@ -196,7 +244,9 @@ describe("calling from a harness", () => {
   });
 
   test("a second open of a live session's id is refused; after close it opens again", async () => {
-    await expect(Session.open(broker, { id: "harness-1", workspace: tmp })).rejects.toThrow("Session 'harness-1' is already open on this broker; close it first or use another id");
+    await expect(Session.open(broker, { id: "harness-1", workspace: tmp })).rejects.toThrow(
+      "Session 'harness-1' is already open on this broker; close it first or use another id",
+    );
     const again = await openSession("harness-again");
     await again.close();
     const reopened = await openSession("harness-again");
@@ -205,7 +255,8 @@ describe("calling from a harness", () => {
 
   test("stream() yields every partial in order, then the report", async () => {
     const steps: string[] = [];
-    for await (const step of session.stream("ticks", '{"n":3}')) steps.push(step.type === "partial" ? step.text : `result: ${text(step.result.outcome)}`);
+    for await (const step of session.stream("ticks", '{"n":3}'))
+      steps.push(step.type === "partial" ? step.text : `result: ${text(step.result.outcome)}`);
     expect(steps).toEqual(["tick 1", "tick 2", "tick 3", "result: ticked 3"]);
   });
 
@@ -234,7 +285,10 @@ describe("calling from a harness", () => {
     // Ended by the destroy (200 ticks would end `ticked 200`), as the message says.
     const report = await pending;
     expect(report.outcome.ok).toBe(false);
-    expect(!report.outcome.ok && report.outcome.error).toEqual({ code: "closed", msg: "The satellite of 'worker' was stopped: its session was destroyed during 'ticks'" });
+    expect(!report.outcome.ok && report.outcome.error).toEqual({
+      code: "closed",
+      msg: "The satellite of 'worker' was stopped: its session was destroyed during 'ticks'",
+    });
     await expect(doomed.callTool("run", '{"text":"x"}')).rejects.toThrow("Session 'harness-doomed' is closed");
   });
 
@@ -247,7 +301,10 @@ describe("calling from a harness", () => {
     broker.registry.revoke("worker", { by: "carol" });
     void broker.approvalEpoch; // what a call or a fleet's pull reads: it applies the revocation to live satellites now
     const report = await pending;
-    expect(!report.outcome.ok && report.outcome.error).toEqual({ code: "not_approved", msg: "The satellite of 'worker' was stopped: its approval was revoked by carol during 'ticks'" });
+    expect(!report.outcome.ok && report.outcome.error).toEqual({
+      code: "not_approved",
+      msg: "The satellite of 'worker' was stopped: its approval was revoked by carol during 'ticks'",
+    });
     broker.registry.approve("worker");
     expect((await session.callTool("run", '{"text":"again"}')).outcome.ok).toBe(true);
     await session.close();
@@ -301,10 +358,19 @@ describe("the built-in hooks extension over real command hooks", () => {
 
   test("it is asked first (the operator's word first) and a PreToolUse exit 2 blocks with stderr as the reason", async () => {
     const report = await session.callTool("run", '{"text":"rm -rf /"}');
-    expect(report.outcome).toEqual({ ok: false, error: { code: "blocked", msg: "Blocked by 'hooks': no rm -rf here (from guard.sh)" } });
+    expect(report.outcome).toEqual({
+      ok: false,
+      error: { code: "blocked", msg: "Blocked by 'hooks': no rm -rf here (from guard.sh)" },
+    });
     expect(report.trace[0]?.extension).toBe("hooks");
     const input = JSON.parse(readFileSync(log(), "utf8").trim().split("\n").pop()!) as Record<string, unknown>;
-    expect(input).toMatchObject({ hook_event_name: "PreToolUse", tool_name: "run", tool_input: { text: "rm -rf /" }, session_id: "cmd-hooks", cwd: tmp });
+    expect(input).toMatchObject({
+      hook_event_name: "PreToolUse",
+      tool_name: "run",
+      tool_input: { text: "rm -rf /" },
+      session_id: "cmd-hooks",
+      cwd: tmp,
+    });
   });
 
   test("the matcher decides: another tool is not asked", async () => {
@@ -326,7 +392,9 @@ describe("the built-in hooks extension over real command hooks", () => {
     writeFileSync(file, JSON.stringify({ hooks: { PreToolUse: [{ hooks: [{ type: "prompt" }] }] } }));
     try {
       await s.reload();
-      expect(byName(s.status())["hooks"]?.reason).toMatch(/hooks\.json: hooks\.PreToolUse\.0\.hooks\.0\.type: expected "command"/);
+      expect(byName(s.status())["hooks"]?.reason).toMatch(
+        /hooks\.json: hooks\.PreToolUse\.0\.hooks\.0\.type: expected "command"/,
+      );
     } finally {
       writeFileSync(file, good);
     }

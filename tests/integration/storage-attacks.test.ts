@@ -38,7 +38,9 @@ function writeExt(name: string, version: string, migrations: Record<string, stri
   const dir = join(tmp, "src", name);
   mkdirSync(dir, { recursive: true });
   cpSync(FIXTURE, dir, { recursive: true });
-  let manifest = readFileSync(join(FIXTURE, "manifest.toml"), "utf8").replace(`name = "${A}"`, `name = "${name}"`).replace('version = "1.0.0"', `version = "${version}"`);
+  let manifest = readFileSync(join(FIXTURE, "manifest.toml"), "utf8")
+    .replace(`name = "${A}"`, `name = "${name}"`)
+    .replace('version = "1.0.0"', `version = "${version}"`);
   if (deadlineMs !== undefined) manifest = manifest.replace("deadline_ms = 10000", `deadline_ms = ${deadlineMs}`);
   writeFileSync(join(dir, "manifest.toml"), manifest);
   rmSync(join(dir, "migrations"), { recursive: true, force: true });
@@ -67,7 +69,11 @@ function userVersion(ext: string): number {
 
 beforeEach(() => {
   tmp = mkdtempSync(join(tmpdir(), "tether-storage-attacks-"));
-  broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "warn", sink: () => {} }) });
+  broker = Broker.open({
+    ...envOptions(),
+    home: join(tmp, "home"),
+    log: createLogger({ level: "warn", sink: () => {} }),
+  });
 });
 
 afterEach(async () => {
@@ -82,14 +88,22 @@ test("an extension cannot move its database's user_version, in any spelling: the
   await broker.registry.install(writeExt(A, "1.0.0", V1));
   broker.registry.approve(A);
   expect(userVersion(A)).toBe(1);
-  for (const forge of ["PRAGMA user_version(2)", "PRAGMA main.user_version(2)", "pragma USER_VERSION ('2')", "PRAGMA user_version = 2", 'PRAGMA "user_version" = 2']) {
+  for (const forge of [
+    "PRAGMA user_version(2)",
+    "PRAGMA main.user_version(2)",
+    "pragma USER_VERSION ('2')",
+    "PRAGMA user_version = 2",
+    'PRAGMA "user_version" = 2',
+  ]) {
     const reply = await sql(A, "exec", forge);
     expect(reply).toMatchObject({ ok: false, code: "denied" });
     expect(String(reply.message)).toContain("(rule: storage.pragma)");
   }
   expect(userVersion(A)).toBe(1);
   await broker.registry.install(writeExt(A, "1.1.0", V2));
-  expect(reviewOutput(broker, A, false).text).toContain("  0002_pinned.sql — adds column notes.pinned   [NEW: runs when approved]");
+  expect(reviewOutput(broker, A, false).text).toContain(
+    "  0002_pinned.sql — adds column notes.pinned   [NEW: runs when approved]",
+  );
   broker.registry.approve(A);
   // The column the reviewed migration adds is there: it ran.
   expect(await sql(A, "query", "SELECT pinned FROM notes")).toEqual({ ok: true, rows: [] });
@@ -133,7 +147,9 @@ test("one extension's endless statement does not hold another extension's call; 
   expect(endlessAnswered).toBe(false);
   const r = await endless;
   expect(r).toMatchObject({ ok: false, code: "denied" });
-  expect(String(r.message)).toContain("the statement ran past the call's deadline and was stopped (nothing it changed was kept); add a LIMIT, an index or a bound (rule: storage.deadline)");
+  expect(String(r.message)).toContain(
+    "the statement ran past the call's deadline and was stopped (nothing it changed was kept); add a LIMIT, an index or a bound (rule: storage.deadline)",
+  );
   // A fresh database process serves the next call.
   expect(await sql(A, "query", "SELECT 3 AS three")).toEqual({ ok: true, rows: [{ three: 3 }] });
 }, 60_000);
@@ -143,7 +159,11 @@ test("a write cut off at the deadline is undone whole: the next call sees none o
   broker.registry.approve(B);
   expect(await sql(B, "exec", "CREATE TABLE t (x INTEGER)")).toMatchObject({ ok: true });
   // A row every 100,000 steps: rows are written when the deadline stops it, far from the quota.
-  const r = await sql(B, "exec", "INSERT INTO t WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT i FROM c WHERE i % 100000 = 0");
+  const r = await sql(
+    B,
+    "exec",
+    "INSERT INTO t WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT i FROM c WHERE i % 100000 = 0",
+  );
   expect(String(r.message)).toContain("(rule: storage.deadline)");
   expect(await sql(B, "query", "SELECT count(*) AS n FROM t")).toEqual({ ok: true, rows: [{ n: 0 }] });
 }, 60_000);

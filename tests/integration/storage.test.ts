@@ -42,20 +42,34 @@ function lastAuditId(): number {
   return (broker.store.sqlite.prepare("select coalesce(max(id), 0) as id from cap_audit").get() as { id: number }).id;
 }
 
-async function call(ext: string, tool: "exec" | "query", sql: string, params?: unknown): Promise<{ reply: Reply; rows: AuditRow[] }> {
+async function call(
+  ext: string,
+  tool: "exec" | "query",
+  sql: string,
+  params?: unknown,
+): Promise<{ reply: Reply; rows: AuditRow[] }> {
   const before = lastAuditId();
-  const outcome = await broker.callTool(ext, tool, JSON.stringify(params === undefined ? { sql } : { sql, params }), { session: "default" });
+  const outcome = await broker.callTool(ext, tool, JSON.stringify(params === undefined ? { sql } : { sql, params }), {
+    session: "default",
+  });
   if (!outcome.ok) throw new Error(`${ext}/${tool} failed: ${outcome.error.code}: ${outcome.error.msg}`);
   const block = outcome.value.content.find((c) => c.type === "json");
   if (block === undefined) throw new Error(`${ext}/${tool} answered no JSON block`);
   broker.ledger.flush();
-  const rows = broker.store.sqlite.prepare("select * from cap_audit where id > ? order by id").all(before) as AuditRow[];
+  const rows = broker.store.sqlite
+    .prepare("select * from cap_audit where id > ? order by id")
+    .all(before) as AuditRow[];
   return { reply: block.json as Reply, rows };
 }
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-storage-"));
-  broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "warn", sink: () => {} }), capHooks: async (event) => (hookEvents.push(event), null) });
+  broker = Broker.open({
+    ...envOptions(),
+    home: join(tmp, "home"),
+    log: createLogger({ level: "warn", sink: () => {} }),
+    capHooks: async (event) => (hookEvents.push(event), null),
+  });
   const dir = join(tmp, "src", EXT);
   cpSync(FIXTURE, dir, { recursive: true });
   await broker.registry.install(dir);
@@ -63,7 +77,9 @@ beforeAll(async () => {
   const bare = join(tmp, "src", BARE);
   mkdirSync(join(tmp, "src"), { recursive: true });
   cpSync(FIXTURE, bare, { recursive: true });
-  const manifest = readFileSync(join(bare, "manifest.toml"), "utf8").replace(`name = "${EXT}"`, `name = "${BARE}"`).replace(/\[storage\]\nmax_bytes = \d+\n/, "");
+  const manifest = readFileSync(join(bare, "manifest.toml"), "utf8")
+    .replace(`name = "${EXT}"`, `name = "${BARE}"`)
+    .replace(/\[storage\]\nmax_bytes = \d+\n/, "");
   writeFileSync(join(bare, "manifest.toml"), manifest);
   await broker.registry.install(bare);
   broker.registry.approve(BARE);
@@ -79,16 +95,23 @@ afterAll(async () => {
 test("db.exec and db.query round-trip bound values, bytes included, in a 0600 file; the audit names kind and table, never a value", async () => {
   const created = await call(EXT, "exec", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT, blob BLOB)");
   expect(created.reply).toEqual({ ok: true, changes: 0, lastInsertRowid: 0 });
-  expect(created.rows).toMatchObject([{ capability: "db.exec", target: "create notes", decision: "allowed", rule: "builtin:db" }]);
+  expect(created.rows).toMatchObject([
+    { capability: "db.exec", target: "create notes", decision: "allowed", rule: "builtin:db" },
+  ]);
   const secret = "a value the audit must not hold";
-  const inserted = await call(EXT, "exec", "INSERT INTO notes (text, blob) VALUES (:text, :blob)", { text: secret, blob: { bytes: [0, 255, 7] } });
+  const inserted = await call(EXT, "exec", "INSERT INTO notes (text, blob) VALUES (:text, :blob)", {
+    text: secret,
+    blob: { bytes: [0, 255, 7] },
+  });
   expect(inserted.reply).toEqual({ ok: true, changes: 1, lastInsertRowid: 1 });
   expect(inserted.rows).toMatchObject([{ capability: "db.exec", target: "insert notes", decision: "allowed" }]);
   const read = await call(EXT, "query", "SELECT id, text, blob FROM notes WHERE text = ?", [secret]);
   expect(read.reply).toEqual({ ok: true, rows: [{ id: 1, text: secret, blob: { bytes: [0, 255, 7] } }] });
   expect(read.rows).toMatchObject([{ capability: "db.query", target: "select notes", decision: "allowed" }]);
   broker.ledger.flush();
-  const all = broker.store.sqlite.prepare("select target from cap_audit where extension = ?").all(EXT) as Array<{ target: string }>;
+  const all = broker.store.sqlite.prepare("select target from cap_audit where extension = ?").all(EXT) as Array<{
+    target: string;
+  }>;
   expect(all.some((r) => r.target.includes(secret))).toBe(false);
   expect(statSync(dbFile(broker.home, EXT)).mode & 0o777).toBe(0o600);
 });
@@ -112,10 +135,13 @@ test("past [storage] max_bytes SQLite refuses to grow the file: denied with rule
   await call(EXT, "exec", "CREATE TABLE blobs (b BLOB)");
   let last: Reply = { ok: true };
   let rows: AuditRow[] = [];
-  for (let i = 0; i < 12 && last.ok; i++) ({ reply: last, rows } = await call(EXT, "exec", "INSERT INTO blobs VALUES (zeroblob(8000))"));
+  for (let i = 0; i < 12 && last.ok; i++)
+    ({ reply: last, rows } = await call(EXT, "exec", "INSERT INTO blobs VALUES (zeroblob(8000))"));
   expect(last).toMatchObject({ ok: false, code: "denied" });
   expect((last as { message: string }).message).toContain("(rule: storage.max_bytes)");
-  expect(rows).toMatchObject([{ capability: "db.exec", target: "insert blobs", decision: "denied", rule: "storage.max_bytes" }]);
+  expect(rows).toMatchObject([
+    { capability: "db.exec", target: "insert blobs", decision: "denied", rule: "storage.max_bytes" },
+  ]);
   expect(statSync(dbFile(broker.home, EXT)).size).toBeLessThanOrEqual(65_536);
   expect((await call(EXT, "query", "SELECT count(*) AS n FROM notes")).reply).toEqual({ ok: true, rows: [{ n: 1 }] });
 });
@@ -129,14 +155,22 @@ test("an extension with no approved [storage] is refused with rule storage, and 
 });
 
 test("review shows the database and its quota; one with no [storage] shows none", () => {
-  expect(reviewOutput(broker, EXT, false).text).toContain(`Database: its own SQLite file (<home>/data/${EXT}.sqlite), up to 65536 bytes, through db.query and db.exec`);
+  expect(reviewOutput(broker, EXT, false).text).toContain(
+    `Database: its own SQLite file (<home>/data/${EXT}.sqlite), up to 65536 bytes, through db.query and db.exec`,
+  );
   expect(reviewOutput(broker, BARE, false).text).not.toContain("Database:");
 });
 
 test("tether status shows each extension's storage against its quotas, and no line for one that declares and stores nothing", () => {
   const o = overview(broker);
   const size = statSync(dbFile(broker.home, EXT)).size;
-  expect(o.extensions.find((e) => e.name === EXT)?.storage).toEqual({ kv_bytes: 0, kv_quota: 1_048_576, db_bytes: size, db_quota: 65_536, migrations: 0 });
+  expect(o.extensions.find((e) => e.name === EXT)?.storage).toEqual({
+    kv_bytes: 0,
+    kv_quota: 1_048_576,
+    db_bytes: size,
+    db_quota: 65_536,
+    migrations: 0,
+  });
   const lines = renderOverview(o).split("\n");
   expect(lines).toContain(`${"".padEnd(BARE.length)}  storage: kv 0 of 1048576 bytes; db ${size} of 65536 bytes`);
   expect(lines.filter((l) => l.includes("storage:"))).toHaveLength(1);
@@ -144,10 +178,19 @@ test("tether status shows each extension's storage against its quotas, and no li
 
 test("the audit and the cap_call hooks name the tables SQLite says a statement touches: schema prefix dropped, a trigger's writes included", async () => {
   await call(EXT, "exec", "CREATE TABLE IF NOT EXISTS log (what TEXT)");
-  await call(EXT, "exec", "CREATE TRIGGER IF NOT EXISTS notes_log AFTER INSERT ON notes BEGIN INSERT INTO log (what) VALUES (new.text); END");
+  await call(
+    EXT,
+    "exec",
+    "CREATE TRIGGER IF NOT EXISTS notes_log AFTER INSERT ON notes BEGIN INSERT INTO log (what) VALUES (new.text); END",
+  );
   const cases: Array<[string, "exec" | "query", string, string]> = [
     ["a schema-qualified delete", "exec", "DELETE FROM main.notes WHERE id = 99", "delete notes"],
-    ["an insert whose trigger writes another table", "exec", "INSERT INTO notes (text) VALUES ('by trigger')", "insert log, notes"],
+    [
+      "an insert whose trigger writes another table",
+      "exec",
+      "INSERT INTO notes (text) VALUES ('by trigger')",
+      "insert log, notes",
+    ],
     ["a join", "query", "SELECT n.text FROM notes n JOIN log l ON 1 LIMIT 1", "select log, notes"],
     ["a table named only inside a subquery", "query", "SELECT (SELECT count(*) FROM log) AS n", "select log"],
   ];
@@ -156,10 +199,18 @@ test("the audit and the cap_call hooks name the tables SQLite says a statement t
     const { reply, rows } = await call(EXT, tool, sql);
     expect([what, reply.ok]).toEqual([what, true]);
     expect([what, rows.map((r) => r.target)]).toEqual([what, [target]]);
-    expect([what, hookEvents.slice(seen).filter((e) => e.capability === `db.${tool}`).map((e) => e.target)]).toEqual([what, [target]]);
+    expect([
+      what,
+      hookEvents
+        .slice(seen)
+        .filter((e) => e.capability === `db.${tool}`)
+        .map((e) => e.target),
+    ]).toEqual([what, [target]]);
   }
   // As the later tests expect it: one note.
-  expect((await call(EXT, "exec", "DELETE FROM notes WHERE text = 'by trigger'")).rows.map((r) => r.target)).toEqual(["delete notes"]);
+  expect((await call(EXT, "exec", "DELETE FROM notes WHERE text = 'by trigger'")).rows.map((r) => r.target)).toEqual([
+    "delete notes",
+  ]);
 });
 
 test("uninstall leaves the data and says so, a reinstall finds it again; --purge removes it and says what it removed", async () => {
@@ -167,7 +218,9 @@ test("uninstall leaves the data and says so, a reinstall finds it again; --purge
   const size = statSync(file).size;
   const kept = await runUninstall(broker, EXT, false);
   expect(kept.result).toMatchObject({ name: EXT, purged: false, data: { db: { file, bytes: size }, kv: { keys: 0 } } });
-  expect(kept.text).toContain(`its data stays (a reinstall finds it again; tether uninstall ${EXT} --purge removes it)`);
+  expect(kept.text).toContain(
+    `its data stays (a reinstall finds it again; tether uninstall ${EXT} --purge removes it)`,
+  );
   expect(kept.text).toContain(`db: ${file}, ${size} bytes`);
   expect(statSync(file).size).toBe(size);
 

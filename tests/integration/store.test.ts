@@ -30,8 +30,14 @@ function copyExtension(name: string): string {
 test("opening a store applies every migration, in WAL mode", () => {
   const store = openStore(join(tmp, "t.db"));
   expect(store.sqlite.pragma("journal_mode", { simple: true })).toBe("wal");
-  const tables = (store.sqlite.prepare("select name from sqlite_master where type='table' order by name").all() as Array<{ name: string }>).map((r) => r.name);
-  expect(tables).toEqual(expect.arrayContaining(["installs", "approvals", "preferences", "sessions", "invocations", "cap_audit", "kv"]));
+  const tables = (
+    store.sqlite.prepare("select name from sqlite_master where type='table' order by name").all() as Array<{
+      name: string;
+    }>
+  ).map((r) => r.name);
+  expect(tables).toEqual(
+    expect.arrayContaining(["installs", "approvals", "preferences", "sessions", "invocations", "cap_audit", "kv"]),
+  );
   store.close();
 });
 
@@ -40,7 +46,9 @@ test("a store created by the first migration upgrades with its data intact", () 
   const old = join(tmp, "old-migrations");
   mkdirSync(join(old, "meta"), { recursive: true });
   const current = migrationsFolder();
-  const journal = JSON.parse(readFileSync(join(current, "meta/_journal.json"), "utf8")) as { entries: Array<{ tag: string }> };
+  const journal = JSON.parse(readFileSync(join(current, "meta/_journal.json"), "utf8")) as {
+    entries: Array<{ tag: string }>;
+  };
   expect(journal.entries.length).toBeGreaterThanOrEqual(2);
   const first = journal.entries[0]!;
   cpSync(join(current, `${first.tag}.sql`), join(old, `${first.tag}.sql`));
@@ -51,13 +59,21 @@ test("a store created by the first migration upgrades with its data intact", () 
   migrate(drizzle(sqlite), { migrationsFolder: old });
   expect(sqlite.prepare("select count(*) as n from sqlite_master where name = 'kv'").get()).toEqual({ n: 0 });
   sqlite
-    .prepare("insert into installs (name, version, description, manifest_text, manifest_hash, artifact_path, artifact_hash, source_dir) values (?,?,?,?,?,?,?,?)")
+    .prepare(
+      "insert into installs (name, version, description, manifest_text, manifest_hash, artifact_path, artifact_hash, source_dir) values (?,?,?,?,?,?,?,?)",
+    )
     .run("old", "1.0.0", "an old install", "name = 'old'", "h1", "/a.js", "h2", "/src");
-  sqlite.prepare("insert into invocations (session_id, extension, kind, name, started_at, outcome) values ('s', 'old', 'tool', 't', 1, 'ok')").run();
+  sqlite
+    .prepare(
+      "insert into invocations (session_id, extension, kind, name, started_at, outcome) values ('s', 'old', 'tool', 't', 1, 'ok')",
+    )
+    .run();
   sqlite.close();
 
   const store = openStore(path);
-  expect(store.sqlite.prepare("select name, version, description from installs").all()).toEqual([{ name: "old", version: "1.0.0", description: "an old install" }]);
+  expect(store.sqlite.prepare("select name, version, description from installs").all()).toEqual([
+    { name: "old", version: "1.0.0", description: "an old install" },
+  ]);
   expect(store.sqlite.prepare("select outcome from invocations").all()).toEqual([{ outcome: "ok" }]);
   store.sqlite.prepare("insert into kv (extension, key, value) values ('old', 'k', x'01')").run();
   expect(store.sqlite.prepare("select count(*) as n from kv").get()).toEqual({ n: 1 });
@@ -69,12 +85,17 @@ test("the broker refuses unapproved, revoked and changed extensions, naming the 
   const broker = Broker.open({ ...envOptions(), home: join(tmp, "home") });
   try {
     await broker.registry.install(dir);
-    await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "default" })).rejects.toThrow("Extension 'echo' is not approved. Run: tether review echo, then tether approve echo");
+    await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "default" })).rejects.toThrow(
+      "Extension 'echo' is not approved. Run: tether review echo, then tether approve echo",
+    );
     broker.registry.approve("echo");
     expect(await broker.callTool("echo", "echo", '{"text":"x"}', { session: "default" })).toMatchObject({ ok: true });
 
     // Widen the manifest and reinstall: the approval no longer covers it.
-    writeFileSync(join(dir, "manifest.toml"), readFileSync(join(dir, "manifest.toml"), "utf8") + '\n[net]\nallow = ["https://api.example.com"]\n');
+    writeFileSync(
+      join(dir, "manifest.toml"),
+      `${readFileSync(join(dir, "manifest.toml"), "utf8")}\n[net]\nallow = ["https://api.example.com"]\n`,
+    );
     await broker.registry.install(dir);
     expect(broker.registry.status(broker.registry.require("echo"))).toBe("changed");
     await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "other" })).rejects.toThrow(
@@ -82,7 +103,9 @@ test("the broker refuses unapproved, revoked and changed extensions, naming the 
     );
     broker.registry.approve("echo");
     broker.registry.revoke("echo");
-    await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "third" })).rejects.toThrow("Extension 'echo' was revoked");
+    await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "third" })).rejects.toThrow(
+      "Extension 'echo' was revoked",
+    );
   } finally {
     await broker.destroy();
   }
@@ -99,7 +122,9 @@ test("a revocation from another process stops the running satellite before the n
     const other = Broker.open({ ...envOptions(), home });
     other.registry.revoke("echo");
     await other.close();
-    await expect(broker.callTool("echo", "echo", '{"text":"b"}', { session: "default" })).rejects.toThrow("was revoked");
+    await expect(broker.callTool("echo", "echo", '{"text":"b"}', { session: "default" })).rejects.toThrow(
+      "was revoked",
+    );
   } finally {
     await broker.destroy();
   }
@@ -111,8 +136,10 @@ test("an artifact modified on disk after approval is refused", async () => {
   try {
     const { installed } = await broker.registry.install(dir);
     broker.registry.approve("echo");
-    writeFileSync(installed.artifactPath, readFileSync(installed.artifactPath, "utf8") + "\n// tampered\n");
-    await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "default" })).rejects.toThrow("was modified on disk since it was approved");
+    writeFileSync(installed.artifactPath, `${readFileSync(installed.artifactPath, "utf8")}\n// tampered\n`);
+    await expect(broker.callTool("echo", "echo", '{"text":"x"}', { session: "default" })).rejects.toThrow(
+      "was modified on disk since it was approved",
+    );
   } finally {
     await broker.destroy();
   }
@@ -123,10 +150,22 @@ test("tool arguments are checked against the manifest's JSON Schema before reach
   try {
     await broker.registry.install(copyExtension("echo"));
     broker.registry.approve("echo");
-    expect(await broker.callTool("echo", "echo", '{"text":5}', { session: "default" })).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': expected string at .text" } });
-    expect(await broker.callTool("echo", "echo", "{}", { session: "default" })).toEqual({ ok: false, error: { code: "bad_arguments", msg: "tool 'echo': missing property 'text'" } });
-    expect(await broker.callTool("echo", "count", '{"n":1000}', { session: "default" })).toMatchObject({ ok: false, error: { code: "bad_arguments" } });
-    expect(await broker.callTool("echo", "nope", "{}", { session: "default" })).toEqual({ ok: false, error: { code: "unknown_tool", msg: "Unknown tool 'nope'; 'echo' serves [count, echo]" } });
+    expect(await broker.callTool("echo", "echo", '{"text":5}', { session: "default" })).toEqual({
+      ok: false,
+      error: { code: "bad_arguments", msg: "tool 'echo': expected string at .text" },
+    });
+    expect(await broker.callTool("echo", "echo", "{}", { session: "default" })).toEqual({
+      ok: false,
+      error: { code: "bad_arguments", msg: "tool 'echo': missing property 'text'" },
+    });
+    expect(await broker.callTool("echo", "count", '{"n":1000}', { session: "default" })).toMatchObject({
+      ok: false,
+      error: { code: "bad_arguments" },
+    });
+    expect(await broker.callTool("echo", "nope", "{}", { session: "default" })).toEqual({
+      ok: false,
+      error: { code: "unknown_tool", msg: "Unknown tool 'nope'; 'echo' serves [count, echo]" },
+    });
   } finally {
     await broker.destroy();
   }
@@ -141,7 +180,10 @@ test("a satellite SIGKILLed mid-call loses no ledger row: the call is recorded a
     expect(await broker.callTool("misbehave", "sleep", '{"ms":1}', { session: "default" })).toMatchObject({ ok: true });
     const pending = broker.callTool("misbehave", "sleep", '{"ms":60000}', { session: "default" });
     // The call is in the satellite's hands once its slot is busy (an event of the scope, not a wait).
-    await until("the call to reach the satellite", () => broker.scope("default").live.get("misbehave")?.slot.state === "busy");
+    await until(
+      "the call to reach the satellite",
+      () => broker.scope("default").live.get("misbehave")?.slot.state === "busy",
+    );
     // Kill the jailed process tree from outside, as the OOM killer would.
     const bwrapPid = findChildPid(process.pid, "bwrap");
     expect(bwrapPid).toBeGreaterThan(0);
@@ -162,7 +204,11 @@ test("a satellite SIGKILLed mid-call loses no ledger row: the call is recorded a
 
 test("rows a dead broker left running are closed as lost when the store opens again", () => {
   const store = openStore(join(tmp, "tether.db"));
-  store.sqlite.prepare("insert into invocations (session_id, extension, kind, name, started_at, outcome) values ('s', 'e', 'tool', 't', 1, 'running')").run();
+  store.sqlite
+    .prepare(
+      "insert into invocations (session_id, extension, kind, name, started_at, outcome) values ('s', 'e', 'tool', 't', 1, 'running')",
+    )
+    .run();
   store.close();
   const broker = Broker.open({ ...envOptions(), home: tmp });
   expect(broker.store.sqlite.prepare("select outcome from invocations").all()).toEqual([{ outcome: "lost" }]);
@@ -171,7 +217,11 @@ test("rows a dead broker left running are closed as lost when the store opens ag
 
 /** The pid of a direct child of `parent` whose command is `name`. */
 function findChildPid(parent: number, name: string): number {
-  const children = readFileSync(`/proc/${parent}/task/${parent}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  const children = readFileSync(`/proc/${parent}/task/${parent}/children`, "utf8")
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number);
   for (const pid of children) {
     try {
       if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() === name) return pid;
@@ -184,25 +234,34 @@ function findChildPid(parent: number, name: string): number {
 
 test("install refuses an egress rule too broad to mean anything, naming the rule", async () => {
   const dir = copyExtension("echo");
-  writeFileSync(join(dir, "manifest.toml"), readFileSync(join(dir, "manifest.toml"), "utf8") + '\n[net]\nallow = ["https://api.example.com", "https://*.com"]\n');
+  writeFileSync(
+    join(dir, "manifest.toml"),
+    `${readFileSync(join(dir, "manifest.toml"), "utf8")}\n[net]\nallow = ["https://api.example.com", "https://*.com"]\n`,
+  );
   const broker = Broker.open({ ...envOptions(), home: join(tmp, "home") });
   try {
-    await expect(broker.registry.install(dir)).rejects.toThrow(/net\.allow\.1: egress rule 'https:\/\/\*\.com': .*top-level domain 'com'/);
+    await expect(broker.registry.install(dir)).rejects.toThrow(
+      /net\.allow\.1: egress rule 'https:\/\/\*\.com': .*top-level domain 'com'/,
+    );
     expect(broker.registry.get("echo")).toBeNull();
   } finally {
     await broker.destroy();
   }
 });
 
-
 test("an approval narrowed before withheld rules were recorded still keeps its narrowing when the same manifest is approved again", async () => {
   const dir = copyExtension("echo");
-  writeFileSync(join(dir, "manifest.toml"), readFileSync(join(dir, "manifest.toml"), "utf8") + '\n[net]\nallow = ["https://a.example", "https://b.example"]\n');
+  writeFileSync(
+    join(dir, "manifest.toml"),
+    `${readFileSync(join(dir, "manifest.toml"), "utf8")}\n[net]\nallow = ["https://a.example", "https://b.example"]\n`,
+  );
   const home = join(tmp, "home");
   const broker = Broker.open({ ...envOptions(), home });
   try {
     await broker.registry.install(dir);
-    expect(broker.registry.approve("echo", { onlyNet: ["https://a.example"] }).withheldNet).toEqual(["https://b.example"]);
+    expect(broker.registry.approve("echo", { onlyNet: ["https://a.example"] }).withheldNet).toEqual([
+      "https://b.example",
+    ]);
     // As an approval made by a broker before migration 0007 reads: nothing recorded as withheld.
     const db = new Database(join(home, "tether.db"));
     db.prepare("UPDATE approvals SET withheld_net = '[]'").run();
@@ -210,7 +269,10 @@ test("an approval narrowed before withheld rules were recorded still keeps its n
     const again = broker.registry.approve("echo");
     expect(again.grants.net).toEqual(["https://a.example"]);
     expect(again.withheldNet).toEqual(["https://b.example"]);
-    expect(broker.registry.approve("echo", { all: true }).grants.net).toEqual(["https://a.example", "https://b.example"]);
+    expect(broker.registry.approve("echo", { all: true }).grants.net).toEqual([
+      "https://a.example",
+      "https://b.example",
+    ]);
     expect(broker.registry.approve("echo").withheldNet).toEqual([]);
   } finally {
     await broker.destroy();

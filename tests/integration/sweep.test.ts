@@ -11,7 +11,10 @@ import { envJailIdentity } from "../support/env-options.js";
 import { REPO } from "../support/satellites.js";
 
 test("the socket folders of a broker killed with SIGKILL are swept by the next one; a live broker's are not", async () => {
-  const child = spawn("node", ["--import", "tsx", "tests/integration/support/killed-broker.ts"], { cwd: REPO, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn("node", ["--import", "tsx", "tests/integration/support/killed-broker.ts"], {
+    cwd: REPO,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const line = await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (d) => {

@@ -20,8 +20,21 @@ beforeAll(() => {
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
 test("deno test passes over the test kit's own tests, offline", async () => {
-  const env = { PATH: process.env.PATH ?? "", HOME: home, DENO_DIR: join(home, "deno-dir"), NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" };
-  const args = ["test", "--no-remote", "--config", join(REPO, "manifests", "deno.json"), `--allow-read=${KIT_TESTS}`, "kit_test.ts"];
+  const env = {
+    PATH: process.env.PATH ?? "",
+    HOME: home,
+    DENO_DIR: join(home, "deno-dir"),
+    NO_COLOR: "1",
+    DENO_NO_UPDATE_CHECK: "1",
+  };
+  const args = [
+    "test",
+    "--no-remote",
+    "--config",
+    join(REPO, "manifests", "deno.json"),
+    `--allow-read=${KIT_TESTS}`,
+    "kit_test.ts",
+  ];
   const { code, output } = await new Promise<{ code: number; output: string }>((done) => {
     execFile(denoBinary(), args, { cwd: KIT_TESTS, env, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
       done({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, output: `${stdout}${stderr}` });

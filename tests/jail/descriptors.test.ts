@@ -28,14 +28,18 @@ interface Planted {
 
 interface Report {
   readonly planted: Record<string, string | null>;
-  readonly outcome: { ok: boolean; value?: { content: Array<{ type: string; json?: { used: Array<{ fd: number; api: string; detail: string }> } }> }; error?: unknown };
+  readonly outcome: {
+    ok: boolean;
+    value?: { content: Array<{ type: string; json?: { used: Array<{ fd: number; api: string; detail: string }> } }> };
+    error?: unknown;
+  };
   readonly jail: Record<string, Record<string, string | null>>;
 }
 
 let dir: string;
 const servers: Server[] = [];
 const sockets: Socket[] = [];
-const seen = { tcpConnections: 0, unixConnections: 0, serviceBytes: "", };
+const seen = { tcpConnections: 0, unixConnections: 0, serviceBytes: "" };
 let report: Report;
 let pipeOut: string;
 const secret = `host-secret-${process.pid}`;
@@ -132,7 +136,8 @@ describe("descriptors", () => {
     const planted = new Set(Object.values(report.planted));
     const held: string[] = [];
     for (const [proc, fds] of Object.entries(report.jail)) {
-      for (const [fd, target] of Object.entries(fds)) if (target !== null && planted.has(target)) held.push(`${proc} fd ${fd} → ${target}`);
+      for (const [fd, target] of Object.entries(fds))
+        if (target !== null && planted.has(target)) held.push(`${proc} fd ${fd} → ${target}`);
     }
     expect(Object.keys(report.jail).length).toBeGreaterThanOrEqual(3); // bwrap, its init, Deno
     expect(held).toEqual([]);
@@ -147,7 +152,10 @@ describe("descriptors", () => {
     // its one connection to the broker, or files inside the jail. None is a host path outside it.
     for (const [fd, target] of Object.entries(fds)) {
       if (Number(fd) <= 2) continue;
-      expect([fd, target]).toEqual([fd, expect.stringMatching(/^(anon_inode:|pipe:|socket:|\/tmp\/|\/opt\/tether\/|\/dev\/(null|urandom|random)$)/)]);
+      expect([fd, target]).toEqual([
+        fd,
+        expect.stringMatching(/^(anon_inode:|pipe:|socket:|\/tmp\/|\/opt\/tether\/|\/dev\/(null|urandom|random)$)/),
+      ]);
     }
   });
 

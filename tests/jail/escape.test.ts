@@ -9,7 +9,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SatelliteSlot } from "../../broker/satellite/slot.js";
 import { REPO, bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
-import { CASES, CASE_IDS, docsRow, type AttemptCase, type CaseEnv, type Group, type HostCase, type JailCase } from "./cases.js";
+import {
+  CASES,
+  CASE_IDS,
+  docsRow,
+  type AttemptCase,
+  type CaseEnv,
+  type Group,
+  type HostCase,
+  type JailCase,
+} from "./cases.js";
 import { FIXTURE, Listeners, attempt, hostFiles, jailView, type HostFiles, type Seen } from "./harness.js";
 
 const DOCS = join(REPO, "docs/jail.md");
@@ -27,7 +36,6 @@ function open(b: Bundled, sandbox: "bwrap" | "none" = "bwrap"): SatelliteSlot {
   slots.push(slot);
   return slot;
 }
-
 
 function inGroup<K extends JailCase["kind"]>(group: Group, kind: K): Array<Extract<JailCase, { kind: K }>> {
   return CASES.filter((c): c is Extract<JailCase, { kind: K }> => c.group === group && c.kind === kind);
@@ -85,7 +93,9 @@ async function judge(c: JailCase, body: () => Promise<{ seen: Seen | null; env: 
     return;
   }
   if (await passes(secure)) {
-    throw new Error(`${c.id}: finding ${c.finding} no longer reproduces (the secure check passes). Update tests/jail/cases.ts and docs/jail.md.`);
+    throw new Error(
+      `${c.id}: finding ${c.finding} no longer reproduces (the secure check passes). Update tests/jail/cases.ts and docs/jail.md.`,
+    );
   }
   if (c.evidence === undefined) throw new Error(`${c.id}: a finding needs evidence`);
   if (c.kind === "host") c.evidence(env);
@@ -121,7 +131,8 @@ async function control(c: AttemptCase, where: Where): Promise<void> {
     await c.check(seen, env);
     return;
   }
-  if (typeof c.control !== "function") throw new Error(`${c.id}: an '${c.layer}' case needs a control expectation or "skip"`);
+  if (typeof c.control !== "function")
+    throw new Error(`${c.id}: an '${c.layer}' case needs a control expectation or "skip"`);
   c.control(seen, env);
   // …and without the OS layer the jailed expectation does not hold: the OS layer is what refuses it.
   expect(await passes(() => c.check(seen, env))).toBe(false);
@@ -129,7 +140,8 @@ async function control(c: AttemptCase, where: Where): Promise<void> {
 
 function controlTests(cases: readonly AttemptCase[], where: () => Where): void {
   for (const c of cases.filter((x) => x.control !== "skip")) {
-    const what = c.layer === "deno" ? "Deno alone refuses it the same way" : "plain Deno does not refuse it: the OS layer does";
+    const what =
+      c.layer === "deno" ? "Deno alone refuses it the same way" : "plain Deno does not refuse it: the OS layer does";
     test(`${c.id} with no OS sandbox: ${what}`, () => control(c, where()));
   }
 }
@@ -205,7 +217,8 @@ describe("the shared jailed satellite", () => {
     const listed = await attempt(slot, { id: "list" });
     const wanted = CASES.filter((c) => c.kind === "attempt").map((c) => c.id);
     expect(listed).toMatchObject({ answered: true, obs: { outcome: "succeeded" } });
-    if (listed.answered && listed.obs.outcome === "succeeded") expect([...(listed.obs.detail as string[])].sort()).toEqual([...wanted].sort());
+    if (listed.answered && listed.obs.outcome === "succeeded")
+      expect([...(listed.obs.detail as string[])].sort()).toEqual([...wanted].sort());
   });
 
   attemptTests(inGroup("shared", "attempt"), where);

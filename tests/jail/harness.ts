@@ -35,10 +35,17 @@ export interface AttemptArgs {
 
 /** Calls the fixture's `attempt` tool once on `slot`. */
 export async function attempt(slot: SatelliteSlot, args: AttemptArgs, deadlineMs = 5_000): Promise<Seen> {
-  const outcome: InvocationOutcome<"tool"> = await slot.invoke({ kind: "tool", name: "attempt", args: JSON.stringify(args), strand: "jail", deadlineMs });
+  const outcome: InvocationOutcome<"tool"> = await slot.invoke({
+    kind: "tool",
+    name: "attempt",
+    args: JSON.stringify(args),
+    strand: "jail",
+    deadlineMs,
+  });
   if (!outcome.ok) return { answered: false, code: outcome.error.code, msg: outcome.error.msg };
   const block = outcome.value.content[0];
-  if (block?.type !== "json") throw new Error(`attempt ${args.id} answered no JSON block: ${JSON.stringify(outcome.value)}`);
+  if (block?.type !== "json")
+    throw new Error(`attempt ${args.id} answered no JSON block: ${JSON.stringify(outcome.value)}`);
   const { id, ...obs } = block.json as { id: string } & Observation;
   return { answered: true, id, obs: obs as Observation };
 }
@@ -128,7 +135,9 @@ export class Listeners {
     );
     const nonce = this.#nonce;
     // A fresh connection each time (no agent): the sentinel's connection is counted, then taken back.
-    get({ host: "127.0.0.1", port: this.httpPort, agent: false, headers: { "x-sentinel": nonce } }, (res) => res.resume()).on("error", () => undefined);
+    get({ host: "127.0.0.1", port: this.httpPort, agent: false, headers: { "x-sentinel": nonce } }, (res) =>
+      res.resume(),
+    ).on("error", () => undefined);
     for (const path of [this.unixPath, `\0${this.abstractName}`, this.permissionBrokerPath]) {
       const client = connect({ path }, () => client.end(nonce));
       client.on("error", () => undefined);

@@ -8,7 +8,17 @@
  * run past it, still reach no host file.
  */
 import { createServer, type Server } from "node:net";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,7 +35,10 @@ import { envJail, envOptions } from "../support/env-options.js";
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PROBE = join(HERE, "fixtures/job-probe.cjs");
 const REPO = resolve(HERE, "../..");
-const setup = () => ({ jail: envJail(), ...(envOptions().sandbox !== undefined ? { sandbox: envOptions().sandbox } : {}) });
+const setup = () => ({
+  jail: envJail(),
+  ...(envOptions().sandbox !== undefined ? { sandbox: envOptions().sandbox } : {}),
+});
 
 let base: string;
 let folder: string;
@@ -39,7 +52,10 @@ let connections = 0;
 beforeAll(async () => {
   base = mkdtempSync(join(tmpdir(), "tether-host-jobs-"));
   folder = realpathSync(mkdtempSync(join(base, "ext-")));
-  writeFileSync(join(folder, "manifest.toml"), `name = "probe"\nversion = "0.1.0"\ndescription = "d"\nentry = "index.ts"\n`);
+  writeFileSync(
+    join(folder, "manifest.toml"),
+    `name = "probe"\nversion = "0.1.0"\ndescription = "d"\nentry = "index.ts"\n`,
+  );
   writeFileSync(join(folder, "index.ts"), "export const tools = {};\n");
   home = join(base, "home");
   mkdirSync(join(home, "data"), { recursive: true, mode: 0o700 });
@@ -81,16 +97,28 @@ const KINDS: Record<string, () => { job: HostJob; writable: string[]; readOnly: 
   "type check": () => {
     const config = join(base, "deno.json");
     writeFileSync(config, "{}");
-    return { job: typeCheckJob(folder, snapshot, config, join(folder, "index.ts"), setup()), writable: [], readOnly: [join(folder, "index.ts")] };
+    return {
+      job: typeCheckJob(folder, snapshot, config, join(folder, "index.ts"), setup()),
+      writable: [],
+      readOnly: [join(folder, "index.ts")],
+    };
   },
   "Deno cache fold (after a warm-up)": () => {
     const dir = mkdtempSync(join(base, "cache-"));
     writeFileSync(join(dir, "v8_code_cache_v2"), "");
-    return { job: denoCacheFoldJob(dir, ["v8_code_cache_v2"], setup()), writable: ["/cache/v8_code_cache_v2"], readOnly: [join(home, "data", "x")] };
+    return {
+      job: denoCacheFoldJob(dir, ["v8_code_cache_v2"], setup()),
+      writable: ["/cache/v8_code_cache_v2"],
+      readOnly: [join(home, "data", "x")],
+    };
   },
   "database process (and migrations)": () => {
     const { job } = databaseJob(home, "probe", 1024 * 1024, setup(), []);
-    return { job, writable: [dbFile(JAIL_HOME, "probe"), `${dbFile(JAIL_HOME, "probe")}-journal`], readOnly: [dbFile(JAIL_HOME, "other")] };
+    return {
+      job,
+      writable: [dbFile(JAIL_HOME, "probe"), `${dbFile(JAIL_HOME, "probe")}-journal`],
+      readOnly: [dbFile(JAIL_HOME, "other")],
+    };
   },
 };
 
@@ -102,15 +130,30 @@ describe.each(Object.keys(KINDS))("the %s jail", (kind) => {
 
   beforeAll(async () => {
     ({ job, writable, readOnly } = KINDS[kind]!());
-    const read = [secret, join(home, "tether.db"), join(home, "data"), "/etc/passwd", "/root/.bashrc", join(REPO, "package.json"), join(REPO, "node_modules/esbuild/package.json")];
+    const read = [
+      secret,
+      join(home, "tether.db"),
+      join(home, "data"),
+      "/etc/passwd",
+      "/root/.bashrc",
+      join(REPO, "package.json"),
+      join(REPO, "node_modules/esbuild/package.json"),
+    ];
     const cfg = { port, read, write: [...writable, ...readOnly, "/escape.txt", "/opt/tether/escape.txt"] };
-    const r = await runHostJob({ ...job, runtime: "node", script: PROBE, args: [JSON.stringify(cfg)] }, "", 60_000, 1024 * 1024);
+    const r = await runHostJob(
+      { ...job, runtime: "node", script: PROBE, args: [JSON.stringify(cfg)] },
+      "",
+      60_000,
+      1024 * 1024,
+    );
     if (r.exitCode !== 0) throw new Error(`the probe failed: ${r.stderr}`);
     probe = JSON.parse(r.stdout.toString("utf8")) as Probe;
   });
 
   test("is never host root, holds no capability, has no_new_privs and the seccomp filter", () => {
-    expect(probe.Uid.split(/\s+/)[0]).toBe(process.getuid?.() === 0 ? String(envJail().identity?.uid ?? 2_147_000_000) : String(process.getuid?.()));
+    expect(probe.Uid.split(/\s+/)[0]).toBe(
+      process.getuid?.() === 0 ? String(envJail().identity?.uid ?? 2_147_000_000) : String(process.getuid?.()),
+    );
     expect(probe.CapEff).toBe("0000000000000000");
     expect(probe.CapPrm).toBe("0000000000000000");
     expect(probe.NoNewPrivs).toBe("1");
@@ -118,7 +161,8 @@ describe.each(Object.keys(KINDS))("the %s jail", (kind) => {
   });
 
   test("lives in namespaces of its own: mount, network, pid, IPC, user, UTS", () => {
-    for (const [name, id] of Object.entries(probe.ns)) expect([name, id]).not.toEqual([name, readlinkSync(`/proc/self/ns/${name}`)]);
+    for (const [name, id] of Object.entries(probe.ns))
+      expect([name, id]).not.toEqual([name, readlinkSync(`/proc/self/ns/${name}`)]);
   });
 
   test("reaches no network: the loopback listener never hears it", () => {
@@ -129,7 +173,11 @@ describe.each(Object.keys(KINDS))("the %s jail", (kind) => {
   test("holds no descriptor to a host file", () => {
     for (const [fd, target] of Object.entries(probe.fds)) {
       if (Number(fd) <= 2) continue;
-      expect([fd, target, /^(pipe|socket|anon_inode):|^\/dev\/|^\/proc\/|^ENOENT$/.test(target)]).toEqual([fd, target, true]);
+      expect([fd, target, /^(pipe|socket|anon_inode):|^\/dev\/|^\/proc\/|^ENOENT$/.test(target)]).toEqual([
+        fd,
+        target,
+        true,
+      ]);
     }
   });
 
@@ -139,7 +187,8 @@ describe.each(Object.keys(KINDS))("the %s jail", (kind) => {
 
   test("writes only where its job must: everything else is read-only or absent", () => {
     for (const path of writable) expect([path, probe.writes[path]]).toEqual([path, "ok"]);
-    for (const path of [...readOnly, "/escape.txt", "/opt/tether/escape.txt"]) expect([path, probe.writes[path]]).not.toEqual([path, "ok"]);
+    for (const path of [...readOnly, "/escape.txt", "/opt/tether/escape.txt"])
+      expect([path, probe.writes[path]]).not.toEqual([path, "ok"]);
   });
 
   test("sees exactly its program, its libraries, its files and its binds mounted, and the jail's own /proc, /dev and /tmp", () => {
@@ -164,7 +213,8 @@ describe("the database jail holds where the allowlist would not (statements run 
     dbs = new DbProcesses(home, setup());
   });
   afterAll(() => dbs.close());
-  const raw = (sql: string, mode: "query" | "exec" = "exec") => dbs.runUnchecked("victim", 1024 * 1024, mode, sql, Date.now() + 30_000);
+  const raw = (sql: string, mode: "query" | "exec" = "exec") =>
+    dbs.runUnchecked("victim", 1024 * 1024, mode, sql, Date.now() + 30_000);
 
   test("its own database works", async () => {
     expect(await raw("CREATE TABLE IF NOT EXISTS t (x)")).toMatchObject({ ok: true });
@@ -221,6 +271,7 @@ describe("the database jail holds where the allowlist would not (statements run 
       }
     });
     expect(node).toBeDefined();
-    for (const ns of ["mnt", "net", "user", "pid"]) expect(readlinkSync(`/proc/${node}/ns/${ns}`)).not.toBe(readlinkSync(`/proc/self/ns/${ns}`));
+    for (const ns of ["mnt", "net", "user", "pid"])
+      expect(readlinkSync(`/proc/${node}/ns/${ns}`)).not.toBe(readlinkSync(`/proc/self/ns/${ns}`));
   });
 });

@@ -6,7 +6,19 @@
  * packages, the SDK and its packages, every example extension — still bundle.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
@@ -15,7 +27,13 @@ import { randomBytes } from "node:crypto";
 import { bundleExtension } from "../../broker/install/bundle.js";
 import { bundleFolder, runtimeRoot } from "../../broker/install/bundle-core.js";
 import { copyExactly } from "../../broker/jail/copy-exactly.js";
-import { FOLDER_DEPTH, FOLDER_ENTRIES, FOLDER_FILE_BYTES, FOLDER_TOTAL_BYTES, snapshotFolder } from "../../broker/install/folder-snapshot.js";
+import {
+  FOLDER_DEPTH,
+  FOLDER_ENTRIES,
+  FOLDER_FILE_BYTES,
+  FOLDER_TOTAL_BYTES,
+  snapshotFolder,
+} from "../../broker/install/folder-snapshot.js";
 import { scanArtifact } from "../../broker/install/artifact-scan.js";
 import { MANIFEST_BYTES, readManifest } from "../../broker/install/manifest.js";
 import { checkExtension } from "../../broker/install/check.js";
@@ -94,7 +112,12 @@ async function refusal(dir: string): Promise<string> {
 type Attr = "none" | "text" | "json" | "bytes";
 const ATTRS: readonly Attr[] = ["none", "text", "json", "bytes"];
 /** The host file each attribute would inline. */
-const HOST_FILE: Record<Attr, string> = { none: "secret.js", text: "secret.txt", json: "secret.json", bytes: "secret.txt" };
+const HOST_FILE: Record<Attr, string> = {
+  none: "secret.js",
+  text: "secret.txt",
+  json: "secret.json",
+  bytes: "secret.txt",
+};
 const SUFFIX: Record<Attr, string> = { none: ".js", text: ".txt", json: ".json", bytes: ".bin" };
 
 /** Where the offending import sits: its file (relative to the extension), and the layout that reaches it from the entry. */
@@ -116,7 +139,8 @@ const IMPORTERS: Record<string, Importer> = {
   "a nested file": {
     file: "lib/deep/nested.ts",
     realDir: "lib/deep",
-    layout: (dir) => write(dir, { "index.ts": `import { leak } from "./lib/deep/nested.ts";\n${TOOL}export const probe = leak;\n` }),
+    layout: (dir) =>
+      write(dir, { "index.ts": `import { leak } from "./lib/deep/nested.ts";\n${TOOL}export const probe = leak;\n` }),
     source: (probe) => probe,
   },
   "a file under the extension's node_modules/": {
@@ -142,7 +166,10 @@ const IMPORTERS: Record<string, Importer> = {
 };
 
 /** An extension whose importer holds `probe`, after `before` has put the target beside it. */
-async function probeExtension(importer: Importer, before: (importerDir: string) => Promise<string> | string): Promise<string> {
+async function probeExtension(
+  importer: Importer,
+  before: (importerDir: string) => Promise<string> | string,
+): Promise<string> {
   const dir = extension({});
   importer.layout(dir);
   const importerDir = join(dir, importer.realDir);
@@ -200,7 +227,10 @@ const SPELLINGS: Record<string, Spelling> = {
     attrs: ATTRS,
     make: async (dir, attr) => {
       linkSync(join(host, HOST_FILE[attr]), join(dir, `hard${SUFFIX[attr]}`));
-      return { spec: `./hard${SUFFIX[attr]}`, names: [`hard${SUFFIX[attr]}' is a hard link`, "copy the file into the extension folder"] };
+      return {
+        spec: `./hard${SUFFIX[attr]}`,
+        names: [`hard${SUFFIX[attr]}' is a hard link`, "copy the file into the extension folder"],
+      };
     },
   },
   "a FIFO": {
@@ -242,8 +272,10 @@ const SPELLINGS: Record<string, Spelling> = {
 };
 
 const POSITIONS: Record<string, (spec: string, attr: Attr) => string> = {
-  "a static import": (spec, attr) => `import leak from ${JSON.stringify(spec)}${attr === "none" ? "" : ` with { type: "${attr}" }`};\nexport { leak };\n`,
-  "an export-from": (spec, attr) => `export { default as leak } from ${JSON.stringify(spec)}${attr === "none" ? "" : ` with { type: "${attr}" }`};\n`,
+  "a static import": (spec, attr) =>
+    `import leak from ${JSON.stringify(spec)}${attr === "none" ? "" : ` with { type: "${attr}" }`};\nexport { leak };\n`,
+  "an export-from": (spec, attr) =>
+    `export { default as leak } from ${JSON.stringify(spec)}${attr === "none" ? "" : ` with { type: "${attr}" }`};\n`,
   "a literal import() in try/catch": (spec, attr) =>
     `export const leak = async () => {\n  try {\n    return await import(${JSON.stringify(spec)}${attr === "none" ? "" : `, { with: { type: "${attr}" } }`});\n  } catch {\n    return undefined;\n  }\n};\n`,
 };
@@ -255,32 +287,43 @@ const PROBES = Object.entries(IMPORTERS).flatMap(([importer, i]) =>
 );
 
 describe("every importer × outside spelling × position is refused, naming the offender, leaking nothing", () => {
-  test.concurrent.each(PROBES)("%s: %s in %s (attribute: %s)", async (importerName, spellingName, positionName, attr) => {
-    const importer = IMPORTERS[importerName]!;
-    let names: string[] = [];
-    const dir = await probeExtension(importer, async (importerDir) => {
-      const made = await SPELLINGS[spellingName]!.make(importerDir, attr);
-      names = made.names;
-      return POSITIONS[positionName]!(made.spec, attr);
-    });
-    const message = await refusal(dir);
-    for (const name of names) expect(message).toContain(name);
-    if (!["a hard link to a host file", "a FIFO", "a socket", "a device"].includes(spellingName)) {
-      // Refused where the import is made: the message names the file that made it.
-      expect(message).toContain(`in ${importer.file}`);
-    }
-  });
+  test.concurrent.each(PROBES)(
+    "%s: %s in %s (attribute: %s)",
+    async (importerName, spellingName, positionName, attr) => {
+      const importer = IMPORTERS[importerName]!;
+      let names: string[] = [];
+      const dir = await probeExtension(importer, async (importerDir) => {
+        const made = await SPELLINGS[spellingName]!.make(importerDir, attr);
+        names = made.names;
+        return POSITIONS[positionName]!(made.spec, attr);
+      });
+      const message = await refusal(dir);
+      for (const name of names) expect(message).toContain(name);
+      if (!["a hard link to a host file", "a FIFO", "a socket", "a device"].includes(spellingName)) {
+        // Refused where the import is made: the message names the file that made it.
+        expect(message).toContain(`in ${importer.file}`);
+      }
+    },
+  );
 });
 
 describe.each(Object.entries(IMPORTERS))("from %s", (_name, importer) => {
   test("a glob-style import() escaping the folder finds nothing in the bundling jail: the host's files are not there", async () => {
-    const dir = await probeExtension(importer, (importerDir) => `export const leak = (name) => import(\`${relative(importerDir, host)}/secret\${name}.txt\`);\n`);
+    const dir = await probeExtension(
+      importer,
+      (importerDir) => `export const leak = (name) => import(\`${relative(importerDir, host)}/secret\${name}.txt\`);\n`,
+    );
     const message = await refusal(dir);
-    expect(message).toContain(`${importer.file}:1: Could not resolve import("${relative(join(dir, importer.realDir), host)}/secret*.txt")`);
+    expect(message).toContain(
+      `${importer.file}:1: Could not resolve import("${relative(join(dir, importer.realDir), host)}/secret*.txt")`,
+    );
   });
 
   test("the confinement plugin alone (no jail) refuses the same glob at load (esbuild reads the matches without asking onResolve)", async () => {
-    const dir = await probeExtension(importer, (importerDir) => `export const leak = (name) => import(\`${relative(importerDir, host)}/secret\${name}.txt\`);\n`);
+    const dir = await probeExtension(
+      importer,
+      (importerDir) => `export const leak = (name) => import(\`${relative(importerDir, host)}/secret\${name}.txt\`);\n`,
+    );
     const error = await bundleFolder(realpathSync(dir), runtimeRoot(), readManifest(dir)).then(
       () => undefined,
       (err: Error) => err,
@@ -293,8 +336,16 @@ describe.each(Object.entries(IMPORTERS))("from %s", (_name, importer) => {
 // ── the entry file and the files esbuild reads on its own ─────────────────────
 
 test.each([
-  ["a hard link to a host file", (dir: string) => linkSync(join(host, "secret.js"), join(dir, "index.ts")), "file 'index.ts' is a hard link"],
-  ["a symlink to a host file", (dir: string) => symlinkSync(join(host, "secret.js"), join(dir, "index.ts")), "entry 'index.ts' reaches outside the extension folder"],
+  [
+    "a hard link to a host file",
+    (dir: string) => linkSync(join(host, "secret.js"), join(dir, "index.ts")),
+    "file 'index.ts' is a hard link",
+  ],
+  [
+    "a symlink to a host file",
+    (dir: string) => symlinkSync(join(host, "secret.js"), join(dir, "index.ts")),
+    "entry 'index.ts' reaches outside the extension folder",
+  ],
   ["a FIFO", (dir: string) => execFileSync("mkfifo", [join(dir, "index.ts")]), "file 'index.ts' is a FIFO"],
 ])("an entry file that is %s is refused", async (_what, make, expected) => {
   const dir = extension({});
@@ -307,15 +358,27 @@ test.each([
   ["a hard link to a host file", (path: string) => linkSync(join(host, "not-json"), path), "is a hard link"],
   ["a FIFO (esbuild would block reading it)", (path: string) => execFileSync("mkfifo", [path]), "is a FIFO"],
 ])("a vendored package.json that is %s is refused before esbuild reads it", async (_what, make, expected) => {
-  const dir = extension({ "node_modules/vendored/index.js": "export const leak = 1;\n", "index.ts": `import { leak } from "vendored";\n${TOOL}export const probe = leak;\n` });
+  const dir = extension({
+    "node_modules/vendored/index.js": "export const leak = 1;\n",
+    "index.ts": `import { leak } from "vendored";\n${TOOL}export const probe = leak;\n`,
+  });
   make(join(dir, "node_modules/vendored/package.json"));
   expect(await refusal(dir)).toContain(`'node_modules/vendored/package.json' ${expected}`);
 });
 
 test.each([
-  ["tsconfig.json is a symlink to a host file", (dir: string) => symlinkSync(join(host, "not-json"), join(dir, "tsconfig.json"))],
-  ["tsconfig.json extends a host file", (dir: string) => writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ extends: join(host, "not-json") }))],
-  ["jsconfig.json is a symlink to a host file", (dir: string) => symlinkSync(join(host, "not-json"), join(dir, "jsconfig.json"))],
+  [
+    "tsconfig.json is a symlink to a host file",
+    (dir: string) => symlinkSync(join(host, "not-json"), join(dir, "tsconfig.json")),
+  ],
+  [
+    "tsconfig.json extends a host file",
+    (dir: string) => writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ extends: join(host, "not-json") })),
+  ],
+  [
+    "jsconfig.json is a symlink to a host file",
+    (dir: string) => symlinkSync(join(host, "not-json"), join(dir, "jsconfig.json")),
+  ],
 ])("no tsconfig is read (%s): it bundles and the host file appears nowhere", async (_what, make) => {
   const dir = extension({ "index.ts": TOOL });
   make(dir);
@@ -327,21 +390,36 @@ test.each([
 test("the SDK's own packages are trusted by real path only when the SDK imports them, not by name or from an extension", async () => {
   const valibot = join(REPO, "node_modules/valibot/package.json");
   expect(existsSync(valibot)).toBe(true);
-  const message = await refusal(extension({ "index.ts": `import * as v from ${JSON.stringify(join(REPO, "node_modules/valibot/dist/index.mjs"))};\n${TOOL}export const s = v;\n` }));
+  const message = await refusal(
+    extension({
+      "index.ts": `import * as v from ${JSON.stringify(join(REPO, "node_modules/valibot/dist/index.mjs"))};\n${TOOL}export const s = v;\n`,
+    }),
+  );
   expect(message).toContain("node_modules/valibot/dist/index.mjs' in index.ts reaches outside the extension folder");
-  expect(await refusal(extension({ "index.ts": `import * as v from "valibot";\n${TOOL}export const s = v;\n` }))).toContain("import 'valibot' in index.ts is not allowed");
+  expect(
+    await refusal(extension({ "index.ts": `import * as v from "valibot";\n${TOOL}export const s = v;\n` })),
+  ).toContain("import 'valibot' in index.ts is not allowed");
 });
 
 // ── the artifact scan ─────────────────────────────────────────────────────────
 
-const LEFT_SPECS = ["file:///etc/hostname", "/etc/hostname", "../outside.js", "./inside.js", "bare-package", "npm:left-pad", "https://example.com/x.js"];
+const LEFT_SPECS = [
+  "file:///etc/hostname",
+  "/etc/hostname",
+  "../outside.js",
+  "./inside.js",
+  "bare-package",
+  "npm:left-pad",
+  "https://example.com/x.js",
+];
 const LEFT_SHAPES: Record<string, (spec: string) => string> = {
   "a static import": (s) => `import x from ${JSON.stringify(s)};\nexport { x };\n`,
   "a static text import": (s) => `import x from ${JSON.stringify(s)} with { type: "text" };\nexport { x };\n`,
   "a side-effect import": (s) => `import ${JSON.stringify(s)};\n`,
   "an export-from": (s) => `export { default as x } from ${JSON.stringify(s)} with { type: "json" };\n`,
   "an export-star": (s) => `export * from ${JSON.stringify(s)};\n`,
-  "a literal import() in try/catch": (s) => `export const f = async () => { try { return await import(${JSON.stringify(s)}, { with: { type: "bytes" } }); } catch { return undefined; } };\n`,
+  "a literal import() in try/catch": (s) =>
+    `export const f = async () => { try { return await import(${JSON.stringify(s)}, { with: { type: "bytes" } }); } catch { return undefined; } };\n`,
   "a template import() with no substitutions": (s) => `export const f = () => import(\`${s}\`);\n`,
 };
 
@@ -356,7 +434,10 @@ test.each(Object.keys(LEFT_SHAPES).flatMap((shape) => LEFT_SPECS.map((spec) => [
 test.each([
   ["a computed import()", "export const f = (p) => import(p);\n"],
   ["import.meta.resolve (Deno loads nothing)", 'export const f = () => import.meta.resolve("file:///etc/hostname");\n'],
-  ["a Worker (Deno checks its read)", 'export const f = () => new Worker(new URL("file:///etc/hostname", import.meta.url), { type: "module" });\n'],
+  [
+    "a Worker (Deno checks its read)",
+    'export const f = () => new Worker(new URL("file:///etc/hostname", import.meta.url), { type: "module" });\n',
+  ],
   ["import syntax inside a string", 'export const s = "import x from \\"file:///etc/hostname\\"";\n'],
 ])("an artifact with %s is self-contained", async (_what, artifact) => {
   await expect(scanArtifact(artifact, "probe")).resolves.toBeUndefined();
@@ -380,18 +461,23 @@ test("vendored packages in the extension's own node_modules/ (also symlinked, wo
   symlinkSync("real.json", join(dir, "data/link.json"));
   const { error, code } = await outcomeOf(dir);
   expect(error).toBeUndefined();
-  for (const mark of ["VENDORED_MARK", "UTIL_MARK", "DEP_MARK", "LINKED_MARK", "JSON_MARK"]) expect(code).toContain(mark);
+  for (const mark of ["VENDORED_MARK", "UTIL_MARK", "DEP_MARK", "LINKED_MARK", "JSON_MARK"])
+    expect(code).toContain(mark);
 });
 
 test("the SDK (both aliases) and its packages bundle", async () => {
-  const dir = extension({ "index.ts": `import { decodeArgs, v } from "@tether/ext";\nimport { kv } from "@tether/cap";\n${TOOL}export const s = [decodeArgs, v.string(), kv];\n` });
+  const dir = extension({
+    "index.ts": `import { decodeArgs, v } from "@tether/ext";\nimport { kv } from "@tether/cap";\n${TOOL}export const s = [decodeArgs, v.string(), kv];\n`,
+  });
   const { error, code } = await outcomeOf(dir);
   expect(error).toBeUndefined();
   // valibot is reached only through the SDK (an extension may not import it: see above).
   expect(code).toContain(`// ${relative(dir, realpathSync(join(REPO, "node_modules/valibot")))}/`);
 });
 
-const EXAMPLES = readdirSync(join(REPO, "manifests")).filter((name) => existsSync(join(REPO, "manifests", name, "manifest.toml")));
+const EXAMPLES = readdirSync(join(REPO, "manifests")).filter((name) =>
+  existsSync(join(REPO, "manifests", name, "manifest.toml")),
+);
 
 test("there are example extensions to bundle", () => {
   expect(EXAMPLES.length).toBeGreaterThan(0);
@@ -413,9 +499,13 @@ describe("a folder is held to its bounds by lstat before a byte is read", () => 
   };
 
   test("a 2 GB sparse file imported as text is refused by its size, naming it and the limit", async () => {
-    const dir = extension({ "index.ts": `import big from "./data/big.txt" with { type: "text" };\n${TOOL}export const b = big;\n` });
+    const dir = extension({
+      "index.ts": `import big from "./data/big.txt" with { type: "text" };\n${TOOL}export const b = big;\n`,
+    });
     sparse(join(dir, "data/big.txt"), 2 * 2 ** 30);
-    expect(await refusal(dir)).toContain(`'data/big.txt' is 2048 MiB, over the ${FOLDER_FILE_BYTES / 2 ** 20} MiB a file of an extension may be`);
+    expect(await refusal(dir)).toContain(
+      `'data/big.txt' is 2048 MiB, over the ${FOLDER_FILE_BYTES / 2 ** 20} MiB a file of an extension may be`,
+    );
   });
 
   test("so is one nobody imports, deep in node_modules/ (the folder is what is handed to the jail)", async () => {
@@ -429,14 +519,18 @@ describe("a folder is held to its bounds by lstat before a byte is read", () => 
     // Exactly the total in large files: the manifest and the entry take it past, at the last one.
     const count = Math.floor(FOLDER_TOTAL_BYTES / FOLDER_FILE_BYTES);
     for (let i = 0; i < count; i++) sparse(join(dir, `parts/p${String(i).padStart(2, "0")}.bin`), FOLDER_FILE_BYTES);
-    expect(() => snapshotFolder(dir)).toThrow(`the folder's files come to more than ${FOLDER_TOTAL_BYTES / 2 ** 20} MiB (the limit), at 'parts/p${String(count - 1).padStart(2, "0")}.bin'`);
+    expect(() => snapshotFolder(dir)).toThrow(
+      `the folder's files come to more than ${FOLDER_TOTAL_BYTES / 2 ** 20} MiB (the limit), at 'parts/p${String(count - 1).padStart(2, "0")}.bin'`,
+    );
   });
 
   test("more entries than the limit are refused", () => {
     const dir = extension({ "index.ts": TOOL });
     mkdirSync(join(dir, "many"));
     for (let i = 0; i < FOLDER_ENTRIES; i++) writeFileSync(join(dir, "many", `f${i}`), "");
-    expect(() => snapshotFolder(dir)).toThrow(`the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`);
+    expect(() => snapshotFolder(dir)).toThrow(
+      `the folder holds more than ${FOLDER_ENTRIES} files, folders and links (the limit)`,
+    );
   });
 
   test("folders nested past the depth limit are refused", () => {
@@ -478,11 +572,27 @@ describe("manifest.toml is read only as a regular file with one name, within its
   };
 
   test.each([
-    ["a symlink to a host file (a parse error would quote it)", (dir: string) => symlinkSync(join(host, "not-json"), join(dir, "manifest.toml")), "is a symlink"],
-    ["a hard link to a host file", (dir: string) => linkSync(join(host, "not-json"), join(dir, "manifest.toml")), "is a hard link"],
-    ["a FIFO (refused without waiting for a writer)", (dir: string) => execFileSync("mkfifo", [join(dir, "manifest.toml")]), "is not a regular file"],
+    [
+      "a symlink to a host file (a parse error would quote it)",
+      (dir: string) => symlinkSync(join(host, "not-json"), join(dir, "manifest.toml")),
+      "is a symlink",
+    ],
+    [
+      "a hard link to a host file",
+      (dir: string) => linkSync(join(host, "not-json"), join(dir, "manifest.toml")),
+      "is a hard link",
+    ],
+    [
+      "a FIFO (refused without waiting for a writer)",
+      (dir: string) => execFileSync("mkfifo", [join(dir, "manifest.toml")]),
+      "is not a regular file",
+    ],
     ["a directory", (dir: string) => mkdirSync(join(dir, "manifest.toml")), "is not a regular file"],
-    ["a 2 GB sparse file", (dir: string) => execFileSync("truncate", ["-s", String(2 * 2 ** 30), join(dir, "manifest.toml")]), `is ${2 * 2 ** 30} bytes, over the ${MANIFEST_BYTES}`],
+    [
+      "a 2 GB sparse file",
+      (dir: string) => execFileSync("truncate", ["-s", String(2 * 2 ** 30), join(dir, "manifest.toml")]),
+      `is ${2 * 2 ** 30} bytes, over the ${MANIFEST_BYTES}`,
+    ],
   ])("%s is refused", (_what, make, expected) => {
     const dir = bare();
     make(dir);

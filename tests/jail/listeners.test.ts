@@ -32,7 +32,9 @@ test("settle() with nothing sent leaves every count at zero, however often it ru
 
 test("what was sent just before settle() is counted when it returns: each kind of listener", async () => {
   // Fired and not awaited, as an escape's would be from inside the jail.
-  request({ host: "127.0.0.1", port: listeners.httpPort, agent: false }).on("error", () => undefined).end();
+  request({ host: "127.0.0.1", port: listeners.httpPort, agent: false })
+    .on("error", () => undefined)
+    .end();
   for (const path of [listeners.unixPath, `\0${listeners.abstractName}`, listeners.permissionBrokerPath]) {
     connect({ path }).on("error", () => undefined);
   }

@@ -48,7 +48,14 @@ function mountsOf(pid: number): Mount[] {
       const [left, right] = line.split(" - ");
       const f = left!.split(" ");
       const [fstype, source, superOptions] = right!.split(" ");
-      return { root: f[3]!, point: f[4]!, options: f[5]!.split(","), fstype: fstype!, source: source!, superOptions: superOptions!.split(",") };
+      return {
+        root: f[3]!,
+        point: f[4]!,
+        options: f[5]!.split(","),
+        fstype: fstype!,
+        source: source!,
+        superOptions: superOptions!.split(","),
+      };
     });
 }
 
@@ -62,7 +69,13 @@ function status(pid: number): Record<string, string> {
 }
 
 async function call(name: string, args: object = {}): Promise<unknown> {
-  const outcome = await slot.invoke({ kind: "tool", name, args: JSON.stringify(args), strand: "r", deadlineMs: 10_000 });
+  const outcome = await slot.invoke({
+    kind: "tool",
+    name,
+    args: JSON.stringify(args),
+    strand: "r",
+    deadlineMs: 10_000,
+  });
   if (!outcome.ok) throw new Error(`${name}: ${outcome.error.code}: ${outcome.error.msg}`);
   const block = outcome.value.content[0]!;
   return block.type === "json" ? block.json : block.text;
@@ -93,8 +106,19 @@ describe("privilege: never host root", () => {
     expect(tree.length).toBeGreaterThanOrEqual(3); // bwrap, its init, Deno
     for (const pid of tree) {
       const s = status(pid);
-      expect([pid, s.Uid!.split(/\s+/).map(Number), s.Gid!.split(/\s+/).map(Number), s.Groups]).toEqual([pid, Array(4).fill(expected.uid), Array(4).fill(expected.gid), ""]);
-      expect([pid, s.CapEff, s.CapPrm, s.CapAmb, s.NoNewPrivs]).toEqual([pid, "0000000000000000", "0000000000000000", "0000000000000000", "1"]);
+      expect([pid, s.Uid!.split(/\s+/).map(Number), s.Gid!.split(/\s+/).map(Number), s.Groups]).toEqual([
+        pid,
+        Array(4).fill(expected.uid),
+        Array(4).fill(expected.gid),
+        "",
+      ]);
+      expect([pid, s.CapEff, s.CapPrm, s.CapAmb, s.NoNewPrivs]).toEqual([
+        pid,
+        "0000000000000000",
+        "0000000000000000",
+        "0000000000000000",
+        "1",
+      ]);
     }
     expect([status(deno).Seccomp, status(deno).CapBnd]).toEqual(["2", "0000000000000000"]);
   });
@@ -107,7 +131,8 @@ describe("memory: every writable mount is bounded", () => {
       if (!m.options.includes("rw")) continue;
       const size = /^size=(\d+)k$/.exec(m.superOptions.find((o) => o.startsWith("size=")) ?? "");
       const bounded = m.fstype === "tmpfs" && size !== null && Number(size[1]) * 1024 <= JAIL_TMP_BYTES;
-      const storesNothing = m.fstype === "proc" || m.fstype === "devpts" || DEVICE_BINDS.has(m.point) || m.point === "/run/tether/s.sock";
+      const storesNothing =
+        m.fstype === "proc" || m.fstype === "devpts" || DEVICE_BINDS.has(m.point) || m.point === "/run/tether/s.sock";
       if (!bounded && !storesNothing) unbounded.push(`${m.point} (${m.fstype} ${m.superOptions.join(",")})`);
     }
     expect(unbounded).toEqual([]);
@@ -141,13 +166,30 @@ describe("memory: every writable mount is bounded", () => {
     const tooMuch = Object.entries(result).filter(([, r]) => r.written * 2 ** 20 > JAIL_TMP_BYTES);
     expect(tooMuch).toEqual([]);
     // The only place that takes anything is the bounded /tmp.
-    expect(Object.entries(result).filter(([, r]) => r.written > 0).map(([d]) => d).sort()).toEqual(expect.arrayContaining(["/tmp"]));
+    expect(
+      Object.entries(result)
+        .filter(([, r]) => r.written > 0)
+        .map(([d]) => d)
+        .sort(),
+    ).toEqual(expect.arrayContaining(["/tmp"]));
   });
 
   test("R04-sqlite-temp-store: node:sqlite's temp store (no permission needed) takes at most the /tmp bound, wherever it points", async () => {
-    const points = [...new Set(["/dev/shm", "/dev", "/", "/run", "/run/tether", "/opt/tether", "/tmp", ...mountsOf(deno).map((m) => m.point)])];
+    const points = [
+      ...new Set([
+        "/dev/shm",
+        "/dev",
+        "/",
+        "/run",
+        "/run/tether",
+        "/opt/tether",
+        "/tmp",
+        ...mountsOf(deno).map((m) => m.point),
+      ]),
+    ];
     const results: Record<string, { written: number; error: string | null }> = {};
-    for (const dir of points) results[dir] = (await call("sqlite_temp", { dir, mb: 48 })) as { written: number; error: string | null };
+    for (const dir of points)
+      results[dir] = (await call("sqlite_temp", { dir, mb: 48 })) as { written: number; error: string | null };
     // Written rows are MiB; SQLite keeps up to cache_size pages in memory before it spills to the file.
     const over = Object.entries(results).filter(([, r]) => r.written * 2 ** 20 > JAIL_TMP_BYTES + 4 * 2 ** 20);
     expect(over).toEqual([]);
@@ -174,7 +216,9 @@ describe("memory: every writable mount is bounded", () => {
       const memory = lines.find((l) => /:memory:/.test(l))!.split(":")[2]!;
       const pids = lines.find((l) => /:pids:/.test(l))!.split(":")[2]!;
       // Paths in /proc/<pid>/cgroup are relative to each hierarchy's mount.
-      expect(Number(readFileSync(join("/sys/fs/cgroup/memory", memory, "memory.limit_in_bytes"), "utf8"))).toBe(limits.memoryBytes);
+      expect(Number(readFileSync(join("/sys/fs/cgroup/memory", memory, "memory.limit_in_bytes"), "utf8"))).toBe(
+        limits.memoryBytes,
+      );
       expect(Number(readFileSync(join("/sys/fs/cgroup/pids", pids, "pids.max"), "utf8"))).toBe(limits.pids);
     }
   });
@@ -183,7 +227,10 @@ describe("memory: every writable mount is bounded", () => {
 describe("/proc: what container runtimes mask", () => {
   test("R06-proc-masked-host-view: every masked /proc entry that exists on the host is covered in the jail", () => {
     const mounted = new Map(mountsOf(deno).map((m) => [m.point, m]));
-    const missing = [...PROC_MASKED_FILES.map((f) => `/proc/${f}`), ...PROC_MASKED_DIRS.map((d) => `/proc/${d}`)].filter((p) => {
+    const missing = [
+      ...PROC_MASKED_FILES.map((f) => `/proc/${f}`),
+      ...PROC_MASKED_DIRS.map((d) => `/proc/${d}`),
+    ].filter((p) => {
       let exists = true;
       try {
         statfsSync(p);
@@ -196,7 +243,10 @@ describe("/proc: what container runtimes mask", () => {
   });
 
   test("R07-proc-masked-os-alone: with Deno's checks off, masked files read empty or refuse, masked folders list nothing", async () => {
-    const entries = [...PROC_MASKED_FILES.map((f) => ({ path: `/proc/${f}`, dir: false })), ...PROC_MASKED_DIRS.map((d) => ({ path: `/proc/${d}`, dir: true }))];
+    const entries = [
+      ...PROC_MASKED_FILES.map((f) => ({ path: `/proc/${f}`, dir: false })),
+      ...PROC_MASKED_DIRS.map((d) => ({ path: `/proc/${d}`, dir: true })),
+    ];
     const result = (await runWithOsLayerOnly(`
       const out = {};
       for (const { path, dir } of ${JSON.stringify(entries)}) {
@@ -231,10 +281,22 @@ describe("CPU after the answer", () => {
     const first = await broker.callTool("hoarder", "spin", "{}", { session: "default" });
     expect(first.ok).toBe(true);
     type Row = { capability: string; decision: string; rule: string; target: string };
-    const rows = () => broker.store.sqlite.prepare("select capability, decision, rule, target from cap_audit where capability like 'jail.%'").all() as Row[];
+    const rows = () =>
+      broker.store.sqlite
+        .prepare("select capability, decision, rule, target from cap_audit where capability like 'jail.%'")
+        .all() as Row[];
     // Waits for the event (the audit row), bounded: the budget is 1 s of CPU, metered each second.
     for (let i = 0; i < 150 && rows().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
-    expect(rows()).toEqual([{ capability: "jail.cpu", decision: "denied", rule: "cpu_bound", target: expect.stringMatching(/^kept running with no invocation open \(\d+ ms of CPU in \d+ ms since its last answer\), and was stopped$/) }]);
+    expect(rows()).toEqual([
+      {
+        capability: "jail.cpu",
+        decision: "denied",
+        rule: "cpu_bound",
+        target: expect.stringMatching(
+          /^kept running with no invocation open \(\d+ ms of CPU in \d+ ms since its last answer\), and was stopped$/,
+        ),
+      },
+    ]);
     const again = await broker.callTool("hoarder", "ping", "{}", { session: "default" });
     expect(again).toMatchObject({ ok: true });
   });
@@ -242,9 +304,12 @@ describe("CPU after the answer", () => {
   test("R10-neighbours: while one session's satellite spins and hoards, another session keeps being served and the broker's memory stays put", async () => {
     const rss = process.memoryUsage().rss;
     expect(await broker.callTool("hoarder", "spin", "{}", { session: "hostile" })).toMatchObject({ ok: true });
-    const hoard = await broker.callTool("hoarder", "sqlite_temp", JSON.stringify({ dir: "/tmp", mb: 48 }), { session: "hostile-2" });
+    const hoard = await broker.callTool("hoarder", "sqlite_temp", JSON.stringify({ dir: "/tmp", mb: 48 }), {
+      session: "hostile-2",
+    });
     expect(hoard).toMatchObject({ ok: true });
-    for (let i = 0; i < 20; i++) expect(await broker.callTool("hoarder", "ping", "{}", { session: "quiet" })).toMatchObject({ ok: true });
+    for (let i = 0; i < 20; i++)
+      expect(await broker.callTool("hoarder", "ping", "{}", { session: "quiet" })).toMatchObject({ ok: true });
     // The hoard lives in the jail (its tmpfs, its cgroup), not in the broker.
     expect(process.memoryUsage().rss - rss).toBeLessThan(64 * 2 ** 20);
   });
@@ -273,22 +338,31 @@ describe("disk: the warm-up boot", () => {
       );
       const bloat = await bundleToTemp(src);
       const seen: number[] = [];
-      const source = denoCacheFor(root, "b".repeat(64), denoBinary(envJail().deno), async (mount) => {
-        // Compiling 8 MB of modules with no cache is slow on a loaded machine: a boot deadline to match.
-        const warm = await SatelliteProcess.boot({ ...specFor(bloat), bootTimeoutMs: 60_000, denoCache: mount });
-        await warm.close();
-        for (const file of readdirSync(mount.dir)) seen.push(statSync(join(mount.dir, file)).size);
-      }, envJailIdentity());
+      const source = denoCacheFor(
+        root,
+        "b".repeat(64),
+        denoBinary(envJail().deno),
+        async (mount) => {
+          // Compiling 8 MB of modules with no cache is slow on a loaded machine: a boot deadline to match.
+          const warm = await SatelliteProcess.boot({ ...specFor(bloat), bootTimeoutMs: 60_000, denoCache: mount });
+          await warm.close();
+          for (const file of readdirSync(mount.dir)) seen.push(statSync(join(mount.dir, file)).size);
+        },
+        envJailIdentity(),
+      );
       const cache = await source();
       expect(seen.length).toBeGreaterThan(0);
       expect(Math.max(...seen)).toBeLessThanOrEqual(DENO_CACHE_MAX_BYTES);
       // What is kept is within the bound too (or nothing, and boots run without a cache).
-      const kept = cache === null ? 0 : readdirSync(cache.dir).reduce((sum, f) => sum + statSync(join(cache.dir, f)).size, 0);
+      const kept =
+        cache === null ? 0 : readdirSync(cache.dir).reduce((sum, f) => sum + statSync(join(cache.dir, f)).size, 0);
       expect(kept).toBeLessThanOrEqual(DENO_CACHE_MAX_BYTES);
       // And the extension still serves.
       const s = slotFor(bloat, { bootTimeoutMs: 60_000, ...(cache === null ? {} : { denoCache: cache }) });
       try {
-        expect(await s.invoke({ kind: "tool", name: "ping", args: "{}", strand: "b", deadlineMs: 10_000 })).toMatchObject({ ok: true });
+        expect(
+          await s.invoke({ kind: "tool", name: "ping", args: "{}", strand: "b", deadlineMs: 10_000 }),
+        ).toMatchObject({ ok: true });
       } finally {
         await s.destroy("done");
         bloat.cleanup();

@@ -93,13 +93,22 @@ function expectNoGrant(r: Report, chosen: string): void {
   expect(r.now.request).toEqual(DENIED);
   expect(Object.keys(r.attempts).sort()).toEqual(["chmod", "connect", "listen", "remove"]);
   for (const [what, seen] of Object.entries(r.attempts)) {
-    expect({ what, ...seen }).toEqual({ what, outcome: "refused", name: "NotCapable", message: expect.stringMatching(/^Requires (net|read|write) access to "(unix:)?\/run\/tether\/s\.sock"/) });
+    expect({ what, ...seen }).toEqual({
+      what,
+      outcome: "refused",
+      name: "NotCapable",
+      message: expect.stringMatching(/^Requires (net|read|write) access to "(unix:)?\/run\/tether\/s\.sock"/),
+    });
   }
 }
 
 /** Plain calls are answered exactly: short and long text (past the codec's first buffer), non-ASCII included. */
 async function expectServes(slot: SatelliteSlot, label: string): Promise<void> {
-  for (const text of [`plain call under ${label}`, `ünïcødé ✓ under ${label}: ${"x".repeat(300)}`, `${label} `.repeat(2_000)]) {
+  for (const text of [
+    `plain call under ${label}`,
+    `ünïcødé ✓ under ${label}: ${"x".repeat(300)}`,
+    `${label} `.repeat(2_000),
+  ]) {
     expect(await slot.invoke(call("echo", { text }))).toEqual(textReply(text));
   }
 }
@@ -180,18 +189,29 @@ test("a boot that finds a grant still held after revoking it fails loudly and ne
       resolveDir: dir,
       loader: "js",
     },
-    plugins: [{ name: "sdk", setup: (b) => b.onResolve({ filter: /^@tether\/ext$/ }, () => ({ path: join(sdk, "ext/mod.ts") })) }],
+    plugins: [
+      {
+        name: "sdk",
+        setup: (b) => b.onResolve({ filter: /^@tether\/ext$/ }, () => ({ path: join(sdk, "ext/mod.ts") })),
+      },
+    ],
   });
   const artifact = join(dir, "old-order.js");
   writeFileSync(artifact, built.outputFiles[0]!.text);
   const stderr: string[] = [];
-  const log = createLogger({ level: "info", sink: (_, msg, fields) => void (msg === "satellite stderr" && stderr.push(String(fields.line))) });
+  const log = createLogger({
+    level: "info",
+    sink: (_, msg, fields) => void (msg === "satellite stderr" && stderr.push(String(fields.line))),
+  });
   const manifest = readManifest(dir);
   const slot = open({ manifest, artifact, cleanup: () => {} }, { log });
 
   const outcome = await slot.invoke(call("echo", { text: "never" }));
   expect(outcome).toMatchObject({ ok: false, error: { code: "boot_failed" } });
   expect(slot.boots).toBe(0);
-  for (let i = 0; i < 100 && !stderr.some((l) => l.includes("still held")); i++) await new Promise((r) => setTimeout(r, 30));
-  expect(stderr.join("\n")).toMatch(/tether satellite: the \{"name":"net","host":"unix:\/run\/tether\/s\.sock"\} grant is still held after the boot revoked it \(query: granted, request: granted\); the extension is not run/);
+  for (let i = 0; i < 100 && !stderr.some((l) => l.includes("still held")); i++)
+    await new Promise((r) => setTimeout(r, 30));
+  expect(stderr.join("\n")).toMatch(
+    /tether satellite: the \{"name":"net","host":"unix:\/run\/tether\/s\.sock"\} grant is still held after the boot revoked it \(query: granted, request: granted\); the extension is not run/,
+  );
 });

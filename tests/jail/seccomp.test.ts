@@ -19,12 +19,20 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { denoBinary } from "../../broker/jail/deno-binary.js";
 import { nativeProgram } from "../../broker/jail/native/compile.js";
-import { reachableByOthers, jailIdentity, makeSatelliteDir, type JailIdentity } from "../../broker/jail/identity.js";
+import { reachableByOthers, makeSatelliteDir, type JailIdentity } from "../../broker/jail/identity.js";
 import { launchCommand } from "../../broker/jail/sandbox.js";
 import { spawnJailed } from "../../broker/jail/spawn.js";
 import { seccompFilter, seccompFilterMarkedForProof, seccompSyscallNumbers } from "../../broker/jail/seccomp.js";
 import { envJail, envJailIdentity } from "../support/env-options.js";
-import { FOREIGN_ABI_PROBES, KEPT_ALLOWED, SECCOMP_RULES, type Answer, type Condition, type ProbeArg, type Rule } from "../../broker/jail/seccomp-policy.js";
+import {
+  FOREIGN_ABI_PROBES,
+  KEPT_ALLOWED,
+  SECCOMP_RULES,
+  type Answer,
+  type Condition,
+  type ProbeArg,
+  type Rule,
+} from "../../broker/jail/seccomp-policy.js";
 
 /** An errno no syscall answers by itself (the kernel caps seccomp's errno at 4095). */
 const MARK = 4000;
@@ -97,9 +105,19 @@ function generateCalls(numbers: Readonly<Record<string, number>>): Call[] {
     }
   }
   for (const kept of KEPT_ALLOWED) {
-    for (const p of kept.probes) calls.push({ id: p.id, syscall: kept.syscall, nr: p.nr ?? nrOf(kept.syscall), args: p.args, kernel: p.kernel, rule: null, foreign: false });
+    for (const p of kept.probes)
+      calls.push({
+        id: p.id,
+        syscall: kept.syscall,
+        nr: p.nr ?? nrOf(kept.syscall),
+        args: p.args,
+        kernel: p.kernel,
+        rule: null,
+        foreign: false,
+      });
   }
-  for (const p of FOREIGN_ABI_PROBES) calls.push({ id: p.id, syscall: p.id, nr: p.nr!, args: p.args, kernel: p.kernel, rule: null, foreign: true });
+  for (const p of FOREIGN_ABI_PROBES)
+    calls.push({ id: p.id, syscall: p.id, nr: p.nr!, args: p.args, kernel: p.kernel, rule: null, foreign: true });
   const ids = new Set(calls.map((c) => c.id));
   if (ids.size !== calls.length) throw new Error("probe ids are not unique");
   return calls;
@@ -200,7 +218,13 @@ async function socketDir(user: User): Promise<string> {
  * Runs `payload` in a satellite's own jail (launchCommand and spawnJailed: jail-exec, bwrap
  * with its options on fd 3, the filter as `--seccomp N` on a descriptor after it), feeding it `stdin`.
  */
-async function runJailed(user: User, filter: string | null, payload: readonly string[], extraFiles: Array<{ host: string; jail: string }>, stdin: string): Promise<{ code: number | undefined; stdout: string; stderr: string }> {
+async function runJailed(
+  user: User,
+  filter: string | null,
+  payload: readonly string[],
+  extraFiles: Array<{ host: string; jail: string }>,
+  stdin: string,
+): Promise<{ code: number | undefined; stdout: string; stderr: string }> {
   const launch = launchCommand({
     sandbox: "bwrap",
     deno: denoBinary(envJail().deno),
@@ -213,7 +237,11 @@ async function runJailed(user: User, filter: string | null, payload: readonly st
     payload,
     extraFiles,
   });
-  const child = spawnJailed(user === "root" || !AS_ROOT ? launch : { ...launch, file: SETPRIV, args: [...AS_NOBODY, launch.file, ...launch.args] });
+  const child = spawnJailed(
+    user === "root" || !AS_ROOT
+      ? launch
+      : { ...launch, file: SETPRIV, args: [...AS_NOBODY, launch.file, ...launch.args] },
+  );
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -226,7 +254,13 @@ async function runJailed(user: User, filter: string | null, payload: readonly st
 }
 
 async function probe(user: User, filter: string | null): Promise<Run> {
-  const { code, stdout, stderr } = await runJailed(user, filter, [JAIL_PROBE], [{ host: probeBinary, jail: JAIL_PROBE }], calls.map(line).join("\n") + "\n");
+  const { code, stdout, stderr } = await runJailed(
+    user,
+    filter,
+    [JAIL_PROBE],
+    [{ host: probeBinary, jail: JAIL_PROBE }],
+    `${calls.map(line).join("\n")}\n`,
+  );
   if (code !== 0) throw new Error(`the probe exited ${code}: ${stderr}`);
   const status: Record<string, string> = {};
   const answers = new Map<string, Answer>();
@@ -247,7 +281,7 @@ function writeTable(path: string): void {
     return `| ${c.id} | ${cells.join(" | ")} |`;
   });
   const head = `| call | ${USERS.flatMap((u) => MODES.map((m) => `${u} ${m}`)).join(" | ")} |`;
-  writeFileSync(path, [head, `|${"---|".repeat(1 + USERS.length * MODES.length)}`, ...rows].join("\n") + "\n");
+  writeFileSync(path, `${[head, `|${"---|".repeat(1 + USERS.length * MODES.length)}`, ...rows].join("\n")}\n`);
 }
 
 beforeAll(async () => {
@@ -256,7 +290,11 @@ beforeAll(async () => {
   for (const user of USERS) socketDirs.set(user, await socketDir(user));
   probeBinary = nativeProgram("syscall-probe", envJail().nativeDir);
   calls = generateCalls(seccompSyscallNumbers());
-  const filters: Record<Mode, string | null> = { control: null, marked: seccompFilterMarkedForProof(MARK, envJail().nativeDir), filtered: seccompFilter(envJail().nativeDir) };
+  const filters: Record<Mode, string | null> = {
+    control: null,
+    marked: seccompFilterMarkedForProof(MARK, envJail().nativeDir),
+    filtered: seccompFilter(envJail().nativeDir),
+  };
   // Independent jails: run at once.
   const keys = USERS.flatMap((user) => MODES.map((mode) => [user, mode] as const));
   const done = await Promise.all(keys.map(([user, mode]) => probe(user, filters[mode])));
@@ -273,7 +311,9 @@ test("S01-control: without the filter the kernel answers every probe as the poli
   for (const user of USERS) {
     const control = runOf(user, "control");
     expect(control.status.Seccomp).toBe("0");
-    const wrong = calls.filter((c) => !c.kernel.includes(control.answers.get(c.id) ?? "-")).map((c) => `${c.id}: ${control.answers.get(c.id)}, recorded ${c.kernel.join("|")}`);
+    const wrong = calls
+      .filter((c) => !c.kernel.includes(control.answers.get(c.id) ?? "-"))
+      .map((c) => `${c.id}: ${control.answers.get(c.id)}, recorded ${c.kernel.join("|")}`);
     expect({ user, wrong }).toEqual({ user, wrong: [] });
   }
 });
@@ -290,11 +330,15 @@ test("S02-status: bwrap --seccomp installs the filter: Seccomp: 2 and at least o
 
 test("S03-generated: every rule has a probe it denies, every socket family is probed, and every call was answered", () => {
   for (const rule of SECCOMP_RULES) {
-    expect({ rule: rule.syscall, denied: calls.some((c) => c.rule === rule && denying(c).includes(rule)) }).toEqual({ rule: rule.syscall, denied: true });
+    expect({ rule: rule.syscall, denied: calls.some((c) => c.rule === rule && denying(c).includes(rule)) }).toEqual({
+      rule: rule.syscall,
+      denied: true,
+    });
   }
   for (const syscall of ["socket", "socketpair"]) {
     for (const type of ["stream", "dgram"]) {
-      for (let family = 0; family <= 45; family++) expect(calls.some((c) => c.id === `${syscall}-${type}-${family}`)).toBe(true);
+      for (let family = 0; family <= 45; family++)
+        expect(calls.some((c) => c.id === `${syscall}-${type}-${family}`)).toBe(true);
     }
   }
   for (const run of runs.values()) expect(calls.filter((c) => !run.answers.has(c.id)).map((c) => c.id)).toEqual([]);
@@ -304,7 +348,9 @@ test("S04-fails-without-filter: the marked checks refuse the unfiltered run for 
   for (const user of USERS) {
     const control = runOf(user, "control");
     const wrong = new Set(mismatches(calls, "marked", control, control).map((w) => w.split(":")[0]!));
-    const missed = SECCOMP_RULES.filter((rule) => !calls.some((c) => c.rule === rule && wrong.has(c.id))).map((r) => r.syscall);
+    const missed = SECCOMP_RULES.filter((rule) => !calls.some((c) => c.rule === rule && wrong.has(c.id))).map(
+      (r) => r.syscall,
+    );
     expect({ user, missed }).toEqual({ user, missed: [] });
   }
 });
@@ -313,7 +359,12 @@ test("S05-kept: membarrier, rseq, pkey_alloc, close_range and memfd_create answe
   const kept = calls.filter((c) => c.rule === null && !c.foreign);
   expect(kept.length).toBe(KEPT_ALLOWED.reduce((n, k) => n + k.probes.length, 0));
   for (const user of USERS) {
-    for (const mode of ["marked", "filtered"] as const) expect({ user, mode, wrong: mismatches(kept, mode, runOf(user, "control"), runOf(user, mode)) }).toEqual({ user, mode, wrong: [] });
+    for (const mode of ["marked", "filtered"] as const)
+      expect({ user, mode, wrong: mismatches(kept, mode, runOf(user, "control"), runOf(user, mode)) }).toEqual({
+        user,
+        mode,
+        wrong: [],
+      });
   }
 });
 
@@ -321,7 +372,12 @@ test("S06-foreign-abi: an x32 call (and an i386 int 0x80, where the kernel serve
   const foreign = calls.filter((c) => c.foreign);
   expect(foreign.length).toBe(FOREIGN_ABI_PROBES.length);
   for (const user of USERS) {
-    for (const mode of ["marked", "filtered"] as const) expect({ user, mode, wrong: mismatches(foreign, mode, runOf(user, "control"), runOf(user, mode)) }).toEqual({ user, mode, wrong: [] });
+    for (const mode of ["marked", "filtered"] as const)
+      expect({ user, mode, wrong: mismatches(foreign, mode, runOf(user, "control"), runOf(user, mode)) }).toEqual({
+        user,
+        mode,
+        wrong: [],
+      });
   }
 });
 
@@ -347,7 +403,13 @@ test("S07-deno: a real Deno runs under the production filter (Worker, timer, Uni
     for (const filter of [null, seccompFilter(envJail().nativeDir)]) {
       const { code: exit, stdout, stderr } = await runJailed(user, filter, deno, [], "");
       expect({ user, filter, exit, stderr }).toEqual({ user, filter, exit: 0, stderr: "" });
-      const seen = JSON.parse(stdout) as { seccomp: string; doubled: number; slept: boolean; reply: string; tcp: string };
+      const seen = JSON.parse(stdout) as {
+        seccomp: string;
+        doubled: number;
+        slept: boolean;
+        reply: string;
+        tcp: string;
+      };
       expect(seen).toEqual({
         seccomp: filter === null ? "0" : "2",
         doubled: 42,
@@ -374,7 +436,11 @@ SECCOMP_RULES.forEach((rule, i) => {
     for (const user of USERS) {
       const control = runOf(user, "control");
       for (const mode of ["marked", "filtered"] as const) {
-        expect({ user, mode, wrong: mismatches(own, mode, control, runOf(user, mode)) }).toEqual({ user, mode, wrong: [] });
+        expect({ user, mode, wrong: mismatches(own, mode, control, runOf(user, mode)) }).toEqual({
+          user,
+          mode,
+          wrong: [],
+        });
       }
     }
   });

@@ -24,14 +24,24 @@ const tools: Record<string, Tool> = {
   },
 };
 
-const value = (answer: Answer) => (answer.ok ? (answer.value as { content: { json: unknown }[] }).content[0]!.json : `refused: ${answer.error.msg}`);
+const value = (answer: Answer) =>
+  answer.ok ? (answer.value as { content: { json: unknown }[] }).content[0]!.json : `refused: ${answer.error.msg}`;
 const refusal = (answer: Answer) => (answer.ok ? "answered" : `${answer.error.code}: ${answer.error.msg}`);
 
 Deno.test("db.exec and db.query round-trip bound values through the kit's FakeDb", async () => {
   const kit = testKit({ tools });
-  assertEquals(value(await kit.tool("exec", { sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)" })), { changes: 0, lastInsertRowid: 0 });
-  assertEquals(value(await kit.tool("exec", { sql: "INSERT INTO notes (text) VALUES (?)", params: ["hello"] })), { changes: 1, lastInsertRowid: 1 });
-  assertEquals(value(await kit.tool("query", { sql: "SELECT id, text FROM notes WHERE text = ?", params: ["hello"] })), [{ id: 1, text: "hello" }]);
+  assertEquals(value(await kit.tool("exec", { sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)" })), {
+    changes: 0,
+    lastInsertRowid: 0,
+  });
+  assertEquals(value(await kit.tool("exec", { sql: "INSERT INTO notes (text) VALUES (?)", params: ["hello"] })), {
+    changes: 1,
+    lastInsertRowid: 1,
+  });
+  assertEquals(
+    value(await kit.tool("query", { sql: "SELECT id, text FROM notes WHERE text = ?", params: ["hello"] })),
+    [{ id: 1, text: "hello" }],
+  );
   assertEquals(kit.db.rows("SELECT count(*) AS n FROM notes"), [{ n: 1 }]);
 });
 
@@ -52,9 +62,20 @@ Deno.test("what the broker refuses, the FakeDb refuses, with the broker's rule",
   ];
   for (const [tool, sql, rule] of cases) {
     const said = refusal(await kit.tool(tool, { sql }));
-    assertEquals([sql, said.startsWith(`denied: ${tool} '${tool}': db.${tool}: `) || said.startsWith(`denied: tool '${tool}': db.${tool}: `), said.endsWith(`(rule: ${rule})`)], [sql, true, true]);
+    assertEquals(
+      [
+        sql,
+        said.startsWith(`denied: ${tool} '${tool}': db.${tool}: `) ||
+          said.startsWith(`denied: tool '${tool}': db.${tool}: `),
+        said.endsWith(`(rule: ${rule})`),
+      ],
+      [sql, true, true],
+    );
   }
-  assertEquals(refusal(await kit.tool("query", { sql: "INSERT INTO notes (text) VALUES ('a')" })), "denied: tool 'query': db.query: this statement returns no rows; use db.exec (rule: storage.statement)");
+  assertEquals(
+    refusal(await kit.tool("query", { sql: "INSERT INTO notes (text) VALUES ('a')" })),
+    "denied: tool 'query': db.query: this statement returns no rows; use db.exec (rule: storage.statement)",
+  );
   // Nothing refused ran: the table is as it was.
   assertEquals(kit.db.rows("SELECT count(*) AS n FROM notes"), [{ n: 0 }]);
   // A read-only PRAGMA is allowed, as in the broker.
@@ -69,7 +90,10 @@ Deno.test("the quota: a write past max_bytes is refused with storage.max_bytes",
     const answer = await kit.tool("exec", { sql: "INSERT INTO blobs (text) VALUES (?)", params: ["x".repeat(4000)] });
     if (!answer.ok) said = refusal(answer);
   }
-  assertEquals(said, "denied: tool 'exec': db.exec: the database would grow past its quota of 65536 bytes ([storage] max_bytes) (rule: storage.max_bytes)");
+  assertEquals(
+    said,
+    "denied: tool 'exec': db.exec: the database would grow past its quota of 65536 bytes ([storage] max_bytes) (rule: storage.max_bytes)",
+  );
 });
 
 Deno.test("new FakeDb({ migrations }) applies NNNN_name.sql files in order, statements split at ';'", () => {
@@ -96,18 +120,40 @@ Deno.test("kit.init hands the initializer its payload; its answer and what it st
   assertEquals(await kit.init({ reason: "start" }), { ok: true, value: { message: "seeded 1 note" } });
   // One that answers nothing answers {}; one that throws is crashed.
   assertEquals(await testKit({ init: () => {} }).init(), { ok: true, value: {} });
-  const failing = await testKit({ init: () => { throw new Error("no seed file"); } }).init();
+  const failing = await testKit({
+    init: () => {
+      throw new Error("no seed file");
+    },
+  }).init();
   assertEquals(failing, { ok: false, error: { code: "crashed", msg: "Error: no seed file" } });
 });
 
 Deno.test("kit.service builds the request from its parts and answers the response", async () => {
-  const echo: Service = (request) => ({ status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify(request) });
+  const echo: Service = (request) => ({
+    status: 200,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(request),
+  });
   const kit = testKit({ services: { echo } });
-  const answer = await kit.service("echo", { method: "post", path: "/notes/1", query: "?full=1", headers: { "Content-Type": "text/plain" }, body: "hi" });
+  const answer = await kit.service("echo", {
+    method: "post",
+    path: "/notes/1",
+    query: "?full=1",
+    headers: { "Content-Type": "text/plain" },
+    body: "hi",
+  });
   if (!answer.ok) throw new Error(`answered ${answer.error.msg}`);
   const response = answer.value as { status: number; body: string; body_encoding: string };
   assertEquals([response.status, response.body_encoding], [200, "text"]);
-  assertEquals(JSON.parse(response.body), { route: "echo", method: "POST", path: "/notes/1", query: "full=1", headers: { "content-type": "text/plain" }, body: "hi", body_encoding: "text" });
+  assertEquals(JSON.parse(response.body), {
+    route: "echo",
+    method: "POST",
+    path: "/notes/1",
+    query: "full=1",
+    headers: { "content-type": "text/plain" },
+    body: "hi",
+    body_encoding: "text",
+  });
   const bytes = await kit.service("echo", { body: new Uint8Array([0xff, 0x00]) });
   if (!bytes.ok) throw new Error(`answered ${bytes.error.msg}`);
   assertEquals(JSON.parse((bytes.value as { body: string }).body).body, "/wA=");
@@ -153,10 +199,22 @@ Deno.test("kv.cas and skv.cas: the FakeKv swaps, answers the current value, and 
   assertEquals(await cas("skv.cas", { key: "hits", expected: null, value: "s" }), { ok: true });
   assertEquals([kit.kv.value("hits", "skv"), kit.kv.value("hits")], ["s", undefined]);
   // Refused as the broker refuses: not a string, past the quota, malformed.
-  assertEquals(await cas("kv.cas", { key: "bytes", expected: null, value: "x" }), "denied: kv.cas: the key holds bytes; cas compares and swaps strings only (rule: cas.string)");
-  assertEquals(await cas("kv.cas", { key: "number", expected: "7", value: "8" }), "denied: kv.cas: the key holds JSON other than a string; cas compares and swaps strings only (rule: cas.string)");
+  assertEquals(
+    await cas("kv.cas", { key: "bytes", expected: null, value: "x" }),
+    "denied: kv.cas: the key holds bytes; cas compares and swaps strings only (rule: cas.string)",
+  );
+  assertEquals(
+    await cas("kv.cas", { key: "number", expected: "7", value: "8" }),
+    "denied: kv.cas: the key holds JSON other than a string; cas compares and swaps strings only (rule: cas.string)",
+  );
   // Stored: 5 + 1 (bytes), 6 + 1 (number), 4 + 3 (skv "s") = 20 of 64; 4 + 2 + 40 more would make 66.
-  assertEquals(await cas("kv.cas", { key: "long", expected: null, value: "x".repeat(40) }), "denied: kv.cas: storage quota of 64 bytes would be exceeded (66 bytes) (rule: limits.kv_bytes)");
+  assertEquals(
+    await cas("kv.cas", { key: "long", expected: null, value: "x".repeat(40) }),
+    "denied: kv.cas: storage quota of 64 bytes would be exceeded (66 bytes) (rule: limits.kv_bytes)",
+  );
   assertEquals(kit.kv.value("long"), undefined);
-  assertEquals(await cas("skv.cas", { key: "k", value: "x" }), "bad_arguments: skv.cas takes {key, expected, value}: expected and value each a string or null; a key is 1 to 512 characters, without NUL (rule: args)");
+  assertEquals(
+    await cas("skv.cas", { key: "k", value: "x" }),
+    "bad_arguments: skv.cas takes {key, expected, value}: expected and value each a string or null; a key is 1 to 512 characters, without NUL (rule: args)",
+  );
 });

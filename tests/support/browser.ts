@@ -26,7 +26,8 @@ import { chromium, type Browser, type BrowserContext, type BrowserContextOptions
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const DEBIAN_CHROMIUM = "/usr/bin/chromium";
-const INSTALL = "run `make browser` (it installs Debian's chromium when root) or `sudo apt-get install -y chromium`, or set TETHER_CHROMIUM to a Chromium binary";
+const INSTALL =
+  "run `make browser` (it installs Debian's chromium when root) or `sudo apt-get install -y chromium`, or set TETHER_CHROMIUM to a Chromium binary";
 
 /** The Chromium binary to drive: TETHER_CHROMIUM, else Debian's /usr/bin/chromium; throws saying how to install it. */
 export function findChromium(env: NodeJS.ProcessEnv = process.env): string {
@@ -84,7 +85,10 @@ export async function launchChromium(): Promise<Browser> {
 
 /** Keeps `name` to a plain file name: letters, digits, `-`, `_`, `.`. */
 function fileName(name: string): string {
-  const clean = name.replace(/\.png$/i, "").replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^[-.]+|-+$/g, "");
+  const clean = name
+    .replace(/\.png$/i, "")
+    .replace(/[^A-Za-z0-9._-]+/g, "-")
+    .replace(/^[-.]+|-+$/g, "");
   if (clean === "") throw new Error(`screenshot name '${name}' has nothing usable as a file name`);
   return `${clean}.png`;
 }

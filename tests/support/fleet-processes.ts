@@ -34,9 +34,14 @@ export const fleetEnv = (store: string, host: string, dir: string): NodeJS.Proce
 /** Runs `tether <args>` as host `host` of the fleet at `store`. */
 export function runTether(store: string, host: string, dir: string, ...args: string[]): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: REPO, env: fleetEnv(store, host, dir), timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: REPO, env: fleetEnv(store, host, dir), timeout: 120_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -74,22 +79,51 @@ export class Children {
 const serveArgs = [BIN, "serve", "--port", "0"];
 
 /** Starts `tether serve` as host `host`, once it says it listens as a host of the fleet. */
-export async function startServe(children: Children, store: string, host: string, dir: string, env: Record<string, string> = {}): Promise<Served> {
-  const child = children.add(spawn(process.execPath, serveArgs, { cwd: REPO, env: { ...fleetEnv(store, host, dir), ...env }, stdio: ["ignore", "pipe", "pipe"] }));
+export async function startServe(
+  children: Children,
+  store: string,
+  host: string,
+  dir: string,
+  env: Record<string, string> = {},
+): Promise<Served> {
+  const child = children.add(
+    spawn(process.execPath, serveArgs, {
+      cwd: REPO,
+      env: { ...fleetEnv(store, host, dir), ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
   let out = "";
   let err = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-  await until(`tether serve on host ${host} to start`, () => /listening on/.test(out) || child.exitCode !== null, 60_000);
+  await until(
+    `tether serve on host ${host} to start`,
+    () => /listening on/.test(out) || child.exitCode !== null,
+    60_000,
+  );
   const line = /^tether serve: listening on (\S+) \(token file: (.+)\) as host (\S+) of the fleet at (\S+)$/m.exec(out);
   if (line === null) throw new Error(`tether serve did not start as a fleet host:\n${out}\n${err}`);
-  return { url: line[1]!, token: readFileSync(line[2]!, "utf8").trim(), host: line[3]!, shownStore: line[4]!, err: () => err, child };
+  return {
+    url: line[1]!,
+    token: readFileSync(line[2]!, "utf8").trim(),
+    host: line[3]!,
+    shownStore: line[4]!,
+    err: () => err,
+    child,
+  };
 }
 
 /** Runs `tether serve` expecting it to refuse to start: its exit code and what it printed (one that starts after all is stopped). */
 export function serveRefused(children: Children, store: string, host: string, dir: string): Promise<Ran> {
   return new Promise((resolve) => {
-    const child = children.add(spawn(process.execPath, serveArgs, { cwd: REPO, env: fleetEnv(store, host, dir), stdio: ["ignore", "pipe", "pipe"] }));
+    const child = children.add(
+      spawn(process.execPath, serveArgs, {
+        cwd: REPO,
+        env: fleetEnv(store, host, dir),
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
     let stdout = "";
     let stderr = "";
     child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));

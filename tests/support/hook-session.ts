@@ -20,9 +20,19 @@ export interface HookSession {
   close(): Promise<void>;
 }
 
-export async function openHookSession(prefix: string, fixtures: string, names: readonly string[], sessionId: string): Promise<HookSession> {
+export async function openHookSession(
+  prefix: string,
+  fixtures: string,
+  names: readonly string[],
+  sessionId: string,
+): Promise<HookSession> {
   const tmp = mkdtempSync(join(tmpdir(), prefix));
-  const broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "error" }), resolve: async () => [{ address: "127.0.0.1", family: 4 }] });
+  const broker = Broker.open({
+    ...envOptions(),
+    home: join(tmp, "home"),
+    log: createLogger({ level: "error" }),
+    resolve: async () => [{ address: "127.0.0.1", family: 4 }],
+  });
   writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");
   for (const name of names) {
     await broker.registry.install(join(fixtures, name));
@@ -43,6 +53,7 @@ export async function openHookSession(prefix: string, fixtures: string, names: r
 
 /** A tool answer's content as one string: text blocks as they are, JSON blocks serialized. */
 export function contentText(outcome: { ok: boolean; value?: unknown }): string {
-  const content = (outcome.value as { content?: { type: string; text?: string; json?: unknown }[] } | undefined)?.content ?? [];
+  const content =
+    (outcome.value as { content?: { type: string; text?: string; json?: unknown }[] } | undefined)?.content ?? [];
   return content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("");
 }

@@ -11,7 +11,10 @@ import type { KvSpace, KvValue } from "../../broker/store/kv-repository.js";
 import type { KvStorage } from "../../broker/store/kv-storage.js";
 
 /** The counter as the `cas` capability stores it: a JSON string of the decimal count. */
-export const countValue = (n: number): KvValue => ({ value: Buffer.from(JSON.stringify(String(n)), "utf8"), encoding: "json" });
+export const countValue = (n: number): KvValue => ({
+  value: Buffer.from(JSON.stringify(String(n)), "utf8"),
+  encoding: "json",
+});
 
 export function countOf(stored: KvValue | null): number {
   return stored === null ? 0 : Number(JSON.parse(stored.value.toString("utf8")));
@@ -52,7 +55,13 @@ export interface SoakResult {
 
 export async function soak(s: Soak): Promise<SoakResult> {
   const barriers = new Map<KvSpace, Barrier>();
-  for (const space of s.spaces) barriers.set(space, new Barrier(Array.from({ length: s.workers }, (_, w) => s.spaces[w % s.spaces.length]).filter((x) => x === space).length));
+  for (const space of s.spaces)
+    barriers.set(
+      space,
+      new Barrier(
+        Array.from({ length: s.workers }, (_, w) => s.spaces[w % s.spaces.length]).filter((x) => x === space).length,
+      ),
+    );
   let retries = 0;
   const quota = 1 << 20;
   const worker = async (w: number): Promise<void> => {

@@ -17,6 +17,7 @@ export const TEST_OPERATOR_KEY = `ed25519:${(publicKey.export({ format: "jwk" })
 export function provisionOperatorKey(home: string): string {
   mkdirSync(home, { recursive: true });
   if (!existsSync(join(home, "operator.key"))) writeFileSync(join(home, "operator.key"), PEM, { mode: 0o600 });
-  if (!existsSync(join(home, "trusted-keys"))) writeFileSync(join(home, "trusted-keys"), `${TEST_OPERATOR_KEY} test-operator\n`, { mode: 0o600 });
+  if (!existsSync(join(home, "trusted-keys")))
+    writeFileSync(join(home, "trusted-keys"), `${TEST_OPERATOR_KEY} test-operator\n`, { mode: 0o600 });
   return home;
 }

@@ -7,7 +7,10 @@ import pg from "pg";
 
 export async function freshDatabase(name: string): Promise<string> {
   const serverUrl = process.env.TETHER_TEST_POSTGRES_URL ?? "";
-  if (serverUrl === "") throw new Error("TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)");
+  if (serverUrl === "")
+    throw new Error(
+      "TETHER_TEST_POSTGRES_URL is not set: run the fleet project (make test, or jest --selectProjects fleet)",
+    );
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {

@@ -25,7 +25,19 @@
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { accessSync, appendFileSync, chownSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  appendFileSync,
+  chownSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
@@ -53,11 +65,13 @@ const USER = "tether";
 const DATABASE = "tether";
 /** The unprivileged user the server runs as when the tests run as root (nobody/nogroup on Debian). */
 const NOBODY = 65534;
-const INSTALL = "install Debian's PostgreSQL server: `sudo apt-get install -y postgresql` (or run `make postgres`, which does it when root)";
+const INSTALL =
+  "install Debian's PostgreSQL server: `sudo apt-get install -y postgresql` (or run `make postgres`, which does it when root)";
 
 /** The folder holding `initdb`, `pg_ctl` and `postgres` (and `pg_isready`, `psql`): PATH first, then the newest /usr/lib/postgresql/<v>/bin. */
 export function findPostgresBin(): string {
-  const complete = (dir: string): boolean => ["initdb", "pg_ctl", "postgres", "pg_isready", "psql"].every((b) => isExecutable(join(dir, b)));
+  const complete = (dir: string): boolean =>
+    ["initdb", "pg_ctl", "postgres", "pg_isready", "psql"].every((b) => isExecutable(join(dir, b)));
   for (const entry of (process.env.PATH ?? "").split(delimiter)) {
     if (entry === "" || !isExecutable(join(entry, "initdb"))) continue;
     // /usr/local/bin/initdb may be a symlink into the real folder (which has the rest).
@@ -66,9 +80,15 @@ export function findPostgresBin(): string {
     if (complete(entry)) return entry;
   }
   const root = "/usr/lib/postgresql";
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+(\.\d+)?$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+(\.\d+)?$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   for (const v of versions) if (complete(join(root, v, "bin"))) return join(root, v, "bin");
-  throw new Error(`no PostgreSQL server binaries (initdb, pg_ctl, postgres, pg_isready, psql) on PATH or under ${root}/<version>/bin: ${INSTALL}`);
+  throw new Error(
+    `no PostgreSQL server binaries (initdb, pg_ctl, postgres, pg_isready, psql) on PATH or under ${root}/<version>/bin: ${INSTALL}`,
+  );
 }
 
 function isExecutable(path: string): boolean {
@@ -91,7 +111,9 @@ export async function startPostgres(): Promise<PostgresServer> {
   // The server's commands: as `nobody` under root, as ourselves otherwise. A minimal environment (no PG* leaking in).
   const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" };
   const server = (cmd: string, args: readonly string[]): readonly [string, readonly string[]] =>
-    asRoot ? ["setpriv", [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--", join(bin, cmd), ...args]] : [join(bin, cmd), args];
+    asRoot
+      ? ["setpriv", [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--", join(bin, cmd), ...args]]
+      : [join(bin, cmd), args];
   const run = (cmd: string, args: readonly string[]) => {
     const [file, argv] = server(cmd, args);
     return exec(file, argv, { cwd: dir, env });
@@ -119,11 +141,24 @@ export async function startPostgres(): Promise<PostgresServer> {
     const pwfile = join(dir, "pwfile");
     writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
     if (asRoot) chownSync(pwfile, NOBODY, NOBODY);
-    await run("initdb", ["-D", data, "-U", USER, `--pwfile=${pwfile}`, "--auth-local=trust", "--auth-host=scram-sha-256", "--locale=C", "-E", "UTF8", "--no-sync", "--no-instructions"]).catch(
-      (e: unknown) => {
-        throw new Error(`initdb failed${asRoot ? ` (as uid ${NOBODY}, through setpriv: the temp dir ${dir} must be reachable by it)` : ""}: ${message(e)}`);
-      },
-    );
+    await run("initdb", [
+      "-D",
+      data,
+      "-U",
+      USER,
+      `--pwfile=${pwfile}`,
+      "--auth-local=trust",
+      "--auth-host=scram-sha-256",
+      "--locale=C",
+      "-E",
+      "UTF8",
+      "--no-sync",
+      "--no-instructions",
+    ]).catch((e: unknown) => {
+      throw new Error(
+        `initdb failed${asRoot ? ` (as uid ${NOBODY}, through setpriv: the temp dir ${dir} must be reachable by it)` : ""}: ${message(e)}`,
+      );
+    });
     rmSync(pwfile);
     appendFileSync(
       join(data, "postgresql.conf"),
@@ -151,12 +186,32 @@ export async function startPostgres(): Promise<PostgresServer> {
         break;
       } catch (e) {
         const tail = readTail(log);
-        if (attempt < 4 && /could not bind|Address already in use|could not create any TCP\/IP sockets/.test(tail)) continue;
+        if (attempt < 4 && /could not bind|Address already in use|could not create any TCP\/IP sockets/.test(tail))
+          continue;
         throw new Error(`the PostgreSQL server did not start (${join(bin, "postgres")}): ${message(e)}\n${tail}`);
       }
     }
     await untilReady(bin, dir, port);
-    await exec(join(bin, "psql"), ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", dir, "-p", String(port), "-U", USER, "-d", "postgres", "-c", `CREATE DATABASE ${DATABASE}`], { env });
+    await exec(
+      join(bin, "psql"),
+      [
+        "-X",
+        "-q",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-h",
+        dir,
+        "-p",
+        String(port),
+        "-U",
+        USER,
+        "-d",
+        "postgres",
+        "-c",
+        `CREATE DATABASE ${DATABASE}`,
+      ],
+      { env },
+    );
 
     const stop = async (): Promise<void> => {
       if (stopped) return;
@@ -197,10 +252,16 @@ function makeDir(asRoot: boolean): string {
     const dir = mkdtempSync(join(base, "tether-pg-"));
     if (!asRoot) return dir;
     chownSync(dir, NOBODY, NOBODY);
-    if (spawnSync("setpriv", [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--", "test", "-w", dir]).status === 0) return dir;
+    if (
+      spawnSync("setpriv", [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--", "test", "-w", dir])
+        .status === 0
+    )
+      return dir;
     rmSync(dir, { recursive: true, force: true });
   }
-  throw new Error(`the tests run as root, so PostgreSQL runs as uid ${NOBODY} (nobody), which cannot reach a temp dir under ${bases.join(" or ")}: set TMPDIR to a folder it can reach`);
+  throw new Error(
+    `the tests run as root, so PostgreSQL runs as uid ${NOBODY} (nobody), which cannot reach a temp dir under ${bases.join(" or ")}: set TMPDIR to a folder it can reach`,
+  );
 }
 
 /**
@@ -215,7 +276,10 @@ function startWatchdog(data: string, dir: string): ChildProcess {
     'for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done',
     'rm -rf "$3"',
   ].join("\n");
-  const child = spawn("bash", ["-c", script, "tether-pg-watchdog", String(process.pid), data, dir], { detached: true, stdio: "ignore" });
+  const child = spawn("bash", ["-c", script, "tether-pg-watchdog", String(process.pid), data, dir], {
+    detached: true,
+    stdio: "ignore",
+  });
   child.unref();
   return child;
 }
@@ -225,9 +289,14 @@ async function untilReady(bin: string, dir: string, port: number): Promise<void>
   const args = ["-q", "-h", dir, "-p", String(port), "-d", "postgres", "-U", USER];
   for (let waited = 0; ; waited += 50) {
     // 0 = accepting, 1 = rejecting (starting up), 2 = no response, 3 = bad parameters.
-    const code = await new Promise<number | null>((resolve) => spawn(join(bin, "pg_isready"), args, { stdio: "ignore" }).on("close", resolve));
+    const code = await new Promise<number | null>((resolve) =>
+      spawn(join(bin, "pg_isready"), args, { stdio: "ignore" }).on("close", resolve),
+    );
     if (code === 0) return;
-    if (code === 3 || waited > 30_000) throw new Error(`the PostgreSQL server on port ${port} does not accept connections (pg_isready: ${code})\n${readTail(join(dir, "server.log"))}`);
+    if (code === 3 || waited > 30_000)
+      throw new Error(
+        `the PostgreSQL server on port ${port} does not accept connections (pg_isready: ${code})\n${readTail(join(dir, "server.log"))}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -239,7 +308,9 @@ function freePort(): Promise<number> {
     probe.once("error", reject);
     probe.listen(0, "127.0.0.1", () => {
       const address = probe.address();
-      probe.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
+      probe.close(() =>
+        typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")),
+      );
     });
   });
 }
@@ -257,7 +328,11 @@ function message(e: unknown): string {
 }
 
 /** Runs a command; rejects with its stderr when it fails. */
-function exec(file: string, args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+function exec(
+  file: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(file, args, { ...options, timeout: 120_000 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`${file} ${args.join(" ")}: ${stderr.trim() || error.message}`));
@@ -272,5 +347,7 @@ function exec(file: string, args: readonly string[], options: { cwd?: string; en
  * server's URLs.
  */
 export function psql(server: Pick<PostgresServer, "bin">, url: string, sql: string): Promise<string> {
-  return exec(join(server.bin, "psql"), ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql]).then((out) => out.trimEnd());
+  return exec(join(server.bin, "psql"), ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql]).then(
+    (out) => out.trimEnd(),
+  );
 }

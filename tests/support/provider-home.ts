@@ -27,14 +27,25 @@ export interface ProviderHome {
   close(): Promise<void>;
 }
 
-const TEST_MODELS = 'models = [\n  { id = "shared", context_window = 1000 },\n  { id = "boom", context_window = 1000 },\n  { id = "garbled", context_window = 1000 },';
+const TEST_MODELS =
+  'models = [\n  { id = "shared", context_window = 1000 },\n  { id = "boom", context_window = 1000 },\n  { id = "garbled", context_window = 1000 },';
 
 /** Copies manifests/<example> to `tmp`/<as>, its port replaced and the test models added; `rename` edits the manifest and the module further. */
-function copyExample(tmp: string, example: string, port: string, fake: FakeProvider, as: string, rename: (text: string) => string = (t) => t): string {
+function copyExample(
+  tmp: string,
+  example: string,
+  port: string,
+  fake: FakeProvider,
+  as: string,
+  rename: (text: string) => string = (t) => t,
+): string {
   const dir = join(tmp, as);
   cpSync(join(REPO, "manifests", example), dir, { recursive: true });
   const file = join(dir, "manifest.toml");
-  writeFileSync(file, rename(readFileSync(file, "utf8").replaceAll(port, String(fake.port)).replace("models = [", TEST_MODELS)));
+  writeFileSync(
+    file,
+    rename(readFileSync(file, "utf8").replaceAll(port, String(fake.port)).replace("models = [", TEST_MODELS)),
+  );
   const code = join(dir, "index.ts");
   writeFileSync(code, rename(readFileSync(code, "utf8")));
   return dir;
@@ -49,9 +60,14 @@ export async function openProviderHome(prefix: string): Promise<ProviderHome> {
   const folders = [
     copyExample(tmp, "openai-compatible", "47320", openai, "openai-compatible"),
     copyExample(tmp, "anthropic-compatible", "47321", anthropic, "anthropic-compatible"),
-    copyExample(tmp, "openai-compatible", "47320", openai, "zz-twin", (t) => t.replace('name = "openai-compatible"', 'name = "zz-twin"')),
+    copyExample(tmp, "openai-compatible", "47320", openai, "zz-twin", (t) =>
+      t.replace('name = "openai-compatible"', 'name = "zz-twin"'),
+    ),
     copyExample(tmp, "anthropic-compatible", "47321", anthropic, "off-anthropic", (t) =>
-      t.replace('name = "anthropic-compatible"', 'name = "off-anthropic"').replace('name = "local-anthropic"', 'name = "off-anthropic"').replace('"local-anthropic": messages', '"off-anthropic": messages'),
+      t
+        .replace('name = "anthropic-compatible"', 'name = "off-anthropic"')
+        .replace('name = "local-anthropic"', 'name = "off-anthropic"')
+        .replace('"local-anthropic": messages', '"off-anthropic": messages'),
     ),
   ];
   for (const folder of folders) {

@@ -51,7 +51,11 @@ export function specFor(bundled: Bundled, overrides: Partial<SatelliteSpec> = {}
 }
 
 /** A slot over a bundled extension. */
-export function slotFor(bundled: Bundled, spec: Partial<SatelliteSpec> = {}, options: Partial<Omit<SlotOptions, "spec">> = {}): SatelliteSlot {
+export function slotFor(
+  bundled: Bundled,
+  spec: Partial<SatelliteSpec> = {},
+  options: Partial<Omit<SlotOptions, "spec">> = {},
+): SatelliteSlot {
   return new SatelliteSlot({ idleMs: 0, ...options, spec: specFor(bundled, spec) });
 }
 

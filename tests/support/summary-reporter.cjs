@@ -4,7 +4,9 @@ class SummaryReporter {
   onRunComplete(_contexts, results) {
     const { numPassedTests, numFailedTests, numPendingTests, numTodoTests, numRuntimeErrorTestSuites } = results;
     const failed = numFailedTests + numRuntimeErrorTestSuites;
-    process.stdout.write(`\ntests: ${numPassedTests} passed, ${failed} failed, ${numPendingTests + numTodoTests} skipped\n`);
+    process.stdout.write(
+      `\ntests: ${numPassedTests} passed, ${failed} failed, ${numPendingTests + numTodoTests} skipped\n`,
+    );
   }
 }
 module.exports = SummaryReporter;

@@ -49,7 +49,9 @@ export function walkthroughSteps(markdown: string): Step[] {
 }
 
 function consoleSteps(body: readonly string[]): Step[] {
-  const steps: Array<{ kind: "run"; command: string; expected: string[] } | { kind: "more" | "interrupt"; expected: string[] }> = [];
+  const steps: Array<
+    { kind: "run"; command: string; expected: string[] } | { kind: "more" | "interrupt"; expected: string[] }
+  > = [];
   for (const line of body) {
     if (line.startsWith("$ ")) steps.push({ kind: "run", command: line.slice(2), expected: [] });
     else if (line === "^C") steps.push({ kind: "interrupt", expected: [] });
@@ -67,7 +69,8 @@ function patchStep(path: string, body: readonly string[]): Step {
     const text = line.slice(1);
     if (mark === " " || mark === "-") before.push(text);
     if (mark === " " || mark === "+") after.push(text);
-    if (mark !== " " && mark !== "-" && mark !== "+") throw new Error(`diff for ${path}: a line must start with ' ', '-' or '+': ${JSON.stringify(line)}`);
+    if (mark !== " " && mark !== "-" && mark !== "+")
+      throw new Error(`diff for ${path}: a line must start with ' ', '-' or '+': ${JSON.stringify(line)}`);
   }
   return { kind: "patch", path, before: before.join("\n"), after: after.join("\n") };
 }
@@ -76,7 +79,9 @@ function patchStep(path: string, body: readonly string[]): Step {
 export function applyPatch(text: string, step: { path: string; before: string; after: string }): string {
   const at = text.indexOf(step.before);
   if (at < 0 || text.indexOf(step.before, at + 1) >= 0) {
-    throw new Error(`diff for ${step.path}: its context must occur exactly once in the file; looked for:\n${step.before}\nin:\n${text}`);
+    throw new Error(
+      `diff for ${step.path}: its context must occur exactly once in the file; looked for:\n${step.before}\nin:\n${text}`,
+    );
   }
   return text.slice(0, at) + step.after + text.slice(at + step.before.length);
 }

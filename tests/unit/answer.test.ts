@@ -32,7 +32,7 @@ const Weather = v.object({ city: v.string(), days: v.optional(v.number()) });
 const tools: Record<string, Tool> = {
   weather: (args) => {
     const { city } = decodeArgs(Weather, args);
-    if (city === "Atlantis") return refuse("City must be a real place name, e.g. \"Lisbon\"");
+    if (city === "Atlantis") return refuse('City must be a real place name, e.g. "Lisbon"');
     return outcome([text(`Sunny in ${city}`), json({ city, temperature: 21 })]);
   },
   finish: async () => outcome([text("All files written")], { terminate: "terminate" }),
@@ -61,7 +61,7 @@ describe("answer() for tools", () => {
     });
   });
 
-  test("answer() renders terminate: \"terminate\" as terminate true", async () => {
+  test('answer() renders terminate: "terminate" as terminate true', async () => {
     expect(valueOf(await answer({ tools }, toolCall("finish")))).toEqual({
       content: [{ type: "text", text: "All files written" }],
       terminate: true,
@@ -79,7 +79,7 @@ describe("answer() for tools", () => {
   test("answer() turns a refusal into refused with the extension's words", async () => {
     expect(await answer({ tools }, toolCall("weather", { city: "Atlantis" }))).toEqual({
       ok: false,
-      error: { code: "refused", msg: "City must be a real place name, e.g. \"Lisbon\"" },
+      error: { code: "refused", msg: 'City must be a real place name, e.g. "Lisbon"' },
     });
   });
 
@@ -92,7 +92,10 @@ describe("answer() for tools", () => {
   });
 
   test("answer() answers unknown_tool with an empty list when no tools are served", async () => {
-    expect(errorOf(await answer({}, toolCall("x")))).toEqual({ code: "unknown_tool", msg: "Unknown tool 'x'; this extension serves []" });
+    expect(errorOf(await answer({}, toolCall("x")))).toEqual({
+      code: "unknown_tool",
+      msg: "Unknown tool 'x'; this extension serves []",
+    });
   });
 
   test.each(["toString", "__proto__", "constructor", "hasOwnProperty", "valueOf"])(
@@ -114,15 +117,18 @@ describe("answer() for tools", () => {
     );
   });
 
-  test.each(["", "{", "not json", "{'a':1}", "undefined"])("answer() calls args %p bad_arguments naming the tool", async (args) => {
-    let called = false;
-    const served = { tools: { t: (() => ((called = true), outcome([]))) satisfies Tool } };
-    expect(errorOf(await answer(served, { kind: "tool", name: "t", args }))).toEqual({
-      code: "bad_arguments",
-      msg: "Arguments for tool 't' are not JSON",
-    });
-    expect(called).toBe(false);
-  });
+  test.each(["", "{", "not json", "{'a':1}", "undefined"])(
+    "answer() calls args %p bad_arguments naming the tool",
+    async (args) => {
+      let called = false;
+      const served = { tools: { t: (() => ((called = true), outcome([]))) satisfies Tool } };
+      expect(errorOf(await answer(served, { kind: "tool", name: "t", args }))).toEqual({
+        code: "bad_arguments",
+        msg: "Arguments for tool 't' are not JSON",
+      });
+      expect(called).toBe(false);
+    },
+  );
 
   test("answer() renders a decodeArgs failure as bad_arguments naming the tool, the field and what arrived", async () => {
     expect(errorOf(await answer({ tools }, toolCall("weather", { city: 5 })))).toEqual({
@@ -134,7 +140,7 @@ describe("answer() for tools", () => {
   test("answer() names every missing field", async () => {
     expect(errorOf(await answer({ tools }, toolCall("nested", {})))).toEqual({
       code: "bad_arguments",
-      msg: "tool 'nested': missing \"a\" at .a; missing \"items\" at .items",
+      msg: 'tool \'nested\': missing "a" at .a; missing "items" at .items',
     });
   });
 
@@ -190,7 +196,9 @@ describe("answer() for events", () => {
   const usage = { seq: 1, origin: "provider_reported", model: "m", input_tokens: 10, output_tokens: 2 };
 
   test("answer() answers unhandled for an event with no hook", async () => {
-    expect(await answer({ hooks: [["tool_call", allow]] }, { kind: "event", name: "usage", args: JSON.stringify(usage) })).toEqual({
+    expect(
+      await answer({ hooks: [["tool_call", allow]] }, { kind: "event", name: "usage", args: JSON.stringify(usage) }),
+    ).toEqual({
       ok: false,
       error: { code: "unhandled", msg: "No hook for 'usage'" },
     });
@@ -201,26 +209,43 @@ describe("answer() for events", () => {
     const declared: Declared = ["tool_result", allow];
     expect(await answer({ hooks: [declared] }, { kind: "event", name: "tool_result", args: "{}" })).toEqual({
       ok: false,
-      error: { code: "mismatched_hook", msg: "The manifest declares 'tool_result' but the module's hook answers 'tool_call'" },
+      error: {
+        code: "mismatched_hook",
+        msg: "The manifest declares 'tool_result' but the module's hook answers 'tool_call'",
+      },
     });
   });
 
   test("answer() renders a hook's verdict as JSON text, and proceed as {}", async () => {
     const block = hook("tool_call", (payload) => ({ block: `saw ${JSON.stringify(payload)}`, notes: ["guarded"] }));
-    const reply = await answer({ hooks: [["tool_call", block]] }, { kind: "event", name: "tool_call", args: JSON.stringify(call) });
-    expect(reply).toEqual({ ok: true, value: JSON.stringify({ block: `saw ${JSON.stringify(call)}`, notes: ["guarded"] }) });
-    expect(await answer({ hooks: [["tool_call", allow]] }, { kind: "event", name: "tool_call", args: JSON.stringify(call) })).toEqual({ ok: true, value: "{}" });
+    const reply = await answer(
+      { hooks: [["tool_call", block]] },
+      { kind: "event", name: "tool_call", args: JSON.stringify(call) },
+    );
+    expect(reply).toEqual({
+      ok: true,
+      value: JSON.stringify({ block: `saw ${JSON.stringify(call)}`, notes: ["guarded"] }),
+    });
+    expect(
+      await answer({ hooks: [["tool_call", allow]] }, { kind: "event", name: "tool_call", args: JSON.stringify(call) }),
+    ).toEqual({ ok: true, value: "{}" });
   });
 
   test("answer() awaits an async hook", async () => {
     const slow = hook("usage", async () => ({ noted: 1 }));
-    expect(valueOf(await answer({ hooks: [["usage", slow]] }, { kind: "event", name: "usage", args: JSON.stringify(usage) }))).toBe('{"noted":1}');
+    expect(
+      valueOf(
+        await answer({ hooks: [["usage", slow]] }, { kind: "event", name: "usage", args: JSON.stringify(usage) }),
+      ),
+    ).toBe('{"noted":1}');
   });
 
   test("answer() calls an event payload that is not JSON bad_arguments naming the event", async () => {
     let ran = false;
     const h = hook("context", () => ((ran = true), proceed));
-    expect(errorOf(await answer({ hooks: [["context", h]] }, { kind: "event", name: "context", args: "{oops" }))).toEqual({
+    expect(
+      errorOf(await answer({ hooks: [["context", h]] }, { kind: "event", name: "context", args: "{oops" })),
+    ).toEqual({
       code: "bad_arguments",
       msg: "Arguments for event 'context' are not JSON",
     });
@@ -244,13 +269,19 @@ describe("answer() for events", () => {
       throw new Error("hook failed");
     });
     const args = JSON.stringify({ reply: "done", held: 0 });
-    await expect(answer({ hooks: [["agent_end", h]] }, { kind: "event", name: "agent_end", args })).rejects.toThrow("hook failed");
+    await expect(answer({ hooks: [["agent_end", h]] }, { kind: "event", name: "agent_end", args })).rejects.toThrow(
+      "hook failed",
+    );
   });
 
   test("answer() hands the hook's ctx.report to the caller's callback", async () => {
     const seen: string[] = [];
     const h = hook("session_start", (p, ctx) => (ctx.report(`hello ${p.session_id}`), proceed));
-    await answer({ hooks: [["session_start", h]] }, { kind: "event", name: "session_start", args: JSON.stringify(start) }, testCtx({ report: (t) => seen.push(t) }));
+    await answer(
+      { hooks: [["session_start", h]] },
+      { kind: "event", name: "session_start", args: JSON.stringify(start) },
+      testCtx({ report: (t) => seen.push(t) }),
+    );
     expect(seen).toEqual(["hello s1"]);
   });
 });
@@ -266,7 +297,10 @@ describe("answer() for commands and other kinds", () => {
     };
     const reply = await answer({ commands }, { kind: "command", name: "deploy", args: "prod --force {not json" });
     expect(got).toBe("prod --force {not json");
-    expect(valueOf(reply)).toEqual({ content: [{ type: "text", text: "deploying prod --force {not json" }], terminate: false });
+    expect(valueOf(reply)).toEqual({
+      content: [{ type: "text", text: "deploying prod --force {not json" }],
+      terminate: false,
+    });
   });
 
   test("answer() names the command asked for and the sorted commands served", async () => {
@@ -279,7 +313,10 @@ describe("answer() for commands and other kinds", () => {
 
   test("answer() turns a command's refusal into refused", async () => {
     const commands: Record<string, Command> = { stop: () => refuse("Nothing is running") };
-    expect(errorOf(await answer({ commands }, { kind: "command", name: "stop", args: "" }))).toEqual({ code: "refused", msg: "Nothing is running" });
+    expect(errorOf(await answer({ commands }, { kind: "command", name: "stop", args: "" }))).toEqual({
+      code: "refused",
+      msg: "Nothing is running",
+    });
   });
 
   test.each(["routes", "", "TOOL", "tools"])("answer() answers bad_kind for kind %p", async (kind) => {
@@ -290,7 +327,14 @@ describe("answer() for commands and other kinds", () => {
   });
 
   test("answer() only ever fails with the SDK's codes", async () => {
-    const sdkCodes = new Set<string>([ErrorCode.refused, ErrorCode.unknownTool, ErrorCode.unhandled, ErrorCode.mismatchedHook, ErrorCode.badArguments, ErrorCode.badKind]);
+    const sdkCodes = new Set<string>([
+      ErrorCode.refused,
+      ErrorCode.unknownTool,
+      ErrorCode.unhandled,
+      ErrorCode.mismatchedHook,
+      ErrorCode.badArguments,
+      ErrorCode.badKind,
+    ]);
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom("tool", "event", "command", "route", "x"),
@@ -299,7 +343,10 @@ describe("answer() for commands and other kinds", () => {
         async (kind, name, args) => {
           const served = {
             tools: { weather: tools.weather!, nested: tools.nested!, echo: tools.echo!, finish: tools.finish! },
-            hooks: [["tool_call", hook("tool_call", () => proceed)], ["usage", hook("agent_end", () => proceed)]] as const,
+            hooks: [
+              ["tool_call", hook("tool_call", () => proceed)],
+              ["usage", hook("agent_end", () => proceed)],
+            ] as const,
             commands: { deploy: ((a: string) => outcome([text(a)])) satisfies Command },
           };
           const reply = await answer(served, { kind, name, args });

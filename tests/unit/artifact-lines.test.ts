@@ -10,7 +10,10 @@ import { placeOf, rewritePlaces } from "../../broker/install/artifact-lines.js";
 let root: string;
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), "tether-artifact-lines-"));
-  writeFileSync(join(root, "index.ts"), 'import { helper } from "./lib.ts";\n\nconst greeting: string = "hello";\nconsole.log(helper(greetng));\nconsole.log(1);\nconsole.log(1);\n');
+  writeFileSync(
+    join(root, "index.ts"),
+    'import { helper } from "./lib.ts";\n\nconst greeting: string = "hello";\nconsole.log(helper(greetng));\nconsole.log(1);\nconsole.log(1);\n',
+  );
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -28,7 +31,12 @@ const ARTIFACT = [
 ].join("\n");
 
 test("a line of the module is placed at its line and column in the file", () => {
-  expect(placeOf(ARTIFACT, 6, 20, root)).toEqual({ file: "index.ts", line: 4, column: 20, code: "console.log(helper(greetng));" });
+  expect(placeOf(ARTIFACT, 6, 20, root)).toEqual({
+    file: "index.ts",
+    line: 4,
+    column: 20,
+    code: "console.log(helper(greetng));",
+  });
 });
 
 test("code that is not found once in the file names the file and the code; the SDK and the entry are named as such", () => {
@@ -39,5 +47,7 @@ test("code that is not found once in the file names the file and the code; the S
 
 test("a stack's artifact places are rewritten; others are left alone", () => {
   const stack = "at file:///opt/tether/satellite.js:6:20\n    at other.js:1:1";
-  expect(rewritePlaces(stack, ["/opt/tether/satellite.js"], ARTIFACT, root)).toBe("at index.ts:4:20\n    at other.js:1:1");
+  expect(rewritePlaces(stack, ["/opt/tether/satellite.js"], ARTIFACT, root)).toBe(
+    "at index.ts:4:20\n    at other.js:1:1",
+  );
 });

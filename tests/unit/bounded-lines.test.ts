@@ -11,7 +11,12 @@ import { DbResponseSchema, decodeValue, encodeValue } from "../../broker/store/d
 function feed(chunks: string[], max = 64): { lines: string[]; tooLong: number } {
   const stream = new PassThrough();
   const out = { lines: [] as string[], tooLong: 0 };
-  readLines(stream, max, (l) => out.lines.push(l), () => out.tooLong++);
+  readLines(
+    stream,
+    max,
+    (l) => out.lines.push(l),
+    () => out.tooLong++,
+  );
   for (const c of chunks) stream.write(Buffer.from(c));
   stream.end();
   return out;
@@ -22,7 +27,9 @@ test("lines split across chunks and several in one chunk come out whole, in orde
 });
 
 test("a line cut off at the end (a process killed mid-write) is never handed on", () => {
-  expect(feed(['{"id":1,"result":{"ok":true}}\n{"id":2,"result":"unterminat']).lines).toEqual(['{"id":1,"result":{"ok":true}}']);
+  expect(feed(['{"id":1,"result":{"ok":true}}\n{"id":2,"result":"unterminat']).lines).toEqual([
+    '{"id":1,"result":{"ok":true}}',
+  ]);
 });
 
 test("a line longer than the bound stops the reading and says so", () => {

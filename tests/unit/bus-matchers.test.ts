@@ -44,7 +44,9 @@ function fakeSession(known: Record<string, Row[]> = KNOWN) {
     refresh: () => {},
     applied: {
       plan: { active: Object.keys(known), tools: new Map(["echo", "fs_read", "other"].map((t) => [t, "worker"])) },
-      known: new Map(Object.entries(known).map(([name, hooks]) => [name, { name, builtin: false, hooks, installed: null }])),
+      known: new Map(
+        Object.entries(known).map(([name, hooks]) => [name, { name, builtin: false, hooks, installed: null }]),
+      ),
     },
   };
   const ledger = { trace: (rows: readonly unknown[]) => traced.push(...rows), begin: () => 9, finish: () => {} };
@@ -60,7 +62,9 @@ const cap = (capability: string, target: string, host?: string): CapCallEvent =>
   capability,
   target,
   within: "tool:fetch",
-  ...(host !== undefined ? { request: { method: "GET", scheme: "https", host, port: 443, path: "/", rule: "r", addresses: [] } } : {}),
+  ...(host !== undefined
+    ? { request: { method: "GET", scheme: "https", host, port: 443, path: "/", rule: "r", addresses: [] } }
+    : {}),
 });
 
 describe("hooked(event, subject)", () => {

@@ -65,9 +65,12 @@ describe("base64 request bodies", () => {
     expect(Buffer.from(decodeBase64(text)!).toString("latin1")).toBe(bytes);
   });
 
-  test.each(["a", "aGk", "aG=k", "a===", "aGk-", "aGk_", "aGk=\n", "=aGk"])("%j is not padded standard base64", (text) => {
-    expect(decodeBase64(text)).toBeNull();
-  });
+  test.each(["a", "aGk", "aG=k", "a===", "aGk-", "aGk_", "aGk=\n", "=aGk"])(
+    "%j is not padded standard base64",
+    (text) => {
+      expect(decodeBase64(text)).toBeNull();
+    },
+  );
 
   test("megabytes decode by a linear pass (a pattern over them exhausted the stack)", () => {
     const bytes = Buffer.alloc(6 * 1024 * 1024, 7);
@@ -83,9 +86,17 @@ describe("base64 request bodies", () => {
 });
 
 describe("CapabilityWork", () => {
-  function egress(refuse: () => { rule: string; reason: string } | null): LiveEgress & { withdrawn: Array<{ rule: string; reason: string }> } {
+  function egress(
+    refuse: () => { rule: string; reason: string } | null,
+  ): LiveEgress & { withdrawn: Array<{ rule: string; reason: string }> } {
     const withdrawn: Array<{ rule: string; reason: string }> = [];
-    return { extension: "x", sessionId: "s", withdrawn, recheck: async () => refuse(), withdraw: (r) => withdrawn.push(r) };
+    return {
+      extension: "x",
+      sessionId: "s",
+      withdrawn,
+      recheck: async () => refuse(),
+      withdraw: (r) => withdrawn.push(r),
+    };
   }
 
   test("recheck withdraws exactly the requests that no longer pass; a released one is not asked", async () => {
@@ -144,7 +155,18 @@ describe("CapabilityWork", () => {
 
 describe("Exchange across redirects", () => {
   function start(method = "POST") {
-    const ex = Exchange.start({ url: "http://a.test/x", method, headers: [["authorization", "t"], ["cookie", "c"], ["content-type", "text/plain"], ["x-ok", "1"], ["host", "evil"]], body: new Uint8Array([1]) });
+    const ex = Exchange.start({
+      url: "http://a.test/x",
+      method,
+      headers: [
+        ["authorization", "t"],
+        ["cookie", "c"],
+        ["content-type", "text/plain"],
+        ["x-ok", "1"],
+        ["host", "evil"],
+      ],
+      body: new Uint8Array([1]),
+    });
     if ("error" in ex) throw new Error(ex.error);
     return ex;
   }
@@ -160,7 +182,13 @@ describe("Exchange across redirects", () => {
   });
 
   test("303, and 301/302 after POST, become a GET without a body; 307 keeps both", () => {
-    for (const [status, method, body] of [[303, "GET", null], [301, "GET", null], [302, "GET", null], [307, "POST", 1], [308, "POST", 1]] as const) {
+    for (const [status, method, body] of [
+      [303, "GET", null],
+      [301, "GET", null],
+      [302, "GET", null],
+      [307, "POST", 1],
+      [308, "POST", 1],
+    ] as const) {
       const ex = start();
       ex.follow("/next", status);
       expect([ex.method, ex.body === null ? null : ex.body.length]).toEqual([method, body]);
@@ -169,6 +197,8 @@ describe("Exchange across redirects", () => {
 
   test("a Location that is not a URL is an error, and a URL that is not one does not start", () => {
     expect(start().follow("http://[bad", 302)).toEqual({ error: "a redirect's Location is not a URL" });
-    expect(Exchange.start({ url: "not a url", method: "GET", headers: [], body: null })).toEqual({ error: "'not a url' is not a URL" });
+    expect(Exchange.start({ url: "not a url", method: "GET", headers: [], body: null })).toEqual({
+      error: "'not a url' is not a URL",
+    });
   });
 });

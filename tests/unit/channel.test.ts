@@ -3,7 +3,13 @@
  * side of the wire, minus Deno.
  */
 import { Channel } from "../../jail-runtime/cap/channel.js";
-import { DEFAULT_MAX_FRAME_BYTES, FrameReader, ProtocolError, decodeFrame, encodeFrame } from "../../jail-runtime/wire/codec.js";
+import {
+  DEFAULT_MAX_FRAME_BYTES,
+  FrameReader,
+  ProtocolError,
+  decodeFrame,
+  encodeFrame,
+} from "../../jail-runtime/wire/codec.js";
 import { BrokerFrame, SatelliteFrame } from "../../jail-runtime/wire/frames.js";
 
 /** A connection that records what is written and replays `incoming` to reads. */
@@ -43,7 +49,20 @@ describe("Channel", () => {
     const { conn, written } = fakeConn([], 7);
     const channel = new Channel(conn);
     const frames = [
-      { t: "hello", boot: "b", runtime: "tether-deno/1", tools: ["echo"], hooks: [], commands: [], contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] },
+      {
+        t: "hello",
+        boot: "b",
+        runtime: "tether-deno/1",
+        tools: ["echo"],
+        hooks: [],
+        commands: [],
+        contexts: [],
+        routes: [],
+        compactions: [],
+        providers: [],
+        services: [],
+        handles: [],
+      },
       { t: "result", id: 1, ok: true, value: { content: [{ type: "text", text: "x".repeat(50) }], terminate: false } },
       { t: "cap", id: 2, token: "k", cap: "report.emit", args: JSON.stringify({ text: "hi" }) },
     ];

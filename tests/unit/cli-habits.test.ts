@@ -32,7 +32,12 @@ describe("where JSON goes wrong", () => {
     ["01", 1, 2, "unexpected '1' at line 1, column 2 (expected the end of the text after the value)"],
     ["[1.]", 1, 4, "unexpected ']' at line 1, column 4 (expected a digit after '.')"],
     ['"a\\x"', 1, 4, "unexpected 'x' at line 1, column 4 (expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)"],
-    ['"line\nbreak"', 1, 6, "unexpected line break at line 1, column 6 (expected '\"' to close the string (a line break or control character in a string is written \\n, \\t or \\u00XX))"],
+    [
+      '"line\nbreak"',
+      1,
+      6,
+      "unexpected line break at line 1, column 6 (expected '\"' to close the string (a line break or control character in a string is written \\n, \\t or \\u00XX))",
+    ],
     ["tru", 1, 1, "unexpected 't' at line 1, column 1 (expected a value)"],
     ["{} {}", 1, 4, "unexpected '{' at line 1, column 4 (expected the end of the text after the value)"],
   ])("%j", (text, line, column, message) => {
@@ -76,7 +81,10 @@ describe("where JSON goes wrong", () => {
 describe("tool-argument messages", () => {
   const schema = {
     type: "object",
-    properties: { text: { type: "string" }, where: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } },
+    properties: {
+      text: { type: "string" },
+      where: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+    },
     required: ["text"],
     additionalProperties: false,
   };
@@ -87,12 +95,31 @@ describe("tool-argument messages", () => {
     expect(check('{"text":"a","where":{}}')).toEqual({ ok: false, msg: "missing property 'city' at .where" });
     expect(check('{"text":5}')).toEqual({ ok: false, msg: "expected string at .text" });
     expect(check('{"text":"a","colour":1}')).toEqual({ ok: false, msg: "unexpected field colour at ." });
-    expect(check('{"text":')).toEqual({ ok: false, msg: "Arguments are not JSON: unexpected end of input at line 1, column 9 (expected a value)" });
+    expect(check('{"text":')).toEqual({
+      ok: false,
+      msg: "Arguments are not JSON: unexpected end of input at line 1, column 9 (expected a value)",
+    });
   });
 });
 
 describe("did you mean", () => {
-  const COMMANDS = ["install", "review", "approve", "revoke", "uninstall", "list", "call", "session", "audit", "logs", "serve", "mcp", "dev", "doctor", "help"];
+  const COMMANDS = [
+    "install",
+    "review",
+    "approve",
+    "revoke",
+    "uninstall",
+    "list",
+    "call",
+    "session",
+    "audit",
+    "logs",
+    "serve",
+    "mcp",
+    "dev",
+    "doctor",
+    "help",
+  ];
 
   test("edit distance counts an adjacent swap as one edit", () => {
     expect(editDistance("reveiw", "review")).toBe(1);
@@ -112,7 +139,9 @@ describe("did you mean", () => {
     ["LIST", "list"],
   ])("%s → %s", (typo, meant) => expect(closest(typo, COMMANDS)).toBe(meant));
 
-  test.each(["frobnicate", "x", "zz", "re"])("%s: nothing near enough (or two as near)", (far) => expect(closest(far, COMMANDS)).toBeNull());
+  test.each(["frobnicate", "x", "zz", "re"])("%s: nothing near enough (or two as near)", (far) =>
+    expect(closest(far, COMMANDS)).toBeNull(),
+  );
 
   test("options too", () => {
     expect(closest("--jsno", ["--json", "--yes", "--home"])).toBe("--json");
@@ -131,7 +160,17 @@ describe("colour", () => {
   });
 
   test("the audit paints DENIED red and ALLOWED green, and nothing else changes", () => {
-    const row = { type: "capability" as const, at: 0, session: "s", extension: "e", invocation: 1, capability: "net.fetch", target: "https://x/", rule: "r", bytes: 0 };
+    const row = {
+      type: "capability" as const,
+      at: 0,
+      session: "s",
+      extension: "e",
+      invocation: 1,
+      capability: "net.fetch",
+      target: "https://x/",
+      rule: "r",
+      bytes: 0,
+    };
     const entries = [
       { ...row, decision: "denied" as const },
       { ...row, decision: "allowed" as const },
@@ -159,7 +198,9 @@ describe("each extension's log file", () => {
     log.child({ satellite: "echo" }).warn("invocation passed its deadline; killing the satellite", { name: "sleep" });
     log.debug("[echo] a log line", { extension: "echo", session: "cli" });
     log.warn("nothing about an extension");
-    const text = readFileSync(join(dir, "logs", "echo.log"), "utf8").trim().split("\n");
+    const text = readFileSync(join(dir, "logs", "echo.log"), "utf8")
+      .trim()
+      .split("\n");
     expect(text).toHaveLength(3);
     expect(text[0]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z stderr: hello \\u001b\[31mred\\u001b\[0m\\u000dhidden$/);
     expect(text[1]).toMatch(/Z warn: invocation passed its deadline; killing the satellite \{"name":"sleep"\}$/);
@@ -189,7 +230,10 @@ describe("each extension's log file", () => {
     logs.append("Upper", "x");
     expect(readdirSync(dir)).toEqual([]);
     expect(extensionLogFiles(dir, "../escape")).toBeNull();
-    expect(extensionLogFiles(dir, "echo")).toEqual({ current: join(dir, "logs", "echo.log"), rotated: join(dir, "logs", "echo.log.1") });
+    expect(extensionLogFiles(dir, "echo")).toEqual({
+      current: join(dir, "logs", "echo.log"),
+      rotated: join(dir, "logs", "echo.log.1"),
+    });
     expect(formatLogLine("info", "m", { extension: "echo" }, 0)).toBe("1970-01-01T00:00:00.000Z info: m");
   });
 });

@@ -32,7 +32,9 @@ const LISTED = section("Commands:")
 const NAMES = COMMANDS.map((c) => c.name);
 
 /** Every `--option` written in `text`. */
-const optionsIn = (text: string): string[] => [...new Set([...text.matchAll(/(?<![\w-])--[a-z][a-z-]*/g)].map((m) => m[0]))];
+const optionsIn = (text: string): string[] => [
+  ...new Set([...text.matchAll(/(?<![\w-])--[a-z][a-z-]*/g)].map((m) => m[0])),
+];
 
 /** Runs `main` with console output captured (stdout, stderr) and the exit code; one at a time. */
 async function run(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -61,16 +63,33 @@ test("docs/operators.md shows `tether help` exactly as it prints", () => {
   expect(DOC).toContain(`$ tether logs --help\n${commandHelp(COMMANDS.find((c) => c.name === "logs")!)}\n\`\`\``);
 });
 
-test.each(COMMANDS.map((c) => [c.name, c] as const))("docs show every usage line of `tether %s` as typed", (_name, command) => {
-  const doc = command.doc.startsWith("docs/authors.md") ? AUTHORS : DOC;
-  for (const synopsis of synopses(command)) expect(doc).toContain(synopsis);
-  // And operators.md at least names every command.
-  expect(DOC).toContain(`tether ${command.name}`);
-});
+test.each(COMMANDS.map((c) => [c.name, c] as const))(
+  "docs show every usage line of `tether %s` as typed",
+  (_name, command) => {
+    const doc = command.doc.startsWith("docs/authors.md") ? AUTHORS : DOC;
+    for (const synopsis of synopses(command)) expect(doc).toContain(synopsis);
+    // And operators.md at least names every command.
+    expect(DOC).toContain(`tether ${command.name}`);
+  },
+);
 
 test("every option in any help appears in docs/operators.md", () => {
   const all = [HELP, ...COMMANDS.map((c) => commandHelp(c))].flatMap(optionsIn);
-  expect(all).toEqual(expect.arrayContaining(["--json", "--yes", "--home", "--only", "--ext", "--session", "--since", "--denied", "--version", "--follow", "--yes-widen"]));
+  expect(all).toEqual(
+    expect.arrayContaining([
+      "--json",
+      "--yes",
+      "--home",
+      "--only",
+      "--ext",
+      "--session",
+      "--since",
+      "--denied",
+      "--version",
+      "--follow",
+      "--yes-widen",
+    ]),
+  );
   expect([...new Set(all)].filter((option) => !DOC.includes(option))).toEqual([]);
 });
 
@@ -79,18 +98,21 @@ test("every exit code has a row in the docs' exit code table", () => {
   expect(HELP).toContain("Exit codes:");
 });
 
-test.each(NAMES)("`tether %s --help` and `tether help <command>` print its usage, its options and where the docs say more", async (name) => {
-  const command = COMMANDS.find((c) => c.name === name)!;
-  const flag = await run(name, "--help");
-  const topic = await run("help", name);
-  expect(flag.code).toBe(0);
-  expect(topic).toEqual(flag);
-  expect(flag.stdout).toBe(commandHelp(command));
-  expect(flag.stdout.split("\n")[0]).toBe(`Usage: ${synopses(command)[0]}`);
-  expect(flag.stdout).toContain("--home <dir>");
-  expect(flag.stdout).toMatch(/\nMore: docs\/\S+\.md#[a-z0-9-]+$/);
-  expect(flag.stderr).toBe("");
-});
+test.each(NAMES)(
+  "`tether %s --help` and `tether help <command>` print its usage, its options and where the docs say more",
+  async (name) => {
+    const command = COMMANDS.find((c) => c.name === name)!;
+    const flag = await run(name, "--help");
+    const topic = await run("help", name);
+    expect(flag.code).toBe(0);
+    expect(topic).toEqual(flag);
+    expect(flag.stdout).toBe(commandHelp(command));
+    expect(flag.stdout.split("\n")[0]).toBe(`Usage: ${synopses(command)[0]}`);
+    expect(flag.stdout).toContain("--home <dir>");
+    expect(flag.stdout).toMatch(/\nMore: docs\/\S+\.md#[a-z0-9-]+$/);
+    expect(flag.stderr).toBe("");
+  },
+);
 
 test("no help line is wider than 104 columns", () => {
   const lines = [HELP, ...COMMANDS.map((c) => commandHelp(c))].flatMap((text) => text.split("\n"));
@@ -112,11 +134,23 @@ test("a mistyped command or option is answered with the nearest one; a far one w
   const far = await run("frobnicate");
   const farOption = await run("list", "--bogus");
   const topic = await run("help", "reveiw");
-  expect(command).toEqual({ code: 2, stdout: "", stderr: "tether: unknown command 'instal'. Did you mean 'install'? Run 'tether help'" });
-  expect(option).toEqual({ code: 2, stdout: "", stderr: "tether: unknown option '--jsno'. Did you mean '--json'? Run 'tether help'" });
+  expect(command).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "tether: unknown command 'instal'. Did you mean 'install'? Run 'tether help'",
+  });
+  expect(option).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "tether: unknown option '--jsno'. Did you mean '--json'? Run 'tether help'",
+  });
   expect(far.stderr).toBe("tether: unknown command 'frobnicate'. Run 'tether help'");
   expect(farOption.stderr).toBe("tether: unknown option '--bogus'. Run 'tether help'");
-  expect(topic).toEqual({ code: 2, stdout: "", stderr: "tether help: unknown command 'reveiw'. Did you mean 'review'? Run 'tether help'" });
+  expect(topic).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "tether help: unknown command 'reveiw'. Did you mean 'review'? Run 'tether help'",
+  });
 });
 
 test("help is plain text unless painted; painted, only the headings change", () => {

@@ -8,7 +8,14 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { Packr } from "msgpackr";
 import * as v from "valibot";
-import { DEFAULT_MAX_FRAME_BYTES, FrameReader, ProtocolError, decodeFrame, encodeFrame, type ProtocolErrorCode } from "../../jail-runtime/wire/codec.js";
+import {
+  DEFAULT_MAX_FRAME_BYTES,
+  FrameReader,
+  ProtocolError,
+  decodeFrame,
+  encodeFrame,
+  type ProtocolErrorCode,
+} from "../../jail-runtime/wire/codec.js";
 import { BrokerFrame, SatelliteFrame, type Cap } from "../../jail-runtime/wire/frames.js";
 import { anyFrame, concat, encodeStream, splitAt, type Directed } from "./support/arbitraries.js";
 
@@ -91,7 +98,10 @@ describe("encodeFrame() and decodeFrame()", () => {
 
   test("encodeFrame() enforces the 16 MiB default bound", () => {
     expect(DEFAULT_MAX_FRAME_BYTES).toBe(16 * 1024 * 1024);
-    expectCode(() => encodeFrame({ t: "result", id: 1, ok: true, value: "x".repeat(DEFAULT_MAX_FRAME_BYTES) }), "frame_too_large");
+    expectCode(
+      () => encodeFrame({ t: "result", id: 1, ok: true, value: "x".repeat(DEFAULT_MAX_FRAME_BYTES) }),
+      "frame_too_large",
+    );
   });
 
   test("decodeFrame() strips fields the schema does not name", () => {
@@ -148,7 +158,16 @@ describe("encodeFrame() and decodeFrame()", () => {
   });
 
   test("decodeFrame() names the frame and each failing field of a map that fails the schema", () => {
-    const body = packr.pack({ t: "call", id: -1, token: "k", kind: "tool", name: "n", args: "{}", strand: "", deadline_ms: 1.5 });
+    const body = packr.pack({
+      t: "call",
+      id: -1,
+      token: "k",
+      kind: "tool",
+      name: "n",
+      args: "{}",
+      strand: "",
+      deadline_ms: 1.5,
+    });
     const err = expectCode(() => decodeFrame(body, BrokerFrame), "malformed_frame");
     expect(err.message).toMatch(/^Bad 'call' frame: /);
     expect(err.message).toContain("at .id");
@@ -190,7 +209,10 @@ describe("encodeFrame() and decodeFrame()", () => {
       { t: "hello", boot: "b", runtime: "r", tools: Array.from({ length: 1024 }, () => 7), hooks: [] },
     ];
     for (const frame of hostile) {
-      const err = expectCode(() => decodeFrame(packr.pack(frame), frame.t === "call" ? BrokerFrame : SatelliteFrame), "malformed_frame");
+      const err = expectCode(
+        () => decodeFrame(packr.pack(frame), frame.t === "call" ? BrokerFrame : SatelliteFrame),
+        "malformed_frame",
+      );
       expect(err.message.length).toBeLessThanOrEqual(2048);
     }
   });
@@ -205,7 +227,13 @@ describe("FrameReader", () => {
       fc.property(stream, cuts, (frames, at) => {
         const pieces = splitAt(encodeStream(frames), at);
         const reader = new FrameReader();
-        expect(readAll(reader, pieces, frames.map((f) => f.schema))).toEqual(frames.map((f) => f.frame));
+        expect(
+          readAll(
+            reader,
+            pieces,
+            frames.map((f) => f.schema),
+          ),
+        ).toEqual(frames.map((f) => f.frame));
         expect(reader.buffered).toBe(0);
         expect(() => reader.end()).not.toThrow();
       }),
@@ -218,7 +246,13 @@ describe("FrameReader", () => {
         const bytes = encodeStream(frames);
         const pieces = Array.from({ length: bytes.length }, (_, i) => bytes.subarray(i, i + 1));
         const reader = new FrameReader();
-        expect(readAll(reader, pieces, frames.map((f) => f.schema))).toEqual(frames.map((f) => f.frame));
+        expect(
+          readAll(
+            reader,
+            pieces,
+            frames.map((f) => f.schema),
+          ),
+        ).toEqual(frames.map((f) => f.frame));
         expect(reader.buffered).toBe(0);
       }),
       { numRuns: 40 },
@@ -474,7 +508,9 @@ describe("FrameReader over a real Unix socket", () => {
             });
             const pieces = splitAt(encodeStream(frames), at);
             for (const [i, piece] of pieces.entries()) {
-              await new Promise<void>((resolve, reject) => client.write(piece, (err) => (err ? reject(err) : resolve())));
+              await new Promise<void>((resolve, reject) =>
+                client.write(piece, (err) => (err ? reject(err) : resolve())),
+              );
               const p = pauses[i % pauses.length];
               if (p === "immediate") await new Promise<void>((resolve) => setImmediate(resolve));
               else if (p === "timeout") await new Promise<void>((resolve) => setTimeout(resolve, 1));

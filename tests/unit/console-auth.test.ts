@@ -7,11 +7,35 @@
  */
 import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
-import { ConsoleSessions, SignInLimit, clearedCookie, cookieOf, cookiesOf, crossSiteProblem, csrfMatches, hostProblem, ownOrigin, sessionCookie } from "../../broker/console/auth.js";
-import { ApproveForm, ActionForm, FormError, LoginForm, MAX_FORM_BYTES, parseFields, parseForm, readBody, readForm } from "../../broker/console/form.js";
+import {
+  ConsoleSessions,
+  SignInLimit,
+  clearedCookie,
+  cookieOf,
+  cookiesOf,
+  crossSiteProblem,
+  csrfMatches,
+  hostProblem,
+  ownOrigin,
+  sessionCookie,
+} from "../../broker/console/auth.js";
+import {
+  ApproveForm,
+  ActionForm,
+  FormError,
+  LoginForm,
+  MAX_FORM_BYTES,
+  parseFields,
+  parseForm,
+  readBody,
+  readForm,
+} from "../../broker/console/form.js";
 
 /** A request as the checks read it: headers and whether it came over TCP or TLS. */
-function request(headers: Record<string, string>, socket: { remoteAddress?: string; encrypted?: boolean } = { remoteAddress: "127.0.0.1" }): IncomingMessage {
+function request(
+  headers: Record<string, string>,
+  socket: { remoteAddress?: string; encrypted?: boolean } = { remoteAddress: "127.0.0.1" },
+): IncomingMessage {
   return { headers, socket } as unknown as IncomingMessage;
 }
 
@@ -84,7 +108,8 @@ describe("console sessions", () => {
     const s = sessions.create("alice");
     const other = sessions.create("bob");
     expect(csrfMatches(s, s.csrf)).toBe(true);
-    for (const given of [undefined, "", other.csrf, s.csrf.slice(1), `${s.csrf}x`, s.id]) expect([given, csrfMatches(s, given)]).toEqual([given, false]);
+    for (const given of [undefined, "", other.csrf, s.csrf.slice(1), `${s.csrf}x`, s.id])
+      expect([given, csrfMatches(s, given)]).toEqual([given, false]);
   });
 });
 
@@ -107,18 +132,23 @@ describe("where a request comes from", () => {
   test("Origin must be the console's own and Sec-Fetch-Site same-origin, when the browser sends them", () => {
     const host = { host: "127.0.0.1:8080" };
     expect(crossSiteProblem(request({ ...host }))).toBeNull();
-    expect(crossSiteProblem(request({ ...host, origin: "http://127.0.0.1:8080", "sec-fetch-site": "same-origin" }))).toBeNull();
+    expect(
+      crossSiteProblem(request({ ...host, origin: "http://127.0.0.1:8080", "sec-fetch-site": "same-origin" })),
+    ).toBeNull();
     expect(crossSiteProblem(request({ ...host, origin: "http://evil.example" }))).toContain("another origin");
     expect(crossSiteProblem(request({ ...host, origin: "http://127.0.0.1:8081" }))).toContain("another origin");
     expect(crossSiteProblem(request({ ...host, origin: "https://127.0.0.1:8080" }))).toContain("another origin");
     expect(crossSiteProblem(request({ ...host, origin: "null" }))).toContain("another origin");
-    for (const site of ["cross-site", "same-site", "none"]) expect(crossSiteProblem(request({ ...host, "sec-fetch-site": site }))).toContain(site);
+    for (const site of ["cross-site", "same-site", "none"])
+      expect(crossSiteProblem(request({ ...host, "sec-fetch-site": site }))).toContain(site);
     expect(ownOrigin(request(host, { remoteAddress: "127.0.0.1", encrypted: true }))).toBe("https://127.0.0.1:8080");
   });
 
   test("the Host must be a loopback name, over TCP and over the Unix socket (a forward passes the page's Host on)", () => {
-    for (const host of ["127.0.0.1:1", "localhost:8080", "LOCALHOST", "[::1]:9"]) expect([host, hostProblem(request({ host }))]).toEqual([host, null]);
-    for (const host of ["evil.example:8080", "127.0.0.1.evil.example", "10.0.0.1:80", ""]) expect(hostProblem(request({ host }))).toContain("not a loopback name");
+    for (const host of ["127.0.0.1:1", "localhost:8080", "LOCALHOST", "[::1]:9"])
+      expect([host, hostProblem(request({ host }))]).toEqual([host, null]);
+    for (const host of ["evil.example:8080", "127.0.0.1.evil.example", "10.0.0.1:80", ""])
+      expect(hostProblem(request({ host }))).toContain("not a loopback name");
     expect(hostProblem(request({}))).toContain("not a loopback name");
     expect(hostProblem(request({ host: "evil.example" }, {}))).toContain("not a loopback name");
     expect(hostProblem(request({ host: "localhost" }, {}))).toBeNull();
@@ -132,12 +162,18 @@ describe("forms", () => {
     expect((await readBody(body([exact]))).length).toBe(MAX_FORM_BYTES);
     const over = [Buffer.alloc(MAX_FORM_BYTES, 0x61), Buffer.from("b")];
     await expect(readBody(body(over))).rejects.toMatchObject({ status: 413 });
-    await expect(readBody(body([Buffer.from("x")], { "content-length": String(2 * 1024 * 1024) }))).rejects.toMatchObject({ status: 413 });
+    await expect(
+      readBody(body([Buffer.from("x")], { "content-length": String(2 * 1024 * 1024) })),
+    ).rejects.toMatchObject({ status: 413 });
   });
 
   test("only urlencoded forms", async () => {
-    await expect(readForm(body([Buffer.from("{}")], { "content-type": "application/json" }))).rejects.toMatchObject({ status: 415 });
-    const fields = await readForm(body([Buffer.from("a=1&a=2&b=%20x")], { "content-type": "application/x-www-form-urlencoded; charset=utf-8" }));
+    await expect(readForm(body([Buffer.from("{}")], { "content-type": "application/json" }))).rejects.toMatchObject({
+      status: 415,
+    });
+    const fields = await readForm(
+      body([Buffer.from("a=1&a=2&b=%20x")], { "content-type": "application/x-www-form-urlencoded; charset=utf-8" }),
+    );
     expect([...fields]).toEqual([
       ["a", ["1", "2"]],
       ["b", [" x"]],
@@ -150,9 +186,14 @@ describe("forms", () => {
     expect(parseForm(ActionForm, fields("csrf=abc"))).toEqual({ csrf: "abc" });
     expect(() => parseForm(ActionForm, fields("csrf=abc&confirm=sure"))).toThrow(FormError);
     expect(() => parseForm(ActionForm, fields("csrf=a&csrf=b"))).toThrow("the field 'csrf' was given 2 times");
-    expect(parseForm(ApproveForm, fields("csrf=c&rule=GET+https%3A%2F%2Fa%2F&rule=POST+https%3A%2F%2Fb%2F"))).toEqual({ csrf: "c", rule: ["GET https://a/", "POST https://b/"] });
+    expect(parseForm(ApproveForm, fields("csrf=c&rule=GET+https%3A%2F%2Fa%2F&rule=POST+https%3A%2F%2Fb%2F"))).toEqual({
+      csrf: "c",
+      rule: ["GET https://a/", "POST https://b/"],
+    });
     expect(parseForm(ApproveForm, fields("csrf=c"))).toEqual({ csrf: "c", rule: [] });
-    expect(() => parseForm(ApproveForm, fields("csrf=c&rule=GET+https%3A%2F%2Fa%2F%1B[2J"))).toThrow("no control characters");
+    expect(() => parseForm(ApproveForm, fields("csrf=c&rule=GET+https%3A%2F%2Fa%2F%1B[2J"))).toThrow(
+      "no control characters",
+    );
     expect(parseForm(LoginForm, fields("token=t&operator=+alice+"))).toEqual({ token: "t", operator: "alice" });
     expect(() => parseForm(LoginForm, fields("operator=alice"))).toThrow(FormError);
     expect(() => parseForm(LoginForm, fields(`token=t&operator=${"x".repeat(65)}`))).toThrow("at most 64 characters");

@@ -27,7 +27,9 @@ const NASTY = [
 ];
 
 test.each(NASTY)("%j is one shell word, read back as itself", (text) => {
-  const out = execFileSync("bash", ["-c", `printf '%s\\0' ${shellWord(text)}`], { encoding: "utf8", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent" } });
+  const out = execFileSync("bash", ["-c", `printf '%s\\0' ${shellWord(text)}`], {
+    encoding: "utf8",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent" },
+  });
   expect(out).toBe(`${text}\0`);
 });
-

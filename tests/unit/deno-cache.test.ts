@@ -93,23 +93,27 @@ test("artifacts never share a cache folder", async () => {
 
 const bwrapTest = findBwrap() === null ? test.skip : test;
 
-bwrapTest("the jail gets private copies of the cache files (bwrap --file on fds 5…), never the folder; only the warm-up binds the cache files themselves read-write", async () => {
-  const cache = await denoCacheFor(root, "9".repeat(64), deno, fakeWarm([]))();
-  const base = { sandbox: "bwrap" as const, deno, artifact: join(root, "a.js"), socketDir: root, memoryMb: 64 };
-  const copied = launchCommand({ ...base, denoCache: cache });
-  // fd 4 is the artifact (copied in too); the cache files follow it.
-  expect(copied.files).toEqual([base.artifact, ...DENO_CACHE_FILES.map((name) => join(cache!.dir, name))]);
-  const joined = copied.bwrapOptions!.join(" ");
-  DENO_CACHE_FILES.forEach((name, i) => expect(joined).toContain(`--file ${5 + i} /tmp/deno/${name}`));
-  expect(joined).not.toContain(cache!.dir);
-  const warming = launchCommand({ ...base, denoCache: { dir: cache!.dir, writable: true } });
-  expect(warming.files).toEqual([base.artifact]);
-  const warmArgs = warming.bwrapOptions!.join(" ");
-  for (const name of DENO_CACHE_FILES) {
-    for (const file of [name, `${name}-wal`, `${name}-shm`]) expect(warmArgs).toContain(`--bind ${cache!.dir}/${file} /tmp/deno/${file}`);
-  }
-  // Never the folder itself: the rest of DENO_DIR (localStorage, the Cache API) stays on the jail's tmpfs.
-  expect(warmArgs).not.toContain(`--bind ${cache!.dir} `);
-  expect(launchCommand(base).files).toEqual([base.artifact]);
-  expect(existsSync(cache!.dir)).toBe(true);
-});
+bwrapTest(
+  "the jail gets private copies of the cache files (bwrap --file on fds 5…), never the folder; only the warm-up binds the cache files themselves read-write",
+  async () => {
+    const cache = await denoCacheFor(root, "9".repeat(64), deno, fakeWarm([]))();
+    const base = { sandbox: "bwrap" as const, deno, artifact: join(root, "a.js"), socketDir: root, memoryMb: 64 };
+    const copied = launchCommand({ ...base, denoCache: cache });
+    // fd 4 is the artifact (copied in too); the cache files follow it.
+    expect(copied.files).toEqual([base.artifact, ...DENO_CACHE_FILES.map((name) => join(cache!.dir, name))]);
+    const joined = copied.bwrapOptions!.join(" ");
+    DENO_CACHE_FILES.forEach((name, i) => expect(joined).toContain(`--file ${5 + i} /tmp/deno/${name}`));
+    expect(joined).not.toContain(cache!.dir);
+    const warming = launchCommand({ ...base, denoCache: { dir: cache!.dir, writable: true } });
+    expect(warming.files).toEqual([base.artifact]);
+    const warmArgs = warming.bwrapOptions!.join(" ");
+    for (const name of DENO_CACHE_FILES) {
+      for (const file of [name, `${name}-wal`, `${name}-shm`])
+        expect(warmArgs).toContain(`--bind ${cache!.dir}/${file} /tmp/deno/${file}`);
+    }
+    // Never the folder itself: the rest of DENO_DIR (localStorage, the Cache API) stays on the jail's tmpfs.
+    expect(warmArgs).not.toContain(`--bind ${cache!.dir} `);
+    expect(launchCommand(base).files).toEqual([base.artifact]);
+    expect(existsSync(cache!.dir)).toBe(true);
+  },
+);

@@ -14,7 +14,18 @@ import { fileURLToPath } from "node:url";
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** Top-level folders whose paths the docs name in backticks; a path starting elsewhere is not checked. */
-const REPO_FOLDERS = ["broker", "jail-runtime", "manifests", "examples", "tests", "bench", "docs", "bin", "drizzle", "packages"];
+const REPO_FOLDERS = [
+  "broker",
+  "jail-runtime",
+  "manifests",
+  "examples",
+  "tests",
+  "bench",
+  "docs",
+  "bin",
+  "drizzle",
+  "packages",
+];
 
 const DOCS = [
   "README.md",
@@ -121,7 +132,8 @@ function problemsWithPath(at: Line, span: string): string[] {
 }
 
 /** What the docs once cited instead of saying: notes that are not in the repository. */
-const OUTSIDE = /\.\.\/shared|\bDESIGN\.md\b|\bSTYLE\.md\b|\bclaude-hooks\.md\b|design notes|research notes|\bthe seed\b|\bseeds?\//i;
+const OUTSIDE =
+  /\.\.\/shared|\bDESIGN\.md\b|\bSTYLE\.md\b|\bclaude-hooks\.md\b|design notes|research notes|\bthe seed\b|\bseeds?\//i;
 
 test.each(DOCS)("%s: relative links resolve inside the repository", (doc) => {
   const problems = prose(doc).flatMap((at) => linkTargets(at.text).flatMap((target) => problemsWithLink(at, target)));
@@ -136,7 +148,9 @@ test.each(DOCS)("%s: backticked repository paths exist", (doc) => {
 test.each(DOCS)("%s: cites nothing outside the repository", (doc) => {
   const problems = readFileSync(join(REPO, doc), "utf8")
     .split("\n")
-    .flatMap((text, i) => (OUTSIDE.test(text) ? [`${doc}:${i + 1}: cites something outside the repository: ${text.trim()}`] : []));
+    .flatMap((text, i) =>
+      OUTSIDE.test(text) ? [`${doc}:${i + 1}: cites something outside the repository: ${text.trim()}`] : [],
+    );
   expect(problems).toEqual([]);
 });
 
@@ -149,7 +163,9 @@ test("the checks themselves: anchors, links and paths", () => {
   expect(problemsWithLink(at, "nope.md")[0]).toMatch(/docs\/nope\.md does not exist/);
   expect(problemsWithLink(at, "#no-such-heading")[0]).toMatch(/no heading with the anchor #no-such-heading/);
   expect(problemsWithPath(at, "broker/hooks/compose.ts")).toEqual([]);
-  expect(problemsWithPath(at, "broker/egress/fetch.ts")).toEqual(["docs/hooks.md:1: `broker/egress/fetch.ts` does not exist in the repository"]);
+  expect(problemsWithPath(at, "broker/egress/fetch.ts")).toEqual([
+    "docs/hooks.md:1: `broker/egress/fetch.ts` does not exist in the repository",
+  ]);
   expect(problemsWithPath(at, "pipeline.ts")).toEqual([]); // no folder: not checked
   expect(linkTargets("see [a](b.md#c) and `[x](y)`")).toEqual(["b.md#c"]);
 });

@@ -6,13 +6,30 @@
  */
 import fc from "fast-check";
 import { Packr, Unpackr } from "msgpackr";
-import { DocumentBoundsError, FRAME_BOUNDS, JSON_BOUNDS, parseBoundedJson, scanJson, scanMsgpack } from "../../jail-runtime/wire/document-bounds.js";
+import {
+  DocumentBoundsError,
+  FRAME_BOUNDS,
+  JSON_BOUNDS,
+  parseBoundedJson,
+  scanJson,
+  scanMsgpack,
+} from "../../jail-runtime/wire/document-bounds.js";
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
 
 const value = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: "small" }, fc.string(), fc.integer(), fc.double({ noNaN: true }), fc.boolean(), fc.constant(null), fc.uint8Array({ maxLength: 300 }), tie("array"), tie("object")),
+  value: fc.oneof(
+    { depthSize: "small" },
+    fc.string(),
+    fc.integer(),
+    fc.double({ noNaN: true }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.uint8Array({ maxLength: 300 }),
+    tie("array"),
+    tie("object"),
+  ),
   array: fc.array(tie("value"), { maxLength: 5 }),
   object: fc.dictionary(fc.string({ maxLength: 8 }), tie("value"), { maxKeys: 5 }),
 })).value;
@@ -62,13 +79,17 @@ describe("msgpack bombs", () => {
     ["array32", (d: number) => new Uint8Array([...Array.from({ length: d }, () => [0xdd, 0, 0, 0, 1]).flat(), 0xc0])],
   ])("%s nested one deeper than the bound is refused; at the bound it passes", (_name, nest) => {
     scanMsgpack(nest(FRAME_BOUNDS.maxDepth));
-    expect(refused(() => scanMsgpack(nest(FRAME_BOUNDS.maxDepth + 1)), "depth")).toBe(`nested deeper than ${FRAME_BOUNDS.maxDepth} levels`);
+    expect(refused(() => scanMsgpack(nest(FRAME_BOUNDS.maxDepth + 1)), "depth")).toBe(
+      `nested deeper than ${FRAME_BOUNDS.maxDepth} levels`,
+    );
   });
 
   test("a map of 2.3 million keys (15.6 MB, under the frame limit) is refused after the element bound, not decoded", () => {
     const map: Record<string, number> = {};
     for (let i = 0; i < FRAME_BOUNDS.maxElements; i++) map[`k${i}`] = 0;
-    expect(refused(() => scanMsgpack(packr.pack(map)), "elements")).toBe(`more than ${FRAME_BOUNDS.maxElements} elements`);
+    expect(refused(() => scanMsgpack(packr.pack(map)), "elements")).toBe(
+      `more than ${FRAME_BOUNDS.maxElements} elements`,
+    );
   });
 
   test.each([
@@ -87,10 +108,12 @@ describe("msgpack bombs", () => {
 describe("JSON bombs", () => {
   test.each([
     ["arrays", (d: number) => "[".repeat(d) + "]".repeat(d)],
-    ["objects", (d: number) => '{"a":'.repeat(d) + "0" + "}".repeat(d)],
+    ["objects", (d: number) => `${'{"a":'.repeat(d)}0${"}".repeat(d)}`],
   ])("%s nested one deeper than the bound are refused; at the bound they pass", (_name, nest) => {
     scanJson(nest(JSON_BOUNDS.maxDepth));
-    expect(refused(() => scanJson(nest(JSON_BOUNDS.maxDepth + 1)), "depth")).toBe(`nested deeper than ${JSON_BOUNDS.maxDepth} levels`);
+    expect(refused(() => scanJson(nest(JSON_BOUNDS.maxDepth + 1)), "depth")).toBe(
+      `nested deeper than ${JSON_BOUNDS.maxDepth} levels`,
+    );
   });
 
   test("100,000 levels (JSON.stringify overflows the stack on it) are refused without recursion", () => {
@@ -103,6 +126,6 @@ describe("JSON bombs", () => {
   });
 
   test("brackets and quotes inside strings do not count", () => {
-    scanJson(JSON.stringify({ a: "[[[[{{{{\\\"]]]" + "[".repeat(10_000) }), { maxDepth: 2, maxElements: 10 });
+    scanJson(JSON.stringify({ a: `[[[[{{{{\\\"]]]${"[".repeat(10_000)}` }), { maxDepth: 2, maxElements: 10 });
   });
 });

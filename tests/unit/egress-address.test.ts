@@ -219,11 +219,29 @@ describe("classifyAddress: IPv6 embedding an IPv4", () => {
     ["2002::", "unspecified", "2002::", "0.0.0.0", "6to4"],
     ["2002:808:808::1", "public", "2002:808:808::1", "8.8.8.8", "6to4"],
     // Teredo: client is the inverted last 32 bits; a non-public server counts too
-    ["2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback", "2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1", "teredo_client"],
+    [
+      "2001:0:4136:e378:8000:63bf:80ff:fffe",
+      "loopback",
+      "2001:0:4136:e378:8000:63bf:80ff:fffe",
+      "127.0.0.1",
+      "teredo_client",
+    ],
     ["2001::5601:5601", "metadata", "2001::5601:5601", "169.254.169.254", "teredo_client"],
-    ["2001:0:4136:e378:8000:63bf:f5ff:fffe", "private", "2001:0:4136:e378:8000:63bf:f5ff:fffe", "10.0.0.1", "teredo_client"],
+    [
+      "2001:0:4136:e378:8000:63bf:f5ff:fffe",
+      "private",
+      "2001:0:4136:e378:8000:63bf:f5ff:fffe",
+      "10.0.0.1",
+      "teredo_client",
+    ],
     ["2001:0:a00:1:8000:63bf:f7f7:f7f7", "private", "2001:0:a00:1:8000:63bf:f7f7:f7f7", "10.0.0.1", "teredo_server"],
-    ["2001:0:4136:e378:8000:63bf:f7f7:f7f7", "public", "2001:0:4136:e378:8000:63bf:f7f7:f7f7", "8.8.8.8", "teredo_client"],
+    [
+      "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+      "public",
+      "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+      "8.8.8.8",
+      "teredo_client",
+    ],
   ])("%s is %s", (ip, cls, canonical, embedded, via) => {
     const info = classifyAddress(ip, NONE);
     expect(info).toEqual({ address: canonical, family: 6, class: cls, embedded: { address: embedded, via } });
@@ -231,7 +249,11 @@ describe("classifyAddress: IPv6 embedding an IPv4", () => {
 
   test("an address just outside an embedding prefix is not unwrapped", () => {
     // 64:ff9b:0:1::/64 is neither 64:ff9b::/96 nor 64:ff9b:1::/48: outside 2000::/3, so reserved.
-    expect(classifyAddress("64:ff9b:0:1::7f00:1", NONE)).toEqual({ address: "64:ff9b:0:1::7f00:1", family: 6, class: "reserved" });
+    expect(classifyAddress("64:ff9b:0:1::7f00:1", NONE)).toEqual({
+      address: "64:ff9b:0:1::7f00:1",
+      family: 6,
+      class: "reserved",
+    });
     // ::fffe:0:0/96 is not IPv4-mapped.
     expect(classifyAddress("::fffe:7f00:1", NONE)).toEqual({ address: "::fffe:7f00:1", family: 6, class: "reserved" });
     // 2001:1::/32 is not Teredo (2001::/32).
@@ -473,12 +495,25 @@ describe("parseIpLiteral", () => {
     expect(parseIpLiteral(host)).toBe(ip);
   });
 
-  test.each(["example.com", "EXAMPLE.com", "localhost", "1e1", "123.example", "foo.0x1g", "a_b.example.com", "xn--bcher-kva.example", "bücher.example", "", "*", "*.example.com", "a/b", "a?b", "0x7f.example"])(
-    "%j is not an IP literal (null)",
-    (host) => {
-      expect(parseIpLiteral(host)).toBeNull();
-    },
-  );
+  test.each([
+    "example.com",
+    "EXAMPLE.com",
+    "localhost",
+    "1e1",
+    "123.example",
+    "foo.0x1g",
+    "a_b.example.com",
+    "xn--bcher-kva.example",
+    "bücher.example",
+    "",
+    "*",
+    "*.example.com",
+    "a/b",
+    "a?b",
+    "0x7f.example",
+  ])("%j is not an IP literal (null)", (host) => {
+    expect(parseIpLiteral(host)).toBeNull();
+  });
 
   test.each([
     "1.2.3.4.5",
@@ -532,7 +567,9 @@ const NON_PUBLIC: ReadonlyArray<readonly [string, number]> = [
 
 const nonPublicV4 = fc
   .constantFrom(...NON_PUBLIC)
-  .chain(([base, prefix]) => fc.integer({ min: 0, max: 2 ** (32 - prefix) - 1 }).map((host) => (v4Value(base) + host) >>> 0));
+  .chain(([base, prefix]) =>
+    fc.integer({ min: 0, max: 2 ** (32 - prefix) - 1 }).map((host) => (v4Value(base) + host) >>> 0),
+  );
 
 const anyV4 = fc.integer({ min: 0, max: 0xffffffff });
 
@@ -572,7 +609,8 @@ function legacyIPv4(value: number) {
 }
 
 const FULLWIDTH = (text: string) => text.replace(/[0-9]/g, (d) => String.fromCharCode(0xff10 + Number(d)));
-const percentEncode = (text: string) => [...text].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`).join("");
+const percentEncode = (text: string) =>
+  [...text].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`).join("");
 
 /** IPv6 spellings that carry `value` as an embedded IPv4. */
 function embeddings(value: number): string[] {
@@ -598,13 +636,25 @@ describe("properties", () => {
   test("every WHATWG-accepted encoding of a non-public IPv4 classifies as non-public (and as its canonical form)", () => {
     fc.assert(
       fc.property(
-        nonPublicV4.chain((value) => fc.tuple(fc.constant(value), legacyIPv4(value), fc.constantFrom("plain", "fullwidth", "ideographic", "percent"))),
+        nonPublicV4.chain((value) =>
+          fc.tuple(
+            fc.constant(value),
+            legacyIPv4(value),
+            fc.constantFrom("plain", "fullwidth", "ideographic", "percent"),
+          ),
+        ),
         ([value, spelling, dressing]) => {
           const canonical = v4Text(value);
           const expected = classOf(canonical);
           expect(expected).not.toBe("public");
           const dressed =
-            dressing === "fullwidth" ? FULLWIDTH(spelling) : dressing === "ideographic" ? spelling.replace(/\./g, "\u3002") : dressing === "percent" ? percentEncode(spelling) : spelling;
+            dressing === "fullwidth"
+              ? FULLWIDTH(spelling)
+              : dressing === "ideographic"
+                ? spelling.replace(/\./g, "\u3002")
+                : dressing === "percent"
+                  ? percentEncode(spelling)
+                  : spelling;
           const hostname = new URL(`http://${dressed}/`).hostname; // always accepted
           expect(hostname).toBe(canonical);
           const ip = parseIpLiteral(hostname);
@@ -677,21 +727,37 @@ describe("properties", () => {
   test("the canonical IPv6 form is the WHATWG serialisation", () => {
     const group = fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 0, max: 0xffff }));
     fc.assert(
-      fc.property(fc.array(group, { minLength: 8, maxLength: 8 }), fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 8, maxLength: 8 }), fc.boolean(), (groups, pads, upper) => {
-        let text = groups.map((g, i) => g.toString(16).padStart(Math.min(4, g.toString(16).length + pads[i]!), "0")).join(":");
-        if (upper) text = text.toUpperCase();
-        const whatwg = new URL(`http://[${text}]/`).hostname.slice(1, -1);
-        const info = classifyAddress(text, NONE);
-        expect(info.address).toBe(whatwg);
-        expect(parseIpLiteral(`[${text}]`)).toBe(whatwg);
-        expect(classifyAddress(info.address, NONE)).toEqual(info); // idempotent
-      }),
+      fc.property(
+        fc.array(group, { minLength: 8, maxLength: 8 }),
+        fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 8, maxLength: 8 }),
+        fc.boolean(),
+        (groups, pads, upper) => {
+          let text = groups
+            .map((g, i) => g.toString(16).padStart(Math.min(4, g.toString(16).length + pads[i]!), "0"))
+            .join(":");
+          if (upper) text = text.toUpperCase();
+          const whatwg = new URL(`http://[${text}]/`).hostname.slice(1, -1);
+          const info = classifyAddress(text, NONE);
+          expect(info.address).toBe(whatwg);
+          expect(parseIpLiteral(`[${text}]`)).toBe(whatwg);
+          expect(classifyAddress(info.address, NONE)).toEqual(info); // idempotent
+        },
+      ),
       { numRuns: 500 },
     );
   });
 
   test("IPv4 classification never calls a range public that ipaddr.js calls special", () => {
-    const special = new Set(["unspecified", "broadcast", "multicast", "linkLocal", "loopback", "carrierGradeNat", "private", "reserved"]);
+    const special = new Set([
+      "unspecified",
+      "broadcast",
+      "multicast",
+      "linkLocal",
+      "loopback",
+      "carrierGradeNat",
+      "private",
+      "reserved",
+    ]);
     fc.assert(
       fc.property(fc.oneof(anyV4, nonPublicV4), (value) => {
         const text = v4Text(value);
@@ -705,14 +771,30 @@ describe("properties", () => {
   });
 
   test("IPv6 classification never calls a range public that ipaddr.js calls special", () => {
-    const special = new Set(["unspecified", "linkLocal", "multicast", "loopback", "uniqueLocal", "deprecatedSiteLocal", "benchmarking", "discard", "orchid2", "deprecatedOrchid"]);
+    const special = new Set([
+      "unspecified",
+      "linkLocal",
+      "multicast",
+      "loopback",
+      "uniqueLocal",
+      "deprecatedSiteLocal",
+      "benchmarking",
+      "discard",
+      "orchid2",
+      "deprecatedOrchid",
+    ]);
     const prefixes = ["fe80", "fc00", "fd00", "fec0", "ff02", "2001:2", "100", "2001:20", "2001:db8", "0"];
-    const v6 = fc.tuple(fc.constantFrom(...prefixes), fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 6, maxLength: 6 })).map(([prefix, rest]) => {
-      const head = prefix.split(":");
-      const groups = [...head, ...rest.map(hex16)].slice(0, 8);
-      while (groups.length < 8) groups.push("0");
-      return groups.join(":");
-    });
+    const v6 = fc
+      .tuple(
+        fc.constantFrom(...prefixes),
+        fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 6, maxLength: 6 }),
+      )
+      .map(([prefix, rest]) => {
+        const head = prefix.split(":");
+        const groups = [...head, ...rest.map(hex16)].slice(0, 8);
+        while (groups.length < 8) groups.push("0");
+        return groups.join(":");
+      });
     fc.assert(
       fc.property(v6, (text) => {
         const theirs = ipaddr.IPv6.parse(text).range();

@@ -33,12 +33,27 @@ const hex = (n: number) => n.toString(16);
 const classOf = (ip: string): AddressClass => classifyAddress(ip, NONE).class;
 
 /** Bases inside every special range, so that every class is drawn often. */
-const SPECIAL = ["0.0.0.0/8", "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "224.0.0.0/4", "240.0.0.0/4", "192.0.2.0/24", "198.18.0.0/15"];
+const SPECIAL = [
+  "0.0.0.0/8",
+  "127.0.0.0/8",
+  "10.0.0.0/8",
+  "172.16.0.0/12",
+  "192.168.0.0/16",
+  "169.254.0.0/16",
+  "100.64.0.0/10",
+  "224.0.0.0/4",
+  "240.0.0.0/4",
+  "192.0.2.0/24",
+  "198.18.0.0/15",
+];
 const METADATA = ["169.254.169.254", "169.254.170.2", "100.100.100.200", "168.63.129.16"];
 
 function randomV4(rand: () => number): number {
   const pick = rand();
-  if (pick < 0.1) return METADATA.map((m) => m.split(".").reduce((acc, p) => acc * 256 + Number(p), 0))[Math.floor(rand() * METADATA.length)]!;
+  if (pick < 0.1)
+    return METADATA.map((m) => m.split(".").reduce((acc, p) => acc * 256 + Number(p), 0))[
+      Math.floor(rand() * METADATA.length)
+    ]!;
   if (pick < 0.6) {
     const [base, prefix] = SPECIAL[Math.floor(rand() * SPECIAL.length)]!.split("/");
     const b = base!.split(".").reduce((acc, p) => acc * 256 + Number(p), 0);
@@ -76,8 +91,14 @@ function ipv6Forms(v: number, rand: () => number, publicV4: number): Array<{ for
     { form: "nat64", text: `64:ff9b::${hex(hi)}:${hex(lo)}` },
     { form: "nat64-local", text: `64:ff9b:1:${r16()}:${r16()}:${r16()}:${hex(hi)}:${hex(lo)}` },
     { form: "6to4", text: `2002:${hex(hi)}:${hex(lo)}:${r16()}::${r16()}` },
-    { form: "teredo-client", text: `2001:0:${hex(publicV4 >>> 16)}:${hex(publicV4 & 0xffff)}:8000:${r16()}:${hex(inv >>> 16)}:${hex(inv & 0xffff)}` },
-    { form: "teredo-server", text: `2001:0:${hex(hi)}:${hex(lo)}:8000:${r16()}:${hex(pinv >>> 16)}:${hex(pinv & 0xffff)}` },
+    {
+      form: "teredo-client",
+      text: `2001:0:${hex(publicV4 >>> 16)}:${hex(publicV4 & 0xffff)}:8000:${r16()}:${hex(inv >>> 16)}:${hex(inv & 0xffff)}`,
+    },
+    {
+      form: "teredo-server",
+      text: `2001:0:${hex(hi)}:${hex(lo)}:8000:${r16()}:${hex(pinv >>> 16)}:${hex(pinv & 0xffff)}`,
+    },
   ];
   // `::0.0.0.0` and `::0.0.0.1` are `::` and `::1`, not IPv4-compatible addresses.
   if (v > 1) forms.push({ form: "compatible", text: `::${hex(hi)}:${hex(lo)}` });
@@ -88,7 +109,7 @@ function ipv6Forms(v: number, rand: () => number, publicV4: number): Array<{ for
 function ranges(v: number, prefix: number): { inside: string; outside: string } {
   const size = 2 ** (32 - prefix);
   const base = v - (v % size);
-  const flipped = prefix === 0 ? null : (base ^ 2 ** (32 - prefix)) >>> 0; // the neighbouring block
+  const flipped = prefix === 0 ? null : (base ^ (2 ** (32 - prefix))) >>> 0; // the neighbouring block
   return { inside: `${v4Text(base)}/${prefix}`, outside: flipped === null ? "" : `${v4Text(flipped)}/${prefix}` };
 }
 
@@ -105,7 +126,13 @@ describe(`every form of an IPv4 agrees with the IPv4 (seed ${SEED}, ${RUNS} addr
   const rand = mulberry32(SEED);
   const cases = Array.from({ length: RUNS }, () => {
     const v = randomV4(rand);
-    return { v, publicV4: randomPublic(rand), prefix: Math.floor(rand() * 33), allowPrefix: 16 + Math.floor(rand() * 17), seed: Math.floor(rand() * 2 ** 31) };
+    return {
+      v,
+      publicV4: randomPublic(rand),
+      prefix: Math.floor(rand() * 33),
+      allowPrefix: 16 + Math.floor(rand() * 17),
+      seed: Math.floor(rand() * 2 ** 31),
+    };
   });
 
   test("URL host spellings are the same address, of the same class", () => {
@@ -141,7 +168,8 @@ describe(`every form of an IPv4 agrees with the IPv4 (seed ${SEED}, ${RUNS} addr
         // A Teredo address is judged by its client unless only the server is non-public:
         // a public server beside a public client is not what the address reaches.
         const decisive = !(form === "teredo-server" && cls === "public");
-        if (form !== "ipv4") expect([label, info.embedded?.address]).toEqual([label, decisive ? canonical : v4Text(publicV4)]);
+        if (form !== "ipv4")
+          expect([label, info.embedded?.address]).toEqual([label, decisive ? canonical : v4Text(publicV4)]);
         // Rules naming the IPv4 name every form (by the IPv4 it is judged by); denies of a range holding it deny every form.
         expect([label, namesAddress(named, address)]).toEqual([label, decisive]);
         expect([label, namesAddress(allowInside, address)]).toEqual([label, decisive]);
@@ -192,15 +220,29 @@ describe(`every form of an IPv4 agrees with the IPv4 (seed ${SEED}, ${RUNS} addr
         const resolve = async () => [{ address, family } as const];
         const label = `${canonical} as ${form}`;
         const allowed = await judge(new URL("http://probe.example:8080/x"), "GET", base, resolve);
-        if (cls === "unspecified") expect([label, allowed]).toMatchObject([label, { allowed: false, rule: "address:unspecified" }]);
+        if (cls === "unspecified")
+          expect([label, allowed]).toMatchObject([label, { allowed: false, rule: "address:unspecified" }]);
         else {
           const expectedClass = cls === "public" && form === "compatible" ? "reserved" : cls;
-          expect([label, allowed]).toMatchObject([label, { allowed: true, addresses: [{ address, family, class: expectedClass }] }]);
+          expect([label, allowed]).toMatchObject([
+            label,
+            { allowed: true, addresses: [{ address, family, class: expectedClass }] },
+          ]);
         }
-        const denied = await judge(new URL("http://probe.example:8080/x"), "GET", { ...base, operatorDeny: [parseRule(`[${deny.inside}]`, { allowBroad: true })] }, resolve);
+        const denied = await judge(
+          new URL("http://probe.example:8080/x"),
+          "GET",
+          { ...base, operatorDeny: [parseRule(`[${deny.inside}]`, { allowBroad: true })] },
+          resolve,
+        );
         expect([label, denied]).toMatchObject([label, { allowed: false, rule: `operator:deny [${deny.inside}]` }]);
         // Without the class switched on, a non-public form is refused by the operator's switch, never allowed.
-        const closed = await judge(new URL("http://probe.example:8080/x"), "GET", { ...base, reach: reachOf([], [], false) }, resolve);
+        const closed = await judge(
+          new URL("http://probe.example:8080/x"),
+          "GET",
+          { ...base, reach: reachOf([], [], false) },
+          resolve,
+        );
         if (cls !== "public" || form === "compatible") expect([label, closed.allowed]).toEqual([label, false]);
       }
     }
@@ -208,6 +250,19 @@ describe(`every form of an IPv4 agrees with the IPv4 (seed ${SEED}, ${RUNS} addr
 
   test("the probes drew every IPv4 class the tables hold", () => {
     const seen = new Set(cases.map(({ v }) => classOf(v4Text(v))));
-    for (const cls of ["public", "unspecified", "loopback", "private", "link_local", "cgnat", "metadata", "multicast", "reserved", "documentation", "benchmarking"]) expect([cls, seen.has(cls as AddressClass)]).toEqual([cls, true]);
+    for (const cls of [
+      "public",
+      "unspecified",
+      "loopback",
+      "private",
+      "link_local",
+      "cgnat",
+      "metadata",
+      "multicast",
+      "reserved",
+      "documentation",
+      "benchmarking",
+    ])
+      expect([cls, seen.has(cls as AddressClass)]).toEqual([cls, true]);
   });
 });

@@ -5,7 +5,13 @@
 import fc from "fast-check";
 import { getPublicSuffix } from "tldts";
 import { parseIpLiteral } from "../../broker/egress/ip-literal.js";
-import { InvalidHostError, isListedSuffix, isTooBroad, normaliseHost, suffixBelow } from "../../broker/egress/hostname.js";
+import {
+  InvalidHostError,
+  isListedSuffix,
+  isTooBroad,
+  normaliseHost,
+  suffixBelow,
+} from "../../broker/egress/hostname.js";
 
 const label63 = "a".repeat(63);
 /** 253 characters: 3 × 63 + 61 + 3 dots. */
@@ -113,14 +119,20 @@ describe("normaliseHost", () => {
 });
 
 describe("normaliseHost agrees with the WHATWG URL parser", () => {
-  test.each(["bücher.example", "Example.COM.", "ＥＸＡＭＰＬＥ.com", "faß.de", "公司.cn", "a_b.example.com", "example\u3002com", "a\u200bb.example"])(
-    "%j",
-    (host) => {
-      const hostname = new URL(`http://${host}/`).hostname;
-      expect(normaliseHost(host)).toBe(normaliseHost(hostname));
-      expect(hostname.replace(/\.$/, "")).toBe(normaliseHost(host));
-    },
-  );
+  test.each([
+    "bücher.example",
+    "Example.COM.",
+    "ＥＸＡＭＰＬＥ.com",
+    "faß.de",
+    "公司.cn",
+    "a_b.example.com",
+    "example\u3002com",
+    "a\u200bb.example",
+  ])("%j", (host) => {
+    const hostname = new URL(`http://${host}/`).hostname;
+    expect(normaliseHost(host)).toBe(normaliseHost(hostname));
+    expect(hostname.replace(/\.$/, "")).toBe(normaliseHost(host));
+  });
 
   test("the URL parser keeps hosts that normaliseHost refuses (so a request to them is refused)", () => {
     for (const host of ["example.com..", ".example.com", "a..b"]) {
@@ -130,7 +142,20 @@ describe("normaliseHost agrees with the WHATWG URL parser", () => {
   });
 
   test("property: whatever normaliseHost accepts, the URL parser accepts as the same name", () => {
-    const unit = fc.constantFrom(..."abcXYZ019-_", "ü", "ß", "é", "公", "Ａ", "\uff11", "ς", "\u0301", ".", ".", "\u3002");
+    const unit = fc.constantFrom(
+      ..."abcXYZ019-_",
+      "ü",
+      "ß",
+      "é",
+      "公",
+      "Ａ",
+      "\uff11",
+      "ς",
+      "\u0301",
+      ".",
+      ".",
+      "\u3002",
+    );
     fc.assert(
       fc.property(fc.string({ unit, minLength: 1, maxLength: 24 }), (raw) => {
         let normal: string | null;
@@ -219,12 +244,23 @@ describe("isTooBroad", () => {
     expect(isTooBroad(pattern)).toBeNull();
   });
 
-  test.each(["", "**.com", "*.*.com", "foo.*.com", "*foo.com", "f*.com", "*.example.com..", "*..com", "*.127.0.0.1", "127.0.0.1", "*.a/b", "* .com", ".*.com"])(
-    "%j is not a host pattern (throws)",
-    (pattern) => {
-      expect(() => isTooBroad(pattern)).toThrow(InvalidHostError);
-    },
-  );
+  test.each([
+    "",
+    "**.com",
+    "*.*.com",
+    "foo.*.com",
+    "*foo.com",
+    "f*.com",
+    "*.example.com..",
+    "*..com",
+    "*.127.0.0.1",
+    "127.0.0.1",
+    "*.a/b",
+    "* .com",
+    ".*.com",
+  ])("%j is not a host pattern (throws)", (pattern) => {
+    expect(() => isTooBroad(pattern)).toThrow(InvalidHostError);
+  });
 });
 
 describe("the public suffix trie as read from tldts", () => {
@@ -239,9 +275,12 @@ describe("the public suffix trie as read from tldts", () => {
     }
   });
 
-  test.each(["example.com", "example.co.uk", "foo.github.io", "localhost", "nonexistent-tld-for-tests"])("%s has no listed suffix below it", (name) => {
-    expect(suffixBelow(name)).toBeNull();
-  });
+  test.each(["example.com", "example.co.uk", "foo.github.io", "localhost", "nonexistent-tld-for-tests"])(
+    "%s has no listed suffix below it",
+    (name) => {
+      expect(suffixBelow(name)).toBeNull();
+    },
+  );
 
   test.each<[string, boolean]>([
     ["com", true],

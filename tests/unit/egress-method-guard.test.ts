@@ -14,36 +14,70 @@ const guard = (init: { url?: string; method?: string; headers?: Array<[string, s
   });
 
 describe("override headers", () => {
-  const spellings = (name: string) => [name, name.toUpperCase(), name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase()), ` ${name} `];
+  const spellings = (name: string) => [
+    name,
+    name.toUpperCase(),
+    name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase()),
+    ` ${name} `,
+  ];
 
-  test.each(OVERRIDE_HEADERS.flatMap((name) => spellings(name).flatMap((spelling) => ["GET", "POST", "DELETE"].map((named) => [spelling, named] as const))))(
-    "%s: %s is refused, whatever method it names",
-    (header, named) => {
-      const refused = guard({ method: "GET", headers: [["accept", "*/*"], [header, named]] });
-      expect(refused).toMatchObject({ allowed: false, rule: `request:override ${header.trim().toLowerCase()}` });
-      expect(refused?.reason).toContain(`'${header.trim().toLowerCase()}'`);
-    },
-  );
+  test.each(
+    OVERRIDE_HEADERS.flatMap((name) =>
+      spellings(name).flatMap((spelling) => ["GET", "POST", "DELETE"].map((named) => [spelling, named] as const)),
+    ),
+  )("%s: %s is refused, whatever method it names", (header, named) => {
+    const refused = guard({
+      method: "GET",
+      headers: [
+        ["accept", "*/*"],
+        [header, named],
+      ],
+    });
+    expect(refused).toMatchObject({ allowed: false, rule: `request:override ${header.trim().toLowerCase()}` });
+    expect(refused?.reason).toContain(`'${header.trim().toLowerCase()}'`);
+  });
 
   test("the list names the method and URL overrides", () => {
-    expect(OVERRIDE_HEADERS).toEqual(expect.arrayContaining(["x-http-method-override", "x-http-method", "x-method-override", "x-original-url", "x-rewrite-url"]));
+    expect(OVERRIDE_HEADERS).toEqual(
+      expect.arrayContaining([
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+        "x-original-url",
+        "x-rewrite-url",
+      ]),
+    );
   });
 
   test.each(["_method", "_METHOD"])("the query parameter %s is refused", (key) => {
-    expect(guard({ method: "POST", url: `${URL_}?${key}=DELETE`, body: "x" })).toMatchObject({ rule: "request:override _method" });
+    expect(guard({ method: "POST", url: `${URL_}?${key}=DELETE`, body: "x" })).toMatchObject({
+      rule: "request:override _method",
+    });
   });
 
   test("other headers and query parameters pass", () => {
-    expect(guard({ headers: [["x-method", "GET"], ["x-http-methods", "1"], ["authorization", "Bearer t"]], url: `${URL_}?method=DELETE&x_method=1` })).toBeNull();
+    expect(
+      guard({
+        headers: [
+          ["x-method", "GET"],
+          ["x-http-methods", "1"],
+          ["authorization", "Bearer t"],
+        ],
+        url: `${URL_}?method=DELETE&x_method=1`,
+      }),
+    ).toBeNull();
   });
 });
 
 describe("bodies", () => {
-  test.each(BODILESS_METHODS.flatMap((m) => [m, m.toLowerCase()]))("%s with a body is refused, naming the method", (method) => {
-    const refused = guard({ method, body: "smuggled" });
-    expect(refused).toMatchObject({ allowed: false, rule: "request:body" });
-    expect(refused?.reason).toContain(`a ${method.toUpperCase()} request carries no body (this one has 8 bytes)`);
-  });
+  test.each(BODILESS_METHODS.flatMap((m) => [m, m.toLowerCase()]))(
+    "%s with a body is refused, naming the method",
+    (method) => {
+      const refused = guard({ method, body: "smuggled" });
+      expect(refused).toMatchObject({ allowed: false, rule: "request:body" });
+      expect(refused?.reason).toContain(`a ${method.toUpperCase()} request carries no body (this one has 8 bytes)`);
+    },
+  );
 
   test.each(BODILESS_METHODS)("%s without a body, or with an empty one, passes", (method) => {
     expect(guard({ method })).toBeNull();

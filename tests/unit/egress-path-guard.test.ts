@@ -14,7 +14,14 @@ const publicAnswer: Resolver = async () => [{ address: "93.184.216.34", family: 
 
 function policy(rules: readonly string[], deny: readonly string[] = []): EgressPolicy {
   const operatorDeny = deny.map((r) => parseRule(r, { allowBroad: true }));
-  return { extension: "probe", approved: rules.map((r) => parseRule(r)), operatorDeny, reach: NO_REACH, offline: false, sessionAllow: null };
+  return {
+    extension: "probe",
+    approved: rules.map((r) => parseRule(r)),
+    operatorDeny,
+    reach: NO_REACH,
+    offline: false,
+    sessionAllow: null,
+  };
 }
 
 const judged = (path: string, rules: readonly string[] = [RULE], deny: readonly string[] = []) =>
@@ -24,7 +31,11 @@ const judged = (path: string, rules: readonly string[] = [RULE], deny: readonly 
 
 /** `%XX` escaped `depth` more times (`%2e` → `%252e` → `%25252e` …). */
 const deeper = (escape: string, depth: number) => escape.replace(/%/g, `%${"25".repeat(depth)}`);
-const hex = (bytes: readonly number[], upper: boolean) => bytes.map((b) => `%${b.toString(16).padStart(2, "0")}`).map((e) => (upper ? e.toUpperCase() : e)).join("");
+const hex = (bytes: readonly number[], upper: boolean) =>
+  bytes
+    .map((b) => `%${b.toString(16).padStart(2, "0")}`)
+    .map((e) => (upper ? e.toUpperCase() : e))
+    .join("");
 
 /** Each traversal character: its UTF-8 byte, its overlong 2- and 3-byte forms. */
 const CHARS = {
@@ -39,7 +50,10 @@ function spellings(ch: keyof typeof CHARS): Array<{ spelling: string; how: strin
   for (const form of ["byte", "overlong2", "overlong3"] as const) {
     for (const upper of [false, true]) {
       for (let depth = 0; depth <= 3; depth++) {
-        out.push({ spelling: deeper(hex(CHARS[ch][form], upper), depth), how: `${form} ${upper ? "upper" : "lower"} depth ${depth}` });
+        out.push({
+          spelling: deeper(hex(CHARS[ch][form], upper), depth),
+          how: `${form} ${upper ? "upper" : "lower"} depth ${depth}`,
+        });
       }
     }
   }
@@ -66,14 +80,38 @@ function probes(): Array<[path: string, how: string]> {
     for (const { text, how } of variants) {
       for (const params of ["", ";", ";jsessionid=1"]) {
         out.push([`/v1/${text}${params}/admin`, `'${name}' ${how}${params ? ` + '${params}'` : ""}`]);
-        out.push([`/v1/x/${text}${params}/${text}${params}/admin`, `'${name}' twice ${how}${params ? ` + '${params}'` : ""}`]);
+        out.push([
+          `/v1/x/${text}${params}/${text}${params}/admin`,
+          `'${name}' twice ${how}${params ? ` + '${params}'` : ""}`,
+        ]);
       }
     }
   }
   // Plain path parameters, the classic `..;` and its kin.
-  for (const p of ["/v1/..;/admin", "/v1/.;/admin", "/v1;/../admin", "/v1/x;y", "/v1/%3b/admin", "/v1/%253B/admin", "/v1/..%3b/admin"]) out.push([p, "path parameter"]);
+  for (const p of [
+    "/v1/..;/admin",
+    "/v1/.;/admin",
+    "/v1;/../admin",
+    "/v1/x;y",
+    "/v1/%3b/admin",
+    "/v1/%253B/admin",
+    "/v1/..%3b/admin",
+  ])
+    out.push([p, "path parameter"]);
   // Malformed escapes and other spellings servers read differently.
-  for (const p of ["/v1/%zz", "/v1/%", "/v1/%2", "/v1/%u002e%u002e/admin", "/v1/%25u002e/admin", "/v1/%00/admin", "/v1/%2500/admin", "/v1/%ed%a0%80", "/v1/%80", "/v1/%c0", "/v1/%f8%80%80%80%ae"]) {
+  for (const p of [
+    "/v1/%zz",
+    "/v1/%",
+    "/v1/%2",
+    "/v1/%u002e%u002e/admin",
+    "/v1/%25u002e/admin",
+    "/v1/%00/admin",
+    "/v1/%2500/admin",
+    "/v1/%ed%a0%80",
+    "/v1/%80",
+    "/v1/%c0",
+    "/v1/%f8%80%80%80%ae",
+  ]) {
     out.push([p, "malformed"]);
   }
   return out;
@@ -108,7 +146,10 @@ describe("generated probes against a /v1 prefix rule", () => {
         continue;
       }
       const under = parsed === "/v1" || parsed.startsWith("/v1/");
-      if (under && !(verdict.rule.startsWith("path:") && verdict.rule.endsWith(` ${RULE}`) && verdict.reason.includes(`'${RULE}'`))) {
+      if (
+        under &&
+        !(verdict.rule.startsWith("path:") && verdict.rule.endsWith(` ${RULE}`) && verdict.reason.includes(`'${RULE}'`))
+      ) {
         unnamed.push(`${path} → ${verdict.rule}: ${verdict.reason}`);
       }
       if (!under) expect(verdict.rule).toBe("manifest:no-match");
@@ -121,7 +162,9 @@ describe("generated probes against a /v1 prefix rule", () => {
   });
 
   test("unsafePath refuses each probe as the URL parser leaves it, whatever rule it meets", () => {
-    const passed = PROBES.map(([path]) => new URL(`https://api.example.com${path}`).pathname).filter((p) => /[%;]/.test(p) && unsafePath(p) === null);
+    const passed = PROBES.map(([path]) => new URL(`https://api.example.com${path}`).pathname).filter(
+      (p) => /[%;]/.test(p) && unsafePath(p) === null,
+    );
     expect(passed).toEqual([]);
   });
 });
@@ -172,11 +215,17 @@ describe("plain paths still pass", () => {
   });
 
   test("a rule without a prefix is not affected: it allows every path of its host", async () => {
-    expect(await judged("/v1/..;/admin", ["https://api.example.com"])).toMatchObject({ allowed: true, rule: "https://api.example.com" });
+    expect(await judged("/v1/..;/admin", ["https://api.example.com"])).toMatchObject({
+      allowed: true,
+      rule: "https://api.example.com",
+    });
   });
 
   test("a prefix rule that refuses the path does not hide a later rule that allows it", async () => {
-    expect(await judged("/v1/..;/admin", [RULE, "https://api.example.com"])).toMatchObject({ allowed: true, rule: "https://api.example.com" });
+    expect(await judged("/v1/..;/admin", [RULE, "https://api.example.com"])).toMatchObject({
+      allowed: true,
+      rule: "https://api.example.com",
+    });
   });
 
   test("a path outside every prefix is still the plain no-match", async () => {
@@ -188,19 +237,35 @@ describe("operator deny rules with a prefix", () => {
   const HOST = "https://api.example.com";
   const DENY = "https://api.example.com/v1/admin";
 
-  test.each(["/x/..;/v1/admin", "/v1/admin/x%252e", "/v1/%252e%252e/v1/admin", "/other/%c0%ae%c0%ae/v1/admin", "/v1/admin%2fx"])(
-    "%s: an unsafe path could be read as the denied prefix, so the deny rule covers it",
-    async (path) => {
-      expect(await judged(path, [HOST], [DENY])).toMatchObject({ allowed: false, rule: `operator:deny ${DENY}` });
-    },
-  );
+  test.each([
+    "/x/..;/v1/admin",
+    "/v1/admin/x%252e",
+    "/v1/%252e%252e/v1/admin",
+    "/other/%c0%ae%c0%ae/v1/admin",
+    "/v1/admin%2fx",
+  ])("%s: an unsafe path could be read as the denied prefix, so the deny rule covers it", async (path) => {
+    expect(await judged(path, [HOST], [DENY])).toMatchObject({ allowed: false, rule: `operator:deny ${DENY}` });
+  });
 
   test("a plain path outside the denied prefix is not denied; one under it is", async () => {
     expect(await judged("/v1/x", [HOST], [DENY])).toMatchObject({ allowed: true });
-    expect(await judged("/v1/admin/x", [HOST], [DENY])).toMatchObject({ allowed: false, rule: `operator:deny ${DENY}` });
+    expect(await judged("/v1/admin/x", [HOST], [DENY])).toMatchObject({
+      allowed: false,
+      rule: `operator:deny ${DENY}`,
+    });
   });
 
   test("a deny rule of another port, scheme or method does not cover it", async () => {
-    expect(await judged("/x/..;/v1/admin", [HOST], ["https://api.example.com:8443/v1/admin", "http://api.example.com/v1/admin", "POST https://api.example.com/v1/admin"])).toMatchObject({ allowed: true });
+    expect(
+      await judged(
+        "/x/..;/v1/admin",
+        [HOST],
+        [
+          "https://api.example.com:8443/v1/admin",
+          "http://api.example.com/v1/admin",
+          "POST https://api.example.com/v1/admin",
+        ],
+      ),
+    ).toMatchObject({ allowed: true });
   });
 });

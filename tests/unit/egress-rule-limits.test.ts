@@ -84,7 +84,14 @@ describe("allow rules that are broader than they look are refused, saying what t
   });
 
   test("operator denies may be as broad as they like", () => {
-    for (const rule of ["http://[0.0.0.0/0]", "http://[::ffff:0:0/96]", "*.nip.io", "http://[127.0.0.0/8]", "[::/0]", "2852039166"]) {
+    for (const rule of [
+      "http://[0.0.0.0/0]",
+      "http://[::ffff:0:0/96]",
+      "*.nip.io",
+      "http://[127.0.0.0/8]",
+      "[::/0]",
+      "2852039166",
+    ]) {
       expect(() => parseRule(rule, { allowBroad: true })).not.toThrow();
     }
   });
@@ -96,10 +103,15 @@ describe("allow rules that are broader than they look are refused, saying what t
       if (prefix < MAX_V4_PREFIX) expect([rule, refused(rule)]).toEqual([rule, expect.any(String)]);
       else expect([rule, refused(rule)]).toEqual([rule, null]);
       // The same range written as NAT64 (well-known), 6to4 and mapped is measured on the IPv4.
-      for (const written of [`64:ff9b::a00:0/${96 + prefix}`, `2002:a00::/${16 + prefix}`, `::ffff:a00:0/${96 + prefix}`]) {
+      for (const written of [
+        `64:ff9b::a00:0/${96 + prefix}`,
+        `2002:a00::/${16 + prefix}`,
+        `::ffff:a00:0/${96 + prefix}`,
+      ]) {
         if (prefix < 8) continue;
         const r = `http://[${written}]`;
-        if (prefix < MAX_V4_PREFIX) expect([r, refused(r)]).toEqual([r, expect.stringContaining("at most /16 for IPv4")]);
+        if (prefix < MAX_V4_PREFIX)
+          expect([r, refused(r)]).toEqual([r, expect.stringContaining("at most /16 for IPv4")]);
         else expect([r, refused(r)]).toEqual([r, null]);
       }
     }
@@ -108,7 +120,8 @@ describe("allow rules that are broader than they look are refused, saying what t
   test("generated: every IPv6 prefix wider than /48 is refused, /48 and narrower accepted (unique local)", () => {
     for (let prefix = 8; prefix <= 128; prefix += 1) {
       const rule = `http://[fd00::/${prefix}]`;
-      if (prefix < MAX_V6_PREFIX) expect([rule, refused(rule)]).toEqual([rule, expect.stringContaining("at most /48 for IPv6")]);
+      if (prefix < MAX_V6_PREFIX)
+        expect([rule, refused(rule)]).toEqual([rule, expect.stringContaining("at most /48 for IPv6")]);
       else expect([rule, refused(rule)]).toEqual([rule, null]);
     }
   });
@@ -123,7 +136,10 @@ describe("allow rules that are broader than they look are refused, saying what t
         const size = 2 ** (32 - prefix);
         const base = value - (value % size);
         const text = `${base >>> 24}.${(base >>> 16) & 0xff}.${(base >>> 8) & 0xff}.${base & 0xff}/${prefix}`;
-        expect([text, refused(`http://[${text}]`)]).toEqual([text, expect.stringMatching(/loopback|link-local|metadata/)]);
+        expect([text, refused(`http://[${text}]`)]).toEqual([
+          text,
+          expect.stringMatching(/loopback|link-local|metadata/),
+        ]);
       }
     }
   });
@@ -157,7 +173,10 @@ describe("operator reach in policy.toml", () => {
   });
 
   test("metadata is listed address by address", () => {
-    expect(policy('metadata = ["169.254.169.254", "fd00:ec2::254"]').reach.metadata.map((m) => m.cidr)).toEqual(["169.254.169.254/32", "fd00:ec2::254/128"]);
+    expect(policy('metadata = ["169.254.169.254", "fd00:ec2::254"]').reach.metadata.map((m) => m.cidr)).toEqual([
+      "169.254.169.254/32",
+      "fd00:ec2::254/128",
+    ]);
   });
 
   test.each([
@@ -175,7 +194,10 @@ describe("operator reach in policy.toml", () => {
 
 describe("judge: reach, metadata, unspecified, and every judged answer", () => {
   const url = new URL("http://svc.example:8080/x");
-  const answers = (...list: string[]): Resolver => async () => list.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }) as const);
+  const answers =
+    (...list: string[]): Resolver =>
+    async () =>
+      list.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }) as const);
   const base = (rules: string[], reach = NO_REACH, deny: string[] = []): EgressPolicy => ({
     extension: "t",
     approved: [parseRule("http://svc.example:8080"), ...rules.map((r) => parseRule(r))],
@@ -186,7 +208,12 @@ describe("judge: reach, metadata, unspecified, and every judged answer", () => {
   });
 
   test("the allowed verdict lists every answer with its class", async () => {
-    const verdict = await judge(url, "GET", base(["http://[10.1.0.0/16]:8080"], reachOf(["private"], [], false)), answers("93.184.216.34", "10.1.2.3", "2606:4700::1"));
+    const verdict = await judge(
+      url,
+      "GET",
+      base(["http://[10.1.0.0/16]:8080"], reachOf(["private"], [], false)),
+      answers("93.184.216.34", "10.1.2.3", "2606:4700::1"),
+    );
     expect(verdict).toMatchObject({
       allowed: true,
       address: "93.184.216.34",
@@ -202,22 +229,40 @@ describe("judge: reach, metadata, unspecified, and every judged answer", () => {
   test("a named metadata address needs the operator's listing; allow_private is not enough", async () => {
     const rules = ["http://169.254.169.254:8080"];
     for (const answer of ["169.254.169.254", "::ffff:a9fe:a9fe", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1"]) {
-      expect(await judge(url, "GET", base(rules, reachOf([], [], true)), answers(answer))).toMatchObject({ allowed: false, rule: "operator:no-metadata" });
-      expect(await judge(url, "GET", base(rules, reachOf([], ["169.254.169.254"], false)), answers(answer))).toMatchObject({ allowed: true, addresses: [{ class: "metadata" }] });
+      expect(await judge(url, "GET", base(rules, reachOf([], [], true)), answers(answer))).toMatchObject({
+        allowed: false,
+        rule: "operator:no-metadata",
+      });
+      expect(
+        await judge(url, "GET", base(rules, reachOf([], ["169.254.169.254"], false)), answers(answer)),
+      ).toMatchObject({ allowed: true, addresses: [{ class: "metadata" }] });
       // Listing another metadata address does not reach this one.
-      expect(await judge(url, "GET", base(rules, reachOf([], ["169.254.170.2"], false)), answers(answer))).toMatchObject({ allowed: false, rule: "operator:no-metadata" });
+      expect(
+        await judge(url, "GET", base(rules, reachOf([], ["169.254.170.2"], false)), answers(answer)),
+      ).toMatchObject({ allowed: false, rule: "operator:no-metadata" });
     }
   });
 
   test("an unspecified answer is never reached, whatever names it", async () => {
-    const policy = { ...base([], reachOf(["loopback", "private", "link_local", "cgnat", "reserved"], [], true)), approved: [parseRule("http://svc.example:8080"), parseRule("http://[0.0.0.0/8]:8080", { allowBroad: true })] };
+    const policy = {
+      ...base([], reachOf(["loopback", "private", "link_local", "cgnat", "reserved"], [], true)),
+      approved: [parseRule("http://svc.example:8080"), parseRule("http://[0.0.0.0/8]:8080", { allowBroad: true })],
+    };
     for (const answer of ["0.0.0.0", "::", "::ffff:0.0.0.0", "64:ff9b::1"]) {
-      expect(await judge(url, "GET", policy, answers(answer))).toMatchObject({ allowed: false, rule: "address:unspecified" });
+      expect(await judge(url, "GET", policy, answers(answer))).toMatchObject({
+        allowed: false,
+        rule: "address:unspecified",
+      });
     }
   });
 
   test("each class needs its own switch", async () => {
-    const rules = ["http://127.0.0.1:8080", "http://[10.1.0.0/16]:8080", "http://169.254.1.1:8080", "http://[100.64.0.0/16]:8080"];
+    const rules = [
+      "http://127.0.0.1:8080",
+      "http://[10.1.0.0/16]:8080",
+      "http://169.254.1.1:8080",
+      "http://[100.64.0.0/16]:8080",
+    ];
     const cases: Array<[string, string]> = [
       ["127.0.0.1", "loopback"],
       ["10.1.2.3", "private"],
@@ -225,30 +270,63 @@ describe("judge: reach, metadata, unspecified, and every judged answer", () => {
       ["100.64.0.9", "cgnat"],
     ];
     for (const [answer, cls] of cases) {
-      const closed = await judge(url, "GET", base(rules, reachOf(["private", "loopback", "link_local", "cgnat"].filter((c) => c !== cls) as never, [], false)), answers(answer));
+      const closed = await judge(
+        url,
+        "GET",
+        base(
+          rules,
+          reachOf(["private", "loopback", "link_local", "cgnat"].filter((c) => c !== cls) as never, [], false),
+        ),
+        answers(answer),
+      );
       expect(closed).toMatchObject({ allowed: false, rule: "operator:no-private" });
       expect(closed.allowed === false && closed.reason).toContain(`add "${cls}" to [net] reach`);
-      expect(await judge(url, "GET", base(rules, reachOf([cls] as never, [], false)), answers(answer))).toMatchObject({ allowed: true });
+      expect(await judge(url, "GET", base(rules, reachOf([cls] as never, [], false)), answers(answer))).toMatchObject({
+        allowed: true,
+      });
     }
   });
 
   test("an IPv4 deny refuses the address in every embedding; a deny written as NAT64 refuses the plain IPv4", async () => {
     const policy = base(["http://127.0.0.1:8080"], reachOf(["loopback"], [], false), ["[127.0.0.0/8]"]);
-    for (const answer of ["127.0.0.1", "::ffff:7f00:1", "::7f00:1", "::ffff:0:7f00:1", "64:ff9b::7f00:1", "64:ff9b:1:1::7f00:1", "2002:7f00:1::", "2001:0:4136:e378:8000:63bf:80ff:fffe"]) {
-      expect(await judge(url, "GET", policy, answers(answer))).toMatchObject({ allowed: false, rule: "operator:deny [127.0.0.0/8]" });
+    for (const answer of [
+      "127.0.0.1",
+      "::ffff:7f00:1",
+      "::7f00:1",
+      "::ffff:0:7f00:1",
+      "64:ff9b::7f00:1",
+      "64:ff9b:1:1::7f00:1",
+      "2002:7f00:1::",
+      "2001:0:4136:e378:8000:63bf:80ff:fffe",
+    ]) {
+      expect(await judge(url, "GET", policy, answers(answer))).toMatchObject({
+        allowed: false,
+        rule: "operator:deny [127.0.0.0/8]",
+      });
     }
     const nat64Deny = base(["http://127.0.0.1:8080"], reachOf(["loopback"], [], false), ["[64:ff9b::7f00:0/104]"]);
-    expect(await judge(url, "GET", nat64Deny, answers("127.0.0.1"))).toMatchObject({ allowed: false, rule: "operator:deny [64:ff9b::7f00:0/104]" });
+    expect(await judge(url, "GET", nat64Deny, answers("127.0.0.1"))).toMatchObject({
+      allowed: false,
+      rule: "operator:deny [64:ff9b::7f00:0/104]",
+    });
   });
 });
 
 describe("describeRule (tether review)", () => {
   test.each([
-    ["https://API.example.com/v1/", "https://api.example.com:443/v1", "the host api.example.com, port 443, paths under /v1, any method"],
+    [
+      "https://API.example.com/v1/",
+      "https://api.example.com:443/v1",
+      "the host api.example.com, port 443, paths under /v1, any method",
+    ],
     ["GET,HEAD http://bücher.example", "GET,HEAD http://xn--bcher-kva.example:80", "GET, HEAD"],
     ["https://*.example.com", "https://*.example.com:443", "any name under example.com (not example.com itself)"],
     ["http://[10.20.0.0/16]:9000", "http://[10.20.0.0/16]:9000", "65,536 addresses (/16 of IPv4); classes: private"],
-    ["http://[::ffff:169.254.169.254]", "http://169.254.169.254:80", "1 address; classes: metadata (metadata: reachable only if the operator lists the address in [net] metadata)"],
+    [
+      "http://[::ffff:169.254.169.254]",
+      "http://169.254.169.254:80",
+      "1 address; classes: metadata (metadata: reachable only if the operator lists the address in [net] metadata)",
+    ],
     ["http://[64:ff9b::a00:0/120]", "http://[64:ff9b::a00:0/120]:80", "carrying 10.0.0.0/24 (nat64)"],
     ["http://[fd00:1:2::/48]", "http://[fd00:1:2::/48]:80", "2^80 addresses (/48 of IPv6); classes: private"],
   ])("%s", (rule, canonical, summary) => {
@@ -258,6 +336,9 @@ describe("describeRule (tether review)", () => {
   });
 
   test("a rule refused today is shown as allowing nothing, with why", () => {
-    expect(describeRule("http://2852039166")).toMatchObject({ canonical: null, summary: expect.stringContaining("REFUSED, allows nothing") });
+    expect(describeRule("http://2852039166")).toMatchObject({
+      canonical: null,
+      summary: expect.stringContaining("REFUSED, allows nothing"),
+    });
   });
 });

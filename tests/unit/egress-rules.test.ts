@@ -14,7 +14,10 @@ const allows = (rule: string, url: string, method = "GET") => matchesUrl(parseRu
 
 describe("parseRule()", () => {
   test.each([
-    ["https://api.example.com", { scheme: "https", port: 443, pathPrefix: "", methods: null, host: { kind: "name", name: "api.example.com" } }],
+    [
+      "https://api.example.com",
+      { scheme: "https", port: 443, pathPrefix: "", methods: null, host: { kind: "name", name: "api.example.com" } },
+    ],
     ["http://api.example.com:8080/v1/", { scheme: "http", port: 8080, pathPrefix: "/v1" }],
     ["GET,head https://api.example.com", { methods: ["GET", "HEAD"] }],
     ["https://*.example.com", { host: { kind: "wildcard", suffix: "example.com" } }],
@@ -103,7 +106,13 @@ describe("targetOf()", () => {
   });
 
   test("IP literal hosts have no name, whatever their encoding", () => {
-    for (const url of ["http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/", "http://127.1/", "http://[::ffff:127.0.0.1]/"]) {
+    for (const url of [
+      "http://2130706433/",
+      "http://0x7f.1/",
+      "http://0177.0.0.1/",
+      "http://127.1/",
+      "http://[::ffff:127.0.0.1]/",
+    ]) {
       expect(target(url).name).toBeNull();
     }
   });

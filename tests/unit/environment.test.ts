@@ -3,7 +3,12 @@
  * becomes a broker option, once; a value a variable does not accept is refused,
  * naming the variable and what it takes.
  */
-import { EnvironmentError, readDemoConsoleMs, readEnvironment, TETHER_VARIABLES } from "../../broker/cli/environment.js";
+import {
+  EnvironmentError,
+  readDemoConsoleMs,
+  readEnvironment,
+  TETHER_VARIABLES,
+} from "../../broker/cli/environment.js";
 
 test("an empty environment sets nothing: every option keeps the library's default", () => {
   expect(readEnvironment({})).toEqual({});
@@ -47,7 +52,11 @@ test("the approver falls back to USER, then LOGNAME", () => {
 });
 
 test.each([
-  ["TETHER_INSECURE_NO_SANDBOX", "yes", "TETHER_INSECURE_NO_SANDBOX must be 1 (run satellites without the OS sandbox: insecure) or 0, not 'yes'"],
+  [
+    "TETHER_INSECURE_NO_SANDBOX",
+    "yes",
+    "TETHER_INSECURE_NO_SANDBOX must be 1 (run satellites without the OS sandbox: insecure) or 0, not 'yes'",
+  ],
   ["TETHER_LOG", "verbose", "TETHER_LOG must be debug, info, warn, error, not 'verbose'"],
   ["TETHER_CGROUP", "v3", "TETHER_CGROUP must be auto, none, v1, v2, not 'v3'"],
   ["TETHER_JAIL_UID", "0", "TETHER_JAIL_UID must be a positive uid other than root, not '0'"],
@@ -78,7 +87,14 @@ test("TETHER_DEMO_CONSOLE_MS: how long make demo CONSOLE=1 keeps the console up,
   expect(readDemoConsoleMs({ TETHER_DEMO_CONSOLE_MS: "0" })).toBe(0);
   expect(readDemoConsoleMs({ TETHER_DEMO_CONSOLE_MS: "1500" })).toBe(1500);
   for (const bad of ["1.5", "-1", "1s", "9999999999"]) {
-    expect(() => readDemoConsoleMs({ TETHER_DEMO_CONSOLE_MS: bad })).toThrow(new EnvironmentError([{ variable: "TETHER_DEMO_CONSOLE_MS", message: `TETHER_DEMO_CONSOLE_MS must be a number of milliseconds (0 or more), not '${bad}'` }]));
+    expect(() => readDemoConsoleMs({ TETHER_DEMO_CONSOLE_MS: bad })).toThrow(
+      new EnvironmentError([
+        {
+          variable: "TETHER_DEMO_CONSOLE_MS",
+          message: `TETHER_DEMO_CONSOLE_MS must be a number of milliseconds (0 or more), not '${bad}'`,
+        },
+      ]),
+    );
   }
   expect(readEnvironment({ TETHER_DEMO_CONSOLE_MS: "1500" })).toEqual({});
 });

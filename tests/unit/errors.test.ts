@@ -105,17 +105,21 @@ describe("docs/errors.md", () => {
     expect(sorted(documented)).toEqual(sorted(codes));
   });
 
-  test.each(["Wire codes", "Broker codes", "Protocol violations"])("every row of the '%s' table says who mints it, what it means and what to do", (heading) => {
-    const header = DOC.split(/^## /m)
-      .find((s) => s.startsWith(`${heading}\n`))
-      ?.split("\n")
-      .find((line) => line.startsWith("| Code"));
-    expect(header).toBe("| Code | Minted by | Meaning | What to do |");
-    for (const row of table(heading)) {
-      expect({ code: row.code, cells: row.cells.length }).toEqual({ code: row.code, cells: 4 });
-      for (const cell of row.cells) expect({ code: row.code, empty: cell === "" }).toEqual({ code: row.code, empty: false });
-    }
-  });
+  test.each(["Wire codes", "Broker codes", "Protocol violations"])(
+    "every row of the '%s' table says who mints it, what it means and what to do",
+    (heading) => {
+      const header = DOC.split(/^## /m)
+        .find((s) => s.startsWith(`${heading}\n`))
+        ?.split("\n")
+        .find((line) => line.startsWith("| Code"));
+      expect(header).toBe("| Code | Minted by | Meaning | What to do |");
+      for (const row of table(heading)) {
+        expect({ code: row.code, cells: row.cells.length }).toEqual({ code: row.code, cells: 4 });
+        for (const cell of row.cells)
+          expect({ code: row.code, empty: cell === "" }).toEqual({ code: row.code, empty: false });
+      }
+    },
+  );
 
   test("no backticked snake_case code appears in a table's first column outside the three tables", () => {
     const all = [...DOC.matchAll(/^\| `([a-z0-9_]+)` \|/gm)].map((m) => m[1]);

@@ -17,7 +17,8 @@ beforeEach(() => {
 afterEach(() => rmSync(home, { recursive: true, force: true }));
 
 const MB = 1_048_576;
-const run = (mode: "query" | "exec", sql: string, params?: unknown[], max = MB) => runStatement(home, "notes", max, mode, sql, params as never);
+const run = (mode: "query" | "exec", sql: string, params?: unknown[], max = MB) =>
+  runStatement(home, "notes", max, mode, sql, params as never);
 
 describe("the statement allowlist", () => {
   test.each([
@@ -39,7 +40,7 @@ describe("the statement allowlist", () => {
 
   test.each([
     ["SELECT id FROM notes WHERE id = ?", "select", "notes"],
-    ["insert into \"notes\" (text) values (?)", "insert", "notes"],
+    ['insert into "notes" (text) values (?)', "insert", "notes"],
     ["UPDATE OR IGNORE notes SET text = ?", "update", "notes"],
     ["DELETE FROM notes", "delete", "notes"],
     ["CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY)", "create", "notes"],
@@ -52,10 +53,22 @@ describe("the statement allowlist", () => {
 
 describe("runStatement", () => {
   test("creates the 0600 file, runs exec and query with bound values, bytes and all", () => {
-    expect(run("exec", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT, blob BLOB)")).toMatchObject({ ok: true, kind: "create", table: "notes" });
-    expect(run("exec", "INSERT INTO notes (text, blob) VALUES (?, ?)", ["hi", new Uint8Array([1, 2])])).toMatchObject({ ok: true, value: { changes: 1, lastInsertRowid: 1 } });
+    expect(run("exec", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT, blob BLOB)")).toMatchObject({
+      ok: true,
+      kind: "create",
+      table: "notes",
+    });
+    expect(run("exec", "INSERT INTO notes (text, blob) VALUES (?, ?)", ["hi", new Uint8Array([1, 2])])).toMatchObject({
+      ok: true,
+      value: { changes: 1, lastInsertRowid: 1 },
+    });
     const r = run("query", "SELECT text, blob FROM notes WHERE id = ?", [1]);
-    expect(r).toMatchObject({ ok: true, kind: "select", table: "notes", value: [{ text: "hi", blob: new Uint8Array([1, 2]) }] });
+    expect(r).toMatchObject({
+      ok: true,
+      kind: "select",
+      table: "notes",
+      value: [{ text: "hi", blob: new Uint8Array([1, 2]) }],
+    });
     expect(statSync(dbFile(home, "notes")).mode & 0o777).toBe(0o600);
     expect(dbSize(home, "notes")).toBeGreaterThan(0);
     expect(dbSize(home, "other")).toBeNull();
@@ -63,7 +76,10 @@ describe("runStatement", () => {
 
   test("two statements are refused before either runs", () => {
     run("exec", "CREATE TABLE notes (id INTEGER PRIMARY KEY)");
-    expect(run("exec", "INSERT INTO notes VALUES (1); DROP TABLE notes")).toMatchObject({ ok: false, rule: "storage.one_statement" });
+    expect(run("exec", "INSERT INTO notes VALUES (1); DROP TABLE notes")).toMatchObject({
+      ok: false,
+      rule: "storage.one_statement",
+    });
     expect(run("query", "SELECT count(*) AS n FROM notes")).toMatchObject({ ok: true, value: [{ n: 0 }] });
   });
 
@@ -76,13 +92,17 @@ describe("runStatement", () => {
   test("the quota is SQLite's refusal, rule storage.max_bytes", () => {
     run("exec", "CREATE TABLE blobs (b BLOB)", [], 65_536);
     let last = run("exec", "INSERT INTO blobs VALUES (zeroblob(10000))", [], 65_536);
-    for (let i = 0; i < 20 && last.ok; i++) last = run("exec", "INSERT INTO blobs VALUES (zeroblob(10000))", [], 65_536);
+    for (let i = 0; i < 20 && last.ok; i++)
+      last = run("exec", "INSERT INTO blobs VALUES (zeroblob(10000))", [], 65_536);
     expect(last).toMatchObject({ ok: false, rule: "storage.max_bytes" });
     expect(dbSize(home, "notes")).toBeLessThanOrEqual(65_536);
   });
 
   test("more rows than the bound are refused with a hint", () => {
-    const r = run("query", `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${MAX_ROWS + 5}) SELECT i FROM n`);
+    const r = run(
+      "query",
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${MAX_ROWS + 5}) SELECT i FROM n`,
+    );
     expect(r).toMatchObject({ ok: false, rule: "storage.rows" });
   });
 });

@@ -26,8 +26,30 @@ function rejection(schema: v.GenericSchema, input: unknown): string {
   return describeIssues(parsed.issues);
 }
 
-const call = { t: "call", id: 1, token: "tok", kind: "tool", name: "weather", args: '{"city":"Lisbon"}', strand: "s1", deadline_ms: 30_000 };
-const hello = { t: "hello", boot: "b".repeat(64), runtime: "tether-deno/1", tools: ["a", "b"], hooks: ["tool_call"], commands: [], contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] };
+const call = {
+  t: "call",
+  id: 1,
+  token: "tok",
+  kind: "tool",
+  name: "weather",
+  args: '{"city":"Lisbon"}',
+  strand: "s1",
+  deadline_ms: 30_000,
+};
+const hello = {
+  t: "hello",
+  boot: "b".repeat(64),
+  runtime: "tether-deno/1",
+  tools: ["a", "b"],
+  hooks: ["tool_call"],
+  commands: [],
+  contexts: [],
+  routes: [],
+  compactions: [],
+  providers: [],
+  services: [],
+  handles: [],
+};
 const cap = { t: "cap", id: 2, token: "tok", cap: "net.fetch", args: JSON.stringify({ url: "https://example.org" }) };
 
 describe("frame schemas accept what the wire carries", () => {
@@ -49,7 +71,8 @@ describe("frame schemas accept what the wire carries", () => {
   });
 
   test("Call accepts every kind the broker sends", () => {
-    for (const kind of ["tool", "event", "command", "context", "prepare", "close", "observe", "route", "compact"]) expect(v.is(Call, { ...call, kind })).toBe(true);
+    for (const kind of ["tool", "event", "command", "context", "prepare", "close", "observe", "route", "compact"])
+      expect(v.is(Call, { ...call, kind })).toBe(true);
   });
 
   test("ids accept 0 and Number.MAX_SAFE_INTEGER", () => {
@@ -70,22 +93,32 @@ describe("frame schemas accept what the wire carries", () => {
 
   test("Result and CapResult leave value and error optional", () => {
     expect(v.is(Result, { t: "result", id: 1, ok: true })).toBe(true);
-    expect(v.is(CapResult, { t: "cap_result", id: 1, ok: false, error: { code: "denied", msg: "rule r1" } })).toBe(true);
+    expect(v.is(CapResult, { t: "cap_result", id: 1, ok: false, error: { code: "denied", msg: "rule r1" } })).toBe(
+      true,
+    );
     expect(v.is(Cap, { t: "cap", id: 1, token: "x", cap: "kv.get", args: undefined })).toBe(false); // args is JSON text, always present
   });
 });
 
 describe("frame schemas refuse what the wire must not carry", () => {
   test("a frame whose t names no frame of that direction is refused at .t", () => {
-    expect(rejection(BrokerFrame, { ...call, t: "hello" })).toBe('Invalid type: Expected ("call" | "cap_result" | "cancel") but received "hello" at .t');
-    expect(rejection(SatelliteFrame, { t: "outcome", id: 1 })).toBe('Invalid type: Expected ("hello" | "cap" | "result") but received "outcome" at .t');
+    expect(rejection(BrokerFrame, { ...call, t: "hello" })).toBe(
+      'Invalid type: Expected ("call" | "cap_result" | "cancel") but received "hello" at .t',
+    );
+    expect(rejection(SatelliteFrame, { t: "outcome", id: 1 })).toBe(
+      'Invalid type: Expected ("hello" | "cap" | "result") but received "outcome" at .t',
+    );
     expect(rejection(SatelliteFrame, { id: 1 })).toMatch(/received undefined at \.t$/);
   });
 
   test.each([
     ["negative", -1, "Invalid value: Expected >=0 but received -1 at .id"],
     ["fractional", 1.5, "Invalid integer: Received 1.5 at .id"],
-    ["past MAX_SAFE_INTEGER", 2 ** 53, `Invalid value: Expected <=${Number.MAX_SAFE_INTEGER} but received ${2 ** 53} at .id`],
+    [
+      "past MAX_SAFE_INTEGER",
+      2 ** 53,
+      `Invalid value: Expected <=${Number.MAX_SAFE_INTEGER} but received ${2 ** 53} at .id`,
+    ],
     ["a string", "1", 'Invalid type: Expected number but received "1" at .id'],
     ["NaN", Number.NaN, "Invalid type: Expected number but received NaN at .id"],
   ])("an id that is %s is refused", (_what, id, message) => {
@@ -97,11 +130,21 @@ describe("frame schemas refuse what the wire must not carry", () => {
   });
 
   test("over-long names and tokens are refused with the bound", () => {
-    expect(rejection(Call, { ...call, name: "n".repeat(257) })).toBe("Invalid length: Expected <=256 but received 257 at .name");
-    expect(rejection(Call, { ...call, token: "k".repeat(129) })).toBe("Invalid length: Expected <=128 but received 129 at .token");
-    expect(rejection(Hello, { ...hello, boot: "b".repeat(129) })).toBe("Invalid length: Expected <=128 but received 129 at .boot");
-    expect(rejection(Cap, { ...cap, cap: "c".repeat(257) })).toBe("Invalid length: Expected <=256 but received 257 at .cap");
-    expect(rejection(Hello, { ...hello, tools: ["ok", "t".repeat(257)] })).toBe("Invalid length: Expected <=256 but received 257 at .tools.1");
+    expect(rejection(Call, { ...call, name: "n".repeat(257) })).toBe(
+      "Invalid length: Expected <=256 but received 257 at .name",
+    );
+    expect(rejection(Call, { ...call, token: "k".repeat(129) })).toBe(
+      "Invalid length: Expected <=128 but received 129 at .token",
+    );
+    expect(rejection(Hello, { ...hello, boot: "b".repeat(129) })).toBe(
+      "Invalid length: Expected <=128 but received 129 at .boot",
+    );
+    expect(rejection(Cap, { ...cap, cap: "c".repeat(257) })).toBe(
+      "Invalid length: Expected <=256 but received 257 at .cap",
+    );
+    expect(rejection(Hello, { ...hello, tools: ["ok", "t".repeat(257)] })).toBe(
+      "Invalid length: Expected <=256 but received 257 at .tools.1",
+    );
   });
 
   test("hello refuses more than 1024 tools or hooks", () => {
@@ -115,9 +158,14 @@ describe("frame schemas refuse what the wire must not carry", () => {
     expect(rejection(Result, { t: "result", id: 1, ok: false, error: { code: "c".repeat(257), msg: "" } })).toBe(
       "Invalid length: Expected <=256 but received 257 at .error.code",
     );
-    expect(rejection(CapResult, { t: "cap_result", id: 1, ok: false, error: { code: "denied", msg: "m".repeat(64 * 1024 + 1) } })).toBe(
-      `Invalid length: Expected <=${64 * 1024} but received ${64 * 1024 + 1} at .error.msg`,
-    );
+    expect(
+      rejection(CapResult, {
+        t: "cap_result",
+        id: 1,
+        ok: false,
+        error: { code: "denied", msg: "m".repeat(64 * 1024 + 1) },
+      }),
+    ).toBe(`Invalid length: Expected <=${64 * 1024} but received ${64 * 1024 + 1} at .error.msg`);
   });
 
   test("an unknown call kind is refused at .kind", () => {
@@ -133,19 +181,27 @@ describe("frame schemas refuse what the wire must not carry", () => {
   });
 
   test("args that are not JSON text are refused: a call carries the caller's bytes as a string", () => {
-    expect(rejection(Call, { ...call, args: { city: "Lisbon" } })).toBe("Invalid type: Expected string but received Object at .args");
+    expect(rejection(Call, { ...call, args: { city: "Lisbon" } })).toBe(
+      "Invalid type: Expected string but received Object at .args",
+    );
   });
 
   test("ok must be a boolean", () => {
-    expect(rejection(Result, { t: "result", id: 1, ok: "yes" })).toBe('Invalid type: Expected boolean but received "yes" at .ok');
+    expect(rejection(Result, { t: "result", id: 1, ok: "yes" })).toBe(
+      'Invalid type: Expected boolean but received "yes" at .ok',
+    );
   });
 
   test("ToolValue refuses unknown block types, a missing terminate and a text block without text", () => {
     expect(rejection(ToolValue, { content: [{ type: "image", data: "" }], terminate: false })).toBe(
       'Invalid type: Expected ("text" | "json") but received "image" at .content.0.type',
     );
-    expect(rejection(ToolValue, { content: [] })).toBe('Invalid key: Expected "terminate" but received undefined at .terminate');
-    expect(rejection(ContentBlock, { type: "text" })).toBe('Invalid key: Expected "text" but received undefined at .text');
+    expect(rejection(ToolValue, { content: [] })).toBe(
+      'Invalid key: Expected "terminate" but received undefined at .terminate',
+    );
+    expect(rejection(ContentBlock, { type: "text" })).toBe(
+      'Invalid key: Expected "text" but received undefined at .text',
+    );
   });
 });
 

@@ -5,7 +5,11 @@
 import fc from "fast-check";
 import { compose, type BusEvent, type BusHook, type HookAnswer, type Verdict } from "../../broker/hooks/compose.js";
 
-const hookOf = (extension: string, answer: HookAnswer, onError: "note" | "block" = "note"): BusHook => ({ extension, onError, ask: async () => answer });
+const hookOf = (extension: string, answer: HookAnswer, onError: "note" | "block" = "note"): BusHook => ({
+  extension,
+  onError,
+  ask: async () => answer,
+});
 const verdict = (v: Verdict): HookAnswer => ({ kind: "verdict", verdict: v });
 
 const answerArb: fc.Arbitrary<HookAnswer> = fc.oneof(
@@ -27,35 +31,47 @@ const answerArb: fc.Arbitrary<HookAnswer> = fc.oneof(
     .map((v): HookAnswer => ({ kind: "verdict", verdict: v })),
 );
 
-const hooksArb = fc.array(fc.tuple(answerArb, fc.constantFrom<"note" | "block">("note", "block")), { maxLength: 8 }).map((rows) =>
-  rows.map(([answer, onError], i) => hookOf(`ext${i}`, answer, onError)),
-);
+const hooksArb = fc
+  .array(fc.tuple(answerArb, fc.constantFrom<"note" | "block">("note", "block")), { maxLength: 8 })
+  .map((rows) => rows.map(([answer, onError], i) => hookOf(`ext${i}`, answer, onError)));
 
 const verdictOf = (h: BusHook, answers: ReadonlyMap<string, HookAnswer>) => answers.get(h.extension);
 
 describe("compose() on tool_call", () => {
   test("the first block, rewrite, halt and result win; context and notes add up in registry order", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(answerArb, fc.constantFrom<"note" | "block">("note", "block")), { maxLength: 8 }), async (rows) => {
-        const hooks = rows.map(([answer, onError], i) => hookOf(`ext${i}`, answer, onError));
-        const answers = new Map(rows.map(([a], i) => [`ext${i}`, a]));
-        const out = await compose("tool_call", hooks);
-        const verdicts = hooks.map((h) => ({ h, a: verdictOf(h, answers)! }));
-        const firstWith = (pick: (v: Verdict) => unknown) => verdicts.find(({ a }) => a.kind === "verdict" && pick(a.verdict) !== undefined);
-        // block: the first verdict block, or the first failed hook with on_error = block, whichever comes first
-        const firstBlock = verdicts.find(({ h, a }) => (a.kind === "verdict" && a.verdict.block !== undefined) || (a.kind === "failed" && h.onError === "block"));
-        expect(out.block?.by ?? null).toBe(firstBlock?.h.extension ?? null);
-        expect(out.rewrite?.by ?? null).toBe(firstWith((v) => v.arguments)?.h.extension ?? null);
-        expect(out.halt?.by ?? null).toBe(firstWith((v) => v.halt)?.h.extension ?? null);
-        expect(out.result?.by ?? null).toBe(firstWith((v) => v.result)?.h.extension ?? null);
-        expect(out.context).toEqual(verdicts.flatMap(({ a }) => (a.kind === "verdict" && a.verdict.context !== undefined ? [a.verdict.context] : [])));
-        const expectedNotes = verdicts.flatMap(({ h, a }) => {
-          if (a.kind === "failed") return firstBlock?.h === h && h.onError === "block" ? [] : [`${h.extension}'s hook failed: ${a.reason}`];
-          return a.kind === "verdict" ? [...(a.verdict.notes ?? [])] : [];
-        });
-        expect(out.notes).toEqual(expectedNotes);
-        expect(out.trace.map((t) => t.extension)).toEqual(hooks.map((h) => h.extension));
-      }),
+      fc.asyncProperty(
+        fc.array(fc.tuple(answerArb, fc.constantFrom<"note" | "block">("note", "block")), { maxLength: 8 }),
+        async (rows) => {
+          const hooks = rows.map(([answer, onError], i) => hookOf(`ext${i}`, answer, onError));
+          const answers = new Map(rows.map(([a], i) => [`ext${i}`, a]));
+          const out = await compose("tool_call", hooks);
+          const verdicts = hooks.map((h) => ({ h, a: verdictOf(h, answers)! }));
+          const firstWith = (pick: (v: Verdict) => unknown) =>
+            verdicts.find(({ a }) => a.kind === "verdict" && pick(a.verdict) !== undefined);
+          // block: the first verdict block, or the first failed hook with on_error = block, whichever comes first
+          const firstBlock = verdicts.find(
+            ({ h, a }) =>
+              (a.kind === "verdict" && a.verdict.block !== undefined) || (a.kind === "failed" && h.onError === "block"),
+          );
+          expect(out.block?.by ?? null).toBe(firstBlock?.h.extension ?? null);
+          expect(out.rewrite?.by ?? null).toBe(firstWith((v) => v.arguments)?.h.extension ?? null);
+          expect(out.halt?.by ?? null).toBe(firstWith((v) => v.halt)?.h.extension ?? null);
+          expect(out.result?.by ?? null).toBe(firstWith((v) => v.result)?.h.extension ?? null);
+          expect(out.context).toEqual(
+            verdicts.flatMap(({ a }) =>
+              a.kind === "verdict" && a.verdict.context !== undefined ? [a.verdict.context] : [],
+            ),
+          );
+          const expectedNotes = verdicts.flatMap(({ h, a }) => {
+            if (a.kind === "failed")
+              return firstBlock?.h === h && h.onError === "block" ? [] : [`${h.extension}'s hook failed: ${a.reason}`];
+            return a.kind === "verdict" ? [...(a.verdict.notes ?? [])] : [];
+          });
+          expect(out.notes).toEqual(expectedNotes);
+          expect(out.trace.map((t) => t.extension)).toEqual(hooks.map((h) => h.extension));
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -76,7 +92,10 @@ describe("compose() on tool_call", () => {
     const out = await compose(
       "tool_call",
       [hookOf("bad", verdict({ arguments: { city: 5 } })), hookOf("good", verdict({ arguments: { city: "Lisbon" } }))],
-      { validateArguments: (args) => (typeof (args as { city?: unknown }).city === "string" ? null : "expected string at .city") },
+      {
+        validateArguments: (args) =>
+          typeof (args as { city?: unknown }).city === "string" ? null : "expected string at .city",
+      },
     );
     expect(out.rewrite).toEqual({ arguments: { city: "Lisbon" }, by: "good" });
     expect(out.notes).toEqual(["bad's rewrite was refused: expected string at .city"]);
@@ -84,9 +103,19 @@ describe("compose() on tool_call", () => {
   });
 
   test("a hook that throws becomes a note, or a block when on_error says block", async () => {
-    const throwing = (onError: "note" | "block"): BusHook => ({ extension: "boom", onError, ask: async () => Promise.reject(new Error("kaput")) });
-    expect(await compose("tool_call", [throwing("note")])).toMatchObject({ block: null, notes: ["boom's hook failed: kaput"] });
-    expect(await compose("tool_call", [throwing("block")])).toMatchObject({ block: { by: "boom", reason: "boom's hook failed: kaput" }, notes: [] });
+    const throwing = (onError: "note" | "block"): BusHook => ({
+      extension: "boom",
+      onError,
+      ask: async () => Promise.reject(new Error("kaput")),
+    });
+    expect(await compose("tool_call", [throwing("note")])).toMatchObject({
+      block: null,
+      notes: ["boom's hook failed: kaput"],
+    });
+    expect(await compose("tool_call", [throwing("block")])).toMatchObject({
+      block: { by: "boom", reason: "boom's hook failed: kaput" },
+      notes: [],
+    });
   });
 });
 
@@ -101,7 +130,9 @@ describe("compose() on other events", () => {
         return verdict({ messages: [...(messages ?? []), name] });
       },
     });
-    const out = await compose("context", [appender("a"), hookOf("skip", { kind: "unhandled" }), appender("b")], { messages: ["start"] });
+    const out = await compose("context", [appender("a"), hookOf("skip", { kind: "unhandled" }), appender("b")], {
+      messages: ["start"],
+    });
     expect(seen).toEqual([["start"], ["start", "a"]]);
     expect(out.messages).toEqual(["start", "a", "b"]);
   });
@@ -134,10 +165,13 @@ describe("compose() on other events", () => {
     );
   });
 
-  test.each<BusEvent>(["session_start", "tool_result", "agent_end", "cap_call"])("%s ignores rewrites and substitute results (they belong to tool_call)", async (event) => {
-    const out = await compose(event, [hookOf("x", verdict({ arguments: { a: 1 }, result: 2, block: "no" }))]);
-    expect(out.rewrite).toBeNull();
-    expect(out.result).toBeNull();
-    expect(out.block).toEqual({ reason: "no", by: "x" });
-  });
+  test.each<BusEvent>(["session_start", "tool_result", "agent_end", "cap_call"])(
+    "%s ignores rewrites and substitute results (they belong to tool_call)",
+    async (event) => {
+      const out = await compose(event, [hookOf("x", verdict({ arguments: { a: 1 }, result: 2, block: "no" }))]);
+      expect(out.rewrite).toBeNull();
+      expect(out.result).toBeNull();
+      expect(out.block).toEqual({ reason: "no", by: "x" });
+    },
+  );
 });

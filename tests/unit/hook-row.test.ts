@@ -4,21 +4,24 @@
  * every other event with a message naming it; the published schema agrees.
  */
 import { readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Ajv } from "ajv";
 import { parse as parseToml } from "smol-toml";
-import { TetherError } from "../../broker/base/errors.js";
+import type { TetherError } from "../../broker/base/errors.js";
 import { MAX_PATTERNS } from "../../broker/install/hook-row.js";
 import { parseManifest } from "../../broker/install/manifest.js";
 import { EVENT_NAMES } from "../../jail-runtime/wire/events.js";
 
 const FILE = "ext/guard/manifest.toml";
 const HEAD = 'name = "guard"\nversion = "1.0.0"\ndescription = "d"\nentry = "mod.ts"\n';
-const SCHEMA = JSON.parse(readFileSync(resolve(dirname(fileURLToPath(import.meta.url)), "../../manifests/schema.json"), "utf8")) as object;
+const SCHEMA = JSON.parse(
+  readFileSync(resolve(dirname(fileURLToPath(import.meta.url)), "../../manifests/schema.json"), "utf8"),
+) as object;
 const validate = new Ajv({ allErrors: true, strict: true }).compile(SCHEMA);
 
-const row = (event: string, match: readonly string[]) => `${HEAD}[[hook]]\nevent = "${event}"\nmatch = ${JSON.stringify(match)}\n`;
+const row = (event: string, match: readonly string[]) =>
+  `${HEAD}[[hook]]\nevent = "${event}"\nmatch = ${JSON.stringify(match)}\n`;
 
 function refusal(text: string): string {
   try {
@@ -37,7 +40,18 @@ describe("accepted", () => {
   test.each([
     ["tool_call", ["echo", "fs_*", "f?_read", "*"]],
     ["tool_result", ["Mixed.Case-name_1"]],
-    ["cap_call", ["kv.put", "kv.*", "net.fetch", "net.fetch api.example.com", "net.fetch *.example.com", "net.* 10.0.0.?", "net.fetch fd00::1"]],
+    [
+      "cap_call",
+      [
+        "kv.put",
+        "kv.*",
+        "net.fetch",
+        "net.fetch api.example.com",
+        "net.fetch *.example.com",
+        "net.* 10.0.0.?",
+        "net.fetch fd00::1",
+      ],
+    ],
   ])("%s with %p", (event, match) => {
     const text = row(event, match);
     expect(parseManifest(text, FILE).hook).toEqual([{ event, match }]);
@@ -49,26 +63,48 @@ describe("accepted", () => {
   });
 
   test(`${MAX_PATTERNS} patterns are allowed`, () => {
-    expect(parseManifest(row("tool_call", Array.from({ length: MAX_PATTERNS }, (_, i) => `t${i}`)), FILE).hook[0]).toMatchObject({ event: "tool_call" });
+    expect(
+      parseManifest(
+        row(
+          "tool_call",
+          Array.from({ length: MAX_PATTERNS }, (_, i) => `t${i}`),
+        ),
+        FILE,
+      ).hook[0],
+    ).toMatchObject({ event: "tool_call" });
   });
 });
 
 describe("refused, saying what to change", () => {
-  test.each(EVENT_NAMES.filter((e) => !["tool_call", "tool_result", "cap_call"].includes(e)))("a match on a '%s' hook names the event", (event) => {
-    const text = row(event, ["echo"]);
-    expect(refusal(text)).toBe(`${FILE}: hook.0.match: a '${event}' hook has no subject to match; match is for tool_call, tool_result and cap_call hooks: remove it`);
-    expect(schemaAccepts(text)).toBe(false);
-  });
+  test.each(EVENT_NAMES.filter((e) => !["tool_call", "tool_result", "cap_call"].includes(e)))(
+    "a match on a '%s' hook names the event",
+    (event) => {
+      const text = row(event, ["echo"]);
+      expect(refusal(text)).toBe(
+        `${FILE}: hook.0.match: a '${event}' hook has no subject to match; match is for tool_call, tool_result and cap_call hooks: remove it`,
+      );
+      expect(schemaAccepts(text)).toBe(false);
+    },
+  );
 
   test("an empty list (it would match nothing)", () => {
-    expect(refusal(row("tool_call", []))).toBe(`${FILE}: hook.0.match: an empty list matches no tools: leave match out to hook every one`);
-    expect(refusal(row("cap_call", []))).toBe(`${FILE}: hook.0.match: an empty list matches no capability calls: leave match out to hook every one`);
+    expect(refusal(row("tool_call", []))).toBe(
+      `${FILE}: hook.0.match: an empty list matches no tools: leave match out to hook every one`,
+    );
+    expect(refusal(row("cap_call", []))).toBe(
+      `${FILE}: hook.0.match: an empty list matches no capability calls: leave match out to hook every one`,
+    );
     expect(schemaAccepts(row("tool_call", []))).toBe(false);
   });
 
   test(`more than ${MAX_PATTERNS} patterns`, () => {
-    const text = row("tool_call", Array.from({ length: MAX_PATTERNS + 1 }, (_, i) => `t${i}`));
-    expect(refusal(text)).toBe(`${FILE}: hook.0.match: at most ${MAX_PATTERNS} patterns: cover several tools with one glob (fs_*, kv.*)`);
+    const text = row(
+      "tool_call",
+      Array.from({ length: MAX_PATTERNS + 1 }, (_, i) => `t${i}`),
+    );
+    expect(refusal(text)).toBe(
+      `${FILE}: hook.0.match: at most ${MAX_PATTERNS} patterns: cover several tools with one glob (fs_*, kv.*)`,
+    );
     expect(schemaAccepts(text)).toBe(false);
   });
 
@@ -103,8 +139,12 @@ describe("refused, saying what to change", () => {
   });
 
   test("an unknown key on a row without match keeps valibot's words", () => {
-    expect(refusal(`${HEAD}[[hook]]\nevent = "usage"\nmatcher = ["x"]\n`)).toBe(`${FILE}: hook.0.matcher: Invalid key: Expected never but received "matcher"`);
-    expect(refusal(`${HEAD}[[hook]]\nevent = "tool_call"\nmatcher = ["x"]\n`)).toBe(`${FILE}: hook.0.matcher: Invalid key: Expected never but received "matcher"`);
+    expect(refusal(`${HEAD}[[hook]]\nevent = "usage"\nmatcher = ["x"]\n`)).toBe(
+      `${FILE}: hook.0.matcher: Invalid key: Expected never but received "matcher"`,
+    );
+    expect(refusal(`${HEAD}[[hook]]\nevent = "tool_call"\nmatcher = ["x"]\n`)).toBe(
+      `${FILE}: hook.0.matcher: Invalid key: Expected never but received "matcher"`,
+    );
   });
 
   test("an unknown event still lists every event, in their order", () => {

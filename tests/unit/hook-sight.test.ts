@@ -26,12 +26,19 @@ test("the session-wide reach is said where it is widest: tool_call, tool_result,
 });
 
 test("docs/authors.md's table has each event's row, word for word", () => {
-  const rows = AUTHORS.split("\n").filter((line) => /^\| `[a-z_]+` \|/.test(line) && AUTHORS.indexOf(line) > AUTHORS.indexOf("## What a hook can see"));
+  const rows = AUTHORS.split("\n").filter(
+    (line) => /^\| `[a-z_]+` \|/.test(line) && AUTHORS.indexOf(line) > AUTHORS.indexOf("## What a hook can see"),
+  );
   const table = rows.slice(0, EVENT_NAMES.length);
-  expect(table).toEqual(EVENT_NAMES.map((event) => `| \`${event}\` | ${HOOK_SIGHT[event].sees} | ${HOOK_SIGHT[event].can} |`));
+  expect(table).toEqual(
+    EVENT_NAMES.map((event) => `| \`${event}\` | ${HOOK_SIGHT[event].sees} | ${HOOK_SIGHT[event].can} |`),
+  );
 });
 
 test("review's lines: what it sees, narrowed when a match list names what it is asked about", () => {
-  expect(sightLines("cap_call", false)).toEqual([`sees: ${HOOK_SIGHT.cap_call.sees}`, `can:  ${HOOK_SIGHT.cap_call.can}`]);
+  expect(sightLines("cap_call", false)).toEqual([
+    `sees: ${HOOK_SIGHT.cap_call.sees}`,
+    `can:  ${HOOK_SIGHT.cap_call.can}`,
+  ]);
   expect(sightLines("tool_call", true)[0]).toBe(`sees: ${HOOK_SIGHT.tool_call.sees} — only those its match names`);
 });

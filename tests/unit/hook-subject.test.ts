@@ -49,13 +49,27 @@ describe("subjectOf()", () => {
   });
 
   test("cap_call: the capability, and the judged host of a net call (never the raw spelling)", () => {
-    const request = { method: "GET", scheme: "https", host: "api.example.com", port: 443, path: "/", rule: "r", addresses: [] };
-    expect(subjectOf("cap_call", { capability: "net.fetch", target: "https://API.Example.com./x", request })).toEqual({ name: "net.fetch", host: "api.example.com" });
+    const request = {
+      method: "GET",
+      scheme: "https",
+      host: "api.example.com",
+      port: 443,
+      path: "/",
+      rule: "r",
+      addresses: [],
+    };
+    expect(subjectOf("cap_call", { capability: "net.fetch", target: "https://API.Example.com./x", request })).toEqual({
+      name: "net.fetch",
+      host: "api.example.com",
+    });
     expect(subjectOf("cap_call", { capability: "kv.put", target: "settings" })).toEqual({ name: "kv.put", host: null });
   });
 
   test("cap_call without a judged request: the host of a URL target", () => {
-    expect(subjectOf("cap_call", { capability: "net.fetch", target: "https://api.example.com/x" })).toEqual({ name: "net.fetch", host: "api.example.com" });
+    expect(subjectOf("cap_call", { capability: "net.fetch", target: "https://api.example.com/x" })).toEqual({
+      name: "net.fetch",
+      host: "api.example.com",
+    });
   });
 
   test("other events have no subject", () => {
@@ -102,5 +116,7 @@ describe("matchesSubject()", () => {
 
 test("describeHook() shows the matcher after the event", () => {
   expect(describeHook("tool_call", undefined)).toBe("tool_call");
-  expect(describeHook("cap_call", ["kv.put", "net.fetch *.example.com"])).toBe("cap_call (only: kv.put, net.fetch *.example.com)");
+  expect(describeHook("cap_call", ["kv.put", "net.fetch *.example.com"])).toBe(
+    "cap_call (only: kv.put, net.fetch *.example.com)",
+  );
 });

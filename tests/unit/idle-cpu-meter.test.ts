@@ -15,7 +15,11 @@ function meter() {
   let cpu = 0;
   let reads = 0;
   const exceeded: Array<[number, number]> = [];
-  const m = new IdleCpuMeter(() => (reads++, cpu), budget, (used, wall) => exceeded.push([used, wall]));
+  const m = new IdleCpuMeter(
+    () => (reads++, cpu),
+    budget,
+    (used, wall) => exceeded.push([used, wall]),
+  );
   return { m, exceeded, spend: (ms: number) => (cpu += ms), reads: () => reads };
 }
 

@@ -45,7 +45,10 @@ test("swaps only from the value it expects, and answers what is there instead", 
   expect(kv.cas(own, "n", json('"1"'), json('"2"'), BIG)).toEqual({ result: "swapped" });
   expect(kv.get(own, "n")).toEqual(json('"2"'));
   // The same bytes under another encoding are another value.
-  expect(kv.cas(own, "n", { value: Buffer.from('"2"'), encoding: "bytes" }, json('"3"'), BIG)).toEqual({ result: "differs", current: json('"2"') });
+  expect(kv.cas(own, "n", { value: Buffer.from('"2"'), encoding: "bytes" }, json('"3"'), BIG)).toEqual({
+    result: "differs",
+    current: json('"2"'),
+  });
   // null value: deletes, and only from the expected value.
   expect(kv.cas(own, "n", json('"1"'), null, BIG)).toEqual({ result: "differs", current: json('"2"') });
   expect(kv.cas(own, "n", json('"2"'), null, BIG)).toEqual({ result: "swapped" });
@@ -81,7 +84,10 @@ test("the quota is put's: every space's bytes, the old value's replaced, and not
   expect(kv.cas(own, "new", null, json('"x"'), 20)).toEqual({ result: "quota", after: 24 });
   expect(kv.get(own, "new")).toBeNull();
   // A mismatch is answered before the quota is judged; a delete never meets it.
-  expect(kv.cas(own, "k", json('"other"'), json('"0123456789abcd"'), 20)).toEqual({ result: "differs", current: json('"0123456789"') });
+  expect(kv.cas(own, "k", json('"other"'), json('"0123456789abcd"'), 20)).toEqual({
+    result: "differs",
+    current: json('"0123456789"'),
+  });
   expect(kv.cas(own, "k", json('"0123456789"'), null, 0)).toEqual({ result: "swapped" });
   expect(kv.used("counter")).toBe(5);
 });
@@ -115,8 +121,21 @@ describe("a counter incremented at once by 8 workers over 4 connections, 25 time
 
   test("get-then-cas with a retry loses none, in kv and in two sessions' skv", async () => {
     const kvs = Array.from({ length: 4 }, connection);
-    const several: KvSpace[] = [own, { extension: "counter", session: "s1" }, { extension: "counter", session: "s2" }, own];
-    const { counts, retries } = await soak({ kvs, spaces: several, key: "hits", workers, rounds, how: "cas", lockstep: true });
+    const several: KvSpace[] = [
+      own,
+      { extension: "counter", session: "s1" },
+      { extension: "counter", session: "s2" },
+      own,
+    ];
+    const { counts, retries } = await soak({
+      kvs,
+      spaces: several,
+      key: "hits",
+      workers,
+      rounds,
+      how: "cas",
+      lockstep: true,
+    });
     // Workers 0, 3, 4, 7 share kv (4 × 25); 1 and 5 share s1, 2 and 6 share s2 (2 × 25 each).
     expect(counts).toEqual([100, 50, 50, 100]);
     // Every round, all but one worker of each space found its read stale at least once.

@@ -35,7 +35,13 @@ function parse(file: string, text?: string): ts.SourceFile {
   if (text !== undefined) return ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
   let source = parsed.get(file);
   if (source === undefined) {
-    source = ts.createSourceFile(file, readFileSync(join(REPO, file), "utf8"), ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+    source = ts.createSourceFile(
+      file,
+      readFileSync(join(REPO, file), "utf8"),
+      ts.ScriptTarget.ES2022,
+      true,
+      ts.ScriptKind.TS,
+    );
     parsed.set(file, source);
   }
   return source;
@@ -49,7 +55,11 @@ function parse(file: string, text?: string): ts.SourceFile {
 function specifiers(source: ts.SourceFile): string[] {
   const out: string[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       out.push(node.moduleSpecifier.text);
     } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
       const expr = node.moduleReference.expression;
@@ -60,7 +70,11 @@ function specifiers(source: ts.SourceFile): string[] {
       const isRequire = ts.isIdentifier(callee) && callee.text === "require";
       const [first] = node.arguments;
       if ((isImport || isRequire) && first !== undefined && ts.isStringLiteralLike(first)) out.push(first.text);
-    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
       out.push(node.argument.literal.text);
     }
     ts.forEachChild(node, visit);
@@ -84,9 +98,13 @@ function globalReferences(source: ts.SourceFile, globals: ReadonlySet<string>): 
       const parent = node.parent;
       const isMemberName =
         (ts.isPropertyAccessExpression(parent) && parent.name === node) ||
-        ((ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent) || ts.isPropertySignature(parent) || ts.isMethodDeclaration(parent)) &&
+        ((ts.isPropertyAssignment(parent) ||
+          ts.isPropertyDeclaration(parent) ||
+          ts.isPropertySignature(parent) ||
+          ts.isMethodDeclaration(parent)) &&
           parent.name === node);
-      if (!isMemberName) out.push(`${node.text} (line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1})`);
+      if (!isMemberName)
+        out.push(`${node.text} (line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1})`);
     }
     ts.forEachChild(node, visit);
   };
@@ -98,10 +116,15 @@ function globalReferences(source: ts.SourceFile, globals: ReadonlySet<string>): 
 function storeHandleReferences(source: ts.SourceFile): string[] {
   const HANDLES = new Set(["sqlite", "orm"]);
   const out: string[] = [];
-  const at = (node: ts.Node, name: string): string => `.${name} (line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1})`;
+  const at = (node: ts.Node, name: string): string =>
+    `.${name} (line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1})`;
   const visit = (node: ts.Node): void => {
     if (ts.isPropertyAccessExpression(node) && HANDLES.has(node.name.text)) out.push(at(node.name, node.name.text));
-    else if (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression) && HANDLES.has(node.argumentExpression.text)) {
+    else if (
+      ts.isElementAccessExpression(node) &&
+      ts.isStringLiteralLike(node.argumentExpression) &&
+      HANDLES.has(node.argumentExpression.text)
+    ) {
       out.push(at(node.argumentExpression, node.argumentExpression.text));
     } else if (ts.isBindingElement(node) && ts.isObjectBindingPattern(node.parent)) {
       const key = node.propertyName ?? node.name;
@@ -122,12 +145,28 @@ function envReads(source: ts.SourceFile): string[] {
   const line = (node: ts.Node): string => `line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`;
   const isProcess = (expr: ts.Expression): boolean =>
     (ts.isIdentifier(expr) && expr.text === "process") ||
-    (ts.isPropertyAccessExpression(expr) && expr.name.text === "process" && ts.isIdentifier(expr.expression) && expr.expression.text === "globalThis");
+    (ts.isPropertyAccessExpression(expr) &&
+      expr.name.text === "process" &&
+      ts.isIdentifier(expr.expression) &&
+      expr.expression.text === "globalThis");
   const visit = (node: ts.Node): void => {
-    if (ts.isPropertyAccessExpression(node) && node.name.text === "env" && isProcess(node.expression)) out.push(line(node));
-    else if (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression) && node.argumentExpression.text === "env" && isProcess(node.expression)) out.push(line(node));
-    else if (ts.isVariableDeclaration(node) && node.initializer !== undefined && isProcess(node.initializer) && ts.isObjectBindingPattern(node.name)) {
-      if (node.name.elements.some((e) => ((e.propertyName ?? e.name) as ts.Identifier).text === "env")) out.push(line(node));
+    if (ts.isPropertyAccessExpression(node) && node.name.text === "env" && isProcess(node.expression))
+      out.push(line(node));
+    else if (
+      ts.isElementAccessExpression(node) &&
+      ts.isStringLiteralLike(node.argumentExpression) &&
+      node.argumentExpression.text === "env" &&
+      isProcess(node.expression)
+    )
+      out.push(line(node));
+    else if (
+      ts.isVariableDeclaration(node) &&
+      node.initializer !== undefined &&
+      isProcess(node.initializer) &&
+      ts.isObjectBindingPattern(node.name)
+    ) {
+      if (node.name.elements.some((e) => ((e.propertyName ?? e.name) as ts.Identifier).text === "env"))
+        out.push(line(node));
     }
     ts.forEachChild(node, visit);
   };
@@ -142,7 +181,9 @@ interface Edge {
 }
 
 function edges(files: readonly string[]): Edge[] {
-  return files.flatMap((from) => specifiers(parse(from)).map((specifier) => ({ from, specifier, to: target(from, specifier) })));
+  return files.flatMap((from) =>
+    specifiers(parse(from)).map((specifier) => ({ from, specifier, to: target(from, specifier) })),
+  );
 }
 
 const RUNTIME_GLOBALS = new Set(["Deno", "process", "Buffer", "require", "__dirname", "__filename", "Bun"]);
@@ -164,11 +205,23 @@ describe("the import scanner", () => {
         '// import y from "../broker/log.js";',
       ].join("\n"),
     );
-    expect(specifiers(source)).toEqual(["./a.js", "./b.js", "./c.js", "./d.js", "./e.js", "./f.js", "./g.js", "./h.js"]);
+    expect(specifiers(source)).toEqual([
+      "./a.js",
+      "./b.js",
+      "./c.js",
+      "./d.js",
+      "./e.js",
+      "./f.js",
+      "./g.js",
+      "./h.js",
+    ]);
   });
 
   test("globalReferences() finds a runtime global used as a value but not as a property name or in a comment", () => {
-    const source = parse("x.ts", "// Deno is mentioned\nconst o = { Deno: 1 };\no.Deno;\nconst n = Deno.args;\nprocess.exit(1);");
+    const source = parse(
+      "x.ts",
+      "// Deno is mentioned\nconst o = { Deno: 1 };\no.Deno;\nconst n = Deno.args;\nprocess.exit(1);",
+    );
     expect(globalReferences(source, RUNTIME_GLOBALS)).toEqual(["Deno (line 4)", "process (line 5)"]);
   });
 
@@ -187,7 +240,13 @@ describe("the import scanner", () => {
         "store.sqliteish; store.path;",
       ].join("\n"),
     );
-    expect(storeHandleReferences(source)).toEqual([".sqlite (line 4)", ".orm (line 5)", ".sqlite (line 6)", ".orm (line 7)", ".sqlite (line 8)"]);
+    expect(storeHandleReferences(source)).toEqual([
+      ".sqlite (line 4)",
+      ".orm (line 5)",
+      ".sqlite (line 6)",
+      ".orm (line 7)",
+      ".sqlite (line 8)",
+    ]);
   });
 
   test("envReads() finds every way of reading process.env but not a mention, another object's env, or a parameter named env", () => {
@@ -215,18 +274,42 @@ describe("layering", () => {
   const wireFiles = sourcesUnder("jail-runtime/wire");
 
   test("the trees being checked are not empty", () => {
-    expect(jailFiles).toEqual(expect.arrayContaining(["jail-runtime/ext/answer.ts", "jail-runtime/cap/runtime.ts", "jail-runtime/wire/codec.ts"]));
+    expect(jailFiles).toEqual(
+      expect.arrayContaining([
+        "jail-runtime/ext/answer.ts",
+        "jail-runtime/cap/runtime.ts",
+        "jail-runtime/wire/codec.ts",
+      ]),
+    );
     expect(brokerFiles).toEqual(expect.arrayContaining(["broker/base/errors.ts", "broker/satellite/connection.ts"]));
-    expect(wireFiles).toEqual(["jail-runtime/wire/codec.ts", "jail-runtime/wire/codes.ts", "jail-runtime/wire/document-bounds.ts", "jail-runtime/wire/events.ts", "jail-runtime/wire/frames.ts", "jail-runtime/wire/kv-args.ts", "jail-runtime/wire/kv-cas.ts", "jail-runtime/wire/provider-kinds.ts", "jail-runtime/wire/rate.ts", "jail-runtime/wire/service-kinds.ts", "jail-runtime/wire/session-kinds.ts", "jail-runtime/wire/sql-allowlist.ts", "jail-runtime/wire/version.ts"]);
+    expect(wireFiles).toEqual([
+      "jail-runtime/wire/codec.ts",
+      "jail-runtime/wire/codes.ts",
+      "jail-runtime/wire/document-bounds.ts",
+      "jail-runtime/wire/events.ts",
+      "jail-runtime/wire/frames.ts",
+      "jail-runtime/wire/kv-args.ts",
+      "jail-runtime/wire/kv-cas.ts",
+      "jail-runtime/wire/provider-kinds.ts",
+      "jail-runtime/wire/rate.ts",
+      "jail-runtime/wire/service-kinds.ts",
+      "jail-runtime/wire/session-kinds.ts",
+      "jail-runtime/wire/sql-allowlist.ts",
+      "jail-runtime/wire/version.ts",
+    ]);
   });
 
   test("nothing under jail-runtime/ imports from broker/", () => {
-    const offending = edges(jailFiles).filter((e) => e.to?.startsWith("broker/") || /(^|\/)broker(\/|$)/.test(e.specifier));
+    const offending = edges(jailFiles).filter(
+      (e) => e.to?.startsWith("broker/") || /(^|\/)broker(\/|$)/.test(e.specifier),
+    );
     expect(offending).toEqual([]);
   });
 
   test("jail-runtime/ imports only its own files, valibot and msgpackr", () => {
-    const outside = edges(jailFiles).filter((e) => (e.to === null ? !["valibot", "msgpackr"].includes(e.specifier) : !e.to.startsWith("jail-runtime/")));
+    const outside = edges(jailFiles).filter((e) =>
+      e.to === null ? !["valibot", "msgpackr"].includes(e.specifier) : !e.to.startsWith("jail-runtime/"),
+    );
     expect(outside).toEqual([]);
   });
 
@@ -238,7 +321,9 @@ describe("layering", () => {
   });
 
   test("jail-runtime/wire/ uses no runtime's globals (no Deno, process, Buffer, require)", () => {
-    const uses = wireFiles.flatMap((file) => globalReferences(parse(file), RUNTIME_GLOBALS).map((ref) => `${file}: ${ref}`));
+    const uses = wireFiles.flatMap((file) =>
+      globalReferences(parse(file), RUNTIME_GLOBALS).map((ref) => `${file}: ${ref}`),
+    );
     expect(uses).toEqual([]);
   });
 
@@ -246,11 +331,18 @@ describe("layering", () => {
   // is the wire's: `EVENT_NAMES` in wire/events.ts).
   test("broker/ imports jail-runtime/ only for the wire", () => {
     const intoJail = edges(brokerFiles).filter((e) => e.to?.startsWith("jail-runtime/"));
-    expect(intoJail.filter((e) => !e.to!.startsWith("jail-runtime/wire/")).map((e) => `${e.from} imports ${e.specifier}`)).toEqual([]);
+    expect(
+      intoJail.filter((e) => !e.to!.startsWith("jail-runtime/wire/")).map((e) => `${e.from} imports ${e.specifier}`),
+    ).toEqual([]);
     // The rule is not vacuous: the broker does use the wire.
     const used = new Set(intoJail.map((e) => e.to));
     expect([...used].sort()).toEqual(
-      expect.arrayContaining(["jail-runtime/wire/codec.ts", "jail-runtime/wire/codes.ts", "jail-runtime/wire/events.ts", "jail-runtime/wire/frames.ts"]),
+      expect.arrayContaining([
+        "jail-runtime/wire/codec.ts",
+        "jail-runtime/wire/codes.ts",
+        "jail-runtime/wire/events.ts",
+        "jail-runtime/wire/frames.ts",
+      ]),
     );
   });
 
@@ -258,7 +350,9 @@ describe("layering", () => {
 
   test("broker/base/ imports nothing from other broker/ folders: only itself, the wire and packages", () => {
     const baseFiles = brokerFiles.filter((f) => f.startsWith("broker/base/"));
-    expect(baseFiles).toEqual(expect.arrayContaining(["broker/base/capability.ts", "broker/base/errors.ts", "broker/base/outcome.ts"]));
+    expect(baseFiles).toEqual(
+      expect.arrayContaining(["broker/base/capability.ts", "broker/base/errors.ts", "broker/base/outcome.ts"]),
+    );
     const offending = edges(baseFiles)
       .filter((e) => e.to !== null && !e.to.startsWith("broker/base/") && !e.to.startsWith("jail-runtime/wire/"))
       .map((e) => `${e.from} imports ${e.specifier}`);
@@ -275,7 +369,8 @@ describe("layering", () => {
     // A session's policy is the capabilities' own setting (it narrows what net.fetch
     // may reach); sessions store and hand it over, they define nothing of it.
     "broker/sessions/session.ts -> broker/caps/policy.ts": "a session's policy, as the capabilities define it",
-    "broker/sessions/session-records.ts -> broker/caps/policy.ts": "a stored session's policy, as the capabilities define it",
+    "broker/sessions/session-records.ts -> broker/caps/policy.ts":
+      "a stored session's policy, as the capabilities define it",
     // The cap_call event's payload is built where the capability is judged; the
     // session's hook bus only forwards it to the hooks.
     "broker/sessions/bus.ts -> broker/caps/context.ts": "the cap_call event the capabilities raise",
@@ -309,7 +404,9 @@ describe("layering", () => {
     const reads = brokerFiles
       .filter((file) => !file.startsWith("broker/cli/"))
       .flatMap((file) => envReads(parse(file)).map((where) => ({ file, where })));
-    const offending = reads.filter((r) => MAY_READ_ENV[r.file] === undefined).map((r) => `${r.file}: process.env read at ${r.where}`);
+    const offending = reads
+      .filter((r) => MAY_READ_ENV[r.file] === undefined)
+      .map((r) => `${r.file}: process.env read at ${r.where}`);
     expect(offending).toEqual([]);
     // The allow-list matches reality: each entry still reads it.
     const readers = new Set(reads.map((r) => r.file));
@@ -329,16 +426,20 @@ describe("layering", () => {
     }
     expect(seen.has("jail-runtime/wire/events.ts")).toBe(true);
     expect([...seen].filter((f) => !f.startsWith("jail-runtime/wire/"))).toEqual([]);
-    const denoUses = [...seen].flatMap((file) => globalReferences(parse(file), new Set(["Deno"])).map((ref) => `${file}: ${ref}`));
+    const denoUses = [...seen].flatMap((file) =>
+      globalReferences(parse(file), new Set(["Deno"])).map((ref) => `${file}: ${ref}`),
+    );
     expect(denoUses).toEqual([]);
   });
 
   // Storage sits behind store/: repositories, the ledger and the audit queries
   // are the only code that knows the tables. registry/ keeps its own queries on
   // installs and approvals. Tests (under tests/) may read the tables directly.
-  const MAY_TOUCH_STORAGE = (file: string): boolean => file.startsWith("broker/store/") || file.startsWith("broker/registry/");
+  const MAY_TOUCH_STORAGE = (file: string): boolean =>
+    file.startsWith("broker/store/") || file.startsWith("broker/registry/");
   const STORAGE_PACKAGES = ["drizzle-orm", "drizzle-kit", "better-sqlite3"];
-  const isStoragePackage = (specifier: string): boolean => STORAGE_PACKAGES.some((p) => specifier === p || specifier.startsWith(`${p}/`));
+  const isStoragePackage = (specifier: string): boolean =>
+    STORAGE_PACKAGES.some((p) => specifier === p || specifier.startsWith(`${p}/`));
 
   test("only broker/store/ and broker/registry/ import drizzle, better-sqlite3 or the schema", () => {
     const offending = edges(brokerFiles.filter((f) => !MAY_TOUCH_STORAGE(f)))
@@ -348,7 +449,9 @@ describe("layering", () => {
   });
 
   test("only broker/store/ and broker/registry/ use the store's raw handles (.sqlite, .orm)", () => {
-    const uses = brokerFiles.filter((f) => !MAY_TOUCH_STORAGE(f)).flatMap((file) => storeHandleReferences(parse(file)).map((ref) => `${file} uses ${ref}`));
+    const uses = brokerFiles
+      .filter((f) => !MAY_TOUCH_STORAGE(f))
+      .flatMap((file) => storeHandleReferences(parse(file)).map((ref) => `${file} uses ${ref}`));
     expect(uses).toEqual([]);
   });
 
@@ -357,8 +460,15 @@ describe("layering", () => {
     const SQLITE = /^(better-sqlite3|drizzle-orm\/(sqlite-core|better-sqlite3)(\/.*)?)$/;
     const all = edges(brokerFiles);
     const offending = [
-      ...all.filter((e) => !e.from.startsWith("broker/store/pg/") && (PG.test(e.specifier) || e.to === "broker/store/pg/schema.ts")).map((e) => `${e.from} imports ${e.specifier}`),
-      ...all.filter((e) => !e.from.startsWith("broker/store/") && SQLITE.test(e.specifier)).map((e) => `${e.from} imports ${e.specifier}`),
+      ...all
+        .filter(
+          (e) =>
+            !e.from.startsWith("broker/store/pg/") && (PG.test(e.specifier) || e.to === "broker/store/pg/schema.ts"),
+        )
+        .map((e) => `${e.from} imports ${e.specifier}`),
+      ...all
+        .filter((e) => !e.from.startsWith("broker/store/") && SQLITE.test(e.specifier))
+        .map((e) => `${e.from} imports ${e.specifier}`),
     ];
     expect(offending).toEqual([]);
     // The rule sees what it is about.

@@ -33,11 +33,14 @@ function apply(before: string, diff: string): string {
   return out.length === 0 ? "" : `${out.join("\n")}\n`;
 }
 
-const numbered = (n: number) => Array.from({ length: n }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+const numbered = (n: number) => `${Array.from({ length: n }, (_, i) => `line ${i + 1}`).join("\n")}\n`;
 
 test("hunks as diff -u writes them: three lines of context, a count of 1 left out, far changes in separate hunks", () => {
   const before = numbered(30);
-  const after = before.replace("line 5\n", "line five\n").replace("line 20\n", "").replace("line 28\n", "line 28\nnew after 28\n");
+  const after = before
+    .replace("line 5\n", "line five\n")
+    .replace("line 20\n", "")
+    .replace("line 28\n", "line 28\nnew after 28\n");
   expect(unifiedDiff(before, after)).toBe(
     [
       "@@ -2,7 +2,7 @@",
@@ -80,7 +83,9 @@ test("texts too different to diff line by line give null, not a wrong diff", () 
 });
 
 test("property: the diff applied to the old text gives the new one", () => {
-  const text = fc.array(fc.constantFrom("a", "b", "c", "d", ""), { maxLength: 40 }).map((ls) => (ls.length === 0 ? "" : `${ls.join("\n")}\n`));
+  const text = fc
+    .array(fc.constantFrom("a", "b", "c", "d", ""), { maxLength: 40 })
+    .map((ls) => (ls.length === 0 ? "" : `${ls.join("\n")}\n`));
   fc.assert(
     fc.property(text, text, fc.integer({ min: 0, max: 4 }), (before, after, context) => {
       const diff = unifiedDiff(before, after, { context });

@@ -28,6 +28,10 @@ test.each([
 });
 
 test("so is a refresh token; a good pair is kept", () => {
-  expect(() => tokensFrom(answer({ access_token: "at-0123456789", refresh_token: "rt" }), ROW, "ext", 0, null)).toThrow("refresh_token: expected a value fit to be sent as a secret");
-  expect(tokensFrom(answer({ access_token: "at-0123456789", refresh_token: "rt-0123456789" }), ROW, "ext", 0, null)).toMatchObject({ access_token: "at-0123456789", refresh_token: "rt-0123456789" });
+  expect(() => tokensFrom(answer({ access_token: "at-0123456789", refresh_token: "rt" }), ROW, "ext", 0, null)).toThrow(
+    "refresh_token: expected a value fit to be sent as a secret",
+  );
+  expect(
+    tokensFrom(answer({ access_token: "at-0123456789", refresh_token: "rt-0123456789" }), ROW, "ext", 0, null),
+  ).toMatchObject({ access_token: "at-0123456789", refresh_token: "rt-0123456789" });
 });

@@ -40,7 +40,8 @@ describe("manifests/schema.json", () => {
     const properties = published.properties as Record<string, Record<string, unknown>>;
     expect(properties.version?.pattern).toEqual(expect.any(String));
     expect(properties.limits?.properties).toMatchObject({ memory_mb: { default: 128, minimum: 16, maximum: 8192 } });
-    for (const [key, value] of Object.entries(properties)) expect([key, typeof value.description]).toEqual([key, "string"]);
+    for (const [key, value] of Object.entries(properties))
+      expect([key, typeof value.description]).toEqual([key, "string"]);
   });
 
   test.each(EXAMPLES)("the example manifest '%s' validates against the schema and parseManifest()", (name) => {

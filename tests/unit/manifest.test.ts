@@ -98,11 +98,20 @@ memory_mb = 256
     expect(m.priority).toBe(0);
     expect(m.command).toEqual([{ name: "weather-reset", description: "Forget the cache" }]);
     expect(m.net).toEqual({ allow: ["api.open-meteo.com"] });
-    expect(m.limits).toEqual({ memory_mb: 256, deadline_ms: 30_000, idle_s: 300, kv_bytes: 1_048_576, fetches: 4, concurrency: 1 });
+    expect(m.limits).toEqual({
+      memory_mb: 256,
+      deadline_ms: 30_000,
+      idle_s: 300,
+      kv_bytes: 1_048_576,
+      fetches: 4,
+      concurrency: 1,
+    });
   });
 
   test("parseManifest() refuses the built-in extension's reserved name", () => {
-    expect(() => parseManifest(HEAD.replace('name = "weather"', 'name = "hooks"'), FILE)).toThrow(`${FILE}: name: 'hooks' is reserved for the built-in extension of that name; choose another`);
+    expect(() => parseManifest(HEAD.replace('name = "weather"', 'name = "hooks"'), FILE)).toThrow(
+      `${FILE}: name: 'hooks' is reserved for the built-in extension of that name; choose another`,
+    );
   });
 
   test("parseManifest() reads the registry priority and bounds it", () => {
@@ -115,9 +124,12 @@ memory_mb = 256
     expect(parseManifest(HEAD + rows, FILE).hook.map((h) => h.event)).toEqual([...HOOK_EVENTS]);
   });
 
-  test.each(["0.0.1", "1.2.3-beta.1", "10.20.30+build.5", "1.0.0-rc.1+sha.abc"])("parseManifest() accepts version %s", (version) => {
-    expect(parseManifest(HEAD.replace('"1.2.3"', `"${version}"`), FILE).version).toBe(version);
-  });
+  test.each(["0.0.1", "1.2.3-beta.1", "10.20.30+build.5", "1.0.0-rc.1+sha.abc"])(
+    "parseManifest() accepts version %s",
+    (version) => {
+      expect(parseManifest(HEAD.replace('"1.2.3"', `"${version}"`), FILE).version).toBe(version);
+    },
+  );
 
   test("parseManifest() gives each parse its own default objects", () => {
     const a = parseManifest(`${HEAD}[[tool]]\nname = "t"\ndescription = "d"\n`, FILE);
@@ -135,7 +147,9 @@ memory_mb = 256
 
 describe("parseManifest() errors", () => {
   test("a TOML syntax error names the file, the line and the column", () => {
-    expect(refusal(`${HEAD}\nbroken = = 1\n`)).toBe(`${FILE} (line 6, column 10): not valid TOML: Invalid TOML document: invalid value`);
+    expect(refusal(`${HEAD}\nbroken = = 1\n`)).toBe(
+      `${FILE} (line 6, column 10): not valid TOML: Invalid TOML document: invalid value`,
+    );
   });
 
   test("a TOML syntax error message is one line", () => {
@@ -149,32 +163,40 @@ describe("parseManifest() errors", () => {
   });
 
   test("a bad field inside a table array is named by its path", () => {
-    expect(refusal(`${HEAD}[[tool]]\nname = "ok"\ndescription = "d"\n\n[[tool]]\nname = "1bad"\ndescription = "d"\n`)).toBe(
-      `${FILE}: tool.1.name: expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)`,
+    expect(
+      refusal(`${HEAD}[[tool]]\nname = "ok"\ndescription = "d"\n\n[[tool]]\nname = "1bad"\ndescription = "d"\n`),
+    ).toBe(`${FILE}: tool.1.name: expected a tool name (letters, digits, _ . -, at most 64, starting with a letter)`);
+    expect(refusal(`${HEAD}[[tool]]\nname = "get"\n`)).toBe(
+      `${FILE}: tool.0.description: missing; expected "description"`,
     );
-    expect(refusal(`${HEAD}[[tool]]\nname = "get"\n`)).toBe(`${FILE}: tool.0.description: missing; expected "description"`);
   });
 
   test("a tool declared twice is refused, naming it", () => {
-    expect(refusal(`${HEAD}[[tool]]\nname = "get"\ndescription = "a"\n[[tool]]\nname = "get"\ndescription = "b"\n`)).toBe(
-      `${FILE}: tool 'get' is declared twice`,
-    );
+    expect(
+      refusal(`${HEAD}[[tool]]\nname = "get"\ndescription = "a"\n[[tool]]\nname = "get"\ndescription = "b"\n`),
+    ).toBe(`${FILE}: tool 'get' is declared twice`);
   });
 
   test("a hook declared twice is refused, naming it", () => {
-    expect(refusal(`${HEAD}[[hook]]\nevent = "usage"\n[[hook]]\nevent = "usage"\non_error = "note"\n`)).toBe(`${FILE}: hook 'usage' is declared twice`);
+    expect(refusal(`${HEAD}[[hook]]\nevent = "usage"\n[[hook]]\nevent = "usage"\non_error = "note"\n`)).toBe(
+      `${FILE}: hook 'usage' is declared twice`,
+    );
   });
 
   // Commands dispatch by name from one table, like tools; a second row with the
   // same name is silently merged away. See the report: BUG manifest-duplicate-command.
   test("a command declared twice is refused, naming it", () => {
-    expect(refusal(`${HEAD}[[command]]\nname = "reset"\ndescription = "a"\n[[command]]\nname = "reset"\ndescription = "b"\n`)).toBe(
-      `${FILE}: command 'reset' is declared twice`,
-    );
+    expect(
+      refusal(
+        `${HEAD}[[command]]\nname = "reset"\ndescription = "a"\n[[command]]\nname = "reset"\ndescription = "b"\n`,
+      ),
+    ).toBe(`${FILE}: command 'reset' is declared twice`);
   });
 
   test.each(["1.2", "v1.2.3", "1.2.3.4", "latest", "1.2.x", ""])("version %p is refused as not semver", (version) => {
-    expect(refusal(HEAD.replace('"1.2.3"', `"${version}"`))).toBe(`${FILE}: version: expected a semver version like 1.2.3`);
+    expect(refusal(HEAD.replace('"1.2.3"', `"${version}"`))).toBe(
+      `${FILE}: version: expected a semver version like 1.2.3`,
+    );
   });
 
   // Semver forbids leading zeros in numeric identifiers ("01.2.3" is not a version).
@@ -184,12 +206,18 @@ describe("parseManifest() errors", () => {
   });
 
   test("an unknown top-level key is refused, naming it", () => {
-    expect(refusal(`${HEAD}permissions = ["all"]\n`)).toBe(`${FILE}: permissions: Invalid key: Expected never but received "permissions"`);
+    expect(refusal(`${HEAD}permissions = ["all"]\n`)).toBe(
+      `${FILE}: permissions: Invalid key: Expected never but received "permissions"`,
+    );
   });
 
   test("an unknown key inside a table is refused with its path", () => {
-    expect(refusal(`${HEAD}[limits]\ncpu = 4\n`)).toBe(`${FILE}: limits.cpu: Invalid key: Expected never but received "cpu"`);
-    expect(refusal(`${HEAD}[[tool]]\nname = "t"\ndescription = "d"\nrun = "rm"\n`)).toBe(`${FILE}: tool.0.run: Invalid key: Expected never but received "run"`);
+    expect(refusal(`${HEAD}[limits]\ncpu = 4\n`)).toBe(
+      `${FILE}: limits.cpu: Invalid key: Expected never but received "cpu"`,
+    );
+    expect(refusal(`${HEAD}[[tool]]\nname = "t"\ndescription = "d"\nrun = "rm"\n`)).toBe(
+      `${FILE}: tool.0.run: Invalid key: Expected never but received "run"`,
+    );
   });
 
   test("an unknown hook event is refused, naming the field and listing the events", () => {
@@ -200,13 +228,19 @@ describe("parseManifest() errors", () => {
   });
 
   test("limits out of range are refused with the bound", () => {
-    expect(refusal(`${HEAD}[limits]\nmemory_mb = 8\n`)).toBe(`${FILE}: limits.memory_mb: Invalid value: Expected >=16 but received 8`);
-    expect(refusal(`${HEAD}[limits]\ndeadline_ms = 1.5\n`)).toBe(`${FILE}: limits.deadline_ms: Invalid integer: Received 1.5`);
+    expect(refusal(`${HEAD}[limits]\nmemory_mb = 8\n`)).toBe(
+      `${FILE}: limits.memory_mb: Invalid value: Expected >=16 but received 8`,
+    );
+    expect(refusal(`${HEAD}[limits]\ndeadline_ms = 1.5\n`)).toBe(
+      `${FILE}: limits.deadline_ms: Invalid integer: Received 1.5`,
+    );
   });
 
   test("an absolute or non-script entry is refused", () => {
     for (const entry of ["/etc/passwd.ts", "src/mod.py", "src/mod"]) {
-      expect(refusal(HEAD.replace('"src/mod.ts"', `"${entry}"`))).toBe(`${FILE}: entry: expected a relative path to a .ts or .js file`);
+      expect(refusal(HEAD.replace('"src/mod.ts"', `"${entry}"`))).toBe(
+        `${FILE}: entry: expected a relative path to a .ts or .js file`,
+      );
     }
   });
 
@@ -239,7 +273,9 @@ describe("readManifest()", () => {
   });
 
   test("readManifest() of a folder with no manifest says so", () => {
-    expect(() => readManifest(dir)).toThrow(`${join(dir, "manifest.toml")}: cannot read the manifest (is ${dir} an extension folder?)`);
+    expect(() => readManifest(dir)).toThrow(
+      `${join(dir, "manifest.toml")}: cannot read the manifest (is ${dir} an extension folder?)`,
+    );
   });
 });
 

@@ -16,6 +16,9 @@ test.each([
 });
 
 test("a ';' inside a string does not split the statement; a long one is cut at 80 characters", () => {
-  expect(splitStatements("INSERT INTO t VALUES ('a;b'); SELECT 1")).toEqual(["INSERT INTO t VALUES ('a;b')", "SELECT 1"]);
+  expect(splitStatements("INSERT INTO t VALUES ('a;b'); SELECT 1")).toEqual([
+    "INSERT INTO t VALUES ('a;b')",
+    "SELECT 1",
+  ]);
   expect(summarizeMigration(`INSERT INTO t VALUES ('${"x".repeat(200)}')`)).toHaveLength("runs: ".length + 80);
 });

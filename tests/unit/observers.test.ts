@@ -23,7 +23,8 @@ function fake(subscribers: Record<string, ObservedKind[]>, options: { bound?: nu
     "s1",
     {
       subscribers: () => new Map(Object.entries(subscribers)),
-      deliver: (extension, payload) => new Promise<BatchResult>((answer) => batches.push({ extension, payload, answer })),
+      deliver: (extension, payload) =>
+        new Promise<BatchResult>((answer) => batches.push({ extension, payload, answer })),
       log,
     },
     { ...options, now: () => clock++ },
@@ -36,7 +37,13 @@ function fake(subscribers: Record<string, ObservedKind[]>, options: { bound?: nu
     batch.answer(result);
     return batch.payload;
   };
-  return { observers, batches, warnings, answer, of: (extension: string) => batches.filter((b) => b.extension === extension).map((b) => b.payload) };
+  return {
+    observers,
+    batches,
+    warnings,
+    answer,
+    of: (extension: string) => batches.filter((b) => b.extension === extension).map((b) => b.payload),
+  };
 }
 
 /** Lets the queue's promise continuations run (no timers involved). */
@@ -54,7 +61,12 @@ test("the first event goes at once; those fired while it is handled go together 
   const second = f.of("watcher")[1]!;
   expect(second.session_id).toBe("s1");
   expect(second.dropped).toBe(0);
-  expect(second.events.map((e) => [e.seq, e.kind, e.data["n"]])).toEqual([[2, "turn", 2], [3, "usage", 3], [4, "turn", 4], [5, "usage", 5]]);
+  expect(second.events.map((e) => [e.seq, e.kind, e.data["n"]])).toEqual([
+    [2, "turn", 2],
+    [3, "usage", 3],
+    [4, "turn", 4],
+    [5, "usage", 5],
+  ]);
   expect(second.events.map((e) => e.at_ms)).toEqual([1001, 1002, 1003, 1004]);
   f.answer("watcher");
   await f.observers.idle();
@@ -67,7 +79,9 @@ test("only observers approved for the kind are told; each has its own queue, so 
   f.observers.harnessEvent("usage", { model: "m" });
   f.observers.harnessEvent("before_compact", { reason: "threshold" });
   f.observers.harnessEvent("agent_end", { reply: "x", held: 0 });
-  expect(f.of("compacting").map((p) => p.events)).toEqual([[{ seq: 1, kind: "compaction", at_ms: 1002, data: { phase: "before", reason: "threshold" } }]]);
+  expect(f.of("compacting").map((p) => p.events)).toEqual([
+    [{ seq: 1, kind: "compaction", at_ms: 1002, data: { phase: "before", reason: "threshold" } }],
+  ]);
   f.answer("compacting");
   await settle();
   expect(f.observers.counters("compacting")).toMatchObject({ delivered: 1, pending: 0 });
@@ -114,16 +128,28 @@ test("a failed batch is noted (counter, log) and not sent again; delivery goes o
   f.observers.notify("turn", { n: 2 });
   f.answer("flaky", { ok: false, error: "crashed: boom" });
   await settle();
-  expect(f.warnings.some((w) => w.includes("observer 'flaky' failed a batch of 1 events (seq 1): crashed: boom"))).toBe(true);
+  expect(f.warnings.some((w) => w.includes("observer 'flaky' failed a batch of 1 events (seq 1): crashed: boom"))).toBe(
+    true,
+  );
   expect(f.of("flaky")[1]!.events.map((e) => e.seq)).toEqual([2]);
   f.answer("flaky");
   await f.observers.idle();
-  expect(f.observers.counters("flaky")).toEqual({ delivered: 1, dropped: 0, pending: 0, failed: 1, failure: "crashed: boom" });
+  expect(f.observers.counters("flaky")).toEqual({
+    delivered: 1,
+    dropped: 0,
+    pending: 0,
+    failed: 1,
+    failure: "crashed: boom",
+  });
 });
 
 test("a deliverer that rejects counts as a failed batch, not an unhandled rejection", async () => {
   const warnings: string[] = [];
-  const observers = new Observers("s", { subscribers: () => new Map([["x", ["turn"] as ObservedKind[]]]), deliver: () => Promise.reject(new Error("not live")), log: createLogger({ sink: (_l, m) => warnings.push(m) }) });
+  const observers = new Observers("s", {
+    subscribers: () => new Map([["x", ["turn"] as ObservedKind[]]]),
+    deliver: () => Promise.reject(new Error("not live")),
+    log: createLogger({ sink: (_l, m) => warnings.push(m) }),
+  });
   observers.notify("turn", {});
   await observers.idle();
   expect(observers.counters("x")).toMatchObject({ failed: 1, failure: "not live" });

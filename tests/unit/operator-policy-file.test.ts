@@ -21,7 +21,9 @@ test("an unknown key in [net] is named, with the keys [net] takes", () => {
 });
 
 test("an unknown table is named, with the tables the file has", () => {
-  expect(problem("[sattelites]\nmax_concurrency = 2\n")).toBe("policy.toml: [sattelites]: unknown table; policy.toml has [net], [satellites], [fleet]");
+  expect(problem("[sattelites]\nmax_concurrency = 2\n")).toBe(
+    "policy.toml: [sattelites]: unknown table; policy.toml has [net], [satellites], [fleet]",
+  );
 });
 
 test("every problem is listed, each with its key; a TOML error gives line and column", () => {
@@ -32,5 +34,8 @@ test("every problem is listed, each with its key; a TOML error gives line and co
 });
 
 test("a valid file parses", () => {
-  expect(parseOperatorPolicy('[net]\nreach = ["loopback"]\n[satellites]\nmax_concurrency = 2\n', "policy.toml").maxConcurrency).toBe(2);
+  expect(
+    parseOperatorPolicy('[net]\nreach = ["loopback"]\n[satellites]\nmax_concurrency = 2\n', "policy.toml")
+      .maxConcurrency,
+  ).toBe(2);
 });

@@ -24,7 +24,12 @@ describe("registryOrder(): ordering", () => {
   });
 
   test("in a diamond, priority decides between the two sides", () => {
-    const input = [ext("app", ["left", "right"]), ext("left", ["base"]), ext("right", ["base"], -1), ext("base", [], 3)];
+    const input = [
+      ext("app", ["left", "right"]),
+      ext("left", ["base"]),
+      ext("right", ["base"], -1),
+      ext("base", [], 3),
+    ];
     expect(registryOrder(input).order).toEqual(["base", "right", "left", "app"]);
   });
 
@@ -67,7 +72,13 @@ describe("registryOrder(): ordering", () => {
 
 describe("registryOrder(): inactive extensions", () => {
   test("a missing requirement makes its requirer and everything above it inactive, with chains", () => {
-    const { order, inactive } = registryOrder([ext("app", ["lib"]), ext("lib", ["missing-dep"]), ext("top", ["app"]), ext("other"), ext("user", ["other"])]);
+    const { order, inactive } = registryOrder([
+      ext("app", ["lib"]),
+      ext("lib", ["missing-dep"]),
+      ext("top", ["app"]),
+      ext("other"),
+      ext("user", ["other"]),
+    ]);
     expect(order).toEqual(["other", "user"]);
     expect(problems(inactive)).toEqual({
       lib: { kind: "missing", extension: "lib", chain: ["lib", "missing-dep"], missing: "missing-dep" },
@@ -109,7 +120,13 @@ describe("registryOrder(): inactive extensions", () => {
   });
 
   test("an extension that depends on a cycle is inactive with the chain into it", () => {
-    const { order, inactive } = registryOrder([ext("app", ["a"]), ext("a", ["b"]), ext("b", ["a"]), ext("top", ["app"]), ext("free")]);
+    const { order, inactive } = registryOrder([
+      ext("app", ["a"]),
+      ext("a", ["b"]),
+      ext("b", ["a"]),
+      ext("top", ["app"]),
+      ext("free"),
+    ]);
     expect(order).toEqual(["free"]);
     expect(inactive.get("app")).toEqual({ kind: "cycle", chain: ["app", "a", "b", "a"] });
     expect(inactive.get("top")).toEqual({ kind: "cycle", chain: ["top", "app", "a", "b", "a"] });
@@ -135,13 +152,29 @@ describe("registryOrder(): inactive extensions", () => {
       missing: "absent",
     });
     const tie = [ext("app", ["c", "b"]), ext("b", ["x"]), ext("c", ["y"])];
-    expect(registryOrder(tie).inactive.get("app")).toEqual({ kind: "missing", extension: "b", chain: ["app", "b", "x"], missing: "x" });
-    expect(registryOrder([ext("app", ["zz", "yy"])]).inactive.get("app")).toEqual({ kind: "missing", extension: "app", chain: ["app", "yy"], missing: "yy" });
+    expect(registryOrder(tie).inactive.get("app")).toEqual({
+      kind: "missing",
+      extension: "b",
+      chain: ["app", "b", "x"],
+      missing: "x",
+    });
+    expect(registryOrder([ext("app", ["zz", "yy"])]).inactive.get("app")).toEqual({
+      kind: "missing",
+      extension: "app",
+      chain: ["app", "yy"],
+      missing: "yy",
+    });
   });
 
   test("unrelated extensions keep exactly the order they would have alone", () => {
     const healthy = [ext("log", [], 2), ext("auth", ["log"]), ext("ui", ["auth"], -1), ext("zz", [], -3)];
-    const broken = [ext("app", ["lib"]), ext("lib", ["gone"]), ext("p", ["q"]), ext("q", ["p"]), ext("r", ["p", "log"])];
+    const broken = [
+      ext("app", ["lib"]),
+      ext("lib", ["gone"]),
+      ext("p", ["q"]),
+      ext("q", ["p"]),
+      ext("r", ["p", "log"]),
+    ];
     const { order, inactive } = registryOrder([...broken, ...healthy]);
     expect(order).toEqual(registryOrder(healthy).order);
     expect(order).toEqual(["zz", "log", "auth", "ui"]);
@@ -151,8 +184,14 @@ describe("registryOrder(): inactive extensions", () => {
 
 describe("describeProblem()", () => {
   test.each<[OrderProblem, string]>([
-    [{ kind: "missing", extension: "lib", chain: ["app", "lib", "missing-dep"], missing: "missing-dep" }, "requires 'missing-dep', which is not installed (app → lib → missing-dep)"],
-    [{ kind: "missing", extension: "lib", chain: ["lib", "missing-dep"], missing: "missing-dep" }, "requires 'missing-dep', which is not installed (lib → missing-dep)"],
+    [
+      { kind: "missing", extension: "lib", chain: ["app", "lib", "missing-dep"], missing: "missing-dep" },
+      "requires 'missing-dep', which is not installed (app → lib → missing-dep)",
+    ],
+    [
+      { kind: "missing", extension: "lib", chain: ["lib", "missing-dep"], missing: "missing-dep" },
+      "requires 'missing-dep', which is not installed (lib → missing-dep)",
+    ],
     [{ kind: "cycle", chain: ["a", "b", "c", "a"] }, "is part of a requirement cycle (a → b → c → a)"],
     [{ kind: "cycle", chain: ["a", "a"] }, "is part of a requirement cycle (a → a)"],
     [{ kind: "cycle", chain: ["app", "a", "b", "a"] }, "depends on a requirement cycle (app → a → b → a)"],
@@ -161,7 +200,13 @@ describe("describeProblem()", () => {
   });
 
   test("describes what registryOrder() reports", () => {
-    const { inactive } = registryOrder([ext("app", ["lib"]), ext("lib", ["missing-dep"]), ext("x", ["y"]), ext("y", ["x"]), ext("w", ["x"])]);
+    const { inactive } = registryOrder([
+      ext("app", ["lib"]),
+      ext("lib", ["missing-dep"]),
+      ext("x", ["y"]),
+      ext("y", ["x"]),
+      ext("w", ["x"]),
+    ]);
     const sentences = Object.fromEntries([...inactive].map(([name, p]) => [name, `${name} ${describeProblem(p)}`]));
     expect(sentences).toEqual({
       app: "app requires 'missing-dep', which is not installed (app → lib → missing-dep)",
@@ -186,28 +231,32 @@ interface Graph {
  * A random DAG over the installed names (edges only to earlier ones), requirements
  * of absent names, and a few arbitrary extra edges that may close cycles.
  */
-const graphs: fc.Arbitrary<Graph> = fc.uniqueArray(fc.stringMatching(/^[a-e][a-e0-9]{0,2}$/), { minLength: 1, maxLength: 14 }).chain((all) => {
-  const n = all.length;
-  return fc
-    .record({
-      absent: fc.integer({ min: 0, max: Math.min(2, n - 1) }),
-      priorities: fc.array(fc.integer({ min: -2, max: 2 }), { minLength: n, maxLength: n }),
-      edges: fc.array(fc.array(fc.nat(n - 1), { maxLength: 3 }), { minLength: n, maxLength: n }),
-      extra: fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n - 1)), { maxLength: 3 }),
-    })
-    .map(({ absent, priorities, edges, extra }) => {
-      const installed = n - absent;
-      const requires: string[][] = all.map(() => []);
-      edges.forEach((targets, i) => {
-        for (const j of targets) if (i < installed && (j < i || j >= installed)) requires[i]?.push(all[j] as string);
+const graphs: fc.Arbitrary<Graph> = fc
+  .uniqueArray(fc.stringMatching(/^[a-e][a-e0-9]{0,2}$/), { minLength: 1, maxLength: 14 })
+  .chain((all) => {
+    const n = all.length;
+    return fc
+      .record({
+        absent: fc.integer({ min: 0, max: Math.min(2, n - 1) }),
+        priorities: fc.array(fc.integer({ min: -2, max: 2 }), { minLength: n, maxLength: n }),
+        edges: fc.array(fc.array(fc.nat(n - 1), { maxLength: 3 }), { minLength: n, maxLength: n }),
+        extra: fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n - 1)), { maxLength: 3 }),
+      })
+      .map(({ absent, priorities, edges, extra }) => {
+        const installed = n - absent;
+        const requires: string[][] = all.map(() => []);
+        edges.forEach((targets, i) => {
+          for (const j of targets) if (i < installed && (j < i || j >= installed)) requires[i]?.push(all[j] as string);
+        });
+        for (const [i, j] of extra) if (i < installed) requires[i]?.push(all[j] as string);
+        return {
+          exts: all
+            .slice(0, installed)
+            .map((name, i) => ({ name, requires: requires[i] ?? [], priority: priorities[i] ?? 0 })),
+          absent: all.slice(installed),
+        };
       });
-      for (const [i, j] of extra) if (i < installed) requires[i]?.push(all[j] as string);
-      return {
-        exts: all.slice(0, installed).map((name, i) => ({ name, requires: requires[i] ?? [], priority: priorities[i] ?? 0 })),
-        absent: all.slice(installed),
-      };
-    });
-});
+  });
 
 const codePoints = (s: string): number[] => Array.from(s, (c) => c.codePointAt(0) ?? 0);
 function compareKeys(a: OrderInput, b: OrderInput): number {
@@ -312,7 +361,8 @@ describe("registryOrder() properties", () => {
         for (const [name, problem] of inactive) {
           const { chain } = problem;
           expect(chain[0]).toBe(name);
-          for (let i = 0; i + 1 < chain.length; i++) expect(byName.get(chain[i] as string)?.requires).toContain(chain[i + 1]);
+          for (let i = 0; i + 1 < chain.length; i++)
+            expect(byName.get(chain[i] as string)?.requires).toContain(chain[i + 1]);
           const last = chain[chain.length - 1] as string;
           const body = chain.slice(0, -1);
           expect(body.every((n) => byName.has(n))).toBe(true);
@@ -338,7 +388,8 @@ describe("registryOrder() properties", () => {
         const { order } = registryOrder(exts);
         const byName = new Map(exts.map((e) => [e.name, e]));
         const roots = order.map((name) => byName.get(name) as OrderInput).filter((e) => e.requires.length === 0);
-        for (let i = 0; i + 1 < roots.length; i++) expect(compareKeys(roots[i] as OrderInput, roots[i + 1] as OrderInput)).toBeLessThan(0);
+        for (let i = 0; i + 1 < roots.length; i++)
+          expect(compareKeys(roots[i] as OrderInput, roots[i + 1] as OrderInput)).toBeLessThan(0);
       }),
       RUNS,
     );
@@ -352,7 +403,9 @@ describe("registryOrder() properties", () => {
         const placed = new Set<string>();
         const expected: string[] = [];
         for (;;) {
-          const ready = active.filter((e) => !placed.has(e.name) && e.requires.every((r) => placed.has(r))).sort(compareKeys);
+          const ready = active
+            .filter((e) => !placed.has(e.name) && e.requires.every((r) => placed.has(r)))
+            .sort(compareKeys);
           const next = ready[0];
           if (next === undefined) break;
           expected.push(next.name);

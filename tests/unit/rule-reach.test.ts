@@ -19,13 +19,17 @@ test("a loopback address rule under the default policy: refused operator:no-priv
 });
 
 test("a private range names its class; switched on by reach or allow_private, the warning is gone", () => {
-  expect(reachWarnings(["http://[10.1.0.0/16]:8080"], NO_REACH, FILE).map((w) => [w.class, w.refusal])).toEqual([["private", "operator:no-private"]]);
+  expect(reachWarnings(["http://[10.1.0.0/16]:8080"], NO_REACH, FILE).map((w) => [w.class, w.refusal])).toEqual([
+    ["private", "operator:no-private"],
+  ]);
   expect(reachWarnings(["http://[10.1.0.0/16]:8080"], reachOf(["private"], [], false), FILE)).toEqual([]);
   expect(reachWarnings(["http://127.0.0.1:1"], reachOf([], [], true), FILE)).toEqual([]);
 });
 
 test("a metadata address must be listed one by one; a public name or address is no warning", () => {
-  expect(reachWarnings(["http://169.254.169.254"], reachOf([], [], true), FILE).map((w) => w.refusal)).toEqual(["operator:no-metadata"]);
+  expect(reachWarnings(["http://169.254.169.254"], reachOf([], [], true), FILE).map((w) => w.refusal)).toEqual([
+    "operator:no-metadata",
+  ]);
   expect(reachWarnings(["http://169.254.169.254"], reachOf([], ["169.254.169.254"], false), FILE)).toEqual([]);
   expect(reachWarnings(["https://api.example.com", "https://93.184.215.14"], NO_REACH, FILE)).toEqual([]);
 });

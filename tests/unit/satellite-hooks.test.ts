@@ -6,8 +6,14 @@ import { decodeVerdict } from "../../broker/hooks/satellite-hooks.js";
 
 describe("decodeVerdict()", () => {
   test("a verdict that fits its event is decoded", () => {
-    expect(decodeVerdict("tool_call", '{"block":"no","notes":["n"]}')).toEqual({ ok: true, verdict: { block: "no", notes: ["n"] } });
-    expect(decodeVerdict("context", '{"messages":[{"role":"user"}]}')).toEqual({ ok: true, verdict: { messages: [{ role: "user" }] } });
+    expect(decodeVerdict("tool_call", '{"block":"no","notes":["n"]}')).toEqual({
+      ok: true,
+      verdict: { block: "no", notes: ["n"] },
+    });
+    expect(decodeVerdict("context", '{"messages":[{"role":"user"}]}')).toEqual({
+      ok: true,
+      verdict: { messages: [{ role: "user" }] },
+    });
   });
 
   test("a field the event does not take is refused, naming it", () => {
@@ -29,7 +35,10 @@ describe("decodeVerdict()", () => {
 
   test("not JSON, or not text at all, is a failure", () => {
     expect(decodeVerdict("tool_call", "{oops")).toEqual({ ok: false, reason: "answered a verdict that is not JSON" });
-    expect(decodeVerdict("tool_call", { block: "x" })).toEqual({ ok: false, reason: "answered something other than a verdict's JSON text" });
+    expect(decodeVerdict("tool_call", { block: "x" })).toEqual({
+      ok: false,
+      reason: "answered something other than a verdict's JSON text",
+    });
   });
 
   test("usage answers are ignored whatever they hold", () => {

@@ -22,15 +22,28 @@ const FILES = ["ext", "ext/testing", "cap"].flatMap((dir) =>
     .filter((file) => readFileSync(file, "utf8").includes("@example")),
 );
 /** How many ```ts blocks those examples hold: each one must be checked. */
-const BLOCKS = FILES.reduce((n, file) => n + [...readFileSync(file, "utf8").matchAll(/^\s*\*\s*```ts\s*$/gm)].length, 0);
+const BLOCKS = FILES.reduce(
+  (n, file) => n + [...readFileSync(file, "utf8").matchAll(/^\s*\*\s*```ts\s*$/gm)].length,
+  0,
+);
 
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "tether-sdk-doc-"));
-  const imports = { "@tether/ext": join(RUNTIME, "ext", "mod.ts"), "@tether/ext/testing": join(RUNTIME, "ext", "testing", "mod.ts"), "@tether/cap": join(RUNTIME, "cap", "mod.ts") };
+  const imports = {
+    "@tether/ext": join(RUNTIME, "ext", "mod.ts"),
+    "@tether/ext/testing": join(RUNTIME, "ext", "testing", "mod.ts"),
+    "@tether/cap": join(RUNTIME, "cap", "mod.ts"),
+  };
   // The SDK imports its own files as `./x.js` (Node-style ESM): sloppy imports read them as the `.ts` they are.
-  writeFileSync(join(dir, "deno.json"), JSON.stringify({ nodeModulesDir: "manual", unstable: ["sloppy-imports"], imports }));
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", dependencies: { valibot: "*", msgpackr: "*" } }));
+  writeFileSync(
+    join(dir, "deno.json"),
+    JSON.stringify({ nodeModulesDir: "manual", unstable: ["sloppy-imports"], imports }),
+  );
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ type: "module", dependencies: { valibot: "*", msgpackr: "*" } }),
+  );
   symlinkSync(join(REPO, "node_modules"), join(dir, "node_modules"));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -42,7 +55,13 @@ interface Checked {
 
 function check(files: readonly string[]): Promise<Checked> {
   const args = ["check", "--doc-only", "--config", join(dir, "deno.json"), "--no-remote", "--no-lock", ...files];
-  const env = { PATH: process.env.PATH ?? "", HOME: dir, DENO_DIR: join(dir, "deno-dir"), NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" };
+  const env = {
+    PATH: process.env.PATH ?? "",
+    HOME: dir,
+    DENO_DIR: join(dir, "deno-dir"),
+    NO_COLOR: "1",
+    DENO_NO_UPDATE_CHECK: "1",
+  };
   return new Promise((done) => {
     execFile(denoBinary(), args, { cwd: dir, env, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === "number" ? err.code : -1;
@@ -52,7 +71,9 @@ function check(files: readonly string[]): Promise<Checked> {
 }
 
 test("the SDK has examples to check", () => {
-  expect(FILES.map((f) => f.slice(RUNTIME.length + 1))).toEqual(expect.arrayContaining(["ext/mod.ts", "ext/hook.ts", "cap/mod.ts", "cap/net.ts"]));
+  expect(FILES.map((f) => f.slice(RUNTIME.length + 1))).toEqual(
+    expect.arrayContaining(["ext/mod.ts", "ext/hook.ts", "cap/mod.ts", "cap/net.ts"]),
+  );
   expect(BLOCKS).toBeGreaterThanOrEqual(30);
 });
 
@@ -65,7 +86,7 @@ test("an example that does not type-check fails the check (the check is real)", 
       " * @example",
       " * ```ts",
       ' * import { text } from "@tether/ext";',
-      " * const n: number = text(\"not a number\");",
+      ' * const n: number = text("not a number");',
       " * ```",
       " */",
       "export const x = 1;",

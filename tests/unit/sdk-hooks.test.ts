@@ -64,7 +64,9 @@ describe("hook(): the handler gets the event's payload, typed and checked", () =
       // Typed: `tool` is a string, with no cast.
       return payload.tool.toUpperCase() === "SH" ? { block: "no shell" } : proceed;
     });
-    expect(await answer({ hooks: [["tool_call", guard]] }, event("tool_call", call), testCtx({ strand: "s9" }))).toEqual({
+    expect(
+      await answer({ hooks: [["tool_call", guard]] }, event("tool_call", call), testCtx({ strand: "s9" })),
+    ).toEqual({
       ok: true,
       value: '{"block":"no shell"}',
     });
@@ -75,7 +77,9 @@ describe("hook(): the handler gets the event's payload, typed and checked", () =
   test("a payload that does not match the event's schema is bad_arguments naming each field, and the handler never runs", async () => {
     let ran = false;
     const guard = hook("tool_call", () => ((ran = true), proceed));
-    expect(errorOf(await answer({ hooks: [["tool_call", guard]] }, event("tool_call", { tool: 5, call_id: "c1" })))).toEqual({
+    expect(
+      errorOf(await answer({ hooks: [["tool_call", guard]] }, event("tool_call", { tool: 5, call_id: "c1" }))),
+    ).toEqual({
       code: "bad_arguments",
       msg: "event 'tool_call': expected string at .tool, got 5; missing \"arguments\" at .arguments",
     });
@@ -90,9 +94,16 @@ describe("hook(): the handler gets the event's payload, typed and checked", () =
   });
 
   test("Hook.answer throws BadArguments for a bad payload, and says what a good one answered", async () => {
-    const h = hook("before_compact", (p) => (p.reason === "overflow" ? unhandled : { text: `compacting: ${p.reason}` }));
-    await expect(h.answer({ reason: 7 }, testCtx())).rejects.toThrow(new BadArguments("expected string at .reason, got 7"));
-    expect(await h.answer({ reason: "threshold" }, testCtx())).toEqual({ unhandled: false, verdict: { text: "compacting: threshold" } });
+    const h = hook("before_compact", (p) =>
+      p.reason === "overflow" ? unhandled : { text: `compacting: ${p.reason}` },
+    );
+    await expect(h.answer({ reason: 7 }, testCtx())).rejects.toThrow(
+      new BadArguments("expected string at .reason, got 7"),
+    );
+    expect(await h.answer({ reason: "threshold" }, testCtx())).toEqual({
+      unhandled: false,
+      verdict: { text: "compacting: threshold" },
+    });
     expect(await h.answer({ reason: "overflow" }, testCtx())).toEqual({ unhandled: true });
   });
 
@@ -106,11 +117,16 @@ describe("hook(): the handler gets the event's payload, typed and checked", () =
     const hooks: Declared[] = [
       ["session_start", hook("session_start", (p) => ({ context: `hello ${p.session_id}` }))],
       ["context", hook("context", (p) => ({ context: `${p.messages.length} message(s)` }))],
-      ["before_agent_start", hook("before_agent_start", async (p) => (p.prompt === "stop" ? { halt: "asked to stop" } : proceed))],
+      [
+        "before_agent_start",
+        hook("before_agent_start", async (p) => (p.prompt === "stop" ? { halt: "asked to stop" } : proceed)),
+      ],
     ];
     expect(valueOf(await answer({ hooks }, event("session_start", start)))).toBe('{"context":"hello s1"}');
     expect(valueOf(await answer({ hooks }, event("context", PAYLOADS.context)))).toBe('{"context":"1 message(s)"}');
-    expect(valueOf(await answer({ hooks }, event("before_agent_start", { prompt: "stop" })))).toBe('{"halt":"asked to stop"}');
+    expect(valueOf(await answer({ hooks }, event("before_agent_start", { prompt: "stop" })))).toBe(
+      '{"halt":"asked to stop"}',
+    );
   });
 });
 
@@ -121,14 +137,20 @@ describe("answer(): what a hook replies, on the wire", () => {
       ok: false,
       error: { code: "unhandled", msg: "The hook for 'tool_call' does nothing for this event" },
     });
-    expect(await answer({ hooks: [["tool_call", h]] }, event("tool_call", { ...call, tool: "ls" }))).toEqual({ ok: true, value: "{}" });
+    expect(await answer({ hooks: [["tool_call", h]] }, event("tool_call", { ...call, tool: "ls" }))).toEqual({
+      ok: true,
+      value: "{}",
+    });
   });
 
   test("unhandled is a frozen object recognised by identity: a look-alike is a verdict", async () => {
     expect(Object.isFrozen(unhandled)).toBe(true);
     // usage takes any object as its verdict, so a field named `unhandled` is just a field.
     const named = hook("usage", () => ({ unhandled: true }));
-    expect(await answer({ hooks: [["usage", named]] }, event("usage", PAYLOADS.usage))).toEqual({ ok: true, value: '{"unhandled":true}' });
+    expect(await answer({ hooks: [["usage", named]] }, event("usage", PAYLOADS.usage))).toEqual({
+      ok: true,
+      value: '{"unhandled":true}',
+    });
     // A copy keeps the symbol key but is not the sentinel: a verdict JSON cannot hold.
     const copy = hook("usage", () => ({ ...unhandled }));
     expect(errorOf(await answer({ hooks: [["usage", copy]] }, event("usage", PAYLOADS.usage)))).toEqual({
@@ -142,17 +164,28 @@ describe("answer(): what a hook replies, on the wire", () => {
     const hooks: Declared[] = [];
     const every = (e: HookEvent): AnyHook => {
       switch (e) {
-        case "session_start": return hook(e, () => proceed);
-        case "before_agent_start": return hook(e, () => proceed);
-        case "context": return hook(e, () => proceed);
-        case "tool_call": return hook(e, () => proceed);
-        case "tool_result": return hook(e, () => proceed);
-        case "agent_end": return hook(e, () => proceed);
-        case "agent_settled": return hook(e, () => proceed);
-        case "before_compact": return hook(e, () => proceed);
-        case "usage": return hook(e, () => proceed);
-        case "cap_call": return hook(e, () => proceed);
-        case "route_call": return hook(e, () => proceed);
+        case "session_start":
+          return hook(e, () => proceed);
+        case "before_agent_start":
+          return hook(e, () => proceed);
+        case "context":
+          return hook(e, () => proceed);
+        case "tool_call":
+          return hook(e, () => proceed);
+        case "tool_result":
+          return hook(e, () => proceed);
+        case "agent_end":
+          return hook(e, () => proceed);
+        case "agent_settled":
+          return hook(e, () => proceed);
+        case "before_compact":
+          return hook(e, () => proceed);
+        case "usage":
+          return hook(e, () => proceed);
+        case "cap_call":
+          return hook(e, () => proceed);
+        case "route_call":
+          return hook(e, () => proceed);
       }
     };
     for (const e of HOOK_EVENTS) hooks.push([e, every(e)]);
@@ -191,8 +224,15 @@ describe("answer(): what a hook replies, on the wire", () => {
   });
 
   test("top-level fields left undefined are dropped; an undefined deeper in is crashed, naming it", async () => {
-    const guard = hook("tool_call", (p) => ({ block: p.tool === "rm" ? "no rm" : undefined, context: "checked", halt: undefined }));
-    expect(await answer({ hooks: [["tool_call", guard]] }, event("tool_call", call))).toEqual({ ok: true, value: '{"context":"checked"}' });
+    const guard = hook("tool_call", (p) => ({
+      block: p.tool === "rm" ? "no rm" : undefined,
+      context: "checked",
+      halt: undefined,
+    }));
+    expect(await answer({ hooks: [["tool_call", guard]] }, event("tool_call", call))).toEqual({
+      ok: true,
+      value: '{"context":"checked"}',
+    });
     const rewrite = hook("tool_call", () => ({ arguments: { command: "ls", cwd: undefined } }));
     expect(errorOf(await answer({ hooks: [["tool_call", rewrite]] }, event("tool_call", call)))).toEqual({
       code: "crashed",
@@ -239,7 +279,9 @@ describe("hook(): what does not compile", () => {
     // @ts-expect-error a Hook for one event is not a Hook for another.
     const wrong: Hook<"tool_result"> = hook("tool_call", () => proceed);
     // At run time the SDK sends what it is given; the broker refuses stray fields (wire/events.ts).
-    expect(valueOf(await answer({ hooks: [["session_start", stray]] }, event("session_start", start)))).toBe('{"arguments":1}');
+    expect(valueOf(await answer({ hooks: [["session_start", stray]] }, event("session_start", start)))).toBe(
+      '{"arguments":1}',
+    );
     expect([reason.event, flag.event, prompt.event, veto.event, nowhere.event, wrong.event]).toEqual([
       "tool_call",
       "tool_call",

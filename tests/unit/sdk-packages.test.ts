@@ -20,9 +20,12 @@ function sources(dir: string): string[] {
 test("SDK_PACKAGES is the set of bare packages jail-runtime imports", () => {
   const named = new Set<string>();
   for (const file of sources(runtimeRoot())) {
-    for (const m of readFileSync(file, "utf8").matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+["']([^"'./][^"']*)["']/g)) {
+    for (const m of readFileSync(file, "utf8").matchAll(
+      /(?:^|\n)\s*(?:import|export)[^'"]*?from\s+["']([^"'./][^"']*)["']/g,
+    )) {
       const spec = m[1]!;
-      if (spec.startsWith("node:") || spec.startsWith("jsr:") || spec.startsWith("npm:") || spec.startsWith("@tether/")) continue;
+      if (spec.startsWith("node:") || spec.startsWith("jsr:") || spec.startsWith("npm:") || spec.startsWith("@tether/"))
+        continue;
       named.add(spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!);
     }
   }

@@ -23,7 +23,8 @@ function leaked(token: string, out: Buffer): string[] {
     .filter((e) => (e.anyCase ? text.toLowerCase().includes(e.text.toLowerCase()) : text.includes(e.text)))
     .map((e) => e.name);
   for (const run of text.match(/[A-Za-z0-9+/_-]{8,}={0,2}/g) ?? []) {
-    for (const kind of ["base64", "base64url"] as const) if (Buffer.from(run, kind).includes(Buffer.from(token))) found.push(`${kind} run`);
+    for (const kind of ["base64", "base64url"] as const)
+      if (Buffer.from(run, kind).includes(Buffer.from(token))) found.push(`${kind} run`);
   }
   return found;
 }
@@ -36,7 +37,8 @@ const redact = (token: string, body: Buffer) => {
 
 describe.each(Object.entries(TOKENS))("a %s token", (_kind, token) => {
   const forms = secretEncodings(token);
-  const flip = (s: string) => s.replace(/[a-zA-Z]/g, (c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()));
+  const flip = (s: string) =>
+    s.replace(/[a-zA-Z]/g, (c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()));
 
   test("its encodings are many and distinct", () => {
     expect(forms.length).toBeGreaterThanOrEqual(8);

@@ -13,7 +13,8 @@ import { Redactor } from "../../broker/secrets/redact.js";
 import { FileSecrets, SecretStoreError } from "../../broker/secrets/store.js";
 
 const HEAD = `name = "gh"\nversion = "1.0.0"\ndescription = "d"\nentry = "index.ts"\n[net]\nallow = ["https://api.github.com/repos", "https://cdn.example.com"]\n`;
-const secret = (body: string) => parseManifest(`${HEAD}[[secret]]\nname = "github_token"\ndescription = "a token"\n${body}`, "m.toml");
+const secret = (body: string) =>
+  parseManifest(`${HEAD}[[secret]]\nname = "github_token"\ndescription = "a token"\n${body}`, "m.toml");
 const problem = (body: string) => {
   try {
     secret(body);
@@ -26,22 +27,47 @@ const problem = (body: string) => {
 describe("[[secret]] in the manifest", () => {
   test("a binding to its own rule, in a header with a format", () => {
     const m = secret(`rules = ["https://api.github.com/repos"]\nheader = "Authorization"\nformat = "Bearer {}"\n`);
-    expect(m.secret).toEqual([{ name: "github_token", description: "a token", rules: ["https://api.github.com/repos"], header: "Authorization", format: "Bearer {}" }]);
-    expect(requestedGrants(m).secrets).toEqual([{ name: "github_token", rules: ["https://api.github.com/repos"], header: "Authorization", format: "Bearer {}" }]);
+    expect(m.secret).toEqual([
+      {
+        name: "github_token",
+        description: "a token",
+        rules: ["https://api.github.com/repos"],
+        header: "Authorization",
+        format: "Bearer {}",
+      },
+    ]);
+    expect(requestedGrants(m).secrets).toEqual([
+      { name: "github_token", rules: ["https://api.github.com/repos"], header: "Authorization", format: "Bearer {}" },
+    ]);
     expect(secret(`rules = ["https://cdn.example.com"]\nquery = "api_key"\n`).secret[0]!.format).toBe("{}");
   });
 
   test.each([
-    ['rules = ["https://evil.example"]\nheader = "X-Key"\n', "secret.0.rules.0: 'https://evil.example' is not one of its [net] allow rules"],
+    [
+      'rules = ["https://evil.example"]\nheader = "X-Key"\n',
+      "secret.0.rules.0: 'https://evil.example' is not one of its [net] allow rules",
+    ],
     ['rules = ["https://cdn.example.com"]\n', "give exactly one of header"],
     ['rules = ["https://cdn.example.com"]\nheader = "X-Key"\nquery = "k"\n', "give exactly one of header"],
     ['rules = ["https://cdn.example.com"]\nheader = "X-Key"\nformat = "Bearer"\n', "must hold {} exactly once"],
     ['rules = ["https://cdn.example.com"]\nheader = "X-Key"\nformat = "{} {}"\n', "must hold {} exactly once"],
-    ['rules = ["https://cdn.example.com"]\nheader = "Host"\n', "secret.0.header: 'Host' is a header the broker sets or strips itself"],
-    ['rules = ["https://cdn.example.com"]\nheader = "content-length"\n', "is a header the broker sets or strips itself"],
+    [
+      'rules = ["https://cdn.example.com"]\nheader = "Host"\n',
+      "secret.0.header: 'Host' is a header the broker sets or strips itself",
+    ],
+    [
+      'rules = ["https://cdn.example.com"]\nheader = "content-length"\n',
+      "is a header the broker sets or strips itself",
+    ],
     ['rules = ["https://cdn.example.com"]\nheader = "Connection"\n', "is a header the broker sets or strips itself"],
-    ['rules = ["https://cdn.example.com"]\nheader = "Proxy-Authorization"\n', "is a header the broker sets or strips itself"],
-    ['rules = ["https://cdn.example.com"]\nheader = "X-HTTP-Method-Override"\n', "is a header the broker sets or strips itself"],
+    [
+      'rules = ["https://cdn.example.com"]\nheader = "Proxy-Authorization"\n',
+      "is a header the broker sets or strips itself",
+    ],
+    [
+      'rules = ["https://cdn.example.com"]\nheader = "X-HTTP-Method-Override"\n',
+      "is a header the broker sets or strips itself",
+    ],
     ['rules = ["https://cdn.example.com"]\nquery = "_method"\n', "'_method' overrides the request's method"],
     ['rules = ["https://cdn.example.com"]\nheader = "Bad Header"\n', "secret.0.header: expected an HTTP header name"],
     ['rules = []\nheader = "X-Key"\n', "secret.0.rules: expected at least one of its [net] allow rules"],
@@ -53,24 +79,42 @@ describe("[[secret]] in the manifest", () => {
   test("a name declared twice, and a name that is not an identifier", () => {
     const twice = `${HEAD}[[secret]]\nname = "k"\ndescription = ""\nrules = ["https://cdn.example.com"]\nheader = "X-A"\n[[secret]]\nname = "k"\ndescription = ""\nrules = ["https://cdn.example.com"]\nheader = "X-B"\n`;
     expect(() => parseManifest(twice, "m.toml")).toThrow("m.toml: secret 'k' is declared twice");
-    expect(() => parseManifest(twice.replace(/name = "k"/g, 'name = "Key!"'), "m.toml")).toThrow("secret.0.name: expected a lowercase name");
+    expect(() => parseManifest(twice.replace(/name = "k"/g, 'name = "Key!"'), "m.toml")).toThrow(
+      "secret.0.name: expected a lowercase name",
+    );
   });
 });
 
 describe("an upgrade's diff", () => {
-  const base = requestedGrants(secret(`rules = ["https://api.github.com/repos"]\nheader = "Authorization"\nformat = "Bearer {}"\n`));
+  const base = requestedGrants(
+    secret(`rules = ["https://api.github.com/repos"]\nheader = "Authorization"\nformat = "Bearer {}"\n`),
+  );
   test("a new secret, a new rule for one, another place or format widen; a secret dropped does not", () => {
     const none = { ...base, secrets: [] };
     const added = diffGrants(none, base);
     expect(widens(added)).toBe(true);
-    expect(renderDiff(added)).toEqual(["  + secret github_token → https://api.github.com/repos as Authorization: Bearer …"]);
-    const moreRules = { ...base, secrets: [{ ...base.secrets[0]!, rules: ["https://api.github.com/repos", "https://cdn.example.com"] }] };
-    expect(diffGrants(base, moreRules).addedSecrets).toEqual(["github_token → https://cdn.example.com as Authorization: Bearer …"]);
-    const query = { ...base, secrets: [{ name: "github_token", rules: ["https://api.github.com/repos"], query: "access_token", format: "{}" }] };
+    expect(renderDiff(added)).toEqual([
+      "  + secret github_token → https://api.github.com/repos as Authorization: Bearer …",
+    ]);
+    const moreRules = {
+      ...base,
+      secrets: [{ ...base.secrets[0]!, rules: ["https://api.github.com/repos", "https://cdn.example.com"] }],
+    };
+    expect(diffGrants(base, moreRules).addedSecrets).toEqual([
+      "github_token → https://cdn.example.com as Authorization: Bearer …",
+    ]);
+    const query = {
+      ...base,
+      secrets: [{ name: "github_token", rules: ["https://api.github.com/repos"], query: "access_token", format: "{}" }],
+    };
     expect(widens(diffGrants(base, query))).toBe(true);
-    expect(renderDiff(diffGrants(base, query))).toContain("  + secret github_token → https://api.github.com/repos as ?access_token=…");
+    expect(renderDiff(diffGrants(base, query))).toContain(
+      "  + secret github_token → https://api.github.com/repos as ?access_token=…",
+    );
     expect(widens(diffGrants(base, none))).toBe(false);
-    expect(renderDiff(diffGrants(base, none))).toEqual(["  - secret github_token → https://api.github.com/repos as Authorization: Bearer …"]);
+    expect(renderDiff(diffGrants(base, none))).toEqual([
+      "  - secret github_token → https://api.github.com/repos as Authorization: Bearer …",
+    ]);
   });
 });
 
@@ -99,7 +143,9 @@ describe("the file store", () => {
     store.set("gh", "github_token", "ghp_abcdefgh12345678");
     const file = join(home, "secrets", "gh.github_token");
     chmodSync(file, 0o644);
-    expect(() => store.get("gh", "github_token")).toThrow(`${file} has mode 0644: other users could read it; run: chmod 600 ${file}`);
+    expect(() => store.get("gh", "github_token")).toThrow(
+      `${file} has mode 0644: other users could read it; run: chmod 600 ${file}`,
+    );
     chmodSync(file, 0o600);
     chmodSync(join(home, "secrets"), 0o755);
     expect(() => store.get("gh", "github_token")).toThrow(`run: chmod 700 ${join(home, "secrets")}`);

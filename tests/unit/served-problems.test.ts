@@ -33,21 +33,56 @@ test("the handshake throws ServedMismatch (served_mismatch) carrying the problem
   expect(thrown).toBeInstanceOf(ServedMismatch);
   const err = thrown as ServedMismatch;
   expect(err.code).toBe("served_mismatch");
-  expect(err.problems).toEqual(["declared in manifest.toml but not exported from index.ts: tool list_notes (export it in `tools`, or remove its [[tool]] row)"]);
+  expect(err.problems).toEqual([
+    "declared in manifest.toml but not exported from index.ts: tool list_notes (export it in `tools`, or remove its [[tool]] row)",
+  ]);
   expect(err.message).toContain("Its author must fix the extension (tether check <folder> lists what to change)");
   expect(err.message).not.toMatch(/reinstall/i);
 });
 
 test("a name served twice fails the handshake though neither side lacks it", () => {
-  expect(() => checkServed("notes", declared, { tools: ["add_note", "list_notes", "add_note"], hooks: ["tool_call"], commands: ["notes"] })).toThrow(ServedMismatch);
+  expect(() =>
+    checkServed("notes", declared, {
+      tools: ["add_note", "list_notes", "add_note"],
+      hooks: ["tool_call"],
+      commands: ["notes"],
+    }),
+  ).toThrow(ServedMismatch);
 });
 
 describe("the session-facing kinds", () => {
-  const session = { tools: [], hooks: [], commands: [], contexts: ["notes"], routes: ["status"], compactions: ["fold"], handles: ["prepare", "observe"] as const, entry: "index.ts" };
-  const servedAll = { tools: [], hooks: [], commands: [], contexts: ["notes"], routes: ["status"], compactions: ["fold"], handles: ["close", "observe", "prepare"] as Array<"prepare" | "close" | "observe"> };
+  const session = {
+    tools: [],
+    hooks: [],
+    commands: [],
+    contexts: ["notes"],
+    routes: ["status"],
+    compactions: ["fold"],
+    handles: ["prepare", "observe"] as const,
+    entry: "index.ts",
+  };
+  const servedAll = {
+    tools: [],
+    hooks: [],
+    commands: [],
+    contexts: ["notes"],
+    routes: ["status"],
+    compactions: ["fold"],
+    handles: ["close", "observe", "prepare"] as Array<"prepare" | "close" | "observe">,
+  };
 
   test("loaders, routes, strategies and handlers on one side only are each a problem with its fix", () => {
-    expect(servedProblems(session, { tools: [], hooks: [], commands: [], contexts: ["other"], routes: [], compactions: ["fold"], handles: ["close"] })).toEqual([
+    expect(
+      servedProblems(session, {
+        tools: [],
+        hooks: [],
+        commands: [],
+        contexts: ["other"],
+        routes: [],
+        compactions: ["fold"],
+        handles: ["close"],
+      }),
+    ).toEqual([
       "declared in manifest.toml but not exported from index.ts: context notes (export it in `contexts`, or remove its [[context]] row)",
       'exported from index.ts but not declared in manifest.toml: context other (add a [[context]] row with name = "other", or remove it from `contexts`)',
       "declared in manifest.toml but not exported from index.ts: route status (export it in `routes`, or remove its [[route]] row)",
@@ -58,9 +93,20 @@ describe("the session-facing kinds", () => {
 
   test("`close` may be left out of `managed`; exporting `managed` or `observe` with no table is a problem", () => {
     expect(servedProblems(session, { ...servedAll, handles: ["observe", "prepare"] })).toEqual([]);
-    expect(servedProblems({ tools: [], hooks: [] }, { tools: [], hooks: [], commands: [], handles: ["prepare", "close", "observe"] })).toEqual([
-      "exported from index.ts but not declared in manifest.toml: handler observe (add an [observe] table with the events it is told about, or stop exporting `observe`)".replace("index.ts", "the entry module"),
-      "exported from index.ts but not declared in manifest.toml: handler prepare (add a [managed] table, or stop exporting `managed`)".replace("index.ts", "the entry module"),
+    expect(
+      servedProblems(
+        { tools: [], hooks: [] },
+        { tools: [], hooks: [], commands: [], handles: ["prepare", "close", "observe"] },
+      ),
+    ).toEqual([
+      "exported from index.ts but not declared in manifest.toml: handler observe (add an [observe] table with the events it is told about, or stop exporting `observe`)".replace(
+        "index.ts",
+        "the entry module",
+      ),
+      "exported from index.ts but not declared in manifest.toml: handler prepare (add a [managed] table, or stop exporting `managed`)".replace(
+        "index.ts",
+        "the entry module",
+      ),
     ]);
   });
 
@@ -74,17 +120,36 @@ describe("the session-facing kinds", () => {
 
 describe("the initializer", () => {
   test("[init] without an exported `init`, and the reverse, are each a problem worded as `init`", () => {
-    expect(servedProblems({ tools: [], hooks: [], handles: ["init"], entry: "index.ts" }, { tools: [], hooks: [], commands: [], handles: [] })).toEqual([
-      "declared in manifest.toml but not exported from index.ts: init (export `init`, or remove [init])",
-    ]);
-    expect(servedProblems({ tools: [], hooks: [], entry: "index.ts" }, { tools: [], hooks: [], commands: [], handles: ["init"] })).toEqual([
+    expect(
+      servedProblems(
+        { tools: [], hooks: [], handles: ["init"], entry: "index.ts" },
+        { tools: [], hooks: [], commands: [], handles: [] },
+      ),
+    ).toEqual(["declared in manifest.toml but not exported from index.ts: init (export `init`, or remove [init])"]);
+    expect(
+      servedProblems(
+        { tools: [], hooks: [], entry: "index.ts" },
+        { tools: [], hooks: [], commands: [], handles: ["init"] },
+      ),
+    ).toEqual([
       "exported from index.ts but not declared in manifest.toml: init (add an [init] table, or stop exporting `init`)",
     ]);
-    expect(servedProblems({ tools: [], hooks: [], handles: ["init"] }, { tools: [], hooks: [], commands: [], handles: ["init"] })).toEqual([]);
+    expect(
+      servedProblems(
+        { tools: [], hooks: [], handles: ["init"] },
+        { tools: [], hooks: [], commands: [], handles: ["init"] },
+      ),
+    ).toEqual([]);
   });
 
   test("a missing `init` alone fails the handshake with just that problem", () => {
-    expect(() => checkServed("notes", { tools: [], hooks: [], handles: ["init"], entry: "index.ts" }, { tools: [], hooks: [], commands: [], handles: [] })).toThrow(
+    expect(() =>
+      checkServed(
+        "notes",
+        { tools: [], hooks: [], handles: ["init"], entry: "index.ts" },
+        { tools: [], hooks: [], commands: [], handles: [] },
+      ),
+    ).toThrow(
       "Extension 'notes' is broken: declared in manifest.toml but not exported from index.ts: init (export `init`, or remove [init]). Its author must fix the extension",
     );
   });

@@ -139,7 +139,10 @@ describe("a migration runs the text review shows, statement by statement", () =>
 
   test.each([
     ["INSERT INTO t VALUES ('--');", ["INSERT INTO t VALUES ('--')"]],
-    ["INSERT INTO t VALUES ('/*'); INSERT INTO t VALUES ('*/');", ["INSERT INTO t VALUES ('/*')", "INSERT INTO t VALUES ('*/')"]],
+    [
+      "INSERT INTO t VALUES ('/*'); INSERT INTO t VALUES ('*/');",
+      ["INSERT INTO t VALUES ('/*')", "INSERT INTO t VALUES ('*/')"],
+    ],
     ['CREATE TABLE "a--b" (x); SELECT 1', ['CREATE TABLE "a--b" (x)', "SELECT 1"]],
     ["CREATE TABLE [a/*b] (x); SELECT 1", ["CREATE TABLE [a/*b] (x)", "SELECT 1"]],
     ["CREATE TABLE [a;b] (x); SELECT 1", ["CREATE TABLE [a;b] (x)", "SELECT 1"]],
@@ -151,8 +154,14 @@ describe("a migration runs the text review shows, statement by statement", () =>
   });
 
   test("a string still cannot hide a refused statement from the allowlist", () => {
-    for (const text of ["SELECT '--'; ATTACH 'x' AS y", "SELECT '/*'; PRAGMA user_version(9); SELECT '*/'", "SELECT \"--\"\n; VACUUM INTO '/tmp/x'"]) {
-      const refused = splitStatements(text).map(checkStatement).filter((c) => !c.ok);
+    for (const text of [
+      "SELECT '--'; ATTACH 'x' AS y",
+      "SELECT '/*'; PRAGMA user_version(9); SELECT '*/'",
+      "SELECT \"--\"\n; VACUUM INTO '/tmp/x'",
+    ]) {
+      const refused = splitStatements(text)
+        .map(checkStatement)
+        .filter((c) => !c.ok);
       expect(refused.length).toBeGreaterThan(0);
     }
   });
@@ -166,7 +175,11 @@ describe("the audit's kind and table (what cap_call hooks see) name the statemen
     ["with x as (select ')' from harmless) update secrets set a = 1", "update", "secrets"],
     ['WITH "a(" AS (SELECT 1 FROM harmless) DELETE FROM secrets', "delete", "secrets"],
     ["WITH replace AS (SELECT 1 FROM harmless) DELETE FROM secrets", "delete", "secrets"],
-    ["WITH a AS (SELECT 1), b AS MATERIALIZED (SELECT 2 FROM harmless) DELETE FROM secrets WHERE 1", "delete", "secrets"],
+    [
+      "WITH a AS (SELECT 1), b AS MATERIALIZED (SELECT 2 FROM harmless) DELETE FROM secrets WHERE 1",
+      "delete",
+      "secrets",
+    ],
     ["WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 3) SELECT * FROM c", "select", "c"],
     ["WITH x AS (SELECT 1 FROM harmless) /* ) delete */ DELETE FROM secrets", "delete", "secrets"],
     ["SELECT 'from harmless' FROM secrets", "select", "secrets"],
@@ -180,11 +193,42 @@ describe("held: the main schema's quota in every way of growing it", () => {
   const grow: Array<[string, string[]]> = [
     ["one big blob", ["CREATE TABLE t (b)", "INSERT INTO t VALUES (randomblob(200000))"]],
     ["zeroblob (no memory, still pages)", ["CREATE TABLE t (b)", "INSERT INTO t VALUES (zeroblob(200000))"]],
-    ["an index over many rows", ["CREATE TABLE t (b)", "INSERT INTO t SELECT hex(randomblob(100)) FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 200) SELECT i FROM c)", "CREATE INDEX t_b ON t (b, b, b)"]],
-    ["a table from a select", ["CREATE TABLE t AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 1000) SELECT randomblob(100) AS b FROM c"]],
-    ["an fts index", ["CREATE VIRTUAL TABLE f USING fts5(x)", "INSERT INTO f SELECT group_concat(hex(randomblob(8)), ' ') FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 8000) SELECT i FROM c)"]],
-    ["an rtree", ["CREATE VIRTUAL TABLE r USING rtree(id, a, b)", "INSERT INTO r SELECT i, i, i + 1 FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 20000) SELECT i FROM c)"]],
-    ["a view's worth of rows inserted", ["CREATE TABLE t (b)", "CREATE VIEW v AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 2000) SELECT randomblob(64) AS b FROM c", "INSERT INTO t SELECT b FROM v"]],
+    [
+      "an index over many rows",
+      [
+        "CREATE TABLE t (b)",
+        "INSERT INTO t SELECT hex(randomblob(100)) FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 200) SELECT i FROM c)",
+        "CREATE INDEX t_b ON t (b, b, b)",
+      ],
+    ],
+    [
+      "a table from a select",
+      [
+        "CREATE TABLE t AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 1000) SELECT randomblob(100) AS b FROM c",
+      ],
+    ],
+    [
+      "an fts index",
+      [
+        "CREATE VIRTUAL TABLE f USING fts5(x)",
+        "INSERT INTO f SELECT group_concat(hex(randomblob(8)), ' ') FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 8000) SELECT i FROM c)",
+      ],
+    ],
+    [
+      "an rtree",
+      [
+        "CREATE VIRTUAL TABLE r USING rtree(id, a, b)",
+        "INSERT INTO r SELECT i, i, i + 1 FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 20000) SELECT i FROM c)",
+      ],
+    ],
+    [
+      "a view's worth of rows inserted",
+      [
+        "CREATE TABLE t (b)",
+        "CREATE VIEW v AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 2000) SELECT randomblob(64) AS b FROM c",
+        "INSERT INTO t SELECT b FROM v",
+      ],
+    ],
   ];
   test.each(grow)("%s", (_what, statements) => {
     const results = statements.map((s) => run("exec", s));
@@ -222,7 +266,11 @@ describe("held: nothing reaches a file other than the extension's own database",
   ])("%s", (sql) => {
     const mode = /^\s*select/i.test(sql) ? "query" : "exec";
     expect(run(mode, sql).ok).toBe(false);
-    expect(existsSync(join(home, "data", "copy.sqlite")) || existsSync(join(home, "data", "other.sqlite")) || existsSync("copy.sqlite")).toBe(false);
+    expect(
+      existsSync(join(home, "data", "copy.sqlite")) ||
+        existsSync(join(home, "data", "other.sqlite")) ||
+        existsSync("copy.sqlite"),
+    ).toBe(false);
   });
 
   test("what follows a NUL is not run (SQLite reads up to it), and a view calling a missing function fails when used", () => {
@@ -237,7 +285,13 @@ describe("held: nothing reaches a file other than the extension's own database",
     expect(run("exec", "CREATE VIRTUAL TABLE f USING fts3(x)").ok).toBe(true);
     expect(run("exec", "CREATE VIRTUAL TABLE g USING fts5(x)").ok).toBe(true);
     expect(run("exec", "CREATE VIRTUAL TABLE r USING rtree(id, a, b)").ok).toBe(true);
-    for (const sql of ["UPDATE f_segdir SET root = x'00ff00ff'", "INSERT INTO f_segments VALUES (1, x'0102')", "UPDATE g_data SET block = x'ffffffff'", "INSERT INTO g_config VALUES ('pgsz', 1)", "UPDATE r_node SET data = x'ffff'"]) {
+    for (const sql of [
+      "UPDATE f_segdir SET root = x'00ff00ff'",
+      "INSERT INTO f_segments VALUES (1, x'0102')",
+      "UPDATE g_data SET block = x'ffffffff'",
+      "INSERT INTO g_config VALUES ('pgsz', 1)",
+      "UPDATE r_node SET data = x'ffff'",
+    ]) {
       expect(run("exec", sql)).toMatchObject({ ok: false, rule: "storage.sql" });
     }
   });
@@ -252,7 +306,14 @@ describe("held: nothing reaches a file other than the extension's own database",
 test("in a database process, a statement asking SQLite for gigabytes is refused by its data limit", async () => {
   const dbs = new DbProcesses(home);
   try {
-    const r = await dbs.run("x", QUOTA, "query", "SELECT length(randomblob(400000000)) + length(randomblob(400000000)) AS n", undefined, Date.now() + 30_000);
+    const r = await dbs.run(
+      "x",
+      QUOTA,
+      "query",
+      "SELECT length(randomblob(400000000)) + length(randomblob(400000000)) AS n",
+      undefined,
+      Date.now() + 30_000,
+    );
     expect(r).toMatchObject({ ok: false, rule: "storage.sql" });
     expect(r.ok ? "" : r.msg).toMatch(/out of memory|too big/);
   } finally {
@@ -263,7 +324,21 @@ test("in a database process, a statement asking SQLite for gigabytes is refused 
 test("a migration that never ends is stopped at its time limit and leaves the database as it was", () => {
   let failure: Error | null = null;
   try {
-    runMigrationsBounded(home, "x", QUOTA, [{ number: 1, name: "0001_x.sql", text: "CREATE TABLE t (x);\nWITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c;" }], () => {}, {}, 1500);
+    runMigrationsBounded(
+      home,
+      "x",
+      QUOTA,
+      [
+        {
+          number: 1,
+          name: "0001_x.sql",
+          text: "CREATE TABLE t (x);\nWITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c;",
+        },
+      ],
+      () => {},
+      {},
+      1500,
+    );
   } catch (err) {
     failure = err as Error;
   }

@@ -11,7 +11,15 @@ import * as pgSchema from "../../broker/store/pg/schema.js";
 import * as sqliteSchema from "../../broker/store/schema.js";
 
 /** Tables only the fleet's store has. */
-const FLEET_ONLY = ["artifact_blobs", "fleet_cap_audit", "fleet_hook_traces", "fleet_invocations", "fleet_versions", "hosts", "session_leases"];
+const FLEET_ONLY = [
+  "artifact_blobs",
+  "fleet_cap_audit",
+  "fleet_hook_traces",
+  "fleet_invocations",
+  "fleet_versions",
+  "hosts",
+  "session_leases",
+];
 
 interface Shape {
   readonly columns: Record<string, { notNull: boolean; default: boolean }>;
@@ -25,7 +33,9 @@ function sqliteShapes(): Map<string, Shape> {
     const c = sqliteConfig(value);
     const pk = c.primaryKeys.flatMap((k) => k.columns.map((col) => col.name));
     out.set(c.name, {
-      columns: Object.fromEntries(c.columns.map((col) => [col.name, { notNull: col.notNull, default: col.hasDefault }])),
+      columns: Object.fromEntries(
+        c.columns.map((col) => [col.name, { notNull: col.notNull, default: col.hasDefault }]),
+      ),
       primaryKey: [...pk, ...c.columns.filter((col) => col.primary).map((col) => col.name)].sort(),
     });
   }
@@ -39,7 +49,9 @@ function pgShapes(): Map<string, Shape> {
     const c = pgConfig(value);
     const pk = c.primaryKeys.flatMap((k) => k.columns.map((col) => col.name));
     out.set(c.name, {
-      columns: Object.fromEntries(c.columns.map((col) => [col.name, { notNull: col.notNull, default: col.hasDefault }])),
+      columns: Object.fromEntries(
+        c.columns.map((col) => [col.name, { notNull: col.notNull, default: col.hasDefault }]),
+      ),
       primaryKey: [...pk, ...c.columns.filter((col) => col.primary).map((col) => col.name)].sort(),
     });
   }
@@ -54,10 +66,15 @@ test("the PostgreSQL schema has every SQLite table with the same columns and key
   for (const [table, shape] of lite) {
     // serial ids have a default in PostgreSQL (the sequence) that SQLite's rowid does not declare.
     const theirs = pg.get(table);
-    expect({ table, columns: Object.keys(theirs?.columns ?? {}).sort(), primaryKey: theirs?.primaryKey }).toEqual({ table, columns: Object.keys(shape.columns).sort(), primaryKey: shape.primaryKey });
+    expect({ table, columns: Object.keys(theirs?.columns ?? {}).sort(), primaryKey: theirs?.primaryKey }).toEqual({
+      table,
+      columns: Object.keys(shape.columns).sort(),
+      primaryKey: shape.primaryKey,
+    });
     for (const [name, col] of Object.entries(shape.columns)) {
       expect({ table, name, notNull: theirs!.columns[name]!.notNull }).toEqual({ table, name, notNull: col.notNull });
-      if (col.default) expect({ table, name, default: theirs!.columns[name]!.default }).toEqual({ table, name, default: true });
+      if (col.default)
+        expect({ table, name, default: theirs!.columns[name]!.default }).toEqual({ table, name, default: true });
     }
   }
 });

@@ -38,15 +38,37 @@ test("each error at its place in the folder (or the SDK's), with its code and fi
   const { errors, other } = parseOutput(OUTPUT, ROOT, SDK);
   expect(errors).toEqual([
     { file: "index.ts", line: 16, column: 27, code: "TS2307", message: "Cannot find module 'missing.ts'." },
-    { file: "lib/util.ts", line: 4, column: 7, code: "TS2322", message: "Type 'string' is not assignable to type 'number'." },
-    { file: "index.ts", line: 18, column: 5, code: "TS2322", message: "Type 'number' is not assignable to type 'string'." },
-    { file: "the SDK's ext/content.ts", line: 3, column: 1, code: "TS2345", message: "Argument of type 'number' is not assignable to parameter of type 'string'." },
+    {
+      file: "lib/util.ts",
+      line: 4,
+      column: 7,
+      code: "TS2322",
+      message: "Type 'string' is not assignable to type 'number'.",
+    },
+    {
+      file: "index.ts",
+      line: 18,
+      column: 5,
+      code: "TS2322",
+      message: "Type 'number' is not assignable to type 'string'.",
+    },
+    {
+      file: "the SDK's ext/content.ts",
+      line: 3,
+      column: 1,
+      code: "TS2345",
+      message: "Argument of type 'number' is not assignable to parameter of type 'string'.",
+    },
   ]);
   expect(other).toEqual([]);
 });
 
 test("a failure that is not a type error is kept, with where it was found", () => {
-  const { errors, other } = parseOutput('error: Module not found "file:///tmp/ext/gone.ts".\n    at file:///tmp/ext/index.ts:2:24\n', ROOT, SDK);
+  const { errors, other } = parseOutput(
+    'error: Module not found "file:///tmp/ext/gone.ts".\n    at file:///tmp/ext/index.ts:2:24\n',
+    ROOT,
+    SDK,
+  );
   expect(errors).toEqual([]);
   expect(other).toEqual(['Module not found "gone.ts". at index.ts:2:24']);
 });

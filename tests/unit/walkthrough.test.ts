@@ -51,7 +51,9 @@ test("the steps in the region, in order: commands with their output, files, diff
 
 test("a page without the region, or a diff line without its mark, is an error", () => {
   expect(() => walkthroughSteps("# nothing here")).toThrow("no <!-- walkthrough … <!-- /walkthrough --> region");
-  expect(() => walkthroughSteps('<!-- walkthrough -->\n```diff title="a.ts"\nno mark\n```\n<!-- /walkthrough -->')).toThrow("a line must start with ' ', '-' or '+'");
+  expect(() =>
+    walkthroughSteps('<!-- walkthrough -->\n```diff title="a.ts"\nno mark\n```\n<!-- /walkthrough -->'),
+  ).toThrow("a line must start with ' ', '-' or '+'");
 });
 
 test("a diff applies at its one place, and refuses context it cannot find or finds twice", () => {
@@ -74,7 +76,9 @@ test("lines match exactly, ⋮ stands for any run of lines, and any other differ
 });
 
 test("times, sizes and the machine's root are what normalising takes out; words stay", () => {
-  expect(normalise("built in 812 ms; checked in 5.4 s; ok (18ms) (794µs)")).toBe("built in <time>; checked in <time>; ok (<time>) (<time>)");
+  expect(normalise("built in 812 ms; checked in 5.4 s; ok (18ms) (794µs)")).toBe(
+    "built in <time>; checked in <time>; ok (<time>) (<time>)",
+  );
   expect(normalise("ok   bundle   158 KiB artifact")).toBe(normalise("ok   bundle   9 KiB artifact"));
   expect(normalise("into /tmp/r1/home/ada/x", "/tmp/r1")).toBe("into /home/ada/x");
   expect(normalise("3 tools, 1 hook, 4 fetches, 2 problems")).toBe("3 tools, 1 hook, 4 fetches, 2 problems");

@@ -24,7 +24,8 @@ const callHref = (id: number) => `/console/audit/call/${id}`;
 
 function queryOf(q: AuditQueryText, page: number): string {
   const params = new URLSearchParams();
-  for (const key of ["extension", "session", "outcome", "decision", "from", "to"] as const) if (q[key] !== "") params.set(key, q[key]);
+  for (const key of ["extension", "session", "outcome", "decision", "from", "to"] as const)
+    if (q[key] !== "") params.set(key, q[key]);
   if (page > 1) params.set("page", String(page));
   const text = params.toString();
   return `/console/audit${text === "" ? "" : `?${text}`}`;
@@ -42,7 +43,13 @@ function capRows(rows: readonly CapRow[]) {
 
 const capHead = html`<thead><tr><th>At</th><th>Extension</th><th>Session</th><th>Call</th><th>Capability</th><th>Target</th><th>Decision</th><th>Rule</th><th>Bytes</th><th>Secret</th></tr></thead>`;
 
-export function auditPageHtml(q: AuditQueryText, data: AuditPage, chart: Activity, problem: string | null, chrome: Chrome): string {
+export function auditPageHtml(
+  q: AuditQueryText,
+  data: AuditPage,
+  chart: Activity,
+  problem: string | null,
+  chrome: Chrome,
+): string {
   return page(
     "Audit",
     chrome,

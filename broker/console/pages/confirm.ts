@@ -40,7 +40,9 @@ export interface Confirmation {
  * again now has the same digest, so what is done is what the operator read.
  */
 export function seenOf(c: Confirmation): string {
-  return createHash("sha256").update(JSON.stringify([c.action, c.title, c.changes, c.command, c.fields, c.subject])).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify([c.action, c.title, c.changes, c.command, c.fields, c.subject]))
+    .digest("hex");
 }
 
 /** The confirmation; `stale` when a confirm posted was for what no longer stands (this one is then to be read again). */

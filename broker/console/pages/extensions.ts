@@ -15,7 +15,9 @@ export interface ListedExtension {
 const ORDER: readonly InstallStatus[] = ["pending", "changed", "approved", "revoked"];
 
 export function extensionsPage(rows: readonly ListedExtension[], chrome: Chrome): string {
-  const sorted = [...rows].sort((a, b) => ORDER.indexOf(a.status) - ORDER.indexOf(b.status) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const sorted = [...rows].sort(
+    (a, b) => ORDER.indexOf(a.status) - ORDER.indexOf(b.status) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  );
   const counts = ORDER.map((s) => `${rows.filter((r) => r.status === s).length} ${s}`).join(", ");
   return page(
     "Extensions",

@@ -47,7 +47,8 @@ export interface Chrome {
 export const csrfField = (csrf: string) => html`<input type="hidden" name="csrf" value=${csrf} />`;
 
 /** A time as the console shows it (UTC, to the second). */
-export const when = (ms: number | null | undefined): string => (ms === null || ms === undefined ? "" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z"));
+export const when = (ms: number | null | undefined): string =>
+  ms === null || ms === undefined ? "" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 
 export const extensionHref = (name: string): string => `/console/ext/${encodeURIComponent(name)}`;
 
@@ -64,11 +65,13 @@ export function page(title: string, chrome: Chrome, body: ComponentChildren): st
     <body>
       <header class="top">
         <span class="brand">Tether console</span>
-        ${signedIn
-          ? html`<nav><a href="/console/">Extensions</a><a href="/console/audit">Audit</a><a href="/console/sessions">Sessions</a></nav>
+        ${
+          signedIn
+            ? html`<nav><a href="/console/">Extensions</a><a href="/console/audit">Audit</a><a href="/console/sessions">Sessions</a></nav>
               <span class="muted">signed in as ${shown(chrome.operator ?? "")}</span>
               <form id="logout" method="post" action="/console/logout">${csrfField(chrome.csrf!)}<button type="submit">Log out</button></form>`
-          : null}
+            : null
+        }
       </header>
       <main>
         ${chrome.alerts !== undefined && chrome.alerts.length > 0 ? html`<ul id="alerts" role="alert">${chrome.alerts.map((a) => html`<li class="problem">${shown(a)}</li>`)}</ul>` : null}
@@ -82,5 +85,9 @@ export function page(title: string, chrome: Chrome, body: ComponentChildren): st
 
 /** A page that says what went wrong (401, 403, 404, 413…): never a stack trace. */
 export function problemPage(title: string, message: string, chrome: Chrome, back?: string): string {
-  return page(title, chrome, html`<h1>${title}</h1><p class="problem" id="problem">${shown(message)}</p>${back !== undefined ? html`<p><a href=${back}>Back</a></p>` : null}`);
+  return page(
+    title,
+    chrome,
+    html`<h1>${title}</h1><p class="problem" id="problem">${shown(message)}</p>${back !== undefined ? html`<p><a href=${back}>Back</a></p>` : null}`,
+  );
 }

@@ -30,7 +30,11 @@ const SECTIONS: ReadonlyArray<readonly [ReviewSection, string]> = [
 ];
 
 /** Shown in a section `tether review` prints nothing in (the page always has the section). */
-const NONE: Partial<Record<ReviewSection, string>> = { secrets: "No secrets.", commands: "It adds no commands.", contributions: "None." };
+const NONE: Partial<Record<ReviewSection, string>> = {
+  secrets: "No secrets.",
+  commands: "It adds no commands.",
+  contributions: "None.",
+};
 
 /** A section's lines as items: each line with the detail lines under it. */
 function items(lines: readonly ReviewLine[]) {
@@ -75,9 +79,11 @@ function sourceSection(sources: readonly SourceDiff[]) {
     ${sources.map(
       (d) => html`<details data-path=${d.path}>
         <summary><code>${shown(d.path)}</code> (${d.change})</summary>
-        ${d.unified === null || d.unified === undefined
-          ? html`<p class="muted">${shown(d.note ?? "")}</p>`
-          : html`<pre class="mono">${d.unified.split(/\r?\n/).map((line) => html`<span class=${line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : undefined}>${shown(line)}${"\n"}</span>`)}</pre>`}
+        ${
+          d.unified === null || d.unified === undefined
+            ? html`<p class="muted">${shown(d.note ?? "")}</p>`
+            : html`<pre class="mono">${d.unified.split(/\r?\n/).map((line) => html`<span class=${line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : undefined}>${shown(line)}${"\n"}</span>`)}</pre>`
+        }
       </details>`,
     )}
   </section>`;
@@ -110,22 +116,27 @@ export function reviewPage({ installed, review, approval, sources }: ReviewPage,
         <form id="approve" method="post" action=${`${extensionHref(name)}/approve`}>
           ${csrfField(chrome.csrf!)}
           <h2>Approve ${shown(installed.version)}</h2>
-          ${review.requested.net.length > 0
-            ? html`<p class="muted">Unchecking a rule leaves it out (tether approve --only).</p>
+          ${
+            review.requested.net.length > 0
+              ? html`<p class="muted">Unchecking a rule leaves it out (tether approve --only).</p>
                 ${review.requested.net.map(
-                  (rule) => html`<label><input type="checkbox" name="rule" value=${rule} checked=${!withheld.has(rule)} /> <code>${shown(rule)}</code>${withheld.has(rule) ? html` <span class="muted">(withheld by an earlier --only)</span>` : null}</label>`,
+                  (rule) =>
+                    html`<label><input type="checkbox" name="rule" value=${rule} checked=${!withheld.has(rule)} /> <code>${shown(rule)}</code>${withheld.has(rule) ? html` <span class="muted">(withheld by an earlier --only)</span>` : null}</label>`,
                 )}`
-            : html`<p class="muted">It asks for no network.</p>`}
+              : html`<p class="muted">It asks for no network.</p>`
+          }
           <button id="approve" type="submit">Approve…</button>
         </form>
-        ${inForce
-          ? html`<form id="revoke" method="post" action=${`${extensionHref(name)}/revoke`}>
+        ${
+          inForce
+            ? html`<form id="revoke" method="post" action=${`${extensionHref(name)}/revoke`}>
               ${csrfField(chrome.csrf!)}
               <h2>Revoke</h2>
               <p class="muted">Calls are refused from then on.</p>
               <button id="revoke" class="danger" type="submit">Revoke…</button>
             </form>`
-          : null}
+            : null
+        }
         <form id="uninstall" method="post" action=${`${extensionHref(name)}/uninstall`}>
           ${csrfField(chrome.csrf!)}
           <h2>Uninstall</h2>

@@ -25,7 +25,10 @@ function sourceOf(program: NativeProgram): string {
   for (const candidate of [join(HERE, `${program}.c`), join(ROOT, `broker/jail/native/${program}.c`)]) {
     if (existsSync(candidate)) return candidate;
   }
-  throw new TetherError(BrokerCode.sandboxUnavailable, `Cannot find the source of ${program} (${program}.c) beside the broker`);
+  throw new TetherError(
+    BrokerCode.sandboxUnavailable,
+    `Cannot find the source of ${program} (${program}.c) beside the broker`,
+  );
 }
 
 /** The checkout: three folders up from broker/jail/native (four from dist/broker/jail/native). */

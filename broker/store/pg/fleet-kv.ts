@@ -14,7 +14,14 @@
  */
 import { SessionFencedError, type KvStorage } from "../kv-storage.js";
 import type { PoolClient } from "pg";
-import { sameKvValue, type KvCasOutcome, type KvEncoding, type KvPutOutcome, type KvSpace, type KvValue } from "../kv-repository.js";
+import {
+  sameKvValue,
+  type KvCasOutcome,
+  type KvEncoding,
+  type KvPutOutcome,
+  type KvSpace,
+  type KvValue,
+} from "../kv-repository.js";
 import type { PgStore } from "./open.js";
 
 const SIZE = "octet_length(value) + octet_length(key)";
@@ -31,7 +38,9 @@ const OWN: Table = { name: "kv", columns: ["extension"] };
 const SESSION: Table = { name: "session_kv", columns: ["extension", "session_id"] };
 
 function inSpace(space: KvSpace): { table: Table; params: string[] } {
-  return space.session === null ? { table: OWN, params: [space.extension] } : { table: SESSION, params: [space.extension, space.session] };
+  return space.session === null
+    ? { table: OWN, params: [space.extension] }
+    : { table: SESSION, params: [space.extension, space.session] };
 }
 
 /** `extension = $1 and session_id = $2`, numbered from `from`. */
@@ -52,7 +61,10 @@ export class FleetKv implements KvStorage {
   async get(space: KvSpace, key: string): Promise<KvValue | null> {
     const { table, params } = inSpace(space);
     const n = params.length;
-    const r = await this.#store.pool.query<{ value: Buffer; encoding: KvEncoding }>(`select value, encoding from ${table.name} where ${where(table)} and key = $${n + 1}`, [...params, key]);
+    const r = await this.#store.pool.query<{ value: Buffer; encoding: KvEncoding }>(
+      `select value, encoding from ${table.name} where ${where(table)} and key = $${n + 1}`,
+      [...params, key],
+    );
     return r.rows[0] ?? null;
   }
 
@@ -66,7 +78,14 @@ export class FleetKv implements KvStorage {
     const n = params.length;
     return this.#locked<KvPutOutcome>(space, async (client) => {
       const used = await usedBy(client, space.extension);
-      const old = Number((await client.query<{ n: number }>(`select ${SIZE} as n from ${table.name} where ${where(table)} and key = $${n + 1}`, [...params, key])).rows[0]?.n ?? 0);
+      const old = Number(
+        (
+          await client.query<{ n: number }>(
+            `select ${SIZE} as n from ${table.name} where ${where(table)} and key = $${n + 1}`,
+            [...params, key],
+          )
+        ).rows[0]?.n ?? 0,
+      );
       const after = used - old + entry.value.length + Buffer.byteLength(key);
       if (after > quota) return { commit: false, outcome: { written: false, after } };
       await upsert(client, table, params, key, entry);
@@ -80,15 +99,27 @@ export class FleetKv implements KvStorage {
    * no advisory lock) waits for this transaction rather than slipping
    * between the compare and the write.
    */
-  async cas(space: KvSpace, key: string, expected: KvValue | null, next: KvValue | null, quota: number): Promise<KvCasOutcome> {
+  async cas(
+    space: KvSpace,
+    key: string,
+    expected: KvValue | null,
+    next: KvValue | null,
+    quota: number,
+  ): Promise<KvCasOutcome> {
     const { table, params } = inSpace(space);
     const n = params.length;
     return this.#locked<KvCasOutcome>(space, async (client) => {
-      const row = (await client.query<{ value: Buffer; encoding: KvEncoding }>(`select value, encoding from ${table.name} where ${where(table)} and key = $${n + 1} for update`, [...params, key])).rows[0];
+      const row = (
+        await client.query<{ value: Buffer; encoding: KvEncoding }>(
+          `select value, encoding from ${table.name} where ${where(table)} and key = $${n + 1} for update`,
+          [...params, key],
+        )
+      ).rows[0];
       const current = row ?? null;
       if (!sameKvValue(current, expected)) return { commit: false, outcome: { result: "differs", current } };
       if (next === null) {
-        if (current !== null) await client.query(`delete from ${table.name} where ${where(table)} and key = $${n + 1}`, [...params, key]);
+        if (current !== null)
+          await client.query(`delete from ${table.name} where ${where(table)} and key = $${n + 1}`, [...params, key]);
         return { commit: true, outcome: { result: "swapped" } };
       }
       const keyBytes = Buffer.byteLength(key);
@@ -120,8 +151,14 @@ export class FleetKv implements KvStorage {
       try {
         const holder = space.session === null ? null : this.#fence(space.session);
         if (holder !== null) {
-          const held = await client.query("select 1 from session_leases where session_id = $1 and host = $2 for share", [space.session, holder]);
-          if (held.rows.length === 0) throw new SessionFencedError(`session '${space.session}' is no longer served by this host (its lease is another host's): skv writes nothing here`);
+          const held = await client.query(
+            "select 1 from session_leases where session_id = $1 and host = $2 for share",
+            [space.session, holder],
+          );
+          if (held.rows.length === 0)
+            throw new SessionFencedError(
+              `session '${space.session}' is no longer served by this host (its lease is another host's): skv writes nothing here`,
+            );
         }
         const { commit, outcome } = await work(client);
         await client.query(commit ? "commit" : "rollback");
@@ -138,7 +175,10 @@ export class FleetKv implements KvStorage {
   async delete(space: KvSpace, key: string): Promise<boolean> {
     const { table, params } = inSpace(space);
     return this.#fenced(space, async (client) => {
-      const r = await client.query(`delete from ${table.name} where ${where(table)} and key = $${params.length + 1}`, [...params, key]);
+      const r = await client.query(`delete from ${table.name} where ${where(table)} and key = $${params.length + 1}`, [
+        ...params,
+        key,
+      ]);
       return { commit: true, outcome: (r.rowCount ?? 0) > 0 };
     });
   }
@@ -146,12 +186,21 @@ export class FleetKv implements KvStorage {
   async data(extension: string): Promise<FleetKvData> {
     const pool = this.#store.pool;
     const [kv, skv] = await Promise.all([
-      pool.query<{ keys: string; bytes: string }>(`select count(*) as keys, coalesce(sum(${SIZE}), 0) as bytes from kv where extension = $1`, [extension]),
-      pool.query<{ keys: string; bytes: string; sessions: string }>(`select count(*) as keys, coalesce(sum(${SIZE}), 0) as bytes, count(distinct session_id) as sessions from session_kv where extension = $1`, [extension]),
+      pool.query<{ keys: string; bytes: string }>(
+        `select count(*) as keys, coalesce(sum(${SIZE}), 0) as bytes from kv where extension = $1`,
+        [extension],
+      ),
+      pool.query<{ keys: string; bytes: string; sessions: string }>(
+        `select count(*) as keys, coalesce(sum(${SIZE}), 0) as bytes, count(distinct session_id) as sessions from session_kv where extension = $1`,
+        [extension],
+      ),
     ]);
     const k = kv.rows[0]!;
     const s = skv.rows[0]!;
-    return { kv: { keys: Number(k.keys), bytes: Number(k.bytes) }, skv: { keys: Number(s.keys), bytes: Number(s.bytes), sessions: Number(s.sessions) } };
+    return {
+      kv: { keys: Number(k.keys), bytes: Number(k.bytes) },
+      skv: { keys: Number(s.keys), bytes: Number(s.bytes), sessions: Number(s.sessions) },
+    };
   }
 
   /** Removes every key of `extension`, on every host (`tether uninstall --purge`). */
@@ -193,7 +242,13 @@ async function usedBy(client: PoolClient, extension: string): Promise<number> {
 }
 
 /** Writes `key` in the space, replacing what was there. */
-async function upsert(client: PoolClient, table: Table, params: readonly string[], key: string, entry: KvValue): Promise<void> {
+async function upsert(
+  client: PoolClient,
+  table: Table,
+  params: readonly string[],
+  key: string,
+  entry: KvValue,
+): Promise<void> {
   const columns = [...table.columns, "key", "value", "encoding", "updated_at"];
   await client.query(
     `insert into ${table.name} (${columns.join(", ")}) values (${columns.map((_, i) => `$${i + 1}`).join(", ")})` +

@@ -49,7 +49,20 @@ interface Table {
 const INVOCATIONS: Table = {
   local: "invocations",
   fleet: "fleet_invocations",
-  columns: ["id", "session_id", "extension", "kind", "name", "strand", "started_at", "finished_at", "duration_ms", "outcome", "owner", "hooks_bypassed"],
+  columns: [
+    "id",
+    "session_id",
+    "extension",
+    "kind",
+    "name",
+    "strand",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+    "outcome",
+    "owner",
+    "hooks_bypassed",
+  ],
   // A row moves from running to its end once: a finish never overwrites an
   // end already there (a takeover's 'lost', or a duplicate re-ship).
   onConflict: `ON CONFLICT (host, id) DO UPDATE SET finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, outcome = excluded.outcome WHERE fleet_invocations.outcome = '${RUNNING}'`,
@@ -57,13 +70,37 @@ const INVOCATIONS: Table = {
 const CAP_AUDIT: Table = {
   local: "cap_audit",
   fleet: "fleet_cap_audit",
-  columns: ["id", "invocation_id", "session_id", "extension", "capability", "target", "decision", "rule", "bytes", "secret", "at"],
+  columns: [
+    "id",
+    "invocation_id",
+    "session_id",
+    "extension",
+    "capability",
+    "target",
+    "decision",
+    "rule",
+    "bytes",
+    "secret",
+    "at",
+  ],
   onConflict: "ON CONFLICT (host, id) DO NOTHING",
 };
 const HOOK_TRACES: Table = {
   local: "hook_traces",
   fleet: "fleet_hook_traces",
-  columns: ["id", "session_id", "event", "subject", "about_invocation_id", "hook_invocation_id", "extension", "answer", "detail", "duration_ms", "at"],
+  columns: [
+    "id",
+    "session_id",
+    "event",
+    "subject",
+    "about_invocation_id",
+    "hook_invocation_id",
+    "extension",
+    "answer",
+    "detail",
+    "duration_ms",
+    "at",
+  ],
   onConflict: "ON CONFLICT (host, id) DO NOTHING",
 };
 
@@ -120,7 +157,9 @@ export class LedgerShipper {
     this.#log = options.log ?? (() => {});
     const db = local.sqlite;
     const select = (t: Table): string => t.columns.join(", ");
-    this.#newInvocations = db.prepare(`SELECT ${select(INVOCATIONS)} FROM invocations WHERE id > ? ORDER BY id LIMIT ?`);
+    this.#newInvocations = db.prepare(
+      `SELECT ${select(INVOCATIONS)} FROM invocations WHERE id > ? ORDER BY id LIMIT ?`,
+    );
     this.#finishedInvocations = db.prepare(
       `SELECT ${select(INVOCATIONS)} FROM invocations WHERE id IN (SELECT value FROM json_each(?)) AND outcome != '${RUNNING}' ORDER BY id LIMIT ?`,
     );
@@ -148,7 +187,13 @@ export class LedgerShipper {
       for (;;) {
         const batch = await this.#tick();
         const marks = this.#marks!;
-        if (!batch.full && marks.invocations >= target.invocations && marks.capAudit >= target.capAudit && marks.hookTraces >= target.hookTraces) return;
+        if (
+          !batch.full &&
+          marks.invocations >= target.invocations &&
+          marks.capAudit >= target.capAudit &&
+          marks.hookTraces >= target.hookTraces
+        )
+          return;
       }
     });
   }
@@ -166,7 +211,10 @@ export class LedgerShipper {
     if (this.#local.sqlite.open) {
       const max = this.#localMax.get() as Watermarks;
       const marks = this.#marks ?? { invocations: 0, capAudit: 0, hookTraces: 0 };
-      lagRows = Math.max(0, max.invocations - marks.invocations) + Math.max(0, max.capAudit - marks.capAudit) + Math.max(0, max.hookTraces - marks.hookTraces);
+      lagRows =
+        Math.max(0, max.invocations - marks.invocations) +
+        Math.max(0, max.capAudit - marks.capAudit) +
+        Math.max(0, max.hookTraces - marks.hookTraces);
     }
     return { shipped: this.#shipped, lagRows };
   }
@@ -195,14 +243,17 @@ export class LedgerShipper {
     try {
       const marks = this.#marks ?? (await this.#loadMarks());
       const batch = this.#read(marks);
-      if (batch.invocations.length + batch.finished.length + batch.capAudit.length + batch.hookTraces.length > 0) await this.#write(batch);
+      if (batch.invocations.length + batch.finished.length + batch.capAudit.length + batch.hookTraces.length > 0)
+        await this.#write(batch);
       for (const row of batch.finished) this.#running.delete(row.id as number);
       for (const row of batch.invocations) if (row.outcome === RUNNING) this.#running.add(row.id as number);
-      const last = (rows: Row[], mark: number): number => (rows.length > 0 ? (rows[rows.length - 1]!.id as number) : mark);
+      const last = (rows: Row[], mark: number): number =>
+        rows.length > 0 ? (rows[rows.length - 1]!.id as number) : mark;
       marks.invocations = last(batch.invocations, marks.invocations);
       marks.capAudit = last(batch.capAudit, marks.capAudit);
       marks.hookTraces = last(batch.hookTraces, marks.hookTraces);
-      this.#shipped += batch.invocations.length + batch.finished.length + batch.capAudit.length + batch.hookTraces.length;
+      this.#shipped +=
+        batch.invocations.length + batch.finished.length + batch.capAudit.length + batch.hookTraces.length;
       if (this.#failing) {
         this.#failing = false;
         this.#log("fleet ledger: shipping again", { host: this.#host, store: this.#fleet.shown });
@@ -230,19 +281,33 @@ export class LedgerShipper {
               (SELECT coalesce(max(id), 0) FROM fleet_hook_traces WHERE host = $1) AS hook_traces`,
       [this.#host],
     );
-    const running = await pool.query<{ id: string }>("SELECT id FROM fleet_invocations WHERE host = $1 AND outcome = $2", [this.#host, RUNNING]);
+    const running = await pool.query<{ id: string }>(
+      "SELECT id FROM fleet_invocations WHERE host = $1 AND outcome = $2",
+      [this.#host, RUNNING],
+    );
     for (const r of running.rows) this.#running.add(Number(r.id));
     const row = max.rows[0]!;
-    const marks = { invocations: Number(row.invocations), capAudit: Number(row.cap_audit), hookTraces: Number(row.hook_traces) };
+    const marks = {
+      invocations: Number(row.invocations),
+      capAudit: Number(row.cap_audit),
+      hookTraces: Number(row.hook_traces),
+    };
     const local = this.#localMax.get() as Watermarks;
-    if (marks.invocations > local.invocations || marks.capAudit > local.capAudit || marks.hookTraces > local.hookTraces) {
+    if (
+      marks.invocations > local.invocations ||
+      marks.capAudit > local.capAudit ||
+      marks.hookTraces > local.hookTraces
+    ) {
       // Another home under this host's name, or a home restored from an old backup: its
       // rows up to the fleet's ids would be taken for shipped. Said, not guessed around.
-      this.#log("fleet ledger: the fleet holds more of this host's rows than its local store; rows below the fleet's ids are not shipped", {
-        host: this.#host,
-        fleet: JSON.stringify(marks),
-        local: JSON.stringify(local),
-      });
+      this.#log(
+        "fleet ledger: the fleet holds more of this host's rows than its local store; rows below the fleet's ids are not shipped",
+        {
+          host: this.#host,
+          fleet: JSON.stringify(marks),
+          local: JSON.stringify(local),
+        },
+      );
     }
     this.#marks = marks;
     return marks;
@@ -252,12 +317,18 @@ export class LedgerShipper {
     return this.#local.sqlite.transaction((): Batch => {
       const invLimit = rowsPerStatement(INVOCATIONS);
       // Finishes first: they are what the fleet shows wrong (as running) now.
-      const finished = this.#running.size === 0 ? [] : (this.#finishedInvocations.all(JSON.stringify([...this.#running]), invLimit) as Row[]);
+      const finished =
+        this.#running.size === 0
+          ? []
+          : (this.#finishedInvocations.all(JSON.stringify([...this.#running]), invLimit) as Row[]);
       const room = invLimit - finished.length;
       const invocations = room === 0 ? [] : (this.#newInvocations.all(marks.invocations, room) as Row[]);
       const capAudit = this.#newCapAudit.all(marks.capAudit, rowsPerStatement(CAP_AUDIT)) as Row[];
       const hookTraces = this.#newHookTraces.all(marks.hookTraces, rowsPerStatement(HOOK_TRACES)) as Row[];
-      const full = finished.length + invocations.length === invLimit || capAudit.length === rowsPerStatement(CAP_AUDIT) || hookTraces.length === rowsPerStatement(HOOK_TRACES);
+      const full =
+        finished.length + invocations.length === invLimit ||
+        capAudit.length === rowsPerStatement(CAP_AUDIT) ||
+        hookTraces.length === rowsPerStatement(HOOK_TRACES);
       return { invocations, finished, capAudit, hookTraces, full };
     })();
   }
@@ -291,9 +362,16 @@ export class LedgerShipper {
     for (const row of rows) {
       const at = params.length;
       tuples.push(`($1, ${table.columns.map((_, c) => `$${at + 1 + c}`).join(", ")})`);
-      for (const column of table.columns) params.push(column === "hooks_bypassed" ? row[column] === 1 || row[column] === true : row[column]);
+      for (const column of table.columns)
+        params.push(column === "hooks_bypassed" ? row[column] === 1 || row[column] === true : row[column]);
     }
-    if (params.length > MAX_PARAMS) throw new Error(`fleet ledger: ${rows.length} rows of ${table.fleet} in one statement (${params.length} parameters; ${width} a row)`);
-    await client.query(`INSERT INTO ${table.fleet} (host, ${table.columns.join(", ")}) VALUES ${tuples.join(", ")} ${table.onConflict}`, params);
+    if (params.length > MAX_PARAMS)
+      throw new Error(
+        `fleet ledger: ${rows.length} rows of ${table.fleet} in one statement (${params.length} parameters; ${width} a row)`,
+      );
+    await client.query(
+      `INSERT INTO ${table.fleet} (host, ${table.columns.join(", ")}) VALUES ${tuples.join(", ")} ${table.onConflict}`,
+      params,
+    );
   }
 }

@@ -73,7 +73,11 @@ export function shownUrl(url: string): string {
 export const isPgUrl = (url: string): boolean => /^postgres(?:ql)?:\/\//.test(url);
 
 export async function openPgStore(url: string, options: { connectTimeoutMs?: number } = {}): Promise<PgStore> {
-  const pool = new pg.Pool({ connectionString: url, max: 8, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 8,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+  });
   pool.on("error", () => {}); // an idle client's failure is seen by the next query
   // A checked-out client's lost connection (a partition mid-transaction) is also emitted as an event: the
   // failing query reports it to its caller; unheard, the event would end the process.
@@ -119,13 +123,19 @@ async function appliedState(client: pg.PoolClient): Promise<{ pending: boolean; 
   const newest = Math.max(...shipped.map((m) => m.folderMillis));
   let rows: Array<{ n: string; last: string | null }>;
   try {
-    rows = (await client.query<{ n: string; last: string | null }>("SELECT count(*) AS n, max(created_at) AS last FROM drizzle.__drizzle_migrations")).rows;
+    rows = (
+      await client.query<{ n: string; last: string | null }>(
+        "SELECT count(*) AS n, max(created_at) AS last FROM drizzle.__drizzle_migrations",
+      )
+    ).rows;
   } catch (err) {
     const code = pgCode(err);
     // No schema drizzle, or no record in it: a new database.
     if (code === "3F000" || code === "42P01") return { pending: true, applied: 0, shipped: shipped.length };
     if (code === INSUFFICIENT_PRIVILEGE) {
-      throw new Error(`cannot read the migrator's record drizzle.__drizzle_migrations (${pgMessage(err)}): grant the role USAGE on schema drizzle and SELECT on drizzle.__drizzle_migrations (${ROLES_DOC})`);
+      throw new Error(
+        `cannot read the migrator's record drizzle.__drizzle_migrations (${pgMessage(err)}): grant the role USAGE on schema drizzle and SELECT on drizzle.__drizzle_migrations (${ROLES_DOC})`,
+      );
     }
     throw err;
   }

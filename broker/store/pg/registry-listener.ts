@@ -29,7 +29,12 @@ export interface RegistryListener {
   close(): Promise<void>;
 }
 
-export function listenRegistry(url: string, fleet: PgStore, onChange: () => void, options: RegistryListenerOptions): RegistryListener {
+export function listenRegistry(
+  url: string,
+  fleet: PgStore,
+  onChange: () => void,
+  options: RegistryListenerOptions,
+): RegistryListener {
   let client: pg.Client | null = null;
   let closed = false;
   let listening = false;
@@ -66,7 +71,8 @@ export function listenRegistry(url: string, fleet: PgStore, onChange: () => void
     c.removeAllListeners("end");
     c.end().catch(() => {});
     if (closed) return;
-    if (err !== null) options.onError?.(`the fleet's change notifications stopped (${err.message}); polling until they are back`);
+    if (err !== null)
+      options.onError?.(`the fleet's change notifications stopped (${err.message}); polling until they are back`);
     if (retry === null) {
       retry = setTimeout(() => {
         retry = null;

@@ -48,14 +48,24 @@ export function rightsMessage(role: string, missing: readonly MissingRight[]): s
     const key = `${m.kind.toUpperCase()} ${ident(m.name)}`;
     byObject.set(key, [...(byObject.get(key) ?? []), m.right]);
   }
-  const grants = [...byObject].map(([object, rights]) => `GRANT ${rights.join(", ")} ON ${object} TO ${ident(role)};`).join(" ");
+  const grants = [...byObject]
+    .map(([object, rights]) => `GRANT ${rights.join(", ")} ON ${object} TO ${ident(role)};`)
+    .join(" ");
   return `role ${role} lacks ${named}: an administrator grants ${missing.length === 1 ? "it" : "them"} (${grants} ${ROLES_DOC})`;
 }
 
 /** The rights of docs/fleet.md#roles that the connected role lacks on the fleet's tables and sequences (none for their owner). */
-export async function missingRights(client: pg.Pool | pg.PoolClient): Promise<{ role: string; missing: MissingRight[] }> {
+export async function missingRights(
+  client: pg.Pool | pg.PoolClient,
+): Promise<{ role: string; missing: MissingRight[] }> {
   // By oid, from the catalogs (readable by every role): naming a table in a schema without USAGE would itself fail.
-  const { rows } = await client.query<{ role: string; right: string; kind: "table" | "sequence" | "schema"; name: string; ok: boolean }>(
+  const { rows } = await client.query<{
+    role: string;
+    right: string;
+    kind: "table" | "sequence" | "schema";
+    name: string;
+    ok: boolean;
+  }>(
     `SELECT current_user AS role, r.* FROM (
        SELECT 'USAGE' AS right, 'schema' AS kind, 'public' AS name, has_schema_privilege('public', 'USAGE') AS ok
        UNION ALL
@@ -69,7 +79,8 @@ export async function missingRights(client: pg.Pool | pg.PoolClient): Promise<{ 
     [FLEET_TABLES, DATA_RIGHTS],
   );
   const role = rows[0]?.role ?? "?";
-  const order = (m: { kind: string; name: string; right: string }) => `${m.kind === "schema" ? 0 : m.kind === "table" ? 1 : 2}:${m.name}:${DATA_RIGHTS.indexOf(m.right as never)}`;
+  const order = (m: { kind: string; name: string; right: string }) =>
+    `${m.kind === "schema" ? 0 : m.kind === "table" ? 1 : 2}:${m.name}:${DATA_RIGHTS.indexOf(m.right as never)}`;
   const missing = rows
     .filter((r) => !r.ok)
     .map((r) => ({ right: r.right, kind: r.kind, name: r.name }))
@@ -79,7 +90,11 @@ export async function missingRights(client: pg.Pool | pg.PoolClient): Promise<{ 
 
 /** A PostgreSQL error's SQLSTATE, also through drizzle's wrapper (its `cause`). */
 export function pgCode(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e !== null && typeof e === "object" && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = err, depth = 0;
+    e !== null && typeof e === "object" && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
   }
@@ -88,7 +103,11 @@ export function pgCode(err: unknown): string | undefined {
 
 /** The innermost PostgreSQL message (drizzle's wrapper repeats the whole query). */
 export function pgMessage(err: unknown): string {
-  for (let e: unknown = err, depth = 0; e !== null && typeof e === "object" && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = err, depth = 0;
+    e !== null && typeof e === "object" && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     if (typeof (e as { code?: unknown }).code === "string" && e instanceof Error) return e.message;
   }
   return err instanceof Error ? err.message : String(err);
@@ -104,5 +123,7 @@ export const INSUFFICIENT_PRIVILEGE = "42501";
  */
 export function explainPgError(err: unknown): string {
   const message = pgMessage(err);
-  return pgCode(err) === INSUFFICIENT_PRIVILEGE ? `${message}: the store's role lacks a right the fleet needs (${ROLES_DOC})` : message;
+  return pgCode(err) === INSUFFICIENT_PRIVILEGE
+    ? `${message}: the store's role lacks a right the fleet needs (${ROLES_DOC})`
+    : message;
 }

@@ -8,7 +8,17 @@
  * blobs, version counters, session leases and every host's shipped ledger.
  */
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, boolean, customType, doublePrecision, index, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import {
+  bigint,
+  bigserial,
+  boolean,
+  customType,
+  doublePrecision,
+  index,
+  pgTable,
+  primaryKey,
+  text,
+} from "drizzle-orm/pg-core";
 
 /** Milliseconds since the epoch, as the SQLite schema's `unixepoch('subsec') * 1000`. */
 const now = sql`((extract(epoch from clock_timestamp()) * 1000)::bigint)`;
@@ -108,26 +118,23 @@ export const sessions = pgTable("sessions", {
  * cost a page per call (together half the insert). Readers go newest first by
  * id and stop at their limit (store/audit-queries.ts).
  */
-export const invocations = pgTable(
-  "invocations",
-  {
-    id: bigserial("id", { mode: "number" }).primaryKey(),
-    sessionId: text("session_id").notNull(),
-    extension: text("extension").notNull(),
-    kind: text("kind").notNull(),
-    name: text("name").notNull(),
-    strand: text("strand").notNull().default(""),
-    startedAt: bigint("started_at", { mode: "number" }).notNull(),
-    finishedAt: bigint("finished_at", { mode: "number" }),
-    durationMs: bigint("duration_ms", { mode: "number" }),
-    /** "ok" or the error code. */
-    outcome: text("outcome").notNull(),
-    /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
-    owner: text("owner"),
-    /** The operator bypassed the hook bus for this call (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked. */
-    hooksBypassed: boolean("hooks_bypassed").notNull().default(false),
-  },
-);
+export const invocations = pgTable("invocations", {
+  id: bigserial("id", { mode: "number" }).primaryKey(),
+  sessionId: text("session_id").notNull(),
+  extension: text("extension").notNull(),
+  kind: text("kind").notNull(),
+  name: text("name").notNull(),
+  strand: text("strand").notNull().default(""),
+  startedAt: bigint("started_at", { mode: "number" }).notNull(),
+  finishedAt: bigint("finished_at", { mode: "number" }),
+  durationMs: bigint("duration_ms", { mode: "number" }),
+  /** "ok" or the error code. */
+  outcome: text("outcome").notNull(),
+  /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
+  owner: text("owner"),
+  /** The operator bypassed the hook bus for this call (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked. */
+  hooksBypassed: boolean("hooks_bypassed").notNull().default(false),
+});
 
 /** The capability-call audit: every decision, allowed or denied, with the rule that decided. */
 export const capAudit = pgTable(
@@ -157,7 +164,9 @@ export const kv = pgTable(
     key: text("key").notNull(),
     value: bytea("value").notNull(),
     /** "json" (UTF-8 JSON text) or "bytes". */
-    encoding: text("encoding", { enum: ["json", "bytes"] }).notNull().default("bytes"),
+    encoding: text("encoding", { enum: ["json", "bytes"] })
+      .notNull()
+      .default("bytes"),
     updatedAt: bigint("updated_at", { mode: "number" }).notNull().default(now),
   },
   (t) => [primaryKey({ columns: [t.extension, t.key] })],
@@ -176,7 +185,9 @@ export const sessionKv = pgTable(
     key: text("key").notNull(),
     value: bytea("value").notNull(),
     /** "json" (UTF-8 JSON text) or "bytes". */
-    encoding: text("encoding", { enum: ["json", "bytes"] }).notNull().default("bytes"),
+    encoding: text("encoding", { enum: ["json", "bytes"] })
+      .notNull()
+      .default("bytes"),
     updatedAt: bigint("updated_at", { mode: "number" }).notNull().default(now),
   },
   (t) => [primaryKey({ columns: [t.extension, t.sessionId, t.key] })],
@@ -373,7 +384,11 @@ export const fleetInvocations = pgTable(
     hooksBypassed: boolean("hooks_bypassed").notNull().default(false),
   },
   // (host, outcome): a host's running rows (shipper restart, reaping); session: a takeover marks that session's rows lost.
-  (t) => [primaryKey({ columns: [t.host, t.id] }), index("fleet_invocations_host_outcome").on(t.host, t.outcome), index("fleet_invocations_session").on(t.sessionId)],
+  (t) => [
+    primaryKey({ columns: [t.host, t.id] }),
+    index("fleet_invocations_host_outcome").on(t.host, t.outcome),
+    index("fleet_invocations_session").on(t.sessionId),
+  ],
 );
 
 /** Every host's capability audit (fleet-only), shipped like fleet_invocations; invocation_id is the host's local id. */

@@ -32,7 +32,10 @@ export interface SessionLeasesOptions {
  */
 export const holderOf = (host: string, pid: number = process.pid): string => `${host}/${pid}`;
 const hostOf = (holder: string): string => (holder.includes("/") ? holder.slice(0, holder.lastIndexOf("/")) : holder);
-const shownHolder = (holder: string): string => (holder.includes("/") ? `'${hostOf(holder)}' (broker process ${holder.slice(holder.lastIndexOf("/") + 1)})` : `'${holder}'`);
+const shownHolder = (holder: string): string =>
+  holder.includes("/")
+    ? `'${hostOf(holder)}' (broker process ${holder.slice(holder.lastIndexOf("/") + 1)})`
+    : `'${holder}'`;
 
 /** The server's clock in ms since the epoch. */
 const NOW = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -96,8 +99,12 @@ export class SessionLeases {
     try {
       await client.query("BEGIN");
       // Lock the current lease first, so the holder read here is the one the upsert replaces.
-      const old = (await client.query<{ host: string; expires: string }>("SELECT host, expires_at AS expires FROM session_leases WHERE session_id = $1 FOR UPDATE", [sessionId]))
-        .rows[0];
+      const old = (
+        await client.query<{ host: string; expires: string }>(
+          "SELECT host, expires_at AS expires FROM session_leases WHERE session_id = $1 FOR UPDATE",
+          [sessionId],
+        )
+      ).rows[0];
       // Taken only when free, expired or ours; the server's clock decides.
       const taken = (
         await client.query<{ acquired: string }>(
@@ -114,9 +121,16 @@ export class SessionLeases {
       if (taken === undefined) {
         // Refused: the holder is `old`, or one that inserted the lease after the lock was asked for.
         const holder =
-          old ?? (await client.query<{ host: string; expires: string }>("SELECT host, expires_at AS expires FROM session_leases WHERE session_id = $1", [sessionId])).rows[0];
+          old ??
+          (
+            await client.query<{ host: string; expires: string }>(
+              "SELECT host, expires_at AS expires FROM session_leases WHERE session_id = $1",
+              [sessionId],
+            )
+          ).rows[0];
         await client.query("ROLLBACK");
-        if (holder === undefined) throw new Error(`the lease of session '${sessionId}' changed hands while it was being taken; try again`);
+        if (holder === undefined)
+          throw new Error(`the lease of session '${sessionId}' changed hands while it was being taken; try again`);
         throw new TetherError(
           BrokerCode.sessionInUse,
           `Session '${sessionId}' is open on host ${shownHolder(holder.host)} until ${new Date(Number(holder.expires)).toISOString()}; close it there, or wait for its lease to expire if that host is down`,
@@ -124,13 +138,10 @@ export class SessionLeases {
       }
       if (old !== undefined && old.host !== this.#host) {
         // Taken over from a host whose lease expired: its calls of this session will never finish.
-        await client.query("UPDATE fleet_invocations SET outcome = $1, finished_at = $2 WHERE host = $3 AND session_id = $4 AND outcome = $5", [
-          LOST,
-          taken.acquired,
-          hostOf(old.host),
-          sessionId,
-          RUNNING,
-        ]);
+        await client.query(
+          "UPDATE fleet_invocations SET outcome = $1, finished_at = $2 WHERE host = $3 AND session_id = $4 AND outcome = $5",
+          [LOST, taken.acquired, hostOf(old.host), sessionId, RUNNING],
+        );
       }
       await client.query("COMMIT");
       this.#held.add(sessionId);
@@ -153,7 +164,10 @@ export class SessionLeases {
     this.#held.delete(sessionId);
     this.#confirmedUntil.delete(sessionId);
     if (this.#held.size === 0) this.#stopHeartbeat();
-    await this.#fleet.pool.query("DELETE FROM session_leases WHERE session_id = $1 AND host = $2", [sessionId, this.#host]);
+    await this.#fleet.pool.query("DELETE FROM session_leases WHERE session_id = $1 AND host = $2", [
+      sessionId,
+      this.#host,
+    ]);
   }
 
   /** Renews every lease this host holds; a lease another host took meanwhile is dropped and reported. */
@@ -208,7 +222,10 @@ export class SessionLeases {
 
   /** Who holds the session's lease now, as a message names it (null: nobody). */
   async shownHolder(sessionId: string): Promise<string | null> {
-    const { rows } = await this.#fleet.pool.query<{ host: string }>("SELECT host FROM session_leases WHERE session_id = $1", [sessionId]);
+    const { rows } = await this.#fleet.pool.query<{ host: string }>(
+      "SELECT host FROM session_leases WHERE session_id = $1",
+      [sessionId],
+    );
     return rows[0] === undefined ? null : shownHolder(rows[0].host);
   }
 
@@ -218,29 +235,36 @@ export class SessionLeases {
     const sessions = [...this.#held];
     this.#held.clear();
     this.#confirmedUntil.clear();
-    if (sessions.length > 0) await this.#fleet.pool.query("DELETE FROM session_leases WHERE host = $1 AND session_id = ANY($2::text[])", [this.#host, sessions]);
+    if (sessions.length > 0)
+      await this.#fleet.pool.query("DELETE FROM session_leases WHERE host = $1 AND session_id = ANY($2::text[])", [
+        this.#host,
+        sessions,
+      ]);
   }
 
   #startHeartbeat(): void {
     if (this.#timer !== null) return;
-    this.#timer = setInterval(() => {
-      this.heartbeat().then(
-        () => {
-          if (!this.#failing) return;
-          this.#failing = false;
-          this.#log("session leases: heartbeat renewing again", { host: this.#host, store: this.#fleet.shown });
-        },
-        (err: unknown) => {
-          if (this.#failing) return;
-          this.#failing = true;
-          this.#log("session leases: heartbeat failed; leases expire unless it recovers in time", {
-            host: this.#host,
-            store: this.#fleet.shown,
-            error: err instanceof Error ? err.message : String(err),
-          });
-        },
-      );
-    }, Math.max(1, Math.floor(this.#ttlMs / 3)));
+    this.#timer = setInterval(
+      () => {
+        this.heartbeat().then(
+          () => {
+            if (!this.#failing) return;
+            this.#failing = false;
+            this.#log("session leases: heartbeat renewing again", { host: this.#host, store: this.#fleet.shown });
+          },
+          (err: unknown) => {
+            if (this.#failing) return;
+            this.#failing = true;
+            this.#log("session leases: heartbeat failed; leases expire unless it recovers in time", {
+              host: this.#host,
+              store: this.#fleet.shown,
+              error: err instanceof Error ? err.message : String(err),
+            });
+          },
+        );
+      },
+      Math.max(1, Math.floor(this.#ttlMs / 3)),
+    );
     this.#timer.unref();
   }
 

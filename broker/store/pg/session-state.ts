@@ -41,8 +41,16 @@ export function sessionRows(local: Store, id: string): LiteRows {
       .orderBy(lite.folds.id)
       .all()
       .map(({ id: _id, ...fold }) => fold),
-    strategyPreferences: orm.select().from(lite.strategyPreferences).where(eq(lite.strategyPreferences.sessionId, id)).all(),
-    providerPreferences: orm.select().from(lite.providerPreferences).where(eq(lite.providerPreferences.sessionId, id)).all(),
+    strategyPreferences: orm
+      .select()
+      .from(lite.strategyPreferences)
+      .where(eq(lite.strategyPreferences.sessionId, id))
+      .all(),
+    providerPreferences: orm
+      .select()
+      .from(lite.providerPreferences)
+      .where(eq(lite.providerPreferences.sessionId, id))
+      .all(),
   };
 }
 
@@ -60,8 +68,11 @@ export class LeaseLostError extends Error {}
 export async function shipSession(fleet: PgStore, id: string, rows: LiteRows, holder: string): Promise<void> {
   await fleet.orm.transaction(async (tx) => {
     // Fenced: only the lease's holder writes the session's state (a host that lost it, frozen past its lease, writes nothing).
-    const held = await tx.execute(sql`SELECT 1 FROM session_leases WHERE session_id = ${id} AND host = ${holder} FOR SHARE`);
-    if (held.rows.length === 0) throw new LeaseLostError(`session ${id}: this host no longer holds its lease; its state was not shipped`);
+    const held = await tx.execute(
+      sql`SELECT 1 FROM session_leases WHERE session_id = ${id} AND host = ${holder} FOR SHARE`,
+    );
+    if (held.rows.length === 0)
+      throw new LeaseLostError(`session ${id}: this host no longer holds its lease; its state was not shipped`);
     await tx.delete(fleetSchema.sessions).where(eq(fleetSchema.sessions.id, id));
     await tx.delete(fleetSchema.preferences).where(eq(fleetSchema.preferences.scope, id));
     await tx.delete(fleetSchema.folds).where(eq(fleetSchema.folds.sessionId, id));
@@ -70,8 +81,10 @@ export async function shipSession(fleet: PgStore, id: string, rows: LiteRows, ho
     if (rows.sessions.length > 0) await tx.insert(fleetSchema.sessions).values(rows.sessions);
     if (rows.preferences.length > 0) await tx.insert(fleetSchema.preferences).values(rows.preferences);
     if (rows.folds.length > 0) await tx.insert(fleetSchema.folds).values(rows.folds);
-    if (rows.strategyPreferences.length > 0) await tx.insert(fleetSchema.strategyPreferences).values(rows.strategyPreferences);
-    if (rows.providerPreferences.length > 0) await tx.insert(fleetSchema.providerPreferences).values(rows.providerPreferences);
+    if (rows.strategyPreferences.length > 0)
+      await tx.insert(fleetSchema.strategyPreferences).values(rows.strategyPreferences);
+    if (rows.providerPreferences.length > 0)
+      await tx.insert(fleetSchema.providerPreferences).values(rows.providerPreferences);
   });
 }
 

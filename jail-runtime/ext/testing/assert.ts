@@ -12,12 +12,18 @@ function same(a: unknown, b: unknown): boolean {
   if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => same(x, b[i]));
   const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
   const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
-  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  return (
+    ka.length === kb.length &&
+    ka.every((k) => Object.hasOwn(b, k) && same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  );
 }
 
 function show(value: unknown): string {
   try {
-    return JSON.stringify(value, (_k, x: unknown) => (x instanceof Uint8Array ? `Uint8Array(${[...x].join(",")})` : x), 2) ?? String(value);
+    return (
+      JSON.stringify(value, (_k, x: unknown) => (x instanceof Uint8Array ? `Uint8Array(${[...x].join(",")})` : x), 2) ??
+      String(value)
+    );
   } catch {
     return String(value);
   }

@@ -33,7 +33,8 @@ const Params = v.union([
   ),
 ]);
 const DbArgs = v.object({ sql: v.pipe(v.string(), v.minLength(1), v.maxLength(16_384)), params: v.optional(Params) });
-const USAGE = (mode: string) => `db.${mode} takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})`;
+const USAGE = (mode: string) =>
+  `db.${mode} takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})`;
 
 type SqlValue = null | number | string | Uint8Array;
 /** A row as `db.query` answers it. */
@@ -69,7 +70,13 @@ function fromBase64(text: string): Uint8Array {
 }
 
 const toSql = (x: v.InferOutput<typeof Value>): SqlValue =>
-  x === null || typeof x === "number" || typeof x === "string" ? x : typeof x === "boolean" ? (x ? 1 : 0) : fromBase64(x.bytes);
+  x === null || typeof x === "number" || typeof x === "string"
+    ? x
+    : typeof x === "boolean"
+      ? x
+        ? 1
+        : 0
+      : fromBase64(x.bytes);
 
 function bound(params: v.InferOutput<typeof Params> | undefined): unknown[] {
   if (params === undefined) return [];
@@ -77,8 +84,13 @@ function bound(params: v.InferOutput<typeof Params> | undefined): unknown[] {
   return [Object.fromEntries(Object.entries(params).map(([k, x]) => [k, toSql(x)]))];
 }
 
-const fromSql = (x: unknown): SqlValue => (typeof x === "bigint" ? Number(x) : x instanceof Uint8Array ? x.slice() : (x as SqlValue));
-const sizeOf = (row: Row): number => Object.entries(row).reduce((n, [k, x]) => n + k.length + (x instanceof Uint8Array ? x.length : JSON.stringify(x ?? null).length), 0);
+const fromSql = (x: unknown): SqlValue =>
+  typeof x === "bigint" ? Number(x) : x instanceof Uint8Array ? x.slice() : (x as SqlValue);
+const sizeOf = (row: Row): number =>
+  Object.entries(row).reduce(
+    (n, [k, x]) => n + k.length + (x instanceof Uint8Array ? x.length : JSON.stringify(x ?? null).length),
+    0,
+  );
 
 export interface FakeDbOptions {
   /**
@@ -118,7 +130,8 @@ export class FakeDb {
     this.#db = new DatabaseSync(":memory:");
     this.migrations = options.migrations === undefined ? [] : this.#migrate(options.migrations);
     const page = Number(this.#db.prepare("PRAGMA page_size").all()[0]?.["page_size"] ?? 4096);
-    for (const schema of ["main", "temp"]) this.#db.exec(`PRAGMA ${schema}.max_page_count = ${Math.max(1, Math.floor(this.maxBytes / page))}`);
+    for (const schema of ["main", "temp"])
+      this.#db.exec(`PRAGMA ${schema}.max_page_count = ${Math.max(1, Math.floor(this.maxBytes / page))}`);
   }
 
   /**
@@ -127,7 +140,10 @@ export class FakeDb {
    * `PRAGMA user_version` moved to the last one's number.
    */
   #migrate(folder: string | URL): string[] {
-    const fs = builtin<{ readdirSync(p: string | URL): string[]; readFileSync(p: string | URL, encoding: "utf8"): string }>("node:fs");
+    const fs = builtin<{
+      readdirSync(p: string | URL): string[];
+      readFileSync(p: string | URL, encoding: "utf8"): string;
+    }>("node:fs");
     const files = fs.readdirSync(folder).sort();
     let current = "";
     this.#db.exec("BEGIN");
@@ -135,8 +151,14 @@ export class FakeDb {
       files.forEach((name, i) => {
         current = name;
         const m = /^(\d{4})_[a-z0-9][a-z0-9_]{0,63}\.sql$/.exec(name);
-        if (m === null || Number(m[1]) !== i + 1) throw new Error(`expected ${String(i + 1).padStart(4, "0")}_name.sql (numbered from 0001, lowercase, nothing else in the folder), as the broker does at install`);
-        const file = typeof folder === "string" ? `${folder.replace(/\/+$/, "")}/${name}` : new URL(name, folder.href.endsWith("/") ? folder.href : `${folder.href}/`);
+        if (m === null || Number(m[1]) !== i + 1)
+          throw new Error(
+            `expected ${String(i + 1).padStart(4, "0")}_name.sql (numbered from 0001, lowercase, nothing else in the folder), as the broker does at install`,
+          );
+        const file =
+          typeof folder === "string"
+            ? `${folder.replace(/\/+$/, "")}/${name}`
+            : new URL(name, folder.href.endsWith("/") ? folder.href : `${folder.href}/`);
         splitStatements(fs.readFileSync(file, "utf8")).forEach((statement, j) => {
           const check = checkStatement(statement);
           if (!check.ok) throw new Error(`statement ${j + 1}: ${check.msg} (rule: ${check.rule})`);
@@ -153,14 +175,20 @@ export class FakeDb {
   }
 
   /** Runs one statement as a test's setup would: no allowlist, no bounds. */
-  run(sql: string, params: readonly SqlValue[] | Readonly<Record<string, SqlValue>> = []): { changes: number; lastInsertRowid: number } {
+  run(
+    sql: string,
+    params: readonly SqlValue[] | Readonly<Record<string, SqlValue>> = [],
+  ): { changes: number; lastInsertRowid: number } {
     const r = this.#db.prepare(sql).run(...(Array.isArray(params) ? params : [params]));
     return { changes: Number(r.changes), lastInsertRowid: Number(r.lastInsertRowid) };
   }
 
   /** The rows of one statement, for assertions: no allowlist, no bounds. */
   rows(sql: string, params: readonly SqlValue[] | Readonly<Record<string, SqlValue>> = []): Row[] {
-    return this.#db.prepare(sql).all(...(Array.isArray(params) ? params : [params])).map((raw) => Object.fromEntries(Object.entries(raw).map(([k, x]) => [k, fromSql(x)])));
+    return this.#db
+      .prepare(sql)
+      .all(...(Array.isArray(params) ? params : [params]))
+      .map((raw) => Object.fromEntries(Object.entries(raw).map(([k, x]) => [k, fromSql(x)])));
   }
 
   close(): void {
@@ -177,7 +205,8 @@ export class FakeDb {
     const check = checkStatement(sql);
     if (!check.ok) return deny(check.rule, check.msg);
     // better-sqlite3's prepare refuses a second statement; node:sqlite would run only the first.
-    if (splitStatements(sql).length > 1) return deny("storage.one_statement", "one statement per call (no ';'-chained statements)");
+    if (splitStatements(sql).length > 1)
+      return deny("storage.one_statement", "one statement per call (no ';'-chained statements)");
     let stmt: Statement;
     try {
       stmt = this.#db.prepare(sql);
@@ -198,13 +227,21 @@ export class FakeDb {
         const row = Object.fromEntries(Object.entries(raw).map(([k, x]) => [k, fromSql(x)]));
         bytes += sizeOf(row);
         if (rows.length >= MAX_ROWS) return deny("storage.rows", `more than ${MAX_ROWS} rows; add a LIMIT`);
-        if (bytes > MAX_REPLY_BYTES) return deny("storage.reply_bytes", `more than ${MAX_REPLY_BYTES} bytes of rows; select fewer columns or add a LIMIT`);
+        if (bytes > MAX_REPLY_BYTES)
+          return deny(
+            "storage.reply_bytes",
+            `more than ${MAX_REPLY_BYTES} bytes of rows; select fewer columns or add a LIMIT`,
+          );
         rows.push(row);
       }
       return { ok: true, value: rows };
     } catch (err) {
       const message = (err as Error).message;
-      if (/database or disk is full|SQLITE_FULL/i.test(message)) return deny("storage.max_bytes", `the database would grow past its quota of ${this.maxBytes} bytes ([storage] max_bytes)`);
+      if (/database or disk is full|SQLITE_FULL/i.test(message))
+        return deny(
+          "storage.max_bytes",
+          `the database would grow past its quota of ${this.maxBytes} bytes ([storage] max_bytes)`,
+        );
       return deny("storage.sql", message.slice(0, 200));
     }
   }

@@ -67,13 +67,27 @@ export interface TestKit {
   /** Closes a session (`[managed]`). */
   close(reason?: SessionPayload<"close">["reason"], options?: CallOptions): Promise<Answer>;
   /** Tells the observer a batch of events (`seq` and `at_ms` filled in when left out). */
-  observe(events: ReadonlyArray<{ kind: SessionPayload<"observe">["events"][number]["kind"]; data?: Record<string, unknown> }>, options?: CallOptions): Promise<Answer>;
+  observe(
+    events: ReadonlyArray<{
+      kind: SessionPayload<"observe">["events"][number]["kind"];
+      data?: Record<string, unknown>;
+    }>,
+    options?: CallOptions,
+  ): Promise<Answer>;
   /** Calls a host route with a request string; an `ok` answer's value is `{ response }`. */
   route(name: string, request: string, options?: CallOptions): Promise<Answer>;
   /** Runs a compaction strategy; an `ok` answer's value is `{ summary, folds }`. */
-  compact(name: string, input: Pick<SessionPayload<"compact">, "messages"> & Partial<SessionPayload<"compact">>, options?: CallOptions): Promise<Answer>;
+  compact(
+    name: string,
+    input: Pick<SessionPayload<"compact">, "messages"> & Partial<SessionPayload<"compact">>,
+    options?: CallOptions,
+  ): Promise<Answer>;
   /** Asks a provider for a completion (`base_url` "" and no secret unless given); an `ok` answer's value is `{ text, usage, … }`, each delta in `reports`. */
-  complete(provider: string, request: Pick<SessionPayload<"complete">, "model" | "messages"> & Partial<SessionPayload<"complete">>, options?: CallOptions): Promise<Answer>;
+  complete(
+    provider: string,
+    request: Pick<SessionPayload<"complete">, "model" | "messages"> & Partial<SessionPayload<"complete">>,
+    options?: CallOptions,
+  ): Promise<Answer>;
   /** Runs the initializer (`[init]`; `version` the kit's, `reason` "approved" unless given); an `ok` answer's value is `{ message? }`. */
   init(payload?: Partial<SessionPayload<"init">>, options?: CallOptions): Promise<Answer>;
   /**
@@ -103,7 +117,15 @@ function base64(bytes: Uint8Array): string {
 function servicePayload(route: string, r: ServiceRequestInput): SessionPayload<"service"> {
   const headers = Object.fromEntries(Object.entries(r.headers ?? {}).map(([k, x]) => [k.toLowerCase(), x]));
   const bytes = r.body instanceof Uint8Array;
-  return { route, method: (r.method ?? "GET").toUpperCase(), path: r.path ?? "/", query: (r.query ?? "").replace(/^\?/, ""), headers, body: bytes ? base64(r.body as Uint8Array) : ((r.body as string | undefined) ?? ""), body_encoding: bytes ? "base64" : "text" };
+  return {
+    route,
+    method: (r.method ?? "GET").toUpperCase(),
+    path: r.path ?? "/",
+    query: (r.query ?? "").replace(/^\?/, ""),
+    headers,
+    body: bytes ? base64(r.body as Uint8Array) : ((r.body as string | undefined) ?? ""),
+    body_encoding: bytes ? "base64" : "text",
+  };
 }
 
 /** The session the kit's session-facing calls are made in. */
@@ -153,7 +175,12 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     hooks: Object.keys(hooks).map((event): Declared => [event, hooks[event]!]),
   };
 
-  async function invoke(kind: "tool" | "command" | "event" | SessionKind, what: string, args: string, call: CallOptions = {}): Promise<Answer> {
+  async function invoke(
+    kind: "tool" | "command" | "event" | SessionKind,
+    what: string,
+    args: string,
+    call: CallOptions = {},
+  ): Promise<Answer> {
     const id = nextId++;
     const token = `kit-${id}-${Math.random().toString(36).slice(2)}`;
     const deadlineMs = call.deadlineMs ?? options.deadlineMs ?? 30_000;
@@ -199,19 +226,44 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     tool: (tool, args = {}, call) => invoke("tool", tool, JSON.stringify(args), call),
     hook: (event, payload, call) => invoke("event", event, JSON.stringify(payload), call),
     command: (command, args = "", call) => invoke("command", command, args, call),
-    context: (loader, session = {}, call) => invoke("context", loader, JSON.stringify({ ...SESSION, ...session }), call),
-    prepare: (session = {}, call) => invoke("prepare", "", JSON.stringify({ ...SESSION, resumed: false, active: [name], ...session }), call),
-    close: (reason = "session_closed", call) => invoke("close", "", JSON.stringify({ session_id: SESSION.session_id, reason }), call),
+    context: (loader, session = {}, call) =>
+      invoke("context", loader, JSON.stringify({ ...SESSION, ...session }), call),
+    prepare: (session = {}, call) =>
+      invoke("prepare", "", JSON.stringify({ ...SESSION, resumed: false, active: [name], ...session }), call),
+    close: (reason = "session_closed", call) =>
+      invoke("close", "", JSON.stringify({ session_id: SESSION.session_id, reason }), call),
     observe: (events, call) => {
       let seq = ++observed;
       const batch = events.map((e) => ({ seq: seq++, kind: e.kind, at_ms: Date.now(), data: e.data ?? {} }));
       observed = seq - 1;
       return invoke("observe", "", JSON.stringify({ session_id: SESSION.session_id, events: batch, dropped: 0 }), call);
     },
-    route: (route, request, call) => invoke("route", route, JSON.stringify({ ...SESSION, route, request, active: [name] }), call),
-    complete: (provider, request, call) => invoke("complete", provider, JSON.stringify({ provider, max_tokens: 1024, base_url: "", secret: null, session_id: null, ...request }), call),
-    compact: (strategy, input, call) => invoke("compact", strategy, JSON.stringify({ session_id: SESSION.session_id, strategy, reason: "requested", budget: 2000, hook_text: [], ...input }), call),
-    init: (payload = {}, call) => invoke("init", "", JSON.stringify({ version: options.version ?? "1.0.0", reason: "approved", ...payload }), call),
-    service: (route, request = {}, call) => invoke("service", route, JSON.stringify(servicePayload(route, request)), call),
+    route: (route, request, call) =>
+      invoke("route", route, JSON.stringify({ ...SESSION, route, request, active: [name] }), call),
+    complete: (provider, request, call) =>
+      invoke(
+        "complete",
+        provider,
+        JSON.stringify({ provider, max_tokens: 1024, base_url: "", secret: null, session_id: null, ...request }),
+        call,
+      ),
+    compact: (strategy, input, call) =>
+      invoke(
+        "compact",
+        strategy,
+        JSON.stringify({
+          session_id: SESSION.session_id,
+          strategy,
+          reason: "requested",
+          budget: 2000,
+          hook_text: [],
+          ...input,
+        }),
+        call,
+      ),
+    init: (payload = {}, call) =>
+      invoke("init", "", JSON.stringify({ version: options.version ?? "1.0.0", reason: "approved", ...payload }), call),
+    service: (route, request = {}, call) =>
+      invoke("service", route, JSON.stringify(servicePayload(route, request)), call),
   };
 }

@@ -63,7 +63,10 @@ export class FakeKv {
 
   /** Stores `value` as a test's setup would, with no quota check (`skv`: in the session's keys). */
   set(key: string, value: unknown, family: KvFamily = "kv"): void {
-    this.#spaces[family].set(key, value instanceof Uint8Array ? { bytes: value.slice() } : { json: JSON.stringify(value) ?? "null" });
+    this.#spaces[family].set(
+      key,
+      value instanceof Uint8Array ? { bytes: value.slice() } : { json: JSON.stringify(value) ?? "null" },
+    );
   }
 
   /** The JSON value under `key` (undefined when absent, the bytes when it holds bytes): for assertions. */
@@ -81,7 +84,8 @@ export class FakeKv {
   /** The bytes counted against the quota (`kv` and `skv` together). */
   used(): number {
     let total = 0;
-    for (const space of Object.values(this.#spaces)) for (const [key, value] of space) total += size(value) + utf8.encode(key).length;
+    for (const space of Object.values(this.#spaces))
+      for (const [key, value] of space) total += size(value) + utf8.encode(key).length;
     return total;
   }
 
@@ -90,11 +94,15 @@ export class FakeKv {
     const entries = this.#spaces[family];
     const { key } = args;
     const current = entries.get(key);
-    const matches = current === undefined ? args.expected === null : "json" in current && args.expected !== null && current.json === casText(args.expected);
+    const matches =
+      current === undefined
+        ? args.expected === null
+        : "json" in current && args.expected !== null && current.json === casText(args.expected);
     if (!matches) {
       if (current === undefined) return { ok: true, value: { ok: false, current: null } };
       const text = "json" in current ? casString(current.json) : undefined;
-      if (text === undefined) return refused("denied", CAS_STRING_RULE, casNotString(family, "json" in current ? "json" : "bytes"));
+      if (text === undefined)
+        return refused("denied", CAS_STRING_RULE, casNotString(family, "json" in current ? "json" : "bytes"));
       return { ok: true, value: { ok: false, current: text } };
     }
     if (args.value === null) {
@@ -113,7 +121,8 @@ export class FakeKv {
   serve(cap: string, args: unknown): CapReply {
     const dot = cap.indexOf(".");
     const family = cap.slice(0, dot);
-    if (family !== "kv" && family !== "skv") return refused("denied", "unknown-capability", `There is no capability '${cap.slice(0, 64)}'`);
+    if (family !== "kv" && family !== "skv")
+      return refused("denied", "unknown-capability", `There is no capability '${cap.slice(0, 64)}'`);
     const entries = this.#spaces[family];
     switch (cap.slice(dot + 1)) {
       case "get": {
@@ -132,7 +141,12 @@ export class FakeKv {
         const parsed = v.safeParse(KvListArgs, args);
         if (!parsed.success) return refused("bad_arguments", "args", kvUsage(family).list);
         const { prefix, limit } = parsed.output;
-        return { ok: true, value: this.keys(family).filter((key) => key.startsWith(prefix)).slice(0, limit) };
+        return {
+          ok: true,
+          value: this.keys(family)
+            .filter((key) => key.startsWith(prefix))
+            .slice(0, limit),
+        };
       }
       case "put": {
         const parsed = v.safeParse(KvPutArgs, args);
@@ -141,14 +155,24 @@ export class FakeKv {
         let entry: Stored;
         if ("json" in parsed.output) {
           const text = JSON.stringify(parsed.output.json);
-          if (text === undefined) return { ok: false, error: { code: "denied", msg: `${family}.put: the value is not JSON` } };
+          if (text === undefined)
+            return { ok: false, error: { code: "denied", msg: `${family}.put: the value is not JSON` } };
           entry = { json: text };
         } else {
           entry = { bytes: fromBase64(parsed.output.bytes) };
         }
         const old = entries.get(key);
-        const after = this.used() - (old === undefined ? 0 : size(old) + utf8.encode(key).length) + size(entry) + utf8.encode(key).length;
-        if (after > this.quota) return refused("denied", "limits.kv_bytes", `${family}.put: storage quota of ${this.quota} bytes would be exceeded (${after} bytes)`);
+        const after =
+          this.used() -
+          (old === undefined ? 0 : size(old) + utf8.encode(key).length) +
+          size(entry) +
+          utf8.encode(key).length;
+        if (after > this.quota)
+          return refused(
+            "denied",
+            "limits.kv_bytes",
+            `${family}.put: storage quota of ${this.quota} bytes would be exceeded (${after} bytes)`,
+          );
         entries.set(key, entry);
         return { ok: true, value: null };
       }

@@ -22,9 +22,25 @@
  * assertEquals(kit.reports, ["greeting Ada"]);
  * ```
  */
-export { testKit, type CallOptions, type Extension, type KitOptions, type ServiceRequestInput, type TestKit } from "./kit.js";
+export {
+  testKit,
+  type CallOptions,
+  type Extension,
+  type KitOptions,
+  type ServiceRequestInput,
+  type TestKit,
+} from "./kit.js";
 export { FakeDb, DEFAULT_DB_BYTES, type FakeDbOptions, type Row } from "./db.js";
 export { FakeKv, DEFAULT_KV_BYTES } from "./kv.js";
-export { FakeNet, type FakeRequest, type Refuse, type Respond, type Route, type RouteAnswer, type Routes, type Unreachable } from "./net.js";
+export {
+  FakeNet,
+  type FakeRequest,
+  type Refuse,
+  type Respond,
+  type Route,
+  type RouteAnswer,
+  type Routes,
+  type Unreachable,
+} from "./net.js";
 export type { LogLine } from "./stand-in.js";
 export { assertEquals } from "./assert.js";

@@ -54,7 +54,13 @@ export type Routes = Readonly<Record<string, Route>>;
 const Args = v.object({
   url: v.pipe(v.string(), v.maxLength(8192)),
   method: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z]{1,16}$/)), "GET"),
-  headers: v.optional(v.pipe(v.array(v.tuple([v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(8192))])), v.maxLength(100)), []),
+  headers: v.optional(
+    v.pipe(
+      v.array(v.tuple([v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(8192))])),
+      v.maxLength(100),
+    ),
+    [],
+  ),
   body: v.optional(v.nullable(v.string()), null),
   secret: v.optional(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,63}$/))),
 });
@@ -67,7 +73,8 @@ function brokerReason(rule: string, method: string, url: URL): string {
   if (rule === "session:offline") return "this session is offline: no egress";
   if (rule === "session:allow") return `the session's allow list does not include ${where(url)}`;
   if (rule === "dns") return `cannot resolve ${url.hostname}`;
-  if (rule.startsWith("address:")) return `${url.hostname} resolves to an address of class ${rule.slice("address:".length)}; only a rule naming that IP or CIDR may reach it`;
+  if (rule.startsWith("address:"))
+    return `${url.hostname} resolves to an address of class ${rule.slice("address:".length)}; only a rule naming that IP or CIDR may reach it`;
   return `${method} ${where(url)} is refused`;
 }
 
@@ -119,7 +126,8 @@ export class FakeNet {
   /** Answers one `net.fetch` capability call (decoded arguments) as the broker does. */
   async serve(args: unknown): Promise<CapReply> {
     const parsed = v.safeParse(Args, args);
-    if (!parsed.success) return refused("bad_arguments", "args", "net.fetch takes {url, method?, headers?, body? (base64), secret?}");
+    if (!parsed.success)
+      return refused("bad_arguments", "args", "net.fetch takes {url, method?, headers?, body? (base64), secret?}");
     const method = parsed.output.method.toUpperCase();
     let url: URL;
     try {
@@ -128,9 +136,18 @@ export class FakeNet {
       return refused("denied", "url", `net.fetch refused: '${parsed.output.url.slice(0, 200)}' is not a URL`);
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") {
-      return refused("denied", "url", `net.fetch refused: scheme '${url.protocol.replace(/:$/, "")}' is not allowed (${url.protocol}//${url.host})`);
+      return refused(
+        "denied",
+        "url",
+        `net.fetch refused: scheme '${url.protocol.replace(/:$/, "")}' is not allowed (${url.protocol}//${url.host})`,
+      );
     }
-    if (url.username !== "" || url.password !== "") return refused("denied", "url", `net.fetch refused: credentials in the URL (userinfo) are not allowed (${url.protocol}//${url.host})`);
+    if (url.username !== "" || url.password !== "")
+      return refused(
+        "denied",
+        "url",
+        `net.fetch refused: credentials in the URL (userinfo) are not allowed (${url.protocol}//${url.host})`,
+      );
     const request: FakeRequest = {
       method,
       url: url.href,
@@ -140,21 +157,38 @@ export class FakeNet {
     };
     this.requests.push(request);
     const key = Object.keys(this.routes).find((k) => matches(k, method, url.href));
-    if (key === undefined) return refused("denied", "manifest:no-match", `net.fetch refused: no approved rule of '${this.extension}' allows ${method} ${where(url)}`);
+    if (key === undefined)
+      return refused(
+        "denied",
+        "manifest:no-match",
+        `net.fetch refused: no approved rule of '${this.extension}' allows ${method} ${where(url)}`,
+      );
     const route = this.routes[key]!;
     const answer = typeof route === "function" ? await route(request) : route;
     if ("refuse" in answer) {
-      if (answer.refuse.startsWith("hook:")) return refused("denied", answer.refuse, `Blocked by a hook: ${answer.reason ?? "blocked"}`);
-      return refused("denied", answer.refuse, `net.fetch refused: ${answer.reason ?? brokerReason(answer.refuse, method, url)}`);
+      if (answer.refuse.startsWith("hook:"))
+        return refused("denied", answer.refuse, `Blocked by a hook: ${answer.reason ?? "blocked"}`);
+      return refused(
+        "denied",
+        answer.refuse,
+        `net.fetch refused: ${answer.reason ?? brokerReason(answer.refuse, method, url)}`,
+      );
     }
-    if ("unreachable" in answer) return { ok: false, error: { code: "unreachable", msg: `net.fetch failed: ${answer.unreachable}` } };
+    if ("unreachable" in answer)
+      return { ok: false, error: { code: "unreachable", msg: `net.fetch failed: ${answer.unreachable}` } };
     return { ok: true, value: response(answer, url.href) };
   }
 }
 
 /** A response as the broker hands it over: lower-case header names, the whole body as bytes. */
-function response(answer: Respond, url: string): { status: number; url: string; headers: Array<[string, string]>; body: Uint8Array } {
-  const headers = Object.entries(answer.headers ?? {}).map(([name, value]): [string, string] => [name.toLowerCase(), value]);
+function response(
+  answer: Respond,
+  url: string,
+): { status: number; url: string; headers: Array<[string, string]>; body: Uint8Array } {
+  const headers = Object.entries(answer.headers ?? {}).map(([name, value]): [string, string] => [
+    name.toLowerCase(),
+    value,
+  ]);
   let body: Uint8Array;
   if (answer.json !== undefined) {
     body = new TextEncoder().encode(JSON.stringify(answer.json));

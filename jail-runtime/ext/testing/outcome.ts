@@ -22,18 +22,28 @@ export function crashed(err: unknown): Answer {
 /** The answer of `kind` named `name` as the broker hands it on: a tool's content with JSON blocks as values, an event's verdict parsed. */
 export function asDelivered(kind: string, name: string, reply: Answer): Answer {
   if (!reply.ok) {
-    const msg = reply.error.msg.length > MAX_ANSWER_MESSAGE ? `${reply.error.msg.slice(0, MAX_ANSWER_MESSAGE)}…` : reply.error.msg;
+    const msg =
+      reply.error.msg.length > MAX_ANSWER_MESSAGE
+        ? `${reply.error.msg.slice(0, MAX_ANSWER_MESSAGE)}…`
+        : reply.error.msg;
     return failure(reply.error.code, msg);
   }
   if (kind !== "tool" && kind !== "command") {
     // An event's verdict, or a session-facing kind's answer: JSON text the broker parses.
-    if (typeof reply.value !== "string") return failure("crashed", `'${name}' answered ${kind === "event" ? "an event" : kind} with ${typeof reply.value}, not JSON text`);
+    if (typeof reply.value !== "string")
+      return failure(
+        "crashed",
+        `'${name}' answered ${kind === "event" ? "an event" : kind} with ${typeof reply.value}, not JSON text`,
+      );
     return { ok: true, value: JSON.parse(reply.value) as unknown };
   }
   const sent = serializeJsonBlocks(reply.value);
   if (!sent.ok) return sent;
   const parsed = v.safeParse(ToolValue, sent.value);
-  if (!parsed.success) return failure("crashed", `'${name}' answered a malformed tool value: ${describeIssues(parsed.issues)}`);
-  const content = parsed.output.content.map((block) => (block.type === "json" ? { type: "json", json: JSON.parse(block.json) as unknown } : block));
+  if (!parsed.success)
+    return failure("crashed", `'${name}' answered a malformed tool value: ${describeIssues(parsed.issues)}`);
+  const content = parsed.output.content.map((block) =>
+    block.type === "json" ? { type: "json", json: JSON.parse(block.json) as unknown } : block,
+  );
   return { ok: true, value: { content, terminate: parsed.output.terminate } };
 }

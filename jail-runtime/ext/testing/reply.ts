@@ -1,5 +1,7 @@
 /** What the stand-in broker answers one capability call, in the shape of a `cap_result`. */
-export type CapReply = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
+export type CapReply =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
 
 /**
  * A refusal worded as the broker's: the message ends with the rule that

@@ -8,8 +8,8 @@
 import * as v from "valibot";
 import { Cap, describeIssues } from "../../wire/frames.js";
 import { attach, settle } from "../../cap/invocation.js";
-import { FakeKv } from "./kv.js";
-import { FakeNet } from "./net.js";
+import type { FakeKv } from "./kv.js";
+import type { FakeNet } from "./net.js";
 import type { FakeDb } from "./db.js";
 import { refused, type CapReply } from "./reply.js";
 import { Rate } from "../../wire/rate.js";
@@ -24,7 +24,10 @@ export interface LogLine {
 const LOGS_PER_SECOND = 20;
 const REPORTS_PER_SECOND = 50;
 const MAX_TEXT = 4096;
-const LogArgs = v.object({ level: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"), msg: v.pipe(v.string(), v.maxLength(65_536)) });
+const LogArgs = v.object({
+  level: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"),
+  msg: v.pipe(v.string(), v.maxLength(65_536)),
+});
 const ReportArgs = v.object({ text: v.pipe(v.string(), v.maxLength(65_536)) });
 
 export class StandIn {
@@ -71,12 +74,22 @@ export class StandIn {
   async #serve(frame: object): Promise<CapReply> {
     const checked = v.safeParse(Cap, frame);
     // The broker stops a satellite that sends a malformed frame; its open call is answered `crashed`.
-    if (!checked.success) return { ok: false, error: { code: "crashed", msg: `Bad 'cap' frame: ${describeIssues(checked.issues)}; the broker stopped the satellite` } };
+    if (!checked.success)
+      return {
+        ok: false,
+        error: {
+          code: "crashed",
+          msg: `Bad 'cap' frame: ${describeIssues(checked.issues)}; the broker stopped the satellite`,
+        },
+      };
     const { cap, token } = checked.output;
     if (this.#token === null || token !== this.#token) {
       return {
         ok: false,
-        error: { code: "token_revoked", msg: `Capability '${cap.slice(0, 64)}' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused` },
+        error: {
+          code: "token_revoked",
+          msg: `Capability '${cap.slice(0, 64)}' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused`,
+        },
       };
     }
     let args: unknown;
@@ -91,14 +104,19 @@ export class StandIn {
     if (cap === "log") {
       const parsed = v.safeParse(LogArgs, args);
       if (!parsed.success) return refused("bad_arguments", "args", "log takes {level, msg}");
-      if (!this.#logRate.take()) return this.#drop("rate:log", `log: more than ${LOGS_PER_SECOND} lines a second; dropped`);
+      if (!this.#logRate.take())
+        return this.#drop("rate:log", `log: more than ${LOGS_PER_SECOND} lines a second; dropped`);
       this.logs.push({ level: parsed.output.level, msg: parsed.output.msg.slice(0, MAX_TEXT) });
       return { ok: true, value: null };
     }
     if (cap === "report.emit") {
       const parsed = v.safeParse(ReportArgs, args);
       if (!parsed.success) return refused("bad_arguments", "args", "report.emit takes {text}");
-      if (!this.#reportRate.take()) return this.#drop("rate:report", `report.emit: more than ${REPORTS_PER_SECOND} partials a second; this one was dropped`);
+      if (!this.#reportRate.take())
+        return this.#drop(
+          "rate:report",
+          `report.emit: more than ${REPORTS_PER_SECOND} partials a second; this one was dropped`,
+        );
       this.reports.push(parsed.output.text.slice(0, MAX_TEXT));
       return { ok: true, value: null };
     }

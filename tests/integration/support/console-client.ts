@@ -28,19 +28,33 @@ export interface ConsoleRig {
 }
 
 /** A broker on a fresh home (an empty policy.toml) served on a free loopback port. */
-export async function startConsole(prefix: string, setup: (broker: Broker) => Promise<void> = async () => {}, options: { consoleBodyMs?: number } = {}): Promise<ConsoleRig> {
+export async function startConsole(
+  prefix: string,
+  setup: (broker: Broker) => Promise<void> = async () => {},
+  options: { consoleBodyMs?: number } = {},
+): Promise<ConsoleRig> {
   const tmp = mkdtempSync(join(tmpdir(), prefix));
   const broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: silentLogger });
   writeFileSync(join(broker.home, "policy.toml"), "");
   await setup(broker);
   const server = new ServeServer({ broker, token: TOKEN, log: silentLogger, say: () => {}, ...options });
   const { url } = await server.listen({ port: 0 });
-  return { tmp, broker, server, base: url.replace(/^ws:/, "http:"), ws: url, stop: () => server.shutdown(Promise.resolve()) };
+  return {
+    tmp,
+    broker,
+    server,
+    base: url.replace(/^ws:/, "http:"),
+    ws: url,
+    stop: () => server.shutdown(Promise.resolve()),
+  };
 }
 
 /** The registry's rows as they stand (what a refused request must leave as it was). */
 export function registryRows(broker: Broker): string {
-  return JSON.stringify([broker.store.orm.select().from(installs).orderBy(installs.name).all(), broker.store.orm.select().from(approvals).orderBy(approvals.id).all()]);
+  return JSON.stringify([
+    broker.store.orm.select().from(installs).orderBy(installs.name).all(),
+    broker.store.orm.select().from(approvals).orderBy(approvals.id).all(),
+  ]);
 }
 
 export interface Answer {
@@ -56,7 +70,11 @@ export class ConsoleClient {
 
   constructor(readonly base: string) {}
 
-  async request(method: string, path: string, init: { body?: URLSearchParams | string; headers?: Record<string, string>; cookie?: string | null } = {}): Promise<Answer> {
+  async request(
+    method: string,
+    path: string,
+    init: { body?: URLSearchParams | string; headers?: Record<string, string>; cookie?: string | null } = {},
+  ): Promise<Answer> {
     const cookie = init.cookie === undefined ? this.cookie : init.cookie;
     const res = await fetch(`${this.base}${path}`, {
       method,
@@ -84,7 +102,11 @@ export class ConsoleClient {
    * `confirm: "yes"` without `seen` is posted as an operator does it: first
    * without confirm (the confirmation), then with the confirmation's digest.
    */
-  async post(path: string, fields: Record<string, string | string[]> = {}, headers: Record<string, string> = {}): Promise<Answer> {
+  async post(
+    path: string,
+    fields: Record<string, string | string[]> = {},
+    headers: Record<string, string> = {},
+  ): Promise<Answer> {
     if (fields.confirm === "yes" && !("seen" in fields)) {
       const { confirm: _confirm, ...first } = fields;
       const shown = await this.postOnce(path, first, headers);
@@ -95,17 +117,29 @@ export class ConsoleClient {
   }
 
   /** One form POST, exactly the fields given (and the CSRF token unless given). */
-  postOnce(path: string, fields: Record<string, string | string[]> = {}, headers: Record<string, string> = {}): Promise<Answer> {
+  postOnce(
+    path: string,
+    fields: Record<string, string | string[]> = {},
+    headers: Record<string, string> = {},
+  ): Promise<Answer> {
     const body = new URLSearchParams();
     if (this.csrf !== null && !("csrf" in fields)) body.append("csrf", this.csrf);
-    for (const [name, value] of Object.entries(fields)) for (const v of Array.isArray(value) ? value : [value]) body.append(name, v);
-    return this.request("POST", path, { body, headers: { origin: this.base, "sec-fetch-site": "same-origin", ...headers } });
+    for (const [name, value] of Object.entries(fields))
+      for (const v of Array.isArray(value) ? value : [value]) body.append(name, v);
+    return this.request("POST", path, {
+      body,
+      headers: { origin: this.base, "sec-fetch-site": "same-origin", ...headers },
+    });
   }
 
   /** Signs in with `token` (as `operator` when given); keeps the cookie on success. */
   async login(token = TOKEN, operator?: string): Promise<Answer> {
     const body = new URLSearchParams({ token, ...(operator !== undefined ? { operator } : {}) });
-    const answer = await this.request("POST", "/console/login", { body, headers: { origin: this.base, "sec-fetch-site": "same-origin" }, cookie: null });
+    const answer = await this.request("POST", "/console/login", {
+      body,
+      headers: { origin: this.base, "sec-fetch-site": "same-origin" },
+      cookie: null,
+    });
     const set = answer.headers.get("set-cookie");
     if (answer.status === 303 && set !== null) {
       this.cookie = set.split(";")[0]!;

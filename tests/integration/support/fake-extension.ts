@@ -21,7 +21,12 @@ export const WORKER_DIR = join(REPO, "tests/integration/fixtures/bus/worker");
 export async function buildFakeArtifact(script: string): Promise<string> {
   const built = await esbuild.build({
     ...ARTIFACT_BUILD_OPTIONS,
-    stdin: { contents: `import { play } from "./scripts.ts";\nawait play(${JSON.stringify(script)});\n`, resolveDir: FAKE_DIR, sourcefile: `${script}.ts`, loader: "ts" },
+    stdin: {
+      contents: `import { play } from "./scripts.ts";\nawait play(${JSON.stringify(script)});\n`,
+      resolveDir: FAKE_DIR,
+      sourcefile: `${script}.ts`,
+      loader: "ts",
+    },
     absWorkingDir: FAKE_DIR,
   });
   return built.outputFiles[0]!.text;
@@ -33,7 +38,9 @@ export async function installFakeAndWorker(broker: Broker, serveCode: string): P
     const { installed } = await broker.registry.install(dir);
     if (dir === FAKE_DIR) {
       writeFileSync(installed.artifactPath, serveCode);
-      broker.store.sqlite.prepare("update installs set artifact_hash = ? where name = ?").run(createHash("sha256").update(serveCode).digest("hex"), installed.manifest.name);
+      broker.store.sqlite
+        .prepare("update installs set artifact_hash = ? where name = ?")
+        .run(createHash("sha256").update(serveCode).digest("hex"), installed.manifest.name);
     }
     broker.registry.approve(installed.manifest.name);
   }

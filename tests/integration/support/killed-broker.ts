@@ -8,6 +8,12 @@ import { bundleToTemp, slotFor } from "../../support/satellites.js";
 
 const bundled = await bundleToTemp("manifests/echo");
 const slot = slotFor(bundled);
-const outcome = await slot.invoke({ kind: "tool", name: "echo", args: '{"text":"up"}', strand: "k", deadlineMs: 10_000 });
+const outcome = await slot.invoke({
+  kind: "tool",
+  name: "echo",
+  args: '{"text":"up"}',
+  strand: "k",
+  deadlineMs: 10_000,
+});
 process.stdout.write(`${JSON.stringify({ ok: outcome.ok, dir: slot.process?.socketDir })}\n`);
 setInterval(() => {}, 60_000);

@@ -19,7 +19,10 @@ export function writeExtensions(prefix: string, extensions: Readonly<Record<stri
   for (const [name, files] of Object.entries(extensions)) {
     const dir = join(root, name);
     mkdirSync(dir);
-    writeFileSync(join(dir, "manifest.toml"), `name = "${name}"\nversion = "1.0.0"\ndescription = "Test extension ${name}."\nentry = "index.ts"\n${files.manifest}\n[limits]\nmemory_mb = 64\nidle_s = 0\n`);
+    writeFileSync(
+      join(dir, "manifest.toml"),
+      `name = "${name}"\nversion = "1.0.0"\ndescription = "Test extension ${name}."\nentry = "index.ts"\n${files.manifest}\n[limits]\nmemory_mb = 64\nidle_s = 0\n`,
+    );
     writeFileSync(join(dir, "index.ts"), files.code);
   }
   return root;

@@ -37,7 +37,13 @@ const bundled = await bundleToTemp("tests/jail/fixtures/fd-probe");
 const slot = slotFor(bundled);
 try {
   const limit = Number(/Max open files\s+(\d+)/.exec(readFileSync("/proc/self/limits", "utf8"))?.[1] ?? 1024);
-  const outcome = await slot.invoke({ kind: "tool", name: "probe", args: JSON.stringify({ from: PROBE_FROM, to: Math.min(limit, 4096) - 1, marker }), strand: "fd", deadlineMs: 20_000 });
+  const outcome = await slot.invoke({
+    kind: "tool",
+    name: "probe",
+    args: JSON.stringify({ from: PROBE_FROM, to: Math.min(limit, 4096) - 1, marker }),
+    strand: "fd",
+    deadlineMs: 20_000,
+  });
   // What every process of the jail holds (bwrap, its init, Deno and Deno's threads share a table).
   const jail: Record<string, Record<string, string | null>> = {};
   for (const pid of processTree(slot.process!.pid!)) {

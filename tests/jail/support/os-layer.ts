@@ -40,7 +40,10 @@ export async function runWithOsLayerOnly(script: string): Promise<unknown> {
     });
     const child = spawnJailed(launch);
     child.stdin?.end();
-    const [out, err] = await Promise.all([new Response(child.stdout as never).text(), new Response(child.stderr as never).text()]);
+    const [out, err] = await Promise.all([
+      new Response(child.stdout as never).text(),
+      new Response(child.stderr as never).text(),
+    ]);
     await child;
     const last = out.trim().split("\n").pop();
     if (!last) throw new Error(`the OS-layer probe printed nothing; stderr: ${err.slice(-2000)}`);

@@ -95,7 +95,13 @@ export const capResultFrame = fc.record(
 );
 
 export const resultFrame = fc.record(
-  { t: fc.constant("result" as const), id: wireId, ok: fc.boolean(), value: fc.oneof(toolValue, wireString(256), wireJson), error: wireError },
+  {
+    t: fc.constant("result" as const),
+    id: wireId,
+    ok: fc.boolean(),
+    value: fc.oneof(toolValue, wireString(256), wireJson),
+    error: wireError,
+  },
   { requiredKeys: ["t", "id", "ok"], noNullPrototype: true },
 );
 
