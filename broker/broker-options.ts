@@ -4,7 +4,7 @@ import type { CapHookStage } from "./caps/context.js";
 import type { Resolver } from "./egress/judge.js";
 import type { JailOptions } from "./jail/setup.js";
 import type { SandboxMode } from "./jail/sandbox.js";
-import type { ScopeCallOptions } from "./session-scope.js";
+import type { ScopeCallOptions } from "./kernel/session-scope.js";
 import type { SecretSource } from "./secrets/store.js";
 import type { KvStorage } from "./store/kv-storage.js";
 
@@ -68,7 +68,7 @@ export interface CallOptions extends ScopeCallOptions {
 }
 
 /** A hook's time limit when its `[[hook]]` row sets none. */
-export const DEFAULT_HOOK_DEADLINE_MS = 5_000;
+export { DEFAULT_HOOK_DEADLINE_MS } from "./kernel/kinds.js";
 
 /** Fetches in flight at once: one extension's (all its invocations), and the whole broker's. */
 export const EXTENSION_FETCHES = 16;

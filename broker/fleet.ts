@@ -12,9 +12,10 @@
  * approval on every host.
  */
 import { join } from "node:path";
-import type { Broker } from "./broker.js";
+import type { InitHost } from "./init/init-lines.js";
+import type { KernelHost } from "./kernel/host.js";
 import type { SessionFleet } from "./broker-options.js";
-import { currentApproval } from "./approval-sync.js";
+import { currentApproval } from "./kernel/approval-sync.js";
 import { packageVersion } from "./base/version.js";
 import { fleetHosts, recordHost, SEEN_EVERY_MS, type HostView } from "./store/pg/hosts.js";
 import { openPgStore, type PgStore } from "./store/pg/open.js";
@@ -37,6 +38,12 @@ import { OperatorKeyError, signingKey, trustedKeys, type TrustedKey } from "./fl
 import type { Refusal } from "./fleet-trust/judge-approvals.js";
 import { LeaseLostError } from "./store/pg/session-state.js";
 import { OperatorPolicySource } from "./caps/policy.js";
+
+/** What a fleet's host is to the fleet: the kernel, its initializers, and the slot its sessions and storage go through. */
+export interface FleetHost extends KernelHost, InitHost {
+  /** Makes `fleet` the broker's (sessions lease from it, kv and skv go to it); returns its release. */
+  useFleet(fleet: SessionFleet): () => void;
+}
 
 export interface FleetOptions {
   /** The shared store: postgres://role:password@host:5432/database. */
@@ -68,7 +75,9 @@ export class FleetMember implements SessionFleet {
   readonly kv: FleetKv;
   /** The store's URL without its password. */
   readonly shown: string;
-  readonly #broker: Broker;
+  readonly #broker: FleetHost;
+  /** Undoes what joining did to the broker: its fleet slot and its admission interceptor. */
+  #detach: Array<() => void> = [];
   readonly #store: PgStore;
   #snapshot: RegistrySnapshot | null = null;
   #pulling: Promise<PullResult> | null = null;
@@ -98,7 +107,7 @@ export class FleetMember implements SessionFleet {
   #unpublished = 0;
   readonly #policy: OperatorPolicySource;
 
-  private constructor(broker: Broker, store: PgStore, options: FleetOptions) {
+  private constructor(broker: FleetHost, store: PgStore, options: FleetOptions) {
     this.#broker = broker;
     this.#store = store;
     this.host = options.host;
@@ -133,7 +142,7 @@ export class FleetMember implements SessionFleet {
   }
 
   /** Connects `broker` to the fleet's store: records the host, pulls the registry, listens for changes. */
-  static async join(broker: Broker, options: FleetOptions): Promise<FleetMember> {
+  static async join(broker: FleetHost, options: FleetOptions): Promise<FleetMember> {
     const store = await openPgStore(options.url);
     const member = new FleetMember(broker, store, options);
     try {
@@ -144,7 +153,14 @@ export class FleetMember implements SessionFleet {
       await store.close();
       throw err;
     }
-    broker.fleet = member;
+    // Every invocation here is admitted first: not past the staleness bound, not a session another host holds.
+    member.#detach = [
+      broker.useFleet(member),
+      broker.intercept((next) => (call) => {
+        member.admit(call.scope.id);
+        return next(call);
+      }),
+    ];
     member.#ledger.start();
     if (options.listen === false) return member;
     // Seen by the fleet while it serves: `tether status` and `tether doctor --store` list it with its clock.
@@ -222,10 +238,9 @@ export class FleetMember implements SessionFleet {
         if (result.unpublished > 0 && this.#listener !== null) void this.#republish();
         if (result.changed) {
           this.#migrate();
-          // The registry's own counter tells the broker its copy changed (the store's data_version does
-          // not move for this connection's writes); reading the epoch applies it to the live satellites now.
-          this.#broker.registry.version++;
-          void this.#broker.approvalEpoch;
+          // The store's data_version does not move for this connection's writes: the registry is told,
+          // and its change applies to the live satellites now.
+          this.#broker.registry.noteApplied();
           if (this.#listener !== null) void this.#initialize();
         }
       } while (this.#again && !this.#broker.closed);
@@ -470,7 +485,7 @@ export class FleetMember implements SessionFleet {
   }
 
   async close(): Promise<void> {
-    if (this.#broker.fleet === this) this.#broker.fleet = null;
+    for (const detach of this.#detach.splice(0)) detach();
     if (this.#shipping !== null) clearInterval(this.#shipping);
     for (const id of [...this.#held.keys()]) await this.closeSession(id);
     if (this.#seen !== null) clearInterval(this.#seen);

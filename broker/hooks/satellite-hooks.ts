@@ -9,7 +9,7 @@ import * as v from "valibot";
 import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { EventVerdicts, type EventName } from "../../jail-runtime/wire/events.js";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
-import type { SessionScope } from "../session-scope.js";
+import type { SessionScope } from "../kernel/session-scope.js";
 import { WireCode } from "../base/errors.js";
 import type { BusHook, HookAnswer, Verdict } from "./compose.js";
 

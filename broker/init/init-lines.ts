@@ -2,10 +2,15 @@
  * What the commands say about initializers (`[init]`): `tether approve`'s
  * line after it ran one, `tether serve`'s at startup, `tether status`'s state.
  */
-import type { Broker } from "../broker.js";
+import type { KernelHost } from "../kernel/host.js";
 import type { Installed } from "../registry/registry.js";
 import { InitRecords } from "../store/init-records.js";
 import type { InitReport } from "./initializers.js";
+
+/** What running the pending initializers needs: the kernel, and the initializers' feature. */
+export interface InitHost extends Pick<KernelHost, "store" | "registry" | "closed" | "approved"> {
+  initialize(name: string, reason: "approved" | "start"): Promise<InitReport>;
+}
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -21,7 +26,7 @@ export function initLine(name: string, report: InitReport): string {
  * Runs the initializers of approved extensions whose approved version has not
  * run it yet (`tether serve` at startup), one line each to `write`.
  */
-export async function runPendingInits(broker: Broker, write: (line: string) => void): Promise<void> {
+export async function runPendingInits(broker: InitHost, write: (line: string) => void): Promise<void> {
   const records = new InitRecords(broker.store);
   for (const installed of broker.registry.list()) {
     if (installed.manifest.init === undefined || broker.closed) continue;
@@ -51,7 +56,7 @@ export async function runPendingInits(broker: Broker, write: (line: string) => v
 }
 
 /** `tether status`'s state of `installed`'s init, for the approval in force (else the install): null without `[init]`. */
-export function initState(broker: Broker, installed: Installed): string | null {
+export function initState(broker: Pick<KernelHost, "store" | "registry">, installed: Installed): string | null {
   if (installed.manifest.init === undefined) return null;
   const approval = broker.registry.latestApproval(installed.name);
   const pinned = approval !== null && approval.revokedAt === null ? approval : installed;

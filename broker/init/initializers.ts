@@ -11,10 +11,11 @@
  */
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
-import type { Broker } from "../broker.js";
-import { DAEMON_SCOPE } from "../providers/daemon.js";
+import { DAEMON_SCOPE } from "../kernel/session-scope.js";
 import type { Approval, Installed } from "../registry/registry.js";
-import type { HookOutcome, ScopeHost, SessionScope } from "../session-scope.js";
+import type { KernelHost } from "../kernel/host.js";
+import type { Interceptor } from "../kernel/interceptor.js";
+import type { HookOutcome, SessionScope } from "../kernel/session-scope.js";
 import { SessionAnswers, type SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
 import * as v from "valibot";
 import { InitRecords, type InitKey } from "../store/init-records.js";
@@ -51,12 +52,12 @@ const keyOf = (installed: Installed, approval: Approval): InitKey => ({
 const text = (key: InitKey) => `${key.extension}\0${key.artifactHash}\0${key.manifestHash}`;
 
 export class Initializers {
-  readonly #broker: Broker;
+  readonly #broker: KernelHost;
   readonly #records: InitRecords;
   /** Runs of this process, by version: in flight or settled (a failure is not run again here). */
   readonly #runs = new Map<string, Promise<InitReport>>();
 
-  constructor(broker: Broker) {
+  constructor(broker: KernelHost) {
     this.#broker = broker;
     this.#records = new InitRecords(broker.store);
   }
@@ -77,8 +78,8 @@ export class Initializers {
   /** null when `extension` may be invoked (no `[init]`, or it ran); else the `inactive` failure. */
   async gate(scope: SessionScope, extension: string): Promise<Failure | null> {
     if (this.#broker.closed) return null;
-    // Approvals synced first: a live satellite of a replaced approval is gone from `live` after this.
-    void this.#broker.approvalEpoch;
+    // Another process's change noticed first: a live satellite of a replaced approval is gone from `live` after this.
+    this.#broker.approvals.notice();
     const { installed, approval } = scope.live.get(extension) ?? this.#broker.approved(extension);
     if (installed.manifest.init === undefined) return null;
     const report = await this.#ensure(installed, approval, "start");
@@ -139,34 +140,16 @@ export class Initializers {
 }
 
 /**
- * The scope host with every invocation (and a session activation's boot)
- * behind `gate`: an extension whose init failed is answered `inactive`.
+ * The kernel's interceptor that puts every invocation (and a session
+ * activation's boot) behind `gate`: an extension whose init failed is answered
+ * `inactive`. The init itself is what the gate waits for.
  */
-export function gatedHost(inits: Initializers, host: ScopeHost): ScopeHost {
-  const gate = (scope: SessionScope, extension: string) => inits.gate(scope, extension);
-  return {
-    ...host,
-    boot: async (scope, extension) => {
-      const refused = await gate(scope, extension);
-      if (refused !== null) throw new TetherError(BrokerCode.inactive, refused.error.msg);
-      return host.boot(scope, extension);
-    },
-    callTool: async (scope, extension, tool, args, options) =>
-      (await gate(scope, extension)) ?? host.callTool(scope, extension, tool, args, options),
-    runCommand: async (scope, extension, name, argsText, options) =>
-      (await gate(scope, extension)) ?? host.runCommand(scope, extension, name, argsText, options),
-    callHook: async (scope, extension, event, payload, options) => {
-      const refused = await gate(scope, extension);
-      return refused !== null
-        ? { outcome: refused, invocationId: null }
-        : host.callHook(scope, extension, event, payload, options);
-    },
-    invoke: async (scope, extension, kind, name, payload, options) => {
-      // The init itself is what the gate waits for.
-      const refused = kind === "init" ? null : await gate(scope, extension);
-      return refused !== null
-        ? { outcome: refused, invocationId: null }
-        : host.invoke(scope, extension, kind, name, payload, options);
-    },
+export function initGate(inits: Initializers): Interceptor {
+  return (next) => async (call) => {
+    if (call.kind === "init") return next(call);
+    const refused = await inits.gate(call.scope, call.extension);
+    if (refused === null) return next(call);
+    if (call.kind === "boot") throw new TetherError(BrokerCode.inactive, refused.error.msg);
+    return { outcome: refused, invocationId: null };
   };
 }

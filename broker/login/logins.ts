@@ -10,7 +10,7 @@
 import { OperatorPolicySource } from "../caps/policy.js";
 import { systemResolver } from "../egress/system-resolver.js";
 import { judgedFetch, type JudgedFetchOptions } from "./judged-fetch.js";
-import type { Broker } from "../broker.js";
+import type { KernelHost } from "../kernel/host.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { LoginRow } from "../install/login-row.js";
@@ -224,10 +224,10 @@ export class Logins {
   }
 }
 
-const perBroker = new WeakMap<Broker, Logins>();
+const perBroker = new WeakMap<KernelHost, Logins>();
 
 /** The broker's one `Logins` (made on first use), on its home and registry. */
-export function loginsOf(broker: Broker, options: { clock?: Clock; fetch?: typeof fetch } = {}): Logins {
+export function loginsOf(broker: KernelHost, options: { clock?: Clock; fetch?: typeof fetch } = {}): Logins {
   let logins = perBroker.get(broker);
   if (logins === undefined) {
     const registry = broker.registry;
@@ -258,7 +258,7 @@ export function loginsOf(broker: Broker, options: { clock?: Clock; fetch?: typeo
 }
 
 /** The secrets this broker's sign-ins fill, as the secret injector asks for them (broker/caps/net-secret.ts). */
-export function loginSecrets(broker: Broker): LoginSecrets {
+export function loginSecrets(broker: KernelHost): LoginSecrets {
   return {
     fills: (extension, name) =>
       broker.registry.get(extension)?.manifest.login.some((row) => row.secret === name) ?? false,

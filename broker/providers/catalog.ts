@@ -7,7 +7,7 @@
  * registry order serves no provider at all, and says why.
  */
 import { TetherError } from "../base/errors.js";
-import type { Broker } from "../broker.js";
+import type { KernelHost } from "../kernel/host.js";
 import type { Manifest } from "../install/manifest.js";
 import { describeProblem, registryOrder } from "../sessions/order.js";
 import { GLOBAL, Preferences } from "../sessions/preferences.js";
@@ -40,7 +40,7 @@ export interface ProviderCatalog {
 }
 
 /** Why `name` cannot serve anything from the daemon scope now, or null when it can. */
-function ineligible(broker: Broker, preferences: Preferences, name: string): string | null {
+function ineligible(broker: KernelHost, preferences: Preferences, name: string): string | null {
   if (!preferences.effective(GLOBAL, name).enabled)
     return `'${name}' is turned off globally (tether session enable ${name} turns it on)`;
   try {
@@ -53,7 +53,7 @@ function ineligible(broker: Broker, preferences: Preferences, name: string): str
 }
 
 /** The providers served now (see the file's comment), and those declared but not served, with why. */
-export function providerCatalog(broker: Broker): ProviderCatalog {
+export function providerCatalog(broker: KernelHost): ProviderCatalog {
   const preferences = new Preferences(broker.store);
   const unavailable: UnavailableProvider[] = [];
   const miss = (manifest: Manifest, reason: string) => {

@@ -12,7 +12,7 @@ import { CompletionRequest, MAX_COMPLETION_REQUEST_BYTES, type Usage } from "../
 import type { SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
-import type { Broker } from "../broker.js";
+import type { KernelHost } from "../kernel/host.js";
 import { decodeSessionAnswer } from "../sessions/ask-session-kind.js";
 import { ProviderPreferencesRepository } from "../store/provider-preferences-repository.js";
 import { providerCatalog, type ProviderEntry } from "./catalog.js";
@@ -67,7 +67,7 @@ const names = (entries: readonly { name: string }[]) => `[${entries.map((e) => e
 
 /** The provider for `request`, or the failure that says why none. */
 function choose(
-  broker: Broker,
+  broker: KernelHost,
   request: v.InferOutput<typeof CompletionRequest>,
   session: string | undefined,
 ): { entry: ProviderEntry; notes: readonly string[] } | Failure {
@@ -116,7 +116,7 @@ function choose(
 
 /** Asks for one completion. Never rejects for a provider's faults (they are the outcome); a malformed request throws `bad_arguments`. */
 export async function complete(
-  broker: Broker,
+  broker: KernelHost,
   input: unknown,
   options: CompletionOptions = {},
 ): Promise<CompletionReport> {

@@ -7,11 +7,12 @@
  * rows under that id, no hook bus (no session holds it), and it is stopped
  * with every other scope by `Broker.close()`.
  */
-import type { Broker } from "../broker.js";
+import type { KernelHost } from "../kernel/host.js";
 import { serviceExtensions } from "../services/mounted.js";
 import type { ProviderCatalog } from "./catalog.js";
 
-export const DAEMON_SCOPE = "@daemon";
+export { DAEMON_SCOPE } from "../kernel/session-scope.js";
+import { DAEMON_SCOPE } from "../kernel/session-scope.js";
 
 export interface DaemonStatus {
   /** The scope's id, as ledger and audit rows name it. */
@@ -22,13 +23,13 @@ export interface DaemonStatus {
   readonly running: readonly string[];
 }
 
-export function daemonStatus(broker: Broker, catalog: ProviderCatalog): DaemonStatus {
+export function daemonStatus(broker: KernelHost, catalog: ProviderCatalog): DaemonStatus {
   const eligible = [...new Set(catalog.providers.map((p) => p.extension))];
   return { scope: DAEMON_SCOPE, eligible, running: [...broker.scope(DAEMON_SCOPE).live.keys()].sort() };
 }
 
 /** Stops the daemon satellites of extensions no longer eligible (turned off globally, lost a collision). */
-export async function pruneDaemon(broker: Broker, catalog: ProviderCatalog): Promise<void> {
+export async function pruneDaemon(broker: KernelHost, catalog: ProviderCatalog): Promise<void> {
   const scope = broker.scope(DAEMON_SCOPE);
   // An extension serving HTTP routes keeps its satellite too.
   const eligible = new Set([...catalog.providers.map((p) => p.extension), ...serviceExtensions(broker)]);

@@ -3,7 +3,7 @@
  * session's saved preference when one is named), those declared but not
  * served and why, and the daemon scope's state.
  */
-import type { Broker } from "../broker.js";
+import type { KernelHost } from "../kernel/host.js";
 import { ProviderPreferencesRepository } from "../store/provider-preferences-repository.js";
 import { providerCatalog, type UnavailableProvider } from "./catalog.js";
 import { daemonStatus, type DaemonStatus } from "./daemon.js";
@@ -14,7 +14,7 @@ export interface ProvidersView extends RankedProviders {
   readonly daemon: DaemonStatus;
 }
 
-export function providersFor(broker: Broker, session?: string): ProvidersView {
+export function providersFor(broker: KernelHost, session?: string): ProvidersView {
   const catalog = providerCatalog(broker);
   const preference = session === undefined ? null : new ProviderPreferencesRepository(broker.store).get(session);
   return {

@@ -85,7 +85,9 @@ export class Registry {
   /** The home the artifacts folder is in (extensions' databases are under its data/). */
   readonly #home: string;
   /** Bumped by every change this process makes (other processes show in PRAGMA data_version). */
-  version = 0;
+  #version = 0;
+  /** Told after every change written through this registry, or applied to its store from the fleet. */
+  readonly #listeners = new Set<() => void>();
 
   /** Who approvals are recorded as approved by, when `approve` is not told. */
   readonly #operator: string;
@@ -160,7 +162,7 @@ export class Registry {
       },
       { behavior: "immediate" },
     );
-    this.version++;
+    this.#changed();
     progress(`stored ${manifest.name} (${(artifact.code.length / 1024).toFixed(0)} KiB artifact)`);
     // The artifact it replaced, if any, is now unreferenced.
     const collected = this.collectUnreferenced();
@@ -300,7 +302,7 @@ export class Registry {
         })
         .run();
     });
-    this.version++;
+    this.#changed();
     // The artifact the replaced approval pinned may no longer be named by anything.
     this.collectUnreferenced();
     return this.latestApproval(name)!;
@@ -323,6 +325,27 @@ export class Registry {
   }
 
   /** Who approvals and revocations are recorded as made by when not told (the CLI's and the console's default). */
+  /** Counts the changes this process made (its own commits do not move the store's data_version). */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** Calls `listener` after every change this registry writes or is told of; returns the unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Rows were written to this store's registry tables by another part of this process (the fleet's pull). */
+  noteApplied(): void {
+    this.#changed();
+  }
+
+  #changed(): void {
+    this.#version++;
+    for (const listener of [...this.#listeners]) listener();
+  }
+
   get operator(): string {
     return this.#operator;
   }
@@ -335,7 +358,7 @@ export class Registry {
       .set({ revokedAt: Date.now(), revokedBy: options.by ?? this.#operator })
       .where(and(eq(approvals.extension, name), isNull(approvals.revokedAt)))
       .run();
-    this.version++;
+    this.#changed();
     return changed.changes > 0;
   }
 
@@ -344,7 +367,7 @@ export class Registry {
     this.require(name);
     this.revoke(name, options);
     this.#store.orm.delete(installs).where(eq(installs.name, name)).run();
-    this.version++;
+    this.#changed();
     this.collectUnreferenced();
   }
 

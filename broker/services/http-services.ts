@@ -13,8 +13,8 @@ import { MAX_SERVICE_BODY_BYTES, MAX_SERVICE_PATH_CHARS } from "../../jail-runti
 import type { SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
 import type { Logger } from "../base/log.js";
 import { WireCode } from "../base/errors.js";
-import type { Broker } from "../broker.js";
-import { DAEMON_SCOPE } from "../providers/daemon.js";
+import type { KernelHost } from "../kernel/host.js";
+import { DAEMON_SCOPE } from "../kernel/session-scope.js";
 import { bearerMatches } from "../serve/token.js";
 import { decodeSessionAnswer } from "../sessions/ask-session-kind.js";
 import { encodeBody, readBody, requestHeaders, responseHeaders } from "./http-message.js";
@@ -40,7 +40,7 @@ const FIXED = {
 } as const;
 
 export interface ServiceHttpOptions {
-  readonly broker: Broker;
+  readonly broker: KernelHost;
   readonly token: string;
   readonly log: Logger;
   readonly bodyReadMs?: number;

@@ -4,7 +4,7 @@
  * enabled **globally** — a session's override neither adds nor removes one.
  */
 import { TetherError } from "../base/errors.js";
-import type { Broker } from "../broker.js";
+import type { KernelHost } from "../kernel/host.js";
 import type { Manifest } from "../install/manifest.js";
 import { serviceGrant } from "../registry/grants.js";
 import { GLOBAL, Preferences } from "../sessions/preferences.js";
@@ -12,7 +12,7 @@ import { GLOBAL, Preferences } from "../sessions/preferences.js";
 export type ServiceRow = Manifest["service"][number];
 
 /** The routes of `extension` served now, in manifest order; [] when it serves none (or is not eligible). */
-export function mountedRoutes(broker: Broker, extension: string): readonly ServiceRow[] {
+export function mountedRoutes(broker: KernelHost, extension: string): readonly ServiceRow[] {
   if (!new Preferences(broker.store).effective(GLOBAL, extension).enabled) return [];
   let approved;
   try {
@@ -26,7 +26,7 @@ export function mountedRoutes(broker: Broker, extension: string): readonly Servi
 }
 
 /** The extensions that serve a route now: their daemon satellites are kept. */
-export function serviceExtensions(broker: Broker): string[] {
+export function serviceExtensions(broker: KernelHost): string[] {
   return broker.registry
     .list()
     .filter((i) => i.manifest.service.length > 0)

@@ -14,11 +14,11 @@
  * it was. A lost approval (revoked or changed in any process) is noticed on the
  * next call: the extension and its dependents drop out, the rest keep working.
  */
-import type { Broker } from "../broker.js";
+import type { KernelHost } from "../kernel/host.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import type { BuiltinHooks } from "../hooks/builtin-hooks.js";
 import type { Failure } from "../base/outcome.js";
-import type { SessionScope } from "../session-scope.js";
+import type { SessionScope } from "../kernel/session-scope.js";
 import { planActivation, type Candidate, type Plan } from "./activation.js";
 import { narrowPlan, setUpBundle, type Setup, type SetupSession } from "./bundle-setup.js";
 import { composeContext } from "./composed-context.js";
@@ -85,26 +85,43 @@ const BUILTIN_SETUP: Setup = { pieces: [], warnings: [], tools: null, commands: 
 
 export class ActiveSet {
   readonly id: string;
-  readonly #broker: Broker;
+  readonly #broker: KernelHost;
   readonly #scope: SessionScope;
   readonly #preferences: Preferences;
   readonly #builtin: BuiltinHooks;
   readonly #workspace: string;
   #applied: Applied = emptyApplied();
-  #epoch: number;
+  /** An approval or install changed since the active set was planned (told by the kernel's approvals). */
+  #stale = false;
+  readonly #unsubscribe: () => void;
   /** Failed closes not yet handed to a caller (a reload's report, the session's close). */
   #notes: string[] = [];
-  /** Set when the session closes: every use after it is refused. */
-  closed = false;
+  #closed = false;
 
-  constructor(broker: Broker, scope: SessionScope, preferences: Preferences, builtin: BuiltinHooks, workspace: string) {
+  constructor(
+    broker: KernelHost,
+    scope: SessionScope,
+    preferences: Preferences,
+    builtin: BuiltinHooks,
+    workspace: string,
+  ) {
     this.id = scope.id;
     this.#broker = broker;
     this.#scope = scope;
     this.#preferences = preferences;
     this.#builtin = builtin;
     this.#workspace = workspace;
-    this.#epoch = broker.approvalEpoch;
+    this.#unsubscribe = broker.approvals.subscribe(() => (this.#stale = true));
+  }
+
+  /** Set when the session closes: every use after it is refused, and changes are no longer followed. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  set closed(closed: boolean) {
+    this.#closed = closed;
+    if (closed) this.#unsubscribe();
   }
 
   /** What is active now, what every known extension is, and why the wanted ones failed. */
@@ -115,7 +132,7 @@ export class ActiveSet {
   /** Swaps in a new active set (after `activate`). */
   apply(applied: Applied): void {
     this.#applied = applied;
-    this.#epoch = this.#broker.approvalEpoch;
+    this.#stale = false;
   }
 
   #preference(k: Known): Preference {
@@ -276,9 +293,9 @@ export class ActiveSet {
   /** Notices lost approvals: the affected extensions and their dependents drop out; nothing is added. */
   refresh(): void {
     if (this.closed) throw new TetherError(BrokerCode.closed, `Session '${this.id}' is closed`);
-    const epoch = this.#broker.approvalEpoch;
-    if (epoch === this.#epoch) return;
-    this.#epoch = epoch;
+    this.#broker.approvals.notice();
+    if (!this.#stale) return;
+    this.#stale = false;
     const known = knownExtensions(this.#broker);
     const before = new Set(this.#applied.plan.active);
     const plan = this.#plan(known, this.#applied.failed, this.#applied.setups, before);
@@ -313,7 +330,7 @@ export class ActiveSet {
     const deactivated = [...before].filter((name) => !after.has(name));
     const activated = applied.plan.active.filter((name) => !before.has(name));
     this.#applied = applied;
-    this.#epoch = this.#broker.approvalEpoch;
+    this.#stale = false;
     await Promise.all(deactivated.map((name) => this.#letGo(name, previous.get(name), "reloaded_out")));
     const failed = [...applied.failed].map(([name, reason]) => ({ name, reason }));
     return { activated, deactivated, failed, notes: this.takeNotes() };

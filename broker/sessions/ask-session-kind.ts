@@ -15,7 +15,7 @@ import {
   type SessionPayload,
 } from "../../jail-runtime/wire/session-kinds.js";
 import { TetherError, WireCode } from "../base/errors.js";
-import type { SessionScope } from "../session-scope.js";
+import type { SessionScope } from "../kernel/session-scope.js";
 
 /** Longest failure text kept from a satellite's message (a reason quotes it). */
 const MAX_PROBLEM = 500;

@@ -8,7 +8,7 @@
  */
 import type { Manifest } from "../install/manifest.js";
 import type { Grants } from "../registry/grants.js";
-import type { SessionScope } from "../session-scope.js";
+import type { SessionScope } from "../kernel/session-scope.js";
 import type { Plan } from "./activation.js";
 import { loadContexts, type ContextPiece } from "./context-loaders.js";
 import { closeManaged, isManaged, observesByDefault, prepareManaged } from "./preparation.js";

@@ -14,7 +14,7 @@ import type { BuiltinHooks } from "../hooks/builtin-hooks.js";
 import { compose, type BusHook, type Composed } from "../hooks/compose.js";
 import { matchesSubject, subjectOf, type HookSubject } from "../hooks/hook-subject.js";
 import { satelliteBusHook } from "../hooks/satellite-hooks.js";
-import type { SessionScope } from "../session-scope.js";
+import type { SessionScope } from "../kernel/session-scope.js";
 import type { Ledger } from "../store/ledger.js";
 import type { ActiveSet } from "./active-set.js";
 

@@ -28,7 +28,7 @@ import {
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
 import type { TraceRow } from "../hooks/compose.js";
-import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
+import type { ScopeCallOptions, SessionScope } from "../kernel/session-scope.js";
 import type { FoldsRepository } from "../store/folds-repository.js";
 import type { ActiveSet } from "./active-set.js";
 import type { SessionBus } from "./bus.js";

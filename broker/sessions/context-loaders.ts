@@ -6,7 +6,7 @@
  */
 import type { Manifest } from "../install/manifest.js";
 import type { Grants } from "../registry/grants.js";
-import type { SessionScope } from "../session-scope.js";
+import type { SessionScope } from "../kernel/session-scope.js";
 import { askSessionKind } from "./ask-session-kind.js";
 
 /** One text in the session's composed context, and where it came from. */

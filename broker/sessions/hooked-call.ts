@@ -11,7 +11,7 @@ import { BrokerCode, WireCode } from "../base/errors.js";
 import { jsonSyntaxError } from "../base/json-syntax.js";
 import type { TraceRow } from "../hooks/compose.js";
 import type { InvocationOutcome, ToolContent, ToolReply } from "../base/outcome.js";
-import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
+import type { ScopeCallOptions, SessionScope } from "../kernel/session-scope.js";
 import type { Ledger } from "../store/ledger.js";
 import type { ToolArgsChecker } from "../base/tool-args.js";
 import type { ActiveSet } from "./active-set.js";

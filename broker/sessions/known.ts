@@ -3,7 +3,7 @@
  * with what each contributes and needs, as its manifest (or built-in row)
  * says, and whether its approval stands.
  */
-import type { Broker } from "../broker.js";
+import type { KernelHost } from "../kernel/host.js";
 import { BUILTIN_HOOKS_NAME, BUILTIN_HOOKS_PRIORITY, BUILTIN_HOOK_EVENTS } from "../hooks/builtin-hooks.js";
 import { matchOf } from "../install/hook-row.js";
 import type { Installed } from "../registry/registry.js";
@@ -37,7 +37,7 @@ export interface Known extends Contributions {
 }
 
 /** Everything the session could run: installed extensions and the built-ins. */
-export function knownExtensions(broker: Broker): Map<string, Known> {
+export function knownExtensions(broker: KernelHost): Map<string, Known> {
   const known = new Map<string, Known>();
   for (const installed of broker.registry.list()) {
     const m = installed.manifest;

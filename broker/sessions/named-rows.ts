@@ -6,7 +6,7 @@
  */
 import { BrokerCode, WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
-import type { SessionScope } from "../session-scope.js";
+import type { SessionScope } from "../kernel/session-scope.js";
 import type { ActiveSet } from "./active-set.js";
 
 export type RowKind = "route" | "compaction";

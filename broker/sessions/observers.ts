@@ -12,7 +12,7 @@
  */
 import type { ObservedKind, SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
 import type { Logger } from "../base/log.js";
-import type { Live, SessionScope } from "../session-scope.js";
+import type { Live, SessionScope } from "../kernel/session-scope.js";
 import {
   ObserverQueue,
   OBSERVER_QUEUE_BOUND,

@@ -14,7 +14,7 @@
 import type { SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
 import type { Manifest } from "../install/manifest.js";
 import type { Grants } from "../registry/grants.js";
-import type { SessionScope } from "../session-scope.js";
+import type { SessionScope } from "../kernel/session-scope.js";
 import { askSessionKind } from "./ask-session-kind.js";
 import type { ContextPiece } from "./context-loaders.js";
 

@@ -14,7 +14,7 @@ import { MAX_ROUTE_BYTES, SessionAnswers, type SessionPayload } from "../../jail
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
 import type { TraceRow } from "../hooks/compose.js";
-import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
+import type { ScopeCallOptions, SessionScope } from "../kernel/session-scope.js";
 import type { Ledger } from "../store/ledger.js";
 import type { ActiveSet } from "./active-set.js";
 import type { SessionBus } from "./bus.js";

@@ -7,13 +7,13 @@
  * this session (`broker/session-scope.ts`: policy, `cap_call` stage, live
  * satellites).
  */
-import type { Broker } from "../broker.js";
+import type { SessionHost } from "./session-host.js";
 import type { SessionPolicy } from "../caps/policy.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { BUILTIN_HOOKS_NAME, BuiltinHooks } from "../hooks/builtin-hooks.js";
 import type { Composed } from "../hooks/compose.js";
 import type { InvocationOutcome } from "../base/outcome.js";
-import type { ScopeCallOptions, SessionScope } from "../session-scope.js";
+import type { ScopeCallOptions, SessionScope } from "../kernel/session-scope.js";
 import { ActiveSet, type ExtensionStatus, type ReloadReport } from "./active-set.js";
 import type { ContextPiece } from "./context-loaders.js";
 import { SessionBus, type HarnessEvent, type HarnessPayload } from "./bus.js";
@@ -55,7 +55,7 @@ export interface SessionOptions {
 export class Session {
   readonly id: string;
   readonly workspace: string;
-  readonly #broker: Broker;
+  readonly #broker: SessionHost;
   /** The broker's object for this session: policy, cap_call stage, live satellites. */
   readonly #scope: SessionScope;
   readonly #preferences: Preferences;
@@ -67,7 +67,7 @@ export class Session {
   readonly #folds: FoldsRepository;
   readonly #compacted = new Set<(data: Compacted) => void>();
 
-  private constructor(broker: Broker, scope: SessionScope, options: SessionOptions) {
+  private constructor(broker: SessionHost, scope: SessionScope, options: SessionOptions) {
     this.#broker = broker;
     this.#scope = scope;
     this.id = options.id;
@@ -97,7 +97,7 @@ export class Session {
    * approved extension that is wanted here (its global default, overridden per
    * session), booted whole or not at all.
    */
-  static async open(broker: Broker, options: SessionOptions): Promise<Session> {
+  static async open(broker: SessionHost, options: SessionOptions): Promise<Session> {
     const scope = broker.scope(options.id);
     if (scope.claimed) {
       throw new TetherError(

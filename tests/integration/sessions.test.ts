@@ -298,8 +298,7 @@ describe("calling from a harness", () => {
     const ticked = new Promise<void>((resolve) => (ticking = resolve));
     const pending = session.callTool("ticks", '{"n":200}', { onReport: () => ticking() });
     await ticked; // the call is running in the satellite
-    broker.registry.revoke("worker", { by: "carol" });
-    void broker.approvalEpoch; // what a call or a fleet's pull reads: it applies the revocation to live satellites now
+    broker.registry.revoke("worker", { by: "carol" }); // the registry's change event stops the satellite now
     const report = await pending;
     expect(!report.outcome.ok && report.outcome.error).toEqual({
       code: "not_approved",

@@ -10,7 +10,7 @@ import { composeContext, MAX_SESSION_CONTEXT_BYTES } from "../../broker/sessions
 import type { ContextPiece } from "../../broker/sessions/context-loaders.js";
 import { closeManaged } from "../../broker/sessions/preparation.js";
 import { TetherError } from "../../broker/base/errors.js";
-import type { SessionScope } from "../../broker/session-scope.js";
+import type { SessionScope } from "../../broker/kernel/session-scope.js";
 
 const piece = (extension: string, source: string, text: string): ContextPiece => ({ extension, source, text });
 

@@ -5,14 +5,22 @@
  * without a session is the hookless path a caller asks for by name
  * (`Broker.callTool`, `tether call --no-hooks`).
  */
-import { noHooks, type CapHookStage } from "./caps/context.js";
-import type { SessionPolicy } from "./caps/policy.js";
-import { BrokerCode, TetherError } from "./base/errors.js";
-import type { Approval, Installed } from "./registry/registry.js";
-import type { InvocationOutcome } from "./base/outcome.js";
-import type { SatellitePool } from "./satellite/pool.js";
-import type { InvokeOptions } from "./base/invocation.js";
-import type { SessionKind } from "../jail-runtime/wire/session-kinds.js";
+import { noHooks, type CapHookStage } from "../caps/context.js";
+import type { SessionPolicy } from "../caps/policy.js";
+import { BrokerCode, TetherError } from "../base/errors.js";
+import type { Approval, Installed } from "../registry/registry.js";
+import type { InvocationOutcome } from "../base/outcome.js";
+import type { SatellitePool } from "../satellite/pool.js";
+import type { InvokeOptions } from "../base/invocation.js";
+import type { CallKind } from "../../jail-runtime/wire/frames.js";
+import type { SessionKind } from "../../jail-runtime/wire/session-kinds.js";
+
+/**
+ * The daemon scope's id: where satellites that serve the broker as a whole run
+ * (providers, services, initializers). No session can take it: `@` fails the
+ * session id's pattern.
+ */
+export const DAEMON_SCOPE = "@daemon";
 
 /** One extension's satellites in this session, with the approval they run under. */
 export interface Live {
@@ -29,44 +37,26 @@ export interface ScopeCallOptions extends InvokeOptions {
   readonly hooksBypassed?: boolean;
 }
 
-/** A hook's answer (or a session-facing kind's) as it came back, with its own ledger row. */
-export interface HookOutcome<K extends "event" | SessionKind = "event"> {
+/** What an invocation came to, with its own ledger row (null when it was refused before it had one). */
+export interface CallResult<K extends CallKind = CallKind> {
   readonly outcome: InvocationOutcome<K>;
   readonly invocationId: number | null;
 }
 
-/** What the broker does for a scope (it owns the slots, the ledger and the capability environment). */
+/** A hook's answer (or a session-facing kind's) as it came back, with its own ledger row. */
+export type HookOutcome<K extends "event" | SessionKind = "event"> = CallResult<K>;
+
+/** What the kernel does for a scope (it owns the slots, the ledger and the capability environment). */
 export interface ScopeHost {
   boot(scope: SessionScope, extension: string): Promise<void>;
-  callTool(
+  invoke<K extends CallKind>(
     scope: SessionScope,
     extension: string,
-    tool: string,
-    args: string,
-    options: ScopeCallOptions,
-  ): Promise<InvocationOutcome<"tool">>;
-  runCommand(
-    scope: SessionScope,
-    extension: string,
-    name: string,
-    argsText: string,
-    options: ScopeCallOptions,
-  ): Promise<InvocationOutcome<"command">>;
-  callHook(
-    scope: SessionScope,
-    extension: string,
-    event: string,
-    payload: string,
-    options: ScopeCallOptions,
-  ): Promise<HookOutcome>;
-  invoke(
-    scope: SessionScope,
-    extension: string,
-    kind: SessionKind,
+    kind: K,
     name: string,
     payload: string,
     options: ScopeCallOptions,
-  ): Promise<HookOutcome<SessionKind>>;
+  ): Promise<CallResult<K>>;
   /** A policy changed: requests on the wire are judged again. */
   policyChanged(): void;
 }
@@ -138,42 +128,33 @@ export class SessionScope {
     await Promise.all([...this.live.keys()].map((name) => this.deactivate(name, options)));
   }
 
-  /** One tool of `extension`, as the broker makes it: no hooks. Never rejects for the extension's faults. */
-  callTool(
-    extension: string,
-    tool: string,
-    args: string,
-    options: ScopeCallOptions = {},
-  ): Promise<InvocationOutcome<"tool">> {
-    return this.#host.callTool(this, extension, tool, args, options);
-  }
-
-  /** `/name args` of `extension`. Never rejects for the extension's faults. */
-  runCommand(
-    extension: string,
-    name: string,
-    argsText: string,
-    options: ScopeCallOptions = {},
-  ): Promise<InvocationOutcome<"command">> {
-    return this.#host.runCommand(this, extension, name, argsText, options);
-  }
-
   /**
-   * Asks `extension` an invocation of a session-facing kind (`payload` is JSON
-   * text; the answer is JSON text the caller checks against its kind's schema).
+   * Asks `extension` one invocation of `kind` (`payload` is JSON text: a tool's
+   * arguments, a command's argument text as is, a hook's or a session-facing
+   * kind's payload). Never rejects for the extension's faults: they are answers.
    */
-  invoke<K extends SessionKind>(
+  invoke<K extends CallKind>(
     extension: string,
     kind: K,
     name: string,
     payload: string,
     options: ScopeCallOptions = {},
-  ): Promise<HookOutcome<K>> {
-    return this.#host.invoke(this, extension, kind, name, payload, options) as Promise<HookOutcome<K>>;
+  ): Promise<CallResult<K>> {
+    return this.#host.invoke(this, extension, kind, name, payload, options);
+  }
+
+  /** One tool of `extension`, as the kernel makes it: no hooks. */
+  async callTool(extension: string, tool: string, args: string, options: ScopeCallOptions = {}) {
+    return (await this.invoke(extension, "tool", tool, args, options)).outcome;
+  }
+
+  /** `/name args` of `extension`. */
+  async runCommand(extension: string, name: string, argsText: string, options: ScopeCallOptions = {}) {
+    return (await this.invoke(extension, "command", name, argsText, options)).outcome;
   }
 
   /** Asks `extension`'s hook about `event` (`payload` is JSON text). */
   callHook(extension: string, event: string, payload: string, options: ScopeCallOptions = {}): Promise<HookOutcome> {
-    return this.#host.callHook(this, extension, event, payload, options);
+    return this.invoke(extension, "event", event, payload, options);
   }
 }

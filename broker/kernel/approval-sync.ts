@@ -4,9 +4,9 @@
  * stops the extension's satellites (in every session); a re-approval of the same
  * artifact (perhaps narrower) keeps them running under the new grants.
  */
-import { BrokerCode, TetherError } from "./base/errors.js";
-import type { Logger } from "./base/log.js";
-import type { Approval, Installed, Registry } from "./registry/registry.js";
+import { BrokerCode, TetherError } from "../base/errors.js";
+import type { Logger } from "../base/log.js";
+import type { Approval, Installed, Registry } from "../registry/registry.js";
 import type { SessionScope } from "./session-scope.js";
 
 /** The approval that lets `name` run now, or an error that names the command that fixes it (`Broker.approved`). */
@@ -49,8 +49,18 @@ export function currentApproval(registry: Registry, installed: Installed): Appro
   return same ? current : null;
 }
 
-/** Brings every scope's live satellites in line with the approvals as they stand. */
-export function syncApprovals(registry: Registry, scopes: Iterable<SessionScope>, log: Logger): void {
+/**
+ * Brings every scope's live satellites in line with the approvals as they
+ * stand. A stopped satellite leaves its scope at once (no next call reaches
+ * it); it is killed once `rejudgeEgress` settled, so a request it has on the
+ * wire ends withdrawn with the rule that no longer allows it, not merely cut.
+ */
+export function syncApprovals(
+  registry: Registry,
+  scopes: Iterable<SessionScope>,
+  log: Logger,
+  rejudgeEgress: () => Promise<void>,
+): void {
   for (const scope of scopes) {
     for (const [name, live] of scope.live) {
       const current = currentApproval(registry, live.installed);
@@ -63,7 +73,9 @@ export function syncApprovals(registry: Registry, scopes: Iterable<SessionScope>
           latest !== null && latest.id === live.approval.id && latest.revokedAt !== null
             ? `was stopped: its approval was revoked${latest.revokedBy !== null ? ` by ${latest.revokedBy}` : ""}`
             : "was stopped: its install or approval changed since it started";
-        void live.slot.destroy(why, BrokerCode.notApproved);
+        void rejudgeEgress()
+          .catch(() => {})
+          .then(() => live.slot.destroy(why, BrokerCode.notApproved));
       } else if (current.id !== live.approval.id) {
         // Re-approved for the same artifact: capability calls read the grants at dispatch anyway.
         scope.live.set(name, { ...live, approval: current });
