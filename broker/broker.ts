@@ -18,7 +18,7 @@ import { prepareHome, resolveHome } from "./store/home.js";
 import { Ledger } from "./store/ledger.js";
 import { openStore, type Store } from "./store/open.js";
 import { ToolArgsChecker } from "./base/tool-args.js";
-import { ParsedRules } from "./caps/egress-policy.js";
+import { ParsedRules } from "./caps/parsed-rules.js";
 import { DbProcesses } from "./store/db-processes.js";
 import { FileSecrets } from "./secrets/store.js";
 import { loginSecrets } from "./login/logins.js";
