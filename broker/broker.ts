@@ -20,7 +20,7 @@ import {
   type SessionFleet,
 } from "./broker-options.js";
 import { type CapEnvironment, noHooks } from "./caps/dispatcher.js";
-import { ParsedRules } from "./caps/egress-policy.js";
+import { ParsedRules } from "./caps/parsed-rules.js";
 import { CapabilityWork } from "./caps/in-flight.js";
 import { Permits } from "./caps/permits.js";
 import { OperatorPolicySource, type SessionPolicy } from "./caps/policy.js";

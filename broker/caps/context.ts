@@ -12,7 +12,7 @@ import type { CapReply } from "../base/capability.js";
 import type { CapCall, InvocationInfo } from "../base/capability.js";
 import type { Ledger } from "../store/ledger.js";
 import type { Store } from "../store/open.js";
-import type { ParsedRules } from "./egress-policy.js";
+import type { ParsedRules } from "./parsed-rules.js";
 import type { CapabilityWork } from "./in-flight.js";
 import type { Permits } from "./permits.js";
 import type { OperatorPolicySource, SessionPolicy } from "./policy.js";

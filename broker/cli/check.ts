@@ -9,7 +9,7 @@ import { checkExtension, type CheckReport } from "../install/check.js";
 import { denoBinary } from "../jail/deno-binary.js";
 import { jailSetup } from "../jail/setup.js";
 import type { EnvironmentOptions } from "./environment.js";
-import type { EXIT } from "./main.js";
+import type { EXIT } from "./command.js";
 
 export const CHECK_USAGE = "tether check <dir>";
 

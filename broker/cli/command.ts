@@ -36,6 +36,18 @@ export interface CommandContext {
   out(value: unknown, text: string): void;
   /** Opens the broker on the home, runs `fn`, closes the broker (also when `fn` throws). */
   withBroker<T>(fn: (broker: Broker) => Promise<T>): Promise<T>;
+  /** The help texts (help.ts), handed in by main.ts: help.ts lists the commands, so a command cannot import it. */
+  readonly help: HelpTexts;
+}
+
+/** What `tether help` prints, painted for stdout. */
+export interface HelpTexts {
+  /** The list of commands (`tether help`). */
+  overview(): string;
+  /** One command's usage, options and docs (`tether help <name>`); null when there is no such command. */
+  command(name: string): string | null;
+  /** Why `name` is not a command, with the nearest one. */
+  unknown(name: string): string;
 }
 
 /** One usage line (after `tether `) and what it does, for `tether help`. */

@@ -533,14 +533,12 @@ export const COMMANDS: readonly Command[] = [
     run: async (ctx) => {
       const topic = ctx.args[0];
       if (topic === undefined) {
-        const { HELP, paintHeadings } = await import("./help.js");
-        console.log(paintHeadings(HELP, ctx.paint));
+        console.log(ctx.help.overview());
         return EXIT.ok;
       }
-      const { commandHelp, findCommand, unknownCommand } = await import("./help.js");
-      const command = findCommand(topic);
-      if (command === null) throw new UsageError(unknownCommand(topic));
-      console.log(commandHelp(command, ctx.paint));
+      const text = ctx.help.command(topic);
+      if (text === null) throw new UsageError(ctx.help.unknown(topic));
+      console.log(text);
       return EXIT.ok;
     },
   },

@@ -16,7 +16,7 @@ import { dryBoot } from "../install/dry-boot.js";
 import { jailSetup } from "../jail/setup.js";
 import { InstallDeclined } from "../registry/registry.js";
 import type { EnvironmentOptions } from "./environment.js";
-import type { EXIT } from "./main.js";
+import type { EXIT } from "./command.js";
 
 export interface InstallContext {
   readonly json: boolean;

@@ -121,6 +121,14 @@ export async function main(
         await broker?.close();
       }
     },
+    help: {
+      overview: () => paintHeadings(HELP, paint),
+      command: (topic) => {
+        const found = findCommand(topic);
+        return found === null ? null : commandHelp(found, paint);
+      },
+      unknown: unknownCommand,
+    },
   };
   try {
     return await command.run(ctx);

@@ -19,6 +19,7 @@ import { scanArtifact } from "./artifact-scan.js";
 import { migrationsTrailer, readMigrations } from "./migrations.js";
 import { PRELUDE_PATH, PRELUDE_SPECIFIER, generatedEntry } from "./entry.js";
 import type { Manifest } from "./manifest.js";
+import type { SourceFile } from "./source-file.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The SDK sources: jail-runtime/ beside broker/ (also from dist/, where broker is compiled). */
@@ -57,13 +58,6 @@ export const ARTIFACT_BUILD_OPTIONS = {
   logLevel: "silent",
   legalComments: "none",
 } as const satisfies esbuild.BuildOptions;
-
-/** A file of the extension folder the bundle read: its path in the folder (with /), its hash and contents. */
-export interface SourceFile {
-  readonly path: string;
-  readonly sha256: string;
-  readonly content: Buffer;
-}
 
 export interface Artifact {
   readonly code: string;

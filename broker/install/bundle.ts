@@ -18,10 +18,11 @@ import { jobFailure, placed, runHostJob, type HostJob, type HostJobSetup } from 
 import { jobScript } from "../jail/job-scripts.js";
 import { resolveSandbox } from "../jail/sandbox.js";
 import type { BundleAnswer } from "./bundle-job.js";
-import { runtimeRoot, type Artifact, type SourceFile } from "./bundle-core.js";
+import { runtimeRoot, type Artifact } from "./bundle-core.js";
 import { snapshotFolder, type FolderSnapshot } from "./folder-snapshot.js";
 import type { Manifest } from "./manifest.js";
 import { sdkPackageDirs } from "./sdk-packages.js";
+import type { SourceFile } from "./source-file.js";
 
 export {
   ARTIFACT_BUILD_OPTIONS,
@@ -29,8 +30,8 @@ export {
   runtimeRoot,
   SDK_ALIASES,
   type Artifact,
-  type SourceFile,
 } from "./bundle-core.js";
+export type { SourceFile } from "./source-file.js";
 
 /** A bundle gets this long. */
 export const BUNDLE_DEADLINE_MS = 120_000;

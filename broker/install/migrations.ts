@@ -14,7 +14,7 @@ import { isAbsolute, join, relative } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { splitStatements } from "../registry/migration-summary.js";
 import { checkStatement, stripComments } from "../store/sql-allowlist.js";
-import type { SourceFile } from "./bundle-core.js";
+import type { SourceFile } from "./source-file.js";
 import type { Manifest } from "./manifest.js";
 
 export const MIGRATIONS_DIR = "migrations";

@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
-import type { SourceFile } from "../install/bundle-core.js";
+import type { SourceFile } from "../install/source-file.js";
 import type { Orm } from "../store/open.js";
 import { artifacts, sourceFiles } from "../store/schema.js";
 

@@ -19,7 +19,7 @@ import type { Orm } from "../store/open.js";
 import { extensionMigrations } from "../store/schema.js";
 import { sourceContent } from "./artifact-records.js";
 import { summarizeMigration } from "./migration-summary.js";
-import type { Installed } from "./registry.js";
+import type { Installed } from "./installed.js";
 
 /** The store, or a transaction on it. */
 type Db = Orm | Parameters<Parameters<Orm["transaction"]>[0]>[0];

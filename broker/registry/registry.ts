@@ -19,36 +19,12 @@ import { approvals, installs } from "../store/schema.js";
 import { collectUnreferenced, type Collected } from "./artifact-gc.js";
 import { applyPending, migrationPlan, recordApplied, type MigrationPlan } from "./migrations.js";
 import { artifactRecord, recordArtifact, sourceContent, type ArtifactRecord } from "./artifact-records.js";
-import { parseGrants, requestedGrants, type Grants } from "./grants.js";
+import { parseGrants, requestedGrants } from "./grants.js";
+import type { Approval, Installed, InstallStatus } from "./installed.js";
 
-export type InstallStatus = "pending" | "approved" | "revoked" | "changed";
-
-export interface Installed {
-  readonly name: string;
-  readonly version: string;
-  readonly description: string;
-  readonly manifest: Manifest;
-  readonly manifestText: string;
-  readonly manifestHash: string;
-  readonly artifactPath: string;
-  readonly artifactHash: string;
-  readonly sourceDir: string;
-  readonly installedAt: number;
-}
-
-export interface Approval {
-  readonly id: number;
-  readonly manifestHash: string;
-  readonly artifactHash: string;
-  readonly grants: Grants;
-  readonly approvedBy: string;
-  readonly approvedAt: number;
-  readonly revokedAt: number | null;
-  /** Who revoked it, or who approved the approval that replaced it (null: in force, or revoked before this was recorded). */
-  readonly revokedBy: string | null;
-  /** Requested egress rules this approval left out (`--only`), kept out by the next approval unless it is told `all`. */
-  readonly withheldNet: readonly string[];
-}
+// The records the registry hands out live in installed.ts (migrations.ts needs them and
+// must not import this file, which imports it); re-exported for the many who read them here.
+export type { Approval, Installed, InstallStatus } from "./installed.js";
 
 export const sha256 = (text: string | Buffer): string => createHash("sha256").update(text).digest("hex");
 

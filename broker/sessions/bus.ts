@@ -13,7 +13,7 @@ import { TetherError, WireCode } from "../base/errors.js";
 import type { BuiltinHooks } from "../hooks/builtin-hooks.js";
 import { compose, type BusHook, type Composed } from "../hooks/compose.js";
 import { matchesSubject, subjectOf, type HookSubject } from "../hooks/hook-subject.js";
-import { satelliteBusHook } from "../hooks/satellite-hooks.js";
+import { satelliteBusHook } from "./satellite-hooks.js";
 import type { SessionScope } from "../kernel/session-scope.js";
 import type { Ledger } from "../store/ledger.js";
 import type { ActiveSet } from "./active-set.js";

@@ -6,11 +6,23 @@
  * the capabilities and the sessions meet there rather than in one another's
  * files; only `broker/store/` (and `broker/registry/`) touches SQLite, drizzle
  * and the schema; and the environment is read at the edge only: `broker/cli/`.
+ * Then the whole import graph: no circles, and a layer order (`LAYERS`, the
+ * source of truth docs/architecture.md reads) that no import climbs.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
+import {
+  circles,
+  graphOf,
+  layerViolations,
+  place,
+  type Graph,
+  type Layer,
+  type LayerRules,
+  type Violation,
+} from "./support/import-graph.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -83,10 +95,16 @@ function specifiers(source: ts.SourceFile): string[] {
   return out;
 }
 
-/** Where a relative specifier points, repo-relative with a .ts extension; null for packages and `node:`. */
+/**
+ * Where a relative specifier points, repo-relative with a .ts extension (a folder's
+ * `index.ts` when the folder is named); null for packages and `node:`.
+ */
 function target(file: string, specifier: string): string | null {
   if (!specifier.startsWith(".")) return null;
-  const abs = resolve(REPO, dirname(file), specifier).replace(/\.js$/, ".ts");
+  const named = resolve(REPO, dirname(file), specifier).replace(/\.js$/, ".ts");
+  const index = join(named.replace(/\.ts$/, ""), "index.ts");
+  const isFile = existsSync(named) && statSync(named).isFile();
+  const abs = !isFile && existsSync(index) ? index : named;
   return relative(REPO, abs).split(sep).join("/");
 }
 
@@ -201,6 +219,8 @@ describe("the import scanner", () => {
         'const f = await import("./f.js");',
         'const g = require("./g.js");',
         'type H = import("./h.js").H;',
+        'import "./i.js";',
+        'export type { J } from "./j.js";',
         'const fake = `import x from "../broker/errors.js"`;',
         '// import y from "../broker/log.js";',
       ].join("\n"),
@@ -214,6 +234,8 @@ describe("the import scanner", () => {
       "./f.js",
       "./g.js",
       "./h.js",
+      "./i.js",
+      "./j.js",
     ]);
   });
 
@@ -482,5 +504,278 @@ describe("layering", () => {
     expect(inStore.some((e) => e.specifier === "better-sqlite3")).toBe(true);
     expect(inStore.some((e) => e.to === "broker/store/schema.ts")).toBe(true);
     expect(storeHandleReferences(parse("broker/store/kv-repository.ts")).length).toBeGreaterThan(0);
+  });
+});
+
+// ── the import graph: no circles, and a layer order ──────────────────────
+
+/**
+ * The layers, bottom to top: a file may import its own layer and the layers
+ * below, never one above. This list is the source of truth (docs/architecture.md
+ * describes it). A folder ends in `/`; a file is named; every scanned file must
+ * be in one (a new folder is placed here when it is made).
+ */
+const LAYERS: readonly Layer[] = [
+  // The frames broker and satellite speak: only itself (the rules above).
+  { name: "wire", members: ["jail-runtime/wire/"] },
+  // The satellite's own program (Deno, in the jail): the capability prelude and the author SDK.
+  { name: "satellite runtime", stack: "satellite", members: ["jail-runtime/cap/", "jail-runtime/ext/"] },
+  // The contracts every broker layer shares.
+  { name: "base", stack: "broker", members: ["broker/base/"] },
+  // What the broker is built from: storage, the jail, satellites, capabilities, installs, hooks.
+  {
+    name: "infrastructure",
+    stack: "broker",
+    members: [
+      "broker/store/",
+      "broker/registry/",
+      "broker/jail/",
+      "broker/satellite/",
+      "broker/egress/",
+      "broker/secrets/",
+      "broker/install/",
+      "broker/caps/",
+      "broker/hooks/",
+      "broker/fleet-trust/",
+      // Lays out the author SDK's packages from jail-runtime/ (tether new, packages/pack.ts).
+      "broker/sdk/",
+      "broker/satellite-launcher.ts",
+    ],
+  },
+  // What the features register with; broker-options.ts holds its ports (fleet.ts implements SessionFleet).
+  { name: "kernel", stack: "broker", members: ["broker/kernel/", "broker/broker-options.ts"] },
+  {
+    name: "features",
+    stack: "broker",
+    members: [
+      "broker/init/",
+      "broker/login/",
+      "broker/providers/",
+      "broker/services/",
+      "broker/sessions/",
+      "broker/fleet.ts",
+    ],
+  },
+  // The Broker, which puts the features together, and the library's entry.
+  { name: "composition root", stack: "broker", members: ["broker/broker.ts", "broker/index.ts"] },
+  // The operator's actions (approve, review, uninstall, audit...), shared by every delivery.
+  { name: "operator", stack: "broker", members: ["broker/operator/"] },
+  // How the outside talks to a broker: the JSON-RPC API, the console's pages, MCP. Each on its own.
+  { name: "delivery", stack: "broker", apart: true, members: ["broker/serve/", "broker/console/", "broker/mcp/"] },
+  // The programs that start one: the tether command (`tether serve`, `tether mcp`), make demo, the SDK's packer.
+  { name: "programs", stack: "broker", apart: true, members: ["broker/cli/", "broker/demo/", "packages/"] },
+];
+
+const RULES: LayerRules = {
+  layers: LAYERS,
+  broker: { file: "broker/broker.ts", importers: ["composition root", "delivery", "programs"] },
+};
+
+/**
+ * A circle allowed by name (empty since the kernel landed: the check is
+ * strict). A component that holds any other file fails; when the component
+ * shrinks the test says so, and the files that left go from here.
+ */
+const KNOWN_BROKER_CIRCLE: ReadonlySet<string> = new Set([]);
+
+/**
+ * Edges that break the order today, by rule, as `from -> to`. Each list only
+ * shrinks: an entry that no longer breaks its rule fails the test until it is
+ * taken out.
+ */
+const KNOWN_VIOLATIONS: Readonly<Record<Exclude<Violation["rule"], "unplaced">, readonly string[]>> = {
+  "imports the Broker": [],
+  "crosses stacks": [],
+  upward: [
+    // The console runs operator actions kept in cli/; they move to broker/operator/.
+    "broker/console/console.ts -> broker/cli/approve.ts",
+    "broker/console/console.ts -> broker/cli/audit.ts",
+    "broker/console/console.ts -> broker/cli/review.ts",
+    "broker/console/console.ts -> broker/cli/uninstall.ts",
+    "broker/console/utc.ts -> broker/cli/audit.ts",
+    // The pages listener checks serve's bearer token (serve/token.ts).
+    "broker/services/http-services.ts -> broker/serve/token.ts",
+  ],
+  sideways: [
+    // serve's listener mounts the console's pages, and the console checks serve's token.
+    "broker/console/console.ts -> broker/serve/token.ts",
+    "broker/serve/server.ts -> broker/console/console.ts",
+    "broker/serve/server.ts -> broker/console/live-sessions.ts",
+    // make demo reads the tether command's environment and runs its audit and review.
+    "broker/demo/run.ts -> broker/cli/audit.ts",
+    "broker/demo/run.ts -> broker/cli/environment.ts",
+    "broker/demo/storage.ts -> broker/cli/review.ts",
+  ],
+};
+
+/** The import graph of `files`: each file → the files among them it imports, of every import form. */
+function importGraph(files: readonly string[]): Graph {
+  const within = new Set(files);
+  const graph = new Map<string, Set<string>>(files.map((f) => [f, new Set<string>()]));
+  for (const e of edges(files)) if (e.to !== null && within.has(e.to)) graph.get(e.from)!.add(e.to);
+  return graph;
+}
+
+/** The circles that are not the known Broker circle, and what the known circle has become. */
+function unknownCircles(
+  graph: Graph,
+  known: ReadonlySet<string>,
+): { unknown: string[]; remaining: ReadonlySet<string> } {
+  const unknown: string[] = [];
+  const remaining = new Set<string>();
+  for (const circle of circles(graph)) {
+    if (circle.files.every((f) => known.has(f))) circle.files.forEach((f) => remaining.add(f));
+    else unknown.push(`${circle.path}   (the component: ${circle.files.join(", ")})`);
+  }
+  return { unknown, remaining };
+}
+
+/** The violations not listed in `known`, and the listed ones that are no longer violations. */
+function unlisted(
+  violations: readonly Violation[],
+  known: typeof KNOWN_VIOLATIONS,
+): { fresh: string[]; stale: string[] } {
+  const seen = new Set(violations.map((v) => `${v.rule}: ${v.from} -> ${v.to}`));
+  const listed = new Set(Object.entries(known).flatMap(([rule, list]) => list.map((edge) => `${rule}: ${edge}`)));
+  return {
+    fresh: violations
+      .filter((v) => !listed.has(`${v.rule}: ${v.from} -> ${v.to}`))
+      .map((v) => (v.rule === "unplaced" ? `${v.from} is in no layer` : `${v.rule}: ${v.from} -> ${v.to} (${v.why})`)),
+    stale: [...listed].filter((entry) => !seen.has(entry)),
+  };
+}
+
+describe("the import graph", () => {
+  const files = [...sourcesUnder("broker"), ...sourcesUnder("jail-runtime"), ...sourcesUnder("packages")];
+  const graph = importGraph(files);
+
+  test("the graph is the real one: it holds type-only, dynamic and re-export imports", () => {
+    // import type (broker/registry/migrations.ts), a dynamic import() (fleet.ts), export ... from (broker/index.ts).
+    expect(graph.get("broker/registry/migrations.ts")?.has("broker/registry/installed.ts")).toBe(true);
+    expect(graph.get("broker/fleet.ts")?.has("broker/init/init-lines.ts")).toBe(true);
+    expect(graph.get("broker/index.ts")?.has("broker/broker.ts")).toBe(true);
+    expect(graph.get("packages/pack.ts")?.has("broker/sdk/pack.ts")).toBe(true);
+  });
+
+  test("no file imports itself and there are no circles (but the Broker's, which only shrinks)", () => {
+    const { unknown, remaining } = unknownCircles(graph, KNOWN_BROKER_CIRCLE);
+    expect(unknown).toEqual([]);
+    const left = [...KNOWN_BROKER_CIRCLE].filter((f) => !remaining.has(f));
+    if (left.length > 0) {
+      console.log(
+        `The Broker circle shrank: take these out of KNOWN_BROKER_CIRCLE in tests/unit/layering.test.ts:\n  ${left.join("\n  ")}`,
+      );
+    }
+  });
+
+  test("every file is in a layer, and no import goes up the layers, across stacks, between peers or to the Broker", () => {
+    const { fresh, stale } = unlisted(layerViolations(graph, RULES), KNOWN_VIOLATIONS);
+    expect(fresh).toEqual([]);
+    // The exceptions only shrink: one that no longer holds is taken out of KNOWN_VIOLATIONS.
+    expect(stale).toEqual([]);
+  });
+
+  test("the layer list names each folder once, and places what it is about", () => {
+    const members = LAYERS.flatMap((l) => l.members);
+    expect(members.filter((m, i) => members.indexOf(m) !== i)).toEqual([]);
+    const layerOf = (file: string): string | undefined => {
+      const at = place(LAYERS, file);
+      return at === null ? undefined : LAYERS[at.layer]!.name;
+    };
+    expect(layerOf("jail-runtime/wire/frames.ts")).toBe("wire");
+    expect(layerOf("broker/base/errors.ts")).toBe("base");
+    expect(layerOf("broker/store/open.ts")).toBe("infrastructure");
+    expect(layerOf("broker/sessions/session.ts")).toBe("features");
+    expect(layerOf("broker/broker.ts")).toBe("composition root");
+    expect(layerOf("broker/cli/main.ts")).toBe("programs");
+  });
+});
+
+describe("the import graph checker", () => {
+  const layers: Layer[] = [
+    { name: "bottom", members: ["low/"] },
+    { name: "middle", members: ["mid/", "root.ts"] },
+    { name: "top", apart: true, members: ["top/a/", "top/b/"] },
+  ];
+  const rules: LayerRules = { layers, broker: { file: "root.ts", importers: ["top"] } };
+
+  test("it names a circle as a path, and a file that imports itself", () => {
+    const graph = graphOf([
+      ["low/x.ts", "low/y.ts"],
+      ["low/y.ts", "low/z.ts"],
+      ["low/z.ts", "low/x.ts"],
+      ["low/self.ts", "low/self.ts"],
+      ["low/y.ts", "low/free.ts"],
+    ]);
+    expect(circles(graph).map((c) => c.path)).toEqual([
+      "low/self.ts → low/self.ts",
+      "low/x.ts → low/y.ts → low/z.ts → low/x.ts",
+    ]);
+    expect(circles(graphOf([["low/a.ts", "low/b.ts"]]))).toEqual([]);
+  });
+
+  test("it reports an import up the layers, between peers, to the Broker, and a file in no layer", () => {
+    const graph = graphOf([
+      ["top/a/ok.ts", "mid/m.ts"],
+      ["mid/m.ts", "low/l.ts"],
+      ["low/l.ts", "mid/m.ts"],
+      ["top/a/ok.ts", "top/b/peer.ts"],
+      ["top/a/ok.ts", "top/a/same.ts"],
+      ["mid/m.ts", "root.ts"],
+      ["top/b/peer.ts", "root.ts"],
+      ["stray.ts", "low/l.ts"],
+    ]);
+    expect(layerViolations(graph, rules).map((v) => `${v.rule}: ${v.from} -> ${v.to}`)).toEqual([
+      "unplaced: stray.ts -> ",
+      "upward: low/l.ts -> mid/m.ts",
+      "imports the Broker: mid/m.ts -> root.ts",
+      "sideways: top/a/ok.ts -> top/b/peer.ts",
+    ]);
+  });
+
+  test("the exceptions: an unknown circle fails beside the known one; a listed edge that is gone is stale", () => {
+    const graph = graphOf([
+      ["low/a.ts", "low/b.ts"],
+      ["low/b.ts", "low/a.ts"],
+      ["low/c.ts", "low/d.ts"],
+      ["low/d.ts", "low/c.ts"],
+    ]);
+    const { unknown, remaining } = unknownCircles(graph, new Set(["low/a.ts", "low/b.ts", "low/e.ts"]));
+    expect(unknown).toEqual(["low/c.ts → low/d.ts → low/c.ts   (the component: low/c.ts, low/d.ts)"]);
+    expect([...remaining].sort()).toEqual(["low/a.ts", "low/b.ts"]);
+    // A file joining the known circle makes it unknown.
+    const joined = graphOf([
+      ["low/a.ts", "low/b.ts"],
+      ["low/b.ts", "low/x.ts"],
+      ["low/x.ts", "low/a.ts"],
+    ]);
+    expect(unknownCircles(joined, new Set(["low/a.ts", "low/b.ts"])).unknown).toHaveLength(1);
+    const { fresh, stale } = unlisted(layerViolations(graphOf([["low/l.ts", "mid/m.ts"]]), rules), {
+      "imports the Broker": ["mid/m.ts -> root.ts"],
+      "crosses stacks": [],
+      upward: [],
+      sideways: [],
+    });
+    expect(fresh).toEqual(["upward: low/l.ts -> mid/m.ts (bottom imports middle, above it)"]);
+    expect(stale).toEqual(["imports the Broker: mid/m.ts -> root.ts"]);
+  });
+
+  test("it reports an import from one stack into another, either way, but not into a shared layer", () => {
+    const stacked: Layer[] = [
+      { name: "shared", members: ["wire/"] },
+      { name: "guest", stack: "guest", members: ["guest/"] },
+      { name: "host", stack: "host", members: ["host/"] },
+    ];
+    const graph = graphOf([
+      ["guest/g.ts", "wire/w.ts"],
+      ["host/h.ts", "wire/w.ts"],
+      ["host/h.ts", "guest/g.ts"],
+      ["guest/g.ts", "host/h.ts"],
+    ]);
+    const found = layerViolations(graph, { layers: stacked, broker: { file: "none.ts", importers: [] } });
+    expect(found.map((v) => `${v.rule}: ${v.from} -> ${v.to}`)).toEqual([
+      "crosses stacks: guest/g.ts -> host/h.ts",
+      "crosses stacks: host/h.ts -> guest/g.ts",
+    ]);
   });
 });

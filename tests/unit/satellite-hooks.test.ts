@@ -2,7 +2,7 @@
  * `decodeVerdict`: nothing a satellite answers is trusted — a verdict must be
  * JSON text of exactly its event's verdict shape, or the hook counts as failed.
  */
-import { decodeVerdict } from "../../broker/hooks/satellite-hooks.js";
+import { decodeVerdict } from "../../broker/sessions/satellite-hooks.js";
 
 describe("decodeVerdict()", () => {
   test("a verdict that fits its event is decoded", () => {

@@ -11,7 +11,7 @@ import { EventVerdicts, type EventName } from "../../jail-runtime/wire/events.js
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import type { SessionScope } from "../kernel/session-scope.js";
 import { WireCode } from "../base/errors.js";
-import type { BusHook, HookAnswer, Verdict } from "./compose.js";
+import type { BusHook, HookAnswer, Verdict } from "../hooks/compose.js";
 
 /** Longest failure text kept from a satellite's error message. */
 const MAX_REASON = 500;
