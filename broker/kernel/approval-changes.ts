@@ -10,7 +10,6 @@
 import type { Registry } from "../registry/registry.js";
 
 export class ApprovalChanges {
-  readonly #registry: Registry;
   readonly #dataVersion: () => number;
   readonly #listeners = new Set<() => void>();
   #seenDataVersion: number;
@@ -19,7 +18,6 @@ export class ApprovalChanges {
   #epoch = 0;
 
   constructor(registry: Registry, dataVersion: () => number) {
-    this.#registry = registry;
     this.#dataVersion = dataVersion;
     this.#seenDataVersion = dataVersion();
     registry.onChange(() => this.#changed());
@@ -47,11 +45,6 @@ export class ApprovalChanges {
     if (version === this.#seenDataVersion) return;
     this.#seenDataVersion = version;
     this.#changed();
-  }
-
-  /** The registry this view follows (its approvals and installs are what is in force). */
-  get registry(): Registry {
-    return this.#registry;
   }
 
   #changed(): void {
