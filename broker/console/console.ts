@@ -25,7 +25,7 @@ import { runUninstall } from "../cli/uninstall.js";
 import { requestedGrants } from "../registry/grants.js";
 import { sourceDiffs } from "../registry/source-changes.js";
 import { describeData, extensionData, holdsData } from "../store/extension-data.js";
-import { tokenMatches } from "../serve/token.js";
+import { tokenMatches } from "../base/serve-token.js";
 import { ASSETS_PREFIX, assetAt } from "./assets.js";
 import { activity, auditPage, callDetail, type AuditPageFilter } from "../store/audit-pages.js";
 import {

@@ -12,7 +12,7 @@ import { createLogger } from "../base/log.js";
 import { resolveHome } from "../store/home.js";
 import { runPendingInits } from "../init/init-lines.js";
 import { ServeServer } from "./server.js";
-import { TokenFileError, loadOrCreateToken } from "./token.js";
+import { TokenFileError, loadOrCreateToken } from "../base/serve-token.js";
 import { ListenError, pagesWhereFor, type Where } from "./transport.js";
 
 export interface ServeCommandOptions {

@@ -44,7 +44,7 @@ import {
 import { loginsOf } from "../login/logins.js";
 import { Refresher } from "../login/refresher.js";
 import { PendingLogins } from "./logins.js";
-import { bearerMatches } from "./token.js";
+import { bearerMatches } from "../base/serve-token.js";
 import { EXT_PREFIX, ServiceHttp } from "../services/http-services.js";
 import { ConsoleHttp, isConsolePath } from "../console/console.js";
 import type { LiveSession, LiveSessions } from "../console/live-sessions.js";
