@@ -74,10 +74,6 @@ export interface ConsoleOptions {
   readonly accepting?: () => boolean;
 }
 
-/** Whether a request's path is the console's. */
-export const isConsolePath = (url: string): boolean =>
-  url === CONSOLE_PREFIX || url.startsWith(`${CONSOLE_PREFIX}/`) || url.startsWith(`${CONSOLE_PREFIX}?`);
-
 /** A refusal the console answers with a page: its status and what it says. */
 class Refusal extends Error {
   constructor(

@@ -14,7 +14,7 @@ import type { InvocationOutcome } from "../base/outcome.js";
 import { createLogger } from "../base/log.js";
 import { reviewOutput } from "../operator/review.js";
 import { initLine } from "../init/init-lines.js";
-import { ServeServer } from "../serve/server.js";
+import { ServeServer } from "../serve/tether-serve.js";
 
 const SESSION = "notes-demo";
 const TOKEN = "demo-serve-token";

@@ -11,7 +11,7 @@ import type { FleetMember, FleetOptions } from "../fleet.js";
 import { createLogger } from "../base/log.js";
 import { resolveHome } from "../store/home.js";
 import { runPendingInits } from "../init/init-lines.js";
-import { ServeServer } from "./server.js";
+import { ServeServer } from "./tether-serve.js";
 import { TokenFileError, loadOrCreateToken } from "../base/serve-token.js";
 import { ListenError, pagesWhereFor, type Where } from "./transport.js";
 
