@@ -37,7 +37,7 @@ import type { Broker } from "../broker/broker.js";
 import { createLogger } from "../broker/base/log.js";
 import { denoBinary } from "../broker/jail/deno-binary.js";
 import { findBwrap } from "../broker/jail/sandbox.js";
-import { ServeServer } from "../broker/serve/server.js";
+import { ServeServer } from "../broker/tether-serve/serve-server.js";
 import type { Session } from "../broker/sessions/session.js";
 import { FloorPeer, bundleFloorEcho } from "./lib/floor.js";
 import {

@@ -23,7 +23,8 @@ export const STATUS: Command = {
   doc: `${OPERATORS}#tether-status`,
   run: (ctx) =>
     ctx.withBroker(async (broker) => {
-      const { overview, renderOverview, renderFleet } = await import("./status.js");
+      const { overview, fleetStatus } = await import("../operator/status.js");
+      const { renderOverview, renderFleet } = await import("./status.js");
       // With the fleet's store: the keys are the fleet's; its hosts and the sessions each serves now.
       const { FleetMember } = await import("../fleet.js");
       const member = broker.fleet instanceof FleetMember ? broker.fleet : null;
@@ -32,19 +33,7 @@ export const STATUS: Command = {
         ctx.out(o, renderOverview(o));
         return EXIT.ok;
       }
-      const used = new Map(
-        await Promise.all(broker.registry.list().map(async (i) => [i.name, await member.kv.used(i.name)] as const)),
-      );
-      const o = overview(broker, used);
-      const { trustedKeys } = await import("../fleet-trust/operator-keys.js");
-      const { SEEN_EVERY_MS } = await import("../store/pg/hosts.js");
-      const fleet = {
-        store: member.shown,
-        hosts: await member.hosts(),
-        refused: member.refused,
-        trustedKeys: trustedKeys(broker.home).length,
-        silentAfterMs: SEEN_EVERY_MS + member.stalenessBoundMs,
-      };
+      const { overview: o, fleet } = await fleetStatus(broker, member);
       ctx.out({ ...o, fleet }, `${renderOverview(o)}\n\n${renderFleet(fleet, Date.now())}`);
       return EXIT.ok;
     }),

@@ -79,7 +79,11 @@ export const COMMANDS: readonly Command[] = [
     needs: [1, "the extension name: tether review <name>"],
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
-        const shown = (await import("./review.js")).reviewOutput(broker, ctx.args[0]!, ctx.values.diff === true);
+        const shown = (await import("../operator/review.js")).reviewOutput(
+          broker,
+          ctx.args[0]!,
+          ctx.values.diff === true,
+        );
         ctx.out(shown.value, shown.text);
         return EXIT.ok;
       }),
@@ -110,7 +114,7 @@ export const COMMANDS: readonly Command[] = [
           throw new UsageError(
             "--only and --all do not combine: --only grants the rules named, --all every rule requested",
           );
-        const { installed, review } = (await import("./review.js")).reviewFor(broker, name);
+        const { installed, review } = (await import("../operator/review.js")).reviewFor(broker, name);
         if (ctx.values.yes !== true) {
           if (!ctx.json) console.error(renderReview(review, installed));
           if (!(await confirm(`Approve ${name} ${installed.version}?`))) {
@@ -124,7 +128,7 @@ export const COMMANDS: readonly Command[] = [
         }
         const only = ctx.values.only as string[] | undefined;
         const progress = (line: string) => void (ctx.json ? undefined : process.stderr.write(`… ${line}\n`));
-        const { approveExtension } = await import("./approve.js");
+        const { approveExtension } = await import("../operator/approve.js");
         const done = await approveExtension(broker, name, {
           ...(only !== undefined ? { only } : {}),
           all: ctx.values.all === true,
@@ -143,7 +147,7 @@ export const COMMANDS: readonly Command[] = [
     needs: [1, "the extension name: tether revoke <name>"],
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
-        const { revokeExtension } = await import("./approve.js");
+        const { revokeExtension } = await import("../operator/revoke.js");
         const { name, revoked, text } = revokeExtension(broker, ctx.args[0]!);
         ctx.out({ name, revoked }, text);
         return EXIT.ok;
@@ -158,7 +162,7 @@ export const COMMANDS: readonly Command[] = [
     needs: [1, "the extension name: tether uninstall <name>"],
     run: (ctx) =>
       ctx.withBroker(async (broker) => {
-        const { runUninstall } = await import("./uninstall.js");
+        const { runUninstall } = await import("../operator/uninstall.js");
         const { result, text } = await runUninstall(broker, ctx.args[0]!, ctx.values.purge === true);
         ctx.out(result, text);
         return EXIT.ok;
@@ -330,16 +334,10 @@ export const COMMANDS: readonly Command[] = [
     ],
     doc: `${OPERATORS}#9-audit`,
     run: async (ctx) => {
-      const {
-        queryAudit,
-        renderAudit,
-        queryHookTraces,
-        renderHookTraces,
-        parseLimit,
-        parseSince,
-        SinceError,
-        LimitError,
-      } = await import("./audit.js");
+      const { queryAudit, renderAudit, queryHookTraces, renderHookTraces, parseSince, SinceError } = await import(
+        "../operator/audit.js"
+      );
+      const { parseLimit, LimitError } = await import("./audit.js");
       const v = ctx.values;
       if (v.hooks === true && v.denied === true) {
         throw new UsageError(
@@ -405,7 +403,7 @@ export const COMMANDS: readonly Command[] = [
     options: ["socket", "port", "pages-port", "token-file"],
     doc: `${OPERATORS}#tether-serve`,
     run: async (ctx) => {
-      const { runServe } = await import("../serve/command.js");
+      const { runServe } = await import("../tether-serve/command.js");
       const v = ctx.values as { socket?: string; port?: string; "pages-port"?: string; "token-file"?: string };
       const { fleetOptionsOf } = await import("./fleet-join.js");
       const fleet = fleetOptionsOf(ctx.options);

@@ -361,7 +361,7 @@ export async function runDev(ctx: CommandContext): Promise<number> {
       // Asked to stop before anything was served.
     } else if (v.serve === true) {
       // tether serve listens for the signals itself, and returns once it has shut down.
-      const { runServe } = await import("../serve/command.js");
+      const { runServe } = await import("../tether-serve/command.js");
       code = await runServe({
         broker: brokerOptions,
         ...defined({

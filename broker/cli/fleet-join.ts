@@ -6,6 +6,7 @@
 import { hostname } from "node:os";
 import type { Broker } from "../broker.js";
 import type { FleetMember, FleetOptions } from "../fleet.js";
+import { publishChanges } from "../operator/publish.js";
 import { UsageError } from "./command.js";
 import type { EnvironmentOptions } from "./environment.js";
 
@@ -42,11 +43,18 @@ export async function inFleet<T>(broker: Broker, fleet: FleetOptions, fn: () => 
   try {
     return await fn();
   } finally {
-    try {
-      if (await member.publish())
-        process.stderr.write(`… published to the fleet as host ${member.host} (${member.shown})\n`);
-    } finally {
-      await member.close();
-    }
+    await publishThenLeave(member);
+  }
+}
+
+/** Sends the fleet what the command changed (a failure is the command's too), then leaves it. */
+async function publishThenLeave(member: FleetMember): Promise<void> {
+  try {
+    const publication = await publishChanges(member);
+    if (publication.state === "failed") throw publication.error;
+    if (publication.state === "published")
+      process.stderr.write(`… published to the fleet as host ${member.host} (${member.shown})\n`);
+  } finally {
+    await member.close();
   }
 }

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import type { Broker } from "../broker.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { secretPlace, type SecretBinding } from "../registry/grants.js";
-import { FileSecrets, SecretStoreError, secretValueProblem } from "../secrets/store.js";
+import { FileSecrets, secretValueProblem } from "../secrets/store.js";
 import { UsageError } from "./command.js";
 
 export type SecretArgs =
@@ -110,17 +110,6 @@ export interface SecretListing {
   readonly approved: boolean;
   readonly sentAs: string;
   readonly rules: readonly string[];
-}
-
-/** Whether each of `extension`'s secrets is set (or why the store cannot be read), for the review. */
-export function secretStatus(home: string, extension: string): (name: string) => boolean | string {
-  try {
-    const set = new FileSecrets(home).names(extension);
-    return (name) => set.includes(name);
-  } catch (err) {
-    if (!(err instanceof SecretStoreError)) throw err;
-    return () => err.message;
-  }
 }
 
 /** Runs one `tether secret` action; answers what `--json` prints and the text. */

@@ -2,7 +2,7 @@
  * The operator console under `/console` on `tether serve`'s HTTP server
  * (docs/console.md): server-rendered pages over the store and the broker, and
  * the same actions as `tether approve`, `revoke` and `uninstall`, made through
- * the same functions.
+ * the same functions: the operator layer's (broker/operator/).
  *
  *   request ─► Host a loopback name, over TCP or the socket? (403) ─► asset? ─► login (≤ 10 failures a minute, 429) / logout
  *           ─► console session (any of its cookies)? GET: 303 to login · POST: 401
@@ -17,15 +17,17 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Broker } from "../broker.js";
 import { TetherError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
-import { approveExtension, revokeExtension } from "../cli/approve.js";
-import { SinceError } from "../cli/audit.js";
+import { approveExtension } from "../operator/approve.js";
+import { SinceError } from "../operator/audit.js";
+import { publishChanges } from "../operator/publish.js";
 import { parseUtcSince } from "./utc.js";
-import { reviewFor } from "../cli/review.js";
-import { runUninstall } from "../cli/uninstall.js";
+import { reviewFor } from "../operator/review.js";
+import { revokeExtension } from "../operator/revoke.js";
+import { runUninstall } from "../operator/uninstall.js";
 import { requestedGrants } from "../registry/grants.js";
 import { sourceDiffs } from "../registry/source-changes.js";
 import { describeData, extensionData, holdsData } from "../store/extension-data.js";
-import { tokenMatches } from "../serve/token.js";
+import { tokenMatches } from "../base/serve-token.js";
 import { ASSETS_PREFIX, assetAt } from "./assets.js";
 import { activity, auditPage, callDetail, type AuditPageFilter } from "../store/audit-pages.js";
 import {
@@ -71,10 +73,6 @@ export interface ConsoleOptions {
   /** False once the server is shutting down: the console then answers 503. */
   readonly accepting?: () => boolean;
 }
-
-/** Whether a request's path is the console's. */
-export const isConsolePath = (url: string): boolean =>
-  url === CONSOLE_PREFIX || url.startsWith(`${CONSOLE_PREFIX}/`) || url.startsWith(`${CONSOLE_PREFIX}?`);
 
 /** A refusal the console answers with a page: its status and what it says. */
 class Refusal extends Error {
@@ -513,14 +511,12 @@ export class ConsoleHttp {
 
   /** Sends the fleet what changed, when this broker is a host of one; what to add to the flash. */
   async #publish(): Promise<string> {
-    const fleet = this.#broker.fleet;
-    if (fleet === null) return "";
-    try {
-      return (await fleet.publish()) ? "; published to the fleet" : "";
-    } catch (err) {
-      this.#log.warn("console: a change did not reach the fleet's store", { error: (err as Error).message });
-      return `; NOT published to the fleet (${(err as Error).message})`;
+    const publication = await publishChanges(this.#broker.fleet);
+    if (publication.state === "failed") {
+      this.#log.warn("console: a change did not reach the fleet's store", { error: publication.error.message });
+      return `; NOT published to the fleet (${publication.error.message})`;
     }
+    return publication.state === "published" ? "; published to the fleet" : "";
   }
 }
 

@@ -4,7 +4,7 @@
  * date and time without an offset is read as UTC, as the form says, not as
  * the server's local time (which is how `Date.parse` reads it).
  */
-import { parseSince } from "../cli/audit.js";
+import { parseSince } from "../operator/audit.js";
 
 const NO_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?$/;
 

@@ -1,14 +1,14 @@
 /**
  * `make demo CONSOLE=1` (`npx tsx broker/demo/run.ts --console`): once the
  * story has run, the operator console over the demo's home — a `tether serve`
- * server (broker/serve/server.ts) on a free port of 127.0.0.1, with a fresh
+ * server (broker/tether-serve/serve-server.ts) on a free port of 127.0.0.1, with a fresh
  * token — reachable for a minute (`TETHER_DEMO_CONSOLE_MS` sets how long;
  * Ctrl-C ends it sooner), then shut down as `tether serve` shuts down.
  */
 import { randomBytes } from "node:crypto";
 import { Broker, type BrokerOptions } from "../broker.js";
 import { createLogger } from "../base/log.js";
-import { ServeServer } from "../serve/server.js";
+import { ServeServer } from "../tether-serve/serve-server.js";
 
 /** How long the console stays up unless TETHER_DEMO_CONSOLE_MS says otherwise (read by broker/cli/environment.ts). */
 export const CONSOLE_MS = 60_000;

@@ -13,7 +13,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { Broker } from "../broker.js";
 import { createLogger } from "../base/log.js";
 import { readDemoConsoleMs, readEnvironment } from "../cli/environment.js";
-import { queryAudit, queryHookTraces, renderAudit, type HookTraceEntry } from "../cli/audit.js";
+import { queryAudit, queryHookTraces, renderAudit, type HookTraceEntry } from "../operator/audit.js";
 import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
 import { buildReview, renderReview } from "../registry/review.js";
 import type { InvocationOutcome } from "../base/outcome.js";

@@ -12,9 +12,9 @@ import { join } from "node:path";
 import type { Broker } from "../broker.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { createLogger } from "../base/log.js";
-import { reviewOutput } from "../cli/review.js";
+import { reviewOutput } from "../operator/review.js";
 import { initLine } from "../init/init-lines.js";
-import { ServeServer } from "../serve/server.js";
+import { ServeServer } from "../tether-serve/serve-server.js";
 
 const SESSION = "notes-demo";
 const TOKEN = "demo-serve-token";

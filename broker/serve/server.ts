@@ -1,10 +1,12 @@
 /**
- * `tether serve`: the library's Session API as JSON-RPC 2.0 over a WebSocket
- * (docs/api.md).
+ * `tether serve`'s server: the library's Session API as JSON-RPC 2.0 over a
+ * WebSocket (docs/api.md), and two HTTP listeners whose plain requests go to
+ * the routes mounted on them (tether-serve.ts mounts the console and the
+ * extension pages).
  *
  *   HTTP upgrade ─► token? (401, no socket) ─► room? (503) ─► Connection
- *   HTTP /console/… ─► ConsoleHttp (docs/console.md)
- *   pages listener: HTTP /ext/… ─► ServiceHttp (docs/services.md) ─► a daemon satellite
+ *   HTTP under a route mounted on "api" ─► its handler; anything else ─► 426
+ *   pages listener: HTTP under a route mounted on "pages" ─► its handler; anything else ─► 404
  *   Connection ─► handle(method, params) ─► the server's sessions ─► Session
  *
  * **Sessions belong to the server**, not to the connection that opened them:
@@ -14,10 +16,9 @@
  * **Requests belong to their connection**: when a client goes away, its
  * requests in flight are cancelled (the tool calls end `cancelled`).
  *
- * **Extension pages never share the console's origin**: `/ext/` is answered
- * only by a second listener (another port, or another socket), so a page an
- * extension serves is another origin than the console even before its CSP
- * sandbox makes it an opaque one (docs/services.md#pages-and-the-console).
+ * **Extension pages never share the console's origin**: they get a listener
+ * of their own (another port, or another socket), "pages", beside the API's,
+ * "api" (docs/services.md#pages-and-the-console).
  */
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
@@ -42,12 +43,9 @@ import {
   type ParamsOf,
 } from "./protocol.js";
 import { loginsOf } from "../login/logins.js";
-import { Refresher } from "../login/refresher.js";
 import { PendingLogins } from "./logins.js";
-import { bearerMatches } from "./token.js";
-import { EXT_PREFIX, ServiceHttp } from "../services/http-services.js";
-import { ConsoleHttp, isConsolePath } from "../console/console.js";
-import type { LiveSession, LiveSessions } from "../console/live-sessions.js";
+import { bearerMatches } from "../base/serve-token.js";
+import { plainText } from "./plain-text.js";
 import { listen, pagesWhereFor, removeSocket, type Listening, type Where } from "./transport.js";
 
 /** Where the server listens: the API and the console, and the extension pages' own listener. */
@@ -63,19 +61,35 @@ interface SessionEntry {
   opened: Session | null;
 }
 
-export interface ServeOptions {
+export interface ApiServerOptions {
   readonly broker: Broker;
   readonly token: string;
   readonly log: Logger;
   readonly limits?: Partial<ServeLimits>;
-  /** How long an HTTP client may take to send a service request's body (default 10 s). */
-  readonly serviceBodyMs?: number;
   /** Where the server's own lines go (shutdown progress). */
   readonly say?: (line: string) => void;
-  /** How long a console sign-in lasts without a request (default 30 minutes; docs/console.md). */
-  readonly consoleIdleMs?: number;
-  /** How long a console form body may take to arrive (default 10 s; then 408). */
-  readonly consoleBodyMs?: number;
+}
+
+/** Which listener a route is mounted on: the API's (and the console's), or the extension pages' own. */
+export type ListenerName = "api" | "pages";
+
+/** Answers one plain HTTP request under its route's prefix. */
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+
+interface Route {
+  readonly prefix: string;
+  readonly handler: RouteHandler;
+}
+
+/** Something that runs while the server listens (the sign-in refresher): started once both listeners are up, stopped at shutdown. */
+export interface Companion {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/** Whether `url` is under `prefix`: the path itself, its query, or below it (`/console`: `/console`, `/console?…`, `/console/…`). */
+function isUnder(url: string, prefix: string): boolean {
+  return url === prefix || url.startsWith(prefix.endsWith("/") ? prefix : `${prefix}/`) || url.startsWith(`${prefix}?`);
 }
 
 function textOf(data: RawData): string {
@@ -104,7 +118,7 @@ function within(promise: Promise<unknown>, ms: number, early: Promise<unknown>):
   });
 }
 
-export class ServeServer implements Handler {
+export class ApiServer implements Handler {
   readonly #broker: Broker;
   readonly #token: string;
   readonly #log: Logger;
@@ -122,49 +136,25 @@ export class ServeServer implements Handler {
   #listening: Listening | null = null;
   #pagesListening: Listening | null = null;
   readonly #pendingLogins: PendingLogins;
-  /** Renews stored sign-ins as they fall due, while the server runs. */
-  readonly #refresher: Refresher;
+  readonly #routes: Record<ListenerName, Route[]> = { api: [], pages: [] };
+  readonly #companions: Companion[] = [];
 
-  constructor(options: ServeOptions) {
+  constructor(options: ApiServerOptions) {
     this.#broker = options.broker;
     this.#token = options.token;
     this.#log = options.log;
     this.#limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.#say = options.say ?? ((line) => process.stderr.write(`${line}\n`));
     this.#pendingLogins = new PendingLogins(loginsOf(this.#broker));
-    this.#refresher = new Refresher(loginsOf(this.#broker), this.#log);
-    const services = new ServiceHttp({
-      broker: this.#broker,
-      token: this.#token,
-      log: this.#log,
-      ...(options.serviceBodyMs !== undefined ? { bodyReadMs: options.serviceBodyMs } : {}),
-    });
-    const operatorConsole = new ConsoleHttp({
-      broker: this.#broker,
-      token: this.#token,
-      log: this.#log,
-      sessions: this.#liveSessions(),
-      accepting: () => this.#accepting,
-      ...(options.consoleIdleMs !== undefined ? { idleMs: options.consoleIdleMs } : {}),
-      ...(options.consoleBodyMs !== undefined ? { bodyMs: options.consoleBodyMs } : {}),
-    });
     this.#http = createServer((req, res) => {
-      // The operator console (docs/console.md): pages over the store and these sessions.
-      if (isConsolePath(req.url ?? "")) return void operatorConsole.handle(req, res);
-      // An extension's page is never answered here, on the console's origin: only a pointer to its own.
-      if ((req.url ?? "").startsWith(EXT_PREFIX))
-        return void plain(
-          res,
-          404,
-          `Extension pages are served on their own origin: ${this.#pagesListening?.url ?? "the pages listener"}${EXT_PREFIX}<name>/… (docs/services.md)\n`,
-        );
+      if (this.#route("api", req, res)) return;
       // Other plain HTTP gets nothing but a pointer to the protocol.
       res.writeHead(426, { "content-type": "text/plain", connection: "close", upgrade: "websocket" });
       res.end("tether serve speaks JSON-RPC 2.0 over a WebSocket; see docs/api.md\n");
     });
     this.#pagesHttp = createServer((req, res) => {
-      if ((req.url ?? "").startsWith(EXT_PREFIX)) return void services.handle(req, res, this.#accepting);
-      plain(res, 404, "Not found\n");
+      if (this.#route("pages", req, res)) return;
+      plainText(res, 404, "Not found\n");
     });
     this.#pagesHttp.on("upgrade", (_req: IncomingMessage, socket: Duplex) => socket.destroy());
     this.#pagesHttp.on("clientError", (_err, socket) => socket.destroy());
@@ -182,6 +172,30 @@ export class ServeServer implements Handler {
     return this.#accepting;
   }
 
+  /** The extension pages' listener (`http://127.0.0.1:<port>` or `http+unix:<path>`), once it listens. */
+  get pagesUrl(): string | null {
+    return this.#pagesListening?.url ?? null;
+  }
+
+  /** Hands the plain HTTP requests under `prefix` on `listener` to `handler`; the first route mounted that matches answers. */
+  mount(listener: ListenerName, prefix: string, handler: RouteHandler): void {
+    this.#routes[listener].push({ prefix, handler });
+  }
+
+  /** Runs `companion` while the server listens. */
+  alongside(companion: Companion): void {
+    this.#companions.push(companion);
+  }
+
+  /** Whether a route mounted on `listener` took the request. */
+  #route(listener: ListenerName, req: IncomingMessage, res: ServerResponse): boolean {
+    const url = req.url ?? "";
+    const route = this.#routes[listener].find((r) => isUnder(url, r.prefix));
+    if (route === undefined) return false;
+    void route.handler(req, res);
+    return true;
+  }
+
   /**
    * Starts listening: the API and the console at `where`, the extension pages at
    * `pages` (default: another free port beside a port, a `-pages` socket beside a socket).
@@ -195,7 +209,7 @@ export class ServeServer implements Handler {
       removeSocket(this.#listening.socket);
       throw err;
     }
-    this.#refresher.start();
+    for (const companion of this.#companions) companion.start();
     return { ...this.#listening, pages: this.#pagesListening.url };
   }
 
@@ -304,17 +318,20 @@ export class ServeServer implements Handler {
     };
   }
 
-  /** The sessions as the console sees them: those open now, reloaded and closed as session.reload and session.close do. */
-  #liveSessions(): LiveSessions {
+  /**
+   * The sessions open now, for a route to list, reload and close as
+   * session.reload and session.close do (the console's LiveSessions).
+   */
+  liveSessions() {
     return {
       list: async () =>
         [...this.#sessions.entries()]
-          .flatMap(([id, entry]): LiveSession[] =>
+          .flatMap(([id, entry]) =>
             entry.opened === null ? [] : [{ id, workspace: entry.workspace, extensions: entry.opened.status() }],
           )
           .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
-      reload: async (id) => (await this.#session(id)).reload(),
-      close: (id) => this.#end(id, (session) => session.close("other")),
+      reload: async (id: string) => (await this.#session(id)).reload(),
+      close: (id: string) => this.#end(id, (session) => session.close("other")),
     };
   }
 
@@ -462,7 +479,7 @@ export class ServeServer implements Handler {
     this.#http.close(); // no new connections; a Unix socket's file goes with its listener
     this.#pagesHttp.close();
     this.#pendingLogins.cancelAll();
-    await this.#refresher.stop();
+    for (const companion of this.#companions) await companion.stop();
     const inFlight = [...this.#connections.values()].reduce((n, c) => n + c.inFlight, 0);
     this.#say(
       `tether serve: shutting down; ${inFlight} request(s) in flight get up to ${this.#limits.drainMs / 1000} s to finish`,
@@ -509,13 +526,4 @@ export class ServeServer implements Handler {
       ),
     ).then(() => {});
   }
-}
-
-function plain(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, {
-    "content-type": "text/plain; charset=utf-8",
-    "content-length": String(Buffer.byteLength(body)),
-    "x-content-type-options": "nosniff",
-  });
-  res.end(body);
 }

@@ -15,7 +15,7 @@ import type { Logger } from "../base/log.js";
 import { WireCode } from "../base/errors.js";
 import type { KernelHost } from "../kernel/host.js";
 import { DAEMON_SCOPE } from "../kernel/session-scope.js";
-import { bearerMatches } from "../serve/token.js";
+import { bearerMatches } from "../base/serve-token.js";
 import { decodeSessionAnswer } from "../sessions/ask-session-kind.js";
 import { encodeBody, readBody, requestHeaders, responseHeaders } from "./http-message.js";
 import { mountedRoutes, routeMatches } from "./mounted.js";

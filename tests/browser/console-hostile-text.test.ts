@@ -27,7 +27,7 @@ import type { Page } from "playwright-core";
 import { WebSocket } from "ws";
 import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/base/log.js";
-import { ServeServer } from "../../broker/serve/server.js";
+import { ServeServer } from "../../broker/tether-serve/serve-server.js";
 import { capAudit, hookTraces, invocations } from "../../broker/store/schema.js";
 import { envOptions } from "../support/env-options.js";
 import { useBrowser } from "../support/browser.js";

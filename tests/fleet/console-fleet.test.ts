@@ -11,7 +11,7 @@ import pg from "pg";
 import { Broker } from "../../broker/broker.js";
 import { FleetMember } from "../../broker/fleet.js";
 import { silentLogger } from "../../broker/base/log.js";
-import { ServeServer } from "../../broker/serve/server.js";
+import { ServeServer } from "../../broker/tether-serve/serve-server.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 import { until } from "../support/wait.js";

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { execa } from "execa";
 import { Broker } from "../../broker/broker.js";
-import type { AuditEntry, HookTraceEntry } from "../../broker/cli/audit.js";
+import type { AuditEntry, HookTraceEntry } from "../../broker/operator/audit.js";
 import type { PreferenceChange } from "../../broker/cli/session.js";
 import { readManifest } from "../../broker/install/manifest.js";
 import { silentLogger } from "../../broker/base/log.js";

@@ -21,7 +21,7 @@ import { basename, join } from "node:path";
 import Database from "better-sqlite3";
 import { execa } from "execa";
 import { Broker } from "../../broker/broker.js";
-import type { AuditEntry } from "../../broker/cli/audit.js";
+import type { AuditEntry } from "../../broker/operator/audit.js";
 import { silentLogger } from "../../broker/base/log.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";

@@ -14,7 +14,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { silentLogger } from "../../broker/base/log.js";
-import { ServeServer } from "../../broker/serve/server.js";
+import { ServeServer } from "../../broker/tether-serve/serve-server.js";
 import {
   ConsoleClient,
   TOKEN,

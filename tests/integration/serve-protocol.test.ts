@@ -19,7 +19,7 @@ import {
   type RequestContext,
 } from "../../broker/serve/connection.js";
 import { RpcFailure, checkParams, checkPayload, reportToWire, toRpcError } from "../../broker/serve/protocol.js";
-import { TokenFileError, bearerMatches, loadOrCreateToken } from "../../broker/serve/token.js";
+import { TokenFileError, bearerMatches, loadOrCreateToken } from "../../broker/base/serve-token.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Message = any;

@@ -10,7 +10,7 @@ import { execa } from "execa";
 import { join } from "node:path";
 import { WebSocket } from "ws";
 import { silentLogger } from "../../broker/base/log.js";
-import { ServeServer } from "../../broker/serve/server.js";
+import { ServeServer } from "../../broker/tether-serve/serve-server.js";
 import { openProviderHome, type ProviderHome } from "../support/provider-home.js";
 import { REPO } from "../support/satellites.js";
 

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { WebSocket } from "ws";
 import { Broker } from "../../broker/broker.js";
 import { silentLogger } from "../../broker/base/log.js";
-import { ServeServer } from "../../broker/serve/server.js";
+import { ServeServer } from "../../broker/tether-serve/serve-server.js";
 import { envOptions } from "../support/env-options.js";
 import { writeExtensions } from "./support/write-extensions.js";
 

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { buildReview, renderReview } from "../../broker/registry/review.js";
 import { createLogger, silentLogger } from "../../broker/base/log.js";
-import { ServeServer } from "../../broker/serve/server.js";
+import { ServeServer } from "../../broker/tether-serve/serve-server.js";
 import { Preferences } from "../../broker/sessions/preferences.js";
 import { envOptions } from "../support/env-options.js";
 import { REPO } from "../support/satellites.js";

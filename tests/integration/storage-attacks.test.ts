@@ -22,7 +22,7 @@ import Database from "better-sqlite3";
 import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/base/log.js";
 import { dbFile } from "../../broker/store/ext-db.js";
-import { reviewOutput } from "../../broker/cli/review.js";
+import { reviewOutput } from "../../broker/operator/review.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 

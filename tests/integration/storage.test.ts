@@ -13,9 +13,10 @@ import { Broker } from "../../broker/broker.js";
 import type { CapCallEvent } from "../../broker/caps/dispatcher.js";
 import { createLogger } from "../../broker/base/log.js";
 import { dbFile } from "../../broker/store/ext-db.js";
-import { overview, renderOverview } from "../../broker/cli/status.js";
-import { runUninstall } from "../../broker/cli/uninstall.js";
-import { reviewOutput } from "../../broker/cli/review.js";
+import { overview } from "../../broker/operator/status.js";
+import { renderOverview } from "../../broker/cli/status.js";
+import { runUninstall } from "../../broker/operator/uninstall.js";
+import { reviewOutput } from "../../broker/operator/review.js";
 import { REPO } from "../support/satellites.js";
 import { envOptions } from "../support/env-options.js";
 

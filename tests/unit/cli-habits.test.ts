@@ -15,7 +15,7 @@ import { createLogger, type LogLevel } from "../../broker/base/log.js";
 import { ToolArgsChecker } from "../../broker/base/tool-args.js";
 import { parseCallArgs } from "../../broker/cli/call.js";
 import { COLOUR, PLAIN, paintFor } from "../../broker/cli/colour.js";
-import { renderAudit } from "../../broker/cli/audit.js";
+import { renderAudit } from "../../broker/operator/audit.js";
 import { DEV_MARKER, defaultDevHome, devWidens, refuseHome } from "../../broker/cli/dev.js";
 import { closest, editDistance } from "../../broker/cli/suggest.js";
 import { diffGrants, type Grants } from "../../broker/registry/grants.js";

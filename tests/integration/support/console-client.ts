@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Broker } from "../../../broker/broker.js";
 import { silentLogger } from "../../../broker/base/log.js";
 import { CSP } from "../../../broker/console/headers.js";
-import { ServeServer } from "../../../broker/serve/server.js";
+import { ServeServer } from "../../../broker/tether-serve/serve-server.js";
 import { approvals, installs } from "../../../broker/store/schema.js";
 import type { WebSocket } from "ws";
 import { envOptions } from "../../support/env-options.js";

@@ -11,9 +11,9 @@ import type { FleetMember, FleetOptions } from "../fleet.js";
 import { createLogger } from "../base/log.js";
 import { resolveHome } from "../store/home.js";
 import { runPendingInits } from "../init/init-lines.js";
-import { ServeServer } from "./server.js";
-import { TokenFileError, loadOrCreateToken } from "./token.js";
-import { ListenError, pagesWhereFor, type Where } from "./transport.js";
+import { ServeServer } from "./serve-server.js";
+import { TokenFileError, loadOrCreateToken } from "../base/serve-token.js";
+import { ListenError, pagesWhereFor, type Where } from "../serve/transport.js";
 
 export interface ServeCommandOptions {
   /** The broker's options (the tether command's --home and environment). */

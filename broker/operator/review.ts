@@ -1,24 +1,30 @@
 /**
- * The review `tether review` prints and `tether approve` shows before it asks:
+ * The review `tether review` prints, `tether approve` shows before it asks and
+ * the console's pages are built from:
  * the registry's review with what else it reads — what the approved and the
  * installed artifacts were built from, the operator's policy.toml (rules it
  * leaves unreachable), the rules an approval keeps out — and, with `--diff`,
  * how each source file of an upgrade changed.
  */
-import type { Broker } from "../broker.js";
 import { OperatorPolicySource } from "../caps/policy.js";
-import { secretStatus } from "./secret.js";
-import type { Installed } from "../registry/registry.js";
+import { secretStatus } from "./secret-status.js";
+import type { Installed, Registry } from "../registry/registry.js";
 import { buildReview, renderReview, visibleText, type Review } from "../registry/review.js";
 import type { MigrationPlan } from "../registry/migrations.js";
 import { sourceDiffs, type SourceDiff } from "../registry/source-changes.js";
 
+/** What a review reads: the registry, and the home (the operator's policy.toml, the secrets). */
+export interface ReviewHost {
+  readonly registry: Registry;
+  readonly home: string;
+}
+
 /** The review of installed extension `name` (an error naming what to run when it is not installed). */
-export function reviewFor(broker: Broker, name: string): { installed: Installed; review: Review } {
-  const registry = broker.registry;
+export function reviewFor(host: ReviewHost, name: string): { installed: Installed; review: Review } {
+  const registry = host.registry;
   const installed = registry.require(name);
   const approval = registry.latestApproval(name);
-  const policy = new OperatorPolicySource(broker.home);
+  const policy = new OperatorPolicySource(host.home);
   const current = policy.current();
   const review = buildReview(installed, registry.status(installed), approval, {
     approvedArtifact: approval === null ? null : registry.artifactRecord(name, approval.artifactHash),
@@ -26,7 +32,7 @@ export function reviewFor(broker: Broker, name: string): { installed: Installed;
     approvedManifestBytes: approval === null ? null : (registry.sourceContent(approval.manifestHash)?.length ?? null),
     policy: { reach: current instanceof Error ? current : current.reach, file: policy.file },
     withheld: registry.withheldOnApproval(name, installed),
-    secretSet: secretStatus(broker.home, name),
+    secretSet: secretStatus(host.home, name),
     migrations: planOrError(() => registry.migrationPlan(installed)),
   });
   return { installed, review };
@@ -41,8 +47,8 @@ function planOrError(plan: () => MigrationPlan): MigrationPlan | Error {
 }
 
 /** What `tether review` prints: the review, and with `diff` each changed source file's diff after it. */
-export function reviewOutput(broker: Broker, name: string, diff: boolean): { value: unknown; text: string } {
-  const { installed, review } = reviewFor(broker, name);
+export function reviewOutput(host: ReviewHost, name: string, diff: boolean): { value: unknown; text: string } {
+  const { installed, review } = reviewFor(host, name);
   const text = renderReview(review, installed);
   if (!diff) return { value: review, text };
   const sources = review.changes?.sources ?? [];
@@ -55,7 +61,7 @@ export function reviewOutput(broker: Broker, name: string, diff: boolean): { val
           : "the approved install's sources were not recorded (installed by an older Tether)";
     return { value: { ...review, sourceDiff: [] }, text: `${text}\n\nNo source diff: ${why}` };
   }
-  const diffs: SourceDiff[] = sourceDiffs(sources, (sha) => broker.registry.sourceContent(sha));
+  const diffs: SourceDiff[] = sourceDiffs(sources, (sha) => host.registry.sourceContent(sha));
   // A source's control characters written out, as review does for a migration's SQL: the terminal draws nothing it is told to.
   const shown = diffs.map((d) =>
     d.unified === null || d.unified === undefined

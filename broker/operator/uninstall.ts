@@ -1,10 +1,12 @@
 /**
- * `tether uninstall <name> [--purge]`: revokes and removes the install. What
- * the extension stored (kv, skv, its database) stays unless `--purge`, and the
- * answer says what stayed or what was removed, so nothing is kept or lost
- * silently.
+ * Uninstalling (`tether uninstall <name> [--purge]`, the console's uninstall):
+ * revokes and removes the install. What the extension stored (kv, skv, its
+ * database) stays unless `purge`, and the answer says what stayed or what was
+ * removed, so nothing is kept or lost silently.
  */
-import type { Broker } from "../broker.js";
+import type { SessionFleet } from "../broker-options.js";
+import type { Registry } from "../registry/registry.js";
+import type { Store } from "../store/open.js";
 import { FleetKv } from "../store/pg/fleet-kv.js";
 import {
   describeData,
@@ -22,20 +24,28 @@ export interface Uninstalled {
   readonly data: ExtensionData;
 }
 
+/** What uninstalling reads and changes: the registry, the store and the home, and the fleet's keys on a fleet's host. */
+export interface UninstallHost {
+  readonly registry: Registry;
+  readonly store: Store;
+  readonly home: string;
+  readonly fleet: Pick<SessionFleet, "kv"> | null;
+}
+
 /** What `tether uninstall` does; the console's uninstall calls it too. `by`: who revokes (default: the registry's operator name). */
 export async function runUninstall(
-  broker: Broker,
+  host: UninstallHost,
   name: string,
   purge: boolean,
   by?: string,
 ): Promise<{ result: Uninstalled; text: string }> {
-  broker.registry.uninstall(name, by !== undefined ? { by } : {});
-  const local = extensionData(broker.store, broker.home, name);
+  host.registry.uninstall(name, by !== undefined ? { by } : {});
+  const local = extensionData(host.store, host.home, name);
   // A fleet's host: the keys are the fleet's (every host's), the database this host's own.
-  const fleet = broker.fleet?.kv;
+  const fleet = host.fleet?.kv;
   const data: ExtensionData = fleet instanceof FleetKv ? { ...local, ...(await fleet.data(name)) } : local;
   if (purge) {
-    purgeExtensionData(broker.store, broker.home, name);
+    purgeExtensionData(host.store, host.home, name);
     if (fleet instanceof FleetKv) await fleet.purge(name);
   }
   const lines = describeData(data).map((l) => `  ${l}`);

@@ -1,16 +1,26 @@
 /**
- * Approving an extension as `tether approve` does it, after its confirmation:
- * `--only` narrows the egress rules, `--all` grants what an earlier `--only`
- * withheld, the approval is recorded as made by `by` (default: the registry's
- * operator name), and an `[init]` runs right after. The console's approve
- * calls this same function, so a page and the command leave the same rows.
+ * Approving an extension, after the operator confirmed it (`tether approve`,
+ * the console's approve): `only` narrows the egress rules, `all` grants what
+ * an earlier `only` withheld, the approval is recorded as made by `by`
+ * (default: the registry's operator name), and an `[init]` runs right after.
+ * Every delivery layer calls this one function, so a page and the command
+ * leave the same rows.
  */
-import type { Broker } from "../broker.js";
-import type { InitReport } from "../init/initializers.js";
-import { initLine } from "../init/init-lines.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
+import type { SessionFleet } from "../broker-options.js";
 import { signingKey } from "../fleet-trust/operator-keys.js";
-import type { Approval, Installed, Progress } from "../registry/registry.js";
+import { initLine } from "../init/init-lines.js";
+import type { InitReport } from "../init/initializers.js";
+import type { Approval, Installed, Progress, Registry } from "../registry/registry.js";
+
+/** What approving reads and changes: the registry, the home (its operator key), and runs the initializer. */
+export interface ApproveHost {
+  readonly registry: Registry;
+  readonly home: string;
+  /** Its fleet, when it is a host of one: an approval is then signed when it is published. */
+  readonly fleet: SessionFleet | null;
+  initialize(name: string, reason: "approved"): Promise<InitReport>;
+}
 
 export interface ApproveRequest {
   /** The requested egress rules to grant (`--only`); absent: every rule requested, less what an earlier --only withheld (unless `all`). */
@@ -34,7 +44,11 @@ export interface Approved {
   readonly text: string;
 }
 
-export async function approveExtension(broker: Broker, name: string, request: ApproveRequest = {}): Promise<Approved> {
+export async function approveExtension(
+  host: ApproveHost,
+  name: string,
+  request: ApproveRequest = {},
+): Promise<Approved> {
   if (request.all === true && request.only !== undefined) {
     throw new TetherError(
       BrokerCode.approvalInvalid,
@@ -42,8 +56,8 @@ export async function approveExtension(broker: Broker, name: string, request: Ap
     );
   }
   // A fleet's approval is signed when it is published: checked before anything is recorded.
-  if (broker.fleet !== null) signingKeyOrThrow(broker.home);
-  const registry = broker.registry;
+  if (host.fleet !== null) signingKeyOrThrow(host.home);
+  const registry = host.registry;
   const installed = registry.require(name);
   const approval = registry.approve(name, {
     ...(request.only !== undefined ? { onlyNet: request.only } : {}),
@@ -58,27 +72,13 @@ export async function approveExtension(broker: Broker, name: string, request: Ap
       : "";
   const approved = `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")}${kept})` : ` (no egress${kept})`}`;
   // With [init]: its initializer runs now; a failure leaves the approval standing.
-  const init = installed.manifest.init === undefined ? undefined : await broker.initialize(name, "approved");
+  const init = installed.manifest.init === undefined ? undefined : await host.initialize(name, "approved");
   return {
     name,
     installed,
     approval,
     ...(init !== undefined ? { init } : {}),
     text: init === undefined ? approved : `${approved}\n${initLine(name, init)}`,
-  };
-}
-
-/** Revoking as `tether revoke` does it, recorded as revoked by `by` (default: the registry's operator name). */
-export function revokeExtension(
-  broker: Broker,
-  name: string,
-  by?: string,
-): { name: string; revoked: boolean; text: string } {
-  const revoked = broker.registry.revoke(name, by !== undefined ? { by } : {});
-  return {
-    name,
-    revoked,
-    text: revoked ? `revoked ${name}; running satellites stop on their next call` : `${name} had no active approval`,
   };
 }
 
