@@ -1,25 +1,41 @@
 /**
  * The approvals in force, and their changes as events. A change written in
  * this process (the registry's own writes, or the fleet's pull applied to its
- * store) is told at once; one committed by another process (a `tether revoke`
- * beside a running broker) shows in SQLite's data_version, which `notice()`
- * reads — the kernel calls it before every invocation and every capability
- * call. Subscribers stop or update live satellites and mark active sets stale;
+ * store) is told at once. One committed by another process (a `tether revoke`
+ * beside a running broker) is heard: the registry that wrote it touched the
+ * store's change stamp (store/change-stamp.ts), which the kernel watches and
+ * answers with `heard()`. What may have been missed is found by fallback reads
+ * of SQLite's data_version: `notice()`, which the kernel calls before every
+ * invocation and every capability call, reads it when the last read is
+ * NOTICE_EVERY_MS old or more, and the kernel calls `heard()` every
+ * FALLBACK_EVERY_MS besides. So an invocation or capability call that starts
+ * NOTICE_EVERY_MS or more after another process committed a change runs
+ * under the change, whether or not its stamp was heard (docs/performance.md).
+ * Subscribers stop or update live satellites and mark active sets stale;
  * reading anything here has no effect.
  */
 import type { Registry } from "../registry/registry.js";
 
+/** How old the last read of data_version may be when an invocation or capability call starts. */
+export const NOTICE_EVERY_MS = 2;
+/** How often data_version is read when nothing asks (what a missed stamp waits for at most). */
+export const FALLBACK_EVERY_MS = 1_000;
+
 export class ApprovalChanges {
   readonly #dataVersion: () => number;
+  readonly #now: () => number;
   readonly #listeners = new Set<() => void>();
   #seenDataVersion: number;
-  /** The store's data_version was read in this synchronous stretch. */
-  #noticed = false;
+  /** When data_version was last read (the monotonic clock, ms). */
+  #readAt: number;
   #epoch = 0;
 
-  constructor(registry: Registry, dataVersion: () => number) {
+  /** `now`: a monotonic clock in ms (default performance.now; tests pass their own). */
+  constructor(registry: Registry, dataVersion: () => number, now: () => number = () => performance.now()) {
     this.#dataVersion = dataVersion;
+    this.#now = now;
     this.#seenDataVersion = dataVersion();
+    this.#readAt = now();
     registry.onChange(() => this.#changed());
   }
 
@@ -34,13 +50,20 @@ export class ApprovalChanges {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Tells the subscribers when another process committed to the store since the last look. */
+  /** Before an invocation or a capability call: looks for another process's commit unless one looked within NOTICE_EVERY_MS. */
   notice(): void {
-    // Once per synchronous stretch: a call asks more than once before it first waits, and nothing
-    // another process commits can be seen between those asks.
-    if (this.#noticed) return;
-    this.#noticed = true;
-    queueMicrotask(() => (this.#noticed = false));
+    const now = this.#now();
+    if (now - this.#readAt < NOTICE_EVERY_MS) return;
+    this.#look(now);
+  }
+
+  /** The change stamp moved, or the fallback timer fired: looks now. */
+  heard(): void {
+    this.#look(this.#now());
+  }
+
+  #look(now: number): void {
+    this.#readAt = now;
     const version = this.#dataVersion();
     if (version === this.#seenDataVersion) return;
     this.#seenDataVersion = version;

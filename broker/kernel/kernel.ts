@@ -13,7 +13,8 @@ import type { Approval, Installed, Registry } from "../registry/registry.js";
 import type { SatellitePool } from "../satellite/pool.js";
 import type { Ledger } from "../store/ledger.js";
 import type { Store } from "../store/open.js";
-import { ApprovalChanges } from "./approval-changes.js";
+import { watchChangeStamp } from "../store/change-stamp.js";
+import { ApprovalChanges, FALLBACK_EVERY_MS } from "./approval-changes.js";
 import { approvalInForce, syncApprovals } from "./approval-sync.js";
 import type { CloseHook, KernelHost } from "./host.js";
 import { type Call, composed, type Interceptor, type Invoke } from "./interceptor.js";
@@ -50,6 +51,8 @@ export class Kernel implements KernelHost {
   readonly #closeHooks: CloseHook[] = [];
   #invoke: Invoke;
   #closed = false;
+  /** Stops hearing other processes' changes (the stamp's watch and the fallback timer). */
+  readonly #stopHearing: () => void;
 
   constructor(parts: KernelParts) {
     this.#parts = parts;
@@ -61,6 +64,14 @@ export class Kernel implements KernelHost {
     );
     this.#invocation = { ...parts, approvals: this.approvals };
     this.#invoke = (call) => this.#base(call);
+    // Another process's change is heard when its stamp moves, and found within FALLBACK_EVERY_MS if not.
+    const unwatch = watchChangeStamp(parts.store, () => this.approvals.heard());
+    const fallback = setInterval(() => this.approvals.heard(), FALLBACK_EVERY_MS);
+    fallback.unref();
+    this.#stopHearing = () => {
+      unwatch();
+      clearInterval(fallback);
+    };
   }
 
   get closed(): boolean {
@@ -107,6 +118,7 @@ export class Kernel implements KernelHost {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#stopHearing();
     await Promise.all([...this.#scopes.values()].map((scope) => scope.stopAll()));
     await this.#runCloseHooks({ abort: false, again: false });
   }
@@ -115,6 +127,7 @@ export class Kernel implements KernelHost {
   async destroy(): Promise<void> {
     const again = this.#closed;
     this.#closed = true;
+    this.#stopHearing();
     await Promise.all([...this.#scopes.values()].map((scope) => scope.stopAll({ abort: true })));
     await this.#runCloseHooks({ abort: true, again });
   }

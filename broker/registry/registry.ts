@@ -15,6 +15,7 @@ import { appliedCount } from "../store/applied-count.js";
 import { parseManifest, readManifestFile, type Manifest } from "../install/manifest.js";
 import { manifestProblems } from "../install/manifest-checks.js";
 import type { Store } from "../store/open.js";
+import { touchChangeStamp } from "../store/change-stamp.js";
 import { approvals, installs } from "../store/schema.js";
 import { collectUnreferenced, type Collected } from "./artifact-gc.js";
 import { applyPending, migrationPlan, recordApplied, type MigrationPlan } from "./migrations.js";
@@ -319,6 +320,8 @@ export class Registry {
 
   #changed(): void {
     this.#version++;
+    // Other processes on this store hear of it (their kernels watch the stamp).
+    touchChangeStamp(this.#store);
     for (const listener of [...this.#listeners]) listener();
   }
 

@@ -111,7 +111,16 @@ test("the broker refuses unapproved, revoked and changed extensions, naming the 
   }
 });
 
-test("a revocation from another process stops the running satellite before the next call", async () => {
+/** Resolves at the broker's next approvals change (after its kernel brought the satellites in line). */
+const nextChange = (broker: Broker) =>
+  new Promise<void>((resolve) => {
+    const off = broker.approvals.subscribe(() => {
+      off();
+      resolve();
+    });
+  });
+
+test("a revocation from another process is heard without a call: the running satellite stops, the next call is refused", async () => {
   const dir = copyExtension("echo");
   const home = join(tmp, "home");
   const broker = Broker.open({ ...envOptions(), home });
@@ -119,9 +128,37 @@ test("a revocation from another process stops the running satellite before the n
     await broker.registry.install(dir);
     broker.registry.approve("echo");
     expect(await broker.callTool("echo", "echo", '{"text":"a"}', { session: "default" })).toMatchObject({ ok: true });
+    expect(broker.scope("default").live.has("echo")).toBe(true);
+    const heard = nextChange(broker);
     const other = Broker.open({ ...envOptions(), home });
     other.registry.revoke("echo");
     await other.close();
+    // The other registry touched the store's change stamp; this broker's watch hears it.
+    await heard;
+    expect(broker.scope("default").live.has("echo")).toBe(false);
+    await expect(broker.callTool("echo", "echo", '{"text":"b"}', { session: "default" })).rejects.toThrow(
+      "was revoked",
+    );
+  } finally {
+    await broker.destroy();
+  }
+});
+
+test("a revocation written past the registry (no stamp) is found by the fallback read: the satellite stops without a call", async () => {
+  const dir = copyExtension("echo");
+  const home = join(tmp, "home");
+  const broker = Broker.open({ ...envOptions(), home });
+  try {
+    await broker.registry.install(dir);
+    broker.registry.approve("echo");
+    expect(await broker.callTool("echo", "echo", '{"text":"a"}', { session: "default" })).toMatchObject({ ok: true });
+    const heard = nextChange(broker);
+    // Another connection, as a process that edits the database by hand would: the stamp does not move.
+    const raw = new Database(broker.store.path);
+    raw.prepare("update approvals set revoked_at = ?, revoked_by = 'hand' where extension = 'echo'").run(Date.now());
+    raw.close();
+    await heard;
+    expect(broker.scope("default").live.has("echo")).toBe(false);
     await expect(broker.callTool("echo", "echo", '{"text":"b"}', { session: "default" })).rejects.toThrow(
       "was revoked",
     );
