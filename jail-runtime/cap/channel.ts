@@ -16,12 +16,17 @@ import {
   mapGet,
   mapSet,
   u8Length,
+  u8Set,
   u8Slice,
   u8Subarray,
 } from "./intrinsics.js";
 
 /** The largest encoding buffer kept for the next frame; a larger one is let go. */
 const SPARE_MAX_BYTES = 1024 * 1024;
+/** Frames queued together are written in one write up to this many bytes (one syscall, not one each). */
+const COALESCE_MAX_BYTES = 64 * 1024;
+
+const ignore = (): void => {};
 
 interface Queued {
   readonly bytes: Uint8Array;
@@ -53,9 +58,26 @@ export class Channel {
     return this.#closed;
   }
 
-  /** Queues one frame; frames go out in the order they were sent. */
+  /** Queues one frame; frames go out in the order they were sent. Settles when it was written. */
   send(frame: object): Promise<void> {
     if (this.#closed) return rejected(new SafeError("Channel is closed"));
+    return new SafePromise<void>((resolve, reject) => {
+      const failed = this.#enqueue(frame, resolve, reject);
+      if (failed !== null) reject(failed);
+    });
+  }
+
+  /**
+   * Queues one frame and does not wait for it to be written: the error when it
+   * cannot be encoded (too large, unencodable), else null. What the broker is
+   * answered with; a write that fails closes the channel, which ends the loop.
+   */
+  post(frame: object): Error | null {
+    if (this.#closed) return new SafeError("Channel is closed");
+    return this.#enqueue(frame, ignore, ignore);
+  }
+
+  #enqueue(frame: object, resolve: () => void, reject: (err: Error) => void): Error | null {
     let bytes: Uint8Array;
     // The buffer of the last frame written, if it is free (frames still queued hold theirs).
     const writer = this.#spare ?? new Writer(0);
@@ -65,12 +87,11 @@ export class Channel {
     } catch (err) {
       this.#spare = writer;
       // Too large or unencodable: the caller decides what to answer instead.
-      return rejected(err as Error);
+      return err as Error;
     }
-    return new SafePromise<void>((resolve, reject) => {
-      mapSet(this.#queue, this.#tail++, { bytes, writer, resolve, reject });
-      if (!this.#pumping) void this.#pump();
-    });
+    mapSet(this.#queue, this.#tail++, { bytes, writer, resolve, reject });
+    if (!this.#pumping) void this.#pump();
+    return null;
   }
 
   // Plain awaits, no .then/.catch and no promise returned from an async function:
@@ -78,17 +99,42 @@ export class Channel {
   async #pump(): Promise<void> {
     this.#pumping = true;
     while (this.#head < this.#tail) {
-      const item = mapGet(this.#queue, this.#head)!;
-      mapDelete(this.#queue, this.#head++);
+      const batch = this.#takeBatch();
       try {
-        await this.#writeAll(item.bytes);
-        if (item.writer.capacity <= SPARE_MAX_BYTES) this.#spare = item.writer;
-        item.resolve();
+        await this.#writeAll(batch.bytes);
+        for (let i = 0; i < batch.items.length; i++) {
+          const item = batch.items[i]!;
+          if (item.writer.capacity <= SPARE_MAX_BYTES) this.#spare = item.writer;
+          item.resolve();
+        }
       } catch (err) {
-        item.reject(err as Error);
+        for (let i = 0; i < batch.items.length; i++) batch.items[i]!.reject(err as Error);
       }
     }
     this.#pumping = false;
+  }
+
+  /** The oldest queued frame, with those queued after it while they fit in one write. */
+  #takeBatch(): { bytes: Uint8Array; items: Queued[] } {
+    const first = mapGet(this.#queue, this.#head)!;
+    mapDelete(this.#queue, this.#head++);
+    const items: Queued[] = [first];
+    let total = u8Length(first.bytes);
+    while (this.#head < this.#tail) {
+      const next = mapGet(this.#queue, this.#head)!;
+      if (total + u8Length(next.bytes) > COALESCE_MAX_BYTES) break;
+      mapDelete(this.#queue, this.#head++);
+      items[items.length] = next;
+      total += u8Length(next.bytes);
+    }
+    if (items.length === 1) return { bytes: first.bytes, items };
+    const bytes = new U8(total);
+    let at = 0;
+    for (let i = 0; i < items.length; i++) {
+      u8Set(bytes, items[i]!.bytes, at);
+      at += u8Length(items[i]!.bytes);
+    }
+    return { bytes, items };
   }
 
   async #writeAll(bytes: Uint8Array): Promise<void> {

@@ -149,4 +149,5 @@ export const abortSignal = getter<AbortController, AbortSignal>(AbortController.
 export const abort = uncurry(AbortController.prototype.abort as (this: AbortController, reason?: unknown) => void);
 export const setTimer = setTimeout.bind(globalThis) as (fn: () => void, ms: number) => unknown;
 export const clearTimer = clearTimeout.bind(globalThis) as (timer: unknown) => void;
+export const dateNow = Date.now.bind(Date) as () => number;
 export const logError = console.error.bind(console) as (...data: unknown[]) => void;

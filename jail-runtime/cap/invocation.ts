@@ -6,7 +6,13 @@
 import type { CapResult } from "../wire/frames.js";
 import {
   SafeAbortController,
+  SafeError,
   SafeMap,
+  abort,
+  abortSignal,
+  clearTimer,
+  dateNow,
+  setTimer,
   SafePromise,
   jsonStringify,
   mapClear,
@@ -44,10 +50,55 @@ interface Pending {
   reject(err: Error): void;
 }
 
+/**
+ * An invocation's abort signal, made only when the extension first reads
+ * `ctx.signal` (most never do: the broker bounds every call itself, and
+ * kills a satellite that overruns). Until then a cancel or the deadline is
+ * only remembered, so a call costs no controller and no timer; a signal read
+ * later is already aborted, or aborts when the rest of the deadline passes.
+ */
+export class CallSignal {
+  readonly #deadlineAt: number | null;
+  #controller: AbortController | null = null;
+  #reason: Error | null = null;
+  #timer: unknown = null;
+
+  /** `deadlineMs`: aborts that long after now with "Deadline passed" (none: only `abort` aborts it). */
+  constructor(deadlineMs?: number) {
+    this.#deadlineAt = deadlineMs === undefined ? null : dateNow() + deadlineMs;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === null) {
+      const controller = new SafeAbortController();
+      this.#controller = controller;
+      if (this.#reason !== null) abort(controller, this.#reason);
+      else if (this.#deadlineAt !== null) {
+        const left = this.#deadlineAt - dateNow();
+        if (left <= 0) this.abort(new SafeError("Deadline passed"));
+        else this.#timer = setTimer(() => this.abort(new SafeError("Deadline passed")), left);
+      }
+    }
+    return abortSignal(this.#controller);
+  }
+
+  abort(reason: Error): void {
+    if (this.#reason !== null) return;
+    this.#reason = reason;
+    if (this.#controller !== null) abort(this.#controller, reason);
+  }
+
+  /** The invocation answered: its deadline no longer runs. */
+  end(): void {
+    if (this.#timer !== null) clearTimer(this.#timer);
+    this.#timer = null;
+  }
+}
+
 interface Open {
   readonly id: number;
   readonly token: string;
-  readonly controller: AbortController;
+  readonly controller: CallSignal;
 }
 
 /**
@@ -67,14 +118,17 @@ export function attach(c: CapSink): void {
   channel = c;
 }
 
-export function begin(id: number, token: string): AbortController {
-  const controller = new SafeAbortController();
+/** Opens invocation `id` under `token`; `deadlineMs`: when its signal aborts (see CallSignal). */
+export function begin(id: number, token: string, deadlineMs?: number): CallSignal {
+  const controller = new CallSignal(deadlineMs);
   open = { id, token, controller };
   return controller;
 }
 
 export function end(id: number): void {
-  if (open?.id === id) open = null;
+  if (open?.id !== id) return;
+  open.controller.end();
+  open = null;
 }
 
 export function current(): Open | null {

@@ -17,16 +17,12 @@ import {
   SafeError,
   SafeString,
   U8,
-  abort,
-  abortSignal,
   arrayIsArray,
   arrayMap,
   arraySlice,
   arraySort,
-  clearTimer,
   jsonStringify,
   logError,
-  setTimer,
   stringSlice,
 } from "./intrinsics.js";
 import * as invocation from "./invocation.js";
@@ -49,6 +45,8 @@ export type Answerer = (asked: Asked, ctx: Ctx) => Promise<Answer>;
  * so the SDK's published types never reach the Deno-only connection behind it.
  */
 export interface Link extends invocation.CapSink {
+  /** Queues a frame without waiting for the write: the encoding error, or null. */
+  post(frame: object): Error | null;
   readLoop(onFrame: (frame: BrokerFrame) => void): Promise<void>;
   close(): void;
 }
@@ -104,12 +102,14 @@ export function crashMessage(err: unknown): string {
 }
 
 async function runInvocation(channel: Link, call: Call, answerer: Answerer): Promise<void> {
-  const controller = invocation.begin(call.id, call.token);
-  const timer = setTimer(() => abort(controller, new SafeError("Deadline passed")), call.deadline_ms);
+  // The signal and its deadline timer are made only if the extension reads ctx.signal.
+  const signal = invocation.begin(call.id, call.token, call.deadline_ms);
   const ctx: Ctx = {
     strand: call.strand,
     deadlineMs: call.deadline_ms,
-    signal: abortSignal(controller),
+    get signal() {
+      return signal.signal;
+    },
     report: (text: string) => invocation.castCap("report.emit", { text: SafeString(text) }),
   };
   let reply: Answer;
@@ -121,26 +121,19 @@ async function runInvocation(channel: Link, call: Call, answerer: Answerer): Pro
   } catch (err) {
     logError(err);
     reply = { ok: false, error: { code: ErrorCode.crashed, msg: crashMessage(err) } };
-  } finally {
-    clearTimer(timer);
   }
   invocation.end(call.id);
   if (reply.ok && (call.kind === "tool" || call.kind === "command")) reply = serializeJsonBlocks(reply.value);
-  try {
-    await channel.send({ t: "result", id: call.id, ...reply });
-  } catch (err) {
-    // An answer that cannot be encoded (too large, unencodable value) is still an answer.
-    try {
-      await channel.send({
-        t: "result",
-        id: call.id,
-        ok: false,
-        error: { code: ErrorCode.crashed, msg: `Reply could not be sent: ${(err as Error).message}` },
-      });
-    } catch {
-      // The channel is gone: the read loop ends and the process exits.
-    }
-  }
+  // Queued, not awaited: the write goes out with whatever else this turn sends.
+  const failed = channel.post({ t: "result", id: call.id, ...reply });
+  // An answer that cannot be encoded (too large, unencodable value) is still an answer.
+  if (failed !== null)
+    channel.post({
+      t: "result",
+      id: call.id,
+      ok: false,
+      error: { code: ErrorCode.crashed, msg: `Reply could not be sent: ${failed.message}` },
+    });
 }
 
 function sorted(names: readonly string[]): string[] {
@@ -230,7 +223,7 @@ export async function serveLoop(
           return;
         case "cancel": {
           const open = invocation.current();
-          if (open?.id === frame.id) abort(open.controller, new SafeError("Cancelled by the caller"));
+          if (open?.id === frame.id) open.controller.abort(new SafeError("Cancelled by the caller"));
           return;
         }
       }

@@ -3,6 +3,7 @@
  * side of the wire, minus Deno.
  */
 import { Channel } from "../../jail-runtime/cap/channel.js";
+import { CallSignal } from "../../jail-runtime/cap/invocation.js";
 import {
   DEFAULT_MAX_FRAME_BYTES,
   FrameReader,
@@ -111,5 +112,57 @@ describe("Channel", () => {
       sent = channel.send({ t: "result", id: 1, ok: true, value: "x".repeat(DEFAULT_MAX_FRAME_BYTES + 1) });
     }).not.toThrow();
     await expect(sent).rejects.toBeInstanceOf(ProtocolError);
+  });
+
+  test("post() queues without waiting: frames posted together go out in one write, in order", async () => {
+    const { conn, written } = fakeConn();
+    const channel = new Channel(conn);
+    const frames = [1, 2, 3].map((id) => ({ t: "result", id, ok: true, value: { content: [], terminate: false } }));
+    // The first starts the write; the two posted while it is on the wire go out together.
+    for (const frame of frames) expect(channel.post(frame)).toBeNull();
+    const cap = { t: "cap", id: 9, token: "k", cap: "report.emit", args: "{}" };
+    await channel.send(cap);
+    expect(framesIn(written)).toEqual([...frames, cap]);
+    expect(written.length).toBeLessThan(4);
+  });
+
+  test("post() says at once when a frame cannot be encoded, and queues nothing for it", async () => {
+    const { conn, written } = fakeConn();
+    const channel = new Channel(conn);
+    expect(
+      channel.post({ t: "result", id: 1, ok: true, value: "x".repeat(DEFAULT_MAX_FRAME_BYTES + 1) }),
+    ).toBeInstanceOf(ProtocolError);
+    const cap = { t: "cap", id: 2, token: "k", cap: "report.emit", args: "{}" };
+    await channel.send(cap);
+    expect(framesIn(written)).toEqual([cap]);
+    channel.close();
+    expect(channel.post({ t: "cancel", id: 3 })?.message).toBe("Channel is closed");
+  });
+});
+
+describe("CallSignal (an invocation's ctx.signal, made when first read)", () => {
+  test("a cancel before the signal is read gives an aborted signal when it is", () => {
+    const call = new CallSignal(60_000);
+    call.abort(new Error("Cancelled by the caller"));
+    expect(call.signal.aborted).toBe(true);
+    expect((call.signal.reason as Error).message).toBe("Cancelled by the caller");
+    call.end();
+  });
+
+  test("a signal read after the deadline is aborted; one read before aborts when it passes", async () => {
+    expect(new CallSignal(0).signal.aborted).toBe(true);
+    const call = new CallSignal(5);
+    const signal = call.signal;
+    expect(signal.aborted).toBe(false);
+    await new Promise((resolve) => signal.addEventListener("abort", resolve));
+    expect((signal.reason as Error).message).toBe("Deadline passed");
+  });
+
+  test("one without a deadline aborts only by abort()", () => {
+    const open = new CallSignal();
+    expect(open.signal.aborted).toBe(false);
+    open.abort(new Error("x"));
+    expect(open.signal.aborted).toBe(true);
+    open.end();
   });
 });

@@ -5,7 +5,6 @@
  * capabilities (`kv`, `net`, `db`), with no socket and no broker.
  */
 import { begin, castCap, end } from "../../cap/invocation.js";
-import { abort, abortSignal } from "../../cap/intrinsics.js";
 import { answer, type Answer, type Served } from "../answer.js";
 import type { Ctx } from "../ctx.js";
 import type { AnyHook, Declared, EventPayload, HookEvent } from "../hook.js";
@@ -190,12 +189,12 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     const ctx: Ctx = {
       strand: call.strand ?? "",
       deadlineMs,
-      signal: abortSignal(controller),
+      signal: controller.signal,
       report: (text: string) => castCap("report.emit", { text: String(text) }),
     };
     const timers: ReturnType<typeof setTimeout>[] = [];
     const late = new Promise<Answer>((resolve) => {
-      timers.push(setTimeout(() => abort(controller, new Error("Deadline passed")), deadlineMs));
+      timers.push(setTimeout(() => controller.abort(new Error("Deadline passed")), deadlineMs));
       const msg = `'${what}' did not answer within its ${deadlineMs} ms deadline; the satellite was stopped`;
       timers.push(setTimeout(() => resolve({ ok: false, error: { code: "timeout", msg } }), deadlineMs + GRACE_MS));
     });
