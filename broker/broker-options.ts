@@ -37,7 +37,10 @@ export interface BrokerOptions extends JailOptions {
   readonly resolve?: Resolver;
   /** The `cap_call` hook stage (the hook bus plugs in here). */
   readonly capHooks?: CapHookStage;
-  /** Where the secrets injected into requests are read (default `<home>/secrets/`, broker/secrets/store.ts): the seam for a keyring. */
+  /**
+   * Where the secrets injected into requests are read (default
+   * `<home>/secrets/`, broker/secrets/store.ts): the seam for a keyring.
+   */
   readonly secrets?: SecretSource;
   /** Reuse Deno's caches per approved artifact (default true; see broker/jail/deno-cache.ts). */
   readonly denoCache?: boolean;
@@ -48,15 +51,24 @@ export interface BrokerOptions extends JailOptions {
  * a session is leased by the host that opens it, and its state travels with it.
  */
 export interface SessionFleet {
-  /** Before a session opens here: takes its lease (`session_in_use` naming the host that holds it) and pulls its state. */
+  /**
+   * Before a session opens here: takes its lease (`session_in_use`
+   * naming the host that holds it) and pulls its state.
+   */
   openSession(id: string): Promise<void>;
   /** After it closed here (or failed to open): ships its state and lets its lease go. */
   closeSession(id: string): Promise<void>;
   /** The extensions' `kv` and `skv` keys, shared by the fleet's hosts (the quota holds across them). */
   readonly kv: KvStorage;
-  /** Sends the fleet what was changed in this host's registry (an approval, a revocation, an uninstall); false when nothing had changed. */
+  /**
+   * Sends the fleet what was changed in this host's registry (an approval,
+   * a revocation, an uninstall); false when nothing had changed.
+   */
   publish(): Promise<boolean>;
-  /** Before every invocation of `session` here: throws a named code when this host may not serve it now (stale, or the lease is not its own). */
+  /**
+   * Before every invocation of `session` here: throws a named code when
+   * this host may not serve it now (stale, or the lease is not its own).
+   */
   admit(session: string): void;
   /** What an operator must be told now, one line each (the console shows them on every page). */
   alerts(): string[];

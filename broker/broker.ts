@@ -219,32 +219,50 @@ export class Broker {
     return this.#kernel.approved(name);
   }
 
-  /** Runs `name`'s initializer (`[init]`) for the approval in force unless it already ran (init/initializers.ts); what came of it. */
+  /**
+   * Runs `name`'s initializer (`[init]`) for the approval in force
+   * unless it already ran (init/initializers.ts); what came of it.
+   */
   initialize(name: string, reason: "approved" | "start" = "approved"): Promise<InitReport> {
     return this.#inits.initialize(name, reason);
   }
 
-  /** Sets a session's policy (offline, a narrower allow list); the next capability call obeys it, and requests on the wire are judged again now. */
+  /**
+   * Sets a session's policy (offline, a narrower allow list); the next
+   * capability call obeys it, and requests on the wire are judged again now.
+   */
   setSessionPolicy(session: string, policy: SessionPolicy): void {
     this.scope(session).setPolicy(policy);
   }
 
-  /** Judges every request on the wire again against the policies now (done by itself within a fraction of a second; call it to have it at once); those that fail are cut off. */
+  /**
+   * Judges every request on the wire again against the policies now (done by itself within
+   * a fraction of a second; call it to have it at once); those that fail are cut off.
+   */
   recheckEgress(): Promise<void> {
     return this.#work.recheck();
   }
 
-  /** The model providers served now (globally enabled extensions), ranked by `session`'s saved preference when given; the daemon scope (providers/). */
+  /**
+   * The model providers served now (globally enabled extensions), ranked by
+   * `session`'s saved preference when given; the daemon scope (providers/).
+   */
   providers(session?: string): ProvidersView {
     return providersFor(this, session);
   }
 
-  /** A completion through a provider's daemon satellite (providers/completion.ts); its deltas to `options.onPartial`. Never rejects for a provider's faults. */
+  /**
+   * A completion through a provider's daemon satellite (providers/completion.ts);
+   * its deltas to `options.onPartial`. Never rejects for a provider's faults.
+   */
   complete(request: unknown, options: CompletionOptions = {}): Promise<CompletionReport> {
     return complete(this, request, options);
   }
 
-  /** Boots the satellite of `extension` for `session` now (activation does: a failed boot or a served/declared mismatch is known before anything is asked); rejects naming what failed. */
+  /**
+   * Boots the satellite of `extension` for `session` now (activation does: a failed boot or a
+   * served/declared mismatch is known before anything is asked); rejects naming what failed.
+   */
   activate(session: string, extension: string): Promise<void> {
     return this.scope(session).activate(extension);
   }
@@ -263,7 +281,10 @@ export class Broker {
     return this.scope(options.session).callTool(extension, tool, args, options);
   }
 
-  /** Runs a `[[command]]` of an approved extension: `/name args`, with the raw argument text. Never rejects for the extension's faults. */
+  /**
+   * Runs a `[[command]]` of an approved extension: `/name args`, with
+   * the raw argument text. Never rejects for the extension's faults.
+   */
   runCommand(
     extension: string,
     name: string,

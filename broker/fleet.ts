@@ -39,7 +39,10 @@ import type { Refusal } from "./fleet-trust/judge-approvals.js";
 import { LeaseLostError } from "./store/pg/session-state.js";
 import { OperatorPolicySource } from "./caps/policy.js";
 
-/** What a fleet's host is to the fleet: the kernel, its initializers, and the slot its sessions and storage go through. */
+/**
+ * What a fleet's host is to the fleet: the kernel, its
+ * initializers, and the slot its sessions and storage go through.
+ */
 export interface FleetHost extends KernelHost, InitHost {
   /** Makes `fleet` the broker's (sessions lease from it, kv and skv go to it); returns its release. */
   useFleet(fleet: SessionFleet): () => void;
@@ -52,7 +55,10 @@ export interface FleetOptions {
   readonly host: string;
   /** How often the registry's version is polled besides the pushed notifications (default 500 ms). */
   readonly pollMs?: number;
-  /** Whether changes are pushed (LISTEN; default true), else found by polling alone (behind a pooler in transaction mode, which does not carry LISTEN). */
+  /**
+   * Whether changes are pushed (LISTEN; default true), else found by polling
+   * alone (behind a pooler in transaction mode, which does not carry LISTEN).
+   */
   readonly push?: boolean;
   /**
    * Whether to follow the fleet's changes as they happen (default true: a
@@ -60,7 +66,10 @@ export interface FleetOptions {
    * in the middle of it would undo what it has not yet published.
    */
   readonly listen?: boolean;
-  /** How long a session's lease lasts without this host's heartbeat (default 15000 ms): how soon a dead host's sessions open elsewhere. */
+  /**
+   * How long a session's lease lasts without this host's heartbeat
+   * (default 15000 ms): how soon a dead host's sessions open elsewhere.
+   */
   readonly leaseMs?: number;
 }
 
@@ -125,7 +134,8 @@ export class FleetMember implements SessionFleet {
         this.#held.delete(id);
         this.#lost.set(id, "another host");
         broker.log.warn(
-          "this host's lease of the session expired and another host took it; the session is closed here for good and its satellites stop",
+          "this host's lease of the session expired and another host took " +
+            "it; the session is closed here for good and its satellites stop",
           { session: id, host: options.host },
         );
         void broker.scope(id).stopAll({ abort: true });
@@ -135,7 +145,8 @@ export class FleetMember implements SessionFleet {
         );
       },
     });
-    // The host's ledger, audit and hook traces, copied to the fleet in batches (one numbering per home: the host's name).
+    // The host's ledger, audit and hook traces, copied to the
+    // fleet in batches (one numbering per home: the host's name).
     // On a connection of its own: it still ships the last rows after the broker closed its store.
     this.#ledgerStore = openStore(join(broker.home, "tether.db"));
     this.#ledger = new LedgerShipper(this.#ledgerStore, store, options.host, { log });
@@ -212,7 +223,10 @@ export class FleetMember implements SessionFleet {
     return this.#listener?.listening ?? false;
   }
 
-  /** Makes this host's copy equal to the fleet's registry, and applies it to the running satellites. Calls made meanwhile share one pull and one after it. */
+  /**
+   * Makes this host's copy equal to the fleet's registry, and applies it to the
+   * running satellites. Calls made meanwhile share one pull and one after it.
+   */
   pull(): Promise<PullResult> {
     if (this.#pulling !== null) {
       this.#again = true;
@@ -273,7 +287,10 @@ export class FleetMember implements SessionFleet {
     return this.#leases.expireHost(host);
   }
 
-  /** A key rotation: the fleet's approvals in force that a key this host trusts signed are signed again with this home's key. */
+  /**
+   * A key rotation: the fleet's approvals in force that a key this
+   * host trusts signed are signed again with this home's key.
+   */
   async resign(): Promise<number> {
     const signer = signingKey(this.#broker.home);
     if (signer === null) throw new OperatorKeyError("This home has no operator key to sign with: tether key create");
@@ -292,7 +309,8 @@ export class FleetMember implements SessionFleet {
         );
     } catch (err) {
       this.#broker.log.warn(
-        `a revocation made on this host has not reached the fleet yet (retried): ${err instanceof OperatorKeyError ? err.message : explainPgError(err)}`,
+        `a revocation made on this host has not reached the fleet yet ` +
+          `(retried): ${err instanceof OperatorKeyError ? err.message : explainPgError(err)}`,
         { fleet: this.shown, host: this.host },
       );
     }
@@ -325,7 +343,8 @@ export class FleetMember implements SessionFleet {
         bytes: 0,
       });
       this.#broker.log.error(
-        `refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; it is not served on this host (docs/fleet.md#the-trust-model)`,
+        `refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; ` +
+          `it is not served on this host (docs/fleet.md#the-trust-model)`,
         {
           fleet: this.shown,
           host: this.host,
@@ -335,7 +354,10 @@ export class FleetMember implements SessionFleet {
     }
   }
 
-  /** The fleet's approval rows this host refused at its last pull, and why (tether status, tether doctor, the console). */
+  /**
+   * The fleet's approval rows this host refused at its last
+   * pull, and why (tether status, tether doctor, the console).
+   */
   get refused(): readonly Refusal[] {
     return this.#refused;
   }
@@ -345,7 +367,8 @@ export class FleetMember implements SessionFleet {
     const lines: string[] = [];
     if (this.#listener !== null && this.silentMs > this.#bound())
       lines.push(
-        `This host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} s (bound ${this.#bound() / 1000} s): it refuses every call until it hears again`,
+        `This host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} ` +
+          `s (bound ${this.#bound() / 1000} s): it refuses every call until it hears again`,
       );
     for (const r of this.#refused)
       lines.push(`Refused the fleet's approval #${r.id} of '${r.extension}': ${r.why}; it is not served here`);
@@ -385,7 +408,8 @@ export class FleetMember implements SessionFleet {
     this.#stale = stale;
     if (stale)
       this.#broker.log.error(
-        `this host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} s (bound ${this.#bound() / 1000} s): refusing calls until it hears again`,
+        `this host has not heard the fleet's store for ${Math.round(this.silentMs / 1000)} ` +
+          `s (bound ${this.#bound() / 1000} s): refusing calls until it hears again`,
         { fleet: this.shown, host: this.host },
       );
     else
@@ -409,19 +433,23 @@ export class FleetMember implements SessionFleet {
       this.#checkStaleness();
       throw new TetherError(
         BrokerCode.fleetStale,
-        `This host has not heard the fleet's store for ${(silent / 1000).toFixed(1)} s (bound ${bound / 1000} s, policy.toml [fleet] max_staleness_ms): a revocation may have been made meanwhile, so it serves nothing until it hears again`,
+        `This host has not heard the fleet's store for ${(silent / 1000).toFixed(1)} ` +
+          `s (bound ${bound / 1000} s, policy.toml [fleet] max_staleness_ms): a revocation ` +
+          `may have been made meanwhile, so it serves nothing until it hears again`,
       );
     }
     const lost = this.#lost.get(session);
     if (lost !== undefined)
       throw new TetherError(
         BrokerCode.sessionMoved,
-        `Session '${session}' is served by ${lost} now: this host's lease ran out and the session is closed here; open it there`,
+        `Session '${session}' is served by ${lost} now: this host's ` +
+          `lease ran out and the session is closed here; open it there`,
       );
     if (this.#held.has(session) && !this.#leases.confirmed(session)) {
       throw new TetherError(
         BrokerCode.sessionMoved,
-        `Session '${session}': this host cannot confirm its lease (its last renewal is older than the lease); nothing is served until a renewal answers`,
+        `Session '${session}': this host cannot confirm its lease (its last ` +
+          `renewal is older than the lease); nothing is served until a renewal answers`,
       );
     }
   }
@@ -496,7 +524,8 @@ export class FleetMember implements SessionFleet {
       .close()
       .catch((err) =>
         this.#report(
-          `the ledger's last rows did not reach the fleet's store (they are shipped when this home starts again): ${explainPgError(err)}`,
+          `the ledger's last rows did not reach the fleet's store (they ` +
+            `are shipped when this home starts again): ${explainPgError(err)}`,
         ),
       );
     await this.#listener?.close();

@@ -36,13 +36,25 @@ export const BrokerCode = {
   blocked: "blocked",
   /** A session with that id is already open on this broker (close it first, or use another id). */
   sessionInUse: "session_in_use",
-  /** The tool or command is not served by any active extension of the session; the message names the inactive one and why. */
+  /**
+   * The tool or command is not served by any active extension
+   * of the session; the message names the inactive one and why.
+   */
   inactive: "inactive",
-  /** A sign-in (`tether login`, `login.start`), a refresh or a logout failed; the message names the endpoint and the OAuth error code. */
+  /**
+   * A sign-in (`tether login`, `login.start`), a refresh or a logout
+   * failed; the message names the endpoint and the OAuth error code.
+   */
   loginFailed: "login_failed",
-  /** A fleet's host has not heard the fleet's store within the staleness bound (policy.toml [fleet] max_staleness_ms): it refuses calls until it hears again. */
+  /**
+   * A fleet's host has not heard the fleet's store within the staleness bound
+   * (policy.toml [fleet] max_staleness_ms): it refuses calls until it hears again.
+   */
   fleetStale: "fleet_stale",
-  /** The session's lease is another host's now (this host's ran out): the session is closed here for good; the message names the host holding it. */
+  /**
+   * The session's lease is another host's now (this host's ran out): the
+   * session is closed here for good; the message names the host holding it.
+   */
   sessionMoved: "session_moved",
 } as const;
 export type BrokerCode = (typeof BrokerCode)[keyof typeof BrokerCode];

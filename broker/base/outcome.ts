@@ -27,7 +27,10 @@ export interface SuccessValues {
   readonly command: ToolReply;
   /** A hook's verdict, JSON text (checked against its event's schema by the hook bus). */
   readonly event: string;
-  /** The session-facing kinds (jail-runtime/wire/session-kinds.ts): the answer as JSON text, checked by the broker part that asked. */
+  /**
+   * The session-facing kinds (jail-runtime/wire/session-kinds.ts):
+   * the answer as JSON text, checked by the broker part that asked.
+   */
   readonly context: string;
   readonly prepare: string;
   readonly close: string;

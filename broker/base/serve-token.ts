@@ -41,13 +41,15 @@ export function loadOrCreateToken(file: string): LoadedToken {
   if ((mode & 0o077) !== 0) {
     const octal = (mode & 0o777).toString(8).padStart(3, "0");
     throw new TokenFileError(
-      `The token file ${file} has mode ${octal}: group or other may read or write it. Run: chmod 600 ${file} (or remove it; a new token is made on the next start)`,
+      `The token file ${file} has mode ${octal}: group or other may read or write it. ` +
+        `Run: chmod 600 ${file} (or remove it; a new token is made on the next start)`,
     );
   }
   const token = readFileSync(file, "utf8").trim();
   if (token.length < MIN_LENGTH || /\s/.test(token)) {
     throw new TokenFileError(
-      `The token file ${file} must hold one token of at least ${MIN_LENGTH} characters and no spaces; remove it and a new one is made on the next start`,
+      `The token file ${file} must hold one token of at least ${MIN_LENGTH} ` +
+        `characters and no spaces; remove it and a new one is made on the next start`,
     );
   }
   return { token, created: false };

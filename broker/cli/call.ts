@@ -125,7 +125,8 @@ function servedElsewhere(session: Session, call: CallArgs): Failure | null {
   const served = session.tools().find((t) => t.name === call.tool);
   if (served === undefined || served.extension === call.extension) return null;
   const mine = session.status().find((s) => s.name === call.extension);
-  const next = `Run: tether call ${served.extension} ${call.tool}, or see tether session status --session ${session.id}`;
+  const next =
+    `Run: tether call ${served.extension} ${call.tool}, ` + `or see tether session status --session ${session.id}`;
   if (mine?.tools.includes(call.tool)) {
     const why =
       mine.state === "active" ? "" : `; '${call.extension}' is ${mine.state} here: ${mine.reason ?? mine.state}`;
@@ -133,7 +134,9 @@ function servedElsewhere(session: Session, call: CallArgs): Failure | null {
       ok: false,
       error: {
         code: BrokerCode.inactive,
-        msg: `In session '${session.id}' the tool '${call.tool}' is served by '${served.extension}', not '${call.extension}'${why}. ${next}`,
+        msg:
+          `In session '${session.id}' the tool '${call.tool}' is served ` +
+          `by '${served.extension}', not '${call.extension}'${why}. ${next}`,
       },
     };
   }
@@ -141,7 +144,9 @@ function servedElsewhere(session: Session, call: CallArgs): Failure | null {
     ok: false,
     error: {
       code: WireCode.unknownTool,
-      msg: `'${call.extension}' serves no tool '${call.tool}'; in session '${session.id}' it is served by '${served.extension}'. ${next}`,
+      msg:
+        `'${call.extension}' serves no tool '${call.tool}'; in session ` +
+        `'${session.id}' it is served by '${served.extension}'. ${next}`,
     },
   };
 }

@@ -21,9 +21,8 @@ export async function runCheck(
 ): Promise<keyof typeof EXIT> {
   const dir = args[0];
   if (dir === undefined || args.length > 1) {
-    console.error(
-      `tether check: ${dir === undefined ? "missing the extension folder" : `one folder at a time, not ${args.length}`}: ${CHECK_USAGE}`,
-    );
+    const what = dir === undefined ? "missing the extension folder" : `one folder at a time, not ${args.length}`;
+    console.error(`tether check: ${what}: ${CHECK_USAGE}`);
     return "usage";
   }
   const jail = jailSetup(options);
@@ -60,7 +59,8 @@ export function renderCheck(report: CheckReport, dir: string): string {
   lines.push(
     report.ok
       ? `${who}: no problems. Next: tether install ${dir}`
-      : `${who}: ${count} ${count === 1 ? "problem" : "problems"}: change what each says, then run tether check ${dir} again` +
+      : `${who}: ${count} ${count === 1 ? "problem" : "problems"}: ` +
+          `change what each says, then run tether check ${dir} again` +
           (typesOnly ? " (tether install does not type-check, so it would accept it as it is)" : ""),
   );
   return lines.join("\n");

@@ -18,7 +18,10 @@ export const STATUS: Command = {
       ],
     },
   ],
-  help: "Read from the home; nothing boots. Daemon satellites (model providers) come from globally enabled, approved extensions; they run in tether serve and the library. With the fleet's store (--store, TETHER_STORE): its hosts, when each was last seen, and the sessions each serves now.",
+  help:
+    "Read from the home; nothing boots. Daemon satellites (model providers) come from globally " +
+    "enabled, approved extensions; they run in tether serve and the library. With the fleet's store " +
+    "(--store, TETHER_STORE): its hosts, when each was last seen, and the sessions each serves now.",
   options: ["json"],
   doc: `${OPERATORS}#tether-status`,
   run: (ctx) =>
@@ -53,8 +56,10 @@ export const SECRET: Command = {
     { usage: "secret unset <ext> <name>", summary: ["Remove a secret's value"] },
   ],
   help:
-    "Values live in <home>/secrets/<ext>.<name> (mode 0600, folder 0700), outside the store; a file or folder other users could read is refused with the chmod to run. " +
-    "set reads stdin (typed without echo on a terminal, or piped) or --file, and refuses a value given as an argument. Only a secret the installed manifest declares in a [[secret]] row can be set.",
+    "Values live in <home>/secrets/<ext>.<name> (mode 0600, folder 0700), outside the " +
+    "store; a file or folder other users could read is refused with the chmod to run. " +
+    "set reads stdin (typed without echo on a terminal, or piped) or --file, and refuses a value given " +
+    "as an argument. Only a secret the installed manifest declares in a [[secret]] row can be set.",
   options: ["file", "json"],
   doc: "docs/secrets.md#the-operator-sets-it-tether-secret",
   needs: [1, "what to do: tether secret set <ext> <name>, tether secret list, tether secret unset <ext> <name>"],
@@ -81,8 +86,10 @@ export const PROVIDERS: Command = {
     },
   ],
   help:
-    "Providers come from extensions that are approved and enabled globally (tether session enable <name>), in registry order; a provider name two extensions declare is served by the first, and the later serves none. " +
-    "--session ranks and excludes as that session's saved preference does (it enables nothing). Reads the store; boots nothing.",
+    "Providers come from extensions that are approved and enabled globally (tether session enable <name>), in " +
+    "registry order; a provider name two extensions declare is served by the first, and the later serves none. " +
+    "--session ranks and excludes as that session's saved preference " +
+    "does (it enables nothing). Reads the store; boots nothing.",
   options: [["session", "Rank as this session's saved preference does"], "json"],
   doc: `${OPERATORS}#providers`,
   run: (ctx) =>
@@ -107,8 +114,12 @@ export const LOGIN: Command = {
     },
   ],
   help:
-    "A device login prints a URL and a code to enter there, then waits; an authorization_code login prints a URL to open in a browser on this machine and waits for its redirect to a loopback listener (--timeout, default 300 s). " +
-    "Ctrl-C cancels. The tokens are kept in <home>/logins (mode 0600), refreshed before they expire, and injected into the extension's requests as the [[secret]] the login fills. <login> may be left out when the extension declares one.",
+    "A device login prints a URL and a code to enter there, then waits; an " +
+    "authorization_code login prints a URL to open in a browser on this machine and " +
+    "waits for its redirect to a loopback listener (--timeout, default 300 s). " +
+    "Ctrl-C cancels. The tokens are kept in <home>/logins (mode 0600), refreshed " +
+    "before they expire, and injected into the extension's requests as the [[secret]] " +
+    "the login fills. <login> may be left out when the extension declares one.",
   options: ["timeout", "json"],
   doc: `${OPERATORS}#sign-ins`,
   needs: [1, "the extension name: tether login <name> [<login>]"],
@@ -126,7 +137,10 @@ export const LOGOUT: Command = {
       ],
     },
   ],
-  help: "Asks the login's revocation_endpoint, when it declares one, to revoke the refresh and access tokens, then deletes them whatever it answers (a failed revocation is a note on stderr). Works for an extension no longer installed too.",
+  help:
+    "Asks the login's revocation_endpoint, when it declares one, to revoke the " +
+    "refresh and access tokens, then deletes them whatever it answers (a failed " +
+    "revocation is a note on stderr). Works for an extension no longer installed too.",
   options: ["json"],
   doc: `${OPERATORS}#sign-ins`,
   needs: [1, "the extension name: tether logout <name> [<login>]"],
@@ -136,7 +150,9 @@ export const LOGOUT: Command = {
 export const LOGINS: Command = {
   name: "logins",
   usage: [{ usage: "logins [<name>]", summary: ["Each declared sign-in: signed in or not, expiry, refreshable"] }],
-  help: "One line per [[login]] of the installed extensions (or of one): signed in as of when, how many seconds the access token has left, whether it can be refreshed — never a token.",
+  help:
+    "One line per [[login]] of the installed extensions (or of one): signed in as of when, " +
+    "how many seconds the access token has left, whether it can be refreshed — never a token.",
   options: ["json"],
   doc: `${OPERATORS}#sign-ins`,
   run: async (ctx) => (await import("./login.js")).runLogins(ctx),
@@ -164,8 +180,10 @@ export const KEY: Command = {
     },
   ],
   help:
-    "Keys live in the home, never in the fleet's database: <home>/operator.key (mode 0600) signs, <home>/trusted-keys lists the public keys whose approvals this host serves. " +
-    "A fleet's host serves an approval only when a trusted key signed exactly what it grants; whoever can write the database can neither add a key nor approve.",
+    "Keys live in the home, never in the fleet's database: <home>/operator.key (mode 0600) " +
+    "signs, <home>/trusted-keys lists the public keys whose approvals this host serves. " +
+    "A fleet's host serves an approval only when a trusted key signed exactly what " +
+    "it grants; whoever can write the database can neither add a key nor approve.",
   options: ["label", "json"],
   doc: "docs/fleet.md#operator-keys",
   needs: [1, "what to do: tether key create | list | trust <key> | untrust <key> | rotate"],

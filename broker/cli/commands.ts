@@ -25,8 +25,11 @@ export const COMMANDS: readonly Command[] = [
       },
     ],
     help:
-      "Reads <dir>/manifest.toml and checks every field, bundles the entry with esbuild, boots the artifact once in the jail to check that it serves what the manifest declares, and stores it in the home. " +
-      "A new extension is pending: nothing runs until it is approved. Reinstalling after a change makes it 'changed' until approved again. Installing another folder under a name already installed asks first (--yes: proceed).",
+      "Reads <dir>/manifest.toml and checks every field, bundles the entry with esbuild, boots the artifact " +
+      "once in the jail to check that it serves what the manifest declares, and stores it in the home. " +
+      "A new extension is pending: nothing runs until it is approved. Reinstalling " +
+      "after a change makes it 'changed' until approved again. Installing " +
+      "another folder under a name already installed asks first (--yes: proceed).",
     options: ["yes", "json"],
     doc: `${OPERATORS}#1-install`,
     needs: [1, "the extension folder: tether install <dir>"],
@@ -54,7 +57,10 @@ export const COMMANDS: readonly Command[] = [
         ],
       },
     ],
-    help: "Everything install would refuse, a type check (deno check), and a dry boot of the bundled artifact in the jail that compares what it serves with what the manifest declares — all reported together, each with what to change. Writes nothing to the home.",
+    help:
+      "Everything install would refuse, a type check (deno check), and a dry boot of the " +
+      "bundled artifact in the jail that compares what it serves with what the manifest " +
+      "declares — all reported together, each with what to change. Writes nothing to the home.",
     options: ["json"],
     doc: `${OPERATORS}#checking-a-folder-tether-check`,
     run: async (ctx) => {
@@ -73,7 +79,10 @@ export const COMMANDS: readonly Command[] = [
         ],
       },
     ],
-    help: "Says in plain words what the installed extension can reach, the tools, hooks and commands it adds and its limits; after an upgrade, what changed since the approval (a widening in capitals), the artifact's size and hash, and the source files that differ; --diff prints how they differ.",
+    help:
+      "Says in plain words what the installed extension can reach, the tools, hooks and commands it " +
+      "adds and its limits; after an upgrade, what changed since the approval (a widening in capitals), " +
+      "the artifact's size and hash, and the source files that differ; --diff prints how they differ.",
     options: ["diff", "json"],
     doc: `${OPERATORS}#2-review`,
     needs: [1, "the extension name: tether review <name>"],
@@ -100,9 +109,14 @@ export const COMMANDS: readonly Command[] = [
       },
     ],
     help:
-      "Shows the review on stderr and asks on the terminal; without one (a script) it declines, exit 3, unless --yes is given. " +
-      "The approval pins the manifest and artifact as installed (its migrations with it: the pending ones run on its database first, all or none); --only grants a subset of the requested egress rules, and a later approval keeps withholding what it left out unless --all is given. " +
-      "An extension with [init] has its initializer run right after, with one line on how it went; a failed init leaves the approval standing (exit 0) and the extension inactive until it succeeds at a later start of a broker.",
+      "Shows the review on stderr and asks on the terminal; without " +
+      "one (a script) it declines, exit 3, unless --yes is given. " +
+      "The approval pins the manifest and artifact as installed (its migrations with it: the pending " +
+      "ones run on its database first, all or none); --only grants a subset of the requested " +
+      "egress rules, and a later approval keeps withholding what it left out unless --all is given. " +
+      "An extension with [init] has its initializer run right after, with one " +
+      "line on how it went; a failed init leaves the approval standing (exit 0) " +
+      "and the extension inactive until it succeeds at a later start of a broker.",
     options: ["only", "all", "yes", "json"],
     doc: `${OPERATORS}#3-approve`,
     needs: [1, "the extension name: tether approve <name>"],
@@ -141,7 +155,9 @@ export const COMMANDS: readonly Command[] = [
   {
     name: "revoke",
     usage: [{ usage: "revoke <name>", summary: ["Revoke the approval; running satellites stop on their next call"] }],
-    help: "Stamps the current approval revoked: calls are refused from then on, and satellites already running stop at their next call. The history stays.",
+    help:
+      "Stamps the current approval revoked: calls are refused from then on, and " +
+      "satellites already running stop at their next call. The history stays.",
     options: ["json"],
     doc: `${OPERATORS}#7-revoke`,
     needs: [1, "the extension name: tether revoke <name>"],
@@ -156,7 +172,10 @@ export const COMMANDS: readonly Command[] = [
   {
     name: "uninstall",
     usage: [{ usage: "uninstall <name>", summary: ["Remove an extension (its approval is revoked)"] }],
-    help: "Revokes the approval and removes the install. The approval history and the ledger stay; installing the name again needs a new approval. What it stored (kv, skv, its [storage] database) stays and is listed; --purge removes it.",
+    help:
+      "Revokes the approval and removes the install. The approval history and the " +
+      "ledger stay; installing the name again needs a new approval. What it stored " +
+      "(kv, skv, its [storage] database) stays and is listed; --purge removes it.",
     options: ["purge", "json"],
     doc: `${OPERATORS}#8-uninstall`,
     needs: [1, "the extension name: tether uninstall <name>"],
@@ -207,7 +226,8 @@ export const COMMANDS: readonly Command[] = [
       },
     ],
     help:
-      "The JSON arguments (default {}) are one word: quote them. Arguments that are not JSON are refused before anything opens (exit 2), naming the line and column. " +
+      "The JSON arguments (default {}) are one word: quote them. Arguments that are " +
+      "not JSON are refused before anything opens (exit 2), naming the line and column. " +
       "A tool that answers an error exits 4, with its code and message on stderr.",
     options: [["session", "The session to call in (default: cli)"], "workspace", "no-hooks", "json"],
     doc: `${OPERATORS}#4-call`,
@@ -260,7 +280,10 @@ export const COMMANDS: readonly Command[] = [
         ],
       },
     ],
-    help: "status opens the session in this process (real boots, default id: default) and prints each extension's state and why, then the context its loaders and preparations composed; enable, disable and reset write the saved preferences; folds reads the store.",
+    help:
+      "status opens the session in this process (real boots, default id: default) and prints " +
+      "each extension's state and why, then the context its loaders and preparations " +
+      "composed; enable, disable and reset write the saved preferences; folds reads the store.",
     options: [
       ["session", "The session (status: default 'default'; else without it: the global default)"],
       "workspace",
@@ -322,7 +345,9 @@ export const COMMANDS: readonly Command[] = [
         summary: ["Each hook's answer to each event (the hook traces)"],
       },
     ],
-    help: "Oldest first, at most the newest 1000 rows of each table; the filters combine with AND. --denied and --hooks do not combine.",
+    help:
+      "Oldest first, at most the newest 1000 rows of each table; the " +
+      "filters combine with AND. --denied and --hooks do not combine.",
     options: [
       "ext",
       ["session", "Only this session's rows (cli for tether call)"],
@@ -381,8 +406,10 @@ export const COMMANDS: readonly Command[] = [
       },
     ],
     help:
-      "Every broker on the home (tether call, serve, mcp, a harness) appends to it, whatever TETHER_LOG says: what the extension's satellites wrote to stderr and stdout, " +
-      "its log capability's lines, and what the broker logged about it (a failed boot, a bound that stopped it). Each file is kept under 1 MiB, the one before it as <name>.log.1.",
+      "Every broker on the home (tether call, serve, mcp, a harness) appends to it, " +
+      "whatever TETHER_LOG says: what the extension's satellites wrote to stderr and stdout, " +
+      "its log capability's lines, and what the broker logged about it (a failed boot, a bound " +
+      "that stopped it). Each file is kept under 1 MiB, the one before it as <name>.log.1.",
     options: ["follow", "lines"],
     doc: `${OPERATORS}#logs`,
     needs: [1, "the extension name: tether logs <name>"],
@@ -399,7 +426,9 @@ export const COMMANDS: readonly Command[] = [
         summary: ["Serve the JSON-RPC 2.0 API over WebSocket (docs/api.md)"],
       },
     ],
-    help: "Runs until SIGTERM or SIGINT: in-flight calls finish, sessions close, exit 0. Clients authenticate with the bearer token in the token file (made with mode 0600 on first run).",
+    help:
+      "Runs until SIGTERM or SIGINT: in-flight calls finish, sessions close, exit 0. Clients " +
+      "authenticate with the bearer token in the token file (made with mode 0600 on first run).",
     options: ["socket", "port", "pages-port", "token-file"],
     doc: `${OPERATORS}#tether-serve`,
     run: async (ctx) => {
@@ -422,7 +451,9 @@ export const COMMANDS: readonly Command[] = [
         summary: ["Serve a session's active tools as an MCP server on stdio"],
       },
     ],
-    help: "stdout is the MCP channel; everything else goes to stderr. Stops when the client closes stdin, or on SIGTERM/SIGINT. Registering it with a client: docs/mcp.md.",
+    help:
+      "stdout is the MCP channel; everything else goes to stderr. Stops when the client " +
+      "closes stdin, or on SIGTERM/SIGINT. Registering it with a client: docs/mcp.md.",
     options: [["session", "The session whose active tools to serve (required)"], "workspace"],
     doc: `${OPERATORS}#tether-mcp`,
     run: async (ctx) => {
@@ -448,9 +479,12 @@ export const COMMANDS: readonly Command[] = [
       },
     ],
     help:
-      "The dev home is never the operator's: by default $XDG_STATE_HOME/tether-dev/<name> (~/.local/state/tether-dev/<name>). " +
-      "The first build there is approved for exactly what the manifest requests; a later change is re-approved by itself when it reaches no further " +
-      "(no new egress rule or hook, no raised limit). One that does stops with the diff and asks, on the terminal, unless --yes-widen. " +
+      "The dev home is never the operator's: by default " +
+      "$XDG_STATE_HOME/tether-dev/<name> (~/.local/state/tether-dev/<name>). " +
+      "The first build there is approved for exactly what the manifest requests; " +
+      "a later change is re-approved by itself when it reaches no further " +
+      "(no new egress rule or hook, no raised limit). One that does " +
+      "stops with the diff and asks, on the terminal, unless --yes-widen. " +
       "Try it with tether call --home <dev home>; --serve and --mcp serve the dev home while it runs (Ctrl-C stops).",
     options: [
       ["home", "The dev home (default: $XDG_STATE_HOME/tether-dev/<name>), never the operator's"],
@@ -480,7 +514,10 @@ export const COMMANDS: readonly Command[] = [
         summary: ["Scaffold an extension (manifest, a tool, a hook, deno tests, the SDK)"],
       },
     ],
-    help: "Writes a new extension folder: manifest.toml, index.ts with one tool and one hook, deno tests on the SDK's test kit, deno.json, and the SDK in its node_modules. `deno test` passes in it at once, and `tether install` accepts it. Refuses a name the manifest would refuse and a folder that is not empty.",
+    help:
+      "Writes a new extension folder: manifest.toml, index.ts with one tool and one hook, deno tests on the " +
+      "SDK's test kit, deno.json, and the SDK in its node_modules. `deno test` passes in it at once, and " +
+      "`tether install` accepts it. Refuses a name the manifest would refuse and a folder that is not empty.",
     options: ["dir"],
     doc: "docs/authors.md#tether-new",
     run: async (ctx) => (await import("./new.js")).runNew(ctx.args, ctx.values.dir as string | undefined),
@@ -497,8 +534,11 @@ export const COMMANDS: readonly Command[] = [
       },
     ],
     help:
-      "Checks that Deno runs, that bubblewrap can make namespaces, each jail layer, that the store opens with every migration applied, the home's mode, hooks.json and the socket folders. " +
-      "With --store postgres://… (or TETHER_STORE): that the shared store answers, its migrations (applied at open), and clock skew, this host's against the server's and between the hosts it has seen. Exit 1 when any fails; each failure says how to fix it.",
+      "Checks that Deno runs, that bubblewrap can make namespaces, each jail layer, that the store " +
+      "opens with every migration applied, the home's mode, hooks.json and the socket folders. " +
+      "With --store postgres://… (or TETHER_STORE): that the shared store answers, its " +
+      "migrations (applied at open), and clock skew, this host's against the server's and " +
+      "between the hosts it has seen. Exit 1 when any fails; each failure says how to fix it.",
     options: ["store", "json"],
     doc: `${OPERATORS}#doctor`,
     run: async (ctx) => {

@@ -100,10 +100,16 @@ export function refuseHome(devHome: string, env: Readonly<Record<string, string 
   const operatorHomes = new Set([real(resolveHome(undefined))]);
   if (env.TETHER_HOME) operatorHomes.add(real(resolveHome(env.TETHER_HOME)));
   if (operatorHomes.has(real(devHome))) {
-    return `${devHome} is the operator's home; tether dev never installs or approves there. Leave out --home (a dev home is made under $XDG_STATE_HOME/tether-dev/), or name a folder of its own`;
+    return (
+      `${devHome} is the operator's home; tether dev never installs or approves there. Leave out ` +
+      `--home (a dev home is made under $XDG_STATE_HOME/tether-dev/), or name a folder of its own`
+    );
   }
   if (existsSync(join(devHome, "tether.db")) && !existsSync(join(devHome, DEV_MARKER))) {
-    return `${devHome} holds a home tether dev did not make (no ${DEV_MARKER}); tether dev approves by itself, so it uses only homes of its own. Name another folder with --home`;
+    return (
+      `${devHome} holds a home tether dev did not make (no ${DEV_MARKER}); tether dev ` +
+      `approves by itself, so it uses only homes of its own. Name another folder with --home`
+    );
   }
   return null;
 }
@@ -218,7 +224,8 @@ async function build(broker: Broker, o: DevOptions, first: boolean, reloaded: ()
     const named = parseManifest(readFileSync(file, "utf8"), file).name;
     if (named !== o.name) {
       o.say(
-        `not ${verb}: the manifest now names '${named}', not '${o.name}'; run tether dev again to develop '${named}' (in its own dev home)`,
+        `not ${verb}: the manifest now names '${named}', not '${o.name}'; ` +
+          `run tether dev again to develop '${named}' (in its own dev home)`,
       );
       return;
     }

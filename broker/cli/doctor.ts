@@ -59,7 +59,8 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
       name: "sandbox",
       ok: insecure,
       detail: insecure
-        ? "bubblewrap missing; TETHER_INSECURE_NO_SANDBOX=1 set: satellites run under Deno permissions only, and can import any local file"
+        ? "bubblewrap missing; TETHER_INSECURE_NO_SANDBOX=1 set: satellites " +
+          "run under Deno permissions only, and can import any local file"
         : "bubblewrap missing: satellites will not start. Install it: apt-get install -y bubblewrap",
     });
   } else {
@@ -104,7 +105,9 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
         : {
             name: "store",
             ok: false,
-            detail: `${paths.db}: ${applied} migrations applied but this broker ships ${shipped}: the store was made by a newer broker, or a migration failed`,
+            detail:
+              `${paths.db}: ${applied} migrations applied but this broker ` +
+              `ships ${shipped}: the store was made by a newer broker, or a migration failed`,
           },
     );
   } catch (err) {
@@ -117,7 +120,10 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
   return checks;
 }
 
-/** Secrets approved extensions may name: each set and readable (one not set is noted: requests naming it are refused). */
+/**
+ * Secrets approved extensions may name: each set and readable
+ * (one not set is noted: requests naming it are refused).
+ */
 function secretsCheck(registry: Registry, home: string): Check {
   const store = new FileSecrets(home);
   const unset: string[] = [];
@@ -152,7 +158,9 @@ function secretsCheck(registry: Registry, home: string): Check {
   return {
     name: "secrets",
     ok: true,
-    detail: `${unset.length} of ${count} approved secrets NOT SET (requests naming them are refused): ${unset.join("; ")}${bySignIn}`,
+    detail:
+      `${unset.length} of ${count} approved secrets NOT SET (requests ` +
+      `naming them are refused): ${unset.join("; ")}${bySignIn}`,
   };
 }
 
@@ -164,7 +172,9 @@ function homeCheck(dir: string): Check {
     return {
       name: "home",
       ok: false,
-      detail: `${dir} is writable by others (mode ${octal}): anyone who can write there can swap an approved artifact. Run: chmod go-w ${dir}`,
+      detail:
+        `${dir} is writable by others (mode ${octal}): anyone who can ` +
+        `write there can swap an approved artifact. Run: chmod go-w ${dir}`,
     };
   }
   return { name: "home", ok: true, detail: `${dir}: mode ${octal}, writable only by its owner` };
@@ -180,7 +190,9 @@ function hooksCheck(dir: string): Check {
     return {
       name: "hooks",
       ok: true,
-      detail: `${file}: ${parsed.rows.length} command hooks (they run when the built-in hooks extension is enabled: tether session enable hooks)`,
+      detail:
+        `${file}: ${parsed.rows.length} command hooks (they run when the ` +
+        `built-in hooks extension is enabled: tether session enable hooks)`,
     };
   } catch (err) {
     return { name: "hooks", ok: false, detail: (err as Error).message };
@@ -195,7 +207,9 @@ function artifactsCheck(store: Store, dir: string, denoCache: string): Check {
     return {
       name: "artifacts",
       ok: true,
-      detail: `${c.kept} installed in ${dir}; ${removed.length === 0 ? "nothing unreferenced" : `removed what no install refers to: ${removed.join(", ")}`}`,
+      detail:
+        `${c.kept} installed in ${dir}; ` +
+        (removed.length === 0 ? "nothing unreferenced" : `removed what no install refers to: ${removed.join(", ")}`),
     };
   } catch (err) {
     return {
@@ -213,7 +227,9 @@ function policyCheck(dir: string): Check {
     return {
       name: "policy",
       ok: true,
-      detail: `no ${file}: the defaults apply (no deny rules; no loopback, private or other non-public address reachable)`,
+      detail:
+        `no ${file}: the defaults apply (no deny rules; no ` +
+        `loopback, private or other non-public address reachable)`,
     };
   try {
     const p = parseOperatorPolicy(readFileSync(file, "utf8"), file);
@@ -224,7 +240,9 @@ function policyCheck(dir: string): Check {
     return {
       name: "policy",
       ok: true,
-      detail: `${file}: ${p.deny.length} deny rules; rules may reach ${reach.length === 0 ? "public addresses only" : `public and ${reach.join(", ")}`}`,
+      detail:
+        `${file}: ${p.deny.length} deny rules; rules may ` +
+        `reach ${reach.length === 0 ? "public addresses only" : `public and ${reach.join(", ")}`}`,
     };
   } catch (err) {
     return {
@@ -240,10 +258,11 @@ function socketCheck(identity: JailIdentity | null): Check {
   if (identity !== null) {
     const dir = makeSatelliteDir(identity);
     rmdirSync(dir);
+    const under = dirname(dir);
     return {
       name: "sockets",
       ok: true,
-      detail: `satellite sockets go in folders owned by the jail user under ${dirname(dir)} (traversable, not listable)`,
+      detail: `satellite sockets go in folders owned by the jail user under ${under} (traversable, not listable)`,
     };
   }
   const base = tmpdir();
@@ -255,7 +274,9 @@ function socketCheck(identity: JailIdentity | null): Check {
       return {
         name: "sockets",
         ok: false,
-        detail: `${base} is world-writable without the sticky bit: another user could replace a satellite's socket directory. Set TMPDIR to a private folder`,
+        detail:
+          `${base} is world-writable without the sticky bit: another user could ` +
+          `replace a satellite's socket directory. Set TMPDIR to a private folder`,
       };
     }
     const probe = mkdtempSync(join(base, "tether-sat-"));

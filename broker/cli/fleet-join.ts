@@ -37,7 +37,8 @@ export async function inFleet<T>(broker: Broker, fleet: FleetOptions, fn: () => 
     member = await FleetMember.join(broker, { ...fleet, listen: false });
   } catch (err) {
     throw new UsageError(
-      `cannot join the fleet's store: ${(err as Error).message} (check --store or TETHER_STORE, and tether doctor --store)`,
+      `cannot join the fleet's store: ${(err as Error).message} ` +
+        `(check --store or TETHER_STORE, and tether doctor --store)`,
     );
   }
   try {

@@ -35,7 +35,9 @@ export async function runInstall(broker: Broker, dir: string, ctx: InstallContex
   try {
     const { installed, status, collected } = await broker.registry.install(dir, progress, {
       replaceFrom: async (current, source) => {
-        const warning = `'${current.name}' is installed from ${current.sourceDir}; ${source} is another folder: installing it replaces that install (and its approval stops covering it)`;
+        const warning =
+          `'${current.name}' is installed from ${current.sourceDir}; ${source} is another ` +
+          `folder: installing it replaces that install (and its approval stops covering it)`;
         if (ctx.yes) {
           process.stderr.write(`… warning: ${warning}\n`);
           return true;
@@ -52,7 +54,8 @@ export async function runInstall(broker: Broker, dir: string, ctx: InstallContex
         if (!boot.ok) {
           throw new TetherError(
             BrokerCode.installFailed,
-            `${manifest.name} is not installed: ${boot.problems.join("; ")}. Run: tether check ${dir} for the whole report`,
+            `${manifest.name} is not installed: ${boot.problems.join("; ")}. ` +
+              `Run: tether check ${dir} for the whole report`,
           );
         }
       },
@@ -65,7 +68,8 @@ export async function runInstall(broker: Broker, dir: string, ctx: InstallContex
       manifestHash: installed.manifestHash,
       artifactHash: installed.artifactHash,
     };
-    const text = `installed ${installed.name} ${installed.version}: ${status}${status === "approved" ? "" : `\nNext: tether review ${installed.name}, then tether approve ${installed.name}`}`;
+    const next = `\nNext: tether review ${installed.name}, then tether approve ${installed.name}`;
+    const text = `installed ${installed.name} ${installed.version}: ${status}${status === "approved" ? "" : next}`;
     console.log(ctx.json ? JSON.stringify(value, null, 2) : text);
     return "ok";
   } catch (err) {

@@ -33,7 +33,9 @@ export async function runKey(broker: Broker, args: readonly string[], label: str
         const { created } = createSigningKey(home, named);
         return {
           value: { id: created.id, key: created.key },
-          text: `created this home's operator key ${created.id} (${home}/operator.key, mode 0600), trusted here.\nOn every other host of the fleet, run:\n  ${trustLine(created.key, named)}`,
+          text:
+            `created this home's operator key ${created.id} (${home}/operator.key, mode 0600), ` +
+            `trusted here.\nOn every other host of the fleet, run:\n  ${trustLine(created.key, named)}`,
         };
       }
       case "list": {
@@ -41,7 +43,8 @@ export async function runKey(broker: Broker, args: readonly string[], label: str
         const keys = trustedKeys(home);
         const lines = keys.map(
           (k) =>
-            `${k.id}  ${k.key}${k.label !== "" ? `  ${k.label}` : ""}${own?.id === k.id ? "  (this home signs with it)" : ""}`,
+            `${k.id}  ${k.key}${k.label !== "" ? `  ${k.label}` : ""}` +
+            (own?.id === k.id ? "  (this home signs with it)" : ""),
         );
         return {
           value: {
@@ -69,7 +72,8 @@ export async function runKey(broker: Broker, args: readonly string[], label: str
         return {
           value: { removed },
           text: removed
-            ? `this host no longer accepts approvals signed by ${rest[0]}: those not signed again are refused at the next pull`
+            ? `this host no longer accepts approvals signed by ${rest[0]}: ` +
+              `those not signed again are refused at the next pull`
             : `${rest[0]} was not trusted here`,
         };
       }
@@ -79,9 +83,14 @@ export async function runKey(broker: Broker, args: readonly string[], label: str
         const member = broker.fleet instanceof FleetMember ? broker.fleet : null;
         const resigned = member === null ? null : await member.resign();
         const text = [
-          `this home signs with a new key ${created.id}${replaced !== null ? ` (the old one, ${replaced.id}, is kept as operator.key.${replaced.id} and still trusted here)` : ""}.`,
+          `this home signs with a new key ${created.id}` +
+            (replaced !== null
+              ? ` (the old one, ${replaced.id}, is kept as operator.key.${replaced.id} and still trusted here)`
+              : "") +
+            ".",
           resigned === null
-            ? "No fleet store was given: approvals already published keep their old signatures (run again with --store to sign them anew)."
+            ? "No fleet store was given: approvals already published keep " +
+              "their old signatures (run again with --store to sign them anew)."
             : `Signed again with it: ${resigned} approval(s) in force.`,
           "On every host, run:",
           `  ${trustLine(created.key, named)}`,

@@ -25,7 +25,8 @@ event = "tool_call"
 kv_bytes = 4096
 `;
 
-  const index = `import { kv } from "@tether/cap";
+  const index =
+    `import { kv } from "@tether/cap";
 import { decodeArgs, hook, outcome, proceed, refuse, text, unhandled, v, type Tool } from "@tether/ext";
 
 const Greeting = v.object({ name: v.string() });
@@ -47,12 +48,14 @@ export const hooks = {
   tool_call: hook("tool_call", (call) => {
     if (call.tool !== "greet") return unhandled;
     const { name } = decodeArgs(Greeting, call.arguments);
-    return /[A-Z]/.test(name) && name === name.toUpperCase() ? { block: \`do not shout: write the name as it is spelled, e.g. "Ada", not "\${name}"\` } : proceed;
+    return /[A-Z]/.test(name) && name === name.toUpperCase() ? { block: \`do not ` +
+    `shout: write the name as it is spelled, e.g. "Ada", not "\${name}"\` } : proceed;
   }),
 };
 `;
 
-  const test = `import { assertEquals, FakeKv, testKit } from "@tether/ext/testing";
+  const test =
+    `import { assertEquals, FakeKv, testKit } from "@tether/ext/testing";
 import * as extension from "./index.ts";
 
 const said = (text: string) => ({ ok: true, value: { content: [{ type: "text", text }], terminate: false } });
@@ -67,14 +70,17 @@ Deno.test("greet greets, counts in kv and reports progress", async () => {
 
 Deno.test("greet refuses an empty name, and bad arguments name the field", async () => {
   const kit = testKit(extension, { name: "${name}" });
-  assertEquals(await kit.tool("greet", { name: " " }), { ok: false, error: { code: "refused", msg: 'name must not be empty, e.g. {"name": "Ada"}' } });
-  assertEquals(await kit.tool("greet", { name: 5 }), { ok: false, error: { code: "bad_arguments", msg: "tool 'greet': expected string at .name, got 5" } });
+  assertEquals(await kit.tool("greet", { name: " " }), { ok: false, error: ` +
+    `{ code: "refused", msg: 'name must not be empty, e.g. {"name": "Ada"}' } });
+  assertEquals(await kit.tool("greet", { name: 5 }), { ok: false, error: { ` +
+    `code: "bad_arguments", msg: "tool 'greet': expected string at .name, got 5" } });
 });
 
 Deno.test("greet with a full kv: the broker's quota refusal, with its rule", async () => {
   const kit = testKit(extension, { name: "${name}", kv: new FakeKv({}, 7) });
   const reply = await kit.tool("greet", { name: "Ada" });
-  assertEquals(reply, { ok: false, error: { code: "denied", msg: "tool 'greet': kv.put: storage quota of 7 bytes would be exceeded (8 bytes) (rule: limits.kv_bytes)" } });
+  assertEquals(reply, { ok: false, error: { code: "denied", msg: "tool 'greet': kv.put: ` +
+    `storage quota of 7 bytes would be exceeded (8 bytes) (rule: limits.kv_bytes)" } });
 });
 
 Deno.test("the tool_call hook blocks a shouted name and lets the rest through", async () => {
@@ -83,7 +89,8 @@ Deno.test("the tool_call hook blocks a shouted name and lets the rest through", 
     ok: true,
     value: { block: 'do not shout: write the name as it is spelled, e.g. "Ada", not "ADA"' },
   });
-  assertEquals(await kit.hook("tool_call", { tool: "greet", call_id: "c2", arguments: { name: "Ada" } }), { ok: true, value: {} });
+  assertEquals(await kit.hook("tool_call", { tool: "greet", call_id: ` +
+    `"c2", arguments: { name: "Ada" } }), { ok: true, value: {} });
   assertEquals(await kit.hook("tool_call", { tool: "sh", call_id: "c3", arguments: {} }), {
     ok: false,
     error: { code: "unhandled", msg: "The hook for 'tool_call' does nothing for this event" },

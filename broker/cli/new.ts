@@ -88,7 +88,8 @@ export async function runNew(args: readonly string[], dir: string | undefined): 
   const [name, ...extra] = args;
   if (name === undefined || extra.length > 0) {
     console.error(
-      `tether new: ${name === undefined ? "missing the extension name" : `unexpected '${extra[0]}'`}: tether new <name> [--dir <folder>]`,
+      `tether new: ${name === undefined ? "missing the extension name" : `unexpected '${extra[0]}'`}: ` +
+        `tether new <name> [--dir <folder>]`,
     );
     return EXIT.usage;
   }

@@ -21,10 +21,12 @@ export function renderProviders(view: ProvidersView, session: string | undefined
       ? ""
       : pref === null
         ? `; session '${session}' has no preference`
-        : `; as session '${session}' ranks them (rank: [${pref.rank.join(", ")}], exclude: [${pref.exclude.join(", ")}])`;
+        : `; as session '${session}' ranks them (rank: ` +
+          `[${pref.rank.join(", ")}], exclude: [${pref.exclude.join(", ")}])`;
   lines.push(
     view.providers.length === 0
-      ? `No provider is served (an extension serves its [[provider]] rows once it is approved and enabled globally)${ranked}`
+      ? `No provider is served (an extension serves its [[provider]] ` +
+          `rows once it is approved and enabled globally)${ranked}`
       : `Providers served now, first preferred first${ranked}:`,
   );
   for (const p of view.providers) {
@@ -34,7 +36,8 @@ export function renderProviders(view: ProvidersView, session: string | undefined
     for (const m of p.models) {
       const caps = m.capabilities.length > 0 ? `   ${m.capabilities.join(", ")}` : "";
       lines.push(
-        `      ${m.id.padEnd(width)}   ${String(m.context_window).padStart(9)} tokens   ${dollars(m.input_price_per_mtok)} / ${dollars(m.output_price_per_mtok)} per million in/out${caps}`,
+        `      ${m.id.padEnd(width)}   ${String(m.context_window).padStart(9)} ` +
+          `tokens   ${dollars(m.input_price_per_mtok)} / ${dollars(m.output_price_per_mtok)} per million in/out${caps}`,
       );
     }
   }
@@ -46,7 +49,8 @@ export function renderProviders(view: ProvidersView, session: string | undefined
   }
   const d = view.daemon;
   lines.push(
-    `Daemon scope (${d.scope}): eligible: ${d.eligible.length === 0 ? "none" : d.eligible.join(", ")}; running in this process: ${d.running.length === 0 ? "none" : d.running.join(", ")}`,
+    `Daemon scope (${d.scope}): eligible: ${d.eligible.length === 0 ? "none" : d.eligible.join(", ")}; ` +
+      `running in this process: ${d.running.length === 0 ? "none" : d.running.join(", ")}`,
   );
   return lines.join("\n");
 }

@@ -18,7 +18,8 @@ export type SecretArgs =
   | { readonly action: "list"; readonly extension?: string };
 
 const NEVER_ARGV =
-  "a secret's value is never taken from the command line (shell history and ps would show it): pipe it on stdin, e.g. printf '%s' \"$TOKEN\" | tether secret set <ext> <name>, or use --file <path>";
+  "a secret's value is never taken from the command line (shell history and ps would show it): pipe " +
+  "it on stdin, e.g. printf '%s' \"$TOKEN\" | tether secret set <ext> <name>, or use --file <path>";
 
 /** The arguments, or a UsageError saying what is wrong. */
 export function parseSecretArgs(args: readonly string[], values: { file?: string }): SecretArgs {
@@ -92,7 +93,8 @@ function declared(broker: Broker, extension: string, name: string): SecretBindin
     const names = installed.manifest.secret.map((s) => s.name);
     throw new TetherError(
       BrokerCode.notInstalled,
-      `'${extension}' declares no secret '${name}' (${names.length === 0 ? "it declares none" : `it declares: ${names.join(", ")}`})`,
+      `'${extension}' declares no secret '${name}' ` +
+        `(${names.length === 0 ? "it declares none" : `it declares: ${names.join(", ")}`})`,
     );
   }
   return {
@@ -162,7 +164,8 @@ export async function runSecret(broker: Broker, args: SecretArgs): Promise<{ val
       : rows
           .map(
             (r) =>
-              `${r.extension} ${r.name}: ${r.set ? "set" : `NOT SET (tether secret set ${r.extension} ${r.name})`}${r.approved ? "" : ", not approved"}\n    sent as ${r.sentAs} to ${r.rules.join(", ")}`,
+              `${r.extension} ${r.name}: ${r.set ? "set" : `NOT SET (tether secret set ${r.extension} ${r.name})`}` +
+              `${r.approved ? "" : ", not approved"}\n    sent as ${r.sentAs} to ${r.rules.join(", ")}`,
           )
           .join("\n");
   return { value: rows, text };

@@ -26,7 +26,8 @@ export function renderFolds(session: string, folds: readonly FoldRow[]): string 
     if (fold.compactionId !== current) {
       current = fold.compactionId;
       lines.push(
-        `compaction ${fold.compactionId}: strategy ${fold.strategy} of ${fold.extension}, ${new Date(fold.createdAt).toISOString()}`,
+        `compaction ${fold.compactionId}: strategy ${fold.strategy} ` +
+          `of ${fold.extension}, ${new Date(fold.createdAt).toISOString()}`,
       );
     }
     lines.push(`  ${`${fold.from}..${fold.to}`.padEnd(11)} ${oneLine(fold.text)}`);

@@ -24,10 +24,15 @@ export async function releaseHost(
   const ago = seen === undefined || seen.seenAt === 0 ? null : Math.round((Date.now() - seen.seenAt) / 1000);
   const warning =
     ago !== null && ago < 30
-      ? `\nnote: host ${host} was seen ${ago} s ago; if it still runs, it serves none of these sessions from now on (session_moved)`
+      ? `\nnote: host ${host} was seen ${ago} s ago; if it still runs, ` +
+        `it serves none of these sessions from now on (session_moved)`
       : "";
   return {
     value: { host, released },
-    text: `${released.length === 0 ? `host ${host} held no session` : `released host ${host}'s leases of ${released.length} session(s): ${released.join(", ")}; they open on another host at once`}${warning}`,
+    text:
+      (released.length === 0
+        ? `host ${host} held no session`
+        : `released host ${host}'s leases of ${released.length} session(s): ${released.join(", ")}; ` +
+          "they open on another host at once") + warning,
   };
 }

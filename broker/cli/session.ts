@@ -70,7 +70,10 @@ export function parseSessionArgs(
   if (act !== "status" && extension === undefined) return `missing the extension name: ${usage(act)}`;
   if (act === "status" && extension !== undefined) return `unexpected '${extension}': ${usage("status")}`;
   if (act === "reset" && values.session === undefined) {
-    return `reset removes one session's override and needs --session <id>: ${usage("reset")} (to change the global default: tether session enable|disable <name>)`;
+    return (
+      `reset removes one session's override and needs --session <id>: ${usage("reset")} ` +
+      `(to change the global default: tether session enable|disable <name>)`
+    );
   }
   if (values.session !== undefined) {
     if (values.session === GLOBAL)
@@ -223,7 +226,8 @@ function requireKnown(broker: Broker, extension: string): void {
   const list = installed.length > 0 ? `installed: ${[...installed].sort().join(", ")}` : "no extensions are installed";
   throw new TetherError(
     BrokerCode.notInstalled,
-    `unknown extension '${extension}' (${list}; built in: ${BUILTIN_HOOKS_NAME}). Run: tether list, or tether install <folder>`,
+    `unknown extension '${extension}' (${list}; built ` +
+      `in: ${BUILTIN_HOOKS_NAME}). Run: tether list, or tether install <folder>`,
   );
 }
 
@@ -265,7 +269,8 @@ export function renderChange(change: PreferenceChange): string {
     lines.push(`${change.extension}: ${state} in every session without its own override (the global default)`);
     if (change.overrides.length > 0) {
       lines.push(
-        `sessions with their own override: ${change.overrides.map((o) => `${o.session} (${o.enabled ? "enabled" : "disabled"})`).join(", ")}`,
+        `sessions with their own ` +
+          `override: ${change.overrides.map((o) => `${o.session} (${o.enabled ? "enabled" : "disabled"})`).join(", ")}`,
       );
     }
   } else {

@@ -18,14 +18,17 @@ export function renderOverview(o: Overview): string {
       const db =
         st.db_quota === null
           ? ""
-          : `; db ${st.db_bytes ?? 0} of ${st.db_quota} bytes${st.migrations ? `, ${st.migrations} migration${st.migrations === 1 ? "" : "s"} applied` : ""}`;
+          : `; db ${st.db_bytes ?? 0} of ${st.db_quota} ` +
+            `bytes${st.migrations ? `, ${st.migrations} migration${st.migrations === 1 ? "" : "s"} applied` : ""}`;
       lines.push(`${"".padEnd(width)}  storage: kv ${st.kv_bytes} of ${st.kv_quota} bytes${db}`);
     }
     if (e.init !== null) lines.push(`${"".padEnd(width)}  ${e.init}`);
   }
   lines.push("");
   lines.push(
-    `daemon scope: eligible ${o.daemon.eligible.length === 0 ? "none" : o.daemon.eligible.join(", ")}; running in this process: ${o.daemon.running.length === 0 ? "none" : o.daemon.running.join(", ")} (daemon satellites run in tether serve and the library, booted at a provider's first completion)`,
+    `daemon scope: eligible ${o.daemon.eligible.length === 0 ? "none" : o.daemon.eligible.join(", ")}; ` +
+      `running in this process: ${o.daemon.running.length === 0 ? "none" : o.daemon.running.join(", ")} ` +
+      `(daemon satellites run in tether serve and the library, booted at a provider's first completion)`,
   );
   return lines.join("\n");
 }
@@ -34,7 +37,8 @@ export function renderFleet(fleet: FleetView, now: number): string {
   const lines = [`fleet: ${fleet.store}, ${fleet.hosts.length} host${fleet.hosts.length === 1 ? "" : "s"}`];
   if (fleet.trustedKeys !== undefined)
     lines.push(
-      `  this home trusts ${fleet.trustedKeys} operator key${fleet.trustedKeys === 1 ? "" : "s"}${fleet.trustedKeys === 0 ? ": every approval from the fleet is refused (tether key trust <key>)" : ""}`,
+      `  this home trusts ${fleet.trustedKeys} operator key${fleet.trustedKeys === 1 ? "" : "s"}` +
+        (fleet.trustedKeys === 0 ? ": every approval from the fleet is refused (tether key trust <key>)" : ""),
     );
   for (const r of fleet.refused ?? [])
     lines.push(`  refused: approval #${r.id} of '${r.extension}': ${r.why} (docs/fleet.md#the-trust-model)`);
@@ -51,7 +55,8 @@ export function renderFleet(fleet: FleetView, now: number): string {
         ? " — silent past the staleness bound: stopped, or cut off from the store and refusing every call"
         : "";
     lines.push(
-      `  ${h.name.padEnd(width)}  ${seen}${silent}, ${h.version}, clock ${h.clockSkewMs >= 0 ? "+" : ""}${h.clockSkewMs} ms; ${sessions}`,
+      `  ${h.name.padEnd(width)}  ${seen}${silent}, ${h.version}, ` +
+        `clock ${h.clockSkewMs >= 0 ? "+" : ""}${h.clockSkewMs} ms; ${sessions}`,
     );
   }
   return lines.join("\n");

@@ -1,6 +1,9 @@
 /** "Did you mean …?": the known word nearest a mistyped one, by edit distance. */
 
-/** The Damerau–Levenshtein distance (optimal string alignment): insertions, deletions, substitutions, adjacent swaps. */
+/**
+ * The Damerau–Levenshtein distance (optimal string alignment):
+ * insertions, deletions, substitutions, adjacent swaps.
+ */
 export function editDistance(a: string, b: string): number {
   const rows = a.length + 1;
   const cols = b.length + 1;

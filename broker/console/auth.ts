@@ -79,7 +79,8 @@ export class ConsoleSessions {
 
   /** The session a request's cookie names, if it is live (its idle clock restarts); null otherwise. */
   find(req: IncomingMessage): ConsoleSession | null {
-    // Every cookie of the name, not the first: a neighbour on another port of this host can set one (cookies ignore ports), which the browser may send first.
+    // Every cookie of the name, not the first: a neighbour on another port of this
+    // host can set one (cookies ignore ports), which the browser may send first.
     const session = cookiesOf(req.headers.cookie, COOKIE)
       .map((id) => this.#sessions.get(id))
       .find((s) => s !== undefined);

@@ -4,11 +4,14 @@
  * the same actions as `tether approve`, `revoke` and `uninstall`, made through
  * the same functions: the operator layer's (broker/operator/).
  *
- *   request ─► Host a loopback name, over TCP or the socket? (403) ─► asset? ─► login (≤ 10 failures a minute, 429) / logout
+ *   request ─► Host a loopback name, over TCP or the socket? (403) ─► asset?
+ *           ─► login (≤ 10 failures a minute, 429) / logout
  *           ─► console session (any of its cookies)? GET: 303 to login · POST: 401
- *           ─► POST: Origin / Sec-Fetch-Site same-origin? (403) ─► form (≤ 64 KiB, 413; within 10 s, 408) ─► csrf? (403)
+ *           ─► POST: Origin / Sec-Fetch-Site same-origin? (403)
+ *           ─► form (≤ 64 KiB, 413; within 10 s, 408) ─► csrf? (403)
  *           ─► the page, or the action, one at a time: confirmation first (its digest `seen` in the form),
- *              then done only if the confirmation made again has that digest (else 409 and it again), and 303 with #flash
+ *              then done only if the confirmation made again has that digest (else 409 and it again),
+ *              and 303 with #flash
  *
  * Every response carries the security headers (headers.ts); an unexpected
  * failure is logged and answered 500 without its details.
@@ -148,10 +151,12 @@ export class ConsoleHttp {
         throw new Refusal(
           403,
           "Refused",
-          "The form's CSRF token is missing or is not this session's: nothing was changed. Reload the page and try again",
+          "The form's CSRF token is missing or is not this session's: " +
+            "nothing was changed. Reload the page and try again",
         );
       const signedIn = session;
-      // One action at a time: a confirm is checked against the state and done before the next is looked at (two posts of one confirmation make one change).
+      // One action at a time: a confirm is checked against the state and done before
+      // the next is looked at (two posts of one confirmation make one change).
       return await this.#serially(() => this.#post(path, fields, signedIn, res, overTls(req)));
     } catch (err) {
       this.#failed(err, session, res);
@@ -329,7 +334,8 @@ export class ConsoleHttp {
             inForce === null
               ? [`${name} has no approval in force: nothing changes`]
               : [
-                  `The approval of ${name} ${installed.version} made by ${inForce.approvedBy} at ${when(inForce.approvedAt)} is revoked, recorded as revoked by ${by}`,
+                  `The approval of ${name} ${installed.version} made by ${inForce.approvedBy} ` +
+                    `at ${when(inForce.approvedAt)} is revoked, recorded as revoked by ${by}`,
                   "Its calls are refused from then on; satellites already running stop at their next call",
                   "The approval history stays; approving again is a new approval",
                 ];
@@ -354,10 +360,12 @@ export class ConsoleHttp {
         const changes = [
           inForce === null
             ? `${name} has no approval in force`
-            : `The approval of ${name} ${installed.version} made by ${inForce.approvedBy} at ${when(inForce.approvedAt)} is revoked, recorded as revoked by ${by}`,
+            : `The approval of ${name} ${installed.version} made by ${inForce.approvedBy} ` +
+              `at ${when(inForce.approvedAt)} is revoked, recorded as revoked by ${by}`,
           `The install of ${name} ${installed.version} is removed; installing it again needs a new approval`,
           holdsData(data)
-            ? `What it stored stays (a reinstall finds it again; tether uninstall ${name} --purge removes it): ${describeData(data).join("; ")}`
+            ? `What it stored stays (a reinstall finds it again; tether ` +
+              `uninstall ${name} --purge removes it): ${describeData(data).join("; ")}`
             : "It had stored nothing",
           "The approval history and the ledger stay",
         ];
@@ -389,11 +397,13 @@ export class ConsoleHttp {
         const changes =
           action === "reload"
             ? [
-                `Session ${id} works out again which extensions are active (now: ${active.join(", ") || "none"}); preferences changed since it opened apply`,
+                `Session ${id} works out again which extensions are active ` +
+                  `(now: ${active.join(", ") || "none"}); preferences changed since it opened apply`,
                 "Managed extensions close and prepare again; calls in flight finish",
               ]
             : [
-                `Session ${id} (workspace ${found.workspace}) closes: its extensions' satellites stop, SessionEnd hooks run`,
+                `Session ${id} (workspace ${found.workspace}) closes: ` +
+                  `its extensions' satellites stop, SessionEnd hooks run`,
                 "A client that uses it afterwards is told it is unknown",
               ];
         const c: Confirmation = {
@@ -411,7 +421,10 @@ export class ConsoleHttp {
       if (action === "reload") {
         const report = await this.#live.reload(id);
         const failed = report.failed.map((f) => `${f.name} (${f.reason})`);
-        session.flash = `reloaded session ${id}: activated ${report.activated.join(", ") || "none"}; deactivated ${report.deactivated.join(", ") || "none"}${failed.length > 0 ? `; still inactive: ${failed.join("; ")}` : ""}`;
+        session.flash =
+          `reloaded session ${id}: activated ${report.activated.join(", ") || "none"}; ` +
+          `deactivated ${report.deactivated.join(", ") || "none"}` +
+          (failed.length > 0 ? `; still inactive: ${failed.join("; ")}` : "");
       } else {
         const notes = await this.#live.close(id);
         session.flash = `closed session ${id}${notes.length > 0 ? `; ${notes.join("; ")}` : ""}`;
@@ -435,11 +448,14 @@ export class ConsoleHttp {
       throw new Refusal(
         400,
         "Nothing to grant",
-        `Leave at least one rule checked: tether approve has no way to grant none of the rules '${name}' asks for (--only names the rules it grants). Nothing was changed`,
+        `Leave at least one rule checked: tether approve has no way to grant none of the ` +
+          `rules '${name}' asks for (--only names the rules it grants). Nothing was changed`,
       );
     const request: { all?: true; only?: string[] } =
       requested.net.length === 0 ? {} : only.length === requested.net.length ? { all: true } : { only };
-    const command = `tether approve ${shellWord(name)}${request.all === true ? " --all" : ""}${(request.only ?? []).map((rule) => ` --only ${shellWord(rule)}`).join("")}`;
+    const command =
+      `tether approve ${shellWord(name)}${request.all === true ? " --all" : ""}` +
+      (request.only ?? []).map((rule) => ` --only ${shellWord(rule)}`).join("");
     const by = session.operator;
     {
       const { review } = reviewFor(this.#broker, name);
@@ -450,20 +466,24 @@ export class ConsoleHttp {
           ? review.migrations.migrations.filter((m) => m.applied === null)
           : [];
       const changes: ChangeLine[] = [
-        `${name} ${installed.version} is approved as installed (manifest sha256 ${installed.manifestHash.slice(0, 16)}…, artifact sha256 ${installed.artifactHash.slice(0, 16)}…), recorded as approved by ${by}`,
+        `${name} ${installed.version} is approved as installed ` +
+          `(manifest sha256 ${installed.manifestHash.slice(0, 16)}…, ` +
+          `artifact sha256 ${installed.artifactHash.slice(0, 16)}…), recorded as approved by ${by}`,
         requested.net.length === 0
           ? "Egress: none (it asks for no network)"
           : { text: `Egress granted (${only.length} of ${requested.net.length} rules):`, items: only },
         ...(left.length > 0
           ? [{ text: `Egress left out (${left.length}; a later approval keeps it out unless --all):`, items: left }]
           : []),
-        `Tools: ${requested.tools.join(", ") || "none"}; hooks: ${requested.hooks.join(", ") || "none"}; commands: ${requested.commands.map((c) => `/${c}`).join(", ") || "none"}`,
+        `Tools: ${requested.tools.join(", ") || "none"}; hooks: ${requested.hooks.join(", ") || "none"}; ` +
+          `commands: ${requested.commands.map((c) => `/${c}`).join(", ") || "none"}`,
         ...(requested.secrets.length > 0
           ? [`Secrets the broker sends for it: ${requested.secrets.map((s) => s.name).join(", ")}`]
           : []),
         ...(plan.length > 0
           ? [
-              `Its database first runs ${plan.length} migration(s), in one transaction: ${plan.map((m) => m.name).join(", ")}`,
+              `Its database first runs ${plan.length} migration(s), in ` +
+                `one transaction: ${plan.map((m) => m.name).join(", ")}`,
             ]
           : []),
         ...(installed.manifest.init !== undefined ? ["Its initializer runs right after"] : []),
@@ -532,7 +552,10 @@ function segment(text: string): string {
 /** The largest time a Date holds (±100,000,000 days from 1970). */
 const MAX_DATE_MS = 8.64e15;
 
-/** The audit page's filters from its query string: what they mean, what the form shows back, and what could not be read. */
+/**
+ * The audit page's filters from its query string: what they
+ * mean, what the form shows back, and what could not be read.
+ */
 function auditFilter(q: URLSearchParams): { filter: AuditPageFilter; text: AuditQueryText; problem: string | null } {
   const value = (key: string) => (q.get(key) ?? "").trim().slice(0, 512);
   const text = {

@@ -109,7 +109,10 @@ export const LoginForm = v.object({
 /** A form that only needs its CSRF token and, for an action, the confirmation. */
 export const ActionForm = v.object({ csrf, confirm, seen });
 
-/** Approve: the rules to grant (the boxes left checked), every one of them a requested rule (checked against the manifest by the registry). */
+/**
+ * Approve: the rules to grant (the boxes left checked), every one of
+ * them a requested rule (checked against the manifest by the registry).
+ */
 export const ApproveForm = v.object({
   csrf,
   confirm,

@@ -7,12 +7,14 @@
 import type { ServerResponse } from "node:http";
 
 export const CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'";
 
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "content-security-policy": CSP,
   "x-content-type-options": "nosniff",
-  // Not no-referrer: under it Chromium sends `Origin: null` on the console's own form posts, which the origin check must refuse.
+  // Not no-referrer: under it Chromium sends `Origin: null` on the
+  // console's own form posts, which the origin check must refuse.
   "referrer-policy": "same-origin",
   "cache-control": "no-store",
   "x-frame-options": "DENY",

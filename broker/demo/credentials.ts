@@ -60,23 +60,29 @@ export async function credentialsDemo(broker: Broker, repo: string, step: (title
     // What `tether login github-issues` runs; the demo's OAuth server approves the code on the first poll.
     const started = await loginsOf(broker).start("github-issues");
     console.log(
-      `  tether login github-issues → open ${started.prompt.verificationUri} and enter ${started.prompt.userCode ?? "(no code)"}`,
+      `  tether login github-issues → open ${started.prompt.verificationUri} ` +
+        `and enter ${started.prompt.userCode ?? "(no code)"}`,
     );
     await started.done;
     const [status] = loginsOf(broker).status("github-issues");
     console.log(
-      `  signed in: ${status?.signed_in === true ? `yes, expires in ${status.expires_in} s, refreshable: ${status.refreshable ? "yes" : "no"}` : "no"}`,
+      `  signed in: ` +
+        (status?.signed_in === true
+          ? `yes, expires in ${status.expires_in} s, refreshable: ${status.refreshable ? "yes" : "no"}`
+          : "no"),
     );
     console.log(`  whoami → ${await call("whoami")}`);
     const issued = oauth.issued.filter((v) => v.startsWith("at-")).at(-1);
     const carried = api.hits.at(-1)?.authorization === `Bearer ${issued}`;
     console.log(
-      `  the API received Authorization: Bearer <the access token the OAuth server issued>: ${carried ? "yes" : "NO"}; the jail got [secret] back`,
+      `  the API received Authorization: Bearer <the access token the OAuth ` +
+        `server issued>: ${carried ? "yes" : "NO"}; the jail got [secret] back`,
     );
     console.log(`  list_issues acme/app → ${(await call("list_issues", '{"repo":"acme/app"}')).replace(/\n/g, "; ")}`);
     const [out] = await loginsOf(broker).logout("github-issues");
     console.log(
-      `  tether logout github-issues → tokens revoked at the server (${oauth.revoked.length}) and ${out?.deleted === true ? "deleted" : "not found"}; whoami → ${await call("whoami")}`,
+      `  tether logout github-issues → tokens revoked at the server (${oauth.revoked.length}) ` +
+        `and ${out?.deleted === true ? "deleted" : "not found"}; whoami → ${await call("whoami")}`,
     );
 
     step("Model providers: the catalog, and a completion streamed through the provider's satellite");
@@ -99,7 +105,8 @@ export async function credentialsDemo(broker: Broker, repo: string, step: (title
     const { outcome } = report;
     console.log(
       outcome.ok
-        ? `  → "${outcome.text}" (${outcome.usage.input_tokens} tokens in, ${outcome.usage.output_tokens} out, stop: ${outcome.stopReason})`
+        ? `  → "${outcome.text}" (${outcome.usage.input_tokens} tokens ` +
+            `in, ${outcome.usage.output_tokens} out, stop: ${outcome.stopReason})`
         : `  → error ${outcome.error.code}: ${outcome.error.msg}`,
     );
   } finally {

@@ -44,7 +44,10 @@ function step(title: string): void {
   console.log(`\n== ${title}`);
 }
 
-/** The first line of a message (a boot failure carries the satellite's stderr), with what it ends in when that is a hint. */
+/**
+ * The first line of a message (a boot failure carries the
+ * satellite's stderr), with what it ends in when that is a hint.
+ */
 function brief(message: string): string {
   const lines = message.split("\n");
   if (lines.length === 1) return message;
@@ -118,7 +121,10 @@ function renderStatus(rows: readonly ExtensionStatus[]): string {
     .join("\n");
 }
 
-/** A session's per-hook trace (`tether audit --hooks`), as a table: every hook asked, what it answered, how long it took. */
+/**
+ * A session's per-hook trace (`tether audit --hooks`), as a
+ * table: every hook asked, what it answered, how long it took.
+ */
 function renderTrace(rows: readonly HookTraceEntry[]): string {
   const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
   const cells = rows.map((r) => [
@@ -207,12 +213,14 @@ async function main(): Promise<void> {
     const prompt = "What's the weather in Lisbon tomorrow?";
     const turn = await session.fire("before_agent_start", { prompt });
     console.log(
-      `  before_agent_start "${prompt}" → context: ${JSON.stringify(turn.context)}${turn.block !== null ? `, blocked by ${turn.block.by}` : ""}`,
+      `  before_agent_start "${prompt}" → ` +
+        `context: ${JSON.stringify(turn.context)}${turn.block !== null ? `, blocked by ${turn.block.by}` : ""}`,
     );
     const messages = [{ role: "user", content: prompt }];
     const ctx = await session.fire("context", { messages });
     console.log(
-      `  context (${messages.length} message) → ${ctx.messages?.length ?? messages.length} messages; added: ${JSON.stringify((ctx.messages ?? []).slice(messages.length))}`,
+      `  context (${messages.length} message) → ${ctx.messages?.length ?? messages.length} ` +
+        `messages; added: ${JSON.stringify((ctx.messages ?? []).slice(messages.length))}`,
     );
 
     step("A jailed extension answers tool calls, with partial reports");
@@ -249,16 +257,19 @@ async function main(): Promise<void> {
     step("Brokered egress: the satellite has no network; the broker fetches what the approval allows");
     const fetchUrl = async (url: string) =>
       show((await session!.callTool("fetch_url", JSON.stringify({ url }))).outcome);
-    console.log(
-      `  forecast → ${show((await session.callTool("forecast", '{"city":"Lisbon"}', { onReport: (t) => console.log(`  partial: ${t}`) })).outcome)}`,
-    );
+    const forecast = await session.callTool("forecast", '{"city":"Lisbon"}', {
+      onReport: (t) => console.log(`  partial: ${t}`),
+    });
+    console.log(`  forecast → ${show(forecast.outcome)}`);
     console.log(`  fetch http://127.0.0.1:47311/admin → ${await fetchUrl("http://127.0.0.1:47311/admin")}`);
     console.log(`  fetch https://api.evil.example/ → ${await fetchUrl("https://api.evil.example/")}`);
     console.log(
-      `  fetch http://169.254.169.254/latest/meta-data/ → ${await fetchUrl("http://169.254.169.254/latest/meta-data/")}`,
+      `  fetch http://169.254.169.254/latest/meta-data/ ` +
+        `→ ${await fetchUrl("http://169.254.169.254/latest/meta-data/")}`,
     );
     console.log(
-      `  fetch http://2130706433:47311/v1/forecast?city=Porto (the rule's own address, written in decimal) → ${await fetchUrl("http://2130706433:47311/v1/forecast?city=Porto")}`,
+      `  fetch http://2130706433:47311/v1/forecast?city=Porto (the rule's own address, written ` +
+        `in decimal) → ${await fetchUrl("http://2130706433:47311/v1/forecast?city=Porto")}`,
     );
 
     step("The operator flags a host: the guard's cap_call hook refuses what policy and approval allow");
@@ -273,7 +284,8 @@ async function main(): Promise<void> {
     step("An offline session: every fetch is refused");
     session.setPolicy({ offline: true });
     console.log(
-      `  the session goes offline; forecast → ${show((await session.callTool("forecast", '{"city":"Lisbon"}')).outcome)}`,
+      `  the session goes offline; forecast ` +
+        `→ ${show((await session.callTool("forecast", '{"city":"Lisbon"}')).outcome)}`,
     );
     session.setPolicy({});
 
@@ -299,7 +311,8 @@ async function main(): Promise<void> {
       .catch((err: Error) => console.log(`  another session: ${err.message}`));
 
     step(
-      "The per-hook trace (tether audit --hooks): every hook asked, in the order asked, what it answered, how long it took",
+      "The per-hook trace (tether audit --hooks): every hook " +
+        "asked, in the order asked, what it answered, how long it took",
     );
     console.log("  call = the ledger row the event was about (the tool call; for cap_call, the invocation making it)");
     broker.ledger.flush();

@@ -44,10 +44,12 @@ export async function sessionKindsDemo(session: Session, step: (title: string) =
 
   step("A managed scratchpad: notes in memory, flushed to the session's storage after each turn and at close");
   console.log(
-    `  jot "check the flaky test" → ${said((await session.callTool("jot", '{"line":"check the flaky test"}')).outcome)}`,
+    `  jot "check the flaky test" ` +
+      `→ ${said((await session.callTool("jot", '{"line":"check the flaky test"}')).outcome)}`,
   );
   console.log(
-    `  jot "ask about the release date" → ${said((await session.callTool("jot", '{"line":"ask about the release date"}')).outcome)}`,
+    `  jot "ask about the release date" ` +
+      `→ ${said((await session.callTool("jot", '{"line":"ask about the release date"}')).outcome)}`,
   );
   const summary = async () => {
     const routed = await session.route("scratchpad", "summary", "");
@@ -75,7 +77,8 @@ export async function sessionKindsDemo(session: Session, step: (title: string) =
     console.log(`  compact → error ${compacted.outcome.error.code}: ${compacted.outcome.error.msg}`);
   else {
     console.log(
-      `  compact (${CONVERSATION.length} messages, by ${compacted.strategy} of ${compacted.extension}) → ${compacted.outcome.summary}`,
+      `  compact (${CONVERSATION.length} messages, by ${compacted.strategy} ` +
+        `of ${compacted.extension}) → ${compacted.outcome.summary}`,
     );
     for (const fold of session.folds(compacted.outcome.compactionId))
       console.log(`    fold messages ${fold.from}–${fold.to}: ${fold.text}`);

@@ -60,7 +60,8 @@ export async function storageDemo(
   console.log(`  ${initLine("notes", await broker.initialize("notes"))}`);
   for (const note of ["buy milk", "ship the release notes"]) {
     console.log(
-      `  add "${note}" → ${said(await broker.callTool("notes", "add", JSON.stringify({ text: note }), { session: SESSION }))}`,
+      `  add "${note}" ` +
+        `→ ${said(await broker.callTool("notes", "add", JSON.stringify({ text: note }), { session: SESSION }))}`,
     );
   }
   console.log(

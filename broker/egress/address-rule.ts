@@ -34,25 +34,40 @@ export function addressRuleProblem(range: AddressRange): string | null {
   const written =
     range.cidr.endsWith("/32") || range.cidr.endsWith("/128") ? range.cidr.replace(/\/\d+$/, "") : range.cidr;
   if (range.whole.length > 0) {
-    return `'${written}' reaches every IPv4 address (through the ${range.whole.map(human).join(", ")} form): write the IPv4 range you mean, at most /${MAX_V4_PREFIX}, e.g. [10.1.0.0/16]`;
+    return (
+      `'${written}' reaches every IPv4 address (through the ${range.whole.map(human).join(", ")} ` +
+      `form): write the IPv4 range you mean, at most /${MAX_V4_PREFIX}, e.g. [10.1.0.0/16]`
+    );
   }
   const classes = rangeClasses(range);
   if (classes.includes("unspecified")) {
-    return `'${written}' holds an unspecified address (0.0.0.0/8 or ::), which dials this host itself; it is never a rule: name the service's own address (e.g. 127.0.0.1) instead`;
+    return (
+      `'${written}' holds an unspecified address (0.0.0.0/8 or ::), which dials this host ` +
+      `itself; it is never a rule: name the service's own address (e.g. 127.0.0.1) instead`
+    );
   }
   if (range.carried.some((r) => r.via === "teredo_client" || r.via === "teredo_server")) {
-    return `'${written}' is a Teredo address, which carries two IPv4 addresses (${describeCarried(range).join(", ")}): write the IPv4 address you mean`;
+    return (
+      `'${written}' is a Teredo address, which carries two IPv4 addresses ` +
+      `(${describeCarried(range).join(", ")}): write the IPv4 address you mean`
+    );
   }
   const size = rangeSize(range);
   const limit = size.family === 4 ? MAX_V4_PREFIX : MAX_V6_PREFIX;
   if (size.prefix < limit) {
     const carried = range.carried.length > 0 ? ` (it carries ${describeCarried(range).join(", ")})` : "";
-    return `'${written}'${carried} covers ${size.count} addresses; an address range may be at most /${limit} for IPv${size.family}: split it into /${limit} or narrower ranges, or name the addresses`;
+    return (
+      `'${written}'${carried} covers ${size.count} addresses; an address range may be at most /${limit} ` +
+      `for IPv${size.family}: split it into /${limit} or narrower ranges, or name the addresses`
+    );
   }
   if (!isSingleAddress(range)) {
     const bad = ONE_AT_A_TIME.filter((cls) => classes.includes(cls));
     if (bad.length > 0) {
-      return `'${written}' covers ${bad.map(human).join(" and ")} addresses; those are named one address at a time (e.g. http://127.0.0.1:8080), never inside a range`;
+      return (
+        `'${written}' covers ${bad.map(human).join(" and ")} addresses; those are ` +
+        `named one address at a time (e.g. http://127.0.0.1:8080), never inside a range`
+      );
     }
   }
   return null;

@@ -22,7 +22,10 @@ export type Decoded =
   | { readonly body: Uint8Array; readonly headers: Array<[string, string]> }
   | { readonly error: string; readonly limit?: "body" };
 
-/** Undoes `headers`' Content-Encoding on `body` (at most `maxBytes` decoded); the headers lose Content-Encoding and Content-Length. */
+/**
+ * Undoes `headers`' Content-Encoding on `body` (at most `maxBytes`
+ * decoded); the headers lose Content-Encoding and Content-Length.
+ */
 export function decodeContent(body: Uint8Array, headers: Array<[string, string]>, maxBytes: number): Decoded {
   const codings = headers
     .filter(([name]) => name.toLowerCase() === "content-encoding")
@@ -40,7 +43,9 @@ export function decodeContent(body: Uint8Array, headers: Array<[string, string]>
       else if (coding === "deflate") out = inflateDeflate(out, options);
       else
         return {
-          error: `the response's content-encoding '${coding.slice(0, 40)}' is not one the broker asked for (${ACCEPT_ENCODING})`,
+          error:
+            `the response's content-encoding '${coding.slice(0, 40)}' ` +
+            `is not one the broker asked for (${ACCEPT_ENCODING})`,
         };
     } catch (err) {
       if (

@@ -65,6 +65,10 @@ export function describeRule(text: string): RuleDescription {
       (cls) =>
         `${cls.replace(/_/g, "-")}: reachable ${NEEDS[cls] ?? `only if the operator's [net] reach has "${cls}"`}`,
     );
-  const summary = `${what}${via}; classes: ${classes.map((c) => c.replace(/_/g, "-")).join(", ")}${reach.length > 0 ? ` (${reach.join("; ")})` : ""}; port ${rule.port}, ${path}, ${methods}`;
+  const summary =
+    `${what}${via}; ` +
+    `classes: ${classes.map((c) => c.replace(/_/g, "-")).join(", ")}` +
+    `${reach.length > 0 ? ` (${reach.join("; ")})` : ""}; ` +
+    `port ${rule.port}, ${path}, ${methods}`;
   return { rule: text, canonical, summary, addresses: { count: size.count, classes } };
 }

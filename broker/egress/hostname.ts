@@ -113,7 +113,8 @@ function loadTrie(): { trie: SuffixTrie; edgeOffset: Uint32Array } {
     edgeChild.length !== edgeLength.length
   ) {
     throw new Error(
-      "tldts's suffix trie does not have the expected shape (tldts upgraded?): broker/egress/hostname.ts must be updated",
+      "tldts's suffix trie does not have the expected shape " +
+        "(tldts upgraded?): broker/egress/hostname.ts must be updated",
     );
   }
   const edgeOffset = new Uint32Array(edgeLength.length);
@@ -208,7 +209,8 @@ export function isTooBroad(pattern: string): string | null {
   const rest = wildcard ? pattern.slice(2) : pattern;
   if (rest.includes("*")) {
     throw new InvalidHostError(
-      `${JSON.stringify(pattern)} is not a host pattern: '*' is only allowed as a whole leftmost label ('*.example.com')`,
+      `${JSON.stringify(pattern)} is not a host pattern: '*' is ` +
+        `only allowed as a whole leftmost label ('*.example.com')`,
     );
   }
   const name = normaliseHost(rest);

@@ -148,7 +148,8 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
       if (cls === "unspecified" || !named) {
         return deny(
           `address:${cls}`,
-          `${target.name ?? address} resolves to ${address}, a ${describe(cls)} address; only a rule naming that IP or CIDR may reach it`,
+          `${target.name ?? address} resolves to ${address}, a ${describe(cls)} ` +
+            `address; only a rule naming that IP or CIDR may reach it`,
         );
       }
       const refused = reachRefusal(policy.reach, address, cls);

@@ -55,7 +55,8 @@ export function guardRequest(req: GuardedRequest): (Verdict & { allowed: false }
     if (OVERRIDES.has(key)) {
       return refuse(
         `request:override ${key}`,
-        `the header '${key}' asks the server to change the ${key.endsWith("url") ? "path" : "method"} the rules judged; send the request with that method or URL instead`,
+        `the header '${key}' asks the server to change the ${key.endsWith("url") ? "path" : "method"} ` +
+          `the rules judged; send the request with that method or URL instead`,
       );
     }
   }
@@ -63,13 +64,15 @@ export function guardRequest(req: GuardedRequest): (Verdict & { allowed: false }
     if (key.toLowerCase() === "_method")
       return refuse(
         "request:override _method",
-        "the query parameter '_method' asks the server to change the method the rules judged; send the request with that method instead",
+        "the query parameter '_method' asks the server to change the " +
+          "method the rules judged; send the request with that method instead",
       );
   }
   if (req.body !== null && req.body.length > 0 && BODILESS_METHODS.includes(method)) {
     return refuse(
       "request:body",
-      `a ${method} request carries no body (this one has ${req.body.length} bytes); send it with a method that takes one, under a rule that allows that method`,
+      `a ${method} request carries no body (this one has ${req.body.length} bytes); ` +
+        `send it with a method that takes one, under a rule that allows that method`,
     );
   }
   return null;

@@ -43,7 +43,10 @@ export interface UnsafePath {
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
 
-/** One percent-decoding, as a server would do it: `%XX` to bytes, the bytes read as UTF-8. Null when they are not UTF-8. */
+/**
+ * One percent-decoding, as a server would do it: `%XX` to
+ * bytes, the bytes read as UTF-8. Null when they are not UTF-8.
+ */
 function decodeOnce(text: string): string | null {
   const bytes: number[] = [];
   for (let i = 0; i < text.length; i++) {
@@ -108,7 +111,9 @@ export function unsafePath(path: string): UnsafePath | null {
     if (next === null) {
       return {
         problem: "bad-utf8",
-        why: `holds percent-encoded bytes that are not valid UTF-8${at(depth)}; a lenient decoder reads overlong forms such as %c0%ae as '.'`,
+        why:
+          `holds percent-encoded bytes that are not valid UTF-8${at(depth)}; ` +
+          `a lenient decoder reads overlong forms such as %c0%ae as '.'`,
       };
     }
     if (next === text) return null;

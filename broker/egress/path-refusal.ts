@@ -33,7 +33,9 @@ export function prefixRefusal(rules: readonly EgressRule[], target: Target): Pat
     if (!under || !matchesUrl(rule, { ...target, path: rule.pathPrefix })) continue;
     return {
       rule: `path:${unsafe.problem} ${rule.text}`,
-      reason: `the path ${target.path} ${unsafe.why}; the rule '${rule.text}' allows only paths under its prefix that every server reads the same way`,
+      reason:
+        `the path ${target.path} ${unsafe.why}; the rule '${rule.text}' allows ` +
+        `only paths under its prefix that every server reads the same way`,
     };
   }
   return null;

@@ -76,12 +76,16 @@ export function reachRefusal(
     if (reach.metadata.some((m) => rangeMatches(m, address, "decisive"))) return null;
     return {
       rule: "operator:no-metadata",
-      reason: `${address} is a cloud metadata address; it is reachable only when the operator lists it in policy.toml ([net] metadata = ["…"])`,
+      reason:
+        `${address} is a cloud metadata address; it is reachable only ` +
+        `when the operator lists it in policy.toml ([net] metadata = ["…"])`,
     };
   }
   if ((reach.classes as ReadonlySet<string>).has(cls)) return null;
   return {
     rule: "operator:no-private",
-    reason: `the operator's policy forbids ${human(cls)} addresses (${address}); to allow them, add "${cls}" to [net] reach in policy.toml`,
+    reason:
+      `the operator's policy forbids ${human(cls)} addresses (${address}); ` +
+      `to allow them, add "${cls}" to [net] reach in policy.toml`,
   };
 }

@@ -41,7 +41,10 @@ export function reachWarnings(rules: readonly string[], reach: Reach, policyFile
         rule: text,
         class: "loopback",
         refusal: "address:loopback",
-        fix: `${h.name} is this machine (loopback), which a name rule never reaches: the author must name the address (http://127.0.0.1:${rule.port}${rule.pathPrefix}), and you add "loopback" to [net] reach in ${policyFile}`,
+        fix:
+          `${h.name} is this machine (loopback), which a name rule never reaches: ` +
+          `the author must name the address (http://127.0.0.1:${rule.port}${rule.pathPrefix}), ` +
+          `and you add "loopback" to [net] reach in ${policyFile}`,
       });
       continue;
     }
@@ -62,7 +65,9 @@ export function reachWarnings(rules: readonly string[], reach: Reach, policyFile
             rule: text,
             class: cls,
             refusal: "operator:no-metadata",
-            fix: `cloud metadata addresses are reachable only one by one: add the address to [net] metadata in ${policyFile}`,
+            fix:
+              `cloud metadata addresses are reachable only one by ` +
+              `one: add the address to [net] metadata in ${policyFile}`,
           });
         }
       } else if (!(reach.classes as ReadonlySet<string>).has(cls)) {

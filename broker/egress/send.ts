@@ -46,7 +46,10 @@ async function readBounded(body: AsyncIterable<Uint8Array>, max: number): Promis
   return out;
 }
 
-/** Closes a body without reading it (the connection goes with it); its abort error is expected, not an event to crash on. */
+/**
+ * Closes a body without reading it (the connection goes with
+ * it); its abort error is expected, not an event to crash on.
+ */
 function discard(body: { on(event: "error", listener: () => void): unknown; destroy(): unknown }): void {
   body.on("error", () => {});
   body.destroy();
@@ -60,7 +63,10 @@ function abortReason(signal: AbortSignal): string {
   return typeof reason === "string" ? reason : "aborted";
 }
 
-/** Sends `hop` (its URL may hold a secret: nothing here echoes it but undici's own errors, which the caller redacts). */
+/**
+ * Sends `hop` (its URL may hold a secret: nothing here echoes
+ * it but undici's own errors, which the caller redacts).
+ */
 export async function sendHop(
   extension: string,
   hop: HopRequest,

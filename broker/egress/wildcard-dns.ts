@@ -71,11 +71,17 @@ export function wildcardDnsProblem(suffix: string): string | null {
   const under = (domain: string) => suffix === domain || suffix.endsWith(`.${domain}`);
   const wild = WILDCARD_DNS.find(under);
   if (wild !== undefined) {
-    return `'*.${suffix}' is under '${wild}', a wildcard-DNS domain whose names resolve to whatever address they spell (loopback and private ones included): name each host you need, or write an address rule`;
+    return (
+      `'*.${suffix}' is under '${wild}', a wildcard-DNS domain whose names resolve to whatever address ` +
+      `they spell (loopback and private ones included): name each host you need, or write an address rule`
+    );
   }
   const dynamic = DYNAMIC_DNS.find(under);
   if (dynamic !== undefined) {
-    return `'*.${suffix}' is under '${dynamic}', a dynamic-DNS domain where anyone may register a name and point it anywhere: name each host you need`;
+    return (
+      `'*.${suffix}' is under '${dynamic}', a dynamic-DNS domain where anyone ` +
+      `may register a name and point it anywhere: name each host you need`
+    );
   }
   return null;
 }

@@ -55,7 +55,8 @@ export function parsePublicKey(text: string): { key: string; id: string; object:
   const m = PUBLIC.exec(text.trim());
   if (m === null)
     throw new OperatorKeyError(
-      `'${text.slice(0, 80)}' is not a public key: it looks like ed25519:<43 base64url characters> (tether key list prints this home's)`,
+      `'${text.slice(0, 80)}' is not a public key: it looks like ` +
+        `ed25519:<43 base64url characters> (tether key list prints this home's)`,
     );
   const raw = Buffer.from(m[1]!, "base64url");
   if (raw.length !== 32) throw new OperatorKeyError(`'${text.slice(0, 80)}' is not 32 bytes of Ed25519 public key`);
@@ -101,7 +102,9 @@ export function trustedKeys(home: string): TrustedKey[] {
 
 function writeTrusted(home: string, keys: readonly Pick<TrustedKey, "key" | "label">[]): void {
   const path = join(home, TRUSTED_KEYS_FILE);
-  const text = `# Operator keys whose signatures this host accepts (tether key trust / untrust; docs/fleet.md#operator-keys)\n${keys.map((k) => `${k.key}${k.label !== "" ? ` ${k.label}` : ""}\n`).join("")}`;
+  const text =
+    `# Operator keys whose signatures this host accepts (tether key trust / untrust; ` +
+    `docs/fleet.md#operator-keys)\n${keys.map((k) => `${k.key}${k.label !== "" ? ` ${k.label}` : ""}\n`).join("")}`;
   writeFileSync(`${path}.tmp`, text, { mode: 0o600 });
   renameSync(`${path}.tmp`, path);
 }

@@ -17,7 +17,10 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 /** One line for `tether approve <name>`: how the init went (the approval stands either way). */
 export function initLine(name: string, report: InitReport): string {
   if (!report.ok)
-    return `init failed: ${report.error ?? ""}; '${name}' stays inactive until it succeeds (it runs again at the next start of a broker)`;
+    return (
+      `init failed: ${report.error ?? ""}; '${name}' stays inactive ` +
+      `until it succeeds (it runs again at the next start of a broker)`
+    );
   const message = report.message !== undefined ? `: ${report.message}` : "";
   return report.ran ? `init: ran in ${seconds(report.ms)}${message}` : `init: already done for this version${message}`;
 }
@@ -47,7 +50,11 @@ export async function runPendingInits(broker: InitHost, write: (line: string) =>
     try {
       const report = await broker.initialize(installed.name, "start");
       write(
-        `${installed.name}: ${report.ok ? initLine(installed.name, report) : `init failed: ${report.error ?? ""}; it stays inactive until it succeeds (it runs again at the next start of a broker)`}`,
+        `${installed.name}: ` +
+          (report.ok
+            ? initLine(installed.name, report)
+            : `init failed: ${report.error ?? ""}; it stays inactive until it succeeds ` +
+              "(it runs again at the next start of a broker)"),
       );
     } catch (err) {
       write(`${installed.name}: init not run: ${(err as Error).message}`);
@@ -55,7 +62,10 @@ export async function runPendingInits(broker: InitHost, write: (line: string) =>
   }
 }
 
-/** `tether status`'s state of `installed`'s init, for the approval in force (else the install): null without `[init]`. */
+/**
+ * `tether status`'s state of `installed`'s init, for the
+ * approval in force (else the install): null without `[init]`.
+ */
 export function initState(broker: Pick<KernelHost, "store" | "registry">, installed: Installed): string | null {
   if (installed.manifest.init === undefined) return null;
   const approval = broker.registry.latestApproval(installed.name);
@@ -66,7 +76,10 @@ export function initState(broker: Pick<KernelHost, "store" | "registry">, instal
     manifestHash: pinned.manifestHash,
   });
   if (record?.ranAt != null)
-    return `init: done for ${record.version} at ${new Date(record.ranAt).toISOString().replace("T", " ").slice(0, 19)} UTC`;
+    return (
+      `init: done for ${record.version} ` +
+      `at ${new Date(record.ranAt).toISOString().replace("T", " ").slice(0, 19)} UTC`
+    );
   if (record?.error != null) return `init failed: ${record.error}`;
   return "init: not run yet";
 }

@@ -41,7 +41,10 @@ function reasonOf(text: string): string {
 
 /** What an invocation of an extension whose init failed is answered. */
 export function inactiveMessage(extension: string, reason: string): string {
-  return `'${extension}' is inactive: its initializer failed: ${reason}. It runs again at the next start of the broker; fix it and reinstall, or see: tether logs ${extension}`;
+  return (
+    `'${extension}' is inactive: its initializer failed: ${reason}. It runs again at ` +
+    `the next start of the broker; fix it and reinstall, or see: tether logs ${extension}`
+  );
 }
 
 const keyOf = (installed: Installed, approval: Approval): InitKey => ({
@@ -132,7 +135,8 @@ export class Initializers {
     const error = reasonOf(outcome.error.msg);
     if (!this.#broker.closed) this.#records.failed(key, installed.version, error);
     log.warn(
-      `initializer failed (${outcome.error.code}): ${error}; the extension is inactive until it succeeds at a later start`,
+      `initializer failed (${outcome.error.code}): ${error}; the ` +
+        `extension is inactive until it succeeds at a later start`,
       { extension: key.extension, version: installed.version },
     );
     return { ran: true, ok: false, error, ms };

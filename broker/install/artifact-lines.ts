@@ -21,7 +21,10 @@ export interface SourcePlace {
 
 const MARKER = /^\/\/ (\S.*)$/;
 
-/** The place in `root`'s sources of the artifact `code`'s `line`:`column` (1-based), or null when no module marker precedes it. */
+/**
+ * The place in `root`'s sources of the artifact `code`'s
+ * `line`:`column` (1-based), or null when no module marker precedes it.
+ */
 export function placeOf(code: string, line: number, column: number, root: string): SourcePlace | null {
   const lines = code.split("\n");
   const text = lines[line - 1];

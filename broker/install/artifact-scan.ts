@@ -61,7 +61,9 @@ export async function scanArtifact(code: string, name: string): Promise<void> {
   if (left.length > 0) {
     throw new TetherError(
       BrokerCode.installFailed,
-      `The artifact of '${name}' still makes ${left.join(", ")}, which the bundle did not inline (Deno would load it without a read check): remove the import, or put the file in the extension folder and import it by a relative path`,
+      `The artifact of '${name}' still makes ${left.join(", ")}, which the bundle ` +
+        `did not inline (Deno would load it without a read check): remove the import, ` +
+        `or put the file in the extension folder and import it by a relative path`,
     );
   }
 }

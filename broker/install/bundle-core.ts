@@ -123,7 +123,10 @@ export function linkTarget(path: string): string {
   return done;
 }
 
-/** Files of the folder the snapshot could not copy faithfully, by path in the folder: why each is refused (folder-snapshot.ts). */
+/**
+ * Files of the folder the snapshot could not copy faithfully, by
+ * path in the folder: why each is refused (folder-snapshot.ts).
+ */
 export type FolderProblems = Readonly<Record<string, string>>;
 
 /** What is wrong with a file the bundle is about to read, or undefined. `own`: it is in the extension folder. */
@@ -155,14 +158,16 @@ function checkPackageFiles(root: string, problems: FolderProblems): void {
     }
     for (const entry of entries) {
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) pending.push(path); // symlinked directories are not followed; their targets are checked where they live
+      // symlinked directories are not followed; their targets are checked where they live
+      if (entry.isDirectory()) pending.push(path);
       if (entry.name !== "package.json") continue;
       const shown = relative(root, path);
       const real = linkTarget(path);
       if (!inside(root, real))
         throw new TetherError(
           BrokerCode.installFailed,
-          `'${shown}' is a symlink to ${real}, outside the extension folder; copy the file into the extension folder instead`,
+          `'${shown}' is a symlink to ${real}, outside the extension ` +
+            `folder; copy the file into the extension folder instead`,
         );
       let st: Stats;
       try {
@@ -185,7 +190,8 @@ const RESOLVING = Symbol("tether-resolving");
 const SDK_FILE = Symbol("tether-sdk-file");
 
 const ALLOWED =
-  "an extension may import only files in its own folder (its node_modules/ included) and '@tether/ext' or '@tether/cap'";
+  "an extension may import only files in its own folder (its " +
+  "node_modules/ included) and '@tether/ext' or '@tether/cap'";
 
 /** The plugin that decides, by real path, every file the bundle resolves and reads. */
 function confinement(
@@ -228,7 +234,8 @@ function confinement(
         const label = fromEntry ? `entry '${manifest.entry}'` : `import '${spec}' in ${shown(args.importer)}`;
         if (SDK_SUBPATH.test(spec))
           return refuse(
-            `${label} is not allowed: an artifact gets the SDK only as '@tether/ext' and '@tether/cap' (the test kit, '@tether/ext/testing', is for test files, which are not bundled)`,
+            `${label} is not allowed: an artifact gets the SDK only as '@tether/ext' and '@tether/cap' ` +
+              `(the test kit, '@tether/ext/testing', is for test files, which are not bundled)`,
           );
         if (fromEntry && spec === PRELUDE_SPECIFIER) return { path: join(sdk, PRELUDE_PATH), pluginData: SDK_FILE };
         if (fromEntry && spec !== entryPath) return refuse(`${label}: ${ALLOWED}`);
@@ -286,7 +293,8 @@ function confinement(
             const linked = linkTarget(join(root, "node_modules", name));
             if (!inside(root, linked))
               return refuse(
-                `${label} is not allowed: it resolves to ${linked}, outside the extension folder; vendor the package into the extension's node_modules/ instead`,
+                `${label} is not allowed: it resolves to ${linked}, outside the extension ` +
+                  `folder; vendor the package into the extension's node_modules/ instead`,
               );
             return refuse(`${label} is not allowed: it is not a package in the extension's node_modules/; ${ALLOWED}`);
           }
@@ -296,10 +304,12 @@ function confinement(
         if (!inside(root, real)) {
           if (bare)
             return refuse(
-              `${label} is not allowed: it resolves to ${real}, outside the extension folder; vendor the package into the extension's node_modules/ instead`,
+              `${label} is not allowed: it resolves to ${real}, outside the extension ` +
+                `folder; vendor the package into the extension's node_modules/ instead`,
             );
           return refuse(
-            `${label} reaches outside the extension folder (to ${real}); copy the file into the extension folder instead`,
+            `${label} reaches outside the extension folder (to ${real}); ` +
+              `copy the file into the extension folder instead`,
           );
         }
         return { path: real, suffix: found.suffix, sideEffects: found.sideEffects };
@@ -315,7 +325,8 @@ function confinement(
         const own = inside(root, real);
         if (!own && !(args.pluginData === SDK_FILE && inTrusted(real))) {
           return refuse(
-            `file '${shown(args.path)}' is outside the extension folder (it is ${real}); copy it into the extension folder instead`,
+            `file '${shown(args.path)}' is outside the extension folder ` +
+              `(it is ${real}); copy it into the extension folder instead`,
           );
         }
         let st: Stats;

@@ -57,12 +57,16 @@ function esbuildBinary(): string {
 /** Jail paths a folder must not sit on: the jail's own (a bind there would hide them). */
 const JAIL_OWN = ["/opt/tether", "/proc", "/dev", "/lib", "/lib64", "/usr", "/bin", "/sbin", "/etc", "/run/tether"];
 
-/** The host folders a jailed job over `root` sees, each at its own path: the snapshot, the SDK, its packages. Outer ones first. */
+/**
+ * The host folders a jailed job over `root` sees, each at its own
+ * path: the snapshot, the SDK, its packages. Outer ones first.
+ */
 export function folderBinds(root: string, snapshot: FolderSnapshot): HostJob["binds"] {
   if (JAIL_OWN.some((own) => inside(own, root) || inside(root, own))) {
     throw new TetherError(
       BrokerCode.installFailed,
-      `${root}: an extension folder cannot be at or around ${JAIL_OWN.find((own) => inside(own, root) || inside(root, own))}; move it (under your home, say)`,
+      `${root}: an extension folder cannot be at or ` +
+        `around ${JAIL_OWN.find((own) => inside(own, root) || inside(root, own))}; move it (under your home, say)`,
     );
   }
   const sdk = runtimeRoot();

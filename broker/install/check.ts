@@ -41,7 +41,10 @@ export interface CheckReport {
 }
 
 export interface CheckOptions extends DryBootOptions {
-  /** How long `deno check` may take; false: no type check (the stage is skipped). It runs in the same jail setup as the boot. */
+  /**
+   * How long `deno check` may take; false: no type check (the
+   * stage is skipped). It runs in the same jail setup as the boot.
+   */
   readonly types: Pick<TypeCheckOptions, "timeoutMs"> | false;
   readonly progress?: (line: string) => void;
 }
@@ -86,7 +89,8 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
   done(
     "manifest",
     manifestProblems(m, "manifest.toml"),
-    `${m.name} ${m.version}: ${plural(m.tool.length, "tool")}, ${plural(m.hook.length, "hook")}, ${plural(m.command.length, "command")}`,
+    `${m.name} ${m.version}: ${plural(m.tool.length, "tool")}, ` +
+      `${plural(m.hook.length, "hook")}, ${plural(m.command.length, "command")}`,
   );
 
   let artifact: Artifact;
@@ -105,7 +109,8 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
   done(
     "bundle",
     [],
-    `${(artifact.code.length / 1024).toFixed(0)} KiB artifact from ${plural(code, "file")} of the folder, self-contained${shipped}`,
+    `${(artifact.code.length / 1024).toFixed(0)} KiB artifact ` +
+      `from ${plural(code, "file")} of the folder, self-contained${shipped}`,
   );
 
   progress(

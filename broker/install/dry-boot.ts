@@ -94,10 +94,16 @@ function whyNoHello(
     });
     const where = frames.length > 0 ? ` at ${frames[0]}` : "";
     const rest = frames.length > 1 ? ` (called from ${frames.slice(1).join(", ")})` : "";
-    return `${manifest.entry} throws while loading, so nothing it exports is served: ${what}${where}${rest}. Fix the code that runs at top level`;
+    return (
+      `${manifest.entry} throws while loading, so nothing it exports is ` +
+      `served: ${what}${where}${rest}. Fix the code that runs at top level`
+    );
   }
   if (/did not say hello within/.test(err.message)) {
-    return `${manifest.entry} did not finish loading within the boot time: code at top level must not wait for long (a top-level await that never settles, a long loop). ${place(err.message)}`;
+    return (
+      `${manifest.entry} did not finish loading within the boot time: code at top level must not ` +
+      `wait for long (a top-level await that never settles, a long loop). ${place(err.message)}`
+    );
   }
   if (/ran out of memory/.test(err.message))
     return `${place(err.message)}: raise [limits] memory_mb in manifest.toml, or allocate less at top level`;

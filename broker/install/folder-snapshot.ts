@@ -70,7 +70,10 @@ function problemOf(st: Stats): string | undefined {
 
 const mib = (n: number) => `${Math.round(n / 2 ** 20)} MiB`;
 
-/** Copies `root` (a real path) into a fresh folder the jail can read; throws an install error naming what is over a bound. */
+/**
+ * Copies `root` (a real path) into a fresh folder the jail can
+ * read; throws an install error naming what is over a bound.
+ */
 export function snapshotFolder(root: string, identity: JailIdentityOptions = {}): FolderSnapshot {
   const owner = jailIdentity(identity);
   const base = owner === null ? mkdtempSync(join(tmpdir(), "tether-folder-")) : makeSatelliteDir(owner);
@@ -140,7 +143,10 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
   return { dir, problems, files, bytes, remove };
 }
 
-/** A folder's names, sorted, read one entry at a time: a folder of a million names is refused at the limit, not listed whole. */
+/**
+ * A folder's names, sorted, read one entry at a time: a folder
+ * of a million names is refused at the limit, not listed whole.
+ */
 function boundedListing(dir: string, tooMany: () => never): string[] {
   const names: string[] = [];
   const handle = opendirSync(dir);

@@ -54,7 +54,8 @@ const ToolHook = v.strictObject({
   ...common,
   match: patterns(
     TOOL_PATTERN,
-    "expected a tool name or glob: letters, digits, _ . - with * (any run) and ? (one character), at most 64 characters; hosts go in cap_call hooks only",
+    "expected a tool name or glob: letters, digits, _ . - with * (any run) and " +
+      "? (one character), at most 64 characters; hosts go in cap_call hooks only",
     "tools",
   ),
 });
@@ -64,7 +65,8 @@ const CapHook = v.strictObject({
   ...common,
   match: patterns(
     CAP_PATTERN,
-    "expected a capability or glob (kv.put, kv.*), or net.<name>, one space and a host or host glob (net.fetch *.example.com): lower case a-z 0-9 _ . - : with * and ?, at most 64 + 253 characters",
+    "expected a capability or glob (kv.put, kv.*), or net.<name>, one space and a host or host glob " +
+      "(net.fetch *.example.com): lower case a-z 0-9 _ . - : with * and ?, at most 64 + 253 characters",
     "capability calls",
   ),
 });
@@ -73,9 +75,15 @@ const CapHook = v.strictObject({
 function unmatchedKey(issue: v.StrictObjectIssue): string {
   if (issue.expected === "never" && issue.input === "match") {
     const event = (issue.path?.[0]?.input as { event?: unknown } | undefined)?.event;
-    return `a '${String(event)}' hook has no subject to match; match is for tool_call, tool_result and cap_call hooks: remove it`;
+    return (
+      `a '${String(event)}' hook has no subject to match; match ` +
+      `is for tool_call, tool_result and cap_call hooks: remove it`
+    );
   }
-  return `Invalid ${issue.expected === "never" ? "key" : "type"}: Expected ${issue.expected} but received ${issue.received}`;
+  return (
+    `Invalid ${issue.expected === "never" ? "key" : "type"}: ` +
+    `Expected ${issue.expected} but received ${issue.received}`
+  );
 }
 
 const UnmatchedHook = v.strictObject({ event: v.picklist(UNMATCHED), ...common }, unmatchedKey);

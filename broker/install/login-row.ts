@@ -31,7 +31,8 @@ const Endpoint = v.pipe(
   v.maxLength(2048),
   v.regex(
     ENDPOINT,
-    "expected an https:// URL (http:// only to a loopback address: 127.0.0.1, [::1], localhost), with no user, password or #fragment",
+    "expected an https:// URL (http:// only to a loopback address: " +
+      "127.0.0.1, [::1], localhost), with no user, password or #fragment",
   ),
 );
 
@@ -41,7 +42,10 @@ const Scope = v.pipe(
   v.regex(/^[\x21\x23-\x5b\x5d-\x7e]{1,256}$/, 'expected one scope token: printable ASCII without spaces, " or \\'),
 );
 
-/** What the authorization server knows this client by (public clients only: PKCE or the device grant, no client secret). */
+/**
+ * What the authorization server knows this client by (public
+ * clients only: PKCE or the device grant, no client secret).
+ */
 const ClientId = v.pipe(
   v.string(),
   v.regex(
@@ -60,7 +64,10 @@ const common = {
   scopes: v.optional(v.pipe(v.array(Scope), v.maxLength(64, "at most 64 scopes")), []),
   /** The `[[secret]]` the access token fills. */
   secret: Identifier,
-  /** Endpoints on more than one origin, said on purpose (the token endpoint gets the operator's code and PKCE verifier). */
+  /**
+   * Endpoints on more than one origin, said on purpose (the
+   * token endpoint gets the operator's code and PKCE verifier).
+   */
   cross_origin: v.optional(v.boolean(), false),
 };
 
@@ -68,7 +75,10 @@ function wrongKey(flow: LoginFlow, other: string) {
   return (issue: v.StrictObjectIssue): string => {
     if (issue.expected === "never" && issue.input === other)
       return `a '${flow}' login does not take ${other}: remove it (or change flow)`;
-    return `Invalid ${issue.expected === "never" ? "key" : "type"}: Expected ${issue.expected} but received ${issue.received}`;
+    return (
+      `Invalid ${issue.expected === "never" ? "key" : "type"}: ` +
+      `Expected ${issue.expected} but received ${issue.received}`
+    );
   };
 }
 

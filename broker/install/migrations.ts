@@ -55,7 +55,8 @@ export function readMigrations(root: string, manifest: Manifest): SourceFile[] {
   if (names.length === 0) return [];
   if (manifest.storage === undefined)
     fail(
-      `'${MIGRATIONS_DIR}/' holds migrations but the manifest declares no database: add a [storage] table to manifest.toml (docs/storage.md), or remove the folder`,
+      `'${MIGRATIONS_DIR}/' holds migrations but the manifest declares no database: ` +
+        `add a [storage] table to manifest.toml (docs/storage.md), or remove the folder`,
     );
   if (names.length > MAX_MIGRATIONS)
     fail(
@@ -67,7 +68,8 @@ export function readMigrations(root: string, manifest: Manifest): SourceFile[] {
     const m = MIGRATION_NAME.exec(name);
     if (m === null)
       fail(
-        `'${shown}' is not a migration: name each file NNNN_name.sql (four digits from 0001, then lowercase letters, digits and _), and keep nothing else in ${MIGRATIONS_DIR}/`,
+        `'${shown}' is not a migration: name each file NNNN_name.sql (four digits from 0001, ` +
+          `then lowercase letters, digits and _), and keep nothing else in ${MIGRATIONS_DIR}/`,
       );
     const want = String(i + 1).padStart(4, "0");
     if (m![1] !== want)
@@ -100,7 +102,10 @@ export function readMigrations(root: string, manifest: Manifest): SourceFile[] {
       const check = checkStatement(statement);
       if (!check.ok)
         fail(
-          `'${shown}' statement ${j + 1} (${stripComments(statement).replace(/\s+/g, " ").trim().slice(0, 60)}): ${check.msg} (rule: ${check.rule}); a migration obeys the rules db.exec does, and the broker wraps it in a transaction itself`,
+          `'${shown}' statement ${j + 1} ` +
+            `(${stripComments(statement).replace(/\s+/g, " ").trim().slice(0, 60)}): ${check.msg} ` +
+            `(rule: ${check.rule}); a migration ` +
+            `obeys the rules db.exec does, and the broker wraps it in a transaction itself`,
         );
     });
     files.push({ path: shown, sha256: createHash("sha256").update(content).digest("hex"), content });

@@ -63,7 +63,8 @@ export function secretProblems(rows: readonly SecretRow[], allow: readonly strin
     for (const [j, rule] of row.rules.entries()) {
       if (!allow.includes(rule))
         problems.push(
-          `${at}.rules.${j}: '${rule}' is not one of its [net] allow rules; a secret is bound to rules by their exact text`,
+          `${at}.rules.${j}: '${rule}' is not one of its [net] allow ` +
+            `rules; a secret is bound to rules by their exact text`,
         );
     }
     if ((row.header === undefined) === (row.query === undefined))
@@ -71,7 +72,8 @@ export function secretProblems(rows: readonly SecretRow[], allow: readonly strin
     const header = row.header?.toLowerCase();
     if (header !== undefined && (REFUSED_HEADERS.has(header) || header.startsWith("proxy-"))) {
       problems.push(
-        `${at}.header: '${row.header}' is a header the broker sets or strips itself (hop-by-hop, Host, Content-Length, proxy and override headers); name the header the API reads the credential from`,
+        `${at}.header: '${row.header}' is a header the broker sets or strips itself (hop-by-hop, Host, ` +
+          `Content-Length, proxy and override headers); name the header the API reads the credential from`,
       );
     }
     if (row.query === "_method")

@@ -44,7 +44,10 @@ export interface TypeCheckOptions extends HostJobSetup {
   readonly timeoutMs?: number;
 }
 
-/** What the type checker may take: memory (TypeScript's compiler with the SDK's types loaded), and its /tmp (Deno's cache). */
+/**
+ * What the type checker may take: memory (TypeScript's compiler
+ * with the SDK's types loaded), and its /tmp (Deno's cache).
+ */
 export const TYPE_CHECK_MEMORY_BYTES = 1024 * 2 ** 20;
 const TYPE_CHECK_TMP_BYTES = 128 * 2 ** 20;
 /** The most of its report that is read. */
@@ -54,7 +57,10 @@ const JAIL_CONFIG = "/opt/tether/deno.json";
 const AT = /^\s+at (file:\/\/\S+?):(\d+):(\d+)$/;
 const ERROR = /^(TS\d+) \[ERROR\]: (.*)$/;
 
-/** The type-check jail over `snapshot` of the folder at `root`: Deno checking `entry` with the config at `config` (a host file). */
+/**
+ * The type-check jail over `snapshot` of the folder at `root`:
+ * Deno checking `entry` with the config at `config` (a host file).
+ */
 export function typeCheckJob(
   root: string,
   snapshot: FolderSnapshot,

@@ -41,7 +41,10 @@ export type CgroupMode = (typeof CGROUP_MODES)[number];
  */
 const cache = new Map<string, CgroupSupport>();
 
-/** Which cgroups the host offers this process under `mode` (default auto), tested by making a probe group; cached per mode. Never throws. */
+/**
+ * Which cgroups the host offers this process under `mode` (default
+ * auto), tested by making a probe group; cached per mode. Never throws.
+ */
 export function detectCgroups(mode: CgroupMode = "auto"): CgroupSupport {
   const wanted: string = mode;
   let found = cache.get(wanted);

@@ -16,7 +16,10 @@ export function readNumber(file: string): number {
   return Number(readText(file));
 }
 
-/** The number after `key` in a "key value" per line file (memory.events, cpu.stat, memory.oom_control); 0 when absent. */
+/**
+ * The number after `key` in a "key value" per line file
+ * (memory.events, cpu.stat, memory.oom_control); 0 when absent.
+ */
 export function keyed(file: string, key: string): number {
   const m = new RegExp(`^${key} (\\d+)$`, "m").exec(readText(file));
   return m ? Number(m[1]) : 0;

@@ -24,7 +24,8 @@ export interface SatelliteLimits {
 /** The default bounds for a satellite whose V8 heap is bounded at `memoryMb`. */
 export function satelliteLimits(memoryMb: number): SatelliteLimits {
   // The watchdog's RSS bound plus the jail's /tmp, which RSS never shows but the group is charged for.
-  // 128 tasks: Deno is ~7 threads on 2 CPUs (V8 adds up to 16 workers on big hosts, each Worker more); a fork bomb stops there.
+  // 128 tasks: Deno is ~7 threads on 2 CPUs (V8 adds up to 16 workers
+  // on big hosts, each Worker more); a fork bomb stops there.
   return { memoryBytes: rssLimitBytes(memoryMb) + JAIL_TMP_BYTES, pids: 128, cpuQuota: 1 };
 }
 

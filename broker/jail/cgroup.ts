@@ -38,7 +38,10 @@ export interface SatelliteCgroup {
   oomKilled(): boolean;
   /** SIGKILLs everything in the group (v2: cgroup.kill). Does not wait. */
   kill(): void;
-  /** Kills, waits for the group to empty, removes its directories; the readers then answer their last values. Never throws. */
+  /**
+   * Kills, waits for the group to empty, removes its directories;
+   * the readers then answer their last values. Never throws.
+   */
   remove(): Promise<void>;
 }
 

@@ -29,7 +29,8 @@ export function denoBinary(explicit?: string): string {
   if (!existsSync(binary)) {
     throw new TetherError(
       BrokerCode.denoUnavailable,
-      `No Deno binary at ${binary}: the 'deno' package's postinstall did not run (allow its install script and run 'npm ci')`,
+      `No Deno binary at ${binary}: the 'deno' package's postinstall ` +
+        `did not run (allow its install script and run 'npm ci')`,
     );
   }
   return binary;

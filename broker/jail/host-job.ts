@@ -148,7 +148,10 @@ function prepare(job: HostJob): Prepared {
 
 export type RunningJob = ResultPromise<{ buffer: false; encoding: "buffer" }>;
 
-/** Starts a long-lived job (a database process): its stdin, stdout and stderr are the caller's; `done` removes its cgroup. */
+/**
+ * Starts a long-lived job (a database process): its stdin,
+ * stdout and stderr are the caller's; `done` removes its cgroup.
+ */
 export function startHostJob(job: HostJob): { child: RunningJob; oomKilled: () => boolean; done: () => void } {
   const { launch, cgroup, cleanup } = prepare(job);
   let child: RunningJob;

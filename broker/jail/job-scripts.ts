@@ -54,7 +54,8 @@ export function jobScript(script: JobScript, dir: string = join(dirname(nativeDi
   const hash = createHash("sha256").update(code).digest("hex").slice(0, 16);
   const file = join(dir, `${script}-${hash}.cjs`);
   if (!existsSync(file)) {
-    // Readable by the jail's unprivileged uid too: a root broker's jobs run as it (and get a copy by descriptor anyway).
+    // Readable by the jail's unprivileged uid too: a root broker's
+    // jobs run as it (and get a copy by descriptor anyway).
     mkdirSync(dir, { recursive: true, mode: 0o755 });
     const scratch = `${file}.${process.pid}.tmp`;
     writeFileSync(scratch, code, { mode: 0o644 });

@@ -35,7 +35,8 @@ export function jailLayers(setup: JailSetup = {}): JailLayer[] {
     attempt(
       "launcher",
       () =>
-        `${nativeProgram("jail-exec", setup.nativeDir)}: closes every descriptor but stdio before bwrap, sets no_new_privs, no core files, files ≤ ${JAIL_TMP_BYTES / 2 ** 20} MiB`,
+        `${nativeProgram("jail-exec", setup.nativeDir)}: closes every descriptor but stdio ` +
+        `before bwrap, sets no_new_privs, no core files, files ≤ ${JAIL_TMP_BYTES / 2 ** 20} MiB`,
     ),
   ];
   const identity = jailIdentity(setup.identity);
@@ -45,7 +46,8 @@ export function jailLayers(setup: JailSetup = {}): JailLayer[] {
     detail:
       identity === null
         ? `the broker's own uid ${process.getuid?.()} in bwrap's unprivileged user namespace (the broker is not root)`
-        : `host uid ${identity.uid}, gid ${identity.gid}, no groups (the broker is root; TETHER_JAIL_UID/GID to change)`,
+        : `host uid ${identity.uid}, gid ${identity.gid}, no groups ` +
+          `(the broker is root; TETHER_JAIL_UID/GID to change)`,
   });
   const seccomp = seccompSupport(setup.nativeDir);
   layers.push(
@@ -59,7 +61,8 @@ export function jailLayers(setup: JailSetup = {}): JailLayer[] {
     ok: true,
     detail:
       cgroups.kind === "none"
-        ? `${cgroups.describe()} — memory is bounded by sized mounts and the RSS watchdog, CPU by deadlines and the idle meter`
+        ? `${cgroups.describe()} — memory is bounded by sized mounts ` +
+          `and the RSS watchdog, CPU by deadlines and the idle meter`
         : cgroups.describe(),
   });
   if (bwrap !== null) layers.push(hostJobsLayer(setup));
@@ -68,7 +71,9 @@ export function jailLayers(setup: JailSetup = {}): JailLayer[] {
     layers.push({
       name: "mounts",
       ok: true,
-      detail: `root and /dev read-only, /tmp ${JAIL_TMP_BYTES / 2 ** 20} MiB, /proc/sys read-only, ${masked.length} /proc entries masked, no /sys`,
+      detail:
+        `root and /dev read-only, /tmp ${JAIL_TMP_BYTES / 2 ** 20} MiB, ` +
+        `/proc/sys read-only, ${masked.length} /proc entries masked, no /sys`,
     });
   }
   return layers;
@@ -80,7 +85,8 @@ export function jailLayers(setup: JailSetup = {}): JailLayer[] {
  */
 function hostJobsLayer(setup: JailSetup): JailLayer {
   const kinds =
-    "bundling (Node, esbuild), the type check (Deno), database processes and migrations (Node, SQLite), the Deno cache fold (Node, SQLite)";
+    "bundling (Node, esbuild), the type check (Deno), database processes " +
+    "and migrations (Node, SQLite), the Deno cache fold (Node, SQLite)";
   try {
     const started = performance.now();
     const r = runHostJobSync(
@@ -98,7 +104,9 @@ function hostJobsLayer(setup: JailSetup): JailLayer {
     return {
       name: "host-side jails",
       ok: true,
-      detail: `${kinds}: each in the launcher, namespaces, seccomp, cgroup and jail user above, seeing only its own files (a jailed Node started in ${Math.round(performance.now() - started)} ms)`,
+      detail:
+        `${kinds}: each in the launcher, namespaces, seccomp, cgroup and jail user above, seeing ` +
+        `only its own files (a jailed Node started in ${Math.round(performance.now() - started)} ms)`,
     };
   } catch (err) {
     return { name: "host-side jails", ok: false, detail: `a jailed job cannot start: ${(err as Error).message}` };

@@ -45,7 +45,8 @@ export function resolveSandbox(requested?: SandboxMode): SandboxMode {
   if (findBwrap() !== null) return "bwrap";
   throw new TetherError(
     BrokerCode.sandboxUnavailable,
-    "bubblewrap (bwrap) is not installed, so satellites cannot be jailed by the OS. Install it (apt-get install -y bubblewrap), " +
+    "bubblewrap (bwrap) is not installed, so satellites cannot be " +
+      "jailed by the OS. Install it (apt-get install -y bubblewrap), " +
       "or set TETHER_INSECURE_NO_SANDBOX=1 to run with Deno's permissions alone (local files become importable)",
   );
 }
@@ -94,7 +95,10 @@ export interface LaunchSpec {
   readonly tmpBytes?: number;
   /** The largest file the jail may write (RLIMIT_FSIZE); default JAIL_FILE_BYTES. */
   readonly fileBytes?: number;
-  /** RLIMIT_DATA for everything in the jail; default none (a satellite is bounded by V8's heap flag, its cgroup and the watchdog). */
+  /**
+   * RLIMIT_DATA for everything in the jail; default none (a satellite
+   * is bounded by V8's heap flag, its cgroup and the watchdog).
+   */
   readonly dataBytes?: number;
   /** More environment for the payload (never inherited: only what is named here and the jail's own). */
   readonly env?: Readonly<Record<string, string>>;
@@ -112,7 +116,10 @@ export interface Launch {
    */
   readonly bwrapOptions: readonly string[] | null;
   readonly env: Readonly<Record<string, string>>;
-  /** Host files and folders the child must get, opened for reading, on the descriptors after 3 (bwrap copies or binds them). */
+  /**
+   * Host files and folders the child must get, opened for reading,
+   * on the descriptors after 3 (bwrap copies or binds them).
+   */
   readonly files: readonly string[];
 }
 
@@ -178,7 +185,8 @@ export const PROC_MASKED_FILES = [
   "sysrq-trigger",
   "config.gz",
   "modules",
-  // The host's kernel and boot, which a host-side job (deno check quotes what it reads) must not show: no Deno permission stands before them there.
+  // The host's kernel and boot, which a host-side job (deno check quotes what
+  // it reads) must not show: no Deno permission stands before them there.
   "cmdline",
   "version",
   "version_signature",

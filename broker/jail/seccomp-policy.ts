@@ -44,7 +44,10 @@ export interface Probe {
   readonly nr?: string;
   /** The kernel's answers without the filter (any of these). */
   readonly kernel: readonly Answer[];
-  /** Repeats the probe with `args[arg]` set to each value from..to (ids get "-<value>"); `except` overrides `kernel` per value. */
+  /**
+   * Repeats the probe with `args[arg]` set to each value from..to
+   * (ids get "-<value>"); `except` overrides `kernel` per value.
+   */
   readonly sweep?: {
     readonly arg: number;
     readonly from: number;
@@ -89,7 +92,10 @@ const TIOCSTI = 0x5412;
 const TIOCLINUX = 0x541c;
 const TCGETS = 0x5401;
 const AF_UNIX = 1;
-/** Bits above 32 the kernel ignores for an int argument: a filter comparing all 64 would be bypassed (Flatpak CVE-2019-10063). */
+/**
+ * Bits above 32 the kernel ignores for an int argument: a filter
+ * comparing all 64 would be bypassed (Flatpak CVE-2019-10063).
+ */
 const HIGH = 0x1_0000_0000;
 const ADDR_NO_RANDOMIZE = 0x0040000;
 const READ_IMPLIES_EXEC = 0x0400000;

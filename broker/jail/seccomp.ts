@@ -48,7 +48,8 @@ function runCompiler(args: readonly string[], input: string): string {
   if (!existsSync(PYTHON)) {
     throw new TetherError(
       BrokerCode.sandboxUnavailable,
-      `The seccomp filter is compiled with ${PYTHON} and libseccomp, and ${PYTHON} is missing. Install them: ${INSTALL}`,
+      `The seccomp filter is compiled with ${PYTHON} and ` +
+        `libseccomp, and ${PYTHON} is missing. Install them: ${INSTALL}`,
     );
   }
   try {

@@ -35,10 +35,12 @@ export async function startAuthorizationCode(row: CodeRow, extension: string, op
     const ignored =
       stray === 0
         ? ""
-        : ` (${stray} request${stray === 1 ? "" : "s"} with another sign-in's state ${stray === 1 ? "was" : "were"} refused and ignored)`;
+        : ` (${stray} request${stray === 1 ? "" : "s"} with another sign-in's ` +
+          `state ${stray === 1 ? "was" : "were"} refused and ignored)`;
     throw new TetherError(
       BrokerCode.loginFailed,
-      `no redirect reached ${listener.redirectUri} within ${Math.round(options.timeoutMs / 1000)} s${ignored}; run tether login again (--timeout gives more time)`,
+      `no redirect reached ${listener.redirectUri} within ${Math.round(options.timeoutMs / 1000)} ` +
+        `s${ignored}; run tether login again (--timeout gives more time)`,
     );
   });
   const done = (async () => {

@@ -78,7 +78,8 @@ export async function startDevice(row: DeviceRow, extension: string, options: Fl
       if (options.clock.now() >= deadline) {
         throw new TetherError(
           BrokerCode.loginFailed,
-          `the user code expired after ${d.expires_in} s without a sign-in at ${verificationUri}; run tether login again`,
+          `the user code expired after ${d.expires_in} s without ` +
+            `a sign-in at ${verificationUri}; run tether login again`,
         );
       }
       try {

@@ -150,14 +150,16 @@ export async function postForm(
     throw new OAuthError(
       name,
       null,
-      `${where} answered HTTP ${res.status} with a body that is not a JSON object (${text.length} bytes, not shown); check that the URL is the server's OAuth endpoint`,
+      `${where} answered HTTP ${res.status} with a body that is not a JSON object ` +
+        `(${text.length} bytes, not shown); check that the URL is the server's OAuth endpoint`,
     );
   }
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw new OAuthError(
       name,
       null,
-      `${where} answered HTTP ${res.status} with JSON that is not an object; check that the URL is the server's OAuth endpoint`,
+      `${where} answered HTTP ${res.status} with JSON that is not ` +
+        `an object; check that the URL is the server's OAuth endpoint`,
     );
   }
   const record = body as Record<string, unknown>;

@@ -110,7 +110,8 @@ export class Logins {
     if (login === undefined) {
       if (rows.length === 1) return rows[0]!;
       throw failure(
-        `'${extension}' declares several logins (${rows.map((r) => r.name).join(", ")}): name one: tether login ${extension} <login>`,
+        `'${extension}' declares several logins (${rows.map((r) => r.name).join(", ")}): ` +
+          `name one: tether login ${extension} <login>`,
       );
     }
     const row = rows.find((r) => r.name === login);
@@ -128,7 +129,8 @@ export class Logins {
     const row = this.row(extension, login);
     if (this.#installed(extension)?.approved !== true) {
       throw failure(
-        `'${extension}' is not approved as installed: a sign-in uses the endpoints of the approved manifest. Run tether review ${extension}, then tether approve ${extension}`,
+        `'${extension}' is not approved as installed: a sign-in uses the endpoints of the ` +
+          `approved manifest. Run tether review ${extension}, then tether approve ${extension}`,
       );
     }
     const flowOptions = {
@@ -196,7 +198,8 @@ export class Logins {
     const names = login !== undefined ? [login] : [...new Set([...rows.map((r) => r.name), ...stored])];
     if (login !== undefined && !rows.some((r) => r.name === login) && !stored.includes(login)) {
       throw failure(
-        `'${extension}' has no login '${login}' and nothing is stored under that name${rows.length > 0 ? `; it declares: ${rows.map((r) => r.name).join(", ")}` : ""}`,
+        `'${extension}' has no login '${login}' and nothing is stored under that ` +
+          `name${rows.length > 0 ? `; it declares: ${rows.map((r) => r.name).join(", ")}` : ""}`,
       );
     }
     const reports: LogoutReport[] = [];

@@ -74,7 +74,9 @@ export class LoopbackRedirect {
         return settle.reject(
           new TetherError(
             BrokerCode.loginFailed,
-            `the authorization server redirected with error ${code}${code === "access_denied" ? " (the sign-in was declined in the browser)" : ""}; run tether login again`,
+            `the authorization server redirected with ` +
+              `error ${code}${code === "access_denied" ? " (the sign-in was declined in the browser)" : ""}; ` +
+              `run tether login again`,
           ),
         );
       }

@@ -42,7 +42,8 @@ function safeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
       // A check's message is the broker's own words (secretValueProblem never quotes the value).
       .map(
         (issue) =>
-          `${v.getDotPath(issue) ?? "(top level)"}: expected ${issue.type === "check" ? issue.message : (issue.expected ?? "another value")}`,
+          `${v.getDotPath(issue) ?? "(top level)"}: ` +
+          `expected ${issue.type === "check" ? issue.message : (issue.expected ?? "another value")}`,
       )
       .join("; ")
       .slice(0, 300)

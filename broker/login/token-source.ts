@@ -13,7 +13,10 @@ import { OAuthError } from "./endpoint.js";
 import { isDue, isUsable, refreshTokens } from "./refresh.js";
 import type { StoredLogin, TokenStore } from "./token-store.js";
 
-/** What the secret injector calls: the access token that fills `secretName` now, or null (not signed in, expired, not approved). */
+/**
+ * What the secret injector calls: the access token that fills
+ * `secretName` now, or null (not signed in, expired, not approved).
+ */
 export interface TokenSource {
   currentToken(extension: string, secretName: string): Promise<string | null>;
 }
@@ -44,7 +47,10 @@ export class LoginTokens implements TokenSource {
     return stored !== null && isUsable(stored, this.#o.clock.now()) ? stored.access_token : null;
   }
 
-  /** The stored sign-in, refreshed first when it is due (or when `force`); null when there is none or it cannot be used. */
+  /**
+   * The stored sign-in, refreshed first when it is due (or when
+   * `force`); null when there is none or it cannot be used.
+   */
   async fresh(extension: string, row: LoginRow, force = false): Promise<StoredLogin | null> {
     const stored = this.#read(extension, row.name);
     if (stored === null) return null;
@@ -80,12 +86,14 @@ export class LoginTokens implements TokenSource {
       this.#o.log.info(`login ${extension}/${row.name}: refreshed the access token`, { extension });
       return next;
     } catch (err) {
-      // Another process (tether serve and a tether call share the home) may have refreshed first with a rotating refresh token.
+      // Another process (tether serve and a tether call share the
+      // home) may have refreshed first with a rotating refresh token.
       const again = this.#read(extension, row.name);
       if (again !== null && again.obtained_at !== stored.obtained_at) return again;
       const dead = err instanceof OAuthError && err.oauthCode === "invalid_grant";
       this.#o.log.warn(
-        `login ${extension}/${row.name}: refreshing failed: ${(err as Error).message}${dead ? `; sign in again: tether login ${extension} ${row.name}` : ""}`,
+        `login ${extension}/${row.name}: refreshing ` +
+          `failed: ${(err as Error).message}${dead ? `; sign in again: tether login ${extension} ${row.name}` : ""}`,
         { extension },
       );
       return isUsable(stored, this.#o.clock.now()) ? stored : null;

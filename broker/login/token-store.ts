@@ -83,7 +83,8 @@ export class TokenStore {
     if (!st.isDirectory()) throw refused(`${this.dir} is not a folder; move it away (sign-ins are kept there)`);
     if ((st.mode & 0o077) !== 0)
       throw refused(
-        `${this.dir} has mode ${octal(st.mode)}: group or other may reach the sign-ins in it. Run: chmod 700 ${this.dir}`,
+        `${this.dir} has mode ${octal(st.mode)}: group or other ` +
+          `may reach the sign-ins in it. Run: chmod 700 ${this.dir}`,
       );
     return true;
   }
@@ -103,7 +104,8 @@ export class TokenStore {
       throw refused(`${file} is not a regular file; remove it and sign in again: tether login ${extension} ${login}`);
     if ((st.mode & 0o077) !== 0)
       throw refused(
-        `${file} has mode ${octal(st.mode)}: group or other may read or write it. Run: chmod 600 ${file} (or tether logout ${extension} ${login})`,
+        `${file} has mode ${octal(st.mode)}: group or other may read or write ` +
+          `it. Run: chmod 600 ${file} (or tether logout ${extension} ${login})`,
       );
     if (typeof process.getuid === "function" && st.uid !== process.getuid())
       throw refused(`${file} belongs to another user (uid ${st.uid}); remove it and sign in again`);
@@ -119,7 +121,8 @@ export class TokenStore {
     }
     if (parsed === null || !parsed.success || parsed.output.extension !== extension || parsed.output.login !== login) {
       throw refused(
-        `${file} is not a sign-in this broker wrote (damaged?); remove it and sign in again: tether login ${extension} ${login}`,
+        `${file} is not a sign-in this broker wrote (damaged?); remove ` +
+          `it and sign in again: tether login ${extension} ${login}`,
       );
     }
     return parsed.output;

@@ -154,7 +154,8 @@ export async function runMcp(options: McpOptions): Promise<number> {
   const active = statuses.filter((s) => s.state === "active");
   const inactive = statuses.filter((s) => s.state !== "active");
   say(
-    `session '${opened.id}' in ${workspace}: serving ${opened.tools().length} tool(s) of ${active.map((s) => s.name).join(", ") || "no extension"}` +
+    `session '${opened.id}' in ${workspace}: serving ${opened.tools().length} ` +
+      `tool(s) of ${active.map((s) => s.name).join(", ") || "no extension"}` +
       (inactive.length > 0
         ? `; not active: ${inactive.map((s) => `${s.name} (${oneLine(s.reason ?? s.state)})`).join("; ")}`
         : ""),

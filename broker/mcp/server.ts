@@ -123,12 +123,17 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     {
       capabilities: { tools: { listChanged: true }, logging: {} },
       instructions:
-        `Tools of the Tether session '${session.id}', each run by a jailed extension. Hooks may block a call or withhold its result; ` +
-        `a failed call answers "<code>: <message>" (for example "blocked: …" with the hook's reason, or "bad_arguments: …" naming the field).`,
+        `Tools of the Tether session '${session.id}', each run by a ` +
+        `jailed extension. Hooks may block a call or withhold its result; ` +
+        `a failed call answers "<code>: <message>" (for example "blocked: ` +
+        `…" with the hook's reason, or "bad_arguments: …" naming the field).`,
     },
   );
 
-  /** The tool names the client last saw (null: it has not listed them yet); a change is announced after the call that shows it. */
+  /**
+   * The tool names the client last saw (null: it has not listed
+   * them yet); a change is announced after the call that shows it.
+   */
   let listed: string[] | null = null;
   const announced = new Set<string>();
 
@@ -139,7 +144,8 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
       if (announced.has(key)) continue;
       announced.add(key);
       note(
-        `tool '${s.name}' of '${s.extension}' is not listed: its parameters schema does not describe an object, and MCP arguments always are one`,
+        `tool '${s.name}' of '${s.extension}' is not listed: its parameters ` +
+          `schema does not describe an object, and MCP arguments always are one`,
       );
     }
     listed = tools.map((t) => t.name);

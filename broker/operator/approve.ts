@@ -23,7 +23,10 @@ export interface ApproveHost {
 }
 
 export interface ApproveRequest {
-  /** The requested egress rules to grant (`--only`); absent: every rule requested, less what an earlier --only withheld (unless `all`). */
+  /**
+   * The requested egress rules to grant (`--only`); absent: every rule
+   * requested, less what an earlier --only withheld (unless `all`).
+   */
   readonly only?: readonly string[];
   /** Grant every requested rule, also those an earlier --only withheld (`--all`). */
   readonly all?: boolean;
@@ -70,7 +73,10 @@ export async function approveExtension(
     request.only === undefined && approval.withheldNet.length > 0
       ? `; still withheld by an earlier --only: ${approval.withheldNet.join(", ")} (--all grants it)`
       : "";
-  const approved = `approved ${name} ${installed.version}${approval.grants.net.length ? ` (egress: ${approval.grants.net.join(", ")}${kept})` : ` (no egress${kept})`}`;
+  const egress = approval.grants.net.length
+    ? `(egress: ${approval.grants.net.join(", ")}${kept})`
+    : `(no egress${kept})`;
+  const approved = `approved ${name} ${installed.version} ${egress}`;
   // With [init]: its initializer runs now; a failure leaves the approval standing.
   const init = installed.manifest.init === undefined ? undefined : await host.initialize(name, "approved");
   return {
@@ -87,7 +93,8 @@ function signingKeyOrThrow(home: string): void {
   if (signingKey(home) === null) {
     throw new TetherError(
       BrokerCode.approvalInvalid,
-      "Approvals in a fleet are signed by an operator key, and this home has none: run tether key create, then tether key trust <its key> on every host (docs/fleet.md#operator-keys)",
+      "Approvals in a fleet are signed by an operator key, and this home has none: run tether " +
+        "key create, then tether key trust <its key> on every host (docs/fleet.md#operator-keys)",
     );
   }
 }

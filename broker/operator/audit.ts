@@ -64,8 +64,12 @@ export function renderAudit(entries: readonly AuditEntry[], paint: DecisionPaint
     .map((e) => {
       const at = new Date(e.at).toISOString();
       return e.type === "invocation"
-        ? `${at} ${e.session} ${e.extension} ${e.kind} ${e.name} → ${e.outcome}${e.durationMs !== null ? ` (${e.durationMs} ms)` : ""}${e.hooksBypassed ? " [hooks bypassed: --no-hooks]" : ""}`
-        : `${at} ${e.session} ${e.extension} cap ${e.capability}${e.target ? ` ${e.target}` : ""} → ${(e.decision === "denied" ? paint.red : paint.green)(e.decision.toUpperCase())} by ${e.rule}${e.secret ? ` with secret ${e.secret}` : ""}${e.bytes ? ` (${e.bytes} bytes)` : ""}`;
+        ? `${at} ${e.session} ${e.extension} ${e.kind} ${e.name} ` +
+            `→ ${e.outcome}${e.durationMs !== null ? ` (${e.durationMs} ms)` : ""}` +
+            `${e.hooksBypassed ? " [hooks bypassed: --no-hooks]" : ""}`
+        : `${at} ${e.session} ${e.extension} cap ${e.capability}${e.target ? ` ${e.target}` : ""} ` +
+            `→ ${(e.decision === "denied" ? paint.red : paint.green)(e.decision.toUpperCase())} ` +
+            `by ${e.rule}${e.secret ? ` with secret ${e.secret}` : ""}${e.bytes ? ` (${e.bytes} bytes)` : ""}`;
     })
     .join("\n");
 }
@@ -103,7 +107,11 @@ export function renderHookTraces(entries: readonly HookTraceEntry[]): string {
   return entries
     .map((e) => {
       const detail = e.detail.replace(/\s*\n\s*/g, " ").trim();
-      return `${new Date(e.at).toISOString()} ${e.session} ${e.extension} hook ${e.event}${e.subject ? ` ${e.subject}` : ""} → ${e.answer}${detail ? `: ${detail}` : ""} (${milliseconds(e.durationMs)} ms)`;
+      return (
+        `${new Date(e.at).toISOString()} ${e.session} ${e.extension} ` +
+        `hook ${e.event}${e.subject ? ` ${e.subject}` : ""} ` +
+        `→ ${e.answer}${detail ? `: ${detail}` : ""} (${milliseconds(e.durationMs)} ms)`
+      );
     })
     .join("\n");
 }

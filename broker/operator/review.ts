@@ -62,7 +62,8 @@ export function reviewOutput(host: ReviewHost, name: string, diff: boolean): { v
     return { value: { ...review, sourceDiff: [] }, text: `${text}\n\nNo source diff: ${why}` };
   }
   const diffs: SourceDiff[] = sourceDiffs(sources, (sha) => host.registry.sourceContent(sha));
-  // A source's control characters written out, as review does for a migration's SQL: the terminal draws nothing it is told to.
+  // A source's control characters written out, as review does for
+  // a migration's SQL: the terminal draws nothing it is told to.
   const shown = diffs.map((d) =>
     d.unified === null || d.unified === undefined
       ? `${d.path} (${d.change}): ${d.note}`

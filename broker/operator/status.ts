@@ -32,7 +32,10 @@ export interface ExtensionOverview {
   /** The providers it serves in the daemon scope (from globally enabled extensions only). */
   readonly daemon: readonly string[];
   readonly credentials: readonly { readonly secret: string; readonly state: string }[];
-  /** Bytes used and the manifest's quotas: kv and skv together, and the `[storage]` database (null: none declared, or no file yet). */
+  /**
+   * Bytes used and the manifest's quotas: kv and skv together, and
+   * the `[storage]` database (null: none declared, or no file yet).
+   */
   readonly storage: {
     readonly kv_bytes: number;
     readonly kv_quota: number;
@@ -40,7 +43,10 @@ export interface ExtensionOverview {
     readonly db_quota: number | null;
     readonly migrations: number | null;
   };
-  /** Its initializer's state (`[init]`): `init: done for <version> at <time>`, `init failed: <reason>`, `init: not run yet`; null without one. */
+  /**
+   * Its initializer's state (`[init]`): `init: done for <version> at <time>`,
+   * `init failed: <reason>`, `init: not run yet`; null without one.
+   */
   readonly init: string | null;
 }
 
@@ -128,7 +134,10 @@ export interface FleetStatusSource {
   readonly stalenessBoundMs: number;
 }
 
-/** The overview on a fleet's host (the keys are the fleet's) and the fleet part: its hosts, the sessions each serves now. */
+/**
+ * The overview on a fleet's host (the keys are the fleet's)
+ * and the fleet part: its hosts, the sessions each serves now.
+ */
 export async function fleetStatus(
   host: StatusHost,
   member: FleetStatusSource,

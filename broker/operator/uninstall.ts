@@ -24,7 +24,10 @@ export interface Uninstalled {
   readonly data: ExtensionData;
 }
 
-/** What uninstalling reads and changes: the registry, the store and the home, and the fleet's keys on a fleet's host. */
+/**
+ * What uninstalling reads and changes: the registry, the
+ * store and the home, and the fleet's keys on a fleet's host.
+ */
 export interface UninstallHost {
   readonly registry: Registry;
   readonly store: Store;
@@ -32,7 +35,10 @@ export interface UninstallHost {
   readonly fleet: Pick<SessionFleet, "kv"> | null;
 }
 
-/** What `tether uninstall` does; the console's uninstall calls it too. `by`: who revokes (default: the registry's operator name). */
+/**
+ * What `tether uninstall` does; the console's uninstall calls it
+ * too. `by`: who revokes (default: the registry's operator name).
+ */
 export async function runUninstall(
   host: UninstallHost,
   name: string,
@@ -53,6 +59,8 @@ export async function runUninstall(
   if (!holdsData(data)) text += purge ? "; it had stored nothing" : "";
   else if (purge) text += `; removed its data:\n${lines.join("\n")}`;
   else
-    text += `; its data stays (a reinstall finds it again; tether uninstall ${name} --purge removes it):\n${lines.join("\n")}`;
+    text +=
+      `; its data stays (a reinstall finds it again; tether ` +
+      `uninstall ${name} --purge removes it):\n${lines.join("\n")}`;
   return { result: { name, uninstalled: true, purged: purge, data }, text };
 }

@@ -81,7 +81,8 @@ export function providerCatalog(broker: KernelHost): ProviderCatalog {
     if (taken !== undefined) {
       miss(
         manifest,
-        `provider '${taken.name}' is also served by '${owner.get(taken.name)}', which comes first in registry order; '${name}' serves no provider (rename it, or set a lower priority)`,
+        `provider '${taken.name}' is also served by '${owner.get(taken.name)}', which comes first ` +
+          `in registry order; '${name}' serves no provider (rename it, or set a lower priority)`,
       );
       continue;
     }

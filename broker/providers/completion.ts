@@ -114,7 +114,10 @@ function choose(
   return { entry, notes: ranked.notes };
 }
 
-/** Asks for one completion. Never rejects for a provider's faults (they are the outcome); a malformed request throws `bad_arguments`. */
+/**
+ * Asks for one completion. Never rejects for a provider's faults
+ * (they are the outcome); a malformed request throws `bad_arguments`.
+ */
 export async function complete(
   broker: KernelHost,
   input: unknown,

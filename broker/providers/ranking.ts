@@ -57,7 +57,8 @@ export function rankProviders(catalog: ProviderCatalog, preference: ProviderPref
     .filter((name) => !served.has(name))
     .map(
       (name) =>
-        `provider '${name}' is named in this session's preference but is not served (not installed, not approved, or its extension is turned off globally)`,
+        `provider '${name}' is named in this session's preference but is not served ` +
+        `(not installed, not approved, or its extension is turned off globally)`,
     );
   const kept = all.filter((p) => !preference.exclude.includes(p.name));
   const position = (p: ProviderEntry) => {

@@ -29,7 +29,8 @@ function base64Core(bytes: Buffer, offset: number, url: boolean): string {
   const full = Buffer.concat([Buffer.alloc(offset), bytes])
     .toString(url ? "base64url" : "base64")
     .replace(/=+$/, "");
-  // The first group holding a prefix byte, and the last group that a following byte would change, depend on more than the value.
+  // The first group holding a prefix byte, and the last group that
+  // a following byte would change, depend on more than the value.
   const skip = offset === 0 ? 0 : Math.ceil((offset * 8) / 6);
   const endBits = (offset + bytes.length) * 8;
   const keep = Math.floor(endBits / 6);

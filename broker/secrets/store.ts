@@ -55,7 +55,10 @@ export const MIN_SECRET_LENGTH = 8;
 /** Why `value` cannot be a secret, or null. */
 export function secretValueProblem(value: string): string | null {
   if (value.length < MIN_SECRET_LENGTH)
-    return `it is shorter than ${MIN_SECRET_LENGTH} characters: too short to be a credential, and the broker could not tell it from other text when it redacts responses`;
+    return (
+      `it is shorter than ${MIN_SECRET_LENGTH} characters: too short to be a credential, ` +
+      `and the broker could not tell it from other text when it redacts responses`
+    );
   if (value.length > MAX_SECRET_BYTES) return `it is longer than ${MAX_SECRET_BYTES} characters`;
   if (!/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value))
     return "it must be printable ASCII without line breaks or spaces at its ends (it is sent in a header or a query)";

@@ -75,7 +75,10 @@ const OPEN = 1;
 export interface RequestContext {
   /** Aborted by `call.cancel`, by the client going away, or by a shutdown that ran out of time. */
   readonly signal: AbortSignal;
-  /** Sends a partial notification for this request (`tool.partial`; `providers.partial` for a completion), dropped when the client is not reading. */
+  /**
+   * Sends a partial notification for this request (`tool.partial`;
+   * `providers.partial` for a completion), dropped when the client is not reading.
+   */
   readonly partial: (text: string) => void;
   /** How many partials were dropped so far. */
   readonly dropped: () => number;

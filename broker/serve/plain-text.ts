@@ -1,4 +1,7 @@
-/** A short plain-text answer from `tether serve`'s HTTP side (a 404, a pointer elsewhere); never sniffed as anything else. */
+/**
+ * A short plain-text answer from `tether serve`'s HTTP side (a
+ * 404, a pointer elsewhere); never sniffed as anything else.
+ */
 import type { ServerResponse } from "node:http";
 
 export function plainText(res: ServerResponse, status: number, body: string): void {

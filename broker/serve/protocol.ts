@@ -72,7 +72,10 @@ export class RpcFailure extends Error {
 
 export type RpcId = string | number;
 
-/** A request id: a string (≤ 256) or an integer. `null` is refused: it cannot be told apart from "unknown" in an error. */
+/**
+ * A request id: a string (≤ 256) or an integer. `null` is
+ * refused: it cannot be told apart from "unknown" in an error.
+ */
 export const Id = v.union([v.pipe(v.string(), v.maxLength(256)), v.pipe(v.number(), v.safeInteger())]);
 
 /** The envelope of one request or notification (a notification has no `id`). */
@@ -116,7 +119,10 @@ export const HARNESS_EVENTS = [
   "usage",
 ] as const satisfies readonly HarnessEvent[];
 
-/** Each harness event's payload as a client sends it (`session_start` takes only `source`: the session knows its id and workspace). */
+/**
+ * Each harness event's payload as a client sends it (`session_start`
+ * takes only `source`: the session knows its id and workspace).
+ */
 export const HarnessPayloads: Record<HarnessEvent, v.GenericSchema> = {
   session_start: v.object({ source: v.string() }),
   before_agent_start: EventPayloads.before_agent_start,

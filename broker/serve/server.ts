@@ -81,13 +81,19 @@ interface Route {
   readonly handler: RouteHandler;
 }
 
-/** Something that runs while the server listens (the sign-in refresher): started once both listeners are up, stopped at shutdown. */
+/**
+ * Something that runs while the server listens (the sign-in
+ * refresher): started once both listeners are up, stopped at shutdown.
+ */
 export interface Companion {
   start(): void;
   stop(): Promise<void>;
 }
 
-/** Whether `url` is under `prefix`: the path itself, its query, or below it (`/console`: `/console`, `/console?…`, `/console/…`). */
+/**
+ * Whether `url` is under `prefix`: the path itself, its query, or
+ * below it (`/console`: `/console`, `/console?…`, `/console/…`).
+ */
 function isUnder(url: string, prefix: string): boolean {
   return url === prefix || url.startsWith(prefix.endsWith("/") ? prefix : `${prefix}/`) || url.startsWith(`${prefix}?`);
 }
@@ -98,7 +104,10 @@ function textOf(data: RawData): string {
   return Buffer.from(data).toString("utf8");
 }
 
-/** True when `promise` settles within `ms`; false after `ms` or as soon as `early` settles (the timer never holds the process). */
+/**
+ * True when `promise` settles within `ms`; false after `ms` or as
+ * soon as `early` settles (the timer never holds the process).
+ */
 function within(promise: Promise<unknown>, ms: number, early: Promise<unknown>): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms);
@@ -177,7 +186,10 @@ export class ApiServer implements Handler {
     return this.#pagesListening?.url ?? null;
   }
 
-  /** Hands the plain HTTP requests under `prefix` on `listener` to `handler`; the first route mounted that matches answers. */
+  /**
+   * Hands the plain HTTP requests under `prefix` on `listener`
+   * to `handler`; the first route mounted that matches answers.
+   */
   mount(listener: ListenerName, prefix: string, handler: RouteHandler): void {
     this.#routes[listener].push({ prefix, handler });
   }
@@ -219,7 +231,8 @@ export class ApiServer implements Handler {
     socket.on("error", () => {});
     const refuse = (status: string, body: string, extra = "") => {
       socket.end(
-        `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`,
+        `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: ` +
+          `text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`,
       );
     };
     if (!this.#accepting) return refuse("503 Service Unavailable", "tether serve is shutting down\n");
@@ -482,7 +495,8 @@ export class ApiServer implements Handler {
     for (const companion of this.#companions) await companion.stop();
     const inFlight = [...this.#connections.values()].reduce((n, c) => n + c.inFlight, 0);
     this.#say(
-      `tether serve: shutting down; ${inFlight} request(s) in flight get up to ${this.#limits.drainMs / 1000} s to finish`,
+      `tether serve: shutting down; ${inFlight} request(s) in ` +
+        `flight get up to ${this.#limits.drainMs / 1000} s to finish`,
     );
     let graceful = await within(this.#whenIdle(), this.#limits.drainMs, hurry);
     if (!graceful) {

@@ -82,7 +82,10 @@ function dropHopByHop(name: string, connection: string | undefined): boolean {
     .some((n) => n.trim() === name);
 }
 
-/** The request's headers a service is handed: lowercase, credentials and hop-by-hop ones gone, bounded in count and size. */
+/**
+ * The request's headers a service is handed: lowercase,
+ * credentials and hop-by-hop ones gone, bounded in count and size.
+ */
 export function requestHeaders(req: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
   const connection = req.headers.connection;
@@ -96,7 +99,10 @@ export function requestHeaders(req: IncomingMessage): Record<string, string> {
   return out;
 }
 
-/** The answer's headers the client gets: the allowlisted ones with valid names and values, a Location only to a path or http(s); then the broker's own. */
+/**
+ * The answer's headers the client gets: the allowlisted ones with valid names
+ * and values, a Location only to a path or http(s); then the broker's own.
+ */
 export function responseHeaders(headers: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [raw, value] of Object.entries(headers)) {
@@ -115,7 +121,10 @@ export type BodyRead =
   | { readonly ok: true; readonly body: Buffer }
   | { readonly ok: false; readonly status: 408 | 413 };
 
-/** Reads the body up to `max` bytes within `deadlineMs`; stops reading at the bound or the deadline (the caller closes the connection). */
+/**
+ * Reads the body up to `max` bytes within `deadlineMs`; stops reading
+ * at the bound or the deadline (the caller closes the connection).
+ */
 export function readBody(req: IncomingMessage, max: number, deadlineMs: number): Promise<BodyRead> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];

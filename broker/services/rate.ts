@@ -13,7 +13,10 @@ export class ServiceRates {
 
   constructor(private readonly now: () => number = () => Date.now()) {}
 
-  /** Takes one request from `key`'s bucket: 0 when it may go ahead, else the seconds until one is free (for Retry-After). */
+  /**
+   * Takes one request from `key`'s bucket: 0 when it may go
+   * ahead, else the seconds until one is free (for Retry-After).
+   */
   take(key: string, perMinute: number): number {
     const now = this.now();
     const perMs = perMinute / 60_000;

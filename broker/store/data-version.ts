@@ -5,7 +5,10 @@
  */
 import type { Store } from "./open.js";
 
-/** A reader of the store's data_version, its statement prepared once (a prepared pragma is ~5 µs, `pragma()` ~13 µs). */
+/**
+ * A reader of the store's data_version, its statement prepared
+ * once (a prepared pragma is ~5 µs, `pragma()` ~13 µs).
+ */
 export function dataVersionReader(store: Store): () => number {
   const query = store.sqlite.prepare<[], number>("pragma data_version").pluck();
   return () => query.get() as number;

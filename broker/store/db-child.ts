@@ -23,7 +23,8 @@ import { foldWal } from "./sqlite-file.js";
 import { decodeParams, encodeValue, type DbRequest } from "./db-wire.js";
 import { MigrationFailure, runMigrations, userVersion, type MigrationText } from "./ext-migrations.js";
 
-// The broker's command line: `--addon=PATH` (better-sqlite3's addon, at the jail's own path), then the mode and its files.
+// The broker's command line: `--addon=PATH` (better-sqlite3's
+// addon, at the jail's own path), then the mode and its files.
 const ADDON = "--addon=";
 const argv = process.argv.slice(2);
 useSqliteAddon(argv.find((a) => a.startsWith(ADDON))?.slice(ADDON.length));
@@ -63,9 +64,8 @@ if (mode === "fold") {
       process.stdout.write(`${JSON.stringify({ ok: true })}\n`);
     } catch (err) {
       const f = err instanceof MigrationFailure ? err : new MigrationFailure("?", 0, "", (err as Error).message);
-      process.stdout.write(
-        `${JSON.stringify({ ok: false, migration: f.migration, statement: f.statement, sql: f.sql, reason: f.reason })}\n`,
-      );
+      const failed = { ok: false, migration: f.migration, statement: f.statement, sql: f.sql, reason: f.reason };
+      process.stdout.write(`${JSON.stringify(failed)}\n`);
     }
   });
 } else {

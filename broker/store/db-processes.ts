@@ -207,7 +207,9 @@ class DbProcess {
           kind: "refused",
           table: "",
           rule: "storage.deadline",
-          msg: `db.${request.mode}: the statement ran past the call's deadline and was stopped (nothing it changed was kept); add a LIMIT, an index or a bound`,
+          msg:
+            `db.${request.mode}: the statement ran past the call's deadline and was ` +
+            `stopped (nothing it changed was kept); add a LIMIT, an index or a bound`,
         });
         this.kill();
       };
@@ -243,7 +245,10 @@ export class DbProcesses {
     private readonly setup: HostJobSetup = {},
   ) {}
 
-  /** Runs one statement of `extension`'s (the allowlist was checked; it is checked again there), answered by `deadlineAt`. */
+  /**
+   * Runs one statement of `extension`'s (the allowlist was
+   * checked; it is checked again there), answered by `deadlineAt`.
+   */
   run(
     extension: string,
     maxBytes: number,
@@ -380,7 +385,10 @@ export function runMigrationsBounded(
   throw new MigrationFailure(last?.name ?? pending[0]!.name, 0, "", why);
 }
 
-/** The number of the last migration `extension`'s database has, read by SQLite in its database jail (it first undoes a transaction left half done). */
+/**
+ * The number of the last migration `extension`'s database has, read by SQLite
+ * in its database jail (it first undoes a transaction left half done).
+ */
 export function appliedCountJailed(home: string, extension: string, setup: HostJobSetup = {}): number {
   const { job, home: seen } = databaseJob(home, extension, 1024 * 1024 * 1024, setup, ["version"]);
   const r = runHostJobSync(job, JSON.stringify({ home: seen, extension }), MIGRATION_DEADLINE_MS, 1024);

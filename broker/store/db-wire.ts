@@ -64,7 +64,10 @@ export const DbResponseSchema = v.object({
   ]),
 });
 
-/** The longest answer line read from a database jail (a reply is at most 1 MiB of rows; base64 and JSON escapes grow it). */
+/**
+ * The longest answer line read from a database jail (a reply
+ * is at most 1 MiB of rows; base64 and JSON escapes grow it).
+ */
 export const DB_LINE_BYTES = 8 * 1024 * 1024;
 
 export const decodeParams = (x: unknown): SqlParams | undefined =>

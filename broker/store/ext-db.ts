@@ -155,7 +155,10 @@ export function explainStatement(
   }
 }
 
-/** Runs one allowed statement: `query` wants one that returns rows, `exec` one that does not. `unchecked`: the escape suite's bypass of the allowlist. */
+/**
+ * Runs one allowed statement: `query` wants one that returns rows, `exec` one
+ * that does not. `unchecked`: the escape suite's bypass of the allowlist.
+ */
 export function runStatement(
   home: string,
   extension: string,

@@ -27,7 +27,8 @@ export class MigrationFailure extends Error {
     super(
       statement === 0
         ? `migration ${migration} failed: ${reason}`
-        : `migration ${migration} failed at statement ${statement} (${stripComments(sql).replace(/\s+/g, " ").trim().slice(0, 80)}): ${reason}`,
+        : `migration ${migration} failed at statement ${statement} ` +
+            `(${stripComments(sql).replace(/\s+/g, " ").trim().slice(0, 80)}): ${reason}`,
     );
   }
 }

@@ -23,7 +23,8 @@ export function extensionData(store: Store, home: string, extension: string): Ex
     .get(extension) as { keys: number; bytes: number };
   const skv = store.sqlite
     .prepare(
-      `select count(*) as keys, ${SIZE} as bytes, count(distinct session_id) as sessions from session_kv where extension = ?`,
+      `select count(*) as keys, ${SIZE} as bytes, count(distinct ` +
+        `session_id) as sessions from session_kv where extension = ?`,
     )
     .get(extension) as { keys: number; bytes: number; sessions: number };
   const bytes = dbSize(home, extension);

@@ -59,7 +59,8 @@ class SpaceStatements {
       .join(", ");
     this.put = db.prepare(
       `insert into ${table} (${columns}, key, value, encoding, updated_at) values (${marks}, ?, ?, ?, ?)` +
-        ` on conflict (${conflict}, key) do update set value = excluded.value, encoding = excluded.encoding, updated_at = excluded.updated_at`,
+        ` on conflict (${conflict}, key) do update set value = excluded.value, ` +
+        `encoding = excluded.encoding, updated_at = excluded.updated_at`,
     );
     this.delete = db.prepare(`delete from ${table} where ${where} and key = ?`);
     this.list = db.prepare(`select key from ${table} where ${where} and ${PREFIX} order by key limit ?`);
@@ -85,7 +86,8 @@ export class KvRepository {
       "extension, session_id",
     );
     this.#used = store.sqlite.prepare(
-      `select (select coalesce(sum(${SIZE}), 0) from kv where extension = ?) + (select coalesce(sum(${SIZE}), 0) from session_kv where extension = ?) as n`,
+      `select (select coalesce(sum(${SIZE}), 0) from kv where extension = ?) + ` +
+        `(select coalesce(sum(${SIZE}), 0) from session_kv where extension = ?) as n`,
     );
     this.#cas = store.sqlite.transaction((space, key, expected, next, quota) =>
       this.#casNow(space, key, expected, next, quota),

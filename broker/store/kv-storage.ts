@@ -9,7 +9,10 @@ import type { KvCasOutcome, KvPutOutcome, KvSpace, KvValue } from "./kv-reposito
 
 type Maybe<T> = T | Promise<T>;
 
-/** A write to a session's keys refused because this host no longer holds the session's lease (another host serves it). */
+/**
+ * A write to a session's keys refused because this host no
+ * longer holds the session's lease (another host serves it).
+ */
 export class SessionFencedError extends Error {}
 
 export interface KvStorage {

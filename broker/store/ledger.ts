@@ -95,16 +95,19 @@ export class Ledger {
     this.#store = store;
     const db = store.sqlite;
     this.#insertStart = db.prepare(
-      "insert into invocations (session_id, extension, kind, name, strand, started_at, outcome, owner, hooks_bypassed) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "insert into invocations (session_id, extension, kind, name, strand, " +
+        "started_at, outcome, owner, hooks_bypassed) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.#updateFinish = db.prepare(
       "update invocations set finished_at = ?, duration_ms = ?, outcome = ? where id = ?",
     );
     this.#insertAudit = db.prepare(
-      "insert into cap_audit (invocation_id, session_id, extension, capability, target, decision, rule, bytes, secret, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "insert into cap_audit (invocation_id, session_id, extension, capability, " +
+        "target, decision, rule, bytes, secret, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.#insertTrace = db.prepare(
-      "insert into hook_traces (session_id, event, subject, about_invocation_id, hook_invocation_id, extension, answer, detail, duration_ms, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "insert into hook_traces (session_id, event, subject, about_invocation_id, hook_invocation_id, " +
+        "extension, answer, detail, duration_ms, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     // A broker that died mid-call left rows running: nobody will finish them.
     // Rows of brokers still alive (another `tether serve`) are theirs to finish.

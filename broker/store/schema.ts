@@ -34,13 +34,25 @@ export const approvals = sqliteTable(
     approvedBy: text("approved_by").notNull(),
     approvedAt: integer("approved_at").notNull().default(now),
     revokedAt: integer("revoked_at"),
-    /** Who revoked it (`tether revoke`, the console, an uninstall), or who approved what replaced it; null while in force, and for revocations recorded before it was kept. */
+    /**
+     * Who revoked it (`tether revoke`, the console, an uninstall), or who approved what
+     * replaced it; null while in force, and for revocations recorded before it was kept.
+     */
     revokedBy: text("revoked_by"),
-    /** JSON: requested egress rules this approval left out (`--only`); a later approval keeps them out unless told `--all`. */
+    /**
+     * JSON: requested egress rules this approval left out (`--only`);
+     * a later approval keeps them out unless told `--all`.
+     */
     withheldNet: text("withheld_net").notNull().default("[]"),
-    /** A fleet's approval: an operator key's signature over it (`<key id>:<base64url>`; fleet-trust/signed-approvals.ts); null on a single broker. */
+    /**
+     * A fleet's approval: an operator key's signature over it
+     * (`<key id>:<base64url>`; fleet-trust/signed-approvals.ts); null on a single broker.
+     */
     signature: text("signature"),
-    /** A fleet's revocation: an operator key's signature over it; null while in force, or when revoked unsigned (replaced, an older broker). */
+    /**
+     * A fleet's revocation: an operator key's signature over it; null while
+     * in force, or when revoked unsigned (replaced, an older broker).
+     */
     revocationSignature: text("revocation_signature"),
   },
   (t) => [index("approvals_extension").on(t.extension)],
@@ -115,7 +127,10 @@ export const invocations = sqliteTable("invocations", {
   outcome: text("outcome").notNull(),
   /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
   owner: text("owner"),
-  /** The operator bypassed the hook bus for this call (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked. */
+  /**
+   * The operator bypassed the hook bus for this call
+   * (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked.
+   */
   hooksBypassed: integer("hooks_bypassed", { mode: "boolean" }).notNull().default(false),
 });
 

@@ -23,7 +23,10 @@ export interface ServeCommandOptions {
   /** The extension pages' port (default: a free one beside --port; docs/services.md). */
   readonly pagesPort?: string;
   readonly tokenFile?: string;
-  /** Join this fleet's shared store (docs/fleet.md): its approvals and revocations apply here as they are made on any host. */
+  /**
+   * Join this fleet's shared store (docs/fleet.md): its approvals
+   * and revocations apply here as they are made on any host.
+   */
   readonly fleet?: FleetOptions;
 }
 
@@ -82,7 +85,8 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
     } catch (err) {
       await broker.close();
       console.error(
-        `tether serve: cannot join the fleet's store: ${(err as Error).message} (check --store or TETHER_STORE, and tether doctor --store)`,
+        `tether serve: cannot join the fleet's store: ${(err as Error).message} ` +
+          `(check --store or TETHER_STORE, and tether doctor --store)`,
       );
       return EXIT.failed;
     }
@@ -122,7 +126,8 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   process.on("SIGINT", onSignal);
 
   process.stdout.write(
-    `tether serve: listening on ${url} (token file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}\n`,
+    `tether serve: listening on ${url} (token ` +
+      `file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}\n`,
   );
   // The operator console (docs/console.md) is on the same listener; a browser reaches a loopback port.
   if (url.startsWith("ws://"))

@@ -54,7 +54,8 @@ export class ServeServer extends ApiServer {
       plainText(
         res,
         404,
-        `Extension pages are served on their own origin: ${this.pagesUrl ?? "the pages listener"}${EXT_PREFIX}<name>/… (docs/services.md)\n`,
+        `Extension pages are served on their own ` +
+          `origin: ${this.pagesUrl ?? "the pages listener"}${EXT_PREFIX}<name>/… (docs/services.md)\n`,
       ),
     );
     this.mount("pages", EXT_PREFIX, (req, res) => services.handle(req, res, this.accepting));

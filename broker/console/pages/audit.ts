@@ -36,12 +36,14 @@ function capRows(rows: readonly CapRow[]) {
     (r) => html`<tr data-cap=${r.id} class=${r.decision}>
       <td>${when(r.at)}</td><td>${shown(r.extension)}</td><td class="mono">${shown(r.sessionId)}</td>
       <td>${r.invocationId !== null ? html`<a href=${callHref(r.invocationId)}>${r.invocationId}</a>` : ""}</td>
-      <td>${shown(r.capability)}</td><td class="mono">${shown(r.target)}</td><td class=${r.decision}>${r.decision}</td><td class="mono">${shown(r.rule)}</td><td>${r.bytes}</td><td>${r.secret ?? ""}</td>
+      <td>${shown(r.capability)}</td><td class="mono">${shown(r.target)}</td><td class=${r.decision}>${r.decision}</td>
+        <td class="mono">${shown(r.rule)}</td><td>${r.bytes}</td><td>${r.secret ?? ""}</td>
     </tr>`,
   );
 }
 
-const capHead = html`<thead><tr><th>At</th><th>Extension</th><th>Session</th><th>Call</th><th>Capability</th><th>Target</th><th>Decision</th><th>Rule</th><th>Bytes</th><th>Secret</th></tr></thead>`;
+const capHead = html`<thead><tr><th>At</th><th>Extension</th><th>Session</th><th>Call</th><th>Capability</th>
+  <th>Target</th><th>Decision</th><th>Rule</th><th>Bytes</th><th>Secret</th></tr></thead>`;
 
 export function auditPageHtml(
   q: AuditQueryText,
@@ -58,23 +60,32 @@ export function auditPageHtml(
       <form id="filters" class="panel" method="get" action="/console/audit">
         <label>Extension<br /><input type="text" name="extension" value=${q.extension} /></label>
         <label>Session<br /><input type="text" name="session" value=${q.session} /></label>
-        <label>Outcome<br /><input type="text" name="outcome" value=${q.outcome} placeholder="ok, crashed, timeout…" /></label>
-        <label>Decision<br /><select name="decision">${["", "allowed", "denied"].map((d) => html`<option value=${d} selected=${q.decision === d}>${d === "" ? "any" : d}</option>`)}</select></label>
-        <label>From (UTC)<br /><input type="text" name="from" value=${q.from} placeholder="2026-12-01T10:00 or 2h" /></label>
+        <label>Outcome<br /><input type="text" name="outcome" value=${q.outcome} placeholder="ok, crashed, timeout…" />
+          </label>
+        <label>Decision<br /><select name="decision">${["", "allowed", "denied"].map(
+          (d) => html`<option value=${d}
+          selected=${q.decision === d}>${d === "" ? "any" : d}</option>`,
+        )}</select></label>
+        <label>From (UTC)<br /><input type="text" name="from" value=${q.from} placeholder="2026-12-01T10:00 or 2h" />
+          </label>
         <label>To (UTC)<br /><input type="text" name="to" value=${q.to} placeholder="2026-12-01T12:00" /></label>
         <button type="submit">Filter</button>
       </form>
       <h2>Activity</h2>
-      <p class="legend"><span class="calls">■ calls</span><span class="refusals">■ refusals (denied capability calls)</span><span class="crashes">■ crashes (crashed or timed out)</span></p>
+      <p class="legend"><span class="calls">■ calls</span><span class="refusals">■ refusals (denied capability calls)
+        </span><span class="crashes">■ crashes (crashed or timed out)</span></p>
       ${activityChart(chart)}
       <h2>Ledger (page ${q.page})</h2>
       <table id="ledger">
-        <thead><tr><th>Call</th><th>Started</th><th>Extension</th><th>Session</th><th>Kind</th><th>Name</th><th>Outcome</th><th>ms</th><th>Hooks</th></tr></thead>
+        <thead><tr><th>Call</th><th>Started</th><th>Extension</th><th>Session</th><th>Kind</th><th>Name</th>
+          <th>Outcome</th><th>ms</th><th>Hooks</th></tr></thead>
         <tbody>
           ${data.ledger.map(
             (r) => html`<tr data-invocation=${r.id} class=${r.outcome === "ok" ? undefined : "refused"}>
-              <td><a href=${callHref(r.id)}>${r.id}</a></td><td>${when(r.startedAt)}</td><td>${shown(r.extension)}</td><td class="mono">${shown(r.sessionId)}</td>
-              <td>${r.kind}</td><td>${shown(r.name)}</td><td>${shown(r.outcome)}</td><td>${r.durationMs ?? ""}</td><td>${r.hooksBypassed ? "bypassed (--no-hooks)" : ""}</td>
+              <td><a href=${callHref(r.id)}>${r.id}</a></td><td>${when(r.startedAt)}</td><td>${shown(r.extension)}</td>
+                <td class="mono">${shown(r.sessionId)}</td>
+              <td>${r.kind}</td><td>${shown(r.name)}</td><td>${shown(r.outcome)}</td><td>${r.durationMs ?? ""}</td>
+                <td>${r.hooksBypassed ? "bypassed (--no-hooks)" : ""}</td>
             </tr>`,
           )}
         </tbody>
@@ -109,12 +120,18 @@ export function callPage(d: CallDetail, chrome: Chrome): string {
       <table id="cap-audit">${capHead}<tbody>${capRows(d.capabilities)}</tbody></table>
       <h2>Hook traces</h2>
       <table id="hook-traces">
-        <thead><tr><th>At</th><th>Event</th><th>Subject</th><th>Hook of</th><th>Answer</th><th>Detail</th><th>ms</th></tr></thead>
+        <thead><tr><th>At</th><th>Event</th><th>Subject</th><th>Hook of</th><th>Answer</th><th>Detail</th><th>ms</th>
+          </tr></thead>
         <tbody>
           ${d.traces.map(
             (t) => html`<tr data-trace=${t.id}>
               <td>${when(t.at)}</td><td>${t.event}</td><td class="mono">${shown(t.subject)}</td>
-              <td>${shown(t.extension)}${t.hookInvocationId !== null && t.hookInvocationId !== r.id ? html` (<a href=${callHref(t.hookInvocationId)}>call ${t.hookInvocationId}</a>)` : null}</td>
+              <td>${shown(t.extension)}${
+                t.hookInvocationId !== null && t.hookInvocationId !== r.id
+                  ? html` (<a
+                href=${callHref(t.hookInvocationId)}>call ${t.hookInvocationId}</a>)`
+                  : null
+              }</td>
               <td>${shown(t.answer)}</td><td>${shown(t.detail)}</td><td>${t.durationMs.toFixed(1)}</td>
             </tr>`,
           )}

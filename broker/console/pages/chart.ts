@@ -26,9 +26,12 @@ export function activityChart(a: Activity) {
       if (n === 0) return null;
       const h = Math.max(1, (n / max) * (ROW - 14));
       const x = LABEL + i * slice + offset * bar;
-      return html`<rect class=${kind} x=${x.toFixed(1)} y=${(base - h).toFixed(1)} width=${bar.toFixed(1)} height=${h.toFixed(1)}><title>${`${n} ${kind === "calls" ? (n === 1 ? "call" : "calls") : kind === "refusals" ? (n === 1 ? "refusal" : "refusals") : n === 1 ? "crash" : "crashes"} from ${when(a.from + i * span)}`}</title></rect>`;
+      const what = n === 1 ? { calls: "call", refusals: "refusal", crashes: "crash" }[kind] : kind;
+      return html`<rect class=${kind} x=${x.toFixed(1)} y=${(base - h).toFixed(1)} width=${bar.toFixed(1)}
+        height=${h.toFixed(1)}><title>${`${n} ${what} from ${when(a.from + i * span)}`}</title></rect>`;
     });
-  return html`<svg id="activity" xmlns="http://www.w3.org/2000/svg" viewBox=${`0 0 ${WIDTH} ${height}`} role="img" aria-label="Calls, refusals and crashes over time per extension">
+  return html`<svg id="activity" xmlns="http://www.w3.org/2000/svg" viewBox=${`0 0 ${WIDTH} ${height}`} role="img"
+    aria-label="Calls, refusals and crashes over time per extension">
     <title>Calls, refusals and crashes over time per extension, ${when(a.from)} to ${when(a.to)}</title>
     ${a.series.length === 0 ? html`<text x=${LABEL} y=${TOP + ROW / 2}>no activity in this range</text>` : null}
     ${a.series.map((s, row) => {
@@ -36,7 +39,8 @@ export function activityChart(a: Activity) {
       return html`<g class="series" data-extension=${s.extension}>
         <text x="4" y=${base - ROW / 2 + 10}>${shown(s.extension)}</text>
         <line class="axis" x1=${LABEL} y1=${base} x2=${WIDTH - 10} y2=${base} />
-        ${bars(s.calls, "calls", 0, base)} ${bars(s.refusals, "refusals", 1, base)} ${bars(s.crashes, "crashes", 2, base)}
+        ${bars(s.calls, "calls", 0, base)} ${bars(s.refusals, "refusals", 1, base)}${" "}
+        ${bars(s.crashes, "crashes", 2, base)}
       </g>`;
     })}
     <text x=${LABEL} y=${height - 8}>${when(a.from)}</text>

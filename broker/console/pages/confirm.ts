@@ -45,19 +45,29 @@ export function seenOf(c: Confirmation): string {
     .digest("hex");
 }
 
-/** The confirmation; `stale` when a confirm posted was for what no longer stands (this one is then to be read again). */
+const STALE =
+  "What this does changed since the confirmation that was posted (or the form carried none): nothing was changed. " +
+  "Read it again, and confirm if it is still what you mean.";
+
+/**
+ * The confirmation; `stale` when a confirm posted was for
+ * what no longer stands (this one is then to be read again).
+ */
 export function confirmPage(c: Confirmation, chrome: Chrome, stale = false): string {
   return page(
     c.title,
     chrome,
-    html`${stale ? html`<p class="problem" id="problem">What this does changed since the confirmation that was posted (or the form carried none): nothing was changed. Read it again, and confirm if it is still what you mean.</p>` : null}
+    html`${stale ? html`<p class="problem" id="problem">${STALE}</p>` : null}
       <section id="confirm">
         <h1>${shown(c.title)}</h1>
         <ul>
           ${c.changes.map((line) =>
             typeof line === "string"
               ? html`<li>${shown(line)}</li>`
-              : html`<li>${shown(line.text)}<ul class="items">${line.items.map((item) => html`<li><code>${shown(item)}</code></li>`)}</ul></li>`,
+              : html`<li>${shown(line.text)}<ul class="items">${line.items.map(
+                  (item) => html`<li>
+                <code>${shown(item)}</code></li>`,
+                )}</ul></li>`,
           )}
         </ul>
         <p class="muted">The same as: <code id="same-command">${shown(c.command)}</code></p>

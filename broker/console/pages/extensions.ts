@@ -1,4 +1,7 @@
-/** `/console/`: every installed extension by status, with what each can reach at a glance (`tether list`, with the reach). */
+/**
+ * `/console/`: every installed extension by status, with what
+ * each can reach at a glance (`tether list`, with the reach).
+ */
 import { html } from "htm/preact";
 import type { InstallStatus } from "../../registry/registry.js";
 import type { ReachSummary } from "../reach.js";
@@ -33,7 +36,12 @@ export function extensionsPage(rows: readonly ListedExtension[], chrome: Chrome)
               <td>${shown(r.version)}</td>
               <td><span class=${`status status-${r.status}`}>${r.status}</span></td>
               <td class="reach">
-                ${r.reach.net.length === 0 ? html`<span>no network</span>` : r.reach.net.map((rule) => html`<div class="mono">${shown(rule)}</div>`)}
+                ${
+                  r.reach.net.length === 0
+                    ? html`<span>no network</span>
+                  `
+                    : r.reach.net.map((rule) => html`<div class="mono">${shown(rule)}</div>`)
+                }
                 <div class="muted">${r.reach.net.length > 0 ? `(${r.reach.as}) ` : ""}${r.reach.adds.join("; ")}</div>
               </td>
               <td>${shown(r.description)}</td>

@@ -11,10 +11,16 @@ import { render } from "preact-render-to-string";
 import { visibleText } from "../../registry/review.js";
 import { css } from "../assets.js";
 
-/** Text an extension (or anyone but the broker) wrote, as the page shows it: control characters and bidirectional overrides written out. */
+/**
+ * Text an extension (or anyone but the broker) wrote, as the page shows
+ * it: control characters and bidirectional overrides written out.
+ */
 export const shown = (text: string): string => visibleText(text);
 
-/** Control characters and bidirectional overrides but the line break (which a `<pre>` needs), written out as `shown` writes them. */
+/**
+ * Control characters and bidirectional overrides but the line break
+ * (which a `<pre>` needs), written out as `shown` writes them.
+ */
 const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g;
 
 /**
@@ -67,14 +73,21 @@ export function page(title: string, chrome: Chrome, body: ComponentChildren): st
         <span class="brand">Tether console</span>
         ${
           signedIn
-            ? html`<nav><a href="/console/">Extensions</a><a href="/console/audit">Audit</a><a href="/console/sessions">Sessions</a></nav>
+            ? html`<nav><a href="/console/">Extensions</a><a href="/console/audit">Audit</a>
+              <a href="/console/sessions">Sessions</a></nav>
               <span class="muted">signed in as ${shown(chrome.operator ?? "")}</span>
-              <form id="logout" method="post" action="/console/logout">${csrfField(chrome.csrf!)}<button type="submit">Log out</button></form>`
+              <form id="logout" method="post" action="/console/logout">${csrfField(chrome.csrf!)}
+                <button type="submit">Log out</button></form>`
             : null
         }
       </header>
       <main>
-        ${chrome.alerts !== undefined && chrome.alerts.length > 0 ? html`<ul id="alerts" role="alert">${chrome.alerts.map((a) => html`<li class="problem">${shown(a)}</li>`)}</ul>` : null}
+        ${
+          chrome.alerts !== undefined && chrome.alerts.length > 0
+            ? html`<ul id="alerts" role="alert">
+          ${chrome.alerts.map((a) => html`<li class="problem">${shown(a)}</li>`)}</ul>`
+            : null
+        }
         ${chrome.flash ? html`<p id="flash" role="status">${shown(chrome.flash)}</p>` : null}
         ${body}
       </main>
@@ -88,6 +101,11 @@ export function problemPage(title: string, message: string, chrome: Chrome, back
   return page(
     title,
     chrome,
-    html`<h1>${title}</h1><p class="problem" id="problem">${shown(message)}</p>${back !== undefined ? html`<p><a href=${back}>Back</a></p>` : null}`,
+    html`<h1>${title}</h1><p class="problem" id="problem">${shown(message)}</p>${
+      back !== undefined
+        ? html`<p>
+      <a href=${back}>Back</a></p>`
+        : null
+    }`,
   );
 }

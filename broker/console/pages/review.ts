@@ -48,7 +48,14 @@ function items(lines: readonly ReviewLine[]) {
   return groups.map(
     (g) => html`<li data-rule=${g.head.rule} class=${g.head.widening === true ? "widening" : undefined}>
       ${shown(g.head.text.trim())}
-      ${g.details.length > 0 ? html`<ul>${g.details.map((d) => html`<li class=${d.widening === true ? "widening" : undefined}>${shown(d.text.trim())}</li>`)}</ul>` : null}
+      ${
+        g.details.length > 0
+          ? html`<ul>${g.details.map(
+              (d) => html`<li
+        class=${d.widening === true ? "widening" : undefined}>${shown(d.text.trim())}</li>`,
+            )}</ul>`
+          : null
+      }
     </li>`,
   );
 }
@@ -82,7 +89,11 @@ function sourceSection(sources: readonly SourceDiff[]) {
         ${
           d.unified === null || d.unified === undefined
             ? html`<p class="muted">${shown(d.note ?? "")}</p>`
-            : html`<pre class="mono">${d.unified.split(/\r?\n/).map((line) => html`<span class=${line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : undefined}>${shown(line)}${"\n"}</span>`)}</pre>`
+            : html`<pre class="mono">${d.unified.split(/\r?\n/).map(
+                (line) => html`<span
+              class=${line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : undefined}>${shown(line)}${"\n"}
+                </span>`,
+              )}</pre>`
         }
       </details>`,
     )}
@@ -108,8 +119,15 @@ export function reviewPage({ installed, review, approval, sources }: ReviewPage,
     `Review ${name}`,
     chrome,
     html`<h1>${shown(title?.text ?? name)}</h1>
-      <p id="status"><span class=${`status status-${review.status}`}>${review.status}</span> ${shown((status?.text ?? "").replace(/^status: \w+/, ""))}
-        ${approval !== null ? html`<span class="muted"> · latest approval by ${shown(approval.approvedBy)} at ${when(approval.approvedAt)}</span>` : null}</p>
+      <p id="status"><span class=${`status status-${review.status}`}>${review.status}
+        </span> ${shown((status?.text ?? "").replace(/^status: \w+/, ""))}
+        ${
+          approval !== null
+            ? html`<span
+          class="muted"> · latest approval by ${shown(approval.approvedBy)} at ${when(approval.approvedAt)}</span>
+            `
+            : null
+        }</p>
       ${sections}
       ${sourceSection(sources)}
       <div class="actions">
@@ -121,7 +139,13 @@ export function reviewPage({ installed, review, approval, sources }: ReviewPage,
               ? html`<p class="muted">Unchecking a rule leaves it out (tether approve --only).</p>
                 ${review.requested.net.map(
                   (rule) =>
-                    html`<label><input type="checkbox" name="rule" value=${rule} checked=${!withheld.has(rule)} /> <code>${shown(rule)}</code>${withheld.has(rule) ? html` <span class="muted">(withheld by an earlier --only)</span>` : null}</label>`,
+                    html`<label><input type="checkbox" name="rule" value=${rule} checked=${!withheld.has(rule)}
+                      /> <code>${shown(rule)}</code>${
+                        withheld.has(rule)
+                          ? html` <span
+                        class="muted">(withheld by an earlier --only)</span>`
+                          : null
+                      }</label>`,
                 )}`
               : html`<p class="muted">It asks for no network.</p>`
           }

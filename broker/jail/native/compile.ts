@@ -55,7 +55,10 @@ function sourceHash(program: NativeProgram): { source: string; hash: string } {
   return hit;
 }
 
-/** The compiled program's path in `dir` (default nativeDir()), compiling it first when this source was never compiled there. */
+/**
+ * The compiled program's path in `dir` (default nativeDir()),
+ * compiling it first when this source was never compiled there.
+ */
 export function nativeProgram(program: NativeProgram, dir: string = nativeDir()): string {
   const { source, hash } = sourceHash(program);
   const binary = join(dir, `${program}-${hash}`);
@@ -73,7 +76,8 @@ export function nativeProgram(program: NativeProgram, dir: string = nativeDir())
       throw new TetherError(
         BrokerCode.sandboxUnavailable,
         missing
-          ? `No C compiler: the jail launcher (${program}.c) needs one once per machine. Install it (apt-get install -y gcc libc6-dev) and try again`
+          ? `No C compiler: the jail launcher (${program}.c) needs one once per ` +
+              `machine. Install it (apt-get install -y gcc libc6-dev) and try again`
           : `Compiling ${program}.c failed: ${stderr.slice(0, 2000)}`,
       );
     }

@@ -46,7 +46,10 @@ function inSpace(space: KvSpace): { table: Table; params: string[] } {
 /** `extension = $1 and session_id = $2`, numbered from `from`. */
 const where = (table: Table, from = 1): string => table.columns.map((c, i) => `${c} = $${from + i}`).join(" and ");
 
-/** The lease holder a session's writes must come from (this host's), or null when this host never leased the session. */
+/**
+ * The lease holder a session's writes must come from (this
+ * host's), or null when this host never leased the session.
+ */
 export type SessionFence = (session: string) => string | null;
 
 export class FleetKv implements KvStorage {
@@ -157,7 +160,8 @@ export class FleetKv implements KvStorage {
           );
           if (held.rows.length === 0)
             throw new SessionFencedError(
-              `session '${space.session}' is no longer served by this host (its lease is another host's): skv writes nothing here`,
+              `session '${space.session}' is no longer served by this ` +
+                `host (its lease is another host's): skv writes nothing here`,
             );
         }
         const { commit, outcome } = await work(client);
@@ -191,7 +195,8 @@ export class FleetKv implements KvStorage {
         [extension],
       ),
       pool.query<{ keys: string; bytes: string; sessions: string }>(
-        `select count(*) as keys, coalesce(sum(${SIZE}), 0) as bytes, count(distinct session_id) as sessions from session_kv where extension = $1`,
+        `select count(*) as keys, coalesce(sum(${SIZE}), 0) as bytes, ` +
+          `count(distinct session_id) as sessions from session_kv where extension = $1`,
         [extension],
       ),
     ]);
@@ -223,7 +228,8 @@ export class FleetKv implements KvStorage {
     const { table, params } = inSpace(space);
     const n = params.length;
     const r = await this.#store.pool.query<{ key: string }>(
-      `select key from ${table.name} where ${where(table)} and starts_with(key, $${n + 1}) order by key collate "C" limit $${n + 2}`,
+      `select key from ${table.name} where ${where(table)} and ` +
+        `starts_with(key, $${n + 1}) order by key collate "C" limit $${n + 2}`,
       [...params, prefix, limit],
     );
     return r.rows.map((row) => row.key);
@@ -252,9 +258,12 @@ async function upsert(
   const columns = [...table.columns, "key", "value", "encoding", "updated_at"];
   await client.query(
     `insert into ${table.name} (${columns.join(", ")}) values (${columns.map((_, i) => `$${i + 1}`).join(", ")})` +
-      ` on conflict (${table.columns.join(", ")}, key) do update set value = excluded.value, encoding = excluded.encoding, updated_at = excluded.updated_at`,
+      ` on conflict (${table.columns.join(", ")}, key) do update set value = ` +
+      `excluded.value, encoding = excluded.encoding, updated_at = excluded.updated_at`,
     [...params, key, entry.value, entry.encoding, Date.now()],
   );
 }
 
-const usedSql = `select (select coalesce(sum(${SIZE}), 0) from kv where extension = $1) + (select coalesce(sum(${SIZE}), 0) from session_kv where extension = $1) as n`;
+const usedSql =
+  `select (select coalesce(sum(${SIZE}), 0) from kv where extension = $1) + ` +
+  `(select coalesce(sum(${SIZE}), 0) from session_kv where extension = $1) as n`;

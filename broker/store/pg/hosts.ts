@@ -7,7 +7,10 @@ import { sql } from "drizzle-orm";
 import type { PgStore } from "./open.js";
 import { hosts } from "./schema.js";
 
-/** How often a joined host writes its row (a host silent for longer than this and a staleness bound has stopped, or cannot reach the store and refuses every call). */
+/**
+ * How often a joined host writes its row (a host silent for longer than this and a
+ * staleness bound has stopped, or cannot reach the store and refuses every call).
+ */
 export const SEEN_EVERY_MS = 10_000;
 
 /** Records `host` as seen now; returns its clock's offset from the server's (ms, the server's minus this host's). */
@@ -52,7 +55,8 @@ export async function fleetHosts(store: PgStore): Promise<HostView[]> {
   // A lease's holder is "<host>/<pid>": one broker process of that host.
   const leases = (
     await store.pool.query<{ session_id: string; host: string; expires_at: string }>(
-      "SELECT session_id, host, expires_at FROM session_leases WHERE expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint ORDER BY session_id",
+      "SELECT session_id, host, expires_at FROM session_leases WHERE expires_at > " +
+        "(extract(epoch from clock_timestamp()) * 1000)::bigint ORDER BY session_id",
     )
   ).rows;
   const views = hostRows.map((h) => ({

@@ -65,7 +65,9 @@ const INVOCATIONS: Table = {
   ],
   // A row moves from running to its end once: a finish never overwrites an
   // end already there (a takeover's 'lost', or a duplicate re-ship).
-  onConflict: `ON CONFLICT (host, id) DO UPDATE SET finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, outcome = excluded.outcome WHERE fleet_invocations.outcome = '${RUNNING}'`,
+  onConflict:
+    `ON CONFLICT (host, id) DO UPDATE SET finished_at = excluded.finished_at, duration_ms = ` +
+    `excluded.duration_ms, outcome = excluded.outcome WHERE fleet_invocations.outcome = '${RUNNING}'`,
 };
 const CAP_AUDIT: Table = {
   local: "cap_audit",
@@ -161,12 +163,14 @@ export class LedgerShipper {
       `SELECT ${select(INVOCATIONS)} FROM invocations WHERE id > ? ORDER BY id LIMIT ?`,
     );
     this.#finishedInvocations = db.prepare(
-      `SELECT ${select(INVOCATIONS)} FROM invocations WHERE id IN (SELECT value FROM json_each(?)) AND outcome != '${RUNNING}' ORDER BY id LIMIT ?`,
+      `SELECT ${select(INVOCATIONS)} FROM invocations WHERE id IN (SELECT ` +
+        `value FROM json_each(?)) AND outcome != '${RUNNING}' ORDER BY id LIMIT ?`,
     );
     this.#newCapAudit = db.prepare(`SELECT ${select(CAP_AUDIT)} FROM cap_audit WHERE id > ? ORDER BY id LIMIT ?`);
     this.#newHookTraces = db.prepare(`SELECT ${select(HOOK_TRACES)} FROM hook_traces WHERE id > ? ORDER BY id LIMIT ?`);
     this.#localMax = db.prepare(
-      "SELECT (SELECT coalesce(max(id), 0) FROM invocations) AS invocations, (SELECT coalesce(max(id), 0) FROM cap_audit) AS capAudit, (SELECT coalesce(max(id), 0) FROM hook_traces) AS hookTraces",
+      "SELECT (SELECT coalesce(max(id), 0) FROM invocations) AS invocations, (SELECT coalesce(max(id), " +
+        "0) FROM cap_audit) AS capAudit, (SELECT coalesce(max(id), 0) FROM hook_traces) AS hookTraces",
     );
   }
 
@@ -301,7 +305,8 @@ export class LedgerShipper {
       // Another home under this host's name, or a home restored from an old backup: its
       // rows up to the fleet's ids would be taken for shipped. Said, not guessed around.
       this.#log(
-        "fleet ledger: the fleet holds more of this host's rows than its local store; rows below the fleet's ids are not shipped",
+        "fleet ledger: the fleet holds more of this host's rows than " +
+          "its local store; rows below the fleet's ids are not shipped",
         {
           host: this.#host,
           fleet: JSON.stringify(marks),
@@ -367,7 +372,8 @@ export class LedgerShipper {
     }
     if (params.length > MAX_PARAMS)
       throw new Error(
-        `fleet ledger: ${rows.length} rows of ${table.fleet} in one statement (${params.length} parameters; ${width} a row)`,
+        `fleet ledger: ${rows.length} rows of ${table.fleet} in ` +
+          `one statement (${params.length} parameters; ${width} a row)`,
       );
     await client.query(
       `INSERT INTO ${table.fleet} (host, ${table.columns.join(", ")}) VALUES ${tuples.join(", ")} ${table.onConflict}`,

@@ -94,7 +94,9 @@ export async function openPgStore(url: string, options: { connectTimeoutMs?: num
           const { applied, shipped } = await appliedState(client).catch(() => ({ applied: 0, shipped: 0 }));
           const role = (await client.query<{ r: string }>("SELECT current_user AS r")).rows[0]!.r;
           throw new Error(
-            `${applied} of the ${shipped} migrations this broker ships are applied, and role ${role} cannot apply the rest (${pgMessage(err)}): the role that owns the tables applies them first, with tether doctor --store (${ROLES_DOC})`,
+            `${applied} of the ${shipped} migrations this broker ships are applied, and ` +
+              `role ${role} cannot apply the rest (${pgMessage(err)}): the role that owns ` +
+              `the tables applies them first, with tether doctor --store (${ROLES_DOC})`,
           );
         } finally {
           await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
@@ -134,7 +136,8 @@ async function appliedState(client: pg.PoolClient): Promise<{ pending: boolean; 
     if (code === "3F000" || code === "42P01") return { pending: true, applied: 0, shipped: shipped.length };
     if (code === INSUFFICIENT_PRIVILEGE) {
       throw new Error(
-        `cannot read the migrator's record drizzle.__drizzle_migrations (${pgMessage(err)}): grant the role USAGE on schema drizzle and SELECT on drizzle.__drizzle_migrations (${ROLES_DOC})`,
+        `cannot read the migrator's record drizzle.__drizzle_migrations (${pgMessage(err)}): grant ` +
+          `the role USAGE on schema drizzle and SELECT on drizzle.__drizzle_migrations (${ROLES_DOC})`,
       );
     }
     throw err;

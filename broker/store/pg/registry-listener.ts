@@ -14,10 +14,16 @@ export interface RegistryListenerOptions {
   readonly pollMs?: number;
   /** The version the caller's copy is at (changes after it are reported). */
   readonly version: () => number;
-  /** Whether to LISTEN (default true); false polls only (a pooler in transaction mode, such as PgBouncer's, does not carry LISTEN). */
+  /**
+   * Whether to LISTEN (default true); false polls only (a pooler in
+   * transaction mode, such as PgBouncer's, does not carry LISTEN).
+   */
   readonly push?: boolean;
   readonly onError?: (message: string) => void;
-  /** The store answered a poll with the registry's version (the host has heard the fleet when its copy is at that version). */
+  /**
+   * The store answered a poll with the registry's version (the
+   * host has heard the fleet when its copy is at that version).
+   */
   readonly onHeard?: (version: number) => void;
   /** The store did not answer a poll. */
   readonly onMissed?: (err: Error) => void;

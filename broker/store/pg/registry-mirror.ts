@@ -28,6 +28,8 @@ import { parseManifest } from "../../install/manifest.js";
 /** The channel every broker of the fleet listens on for registry changes. */
 export const REGISTRY_CHANNEL = "tether_registry";
 const REGISTRY_VERSION = "registry";
+/** The tail of the counter's upsert: a row already there counts one more. */
+const BUMP_VERSION = sql.raw("ON CONFLICT (name) DO UPDATE SET version = fleet_versions.version + 1");
 
 type InstallRow = typeof lite.installs.$inferSelect;
 type ApprovalRow = typeof lite.approvals.$inferSelect;
@@ -110,11 +112,13 @@ export async function pullRegistry(
       ).rows[0]?.version ?? 0,
     );
     installs = (await client.query("SELECT * FROM installs ORDER BY name")).rows.map(installOf);
-    // The manifest a host parses must be the one the approval's hash pins: a text altered beside its hash is not installed here.
+    // The manifest a host parses must be the one the approval's hash
+    // pins: a text altered beside its hash is not installed here.
     for (const row of installs) {
       if (sha256(Buffer.from(row.manifestText, "utf8")) !== row.manifestHash) {
         problems.push(
-          `${row.name}: the fleet's manifest text does not hash to ${row.manifestHash.slice(0, 16)}; not installed on this host`,
+          `${row.name}: the fleet's manifest text does not hash ` +
+            `to ${row.manifestHash.slice(0, 16)}; not installed on this host`,
         );
         continue;
       }
@@ -132,7 +136,8 @@ export async function pullRegistry(
       local.orm.select().from(lite.approvals).all(),
     );
     approvals = judged.rows;
-    // Bytes are written only for an artifact an accepted approval in force names: a row a database writer made runs nowhere.
+    // Bytes are written only for an artifact an accepted approval
+    // in force names: a row a database writer made runs nowhere.
     const named = new Set(
       approvals.filter((a) => a.revokedAt === null).map((a) => `${a.extension}\u0000${a.artifactHash}`),
     );
@@ -152,7 +157,8 @@ export async function pullRegistry(
         );
       else if (sha256(content) !== row.artifactHash)
         problems.push(
-          `${row.name}: the fleet's artifact does not hash to ${row.artifactHash.slice(0, 16)}; not installed on this host`,
+          `${row.name}: the fleet's artifact does not hash ` +
+            `to ${row.artifactHash.slice(0, 16)}; not installed on this host`,
         );
       else blobs.set(row.name, content);
     }
@@ -183,7 +189,8 @@ export async function pullRegistry(
         hashes = recordedHashes(artifact.sources, row.manifestHash);
       } catch {
         problems.push(
-          `${row.name}: the fleet's record of what artifact ${row.artifactHash.slice(0, 16)} was built from is not readable; not installed on this host`,
+          `${row.name}: the fleet's record of what artifact ${row.artifactHash.slice(0, 16)} ` +
+            `was built from is not readable; not installed on this host`,
         );
         continue;
       }
@@ -213,7 +220,8 @@ export async function pullRegistry(
         tx.select().from(lite.installs).orderBy(lite.installs.name).all(),
         tx.select().from(lite.approvals).orderBy(lite.approvals.id).all(),
       ]);
-      // Written inside the immediate transaction, as an install writes its artifact: the collector never sees it unrecorded.
+      // Written inside the immediate transaction, as an install
+      // writes its artifact: the collector never sees it unrecorded.
       for (const [name, content] of blobs) {
         const row = kept.find((r) => r.name === name)!;
         writeFileSync(`${row.artifactPath}.tmp`, content, { mode: 0o600 });
@@ -317,9 +325,7 @@ export async function publishRegistry(
       const { id: _local, ...values } = row;
       await tx.insert(fleetSchema.approvals).values(values);
     }
-    await tx.execute(
-      sql`INSERT INTO fleet_versions (name, version) VALUES (${REGISTRY_VERSION}, 1) ON CONFLICT (name) DO UPDATE SET version = fleet_versions.version + 1`,
-    );
+    await tx.execute(sql`INSERT INTO fleet_versions (name, version) VALUES (${REGISTRY_VERSION}, 1) ${BUMP_VERSION}`);
     // Delivered when the transaction commits, to every broker listening.
     await tx.execute(sql`SELECT pg_notify(${REGISTRY_CHANNEL}, '')`);
   });
@@ -340,7 +346,9 @@ function signed(
     if (isNew && row.signature === null) {
       if (signer === null) {
         throw new UnsignedApprovalError(
-          `Approvals in a fleet are signed, and this home has no operator key: run tether key create (then tether key trust <its key> on every host; docs/fleet.md#operator-keys). '${row.extension}' was approved on this host only`,
+          `Approvals in a fleet are signed, and this home has no operator key: run ` +
+            `tether key create (then tether key trust <its key> on every host; ` +
+            `docs/fleet.md#operator-keys). '${row.extension}' was approved on this host only`,
         );
       }
       out = { ...out, signature: signApproval(signer, row) };
@@ -438,9 +446,7 @@ export async function resignApprovals(
       signedCount++;
     }
     if (signedCount > 0) {
-      await tx.execute(
-        sql`INSERT INTO fleet_versions (name, version) VALUES (${REGISTRY_VERSION}, 1) ON CONFLICT (name) DO UPDATE SET version = fleet_versions.version + 1`,
-      );
+      await tx.execute(sql`INSERT INTO fleet_versions (name, version) VALUES (${REGISTRY_VERSION}, 1) ${BUMP_VERSION}`);
       await tx.execute(sql`SELECT pg_notify(${REGISTRY_CHANNEL}, '')`);
     }
     return signedCount;

@@ -51,10 +51,16 @@ export function rightsMessage(role: string, missing: readonly MissingRight[]): s
   const grants = [...byObject]
     .map(([object, rights]) => `GRANT ${rights.join(", ")} ON ${object} TO ${ident(role)};`)
     .join(" ");
-  return `role ${role} lacks ${named}: an administrator grants ${missing.length === 1 ? "it" : "them"} (${grants} ${ROLES_DOC})`;
+  return (
+    `role ${role} lacks ${named}: an administrator ` +
+    `grants ${missing.length === 1 ? "it" : "them"} (${grants} ${ROLES_DOC})`
+  );
 }
 
-/** The rights of docs/fleet.md#roles that the connected role lacks on the fleet's tables and sequences (none for their owner). */
+/**
+ * The rights of docs/fleet.md#roles that the connected role lacks
+ * on the fleet's tables and sequences (none for their owner).
+ */
 export async function missingRights(
   client: pg.Pool | pg.PoolClient,
 ): Promise<{ role: string; missing: MissingRight[] }> {

@@ -51,13 +51,25 @@ export const approvals = pgTable(
     approvedBy: text("approved_by").notNull(),
     approvedAt: bigint("approved_at", { mode: "number" }).notNull().default(now),
     revokedAt: bigint("revoked_at", { mode: "number" }),
-    /** Who revoked it (`tether revoke`, the console, an uninstall), or who approved what replaced it; null while in force, and for revocations recorded before it was kept. */
+    /**
+     * Who revoked it (`tether revoke`, the console, an uninstall), or who approved what
+     * replaced it; null while in force, and for revocations recorded before it was kept.
+     */
     revokedBy: text("revoked_by"),
-    /** JSON: requested egress rules this approval left out (`--only`); a later approval keeps them out unless told `--all`. */
+    /**
+     * JSON: requested egress rules this approval left out (`--only`);
+     * a later approval keeps them out unless told `--all`.
+     */
     withheldNet: text("withheld_net").notNull().default("[]"),
-    /** A fleet's approval: an operator key's signature over it (`<key id>:<base64url>`; fleet-trust/signed-approvals.ts); null on a single broker. */
+    /**
+     * A fleet's approval: an operator key's signature over it
+     * (`<key id>:<base64url>`; fleet-trust/signed-approvals.ts); null on a single broker.
+     */
     signature: text("signature"),
-    /** A fleet's revocation: an operator key's signature over it; null while in force, or when revoked unsigned (replaced, an older broker). */
+    /**
+     * A fleet's revocation: an operator key's signature over it; null while
+     * in force, or when revoked unsigned (replaced, an older broker).
+     */
     revocationSignature: text("revocation_signature"),
   },
   (t) => [index("approvals_extension").on(t.extension)],
@@ -132,7 +144,10 @@ export const invocations = pgTable("invocations", {
   outcome: text("outcome").notNull(),
   /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
   owner: text("owner"),
-  /** The operator bypassed the hook bus for this call (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked. */
+  /**
+   * The operator bypassed the hook bus for this call
+   * (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked.
+   */
   hooksBypassed: boolean("hooks_bypassed").notNull().default(false),
 });
 
@@ -383,7 +398,8 @@ export const fleetInvocations = pgTable(
     owner: text("owner"),
     hooksBypassed: boolean("hooks_bypassed").notNull().default(false),
   },
-  // (host, outcome): a host's running rows (shipper restart, reaping); session: a takeover marks that session's rows lost.
+  // (host, outcome): a host's running rows (shipper restart,
+  // reaping); session: a takeover marks that session's rows lost.
   (t) => [
     primaryKey({ columns: [t.host, t.id] }),
     index("fleet_invocations_host_outcome").on(t.host, t.outcome),
@@ -411,7 +427,10 @@ export const fleetCapAudit = pgTable(
   (t) => [primaryKey({ columns: [t.host, t.id] })],
 );
 
-/** Every host's hook traces (fleet-only), shipped like fleet_invocations; the invocation ids are the host's local ids. */
+/**
+ * Every host's hook traces (fleet-only), shipped like
+ * fleet_invocations; the invocation ids are the host's local ids.
+ */
 export const fleetHookTraces = pgTable(
   "fleet_hook_traces",
   {

@@ -111,7 +111,8 @@ export class SessionLeases {
           `INSERT INTO session_leases (session_id, host, acquired_at, expires_at) VALUES ($1, $2, ${NOW}, ${NOW} + $3)
            ON CONFLICT (session_id) DO UPDATE SET
              host = excluded.host,
-             acquired_at = CASE WHEN session_leases.host = excluded.host THEN session_leases.acquired_at ELSE excluded.acquired_at END,
+             acquired_at = CASE WHEN session_leases.host = excluded.host ` +
+            `THEN session_leases.acquired_at ELSE excluded.acquired_at END,
              expires_at = excluded.expires_at
            WHERE session_leases.expires_at < excluded.acquired_at OR session_leases.host = excluded.host
            RETURNING acquired_at AS acquired`,
@@ -133,13 +134,16 @@ export class SessionLeases {
           throw new Error(`the lease of session '${sessionId}' changed hands while it was being taken; try again`);
         throw new TetherError(
           BrokerCode.sessionInUse,
-          `Session '${sessionId}' is open on host ${shownHolder(holder.host)} until ${new Date(Number(holder.expires)).toISOString()}; close it there, or wait for its lease to expire if that host is down`,
+          `Session '${sessionId}' is open on host ${shownHolder(holder.host)} ` +
+            `until ${new Date(Number(holder.expires)).toISOString()}; ` +
+            `close it there, or wait for its lease to expire if that host is down`,
         );
       }
       if (old !== undefined && old.host !== this.#host) {
         // Taken over from a host whose lease expired: its calls of this session will never finish.
         await client.query(
-          "UPDATE fleet_invocations SET outcome = $1, finished_at = $2 WHERE host = $3 AND session_id = $4 AND outcome = $5",
+          "UPDATE fleet_invocations SET outcome = $1, finished_at " +
+            "= $2 WHERE host = $3 AND session_id = $4 AND outcome = $5",
           [LOST, taken.acquired, hostOf(old.host), sessionId, RUNNING],
         );
       }
@@ -176,7 +180,8 @@ export class SessionLeases {
     const sessions = [...this.#held];
     const sentAt = performance.now();
     const { rows } = await this.#fleet.pool.query<{ session_id: string }>(
-      `UPDATE session_leases SET expires_at = ${NOW} + $3 WHERE host = $1 AND session_id = ANY($2::text[]) RETURNING session_id`,
+      `UPDATE session_leases SET expires_at = ${NOW} + $3 WHERE host ` +
+        `= $1 AND session_id = ANY($2::text[]) RETURNING session_id`,
       [this.#host, sessions, this.#ttlMs],
     );
     const renewed = new Set(rows.map((r) => r.session_id));
@@ -200,7 +205,8 @@ export class SessionLeases {
       `WITH clock AS (SELECT ${NOW} AS now)
        UPDATE fleet_invocations f SET outcome = $1, finished_at = clock.now
          FROM session_leases l, clock
-        WHERE f.outcome = $2 AND l.session_id = f.session_id AND (l.host = f.host OR l.host LIKE f.host || '/%') AND l.expires_at < clock.now`,
+        WHERE f.outcome = $2 AND l.session_id = f.session_id AND (l.host ` +
+        `= f.host OR l.host LIKE f.host || '/%') AND l.expires_at < clock.now`,
       [LOST, RUNNING],
     );
     return result.rowCount ?? 0;
@@ -213,7 +219,8 @@ export class SessionLeases {
    */
   async expireHost(host: string): Promise<string[]> {
     const { rows } = await this.#fleet.pool.query<{ session_id: string }>(
-      `UPDATE session_leases SET expires_at = ${NOW} - 1 WHERE (host = $1 OR host LIKE $1 || '/%') AND expires_at >= ${NOW} - 1 RETURNING session_id`,
+      `UPDATE session_leases SET expires_at = ${NOW} - 1 WHERE (host = $1 OR ` +
+        `host LIKE $1 || '/%') AND expires_at >= ${NOW} - 1 RETURNING session_id`,
       [host],
     );
     await this.reapExpiredHosts();

@@ -67,7 +67,8 @@ export class LeaseLostError extends Error {}
 
 export async function shipSession(fleet: PgStore, id: string, rows: LiteRows, holder: string): Promise<void> {
   await fleet.orm.transaction(async (tx) => {
-    // Fenced: only the lease's holder writes the session's state (a host that lost it, frozen past its lease, writes nothing).
+    // Fenced: only the lease's holder writes the session's state (a
+    // host that lost it, frozen past its lease, writes nothing).
     const held = await tx.execute(
       sql`SELECT 1 FROM session_leases WHERE session_id = ${id} AND host = ${holder} FOR SHARE`,
     );

@@ -48,7 +48,9 @@ export async function checkPgStore(
     if (message.includes(ROLES_DOC)) return { ok: false, detail: `${shown}: ${message}` };
     return {
       ok: false,
-      detail: `${shown}: cannot open it: ${message.slice(0, 300)} (check the URL, that the server runs, and the role's rights: ${ROLES_DOC})`,
+      detail:
+        `${shown}: cannot open it: ${message.slice(0, 300)} (check the ` +
+        `URL, that the server runs, and the role's rights: ${ROLES_DOC})`,
     };
   }
   try {
@@ -79,14 +81,16 @@ export async function checkPgStore(
     const { refused } = judgeApprovals(rows, keys, []);
     if (keys.length === 0 && rows.length > 0)
       problems.push(
-        "this home trusts no operator key, so it serves no approval of the fleet: tether key trust <key> (docs/fleet.md#operator-keys)",
+        "this home trusts no operator key, so it serves no approval of " +
+          "the fleet: tether key trust <key> (docs/fleet.md#operator-keys)",
       );
     else
       for (const r of refused)
         problems.push(
           `approval #${r.id} of '${r.extension}' is refused here: ${r.why} (docs/fleet.md#the-trust-model)`,
         );
-    // Not a failure (a host may have stopped on purpose), but the operator should know: a cut-off host cannot say so itself.
+    // Not a failure (a host may have stopped on purpose), but the
+    // operator should know: a cut-off host cannot say so itself.
     const silent = (
       await store.pool.query<{ name: string; seen_at: string }>(
         "SELECT name, seen_at FROM hosts WHERE seen_at > $1 AND seen_at < $2 AND name <> $3 ORDER BY name",
@@ -95,9 +99,15 @@ export async function checkPgStore(
     ).rows;
     const notices = silent.map(
       (h) =>
-        `host ${h.name} has been silent for ${Math.round((at - Number(h.seen_at)) / 1000)} s, past its ${SEEN_EVERY_MS / 1000} s beat and the ${boundMs / 1000} s staleness bound: stopped, or cut off from the store and refusing every call`,
+        `host ${h.name} has been silent for ${Math.round((at - Number(h.seen_at)) / 1000)} ` +
+        `s, past its ${SEEN_EVERY_MS / 1000} s beat and the ${boundMs / 1000} s ` +
+        `staleness bound: stopped, or cut off from the store and refusing every call`,
     );
-    const detail = `${shown}: PostgreSQL ${server}, ${applied} of ${shipped} migrations applied, this host (${host}) ${skewMs >= 0 ? "+" : ""}${skewMs} ms from the server, ${range.n} host(s) within ${fleetSkewMs} ms of each other${[...problems, ...notices].length > 0 ? `; ${[...problems, ...notices].join("; ")}` : ""}`;
+    const detail =
+      `${shown}: PostgreSQL ${server}, ${applied} of ${shipped} migrations applied, this host ` +
+      `(${host}) ${skewMs >= 0 ? "+" : ""}${skewMs} ms from the ` +
+      `server, ${range.n} host(s) within ${fleetSkewMs} ms of ` +
+      `each other${[...problems, ...notices].length > 0 ? `; ${[...problems, ...notices].join("; ")}` : ""}`;
     return { ok: problems.length === 0, detail, server, migrations: applied, skewMs, fleetSkewMs };
   } finally {
     await store.close();
