@@ -50,7 +50,10 @@ export class ApprovalChanges {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Before an invocation or a capability call: looks for another process's commit unless one looked within NOTICE_EVERY_MS. */
+  /**
+   * Before an invocation or a capability call: looks for another process's
+   * commit, unless a look was made within NOTICE_EVERY_MS.
+   */
   notice(): void {
     const now = this.#now();
     if (now - this.#readAt < NOTICE_EVERY_MS) return;

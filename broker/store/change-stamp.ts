@@ -18,7 +18,10 @@ export function changeStampPath(storePath: string): string | null {
     : `${storePath}-changes`;
 }
 
-/** Tells the store's other processes that a change was committed. Never throws: a missed stamp is found by their fallback reads. */
+/**
+ * Tells the store's other processes that a change was committed. Never
+ * throws: a missed stamp is found by their fallback reads.
+ */
 export function touchChangeStamp(store: Store): void {
   const path = changeStampPath(store.path);
   if (path === null) return;
