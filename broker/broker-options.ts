@@ -4,6 +4,7 @@ import type { CapHookStage } from "./caps/context.js";
 import type { Resolver } from "./egress/judge.js";
 import type { JailOptions } from "./jail/setup.js";
 import type { SandboxMode } from "./jail/sandbox.js";
+import type { ExtraKind } from "./kernel/kinds.js";
 import type { ScopeCallOptions } from "./kernel/session-scope.js";
 import type { SecretSource } from "./secrets/store.js";
 import type { KvStorage } from "./store/kv-storage.js";
@@ -44,6 +45,11 @@ export interface BrokerOptions extends JailOptions {
   readonly secrets?: SecretSource;
   /** Reuse Deno's caches per approved artifact (default true; see broker/jail/deno-cache.ts). */
   readonly denoCache?: boolean;
+  /**
+   * Invocation kinds added beside the built-ins (broker/kernel/kinds.ts, `ExtraKind`): their
+   * manifest sections are read, reviewed and granted, their satellites' hellos and answers checked.
+   */
+  readonly kinds?: readonly ExtraKind<any, any>[];
 }
 
 /**

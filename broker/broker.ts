@@ -32,10 +32,10 @@ import { jailIdentity, sweepSatelliteDirs } from "./jail/identity.js";
 import { jailSetup } from "./jail/setup.js";
 import type { Interceptor } from "./kernel/interceptor.js";
 import { Kernel } from "./kernel/kernel.js";
-import { builtinKinds } from "./kernel/kinds.js";
+import { builtinKinds, kindDefinitions, kindSections, kindTable } from "./kernel/kinds.js";
 import type { ApprovalChanges } from "./kernel/approval-changes.js";
 import type { CloseHook } from "./kernel/host.js";
-import type { HookOutcome, SessionScope } from "./kernel/session-scope.js";
+import type { CallResult, HookOutcome, SessionScope } from "./kernel/session-scope.js";
 import { loginSecrets } from "./login/logins.js";
 import { type CompletionOptions, type CompletionReport, complete } from "./providers/completion.js";
 import { type ProvidersView, providersFor } from "./providers/view.js";
@@ -84,8 +84,11 @@ export class Broker {
     this.store = openStore(paths.db);
     // Bundling, migrations and extensions' SQL run in host-side jails set up as the satellites' are.
     const jobs = { jail, ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}) };
+    // The kinds table first: an added kind that takes a taken name fails the open before anything starts.
+    const kinds = kindTable(builtinKinds(this.toolArgs), options.kinds);
     this.registry = new Registry(this.store, paths.artifacts, {
       jobs,
+      sections: kindSections(options.kinds),
       ...(options.operator !== undefined ? { operator: options.operator } : {}),
     });
     this.ledger = new Ledger(this.store);
@@ -94,6 +97,7 @@ export class Broker {
       jail,
       log: this.log,
       ledger: this.ledger,
+      kinds: kindDefinitions(options.kinds),
       ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
       ...(options.bootTimeoutMs !== undefined ? { bootTimeoutMs: options.bootTimeoutMs } : {}),
       ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
@@ -108,7 +112,7 @@ export class Broker {
       ledger: this.ledger,
       log: this.log,
       caps,
-      kinds: builtinKinds(this.toolArgs),
+      kinds,
       dataVersion: dataVersionReader(this.store),
       launch: (session, installed, approval) => launcher.pool(session, installed, approval, caps.operator.current()),
       graceMs: options.graceMs ?? 500,
@@ -304,14 +308,18 @@ export class Broker {
     return this.scope(options.session).callHook(extension, event, payload, options);
   }
 
-  /** Asks one extension an invocation of a session-facing kind in `options.session` (the kernel's `invoke`). */
-  invoke<K extends SessionKind>(
+  /**
+   * Asks one extension an invocation of a session-facing kind, or of a kind added
+   * with `options.kinds` (its answer: JSON text its schema accepted), in
+   * `options.session` (the kernel's `invoke`).
+   */
+  invoke<K extends SessionKind | (string & {})>(
     extension: string,
     kind: K,
     name: string,
     payload: string,
     options: CallOptions,
-  ): Promise<HookOutcome<K>> {
+  ): Promise<CallResult<K>> {
     return this.scope(options.session).invoke(extension, kind, name, payload, options);
   }
 

@@ -18,6 +18,7 @@ import type { JailSetup } from "./jail/setup.js";
 import type { Logger } from "./base/log.js";
 import { sha256, type Approval, type Installed } from "./registry/registry.js";
 import { SatelliteProcess } from "./satellite/process.js";
+import type { AddedKinds } from "./satellite/answer.js";
 import type { SatelliteSpec } from "./satellite/spec.js";
 import { SatelliteSlot } from "./satellite/slot.js";
 import { SatellitePool } from "./satellite/pool.js";
@@ -30,6 +31,8 @@ export interface LauncherOptions {
   readonly jail: JailSetup;
   readonly log: Logger;
   readonly ledger: Ledger;
+  /** The kinds added beside the built-ins: their answers are checked against their schemas. */
+  readonly kinds?: AddedKinds;
   readonly bootTimeoutMs?: number;
   readonly graceMs?: number;
   readonly ladderStepMs?: number;
@@ -80,6 +83,7 @@ export class SatelliteLauncher {
       name,
       artifact: installed.artifactPath,
       declared: declaredOf(installed.manifest),
+      ...(o.kinds !== undefined ? { kinds: o.kinds } : {}),
       sandbox: resolveSandbox(o.sandbox),
       jail: o.jail,
       memoryMb: limits.memory_mb,

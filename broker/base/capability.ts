@@ -3,7 +3,8 @@
  * to the broker's capabilities (broker/caps/), and what comes back. The
  * satellite layer produces calls and sends replies; caps/ serves them.
  */
-import type { Cap, CallKind, WireError } from "../../jail-runtime/wire/frames.js";
+import type { Cap, WireError } from "../../jail-runtime/wire/frames.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 
 /** One capability call, its JSON arguments parsed. */
 export interface CapCall {
@@ -19,7 +20,7 @@ export type CapReply =
 /** What a capability handler is told about the invocation a `cap` came from. */
 export interface InvocationInfo {
   readonly extension: string;
-  readonly kind: CallKind;
+  readonly kind: AnyKind;
   readonly name: string;
   readonly strand: string;
   /** Partials go to the caller of this invocation. */

@@ -2,10 +2,10 @@
  * Asking a satellite for one invocation: the request, typed by its kind (the
  * outcome's type follows it, see outcome.ts), and the caller's options.
  */
-import type { CallKind } from "../../jail-runtime/wire/frames.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import type { CapDispatcher } from "./capability.js";
 
-export interface InvocationRequest<K extends CallKind = CallKind> {
+export interface InvocationRequest<K extends AnyKind = AnyKind> {
   readonly kind: K;
   readonly name: string;
   /** JSON text, forwarded as is. */

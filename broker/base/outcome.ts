@@ -8,7 +8,8 @@
  * Also: reading an outcome as a harness does, the reply's content blocks or
  * one line of text for a person or a model.
  */
-import type { CallKind, WireError } from "../../jail-runtime/wire/frames.js";
+import type { WireError } from "../../jail-runtime/wire/frames.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 
 /** A content block as the broker hands it to callers: JSON blocks parsed. */
 export type ToolContent =
@@ -45,6 +46,12 @@ export interface SuccessValues {
   readonly init: string;
 }
 
+/**
+ * What a successful invocation of `K` answers: a built-in kind's value, or an
+ * added kind's answer as JSON text (checked against its schema).
+ */
+export type SuccessValue<K extends AnyKind> = K extends keyof SuccessValues ? SuccessValues[K] : string;
+
 /** How any invocation can fail: a code and a message. */
 export interface Failure {
   readonly ok: false;
@@ -52,8 +59,8 @@ export interface Failure {
 }
 
 /** The outcome of an invocation of kind `K` (any kind by default). */
-export type InvocationOutcome<K extends CallKind = CallKind> =
-  | { readonly ok: true; readonly value: SuccessValues[K] }
+export type InvocationOutcome<K extends AnyKind = AnyKind> =
+  | { readonly ok: true; readonly value: SuccessValue<K> }
   | Failure;
 
 /** A failed outcome with `code` and `msg`. */

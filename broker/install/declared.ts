@@ -21,6 +21,9 @@ export function declaredOf(manifest: Manifest): Declared {
     providers: manifest.provider.map((p) => p.name),
     services: manifest.service.map((s) => s.name),
     handles,
+    kinds: Object.fromEntries(
+      Object.entries(manifest.kinds ?? {}).map(([kind, k]) => [kind, k.rows.map((r) => r.name)]),
+    ),
     entry: manifest.entry,
   };
 }

@@ -12,6 +12,7 @@ import { DEFAULT_SERVICE_BODY_BYTES, MAX_SERVICE_BODY_BYTES } from "../../jail-r
 import { HookRow } from "./hook-row.js";
 import { SecretRow, secretProblems } from "./secret-row.js";
 import { LoginRow, endpointProblem, endpointsOf, originsOf } from "./login-row.js";
+import { MAX_KIND_ROWS, type KindSections, type ManifestKinds } from "./kind-section.js";
 
 const Identifier = v.pipe(
   v.string(),
@@ -192,7 +193,13 @@ export const Manifest = v.strictObject({
   limits: v.optional(Limits, {}),
   storage: v.optional(StorageTable),
 });
-export type Manifest = v.InferOutput<typeof Manifest>;
+/** A parsed manifest; `kinds`: the sections of kinds added beside the built-ins (./kind-section.ts), when any were read. */
+export type Manifest = v.InferOutput<typeof Manifest> & { readonly kinds?: ManifestKinds };
+
+/** Whether `name` is a section of the built-in manifest (an added kind may not take it). */
+export function isManifestKey(name: string): boolean {
+  return Object.hasOwn(Manifest.entries, name);
+}
 
 /** The built-in extension that runs operator-written command hooks (broker/hooks/builtin-hooks.ts). */
 export const BUILTIN_HOOKS_NAME = "hooks";
@@ -206,8 +213,11 @@ function describe(issue: v.BaseIssue<unknown>): string {
   return `${path}: ${issue.message}`;
 }
 
-/** Parses and validates manifest text; `file` is only for messages. */
-export function parseManifest(text: string, file: string): Manifest {
+/**
+ * Parses and validates manifest text; `file` is only for messages. `sections`:
+ * the added kinds' sections it may hold (any other unknown section is refused).
+ */
+export function parseManifest(text: string, file: string, sections: KindSections = new Map()): Manifest {
   let raw: unknown;
   try {
     raw = parseToml(text);
@@ -218,11 +228,12 @@ export function parseManifest(text: string, file: string): Manifest {
       `${file}${where}: not valid TOML: ${(err as Error).message.split("\n")[0]}`,
     );
   }
+  const kinds = kindSections(raw, file, sections);
   const parsed = v.safeParse(Manifest, raw, { abortEarly: false });
   if (!parsed.success) {
     throw new TetherError(BrokerCode.installFailed, `${file}: ${parsed.issues.map(describe).join("; ")}`);
   }
-  const m = parsed.output;
+  const m: Manifest = kinds === undefined ? parsed.output : { ...parsed.output, kinds };
   if (RESERVED_NAMES.includes(m.name)) {
     throw new TetherError(
       BrokerCode.installFailed,
@@ -286,6 +297,44 @@ export function parseManifest(text: string, file: string): Manifest {
   const secrets = secretProblems(m.secret, m.net.allow, file);
   if (secrets.length > 0) throw new TetherError(BrokerCode.installFailed, secrets.join("; "));
   return m;
+}
+
+/**
+ * Takes the registered added kinds' sections out of `raw` (the rest is checked
+ * as the built-in manifest), each checked by its kind's row schema: a list of
+ * at most its `maxRows` rows, each named as a tool is, no name twice.
+ */
+function kindSections(raw: unknown, file: string, sections: KindSections): ManifestKinds | undefined {
+  if (sections.size === 0 || typeof raw !== "object" || raw === null) return undefined;
+  const table = raw as Record<string, unknown>;
+  const kinds: Record<string, ManifestKinds[string]> = {};
+  for (const [kind, section] of sections) {
+    if (!Object.hasOwn(table, kind)) continue;
+    const value = table[kind];
+    delete table[kind];
+    const max = Math.min(section.maxRows ?? MAX_KIND_ROWS, MAX_KIND_ROWS);
+    const rows = v.safeParse(
+      v.pipe(v.array(v.intersect([section.row, v.object({ name: Identifier })])), v.maxLength(max)),
+      value,
+      { abortEarly: false },
+    );
+    if (!rows.success)
+      throw new TetherError(
+        BrokerCode.installFailed,
+        `${file}: ${rows.issues
+          .slice(0, 8)
+          .map((issue) => (v.getDotPath(issue) === null ? `${kind}: ${issue.message}` : `${kind}.${describe(issue)}`))
+          .join("; ")}`,
+      );
+    const names = new Set<string>();
+    for (const row of rows.output) {
+      if (names.has(row.name))
+        throw new TetherError(BrokerCode.installFailed, `${file}: ${kind} '${row.name}' is declared twice`);
+      names.add(row.name);
+    }
+    kinds[kind] = { sees: section.sees, rows: rows.output as ManifestKinds[string]["rows"] };
+  }
+  return Object.keys(kinds).length === 0 ? undefined : kinds;
 }
 
 /** `[[login]]` rows: unique names, endpoints the URL parser accepts, and a declared `[[secret]]` each. */

@@ -4,7 +4,7 @@
  * must have a say before an invocation (the initializers' gate, a fleet's
  * admission) registers one; the first registered is the outermost.
  */
-import type { CallKind } from "../../jail-runtime/wire/frames.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import type { CallResult, ScopeCallOptions, SessionScope } from "./session-scope.js";
 
 /**
@@ -15,7 +15,7 @@ import type { CallResult, ScopeCallOptions, SessionScope } from "./session-scope
 export interface Call {
   readonly scope: SessionScope;
   readonly extension: string;
-  readonly kind: CallKind | "boot";
+  readonly kind: AnyKind | "boot";
   readonly name: string;
   readonly payload: string;
   readonly options: ScopeCallOptions;

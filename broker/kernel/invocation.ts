@@ -4,7 +4,7 @@
  * counted from when it is asked when its kind says the wait counts (a hook
  * queued behind a long call is late: `timeout`).
  */
-import type { CallKind } from "../../jail-runtime/wire/frames.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import { WireCode } from "../base/errors.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { capDispatcher, type CapEnvironment } from "../caps/dispatcher.js";
@@ -24,7 +24,7 @@ export interface InvocationParts {
   readonly graceMs: number;
 }
 
-export interface Invocation<K extends CallKind> {
+export interface Invocation<K extends AnyKind> {
   readonly live: Live;
   readonly scope: SessionScope;
   readonly kind: K;
@@ -38,7 +38,7 @@ export interface Invocation<K extends CallKind> {
 export interface Refused {
   readonly scope: SessionScope;
   readonly extension: string;
-  readonly kind: CallKind;
+  readonly kind: AnyKind;
   readonly name: string;
   readonly options: ScopeCallOptions;
 }
@@ -59,7 +59,7 @@ export function recordRefusal(parts: InvocationParts, call: Refused, code: strin
 }
 
 /** The invocation with its time limit covering the wait for the satellite: late is `timeout`, named by `what`. */
-export async function timedInvocation<K extends CallKind>(
+export async function timedInvocation<K extends AnyKind>(
   parts: InvocationParts,
   call: Invocation<K>,
   what: string,
@@ -80,7 +80,7 @@ export async function timedInvocation<K extends CallKind>(
 }
 
 /** One invocation of a live satellite, with its ledger row and capability dispatcher. */
-export async function runInvocation<K extends CallKind>(
+export async function runInvocation<K extends AnyKind>(
   parts: InvocationParts,
   call: Invocation<K>,
 ): Promise<CallResult<K>> {

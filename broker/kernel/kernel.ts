@@ -5,8 +5,9 @@
  * interceptors features registered (interceptor.ts). Closing stops every
  * satellite, then runs the close hooks, the last registered first.
  */
-import type { CallKind } from "../../jail-runtime/wire/frames.js";
-import { BrokerCode, TetherError } from "../base/errors.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
+import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
+import { failure } from "../base/outcome.js";
 import type { Logger } from "../base/log.js";
 import type { CapEnvironment } from "../caps/dispatcher.js";
 import type { Approval, Installed, Registry } from "../registry/registry.js";
@@ -19,7 +20,7 @@ import { approvalInForce, syncApprovals } from "./approval-sync.js";
 import type { CloseHook, KernelHost } from "./host.js";
 import { type Call, composed, type Interceptor, type Invoke } from "./interceptor.js";
 import { type InvocationParts, recordRefusal, runInvocation, timedInvocation } from "./invocation.js";
-import type { KindTable } from "./kinds.js";
+import { kindRow, type KindTable } from "./kinds.js";
 import { type CallResult, type Live, type ScopeCallOptions, SessionScope } from "./session-scope.js";
 
 export interface KernelParts {
@@ -103,7 +104,7 @@ export class Kernel implements KernelHost {
   }
 
   /** Asks `extension` one invocation of `kind` in `scope`. Never rejects for the extension's faults. */
-  invoke<K extends CallKind>(
+  invoke<K extends AnyKind>(
     scope: SessionScope,
     extension: string,
     kind: K,
@@ -145,7 +146,7 @@ export class Kernel implements KernelHost {
       const { outcome } = await this.#invoke({ scope, extension, kind: "boot", name: "", payload: "", options: {} });
       if (!outcome.ok) throw new TetherError(outcome.error.code as BrokerCode, outcome.error.msg);
     },
-    invoke: <K extends CallKind>(s: SessionScope, e: string, k: K, n: string, p: string, o: ScopeCallOptions) =>
+    invoke: <K extends AnyKind>(s: SessionScope, e: string, k: K, n: string, p: string, o: ScopeCallOptions) =>
       this.invoke(s, e, k, n, p, o),
     policyChanged: () => void this.#parts.caps.work.recheck(),
   };
@@ -159,7 +160,9 @@ export class Kernel implements KernelHost {
       await live.slot.boot();
       return { outcome: { ok: true, value: "" }, invocationId: null };
     }
-    const row = this.#parts.kinds[kind];
+    const row = kindRow(this.#parts.kinds, kind);
+    if (row === undefined)
+      return { outcome: failure(WireCode.badKind, `This broker asks no kind '${kind}'`), invocationId: null };
     const rule = row.rule({ extension, installed: live.installed, grants: live.approval.grants, name, payload });
     if ("refused" in rule) {
       const code = rule.refused.error.code;

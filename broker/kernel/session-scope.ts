@@ -12,7 +12,7 @@ import type { Approval, Installed } from "../registry/registry.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import type { SatellitePool } from "../satellite/pool.js";
 import type { InvokeOptions } from "../base/invocation.js";
-import type { CallKind } from "../../jail-runtime/wire/frames.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import type { SessionKind } from "../../jail-runtime/wire/session-kinds.js";
 
 /**
@@ -38,7 +38,7 @@ export interface ScopeCallOptions extends InvokeOptions {
 }
 
 /** What an invocation came to, with its own ledger row (null when it was refused before it had one). */
-export interface CallResult<K extends CallKind = CallKind> {
+export interface CallResult<K extends AnyKind = AnyKind> {
   readonly outcome: InvocationOutcome<K>;
   readonly invocationId: number | null;
 }
@@ -49,7 +49,7 @@ export type HookOutcome<K extends "event" | SessionKind = "event"> = CallResult<
 /** What the kernel does for a scope (it owns the slots, the ledger and the capability environment). */
 export interface ScopeHost {
   boot(scope: SessionScope, extension: string): Promise<void>;
-  invoke<K extends CallKind>(
+  invoke<K extends AnyKind>(
     scope: SessionScope,
     extension: string,
     kind: K,
@@ -133,7 +133,7 @@ export class SessionScope {
    * arguments, a command's argument text as is, a hook's or a session-facing
    * kind's payload). Never rejects for the extension's faults: they are answers.
    */
-  invoke<K extends CallKind>(
+  invoke<K extends AnyKind>(
     extension: string,
     kind: K,
     name: string,

@@ -32,6 +32,8 @@ export const Grants = v.object({
   providers: v.optional(v.array(v.string()), []),
   /** HTTP services (`[[service]]`), each as `name METHODS path`: a new method or path widens. */
   services: v.optional(v.array(v.string()), []),
+  /** The kinds added beside the built-ins (`[[<kind>]]` rows), per kind the names granted; an approval made before them granted none. */
+  kinds: v.optional(v.record(v.string(), v.array(v.string()))),
   // Defaults fill limits an older approval did not record.
   limits: Limits,
   /** `[storage]`: the database's quota, or null for none; an approval made before it granted none. */
@@ -64,6 +66,14 @@ export function requestedGrants(manifest: Manifest): Grants {
     })),
     providers: manifest.provider.map((p) => p.name).sort(),
     services: manifest.service.map(serviceGrant).sort(),
+    // Only a manifest with added kinds' sections has this field: other grants stay as they were written.
+    ...(manifest.kinds === undefined
+      ? {}
+      : {
+          kinds: Object.fromEntries(
+            Object.entries(manifest.kinds).map(([kind, k]) => [kind, k.rows.map((r) => r.name).sort()]),
+          ),
+        }),
     limits: {
       memory_mb: manifest.limits.memory_mb,
       deadline_ms: manifest.limits.deadline_ms,
@@ -146,6 +156,10 @@ export function sessionItems(g: Grants): string[] {
     // A new provider widens: it is handed whole conversations (its models are catalog data, not grants).
     ...g.providers.map((n) => `provider ${n}`),
     ...g.services.map((n) => `service ${n}`),
+    // An added kind's rows widen as a built-in's do: each is one more thing it may be asked.
+    ...Object.entries(g.kinds ?? {})
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .flatMap(([kind, names]) => names.map((n) => `${kind} ${n}`)),
   ];
 }
 

@@ -12,6 +12,7 @@ import { BrokerCode, TetherError } from "../base/errors.js";
 import { bundleExtension, type Artifact } from "../install/bundle.js";
 import type { HostJobSetup } from "../jail/host-job.js";
 import { appliedCount } from "../store/applied-count.js";
+import type { KindSections } from "../install/kind-section.js";
 import { parseManifest, readManifestFile, type Manifest } from "../install/manifest.js";
 import { manifestProblems } from "../install/manifest-checks.js";
 import type { Store } from "../store/open.js";
@@ -75,10 +76,17 @@ export class Registry {
 
   /** How bundling and migrations are jailed (the broker's jail setup). */
   readonly #jobs: HostJobSetup;
+  /** The sections of the kinds added beside the built-ins a manifest may hold. */
+  readonly #sections: KindSections;
 
-  /** `options.operator`: the approver's name recorded by default (default: this OS user's name, else "operator"); `options.jobs`: the host-side jails. */
-  constructor(store: Store, artifactsDir: string, options: { operator?: string; jobs?: HostJobSetup } = {}) {
+  /** `options.operator`: the approver's name recorded by default (default: this OS user's name, else "operator"); `options.jobs`: the host-side jails; `options.sections`: the added kinds' manifest sections. */
+  constructor(
+    store: Store,
+    artifactsDir: string,
+    options: { operator?: string; jobs?: HostJobSetup; sections?: KindSections } = {},
+  ) {
     this.#jobs = options.jobs ?? {};
+    this.#sections = options.sections ?? new Map();
     this.#store = store;
     this.#artifacts = artifactsDir;
     this.#home = dirname(artifactsDir);
@@ -95,7 +103,7 @@ export class Registry {
     const file = join(source, "manifest.toml");
     progress(`reading ${file}`);
     const text = readManifestFile(file);
-    const manifest = parseManifest(text, file);
+    const manifest = parseManifest(text, file, this.#sections);
     const problems = manifestProblems(manifest, file, this.#ajv);
     if (problems.length > 0) throw new TetherError(BrokerCode.installFailed, problems.join("; "));
     const previous = this.get(manifest.name);
@@ -385,7 +393,7 @@ export class Registry {
   #parsedManifest(text: string, hash: string, name: string): Manifest {
     let manifest = this.#manifests.get(hash);
     if (manifest === undefined) {
-      manifest = parseManifest(text, `${name} (installed manifest)`);
+      manifest = parseManifest(text, `${name} (installed manifest)`, this.#sections);
       this.#manifests.set(hash, manifest);
     }
     return manifest;

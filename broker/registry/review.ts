@@ -230,6 +230,12 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
       `It serves HTTP: ${row.methods.join(",")} /ext/${m.name}${row.path} — ${row.description} (runs as a daemon satellite; sees each request's path, query, headers and body, never cookies or the token; ${row.rate_per_minute}/min, bodies up to ${row.max_body_bytes} bytes)${tag(`service ${serviceGrant(row)}`)}`,
     );
   }
+  // The added kinds' rows, each as its kind says what it sees.
+  for (const [kind, section] of Object.entries(m.kinds ?? {}))
+    for (const row of section.rows)
+      lines.push(
+        `It serves ${kind}: ${row.name}${row.description !== undefined ? ` — ${row.description}` : ""} (${section.sees})${tag(`${kind} ${row.name}`)}`,
+      );
   if (m.observe !== undefined)
     lines.push(
       `It observes the session: ${m.observe.events.join(", ")} (told as they happen; answers nothing)${m.observe.events.some((e) => tag(`observe ${e}`) !== "") ? "   [NEW]" : ""}`,

@@ -18,13 +18,15 @@ export interface Declared {
   readonly services?: readonly string[];
   /** The handlers its manifest calls for: `prepare` (`[managed]`), `observe` (`[observe]`), `init` (`[init]`). */
   readonly handles?: readonly ("prepare" | "observe" | "init")[];
+  /** The kinds added beside the built-ins: per kind, the names of its `[[<kind>]]` rows. */
+  readonly kinds?: Readonly<Record<string, readonly string[]>>;
   /** The manifest's `entry` (the module that exports them), for messages; default "the entry module". */
   readonly entry?: string;
 }
 
 /** What a hello says the artifact serves. */
 export type Served = Pick<Hello, "tools" | "hooks" | "commands"> &
-  Partial<Pick<Hello, "contexts" | "routes" | "compactions" | "providers" | "services" | "handles">>;
+  Partial<Pick<Hello, "contexts" | "routes" | "compactions" | "providers" | "services" | "handles" | "kinds">>;
 
 /** A hello that does not serve what the manifest declares: `problems` says, one line each, what to change. */
 export class ServedMismatch extends TetherError {
@@ -43,7 +45,7 @@ function list(names: readonly string[]): string {
 const minus = (a: readonly string[], b: readonly string[]) => [...new Set(a)].filter((x) => !b.includes(x)).sort();
 
 /** Per kind: the row that declares one, the export that serves it, and how to fix either side. */
-const KINDS = {
+const KINDS: Readonly<Record<string, { missing(n: string): string; extra(n: string): string }>> = {
   tool: {
     missing: () => `export it in \`tools\`, or remove its [[tool]] row`,
     extra: (n: string) => `add a [[tool]] row with name = "${n}", or remove it from \`tools\``,
@@ -90,7 +92,13 @@ const KINDS = {
           ? "add an [init] table, or stop exporting `init`"
           : "add an [observe] table with the events it is told about, or stop exporting `observe`",
   },
-} as const;
+};
+
+/** How to fix a difference in an added kind's names (`[[greet]]` rows against `kinds.greet`). */
+const addedKind = (kind: string) => ({
+  missing: () => `export it in \`kinds.${kind}\`, or remove its [[${kind}]] row`,
+  extra: (n: string) => `add a [[${kind}]] row with name = "${n}", or remove it from \`kinds.${kind}\``,
+});
 
 /**
  * Each difference between what the manifest declares and what the module
@@ -98,7 +106,7 @@ const KINDS = {
  */
 export function servedProblems(declared: Declared, served: Served): string[] {
   const entry = declared.entry ?? "the entry module";
-  const sides: Array<[keyof typeof KINDS, readonly string[], readonly string[]]> = [
+  const sides: Array<[string, readonly string[], readonly string[]]> = [
     ["tool", declared.tools, served.tools],
     ["hook", declared.hooks, served.hooks],
     ["command", declared.commands ?? [], served.commands],
@@ -110,18 +118,25 @@ export function servedProblems(declared: Declared, served: Served): string[] {
     // `close` goes with `prepare` and may be left out: only what the manifest calls for is compared.
     ["handler", declared.handles ?? [], (served.handles ?? []).filter((h) => h !== "close")],
   ];
+  // The added kinds, each compared as the built-in named rows are: a kind on either side is compared.
+  const declaredKinds = declared.kinds ?? {};
+  const servedKinds = served.kinds ?? {};
+  const added = [...new Set([...Object.keys(declaredKinds), ...Object.keys(servedKinds)])].sort();
+  for (const kind of added)
+    sides.push([
+      kind,
+      (Object.hasOwn(declaredKinds, kind) ? declaredKinds[kind] : undefined) ?? [],
+      (Object.hasOwn(servedKinds, kind) ? servedKinds[kind] : undefined) ?? [],
+    ]);
   const problems: string[] = [];
   // The initializer is one export, not a named row: it reads as just `init`.
-  const what = (kind: keyof typeof KINDS, n: string) => (kind === "handler" && n === "init" ? "init" : `${kind} ${n}`);
+  const what = (kind: string, n: string) => (kind === "handler" && n === "init" ? "init" : `${kind} ${n}`);
   for (const [kind, want, have] of sides) {
+    const fix = (added.includes(kind) ? undefined : KINDS[kind]) ?? addedKind(kind);
     for (const n of minus(want, have))
-      problems.push(
-        `declared in manifest.toml but not exported from ${entry}: ${what(kind, n)} (${KINDS[kind].missing(n)})`,
-      );
+      problems.push(`declared in manifest.toml but not exported from ${entry}: ${what(kind, n)} (${fix.missing(n)})`);
     for (const n of minus(have, want))
-      problems.push(
-        `exported from ${entry} but not declared in manifest.toml: ${what(kind, n)} (${KINDS[kind].extra(n)})`,
-      );
+      problems.push(`exported from ${entry} but not declared in manifest.toml: ${what(kind, n)} (${fix.extra(n)})`);
   }
   return problems;
 }
@@ -135,11 +150,11 @@ export function checkServed(name: string, declared: Declared, hello: Served): vo
   if (
     problems.length > 0 &&
     servedProblems(
-      { ...declared, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] },
-      { ...hello, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [] },
+      { ...declared, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [], kinds: {} },
+      { ...hello, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [], kinds: {} },
     ).length === 0
   ) {
-    // Only the session-facing kinds differ: say just that.
+    // Only the session-facing (or added) kinds differ: say just that.
     throw new ServedMismatch(
       `Extension '${name}' is broken: ${problems.join("; ")}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`,
       problems,

@@ -10,7 +10,7 @@
  * same non-empty strand never run at once (each starts after the one before it
  * ended), calls on different strands may.
  */
-import type { CallKind } from "../../jail-runtime/wire/frames.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import { BrokerCode, WireCode } from "../base/errors.js";
 import type { InvocationRequest, InvokeOptions } from "../base/invocation.js";
 import { failure, type InvocationOutcome } from "../base/outcome.js";
@@ -75,7 +75,7 @@ export class SatellitePool {
   }
 
   /** Queues one invocation and resolves with its outcome; never rejects. */
-  async invoke<K extends CallKind>(
+  async invoke<K extends AnyKind>(
     req: InvocationRequest<K>,
     options: InvokeOptions = {},
   ): Promise<InvocationOutcome<K>> {

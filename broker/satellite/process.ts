@@ -10,7 +10,8 @@ import type { Server, Socket } from "node:net";
 import { join } from "node:path";
 import type { ResultPromise } from "execa";
 import { DEFAULT_MAX_FRAME_BYTES } from "../../jail-runtime/wire/codec.js";
-import type { Cap, CallKind, Hello, SatelliteFrame, WireError } from "../../jail-runtime/wire/frames.js";
+import type { Cap, Hello, SatelliteFrame, WireError } from "../../jail-runtime/wire/frames.js";
+import { type AnyKind, kindOnWire } from "../../jail-runtime/wire/kinds.js";
 import type { CapHandler, CapRefusalObserver } from "../base/capability.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import type { InvocationRequest } from "../base/invocation.js";
@@ -212,7 +213,7 @@ export class SatelliteProcess {
   }
 
   /** Runs one invocation. The caller must wait for the previous one's `settled`. */
-  run<K extends CallKind>(req: InvocationRequest<K>, onCap: CapHandler): RunningInvocation<K> {
+  run<K extends AnyKind>(req: InvocationRequest<K>, onCap: CapHandler): RunningInvocation<K> {
     if (this.#state !== "ready" || this.#conn === null) {
       throw new TetherError(BrokerCode.closed, `Satellite '${this.spec.name}' is ${this.#state}, not ready`);
     }
@@ -246,7 +247,7 @@ export class SatelliteProcess {
       t: "call",
       id,
       token,
-      kind: req.kind,
+      kind: kindOnWire(req.kind),
       name: req.name,
       args: req.args,
       strand: req.strand,
@@ -330,7 +331,7 @@ export class SatelliteProcess {
       this.#violation(`a 'result' for invocation ${id}, which is not open`);
       return;
     }
-    this.#finishOpen(checkAnswer(open.kind, open.name, ok, value, error));
+    this.#finishOpen(checkAnswer(open.kind, open.name, ok, value, error, this.spec.kinds));
   }
 
   #onCap(frame: Cap): void {

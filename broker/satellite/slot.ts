@@ -5,7 +5,8 @@
  * A caller who can wait never sees `busy`: calls wait their turn here.
  */
 import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
-import type { Cap, CallKind } from "../../jail-runtime/wire/frames.js";
+import type { Cap } from "../../jail-runtime/wire/frames.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import type { CapDispatcher, CapRefusalObserver, CapReply, InvocationInfo } from "../base/capability.js";
 import { WireCode, BrokerCode, TetherError } from "../base/errors.js";
 import type { InvocationRequest, InvokeOptions } from "../base/invocation.js";
@@ -86,7 +87,7 @@ export class SatelliteSlot {
   }
 
   /** Queues one invocation and resolves with its outcome; never rejects. */
-  invoke<K extends CallKind>(req: InvocationRequest<K>, options: InvokeOptions = {}): Promise<InvocationOutcome<K>> {
+  invoke<K extends AnyKind>(req: InvocationRequest<K>, options: InvokeOptions = {}): Promise<InvocationOutcome<K>> {
     if (this.#closed) return Promise.resolve(failure(BrokerCode.closed, `The satellite of '${this.name}' is closed`));
     if (options.signal?.aborted) return Promise.resolve(failure(WireCode.cancelled, "Cancelled before it started"));
     return new Promise<InvocationOutcome<K>>((resolve) => {

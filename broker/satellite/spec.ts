@@ -2,7 +2,7 @@
  * What a satellite process is told when it boots (its spec), the states it
  * passes through, and the handle on one running invocation.
  */
-import type { CallKind } from "../../jail-runtime/wire/frames.js";
+import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import type { CapHandler } from "../base/capability.js";
 import type { Logger } from "../base/log.js";
 import type { InvocationOutcome } from "../base/outcome.js";
@@ -10,6 +10,7 @@ import type { DenoCacheMount, DenoCacheSource } from "../jail/deno-cache.js";
 import type { SandboxMode } from "../jail/sandbox.js";
 import type { JailSetup } from "../jail/setup.js";
 import type { IdleCpuBudget } from "./cpu-watch.js";
+import type { AddedKinds } from "./answer.js";
 import type { Declared } from "./handshake.js";
 
 export type SatelliteState = "booting" | "ready" | "busy" | "draining" | "dead";
@@ -21,6 +22,8 @@ export interface SatelliteSpec {
   readonly artifact: string;
   /** What the approved manifest declares; the hello must match exactly. */
   readonly declared: Declared;
+  /** The kinds added beside the built-ins it may be asked: their answers are checked against their schemas. */
+  readonly kinds?: AddedKinds;
   readonly sandbox: SandboxMode;
   /** How the jail is set up on this host: Deno's path, the jail uid and root, cgroups, where the launcher is built (default: every default). */
   readonly jail?: JailSetup;
@@ -40,7 +43,7 @@ export interface SatelliteSpec {
   readonly onBoundStop?: (bound: "cpu" | "memory", detail: string) => void;
 }
 
-export interface RunningInvocation<K extends CallKind = CallKind> {
+export interface RunningInvocation<K extends AnyKind = AnyKind> {
   readonly id: number;
   /** The caller's answer; may settle before the satellite is free (on cancel). */
   readonly outcome: Promise<InvocationOutcome<K>>;
@@ -54,7 +57,7 @@ export interface RunningInvocation<K extends CallKind = CallKind> {
 export interface OpenInvocation {
   readonly id: number;
   readonly token: string;
-  readonly kind: CallKind;
+  readonly kind: AnyKind;
   readonly name: string;
   readonly onCap: CapHandler;
   answered: boolean;

@@ -23,6 +23,7 @@ import {
   arraySort,
   jsonStringify,
   logError,
+  objectKeys,
   stringSlice,
 } from "./intrinsics.js";
 import * as invocation from "./invocation.js";
@@ -164,6 +165,8 @@ export async function serveLoop(
     providers?: string[];
     services?: string[];
     handles?: Array<"prepare" | "close" | "observe" | "init">;
+    /** The kinds added beside the built-ins it serves, each with its names. */
+    kinds?: Record<string, string[]>;
   },
 ): Promise<never> {
   const b = booted;
@@ -192,6 +195,8 @@ export async function serveLoop(
     providers: sorted(served.providers ?? []),
     services: sorted(served.services ?? []),
     handles: sorted(served.handles ?? []) as Array<"prepare" | "close" | "observe" | "init">,
+    // Sent only when it serves any: a hello without added kinds stays as it was.
+    ...(served.kinds !== undefined && objectKeys(served.kinds).length > 0 ? { kinds: served.kinds } : {}),
   });
 
   let busy = false;

@@ -10,8 +10,10 @@ import { arrayFind, jsonParse, objectHasOwn } from "../cap/intrinsics.js";
 import type { Declared } from "./hook.js";
 import { rendered } from "./rendered.js";
 import { answerSession, type SessionServed } from "./session.js";
+import { answerKind, servesKind, type ServedKinds } from "./kinds.js";
 import type { Command, Tool } from "./tool.js";
 import { SESSION_KINDS, type SessionKind } from "../wire/session-kinds.js";
+import { addedKindOf } from "../wire/kinds.js";
 
 /** What the broker asked: one invocation. `args` is JSON text. */
 export interface Asked {
@@ -27,11 +29,16 @@ export type Answer =
   | { readonly ok: true; readonly value: unknown }
   | { readonly ok: false; readonly error: { readonly code: string; readonly msg: string } };
 
-/** What an extension serves: tools, hooks, commands, and the session-facing kinds (./session.ts). */
+/**
+ * What an extension serves: tools, hooks, commands, the session-facing kinds
+ * (./session.ts), and kinds added beside them (./kinds.ts).
+ */
 export interface Served extends SessionServed {
   readonly tools?: Readonly<Record<string, Tool>>;
   readonly hooks?: readonly Declared[];
   readonly commands?: Readonly<Record<string, Command>>;
+  /** Per added kind, its handlers by name. */
+  readonly kinds?: ServedKinds;
 }
 
 function fail(code: string, msg: string): Answer {
@@ -164,6 +171,11 @@ export async function answer(served: Served, asked: Asked, ctx: Ctx = testCtx())
     default:
       if ((SESSION_KINDS as readonly string[]).includes(asked.kind))
         return await answerSession(served, asked.kind as SessionKind, asked.name, asked.args, ctx);
+      {
+        // An added kind comes marked (`+greet`, wire/kinds.ts); a test may ask it by its bare name.
+        const added = addedKindOf(asked.kind) ?? asked.kind;
+        if (servesKind(served.kinds, added)) return await answerKind(served.kinds, added, asked.name, asked.args, ctx);
+      }
       return fail(ErrorCode.badKind, `This extension does not serve kind '${asked.kind}'`);
   }
 }

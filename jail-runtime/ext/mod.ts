@@ -57,6 +57,7 @@ export {
 export type { ChatMessage, Usage } from "../wire/provider-kinds.js";
 export type { Service, ServiceRequest, ServiceResponse } from "./service.js";
 export type { Init, InitPayload, InitReply } from "./init.js";
+export type { KindHandler, KindHandlers, ServedKinds } from "./kinds.js";
 export type { SessionPayload, SessionReply, ObservedEvent, ObservedKind, Fold } from "../wire/session-kinds.js";
 export { rendered, type Rendered } from "./rendered.js";
 export { serve, serving } from "./runtime.js";

@@ -7,6 +7,7 @@ import { arrayMap, objectKeys } from "../cap/intrinsics.js";
 import { serveLoop } from "../cap/runtime.js";
 import { answer, type Served } from "./answer.js";
 import type { Declared } from "./hook.js";
+import { kindNames, type ServedKinds } from "./kinds.js";
 import { sessionNames, type SessionServed } from "./session.js";
 import type { Command, Tool } from "./tool.js";
 
@@ -25,6 +26,8 @@ export function serving(
     tools?: Readonly<Record<string, Tool>>;
     hooks?: readonly Declared[];
     commands?: Readonly<Record<string, Command>>;
+    /** Kinds added beside the built-ins: per kind, its handlers by name (./kinds.ts). */
+    kinds?: ServedKinds;
   } & SessionServed,
 ): Promise<never> {
   const table: Served = served;
@@ -34,6 +37,7 @@ export function serving(
     hooks: arrayMap(served.hooks ?? [], (row) => row[0]),
     commands: objectKeys(served.commands ?? {}),
     ...sessionNames(served),
+    kinds: kindNames(served.kinds),
   });
 }
 

@@ -5,7 +5,7 @@
  * capability prelude (Deno) both import this file. Field `t` names the frame.
  */
 import * as v from "valibot";
-import { SESSION_KINDS } from "./session-kinds.js";
+import { ADDED_KIND_MARK, AddedKindOnWire, BUILTIN_KIND_NAMES, ServedKinds } from "./kinds.js";
 import { WIRE_VERSION } from "./version.js";
 
 const Id = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
@@ -43,20 +43,26 @@ export const Hello = v.object({
   services: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   /** Which session handlers its module exports: `prepare` and `close` (managed), `observe`, `init` (its initializer). */
   handles: v.optional(v.pipe(v.array(v.picklist(["prepare", "close", "observe", "init"])), v.maxLength(4)), []),
+  /** The kinds added beside the built-ins (./kinds.ts) it serves, each with its names. */
+  kinds: v.optional(ServedKinds),
 });
 export type Hello = v.InferOutput<typeof Hello>;
 
 /** What names one invocation's frames: its id, and the token only it holds. */
 const Invocation = { id: Id, token: Token };
 
-export const CallKind = v.picklist(["tool", "event", "command", ...SESSION_KINDS]);
+/** The built-in kinds, the keys of the kinds table (./kinds.ts). */
+export const CallKind = v.picklist(BUILTIN_KIND_NAMES);
 export type CallKind = v.InferOutput<typeof CallKind>;
 
 /** B→S: answer this invocation. `args` is JSON text, the exact bytes the caller sent. */
 export const Call = v.object({
   t: v.literal("call"),
   ...Invocation,
-  kind: CallKind,
+  /** A built-in kind, or one added beside them as `+<name>` (./kinds.ts; the satellite answers `bad_kind` if it serves none). */
+  kind: v.lazy((input) =>
+    typeof input === "string" && input.startsWith(ADDED_KIND_MARK) ? AddedKindOnWire : CallKind,
+  ),
   name: Name,
   args: v.string(),
   strand: v.string(),

@@ -310,6 +310,7 @@ describe("layering", () => {
       "jail-runtime/wire/document-bounds.ts",
       "jail-runtime/wire/events.ts",
       "jail-runtime/wire/frames.ts",
+      "jail-runtime/wire/kinds.ts",
       "jail-runtime/wire/kv-args.ts",
       "jail-runtime/wire/kv-cas.ts",
       "jail-runtime/wire/provider-kinds.ts",
