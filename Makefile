@@ -107,6 +107,7 @@ bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/hooks.ts
 	npx tsx bench/boot.ts
 	npx tsx bench/neighbours.ts
+	npx tsx bench/call-stages.ts
 	npx tsx bench/vs-mcp.ts
 	npx tsx bench/scale.ts
 
