@@ -28,7 +28,8 @@ export function approvalInForce(registry: Registry, name: string): { installed: 
   if (approval.manifestHash !== installed.manifestHash || approval.artifactHash !== installed.artifactHash) {
     throw new TetherError(
       BrokerCode.notApproved,
-      `Extension '${name}' changed since it was approved. Run: tether review ${name} to see what changed, then tether approve ${name}`,
+      `Extension '${name}' changed since it was approved. Run: tether review ${name} to see what changed, then ` +
+        `tether approve ${name}`,
     );
   }
   return { installed, approval };

@@ -42,7 +42,10 @@ export interface KindCall {
   readonly payload: string;
 }
 
-/** Refused before the satellite is asked; `recorded`: the refusal still gets a ledger row (the caller named a real row). */
+/**
+ * Refused before the satellite is asked; `recorded`: the refusal still gets a ledger row (the
+ * caller named a real row).
+ */
 export interface KindRefusal {
   readonly refused: Failure;
   readonly recorded: boolean;

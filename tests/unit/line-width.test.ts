@@ -24,8 +24,6 @@ const ALLOWED = new Set([
   "broker/hooks/hook-sight.ts",
   "broker/hooks/run-command-hook.ts",
   "broker/install/manifest.ts",
-  "broker/kernel/approval-sync.ts",
-  "broker/kernel/kinds.ts",
   "broker/registry/artifact-gc.ts",
   "broker/registry/artifact-records.ts",
   "broker/registry/grants.ts",
