@@ -24,7 +24,10 @@ export interface Collected {
 
 /** `<name>-<16 hex>.js`, and its temporary `.tmp` while an install writes it (registry.ts). */
 const ARTIFACT_NAME = /^[a-z][a-z0-9_-]{0,63}-[0-9a-f]{16}\.js(?:\.tmp)?$/;
-/** `<32 hex of the artifact's sha256>-<16 hex of the Deno binary>` (jail/deno-cache.ts); `.warming-` folders are another broker's work. */
+/**
+ * `<32 hex of the artifact's sha256>-<16 hex of the Deno binary>` (jail/deno-cache.ts); `.warming-`
+ * folders are another broker's work.
+ */
 const CACHE_NAME = /^([0-9a-f]{32})-[0-9a-f]{16}$/;
 
 function list(dir: string): string[] {

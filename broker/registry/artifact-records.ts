@@ -33,7 +33,10 @@ export const MAX_KEPT_SOURCE_BYTES = 1024 * 1024;
 /** The store, or a transaction on it. */
 type Db = Orm | Parameters<Parameters<Orm["transaction"]>[0]>[0];
 
-/** Records what `extension`'s artifact was built from (read from `sourceDir`), and keeps the text of the manifest it was installed with. */
+/**
+ * Records what `extension`'s artifact was built from (read from `sourceDir`), and keeps the text of
+ * the manifest it was installed with.
+ */
 export function recordArtifact(
   db: Db,
   extension: string,
@@ -87,11 +90,24 @@ export function sourceContent(db: Db, sha256: string): Buffer | null {
   );
 }
 
-/** Drops the records no install and no latest approval names, then the contents no record, install or latest approval names. */
+/** An install of the artifact row (in pruneArtifactRecords' first statement). */
+const INSTALLED_ARTIFACT = sql.raw(
+  "SELECT 1 FROM installs i WHERE i.name = artifacts.extension AND i.artifact_hash = artifacts.artifact_hash",
+);
+/** The manifests the latest approval of each extension names (in pruneArtifactRecords' second statement). */
+const LATEST_APPROVED_MANIFESTS = sql.raw(
+  "SELECT a.manifest_hash FROM approvals a " +
+    "WHERE a.id = (SELECT max(b.id) FROM approvals b WHERE b.extension = a.extension)",
+);
+
+/**
+ * Drops the records no install and no latest approval names, then the contents no record, install
+ * or latest approval names.
+ */
 export function pruneArtifactRecords(db: Db): void {
   db.run(sql`
     DELETE FROM artifacts
-    WHERE NOT EXISTS (SELECT 1 FROM installs i WHERE i.name = artifacts.extension AND i.artifact_hash = artifacts.artifact_hash)
+    WHERE NOT EXISTS (${INSTALLED_ARTIFACT})
       AND NOT EXISTS (
         SELECT 1 FROM approvals a
         WHERE a.extension = artifacts.extension AND a.artifact_hash = artifacts.artifact_hash
@@ -100,5 +116,5 @@ export function pruneArtifactRecords(db: Db): void {
     DELETE FROM source_files
     WHERE sha256 NOT IN (SELECT json_extract(j.value, '$.sha256') FROM artifacts, json_each(artifacts.sources) AS j)
       AND sha256 NOT IN (SELECT manifest_hash FROM installs)
-      AND sha256 NOT IN (SELECT a.manifest_hash FROM approvals a WHERE a.id = (SELECT max(b.id) FROM approvals b WHERE b.extension = a.extension))`);
+      AND sha256 NOT IN (${LATEST_APPROVED_MANIFESTS})`);
 }

@@ -32,7 +32,10 @@ export const Grants = v.object({
   providers: v.optional(v.array(v.string()), []),
   /** HTTP services (`[[service]]`), each as `name METHODS path`: a new method or path widens. */
   services: v.optional(v.array(v.string()), []),
-  /** The kinds added beside the built-ins (`[[<kind>]]` rows), per kind the names granted; an approval made before them granted none. */
+  /**
+   * The kinds added beside the built-ins (`[[<kind>]]` rows), per kind the names granted; an
+   * approval made before them granted none.
+   */
   kinds: v.optional(v.record(v.string(), v.array(v.string()))),
   // Defaults fill limits an older approval did not record.
   limits: Limits,
@@ -99,7 +102,10 @@ export interface GrantDiff {
   readonly removedHooks: string[];
   readonly addedCommands: string[];
   readonly removedCommands: string[];
-  /** The session-facing kinds and providers, each as `kind name` (`context notes`, `route status`, `compaction folds`, `managed`, `observe turn`, `provider openai`). */
+  /**
+   * The session-facing kinds and providers, each as `kind name` (`context notes`, `route status`,
+   * `compaction folds`, `managed`, `observe turn`, `provider openai`).
+   */
   readonly addedSession: string[];
   readonly removedSession: string[];
   /** Secret bindings, one `name → rule as place` each: a new secret or a new rule or place for one widens. */

@@ -29,8 +29,14 @@ export interface Approval {
   readonly approvedBy: string;
   readonly approvedAt: number;
   readonly revokedAt: number | null;
-  /** Who revoked it, or who approved the approval that replaced it (null: in force, or revoked before this was recorded). */
+  /**
+   * Who revoked it, or who approved the approval that replaced it (null: in force, or revoked
+   * before this was recorded).
+   */
   readonly revokedBy: string | null;
-  /** Requested egress rules this approval left out (`--only`), kept out by the next approval unless it is told `all`. */
+  /**
+   * Requested egress rules this approval left out (`--only`), kept out by the next approval unless
+   * it is told `all`.
+   */
   readonly withheldNet: readonly string[];
 }

@@ -59,7 +59,10 @@ function lines(text: string): string[] {
   return all;
 }
 
-/** The unified diff (`@@ -a,b +c,d @@` hunks with `context` lines around each change), "" when equal, null when too different. */
+/**
+ * The unified diff (`@@ -a,b +c,d @@` hunks with `context` lines around each change), "" when
+ * equal, null when too different.
+ */
 export function unifiedDiff(
   before: string,
   after: string,

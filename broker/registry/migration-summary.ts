@@ -7,7 +7,10 @@
  */
 import { splitStatements, stripComments } from "../../jail-runtime/wire/sql-allowlist.js";
 
-/** The statements of a migration file: the allowlist's own splitter, so the broker, review and the test kit split alike. */
+/**
+ * The statements of a migration file: the allowlist's own splitter, so the broker, review and the
+ * test kit split alike.
+ */
 export { splitStatements };
 
 const IDENT = String.raw`("[^"]+"|\x60[^\x60]+\x60|\[[^\]]+\]|[\w$]+)`;

@@ -55,7 +55,8 @@ export function pinnedTexts(
   } catch {
     throw new TetherError(
       BrokerCode.notApproved,
-      `The artifact of '${installed.name}' is missing (${installed.artifactPath}). Run: tether install ${installed.sourceDir}`,
+      `The artifact of '${installed.name}' is missing (${installed.artifactPath}). Run: tether ` +
+        `install ${installed.sourceDir}`,
     );
   }
   if (createHash("sha256").update(code).digest("hex") !== installed.artifactHash) {
@@ -70,7 +71,8 @@ export function pinnedTexts(
     if (content === null || createHash("sha256").update(content).digest("hex") !== m.sha256) {
       throw new TetherError(
         BrokerCode.notApproved,
-        `The text of migration ${m.name} of '${installed.name}' is not kept. Run: tether install ${installed.sourceDir}`,
+        `The text of migration ${m.name} of '${installed.name}' is not kept. Run: tether ` +
+          `install ${installed.sourceDir}`,
       );
     }
     return {
@@ -102,7 +104,8 @@ export function migrationPlan(db: Db, home: string, installed: Installed, jobs: 
   const problems: string[] = [];
   if (at > texts.length) {
     problems.push(
-      `its database has ${at} migrations but this version ships ${texts.length}: a migration is never undone, so install a version that ships all ${at} (and any new ones after them)`,
+      `its database has ${at} migrations but this version ships ${texts.length}: a migration is never undone, ` +
+        `so install a version that ships all ${at} (and any new ones after them)`,
     );
   }
   const migrations = texts.map((m): MigrationView => {
@@ -110,7 +113,9 @@ export function migrationPlan(db: Db, home: string, installed: Installed, jobs: 
     const has = m.number <= at;
     if (has && row !== undefined && row.sha256 !== m.sha256) {
       problems.push(
-        `migrations/${m.name} changed since it was applied (by ${row.version}'s approval): a migration is never edited once applied; restore it and put the change in a new migration (${String(texts.length + 1).padStart(4, "0")}_….sql)`,
+        `migrations/${m.name} changed since it was applied (by ${row.version}'s approval): a migration is ` +
+          `never edited once applied; restore it and put the change in a new migration ` +
+          `(${String(texts.length + 1).padStart(4, "0")}_….sql)`,
       );
     }
     const applied = !has
@@ -154,10 +159,13 @@ export function applyPending(
     if (!(err instanceof MigrationFailure)) throw err;
     throw new TetherError(
       BrokerCode.migrationFailed,
-      `Cannot approve '${name}' ${installed.version}: ${err.message}. Nothing was applied (the database is as it was, at migration ${plan.at}) and the approval was not recorded; fix the migration, then tether install ${installed.sourceDir} and approve again`,
+      `Cannot approve '${name}' ${installed.version}: ${err.message}. Nothing was applied (the database is as ` +
+        `it was, at migration ${plan.at}) and the approval was not recorded; fix the migration, then tether ` +
+        `install ${installed.sourceDir} and approve again`,
     );
   }
-  // Every migration the database has now, recorded with this version where it was not (or was applied before it was recorded).
+  // Every migration the database has now, recorded with this version where it was not (or was
+  // applied before it was recorded).
   return plan.migrations
     .filter((m) => m.applied === null || m.applied.version === null)
     .map((m) => ({ extension: name, number: m.number, name: m.name, sha256: m.sha256, version: installed.version }));

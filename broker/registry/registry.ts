@@ -79,7 +79,11 @@ export class Registry {
   /** The sections of the kinds added beside the built-ins a manifest may hold. */
   readonly #sections: KindSections;
 
-  /** `options.operator`: the approver's name recorded by default (default: this OS user's name, else "operator"); `options.jobs`: the host-side jails; `options.sections`: the added kinds' manifest sections. */
+  /**
+   * `options.operator`: the approver's name recorded by default (default: this OS user's name, else
+   * "operator"); `options.jobs`: the host-side jails; `options.sections`: the added kinds' manifest
+   * sections.
+   */
   constructor(
     store: Store,
     artifactsDir: string,
@@ -247,7 +251,8 @@ export class Registry {
       if (extra.length > 0) {
         throw new TetherError(
           BrokerCode.approvalInvalid,
-          `--only ${extra.join(", ")}: not requested by '${name}' (it requests: ${requested.join(", ") || "no network"})`,
+          `--only ${extra.join(", ")}: not requested by '${name}' (it ` +
+            `requests: ${requested.join(", ") || "no network"})`,
         );
       }
       grants.net = [...options.onlyNet];
@@ -337,7 +342,10 @@ export class Registry {
     return this.#operator;
   }
 
-  /** Revokes the current approval, recorded as revoked by `by` (default: the operator's name); true when there was one to revoke. */
+  /**
+   * Revokes the current approval, recorded as revoked by `by` (default: the operator's name); true
+   * when there was one to revoke.
+   */
   revoke(name: string, options: { by?: string } = {}): boolean {
     this.require(name);
     const changed = this.#store.orm

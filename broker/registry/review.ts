@@ -48,7 +48,10 @@ export interface ArtifactChange {
   readonly after: { readonly hash: string; readonly bytes: number | null };
   /** The source files that differ, manifest.toml included. */
   readonly sources: readonly SourceChange[];
-  /** False when the approved artifact's sources were not recorded (an older broker installed it): only manifest.toml is compared. */
+  /**
+   * False when the approved artifact's sources were not recorded (an older broker installed it):
+   * only manifest.toml is compared.
+   */
   readonly sourcesKnown: boolean;
 }
 
@@ -177,7 +180,8 @@ function renderChanges(c: ArtifactChange, name: string): string[] {
   const lines: string[] = [];
   if (c.before.hash !== c.after.hash) {
     lines.push(
-      `  artifact: ${size(c.before.bytes)} (sha256 ${c.before.hash.slice(0, 16)}…) → ${size(c.after.bytes)} (sha256 ${c.after.hash.slice(0, 16)}…)`,
+      `  artifact: ${size(c.before.bytes)} (sha256 ${c.before.hash.slice(0, 16)}…) → ${size(c.after.bytes)} ` +
+        `(sha256 ${c.after.hash.slice(0, 16)}…)`,
     );
   }
   const listed = c.sources.map((s) => `${s.path} (${s.change})`);
@@ -200,21 +204,25 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
   const lines: string[] = [];
   for (const row of m.context)
     lines.push(
-      `It loads context: ${row.name} — ${row.description} (sees the session's id and workspace path)${tag(`context ${row.name}`)}`,
+      `It loads context: ${row.name} — ${row.description} (sees the session's id and workspace ` +
+        `path)${tag(`context ${row.name}`)}`,
     );
   for (const row of m.route)
     lines.push(`It serves a route the harness calls: ${row.name} — ${row.description}${tag(`route ${row.name}`)}`);
   for (const row of m.compaction)
     lines.push(
-      `It offers a compaction strategy: ${row.name} — ${row.description} (sees the whole conversation when chosen)${tag(`compaction ${row.name}`)}`,
+      `It offers a compaction strategy: ${row.name} — ${row.description} (sees the whole conversation when ` +
+        `chosen)${tag(`compaction ${row.name}`)}`,
     );
   if (m.managed !== undefined)
     lines.push(
-      `It is managed: prepared for each session (sees the session's id, workspace path and active extensions; keeps per-session state)${tag("managed")}`,
+      `It is managed: prepared for each session (sees the session's id, workspace path and active extensions; ` +
+        `keeps per-session state)${tag("managed")}`,
     );
   for (const row of m.provider) {
     lines.push(
-      `It is a model provider: ${row.name} — ${row.description} (runs as a daemon satellite; sees every conversation a harness asks it to complete)${tag(`provider ${row.name}`)}`,
+      `It is a model provider: ${row.name} — ${row.description} (runs as a daemon satellite; sees every ` +
+        `conversation a harness asks it to complete)${tag(`provider ${row.name}`)}`,
     );
     if (row.base_url !== "")
       lines.push(
@@ -222,23 +230,30 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
       );
     for (const model of row.models)
       lines.push(
-        `      model ${model.id}: ${model.context_window} tokens, $${model.input_price_per_mtok}/$${model.output_price_per_mtok} per million in/out${model.capabilities.length > 0 ? `, ${model.capabilities.join(", ")}` : ""}`,
+        `      model ${model.id}: ${model.context_window} tokens, ` +
+          `$${model.input_price_per_mtok}/$${model.output_price_per_mtok} per million ` +
+          `in/out${model.capabilities.length > 0 ? `, ${model.capabilities.join(", ")}` : ""}`,
       );
   }
   for (const row of m.service) {
     lines.push(
-      `It serves HTTP: ${row.methods.join(",")} /ext/${m.name}${row.path} — ${row.description} (runs as a daemon satellite; sees each request's path, query, headers and body, never cookies or the token; ${row.rate_per_minute}/min, bodies up to ${row.max_body_bytes} bytes)${tag(`service ${serviceGrant(row)}`)}`,
+      `It serves HTTP: ${row.methods.join(",")} /ext/${m.name}${row.path} — ${row.description} (runs as a ` +
+        `daemon satellite; sees each request's path, query, headers and body, never cookies or the ` +
+        `token; ${row.rate_per_minute}/min, bodies up to ${row.max_body_bytes} ` +
+        `bytes)${tag(`service ${serviceGrant(row)}`)}`,
     );
   }
   // The added kinds' rows, each as its kind says what it sees.
   for (const [kind, section] of Object.entries(m.kinds ?? {}))
     for (const row of section.rows)
       lines.push(
-        `It serves ${kind}: ${row.name}${row.description !== undefined ? ` — ${row.description}` : ""} (${section.sees})${tag(`${kind} ${row.name}`)}`,
+        `It serves ${kind}: ${row.name}${row.description !== undefined ? ` — ${row.description}` : ""} ` +
+          `(${section.sees})${tag(`${kind} ${row.name}`)}`,
       );
   if (m.observe !== undefined)
     lines.push(
-      `It observes the session: ${m.observe.events.join(", ")} (told as they happen; answers nothing)${m.observe.events.some((e) => tag(`observe ${e}`) !== "") ? "   [NEW]" : ""}`,
+      `It observes the session: ${m.observe.events.join(", ")} (told as they happen; answers ` +
+        `nothing)${m.observe.events.some((e) => tag(`observe ${e}`) !== "") ? "   [NEW]" : ""}`,
     );
   return lines;
 }
@@ -248,26 +263,30 @@ function loginLines(installed: Installed): string[] {
   const rows = installed.manifest.login;
   if (rows.length === 0) return [];
   const lines = [
-    `It asks you to sign in (${plural(rows.length, "login")}; tether login ${installed.name} — the broker keeps the tokens, the jail never sees them):`,
+    `It asks you to sign in (${plural(rows.length, "login")}; tether login ${installed.name} — the broker ` +
+      `keeps the tokens, the jail never sees them):`,
   ];
   for (const row of rows) {
     const start = row.flow === "device" ? row.device_authorization_endpoint : row.authorization_endpoint;
     const scopes = row.scopes.length > 0 ? `scopes ${row.scopes.join(" ")}` : "the server's default scopes";
     lines.push(`  ${row.name} — ${row.description}`);
     lines.push(
-      `      ${row.flow === "device" ? "device flow" : "browser sign-in (authorization code)"} at ${start}, tokens from ${row.token_endpoint}, ${scopes}; the access token fills the secret ${row.secret}`,
+      `      ${row.flow === "device" ? "device flow" : "browser sign-in (authorization code)"} at ${start}, ` +
+        `tokens from ${row.token_endpoint}, ${scopes}; the access token fills the secret ${row.secret}`,
     );
     const origins = originsOf(row);
     if (origins.length > 1)
       lines.push(
-        `  ! ${row.name}: its endpoints are on ${origins.length} origins (${origins.join(", ")}): the token endpoint at ${new URL(row.token_endpoint).origin} receives your authorization code and PKCE verifier`,
+        `  ! ${row.name}: its endpoints are on ${origins.length} origins (${origins.join(", ")}): the token ` +
+          `endpoint at ${new URL(row.token_endpoint).origin} receives your authorization code and PKCE verifier`,
       );
     // Where the token goes: the secret's rules, which may be another origin than the sign-in's.
     const secret = installed.manifest.secret.find((s) => s.name === row.secret);
     const elsewhere = (secret?.rules ?? []).filter((rule) => !origins.some((o) => ruleOrigin(rule) === o));
     if (elsewhere.length > 0)
       lines.push(
-        `  ! ${row.name}: its token is sent to ${elsewhere.join(", ")}, not the sign-in's origin (${origins.join(", ")})`,
+        `  ! ${row.name}: its token is sent to ${elsewhere.join(", ")}, not the sign-in's origin ` +
+          `(${origins.join(", ")})`,
       );
   }
   return lines;
@@ -275,7 +294,10 @@ function loginLines(installed: Installed): string[] {
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-/** Where a line of the review belongs: the console shows each in its own section, `tether review` prints them in this order. */
+/**
+ * Where a line of the review belongs: the console shows each in its own section, `tether review`
+ * prints them in this order.
+ */
 export type ReviewSection =
   | "summary"
   | "rules"
@@ -308,7 +330,10 @@ export interface ReviewLine {
 /** Who revoked the approval and when, for a revoked extension. */
 function revokedNote(review: Review): string {
   if (review.status !== "revoked" || review.revoked === null) return "";
-  return ` — revoked${review.revoked.by === null ? "" : ` by ${review.revoked.by}`} at ${new Date(review.revoked.at).toISOString()}`;
+  return (
+    ` — revoked${review.revoked.by === null ? "" : ` by ${review.revoked.by}`} ` +
+    `at ${new Date(review.revoked.at).toISOString()}`
+  );
 }
 
 /** The review's lines, each in its section: `renderReview` prints them, the console shows them. */
@@ -349,7 +374,8 @@ export function reviewLines(review: Review, installed: Installed): ReviewLine[] 
   if (review.policyError !== null)
     push(
       "rules",
-      `  ! the operator's policy does not parse, so every egress call is refused until it is fixed: ${review.policyError}`,
+      `  ! the operator's policy does not parse, so every egress call is refused until it is ` +
+        `fixed: ${review.policyError}`,
     );
   for (const line of secretLines(review, installed)) push("secrets", line.text, line.detail ? { detail: true } : {});
   push("rules", "  files, environment, processes: nothing (jailed; only capabilities the broker serves)");
@@ -375,14 +401,22 @@ export function reviewLines(review: Review, installed: Installed): ReviewLine[] 
     push("contributions", line, line.startsWith("      ") ? { detail: true } : {});
   for (const line of loginLines(installed)) push("logins", line, line.startsWith("      ") ? { detail: true } : {});
   push("limits", "");
+  const satellites =
+    r.limits.concurrency === 1
+      ? "one satellite per session (calls one at a time)"
+      : `up to ${r.limits.concurrency} satellites per session ` +
+        "(calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)";
   push(
     "limits",
-    `Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${r.limits.concurrency === 1 ? "one satellite per session (calls one at a time)" : `up to ${r.limits.concurrency} satellites per session (calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)`}`,
+    `Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, ` +
+      `idle ${r.limits.idle_s} s, storage ${r.limits.kv_bytes} bytes, ` +
+      `${r.limits.fetches} fetches at once per call (under the operator's max_fetches), ${satellites}`,
   );
   if (r.storage !== null)
     push(
       "storage",
-      `Database: its own SQLite file (<home>/data/${installed.manifest.name}.sqlite), up to ${r.storage.max_bytes} bytes, through db.query and db.exec ([storage]; docs/storage.md)`,
+      `Database: its own SQLite file (<home>/data/${installed.manifest.name}.sqlite), up ` +
+        `to ${r.storage.max_bytes} bytes, through db.query and db.exec ([storage]; docs/storage.md)`,
     );
   for (const line of migrationLines(review.migrations))
     push("migrations", line, line.startsWith("      ") ? { detail: true } : {});
@@ -390,7 +424,8 @@ export function reviewLines(review: Review, installed: Installed): ReviewLine[] 
   if (init !== undefined)
     push(
       "init",
-      `Initializer: runs once per approved version, after its migrations, up to ${Math.min(init.deadline_ms, r.limits.deadline_ms)} ms ([init]; docs/initializers.md)`,
+      `Initializer: runs once per approved version, after its migrations, up ` +
+        `to ${Math.min(init.deadline_ms, r.limits.deadline_ms)} ms ([init]; docs/initializers.md)`,
     );
   if (review.diff !== null) {
     push("diff", "");
@@ -412,13 +447,15 @@ export function reviewLines(review: Review, installed: Installed): ReviewLine[] 
   if (review.status !== "approved")
     push(
       "next",
-      `To allow it: tether approve ${review.name}${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`,
+      `To allow it: tether approve ${review.name}` +
+        `${r.net.length > 0 ? `   (narrow egress with --only <rule>${withheld})` : ""}`,
     );
   return lines;
 }
 
 export function renderReview(review: Review, installed: Installed): string {
-  // Everything the extension wrote (its description, its tools', its migrations') reaches the terminal with its control characters written out.
+  // Everything the extension wrote (its description, its tools', its migrations') reaches the
+  // terminal with its control characters written out.
   return reviewLines(review, installed)
     .map((line) => line.text)
     .join("\n")
@@ -448,13 +485,13 @@ function migrationLines(plan: Review["migrations"]): string[] {
   if ("error" in plan) return [`  ! its migrations cannot be read: ${plan.error}`];
   if (plan.migrations.length === 0 && plan.problems.length === 0) return [];
   const pending = plan.migrations.filter((m) => m.applied === null).length;
-  const lines = [
-    `Migrations: ${plan.migrations.length} shipped, the database has ${plan.at}${pending > 0 ? `; approving runs ${pending} on it, in order, in one transaction (all or none)` : ""}:`,
-  ];
+  const running = pending > 0 ? `; approving runs ${pending} on it, in order, in one transaction (all or none)` : "";
+  const lines = [`Migrations: ${plan.migrations.length} shipped, the database has ${plan.at}${running}:`];
   for (const m of plan.migrations) {
     if (m.applied !== null) {
       lines.push(
-        `  ${m.name} — ${visibleText(m.summary)}   (applied${m.applied.version === null ? "" : ` by ${m.applied.version}`})`,
+        `  ${m.name} — ${visibleText(m.summary)}   ` +
+          `(applied${m.applied.version === null ? "" : ` by ${m.applied.version}`})`,
       );
       continue;
     }
@@ -507,14 +544,19 @@ function secretLines(review: Review, installed: Installed): Array<{ text: string
     if (row !== undefined && row.description !== "") lines.push({ text: `      ${row.description}`, detail: true });
     // What redaction cannot promise, for every rule it is bound to (docs/secrets.md, What is not protected).
     lines.push({
-      text: `      note: any server under ${b.rules.join(", ")} can hand it back in a form the broker does not recognise (a hash, a byte per response); bind it to that API alone`,
+      text:
+        `      note: any server under ${b.rules.join(", ")} can hand it back in a form the broker does not ` +
+        `recognise (a hash, a byte per response); bind it to that API alone`,
       detail: false,
     });
   }
   return lines;
 }
 
-/** A diff's lines: `  + network: <rule>` for each thing asked for beyond the approval, then `  - …` for each given up. */
+/**
+ * A diff's lines: `  + network: <rule>` for each thing asked for beyond the approval, then `  - …`
+ * for each given up.
+ */
 export function renderDiff(d: GrantDiff): string[] {
   const lines: string[] = [];
   for (const rule of d.addedNet) lines.push(`  + network: ${rule}`);
