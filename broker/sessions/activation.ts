@@ -4,8 +4,9 @@
  * An extension is active when it is wanted (preferences), approved, has not
  * failed (boot, served/declared mismatch), all it requires is active, and none
  * of its tool or command names collides with an extension earlier in registry
- * order (nor any of its route or compaction strategy names). Anything else makes it inactive with the reason — and every extension
- * that requires it inactive too; unrelated extensions keep working.
+ * order (nor any of its route or compaction strategy names). Anything else
+ * makes it inactive with the reason — and every extension that requires it
+ * inactive too; unrelated extensions keep working.
  *
  * Pure: the session (issue 5) feeds it what it knows and re-plans after a
  * failure. Groundwork for issue 5.

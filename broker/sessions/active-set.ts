@@ -427,7 +427,10 @@ export class ActiveSet {
     return out;
   }
 
-  /** The answer for a name no active extension serves: names the inactive one (or the preparation) that would, and why. */
+  /**
+   * The answer for a name no active extension serves: names the inactive one (or the preparation)
+   * that would, and why.
+   */
   notServed(what: "tool" | "command", name: string, served: string[]): Failure {
     const { plan, known, setups } = this.#applied;
     const shown = what === "command" ? `/${name}` : name;
@@ -441,7 +444,9 @@ export class ActiveSet {
         ok: false,
         error: {
           code: BrokerCode.inactive,
-          msg: `The ${what} '${shown}' of '${narrowed.name}' is off in this session: its preparation turned on only [${list}]`,
+          msg:
+            `The ${what} '${shown}' of '${narrowed.name}' is off in this session: its preparation turned on only ` +
+            `[${list}]`,
         },
       };
     }

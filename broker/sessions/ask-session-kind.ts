@@ -43,7 +43,9 @@ export function decodeSessionAnswer<K extends SessionKind>(
   if (!checked.success)
     return {
       ok: false,
-      problem: `${WireCode.crashed}: it answered what a ${kind} answer may not hold: ${bounded(describeIssues(checked.issues))}`,
+      problem:
+        `${WireCode.crashed}: it answered what a ${kind} answer may not ` +
+        `hold: ${bounded(describeIssues(checked.issues))}`,
     };
   return { ok: true, answer: checked.output as SessionAnswer<K> };
 }

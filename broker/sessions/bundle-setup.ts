@@ -72,7 +72,10 @@ export async function setUpBundle(
   return { ok: true, setup: { ...rest, pieces: [...loaded.pieces, ...pieces], managed: true } };
 }
 
-/** `plan` with the tools and commands each setup left off taken out (their names stay owned: collisions are judged on what is declared). */
+/**
+ * `plan` with the tools and commands each setup left off taken out (their names stay owned:
+ * collisions are judged on what is declared).
+ */
 export function narrowPlan(plan: Plan, setups: ReadonlyMap<string, Setup>): Plan {
   const on = (field: "tools" | "commands") =>
     new Map(

@@ -21,7 +21,10 @@ import type { ActiveSet } from "./active-set.js";
 /** How often hooks may keep one turn going (`agent_end` blocks) before the bus stops honouring them. */
 export const MAX_HELD = 8;
 
-/** The events a harness fires itself; tool_call/tool_result come with `callTool`, route_call with `route`, cap_call from the broker. */
+/**
+ * The events a harness fires itself; tool_call/tool_result come with `callTool`, route_call with
+ * `route`, cap_call from the broker.
+ */
 export type HarnessEvent = Exclude<EventName, "tool_call" | "tool_result" | "cap_call" | "route_call">;
 /** `session_start` payloads may leave out what the session knows (its id and workspace). */
 export type HarnessPayload<E extends HarnessEvent> = E extends "session_start"
@@ -142,7 +145,8 @@ export class SessionBus {
         block: null,
         notes: [
           ...composed.notes,
-          `${composed.block.by} asked to keep the turn going again; it was already held ${MAX_HELD} times, so the turn ends`,
+          `${composed.block.by} asked to keep the turn going again; it was already held ${MAX_HELD} times, so ` +
+            `the turn ends`,
         ],
       };
     }

@@ -34,7 +34,9 @@ export function composeContext(
         used += bytes;
         continue;
       }
-      const why = `${piece.source} (${bytes} bytes) left out of the session's context: with what comes earlier in registry order it would pass the bound of ${bound} bytes`;
+      const why =
+        `${piece.source} (${bytes} bytes) left out of the session's context: with what comes earlier in registry ` +
+        `order it would pass the bound of ${bound} bytes`;
       omitted.set(extension, [...(omitted.get(extension) ?? []), why]);
     }
   }

@@ -163,12 +163,14 @@ export class Observers {
       {
         onOverflow: (name, bound) =>
           log.warn(
-            `observer '${name}' fell behind: more than ${bound} events queued, its oldest are dropped (the next batch counts them)`,
+            `observer '${name}' fell behind: more than ${bound} events queued, its oldest are dropped (the ` +
+              `next batch counts them)`,
             { extension: name, session },
           ),
         onFailure: (name, batch, error) =>
           log.warn(
-            `observer '${name}' failed a batch of ${batch.events.length} events (${seqRange(batch)}): ${error}; delivery goes on with the next batch`,
+            `observer '${name}' failed a batch of ${batch.events.length} events ` +
+              `(${seqRange(batch)}): ${error}; delivery goes on with the next batch`,
             { extension: name, session },
           ),
         onIdle: () => this.#wake(),

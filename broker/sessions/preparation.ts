@@ -49,7 +49,10 @@ function outside(
 ): string | null {
   for (const name of asked) {
     if (!declared.includes(name))
-      return `it turned on ${noun} '${name}', which its manifest does not declare (it declares [${[...declared].sort().join(", ")}])`;
+      return (
+        `it turned on ${noun} '${name}', which its manifest does not declare (it declares ` +
+        `[${[...declared].sort().join(", ")}])`
+      );
     if (!approved.includes(name)) return `it turned on ${noun} '${name}', which the operator did not approve`;
   }
   return null;

@@ -71,7 +71,8 @@ export async function routeCall(
       ...base,
       outcome: failure(
         WireCode.badArguments,
-        `The request to route '${extension}/${route}' is ${bytes} bytes; a route's request may hold at most ${MAX_ROUTE_BYTES} bytes (1 MiB)`,
+        `The request to route '${extension}/${route}' is ${bytes} bytes; a route's request may hold at ` +
+          `most ${MAX_ROUTE_BYTES} bytes (1 MiB)`,
       ),
     };
   }

@@ -297,7 +297,10 @@ export class Session {
     );
   }
 
-  /** The compaction strategies active here, in registry order; the one `compact` would use now; the saved preference. */
+  /**
+   * The compaction strategies active here, in registry order; the one `compact` would use now; the
+   * saved preference.
+   */
   strategies(): { strategies: NamedRow[]; current: string | null; preferred: string | null } {
     this.#active.refresh();
     const chosen = chooseStrategy({ scope: this.#scope, active: this.#active, folds: this.#folds });
