@@ -74,7 +74,8 @@ export class SatelliteLauncher {
     if (sha256(code) !== approval.artifactHash) {
       throw new TetherError(
         BrokerCode.notApproved,
-        `The artifact of '${name}' was modified on disk since it was approved. Run: tether install ${installed.sourceDir}, then tether review ${name}`,
+        `The artifact of '${name}' was modified on disk since it was approved. Run: tether ` +
+          `install ${installed.sourceDir}, then tether review ${name}`,
       );
     }
     const o = this.#options;

@@ -9,7 +9,10 @@ import { launchCommand, type Launch, type LaunchSpec } from "../jail/sandbox.js"
 import { seccompFilter } from "../jail/seccomp.js";
 import type { SatelliteSpec } from "./spec.js";
 
-/** Listens at `socketPath` for exactly one connection: `connected` settles with it; `listening` once the socket exists. */
+/**
+ * Listens at `socketPath` for exactly one connection: `connected` settles with it; `listening` once
+ * the socket exists.
+ */
 export function listenForOne(socketPath: string): {
   readonly server: Server;
   readonly connected: Promise<Socket>;

@@ -22,12 +22,16 @@ export function watchMemoryBound(pid: number, memoryMb: number, log: Logger, exc
     });
     exceeded(
       "memory",
-      `used ${Math.round(rss / 2 ** 20)} MiB, over its ${limit / 2 ** 20} MiB memory bound (memory_mb ${memoryMb}), and was stopped`,
+      `used ${Math.round(rss / 2 ** 20)} MiB, over its ${limit / 2 ** 20} MiB memory bound ` +
+        `(memory_mb ${memoryMb}), and was stopped`,
     );
   });
 }
 
-/** Meters the CPU `pid`'s tree (or its cgroup) spends from now; `stillIdle` says whether an overrun still counts. Returns the stop function. */
+/**
+ * Meters the CPU `pid`'s tree (or its cgroup) spends from now; `stillIdle` says whether an overrun
+ * still counts. Returns the stop function.
+ */
 export function meterIdleCpu(
   pid: number,
   cgroup: SatelliteCgroup | null,
@@ -45,7 +49,8 @@ export function meterIdleCpu(
     log.warn("satellite kept running with no invocation open; stopping it", { cpuMs: used, wallMs: wall });
     exceeded(
       "cpu",
-      `kept running with no invocation open (${Math.round(used)} ms of CPU in ${wall} ms since its last answer), and was stopped`,
+      `kept running with no invocation open (${Math.round(used)} ms of CPU in ${wall} ms since its last ` +
+        `answer), and was stopped`,
     );
   });
 }
@@ -53,5 +58,8 @@ export function meterIdleCpu(
 /** Why the kernel killed something in its cgroup: it passed the memory bound (heap, buffers and tmpfs together). */
 export function cgroupOomReason(memoryMb: number): string {
   const limit = satelliteLimits(memoryMb).memoryBytes / 2 ** 20;
-  return `ran out of memory (its cgroup's ${limit} MiB bound: heap, buffers and its /tmp together; memory_mb ${memoryMb}) and was stopped`;
+  return (
+    `ran out of memory (its cgroup's ${limit} MiB bound: heap, buffers and its /tmp together; ` +
+    `memory_mb ${memoryMb}) and was stopped`
+  );
 }

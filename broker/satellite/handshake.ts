@@ -156,7 +156,8 @@ export function checkServed(name: string, declared: Declared, hello: Served): vo
   ) {
     // Only the session-facing (or added) kinds differ: say just that.
     throw new ServedMismatch(
-      `Extension '${name}' is broken: ${problems.join("; ")}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`,
+      `Extension '${name}' is broken: ${problems.join("; ")}. Its author must fix the extension (tether check ` +
+        `<folder> lists what to change), then install it again`,
       problems,
     );
   }
@@ -165,9 +166,11 @@ export function checkServed(name: string, declared: Declared, hello: Served): vo
   const cmds = (names: readonly string[]) =>
     names.length > 0 || commands.length > 0 ? ` and commands ${list(names)}` : "";
   throw new ServedMismatch(
-    `Extension '${name}' is broken: the manifest declares tools ${list(tools)} and hooks ${list(hooks)}${cmds(commands)}, ` +
+    `Extension '${name}' is broken: the manifest declares tools ${list(tools)} and ` +
+      `hooks ${list(hooks)}${cmds(commands)}, ` +
       `but the artifact serves tools ${list(hello.tools)} and hooks ${list(hello.hooks)}${cmds(hello.commands)}` +
-      `${problems.length > 0 ? `: ${problems.join("; ")}` : ""}. Its author must fix the extension (tether check <folder> lists what to change), then install it again`,
+      `${problems.length > 0 ? `: ${problems.join("; ")}` : ""}. Its author must fix the extension (tether ` +
+      `check <folder> lists what to change), then install it again`,
     problems,
   );
 }

@@ -63,7 +63,10 @@ export function jailTmpBytes(pid: number): number {
   }
 }
 
-/** The RSS bound for a satellite whose heap is bounded at `memoryMb`: the heap, as much again off-heap, and the runtime. */
+/**
+ * The RSS bound for a satellite whose heap is bounded at `memoryMb`: the heap, as much again
+ * off-heap, and the runtime.
+ */
 export function rssLimitBytes(memoryMb: number): number {
   return (memoryMb * 2 + 128) * 1024 * 1024;
 }

@@ -347,7 +347,9 @@ export class SatelliteProcess {
       }
       const error = {
         code: WireCode.tokenRevoked,
-        msg: `Capability '${frame.cap.slice(0, 64)}' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused`,
+        msg:
+          `Capability '${frame.cap.slice(0, 64)}' carried a token that is not the open invocation's (called ` +
+          `after its answer, or with a stale or forged token); it is refused`,
       };
       this.#observeRefusal(frame, error);
       conn.send({ t: "cap_result", id: frame.id, ok: false, error });

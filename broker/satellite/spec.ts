@@ -25,7 +25,10 @@ export interface SatelliteSpec {
   /** The kinds added beside the built-ins it may be asked: their answers are checked against their schemas. */
   readonly kinds?: AddedKinds;
   readonly sandbox: SandboxMode;
-  /** How the jail is set up on this host: Deno's path, the jail uid and root, cgroups, where the launcher is built (default: every default). */
+  /**
+   * How the jail is set up on this host: Deno's path, the jail uid and root, cgroups, where the
+   * launcher is built (default: every default).
+   */
   readonly jail?: JailSetup;
   readonly memoryMb: number;
   readonly bootTimeoutMs: number;
@@ -53,7 +56,10 @@ export interface RunningInvocation<K extends AnyKind = AnyKind> {
   cancel(reason?: string): void;
 }
 
-/** The invocation a satellite has open (one at a time): what its answer and its capability calls are checked against. */
+/**
+ * The invocation a satellite has open (one at a time): what its answer and its capability calls are
+ * checked against.
+ */
 export interface OpenInvocation {
   readonly id: number;
   readonly token: string;
