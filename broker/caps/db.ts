@@ -83,7 +83,9 @@ export const dbAct =
             ok: false,
             error: {
               code: "denied",
-              msg: `db.${mode}: this extension has no approved database; declare [storage] in its manifest and approve it (tether review, tether approve) (rule: storage)`,
+              msg:
+                `db.${mode}: this extension has no approved database; declare [storage] in its manifest and ` +
+                `approve it (tether review, tether approve) (rule: storage)`,
             },
           };
           return { reply, decision: "denied", rule: "storage", target };

@@ -88,12 +88,14 @@ function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
     ...kvCapabilities("skv"),
     "db.query": oneAct(
       DbArgs,
-      "db.query takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})",
+      "db.query takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes " +
+        "(base64)})",
       dbAct("query"),
     ),
     "db.exec": oneAct(
       DbArgs,
-      "db.exec takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes (base64)})",
+      "db.exec takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes " +
+        "(base64)})",
       dbAct("exec"),
     ),
     "net.fetch": capability(

@@ -136,7 +136,8 @@ function hopAct(scope: CallScope, exchange: Exchange, secret: FetchSecret | null
         const bound = permits.waitingOn;
         return denied(
           bound.rule,
-          `net.fetch refused: ${bound.limit} fetches were already in flight (${bound.rule}) and none ended before the invocation's deadline`,
+          `net.fetch refused: ${bound.limit} fetches were already in flight (${bound.rule}) and none ended ` +
+            `before the invocation's deadline`,
           target,
         );
       }

@@ -43,7 +43,9 @@ export function fetchSecret(
   if (binding === undefined) {
     return {
       rule: `secret:${name} unknown`,
-      msg: `net.fetch refused: '${ext}' has no approved secret '${name}' (a secret is declared in a [[secret]] row of the manifest and approved with it)`,
+      msg:
+        `net.fetch refused: '${ext}' has no approved secret '${name}' (a secret is declared in a [[secret]] row ` +
+        `of the manifest and approved with it)`,
     };
   }
   if (binding.header !== undefined) {
@@ -51,13 +53,17 @@ export function fetchSecret(
     if (headers.some(([n]) => String(n).toLowerCase() === header)) {
       return {
         rule: `secret:${name} header`,
-        msg: `net.fetch refused: the request names secret '${name}', which the broker sends as the ${binding.header} header; do not set ${binding.header} yourself`,
+        msg:
+          `net.fetch refused: the request names secret '${name}', which the broker sends as ` +
+          `the ${binding.header} header; do not set ${binding.header} yourself`,
       };
     }
   } else if (binding.query !== undefined && url.searchParams.has(binding.query)) {
     return {
       rule: `secret:${name} query`,
-      msg: `net.fetch refused: the request names secret '${name}', which the broker sends as the query parameter '${binding.query}'; leave it out of the URL`,
+      msg:
+        `net.fetch refused: the request names secret '${name}', which the broker sends as the query parameter ` +
+        `'${binding.query}'; leave it out of the URL`,
     };
   }
   return { binding, redactor: new Redactor() };
@@ -81,7 +87,9 @@ export async function sentHop(
     if (exchange.redirects > 0) return plain;
     return {
       rule: `secret:${binding.name} not bound to ${rule}`,
-      msg: `net.fetch refused: secret '${binding.name}' is sent only under ${binding.rules.map((r) => `'${r}'`).join(", ")}, and this URL is under '${rule}'`,
+      msg:
+        `net.fetch refused: secret '${binding.name}' is sent only ` +
+        `under ${binding.rules.map((r) => `'${r}'`).join(", ")}, and this URL is under '${rule}'`,
     };
   }
   let value: string | null;
@@ -91,7 +99,9 @@ export async function sentHop(
     if (value === null) {
       return {
         rule: `secret:${binding.name} not signed in`,
-        msg: `net.fetch refused: secret '${binding.name}' comes from a sign-in that is not done or has expired; the operator must run: tether login ${ext}`,
+        msg:
+          `net.fetch refused: secret '${binding.name}' comes from a sign-in that is not done or has expired; the ` +
+          `operator must run: tether login ${ext}`,
       };
     }
     return inject(binding, redactor, exchange, value);
@@ -101,7 +111,8 @@ export async function sentHop(
     const problem = value === null ? null : secretValueProblem(value);
     if (problem !== null)
       throw new SecretStoreError(
-        `the stored value of ${ext}'s secret '${binding.name}' cannot be sent: ${problem}; set it again with tether secret set ${ext} ${binding.name}`,
+        `the stored value of ${ext}'s secret '${binding.name}' cannot be sent: ${problem}; set it again with ` +
+          `tether secret set ${ext} ${binding.name}`,
       );
   } catch (err) {
     if (!(err instanceof SecretStoreError)) throw err;
@@ -109,13 +120,17 @@ export async function sentHop(
     scope.env.log.error("a secret could not be read", { extension: ext, secret: binding.name, error: err.message });
     return {
       rule: `secret:${binding.name} unreadable`,
-      msg: `net.fetch refused: the broker cannot read secret '${binding.name}' as it is stored; the operator's log says why`,
+      msg:
+        `net.fetch refused: the broker cannot read secret '${binding.name}' as it is stored; the operator's log ` +
+        `says why`,
     };
   }
   if (value === null) {
     return {
       rule: `secret:${binding.name} not set`,
-      msg: `net.fetch refused: secret '${binding.name}' is not set; the operator must run: tether secret set ${ext} ${binding.name}`,
+      msg:
+        `net.fetch refused: secret '${binding.name}' is not set; the operator must run: tether secret ` +
+        `set ${ext} ${binding.name}`,
     };
   }
   return inject(binding, redactor, exchange, value);

@@ -11,14 +11,16 @@ import { parseRule, type EgressRule } from "../egress/rules.js";
 
 const reachClass = v.picklist(
   REACH_CLASSES,
-  `must be one of ${REACH_CLASSES.map((c) => `"${c}"`).join(", ")} (metadata addresses are listed one by one in [net] metadata; unspecified addresses are never reachable)`,
+  `must be one of ${REACH_CLASSES.map((c) => `"${c}"`).join(", ")} (metadata addresses are listed one by one ` +
+    `in [net] metadata; unspecified addresses are never reachable)`,
 );
 
 const metadataAddress = v.pipe(
   v.string(),
   v.check(
     isMetadataAddress,
-    'must be a cloud metadata address, written as one address (e.g. "169.254.169.254"); other non-public addresses are switched on by class in [net] reach',
+    'must be a cloud metadata address, written as one address (e.g. "169.254.169.254"); other non-public ' +
+      "addresses are switched on by class in [net] reach",
   ),
 );
 
@@ -51,14 +53,20 @@ export const OperatorPolicyFile = v.strictObject({
     v.strictObject({
       /** Ceiling on an extension's `[limits] concurrency` (satellites one session runs of it at once). */
       max_concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16)), 4),
-      /** What one extension's satellites in one session may add up to: a pool grows only while (size + 1) × memory_mb fits. */
+      /**
+       * What one extension's satellites in one session may add up to: a pool grows only while
+       * (size + 1) × memory_mb fits.
+       */
       max_pool_memory_mb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(65_536)), 1024),
     }),
     {},
   ),
   fleet: v.optional(
     v.strictObject({
-      /** How long a fleet's host may go without hearing the fleet's store before it refuses calls (docs/fleet.md#bounded-staleness). */
+      /**
+       * How long a fleet's host may go without hearing the fleet's store before it refuses calls
+       * (docs/fleet.md#bounded-staleness).
+       */
       max_staleness_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1_000), v.maxValue(600_000)), 10_000),
     }),
     {},
