@@ -52,11 +52,15 @@ export const HOOK_SIGHT: Readonly<Record<EventName, HookSight>> = {
     can: "nothing (told only)",
   },
   cap_call: {
-    sees: "every capability call other extensions make in the session (which capability, the URL without query values or the key, and from which tool)",
+    sees:
+      "every capability call other extensions make in the session (which capability, the URL without query " +
+      "values or the key, and from which tool)",
     can: "refuse that call",
   },
   route_call: {
-    sees: "every host route the harness calls in the session, of every extension, with its request (up to its first 65,536 characters), before it runs",
+    sees:
+      "every host route the harness calls in the session, of every extension, with its request (up to its first " +
+      "65,536 characters), before it runs",
     can: "refuse that route call",
   },
 };

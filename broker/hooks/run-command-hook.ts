@@ -161,7 +161,8 @@ function fromJson(row: CommandHookRow, out: Record<string, unknown>, label: stri
         block ??= why ?? decisionReason ?? `denied by ${label}`;
       } else if (permission === "ask" || permission === "defer") {
         notes.push(
-          `${label} asked to ${permission}; there is no interactive ask, so the decision was deferred and the call proceeds${why ? `: ${why}` : ""}`,
+          `${label} asked to ${permission}; there is no interactive ask, so the decision was deferred and the ` +
+            `call proceeds${why ? `: ${why}` : ""}`,
         );
       } else if (permission !== "allow" && permission !== "approve") {
         notes.push(`${label} answered an unknown permissionDecision "${permission}" (ignored)`);

@@ -193,7 +193,10 @@ export const Manifest = v.strictObject({
   limits: v.optional(Limits, {}),
   storage: v.optional(StorageTable),
 });
-/** A parsed manifest; `kinds`: the sections of kinds added beside the built-ins (./kind-section.ts), when any were read. */
+/**
+ * A parsed manifest; `kinds`: the sections of kinds added beside the built-ins (./kind-section.ts),
+ * when any were read.
+ */
 export type Manifest = v.InferOutput<typeof Manifest> & { readonly kinds?: ManifestKinds };
 
 /** Whether `name` is a section of the built-in manifest (an added kind may not take it). */
@@ -283,7 +286,8 @@ export function parseManifest(text: string, file: string, sections: KindSections
     if (row.secret !== undefined && !m.secret.some((s) => s.name === row.secret)) {
       throw new TetherError(
         BrokerCode.installFailed,
-        `${file}: provider '${row.name}' names the secret '${row.secret}', which no [[secret]] row declares; add one (with the rules and header it goes to), or remove secret from the provider`,
+        `${file}: provider '${row.name}' names the secret '${row.secret}', which no [[secret]] row declares; ` +
+          `add one (with the rules and header it goes to), or remove secret from the provider`,
       );
     }
   }
@@ -348,7 +352,8 @@ function loginProblems(m: Manifest, file: string): void {
     if (secrets.has(row.secret))
       throw new TetherError(
         BrokerCode.installFailed,
-        `${file}: login.${i}.secret: '${row.secret}' is filled by another login already; give each login its own secret`,
+        `${file}: login.${i}.secret: '${row.secret}' is filled by another login already; give each login its ` +
+          `own secret`,
       );
     secrets.add(row.secret);
     for (const [field, url] of endpointsOf(row)) {
@@ -359,7 +364,9 @@ function loginProblems(m: Manifest, file: string): void {
     if (origins.length > 1 && !row.cross_origin) {
       throw new TetherError(
         BrokerCode.installFailed,
-        `${file}: login '${row.name}': its endpoints are on ${origins.length} origins (${origins.join(", ")}); the token endpoint receives the operator's authorization and PKCE verifier, so they must share one — or, if that is how this server works, say cross_origin = true (review tells the operator)`,
+        `${file}: login '${row.name}': its endpoints are on ${origins.length} origins (${origins.join(", ")}); ` +
+          `the token endpoint receives the operator's authorization and PKCE verifier, so they must share one — ` +
+          `or, if that is how this server works, say cross_origin = true (review tells the operator)`,
       );
     }
     if (!m.secret.some((s) => s.name === row.secret)) {
