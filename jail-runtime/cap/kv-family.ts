@@ -37,7 +37,8 @@ export function kvCalls(family: "kv" | "skv"): KvCalls {
       else await callCap(`${family}.put`, { key, json: value });
     },
     async cas(key, expected, value) {
-      // An undefined expected or value is dropped from the JSON and refused by the broker (bad_arguments): never read as null.
+      // An undefined expected or value is dropped from the JSON and refused by the broker
+      // (bad_arguments): never read as null.
       const answer = (await callCap(`${family}.cas`, { key, expected, value })) as CasResult;
       return answer.ok ? { ok: true } : { ok: false, current: answer.current };
     },

@@ -66,7 +66,8 @@ function assertRevoked(path: string): void {
     if (held === "granted" || asked !== "denied") {
       fail(
         4,
-        `the ${JSON.stringify(descriptor)} grant is still held after the boot revoked it (query: ${held}, request: ${asked}); the extension is not run`,
+        `the ${JSON.stringify(descriptor)} grant is still held after the boot revoked it (query: ${held}, ` +
+          `request: ${asked}); the extension is not run`,
       );
     }
   }

@@ -219,7 +219,9 @@ function describePayloadIssues(issues: readonly v.BaseIssue<unknown>[]): string 
  *     return /\brm\s+-rf\b/.test(command) ? { block: "rm -rf is not allowed here" } : proceed;
  *   }),
  *   // Context: a line the model reads before the next turn.
- *   context: hook("context", (payload) => ({ context: `${payload.messages.length} messages so far; answer in French.` })),
+ *   context: hook("context", (payload) => ({
+ *     context: `${payload.messages.length} messages so far; answer in French.`,
+ *   })),
  * };
  * ```
  */
@@ -246,7 +248,10 @@ export function hook<E extends HookEvent, R extends HookReply<E> & NotVerdictFie
  * ```ts
  * import { answer, hook, proceed, type Declared } from "@tether/ext";
  * const rows: Declared[] = [["session_start", hook("session_start", () => proceed)]];
- * await answer({ hooks: rows }, { kind: "event", name: "session_start", args: '{"session_id":"s1","workspace":"/w","source":"cli"}' });
+ * await answer(
+ *   { hooks: rows },
+ *   { kind: "event", name: "session_start", args: '{"session_id":"s1","workspace":"/w","source":"cli"}' },
+ * );
  * // { ok: true, value: "{}" }
  * ```
  */

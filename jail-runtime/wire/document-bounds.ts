@@ -88,7 +88,8 @@ export function scanMsgpack(bytes: Uint8Array, bounds: DocumentBounds = FRAME_BO
     if (owedTotal - (owed.length - 1) > end - at) {
       throw new DocumentBoundsError(
         "length",
-        `a container of ${children} elements at offset ${at} cannot fit in the ${end - at} bytes left beside what encloses it`,
+        `a container of ${children} elements at offset ${at} cannot fit in the ${end - at} bytes left beside ` +
+          `what encloses it`,
       );
     }
     opened = true;

@@ -12,7 +12,10 @@ const Text = v.pipe(v.string(), v.maxLength(64 * 1024));
 const Notes = v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(4096))), v.maxLength(16)));
 const Count = v.pipe(v.number(), v.integer(), v.minValue(0));
 
-/** A judged `net.fetch` hop: the broker's normal forms (host lower case, A-labels, no trailing dot; canonical addresses with their classes). */
+/**
+ * A judged `net.fetch` hop: the broker's normal forms (host lower case, A-labels, no trailing dot;
+ * canonical addresses with their classes).
+ */
 const CapCallRequest = v.object({
   method: v.string(),
   scheme: v.picklist(["http", "https"]),

@@ -41,7 +41,10 @@ export const Hello = v.object({
   providers: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   /** HTTP services it serves, by name. */
   services: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
-  /** Which session handlers its module exports: `prepare` and `close` (managed), `observe`, `init` (its initializer). */
+  /**
+   * Which session handlers its module exports: `prepare` and `close` (managed), `observe`, `init`
+   * (its initializer).
+   */
   handles: v.optional(v.pipe(v.array(v.picklist(["prepare", "close", "observe", "init"])), v.maxLength(4)), []),
   /** The kinds added beside the built-ins (./kinds.ts) it serves, each with its names. */
   kinds: v.optional(ServedKinds),
@@ -59,7 +62,10 @@ export type CallKind = v.InferOutput<typeof CallKind>;
 export const Call = v.object({
   t: v.literal("call"),
   ...Invocation,
-  /** A built-in kind, or one added beside them as `+<name>` (./kinds.ts; the satellite answers `bad_kind` if it serves none). */
+  /**
+   * A built-in kind, or one added beside them as `+<name>` (./kinds.ts; the satellite answers
+   * `bad_kind` if it serves none).
+   */
   kind: v.lazy((input) =>
     typeof input === "string" && input.startsWith(ADDED_KIND_MARK) ? AddedKindOnWire : CallKind,
   ),

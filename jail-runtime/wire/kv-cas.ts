@@ -18,10 +18,14 @@ export function casString(text: string): string | undefined {
 /** What a cas answers: swapped, or the value that was there instead. */
 export type CasAnswer = { readonly ok: true } | { readonly ok: false; readonly current: string | null };
 
-/** A key holding bytes or other JSON cannot be compared to a string: refused rather than answered with a current that is not one. */
+/**
+ * A key holding bytes or other JSON cannot be compared to a string: refused rather than answered
+ * with a current that is not one.
+ */
 export const CAS_STRING_RULE = "cas.string";
 export const casNotString = (family: "kv" | "skv", holds: "bytes" | "json"): string =>
-  `${family}.cas: the key holds ${holds === "bytes" ? "bytes" : "JSON other than a string"}; cas compares and swaps strings only`;
+  `${family}.cas: the key holds ${holds === "bytes" ? "bytes" : "JSON other than a string"}; cas compares and ` +
+  `swaps strings only`;
 
 /** The quota refusal, in `put`'s words. */
 export const casOverQuota = (family: "kv" | "skv", quota: number, after: number): string =>

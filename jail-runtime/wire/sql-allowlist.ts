@@ -99,6 +99,14 @@ export function splitStatements(sql: string): string[] {
     .map((s) => s.text.trim());
 }
 
+/** A table pragma's argument: a quoted name ("…", '…', `…`, […]) or a bare one. */
+const PRAGMA_ARG = String.raw`(?:"[^"]+"|'[^']+'|\x60[^\x60]+\x60|\[[^\]]+\]|[A-Za-z_][\w$]*)`;
+/** A PRAGMA statement: its name, then its argument in parentheses when it has one. */
+const READ_PRAGMA = new RegExp(
+  String.raw`^pragma\s+(?:main\s*\.\s*)?([a-z_]+)\s*(\(\s*${PRAGMA_ARG}\s*\))?\s*;?\s*$`,
+  "i",
+);
+
 /** The text without comments (quotes read as SQLite reads them), so a keyword cannot hide behind one. */
 export function stripComments(sql: string): string {
   return scanSql(sql)
@@ -179,7 +187,8 @@ export function checkStatement(sql: string): SqlCheck {
   if (!ALLOWED.has(kind))
     return refuse(
       "storage.statement",
-      `'${kind.slice(0, 32) || text.slice(0, 32)}' statements are refused; use SELECT, INSERT, UPDATE, DELETE, REPLACE, WITH, CREATE, DROP, ALTER or a read-only PRAGMA`,
+      `'${kind.slice(0, 32) || text.slice(0, 32)}' statements are refused; use SELECT, INSERT, UPDATE, DELETE, ` +
+        `REPLACE, WITH, CREATE, DROP, ALTER or a read-only PRAGMA`,
     );
   // A pragma's table-valued function is the pragma itself (pragma_optimize runs ANALYZE, pragma_database_list names
   // the broker's files): only the readable ones, wherever the name appears (raw text too, as for load_extension).
@@ -187,15 +196,14 @@ export function checkStatement(sql: string): SqlCheck {
     if (!PRAGMAS.has(m[1]!.toLowerCase()))
       return refuse(
         "storage.pragma",
-        `pragma_${m[1]!.slice(0, 32)} is refused: only these pragma functions may be read: ${[...PRAGMAS].map((p) => `pragma_${p}`).join(", ")}`,
+        `pragma_${m[1]!.slice(0, 32)} is refused: only these pragma functions may be ` +
+          `read: ${[...PRAGMAS].map((p) => `pragma_${p}`).join(", ")}`,
       );
   }
   if (kind === "pragma") {
-    // Only a read: a table pragma with its table's name, or user_version bare. `PRAGMA x(v)` is a write as much as `PRAGMA x = v`.
-    const m =
-      /^pragma\s+(?:main\s*\.\s*)?([a-z_]+)\s*(\(\s*(?:"[^"]+"|'[^']+'|\x60[^\x60]+\x60|\[[^\]]+\]|[A-Za-z_][\w$]*)\s*\))?\s*;?\s*$/i.exec(
-        text,
-      );
+    // Only a read: a table pragma with its table's name, or user_version bare. `PRAGMA x(v)` is a
+    // write as much as `PRAGMA x = v`.
+    const m = READ_PRAGMA.exec(text);
     const name = m?.[1]?.toLowerCase() ?? "";
     const readable = m !== null && (m[2] === undefined ? PRAGMAS.has(name) : TABLE_PRAGMAS.has(name));
     if (!readable)

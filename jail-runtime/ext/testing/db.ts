@@ -153,7 +153,8 @@ export class FakeDb {
         const m = /^(\d{4})_[a-z0-9][a-z0-9_]{0,63}\.sql$/.exec(name);
         if (m === null || Number(m[1]) !== i + 1)
           throw new Error(
-            `expected ${String(i + 1).padStart(4, "0")}_name.sql (numbered from 0001, lowercase, nothing else in the folder), as the broker does at install`,
+            `expected ${String(i + 1).padStart(4, "0")}_name.sql (numbered from 0001, lowercase, nothing else ` +
+              `in the folder), as the broker does at install`,
           );
         const file =
           typeof folder === "string"

@@ -31,7 +31,10 @@ export interface KitOptions {
   readonly kv?: FakeKv | Readonly<Record<string, unknown>>;
   /** Its `net`: a `FakeNet`, or the routes to answer. */
   readonly net?: FakeNet | Routes;
-  /** Its `db` (`[storage]`): a `FakeDb`, or the options of a new one (its migrations folder, its quota); default an empty one. */
+  /**
+   * Its `db` (`[storage]`): a `FakeDb`, or the options of a new one (its migrations folder, its
+   * quota); default an empty one.
+   */
   readonly db?: FakeDb | FakeDbOptions;
   /** Its version (the manifest's `version`), as `init` is handed it; default "1.0.0". */
   readonly version?: string;
@@ -81,13 +84,19 @@ export interface TestKit {
     input: Pick<SessionPayload<"compact">, "messages"> & Partial<SessionPayload<"compact">>,
     options?: CallOptions,
   ): Promise<Answer>;
-  /** Asks a provider for a completion (`base_url` "" and no secret unless given); an `ok` answer's value is `{ text, usage, … }`, each delta in `reports`. */
+  /**
+   * Asks a provider for a completion (`base_url` "" and no secret unless given); an `ok` answer's
+   * value is `{ text, usage, … }`, each delta in `reports`.
+   */
   complete(
     provider: string,
     request: Pick<SessionPayload<"complete">, "model" | "messages"> & Partial<SessionPayload<"complete">>,
     options?: CallOptions,
   ): Promise<Answer>;
-  /** Runs the initializer (`[init]`; `version` the kit's, `reason` "approved" unless given); an `ok` answer's value is `{ message? }`. */
+  /**
+   * Runs the initializer (`[init]`; `version` the kit's, `reason` "approved" unless given); an `ok`
+   * answer's value is `{ message? }`.
+   */
   init(payload?: Partial<SessionPayload<"init">>, options?: CallOptions): Promise<Answer>;
   /**
    * Sends a `[[service]]` route one HTTP request (GET / with no query,

@@ -18,7 +18,10 @@
  *   },
  * };
  * const kit = testKit({ tools });
- * assertEquals(await kit.tool("greet", { name: "Ada" }), { ok: true, value: { content: [{ type: "text", text: "Hello, Ada" }], terminate: false } });
+ * assertEquals(await kit.tool("greet", { name: "Ada" }), {
+ *   ok: true,
+ *   value: { content: [{ type: "text", text: "Hello, Ada" }], terminate: false },
+ * });
  * assertEquals(kit.reports, ["greeting Ada"]);
  * ```
  */

@@ -74,7 +74,10 @@ function brokerReason(rule: string, method: string, url: URL): string {
   if (rule === "session:allow") return `the session's allow list does not include ${where(url)}`;
   if (rule === "dns") return `cannot resolve ${url.hostname}`;
   if (rule.startsWith("address:"))
-    return `${url.hostname} resolves to an address of class ${rule.slice("address:".length)}; only a rule naming that IP or CIDR may reach it`;
+    return (
+      `${url.hostname} resolves to an address of class ${rule.slice("address:".length)}; only a rule naming that ` +
+      `IP or CIDR may reach it`
+    );
   return `${method} ${where(url)} is refused`;
 }
 

@@ -19,7 +19,10 @@ export function crashed(err: unknown): Answer {
   return failure("crashed", crashMessage(err));
 }
 
-/** The answer of `kind` named `name` as the broker hands it on: a tool's content with JSON blocks as values, an event's verdict parsed. */
+/**
+ * The answer of `kind` named `name` as the broker hands it on: a tool's content with JSON blocks as
+ * values, an event's verdict parsed.
+ */
 export function asDelivered(kind: string, name: string, reply: Answer): Answer {
   if (!reply.ok) {
     const msg =

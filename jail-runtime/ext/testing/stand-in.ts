@@ -88,7 +88,9 @@ export class StandIn {
         ok: false,
         error: {
           code: "token_revoked",
-          msg: `Capability '${cap.slice(0, 64)}' carried a token that is not the open invocation's (called after its answer, or with a stale or forged token); it is refused`,
+          msg:
+            `Capability '${cap.slice(0, 64)}' carried a token that is not the open invocation's (called after ` +
+            `its answer, or with a stale or forged token); it is refused`,
         },
       };
     }
