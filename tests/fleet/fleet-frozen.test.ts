@@ -104,8 +104,9 @@ test("tether session release --host: a dead host's sessions open elsewhere at on
   const a = home("a2");
   const b = home("b2");
   expect((await runTether(url, "dead", a, "approve", "worker", "--yes")).code).toBe(0);
-  // The default lease (15 s): without the release, the session stays in use that long.
-  const servedA = await startServe(children, url, "dead", a);
+  // A lease far longer than the test (10 min): without the release, the session stays in use that
+  // long, so only the release can free it, however slowly a loaded machine starts the next host.
+  const servedA = await startServe(children, url, "dead", a, { TETHER_FLEET_LEASE_MS: "600000" });
   const clientA = await connectServe(servedA);
   expect((await clientA.call("session.open", { id: "orphan", workspace: a })).result).toBeDefined();
   servedA.child.kill("SIGKILL");

@@ -109,7 +109,8 @@ test("kill -9 a host mid-call: its session is in use elsewhere until the lease e
   const a = home("a2");
   const b = home("b2");
   expect((await tether("a2", a, "approve", "worker", "--yes")).code).toBe(0);
-  const lease = { TETHER_FLEET_LEASE_MS: "1500" };
+  // Short, so the test sees it expire, yet renewed (every third of it) through a loaded machine's stalls.
+  const lease = { TETHER_FLEET_LEASE_MS: "4000" };
   const servedA = await serve("a2", a, lease);
   const clientA = await connect(servedA);
   expect((await clientA.call("session.open", { id: "crash", workspace: a })).result).toBeDefined();
