@@ -7,26 +7,10 @@
  * is composed above them (broker/tether-serve/); broker/services/ imports no
  * delivery layer.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import ts from "typescript";
-
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-
-/** Repo-relative paths (with `/`) of every .ts file under `dir`. */
-function sourcesUnder(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (abs: string): void => {
-    for (const entry of readdirSync(abs, { withFileTypes: true })) {
-      const path = join(abs, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith(".ts")) out.push(relative(REPO, path).split(sep).join("/"));
-    }
-  };
-  walk(join(REPO, dir));
-  return out.sort();
-}
+import { REPO, sourcesUnder } from "./support/repo-files.js";
 
 /** `from -> to` for each relative import of `file` (static, type-only, re-exports and dynamic `import()`), repo-relative .ts paths. */
 function importsOf(file: string): string[] {

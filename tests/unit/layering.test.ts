@@ -9,9 +9,8 @@
  * Then the whole import graph: no circles, and a layer order (`LAYERS`, the
  * source of truth docs/architecture.md reads) that no import climbs.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import {
   circles,
@@ -23,22 +22,7 @@ import {
   type LayerRules,
   type Violation,
 } from "./support/import-graph.js";
-
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-
-/** Repo-relative paths (with `/`) of every .ts file under `dir`. */
-function sourcesUnder(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (abs: string): void => {
-    for (const entry of readdirSync(abs, { withFileTypes: true })) {
-      const path = join(abs, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith(".ts")) out.push(relative(REPO, path).split(sep).join("/"));
-    }
-  };
-  walk(join(REPO, dir));
-  return out.sort();
-}
+import { REPO, sourcesUnder } from "./support/repo-files.js";
 
 const parsed = new Map<string, ts.SourceFile>();
 
