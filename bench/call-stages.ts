@@ -3,17 +3,31 @@
  * process — the wall time of `Session.callTool` on echo, the broker's CPU
  * (this process, `process.cpuUsage`) and the satellite's CPU (its jailed
  * Deno, from /proc schedstat) per call — unhooked, and with one matching
- * `tool_call` hook (whose satellite's CPU counts too). CPU per call is what
+ * `tool_call` hook (whose satellite's CPU counts too), and 8 calls in flight
+ * on one session, with `[limits] concurrency` 1 (they queue) and 8 (all open
+ * on one satellite). Then the syscalls per call of each process (`strace -c`
+ * attached for one more round; skipped without strace). CPU per call is what
  * load on the machine disturbs least, so it is what a before/after compares:
  * the same file runs in an older checkout (copy it there) and the two tables
  * are read side by side. `N` calls per round (default 2000), `ROUNDS` rounds
  * (default 3, variants interleaved), medians printed.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Session } from "../broker/sessions/session.js";
-import { ECHO_DIR, NOP_GUARD_DIR, installApproved, openBroker, openSession, want } from "./lib/home.js";
+import {
+  ECHO_DIR,
+  NOP_GUARD_DIR,
+  copyExtension,
+  installApproved,
+  openBroker,
+  openSession,
+  renamed,
+  want,
+  withLimit,
+} from "./lib/home.js";
 import { comm, cpuNs, descendants } from "./lib/procs.js";
 
 const N = Number(process.env.N ?? 2000);
@@ -33,16 +47,77 @@ interface Stage {
   satelliteCpuUs: number;
 }
 
-async function measure(session: Session): Promise<Stage> {
+interface Variant {
+  readonly name: string;
+  readonly session: Session;
+  /** Calls kept in flight. */
+  readonly depth: number;
+}
+
+/** `n` calls on `session`, `depth` at a time (each finished call starts the next). */
+async function drive(session: Session, n: number, depth: number): Promise<void> {
+  let started = 0;
+  const lane = async () => {
+    while (started < n) {
+      started++;
+      await session.callTool("echo", ARGS);
+    }
+  };
+  await Promise.all(Array.from({ length: depth }, lane));
+}
+
+async function measure({ session, depth }: Variant): Promise<Stage> {
   const sat0 = satellitesCpuNs();
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
-  for (let i = 0; i < N; i++) await session.callTool("echo", ARGS);
+  await drive(session, N, depth);
   const wall = Number(process.hrtime.bigint() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const sat = satellitesCpuNs() - sat0;
   return { wallUs: wall / N, brokerCpuUs: (cpu.user + cpu.system) / N, satelliteCpuUs: sat / 1000 / N };
 }
+
+/** Every thread of `pid` (strace attaches to each). */
+const threadsOf = (pid: number): number[] => readdirSync(`/proc/${pid}/task`).map(Number);
+
+/** Starts `strace -c` on `pids`; the returned stop() ends it and resolves with the syscalls it counted. */
+function countSyscalls(pids: number[]): { ready: Promise<void>; stop: () => Promise<number> } {
+  const child = spawn("strace", ["-c", "-q", ...pids.flatMap((p) => ["-p", String(p)])], { stdio: "pipe" });
+  let text = "";
+  child.stderr.on("data", (b: Buffer) => (text += b.toString()));
+  // strace prints nothing when attached; give it a moment to attach to every thread.
+  const ready = new Promise<void>((r) => setTimeout(r, 500));
+  const done = new Promise<number>((resolve) =>
+    child.on("close", () => {
+      const total = /^\s*100\.00\s+\S+\s+\S+\s+(\d+)/m.exec(text);
+      resolve(total === null ? Number.NaN : Number(total[1]));
+    }),
+  );
+  return {
+    ready,
+    stop: () => {
+      child.kill("SIGINT");
+      return done;
+    },
+  };
+}
+
+/** Syscalls per call of the broker and of the satellites, over one more round of `variant`. */
+async function syscallsPerCall(variant: Variant): Promise<{ broker: number; satellites: number }> {
+  const sats = descendants(process.pid).filter((pid) => comm(pid) === "deno");
+  const broker = countSyscalls(threadsOf(process.pid));
+  const satellites = countSyscalls(sats.flatMap(threadsOf));
+  await Promise.all([broker.ready, satellites.ready]);
+  await drive(variant.session, N, variant.depth);
+  return { broker: (await broker.stop()) / N, satellites: (await satellites.stop()) / N };
+}
+
+const hasStrace = (): Promise<boolean> =>
+  new Promise((resolve) => {
+    const child = spawn("strace", ["-V"], { stdio: "ignore" });
+    child.on("error", () => resolve(false));
+    child.on("close", (code) => resolve(code === 0));
+  });
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -51,23 +126,47 @@ const broker = openBroker(home);
 try {
   await installApproved(broker, ECHO_DIR);
   await installApproved(broker, NOP_GUARD_DIR, false);
+  const wide = join(home, "echo-open8");
+  copyExtension(ECHO_DIR, wide, (m) => withLimit(renamed(m, "echo"), "concurrency = 8"));
   want(broker, "hooked", ["nop-guard"]);
-  const variants: Array<[string, Session]> = [
-    ["unhooked", await openSession(broker, "plain", home, ["echo"])],
-    ["1 matching tool_call hook", await openSession(broker, "hooked", home, ["echo", "nop-guard"])],
+  const plain = await openSession(broker, "plain", home, ["echo"]);
+  const variants: Variant[] = [
+    { name: "unhooked", session: plain, depth: 1 },
+    {
+      name: "1 matching tool_call hook",
+      session: await openSession(broker, "hooked", home, ["echo", "nop-guard"]),
+      depth: 1,
+    },
+    { name: "8 in flight, concurrency 1 (they queue)", session: plain, depth: 8 },
   ];
-  const results = new Map<string, Stage[]>(variants.map(([name]) => [name, []]));
-  for (const [, session] of variants) for (let i = 0; i < 300; i++) await session.callTool("echo", ARGS);
-  for (let round = 0; round < ROUNDS; round++)
-    for (const [name, session] of variants) results.get(name)!.push(await measure(session));
+  // A second home: the same extension name, approved with concurrency 8.
+  const wideHome = mkdtempSync(join(tmpdir(), "tether-stages-wide-"));
+  const wideBroker = openBroker(wideHome);
+  await installApproved(wideBroker, wide);
+  variants.push({
+    name: "8 in flight, concurrency 8 (one satellite)",
+    session: await openSession(wideBroker, "wide", wideHome, ["echo"]),
+    depth: 8,
+  });
+  const results = new Map<string, Stage[]>(variants.map((v) => [v.name, []]));
+  for (const v of variants) await drive(v.session, 300, v.depth);
+  for (let round = 0; round < ROUNDS; round++) for (const v of variants) results.get(v.name)!.push(await measure(v));
+  const counts = new Map<string, { broker: number; satellites: number }>();
+  if (await hasStrace()) for (const v of variants) counts.set(v.name, await syscallsPerCall(v));
   console.log(`${N} calls × ${ROUNDS} rounds; medians per call`);
-  console.log("| variant | wall µs | broker CPU µs | satellite CPU µs |");
-  console.log("|---|---|---|---|");
+  console.log("| variant | wall µs | broker CPU µs | satellite CPU µs | broker syscalls | satellite syscalls |");
+  console.log("|---|---|---|---|---|---|");
   for (const [name, stages] of results) {
     const m = (pick: (s: Stage) => number) => median(stages.map(pick)).toFixed(1);
-    console.log(`| ${name} | ${m((s) => s.wallUs)} | ${m((s) => s.brokerCpuUs)} | ${m((s) => s.satelliteCpuUs)} |`);
+    const c = counts.get(name);
+    const sys = c === undefined ? "— | —" : `${c.broker.toFixed(1)} | ${c.satellites.toFixed(1)}`;
+    console.log(
+      `| ${name} | ${m((s) => s.wallUs)} | ${m((s) => s.brokerCpuUs)} | ${m((s) => s.satelliteCpuUs)} | ${sys} |`,
+    );
   }
-  for (const [, session] of variants) await session.close();
+  for (const v of new Set(variants.map((x) => x.session))) await v.close();
+  await wideBroker.close();
+  rmSync(wideHome, { recursive: true, force: true });
 } finally {
   await broker.close();
   rmSync(home, { recursive: true, force: true });

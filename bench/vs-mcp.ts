@@ -12,7 +12,7 @@
  *  hook        the same with bench/fixtures/nop-guard's tool_call hook;
  *  nomatch     the same with a tool_call hook whose matcher skips echo (only
  *              when this checkout's manifest has hook matchers);
- *  pool        `Session.callTool` on echo with `[limits] concurrency = 4`
+ *  pool        `Session.callTool` on echo with `[limits] concurrency = 8` (one satellite, 8 calls open)
  *              (only when this checkout's manifest has it);
  *  serve       `tether serve`'s JSON-RPC over a WebSocket, in this process
  *              (the `ws` client on its Unix socket, `tool.call`);
@@ -111,7 +111,7 @@ const LABELS: Record<Key, string> = {
   lib: "Tether Session.callTool",
   hook: "Tether + 1 matching tool_call hook",
   nomatch: "Tether + 1 non-matching hook",
-  pool: "Tether, echo with concurrency = 4",
+  pool: "Tether, echo with concurrency = 8 (one satellite)",
   serve: "tether serve (JSON-RPC/WebSocket)",
   mcp: "tether mcp (stdio child)",
   wsFloor: "ws floor (bare ws echo)",
@@ -215,7 +215,7 @@ async function setUp(runTmp: string, home: string, workspace: string, floorScrip
 
     if (HAS_CONCURRENCY) {
       const dir = join(runTmp, "ext", "echo-pool");
-      copyExtension(ECHO_DIR, dir, (m) => withLimit(renamed(m, "echo-pool"), "concurrency = 4"));
+      copyExtension(ECHO_DIR, dir, (m) => withLimit(renamed(m, "echo-pool"), "concurrency = 8"));
       await installApproved(broker, dir, false);
       want(broker, "pool", ["echo-pool"]);
       want(broker, "pool", ["echo"], false);
@@ -539,7 +539,7 @@ function report(
   const inFlight = tput.get(inFlightKey)!.get(IN_FLIGHT)!;
   const sdkInFlight = tput.get("sdk")!.get(IN_FLIGHT)!;
   row(
-    `${IN_FLIGHT} in flight on one session (${inFlightKey === "pool" ? "concurrency = 4" : "one satellite"}) vs one SDK client, calls/s`,
+    `${IN_FLIGHT} in flight on one session (${inFlightKey === "pool" ? "concurrency = 8, one satellite" : "one satellite"}) vs one SDK client, calls/s`,
     `${fmt(inFlight)} / ${fmt(sdkInFlight)}/s`,
     inFlight / sdkInFlight,
     `≥ ${TARGET.vsSdkInFlight}×`,
@@ -628,7 +628,7 @@ function report(
 function plot(figures: Figures, meta: { date: string; load: string }): void {
   const series: { key: Key; name: string; color: string; dashed?: boolean }[] = [
     { key: "lib", name: "Tether (one session)", color: "#1f77b4" },
-    { key: "pool", name: "Tether, concurrency 4", color: "#17becf", dashed: true },
+    { key: "pool", name: "Tether, concurrency 8", color: "#17becf", dashed: true },
     { key: "sdk", name: "MCP SDK (one client)", color: "#d62728" },
     { key: "floor", name: "raw floor (one peer)", color: "#7f7f7f", dashed: true },
   ];

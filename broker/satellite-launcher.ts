@@ -6,6 +6,7 @@
  * bound stops, and the per-artifact Deno cache.
  */
 import { declaredOf } from "./install/declared.js";
+import { satellitesOf, type PoolLimits } from "./install/manifest.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RefusalAudit } from "./caps/refusal-audit.js";
@@ -55,12 +56,14 @@ export class SatelliteLauncher {
    * Throws a TetherError when the artifact is not the approved one.
    */
   pool(session: string, installed: Installed, approval: Approval, operator: OperatorPolicy | Error): SatellitePool {
-    const make = this.#slotMaker(session, installed, approval);
-    return new SatellitePool(installed.manifest.name, poolSize(approval.grants.limits, operator), make);
+    const limits = approval.grants.limits;
+    const size = poolSize(limits, operator);
+    const make = this.#slotMaker(session, installed, approval, Math.ceil(limits.concurrency / size));
+    return new SatellitePool(installed.manifest.name, size, make, limits.concurrency);
   }
 
   /** Checks the artifact once, then makes slots of it (one per satellite of the pool). */
-  #slotMaker(session: string, installed: Installed, approval: Approval): () => SatelliteSlot {
+  #slotMaker(session: string, installed: Installed, approval: Approval, capacity: number): () => SatelliteSlot {
     const name = installed.manifest.name;
     let code: string;
     try {
@@ -98,6 +101,7 @@ export class SatelliteLauncher {
       const refusals = new RefusalAudit((row) => o.ledger.audit(row));
       return new SatelliteSlot({
         idleMs: limits.idle_s * 1000,
+        capacity,
         // A capability call outside an open invocation is refused before any handler: audit it too
         // (aggregated past an allowance; the satellite is replaced past its own, see process.ts).
         observeRefusals: (cap) =>
@@ -154,15 +158,13 @@ export class SatelliteLauncher {
 
 /**
  * How many satellites one session may run of an extension: what it asked
- * (`[limits] concurrency`), at most the operator's `max_concurrency`, and no
- * more than fit in `max_pool_memory_mb` at its `memory_mb` each — never fewer
- * than one. A broken policy file allows one.
+ * (`[limits] satellites`, default 1, at most its `concurrency`), at most the
+ * operator's `max_concurrency`, and no more than fit in `max_pool_memory_mb`
+ * at its `memory_mb` each — never fewer than one. A broken policy file allows
+ * one. The calls it may have open (`concurrency`) are shared among them.
  */
-export function poolSize(
-  limits: { readonly concurrency: number; readonly memory_mb: number },
-  operator: OperatorPolicy | Error,
-): number {
+export function poolSize(limits: PoolLimits, operator: OperatorPolicy | Error): number {
   if (operator instanceof Error) return 1;
   const fit = Math.floor(operator.maxPoolMemoryMb / limits.memory_mb);
-  return Math.max(1, Math.min(limits.concurrency, operator.maxConcurrency, fit));
+  return Math.max(1, Math.min(satellitesOf(limits), operator.maxConcurrency, fit));
 }

@@ -154,7 +154,11 @@ const DESCRIPTIONS: Record<string, string> = {
   "limits.fetches":
     "net.fetch requests one invocation may have in flight at once, 1-64; more wait their turn until the deadline.",
   "limits.concurrency":
-    "Satellites one session may run of this extension at once, 1-16 (default 1): calls beyond it wait their turn. Each satellite is its own process with its own module state, serving one invocation at a time; the operator's [satellites] max_concurrency and max_pool_memory_mb bound it.",
+    "Invocations one session may have open in this extension at once, 1-16 (default 1: one at a time); calls " +
+    "beyond it wait their turn. They share one satellite process (its module state) unless satellites spreads them.",
+  "limits.satellites":
+    "Processes a session's open invocations are spread over, 1-16 (default 1, at most concurrency): for " +
+    "CPU-bound tools. The operator's [satellites] max_concurrency and max_pool_memory_mb bound it.",
 };
 
 /** The manifest's JSON Schema (draft-07), with `$id`, title and field descriptions. */

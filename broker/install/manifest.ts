@@ -151,9 +151,29 @@ export const Limits = v.strictObject({
   kv_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 1_048_576),
   /** `net.fetch` requests one invocation may have in flight at once (more wait their turn). */
   fetches: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64)), 4),
-  /** Satellites one session may run of this extension at once, each serving one invocation at a time. */
+  /**
+   * Invocations one session may have open in this extension at once (1: one at a time). They share
+   * a satellite process unless `satellites` spreads them.
+   */
   concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16)), 1),
+  /**
+   * Processes those invocations are spread over (for CPU-bound tools; at most `concurrency`).
+   * Absent means 1, and is left out of an approval's grants so older approvals keep their bytes.
+   */
+  satellites: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16))),
 });
+
+/** What sizes a pool: the limits `satellitesOf` reads. */
+export interface PoolLimits {
+  readonly concurrency: number;
+  readonly satellites?: number | undefined;
+  readonly memory_mb: number;
+}
+
+/** The satellites `[limits]` asks for: `satellites` (default 1), never more than its `concurrency`. */
+export function satellitesOf(limits: PoolLimits): number {
+  return Math.max(1, Math.min(limits.satellites ?? 1, limits.concurrency));
+}
 
 /** `[storage]`: the extension's own SQLite database (docs/initializers.md). */
 export const StorageTable = v.strictObject({

@@ -84,6 +84,9 @@ export function requestedGrants(manifest: Manifest): Grants {
       kv_bytes: manifest.limits.kv_bytes,
       fetches: manifest.limits.fetches,
       concurrency: manifest.limits.concurrency,
+      ...(manifest.limits.satellites !== undefined && manifest.limits.satellites !== 1
+        ? { satellites: manifest.limits.satellites }
+        : {}),
     },
     storage: manifest.storage === undefined ? null : { max_bytes: manifest.storage.max_bytes },
   };
@@ -123,8 +126,9 @@ export function diffGrants(approved: Grants, requested: Grants): GrantDiff {
   const raised: Array<[string, number, number]> = [];
   const lowered: Array<[string, number, number]> = [];
   for (const key of Object.keys(requested.limits) as Array<keyof Grants["limits"]>) {
-    const was = approved.limits[key];
-    const now = requested.limits[key];
+    // An absent `satellites` is 1, like every other limit's default.
+    const was = approved.limits[key] ?? 1;
+    const now = requested.limits[key] ?? 1;
     if (now > was) raised.push([key, was, now]);
     if (now < was) lowered.push([key, was, now]);
   }

@@ -2,6 +2,7 @@
  * `tether review`: what an extension can reach, in plain words, and on an
  * upgrade the diff against what was approved, so a widening cannot be missed.
  */
+import { satellitesOf } from "../install/manifest.js";
 import { originsOf } from "../install/login-row.js";
 import { describeRule, type RuleDescription } from "../egress/describe-rule.js";
 import type { Reach } from "../egress/reach.js";
@@ -401,11 +402,14 @@ export function reviewLines(review: Review, installed: Installed): ReviewLine[] 
     push("contributions", line, line.startsWith("      ") ? { detail: true } : {});
   for (const line of loginLines(installed)) push("logins", line, line.startsWith("      ") ? { detail: true } : {});
   push("limits", "");
+  const processes = satellitesOf(r.limits);
   const satellites =
     r.limits.concurrency === 1
       ? "one satellite per session (calls one at a time)"
-      : `up to ${r.limits.concurrency} satellites per session ` +
-        "(calls in parallel; under the operator's max_concurrency and max_pool_memory_mb)";
+      : `up to ${r.limits.concurrency} calls open at once per session, in ` +
+        (processes === 1
+          ? "one satellite"
+          : `up to ${processes} satellites (under the operator's max_concurrency and max_pool_memory_mb)`);
   push(
     "limits",
     `Limits: memory ${r.limits.memory_mb} MiB, deadline ${r.limits.deadline_ms} ms per call, ` +

@@ -1,6 +1,10 @@
 /**
  * The broker's end of one satellite socket: decodes and checks every frame the
  * satellite sends, and closes the connection at the first protocol violation.
+ * Frames sent in one turn of the event loop go out in one write: the socket is
+ * corked at the turn's first frame and uncorked once the turn's promise
+ * callbacks have run (a read that answers several invocations starts the next
+ * ones in that same turn).
  */
 import type { Socket } from "node:net";
 import {
@@ -24,6 +28,11 @@ export class SatelliteConnection {
   readonly #maxFrameBytes: number;
   readonly #events: ConnectionEvents;
   #done = false;
+  #corked = false;
+  readonly #uncork = (): void => {
+    this.#corked = false;
+    if (!this.#done) this.#socket.uncork();
+  };
 
   constructor(socket: Socket, events: ConnectionEvents, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
     this.#socket = socket;
@@ -61,6 +70,11 @@ export class SatelliteConnection {
   /** Sends one frame; false when the connection is gone. */
   send(frame: BrokerFrame): boolean {
     if (this.#done) return false;
+    if (!this.#corked) {
+      this.#corked = true;
+      this.#socket.cork();
+      setImmediate(this.#uncork);
+    }
     this.#socket.write(encodeFrame(frame, this.#maxFrameBytes));
     return true;
   }

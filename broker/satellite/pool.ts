@@ -1,10 +1,11 @@
 /**
  * The satellites of one (session, extension): up to `size` slots, each one
- * process serving one invocation at a time with its own token, so a capability
- * is still judged only inside an open invocation. The pool grows on demand (a
- * call finds no idle satellite and the pool is below its size), and shrinks by
- * the slots' own idle reaping: calls go to the first idle satellite that is
- * already running, so the extra ones fall idle and are stopped first.
+ * process holding up to its slot's capacity of invocations open at once, each
+ * with its own token, so a capability is still judged only inside an open
+ * invocation. The pool grows on demand (a call finds no room on a satellite
+ * and the pool is below its size), and shrinks by the slots' own idle reaping:
+ * calls go to the first satellite with room that is already running, so the
+ * extra ones fall idle and are stopped first.
  *
  * Order: calls wait in one queue, first come first served; calls that name the
  * same non-empty strand never run at once (each starts after the one before it
@@ -30,18 +31,26 @@ export class SatellitePool {
   readonly size: number;
   readonly #make: () => SatelliteSlot;
   readonly #slots: SatelliteSlot[] = [];
-  readonly #busy = new Set<SatelliteSlot>();
+  /** Calls each slot is serving now (a slot takes up to its capacity). */
+  readonly #busy = new Map<SatelliteSlot, number>();
+  /** Calls running now, across the slots. */
+  #running = 0;
   /** Strands with a call running now. */
   readonly #strands = new Set<string>();
   readonly #waiting: Waiter[] = [];
   #closed = false;
   #drained: Array<() => void> = [];
 
-  constructor(name: string, size: number, make: () => SatelliteSlot) {
+  /** The most calls open at once across the satellites (the manifest's `concurrency`). */
+  readonly limit: number;
+
+  /** `limit`: calls open at once across the pool (default: each of `size` slots full). */
+  constructor(name: string, size: number, make: () => SatelliteSlot, limit?: number) {
     this.name = name;
     this.size = Math.max(1, size);
     this.#make = make;
     this.#slots.push(make());
+    this.limit = Math.max(1, limit ?? this.size * this.#slots[0]!.capacity);
   }
 
   /** The satellites made so far (at most `size`); the first is made with the pool. */
@@ -51,7 +60,7 @@ export class SatellitePool {
 
   /** The first satellite's state ("busy" while any call runs): what status shows. */
   get state(): SatelliteState {
-    return this.#busy.size > 0 ? "busy" : this.#slots[0]!.state;
+    return this.#running > 0 ? "busy" : this.#slots[0]!.state;
   }
 
   /** The first satellite's process (the one a pool of size 1 has). */
@@ -66,7 +75,7 @@ export class SatellitePool {
 
   /** Calls running now. */
   get running(): number {
-    return this.#busy.size;
+    return this.#running;
   }
 
   /** Calls waiting for a satellite. */
@@ -91,13 +100,14 @@ export class SatellitePool {
     }
   }
 
-  /** An idle slot for a call on `strand`, marked busy, or null when it must wait. */
+  /** A slot with room for a call on `strand`, its count taken, or null when the call must wait. */
   #take(strand: string): SatelliteSlot | null {
     if (strand !== "" && this.#strands.has(strand)) return null;
+    if (this.#running >= this.limit) return null;
     let slot: SatelliteSlot | undefined;
     for (const s of this.#slots) {
-      if (this.#busy.has(s)) continue;
-      if (s.state === "ready") {
+      if ((this.#busy.get(s) ?? 0) >= s.capacity) continue;
+      if (s.state === "ready" || s.state === "busy") {
         slot = s;
         break;
       }
@@ -105,9 +115,17 @@ export class SatellitePool {
     }
     if (slot === undefined && this.#slots.length < this.size) this.#slots.push((slot = this.#make()));
     if (slot === undefined) return null;
-    this.#busy.add(slot);
+    this.#busy.set(slot, (this.#busy.get(slot) ?? 0) + 1);
+    this.#running++;
     if (strand !== "") this.#strands.add(strand);
     return slot;
+  }
+
+  /** Whether every satellite the pool may have is full. */
+  #full(): boolean {
+    if (this.#running >= this.limit) return true;
+    if (this.#slots.length < this.size) return false;
+    return this.#slots.every((s) => (this.#busy.get(s) ?? 0) >= s.capacity);
   }
 
   #wait(strand: string, signal: AbortSignal | undefined): Promise<SatelliteSlot | InvocationOutcome> {
@@ -130,21 +148,24 @@ export class SatellitePool {
   }
 
   #release(slot: SatelliteSlot, strand: string): void {
-    this.#busy.delete(slot);
+    const left = (this.#busy.get(slot) ?? 1) - 1;
+    if (left > 0) this.#busy.set(slot, left);
+    else this.#busy.delete(slot);
+    this.#running--;
     if (strand !== "") this.#strands.delete(strand);
     // First come first served, except that a waiter whose strand is running lets the next one by.
     for (let i = 0; i < this.#waiting.length; ) {
       const waiter = this.#waiting[i]!;
       const next = this.#take(waiter.strand);
       if (next === null) {
-        if (this.#busy.size >= this.size) break;
+        if (this.#full()) break;
         i++;
         continue;
       }
       this.#waiting.splice(i, 1);
       waiter.grant(next);
     }
-    if (this.#busy.size === 0 && this.#waiting.length === 0) for (const done of this.#drained.splice(0)) done();
+    if (this.#running === 0 && this.#waiting.length === 0) for (const done of this.#drained.splice(0)) done();
   }
 
   /** Boots the first satellite now (activation does, to learn of a failed boot up front). */
@@ -155,7 +176,7 @@ export class SatellitePool {
   /** Takes no new calls, lets queued and open ones finish, then shuts every satellite down. Safe twice. */
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#busy.size > 0 || this.#waiting.length > 0) await new Promise<void>((r) => this.#drained.push(r));
+    if (this.#running > 0 || this.#waiting.length > 0) await new Promise<void>((r) => this.#drained.push(r));
     await Promise.all(this.#slots.map((slot) => slot.close()));
   }
 

@@ -1,7 +1,8 @@
 /**
  * One satellite process, from spawn to death: boot and the hello handshake,
- * one invocation at a time with a fresh token each, the deadline, and the
- * shutdown ladder (stdin EOF → SIGTERM → SIGKILL).
+ * invocations with a fresh token each (several open at once when its slot
+ * allows), their deadlines, and the shutdown ladder (stdin EOF → SIGTERM →
+ * SIGKILL).
  *
  * States: booting → ready ⇄ busy → draining → dead (see docs/satellite.md).
  */
@@ -45,7 +46,9 @@ export class SatelliteProcess {
   #conn: SatelliteConnection | null = null;
   #server: Server | null = null;
   #dir: string | null = null;
-  #open: Open | null = null;
+  /** The invocations open now, by wire id and by token (a capability call names its invocation by token). */
+  readonly #open = new Map<number, Open>();
+  readonly #openByToken = new Map<string, Open>();
   #nextId = 1;
   #stderr: OutputTail | null = null;
   #exited: Promise<void> = Promise.resolve();
@@ -212,9 +215,14 @@ export class SatelliteProcess {
     return hello;
   }
 
-  /** Runs one invocation. The caller must wait for the previous one's `settled`. */
+  /** Invocations open now (the slot keeps this within its capacity). */
+  get openCount(): number {
+    return this.#open.size;
+  }
+
+  /** Runs one invocation beside any already open (the slot decides how many may be). */
   run<K extends AnyKind>(req: InvocationRequest<K>, onCap: CapHandler): RunningInvocation<K> {
-    if (this.#state !== "ready" || this.#conn === null) {
+    if ((this.#state !== "ready" && this.#state !== "busy") || this.#conn === null) {
       throw new TetherError(BrokerCode.closed, `Satellite '${this.spec.name}' is ${this.#state}, not ready`);
     }
     const id = this.#nextId++;
@@ -240,9 +248,12 @@ export class SatelliteProcess {
       resolveSettled,
       timer: setTimeout(() => this.#onDeadline(open, req.deadlineMs), req.deadlineMs + this.spec.graceMs),
     };
-    this.#open = open;
-    this.#state = "busy";
-    this.#idleMeter?.opened();
+    this.#open.set(id, open);
+    this.#openByToken.set(token, open);
+    if (this.#state === "ready") {
+      this.#state = "busy";
+      this.#idleMeter?.opened();
+    }
     this.#conn.send({
       t: "call",
       id,
@@ -258,7 +269,7 @@ export class SatelliteProcess {
       outcome,
       settled,
       cancel: (reason = "Cancelled by the caller") => {
-        if (this.#open !== open || open.answered) return;
+        if (this.#open.get(id) !== open || open.answered) return;
         // The token dies with the caller's interest: no capability after this.
         open.resolveOutcome(failure(WireCode.cancelled, reason));
         this.#conn?.send({ t: "cancel", id });
@@ -266,14 +277,14 @@ export class SatelliteProcess {
     };
   }
 
-  #finishOpen(outcome: InvocationOutcome): void {
-    const open = this.#open;
-    if (open === null) return;
+  #finishOpen(open: Open, outcome: InvocationOutcome): void {
+    if (this.#open.get(open.id) !== open) return;
     clearTimeout(open.timer);
-    this.#open = null;
+    this.#open.delete(open.id);
+    this.#openByToken.delete(open.token);
     open.resolveOutcome(outcome);
     open.resolveSettled();
-    if (this.#state === "busy") {
+    if (this.#state === "busy" && this.#open.size === 0) {
       this.#state = "ready";
       this.#idleMeter?.closed();
     }
@@ -300,9 +311,10 @@ export class SatelliteProcess {
   }
 
   #onDeadline(open: Open, deadlineMs: number): void {
-    if (this.#open !== open) return;
+    if (this.#open.get(open.id) !== open) return;
     this.#log.warn("invocation passed its deadline; killing the satellite", { name: open.name, deadlineMs });
     this.#finishOpen(
+      open,
       failure(
         WireCode.timeout,
         `'${open.name}' did not answer within its ${deadlineMs} ms deadline; the satellite was stopped`,
@@ -326,19 +338,19 @@ export class SatelliteProcess {
   }
 
   #onResult(id: number, ok: boolean, value: unknown, error: WireError | undefined): void {
-    const open = this.#open;
-    if (open === null || open.id !== id) {
+    const open = this.#open.get(id);
+    if (open === undefined) {
       this.#violation(`a 'result' for invocation ${id}, which is not open`);
       return;
     }
-    this.#finishOpen(checkAnswer(open.kind, open.name, ok, value, error, this.spec.kinds));
+    this.#finishOpen(open, checkAnswer(open.kind, open.name, ok, value, error, this.spec.kinds));
   }
 
   #onCap(frame: Cap): void {
-    const open = this.#open;
+    const open = this.#openByToken.get(frame.token);
     const conn = this.#conn;
     if (conn === null) return;
-    if (open === null || open.answered || !tokensEqual(frame.token, open.token)) {
+    if (open === undefined || open.answered || !tokensEqual(frame.token, open.token)) {
       // A late call from a tool that did not wait is a mistake; a stream of them is an attack on
       // the broker's time. Past the allowance the satellite is replaced.
       if (++this.#strayCaps > STRAY_CAP_ALLOWANCE) {
@@ -402,9 +414,11 @@ export class SatelliteProcess {
     this.#idleMeter?.stop();
     void this.#cgroup?.remove();
     const reason = this.#deathReason || "died";
-    this.#finishOpen(
-      failure(WireCode.crashed, `Satellite '${this.spec.name}' ${reason} during '${this.#open?.name ?? "the call"}'`),
-    );
+    for (const open of [...this.#open.values()])
+      this.#finishOpen(
+        open,
+        failure(WireCode.crashed, `Satellite '${this.spec.name}' ${reason} during '${open.name}'`),
+      );
     this.#conn?.close();
     this.#server?.close();
     if (this.#dir !== null) rmSync(this.#dir, { recursive: true, force: true });
@@ -412,16 +426,16 @@ export class SatelliteProcess {
   }
 
   /**
-   * Lets the open invocation finish, then walks the shutdown ladder:
+   * Lets the open invocations finish, then walks the shutdown ladder:
    * stdin EOF, then SIGTERM, then SIGKILL, each after a bounded wait.
    */
   async close(): Promise<void> {
     if (this.#state === "dead") return this.#exited;
     if (this.#closing !== null) return this.#closing;
-    const open = this.#open;
+    const open = [...this.#open.values()].map((o) => o.settled);
     this.#state = "draining";
     this.#closing = (async () => {
-      if (open !== null) await open.settled;
+      await Promise.all(open);
       this.#deathReason ||= "was shut down";
       await this.#ladder();
     })();
@@ -434,7 +448,7 @@ export class SatelliteProcess {
     await walkShutdownLadder(child, this.#exited, this.spec.ladderStepMs, this.#log);
   }
 
-  /** Aborts now: the open invocation fails `crashed` with `reason`, the process is killed. Safe to call twice. */
+  /** Aborts now: the open invocations fail `crashed` with `reason`, the process is killed. Safe to call twice. */
   async destroy(reason = "was destroyed"): Promise<void> {
     this.#deathReason ||= reason;
     const child = this.#child;

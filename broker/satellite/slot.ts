@@ -1,6 +1,8 @@
 /**
  * The satellite of one (session, extension): a queue in front of one process,
  * booted on first use, replaced after a death or a timeout, reaped when idle.
+ * Up to `capacity` invocations are open on the process at once (the manifest's
+ * `[limits] concurrency`; 1 by default), each with its own token.
  *
  * A caller who can wait never sees `busy`: calls wait their turn here.
  */
@@ -22,6 +24,8 @@ export interface SlotOptions {
   readonly observeRefusals?: CapRefusalObserver;
   /** Told each time a process boots, for metrics and tests. */
   readonly onBoot?: (process: SatelliteProcess) => void;
+  /** Invocations open on the process at once (default 1: one at a time). */
+  readonly capacity?: number;
 }
 
 interface Job {
@@ -63,13 +67,21 @@ export class SatelliteSlot {
   #destroyed = false;
   #idleTimer: NodeJS.Timeout | null = null;
   #drained: Array<() => void> = [];
-  /** The job whose invocation is open on the process, if any. */
-  #current: Job | null = null;
+  /** The jobs whose invocations are open on the process. */
+  readonly #current = new Set<Job>();
+  /** Invocations open on the process at once. */
+  readonly capacity: number;
   /** How many processes this slot has booted. */
   boots = 0;
 
   constructor(options: SlotOptions) {
     this.#options = options;
+    this.capacity = Math.max(1, options.capacity ?? 1);
+  }
+
+  /** Invocations open now. */
+  get open(): number {
+    return this.#current.size;
   }
 
   get name(): string {
@@ -123,11 +135,16 @@ export class SatelliteSlot {
     });
   }
 
+  /**
+   * Starts queued jobs while there is room on the process, booting it first if
+   * needed; each finished job pumps again. `#pumping` covers the boot, so one
+   * pump at a time hands out the room.
+   */
   async #pump(): Promise<void> {
     if (this.#pumping) return;
     this.#pumping = true;
     try {
-      while (this.#queue.length > 0) {
+      while (this.#queue.length > 0 && this.#current.size < this.capacity) {
         let process: SatelliteProcess;
         try {
           process = await this.#ready();
@@ -137,14 +154,16 @@ export class SatelliteSlot {
           for (const job of this.#queue.splice(0)) job.resolve(failure(code, (err as Error).message));
           break;
         }
+        // Open invocations on a process that died finish with it (its death answers them).
+        if (this.#current.size >= this.capacity) break;
         const job = this.#queue.shift();
         if (job === undefined) break;
-        await this.#runJob(process, job);
+        void this.#runJob(process, job).then(() => this.#pump());
       }
     } finally {
       this.#pumping = false;
     }
-    if (this.#queue.length === 0) this.#onIdle();
+    if (this.#queue.length === 0 && this.#current.size === 0) this.#onIdle();
   }
 
   async #runJob(process: SatelliteProcess, job: Job): Promise<void> {
@@ -188,13 +207,13 @@ export class SatelliteSlot {
       return;
     }
     job.running = running;
-    this.#current = job;
+    this.#current.add(job);
     try {
       if (job.options.signal?.aborted) running.cancel();
       job.resolve(await running.outcome);
       await running.settled;
     } finally {
-      this.#current = null;
+      this.#current.delete(job);
     }
   }
 
@@ -206,7 +225,7 @@ export class SatelliteSlot {
   async boot(): Promise<void> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, `The satellite of '${this.name}' is closed`);
     await this.#ready();
-    if (!this.#pumping && this.#queue.length === 0) this.#onIdle();
+    if (!this.#pumping && this.#queue.length === 0 && this.#current.size === 0) this.#onIdle();
   }
 
   #booting: Promise<SatelliteProcess> | null = null;
@@ -265,7 +284,7 @@ export class SatelliteSlot {
     this.#idleTimer = setTimeout(() => {
       this.#idleTimer = null;
       const process = this.#process;
-      if (process !== null && this.#queue.length === 0 && !this.#pumping) {
+      if (process !== null && this.#queue.length === 0 && this.#current.size === 0 && !this.#pumping) {
         this.#process = null;
         void process.close();
       }
@@ -282,14 +301,15 @@ export class SatelliteSlot {
   async close(): Promise<void> {
     this.#closed = true;
     this.#clearIdle();
-    if (this.#pumping || this.#queue.length > 0) await new Promise<void>((r) => this.#drained.push(r));
+    if (this.#pumping || this.#queue.length > 0 || this.#current.size > 0)
+      await new Promise<void>((r) => this.#drained.push(r));
     const process = this.#process;
     this.#process = null;
     await process?.close();
   }
 
   /**
-   * Aborts now: queued calls and the open one fail `closed` with `reason` (the
+   * Aborts now: queued calls and the open ones fail `closed` with `reason` (the
    * broker stopped the satellite — a revocation, its session destroyed — the
    * extension did not crash), and the process is killed. Safe to call twice.
    */
@@ -297,8 +317,7 @@ export class SatelliteSlot {
     this.#closed = true;
     this.#destroyed = true;
     this.#clearIdle();
-    const open = this.#current;
-    if (open !== null)
+    for (const open of this.#current)
       open.resolve(failure(code, `The satellite of '${this.name}' ${reason} during '${open.req.name}'`));
     for (const job of this.#queue.splice(0)) job.resolve(failure(code, `The satellite of '${this.name}' ${reason}`));
     const process = this.#process;

@@ -57,8 +57,8 @@ export interface RunningInvocation<K extends AnyKind = AnyKind> {
 }
 
 /**
- * The invocation a satellite has open (one at a time): what its answer and its capability calls are
- * checked against.
+ * An invocation a satellite has open (one of several when its slot allows): what its answer and
+ * the capability calls carrying its token are checked against.
  */
 export interface OpenInvocation {
   readonly id: number;

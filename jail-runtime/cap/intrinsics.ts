@@ -11,7 +11,8 @@
  * as a bound function, which looks nothing up when it is called.
  *
  * Plain JavaScript and web built-ins only (Node runs this file too, in unit
- * tests); the Deno APIs are captured by the prelude itself.
+ * tests), and `AsyncLocalStorage`, which both build in; the Deno APIs are
+ * captured by the prelude itself.
  */
 
 type Uncurried<T, A extends unknown[], R> = (self: T, ...args: A) => R;
@@ -133,6 +134,9 @@ export const mapDelete = uncurry(Map.prototype.delete as (this: Map<unknown, unk
 export const mapForEach = uncurry(
   Map.prototype.forEach as (this: Map<unknown, unknown>, fn: (value: unknown) => void) => void,
 ) as <K, V>(self: Map<K, V>, fn: (value: V) => void) => void;
+export const mapSize = getter<Map<unknown, unknown>, number>(Map.prototype, "size") as <K, V>(
+  self: Map<K, V>,
+) => number;
 export const mapClear = uncurry(Map.prototype.clear as (this: Map<unknown, unknown>) => void) as <K, V>(
   self: Map<K, V>,
 ) => void;
@@ -151,3 +155,39 @@ export const setTimer = setTimeout.bind(globalThis) as (fn: () => void, ms: numb
 export const clearTimer = clearTimeout.bind(globalThis) as (timer: unknown) => void;
 export const dateNow = Date.now.bind(Date) as () => number;
 export const logError = console.error.bind(console) as (...data: unknown[]) => void;
+
+/** What `AsyncLocalStorage` offers here (its types are Node's; the SDK compiles without them). */
+interface LocalStorage<T> {
+  run(store: T, fn: () => unknown): unknown;
+  getStore(): T | undefined;
+}
+type LocalStorageClass = new <T>() => LocalStorage<T>;
+
+// Fetched, not imported: an import of `node:async_hooks` would make every author's `deno check` need
+// Node's type package, and the artifact would keep an import the install's scan refuses.
+const AsyncLocalStorage = (
+  (globalThis as { process?: { getBuiltinModule?(id: string): unknown } }).process?.getBuiltinModule?.(
+    "node:async_hooks",
+  ) as { AsyncLocalStorage?: LocalStorageClass } | undefined
+)?.AsyncLocalStorage;
+if (AsyncLocalStorage === undefined)
+  throw new Error("tether satellite: this runtime has no AsyncLocalStorage (Deno 2 and Node 20.16 have)");
+const storageRun = uncurry(AsyncLocalStorage.prototype.run as LocalStorage<unknown>["run"]);
+const storageGet = uncurry(AsyncLocalStorage.prototype.getStore as LocalStorage<unknown>["getStore"]);
+
+/**
+ * Which open invocation the running code belongs to, carried across awaits
+ * and timers: a capability call carries the token of the invocation whose code
+ * made it, not of whichever one happens to be open (several may be).
+ */
+export class InvocationContext<T> {
+  readonly #storage: LocalStorage<T> = new AsyncLocalStorage!<T>();
+
+  run<R>(store: T, fn: () => R): R {
+    return storageRun(this.#storage, store, fn) as R;
+  }
+
+  get(): T | undefined {
+    return storageGet(this.#storage) as T | undefined;
+  }
+}

@@ -1,10 +1,14 @@
 /**
- * The one invocation open on this satellite, and the capability calls made
- * under its token. Every `cap` frame carries the token of the invocation that
- * is open *now*; between invocations it carries none and the broker refuses it.
+ * The invocations open on this satellite (several at once when the manifest's
+ * `[limits] concurrency` allows), and the capability calls made under their
+ * tokens. Every `cap` frame carries the token of the invocation whose code
+ * made the call, followed across awaits and timers (`InvocationContext`);
+ * code that runs outside every invocation carries none, and the broker refuses
+ * it, as it refuses a token whose invocation has ended.
  */
 import type { CapResult } from "../wire/frames.js";
 import {
+  InvocationContext,
   SafeAbortController,
   SafeError,
   SafeMap,
@@ -20,6 +24,7 @@ import {
   mapForEach,
   mapGet,
   mapSet,
+  mapSize,
 } from "./intrinsics.js";
 
 /**
@@ -110,7 +115,8 @@ export interface CapSink {
 }
 
 let channel: CapSink | null = null;
-let open: Open | null = null;
+const opens = new SafeMap<number, Open>();
+const running = new InvocationContext<Open>();
 let nextCapId = 1;
 const pending = new SafeMap<number, Pending>();
 
@@ -121,18 +127,31 @@ export function attach(c: CapSink): void {
 /** Opens invocation `id` under `token`; `deadlineMs`: when its signal aborts (see CallSignal). */
 export function begin(id: number, token: string, deadlineMs?: number): CallSignal {
   const controller = new CallSignal(deadlineMs);
-  open = { id, token, controller };
+  mapSet(opens, id, { id, token, controller });
   return controller;
 }
 
-export function end(id: number): void {
-  if (open?.id !== id) return;
-  open.controller.end();
-  open = null;
+/** Runs `fn` as code of open invocation `id`: the capability calls it makes, now or later, carry its token. */
+export function within<R>(id: number, fn: () => R): R {
+  const open = mapGet(opens, id);
+  return open === undefined ? fn() : running.run(open, fn);
 }
 
-export function current(): Open | null {
-  return open;
+export function end(id: number): void {
+  const open = mapGet(opens, id);
+  if (open === undefined) return;
+  open.controller.end();
+  mapDelete(opens, id);
+}
+
+/** Open invocation `id`, if it is still open. */
+export function opened(id: number): Open | null {
+  return mapGet(opens, id) ?? null;
+}
+
+/** How many invocations are open. */
+export function openCount(): number {
+  return mapSize(opens);
 }
 
 /** Settles the pending capability call that `frame` answers; unknown ids are ignored. */
@@ -164,7 +183,7 @@ export function callCap(cap: string, args: unknown): Promise<unknown> {
   if (channel === null)
     return rejected(new CapError("denied", "No broker channel: capabilities are reachable only inside a satellite"));
   const id = nextCapId++;
-  const token = open?.token ?? "";
+  const token = running.get()?.token ?? "";
   let text: string;
   try {
     // The captured JSON.stringify: an extension's own patch cannot rewrite what the broker is asked.

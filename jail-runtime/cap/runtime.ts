@@ -4,8 +4,9 @@
  *
  * It does not boot: `prelude.ts` did that before any extension code ran (boot
  * token from stdin, connected, socket grants revoked) and handed over the open
- * channel. The loop says hello, then answers `call` frames one at a time until
- * the broker closes the channel or closes stdin. Everything it calls was
+ * channel. The loop says hello, then answers `call` frames — each as soon as
+ * it arrives, several open at once when the broker sends them — until the
+ * broker closes the channel or closes stdin. Everything it calls was
  * captured before the extension ran (`intrinsics.ts`, and the Deno calls the
  * prelude hands over), so an extension's patches to globals do not reach it.
  */
@@ -113,12 +114,16 @@ async function runInvocation(channel: Link, call: Call, answerer: Answerer): Pro
     },
     report: (text: string) => invocation.castCap("report.emit", { text: SafeString(text) }),
   };
+  const asked: Asked = {
+    kind: call.kind,
+    name: call.name,
+    args: call.args,
+    strand: call.strand,
+    deadlineMs: call.deadline_ms,
+  };
   let reply: Answer;
   try {
-    reply = await answerer(
-      { kind: call.kind, name: call.name, args: call.args, strand: call.strand, deadlineMs: call.deadline_ms },
-      ctx,
-    );
+    reply = await invocation.within(call.id, () => answerer(asked, ctx));
   } catch (err) {
     logError(err);
     reply = { ok: false, error: { code: ErrorCode.crashed, msg: crashMessage(err) } };
@@ -136,6 +141,9 @@ async function runInvocation(channel: Link, call: Call, answerer: Answerer): Pro
       error: { code: ErrorCode.crashed, msg: `Reply could not be sent: ${failed.message}` },
     });
 }
+
+/** The most invocations one satellite holds open at once: the manifest's `[limits] concurrency` bound. */
+export const MAX_OPEN_INVOCATIONS = 16;
 
 function sorted(names: readonly string[]): string[] {
   return arraySort(arraySlice(names));
@@ -199,38 +207,31 @@ export async function serveLoop(
     ...(served.kinds !== undefined && objectKeys(served.kinds).length > 0 ? { kinds: served.kinds } : {}),
   });
 
-  let busy = false;
-  const serveOne = async (call: Call): Promise<void> => {
-    try {
-      await runInvocation(channel, call, answerer);
-    } finally {
-      busy = false;
-    }
-  };
   try {
     await channel.readLoop((frame) => {
       switch (frame.t) {
         case "call":
-          if (busy) {
-            void channel.send({
+          // The broker sends no more than the manifest's concurrency; past the hard bound is its mistake.
+          if (invocation.openCount() >= MAX_OPEN_INVOCATIONS || invocation.opened(frame.id) !== null) {
+            channel.post({
               t: "result",
               id: frame.id,
               ok: false,
-              error: { code: ErrorCode.busy, msg: "Another invocation is open on this satellite" },
+              error: {
+                code: ErrorCode.busy,
+                msg: `This satellite already has ${MAX_OPEN_INVOCATIONS} invocations open`,
+              },
             });
             return;
           }
-          busy = true;
-          void serveOne(frame);
+          void runInvocation(channel, frame, answerer);
           return;
         case "cap_result":
           invocation.settle(frame);
           return;
-        case "cancel": {
-          const open = invocation.current();
-          if (open?.id === frame.id) open.controller.abort(new SafeError("Cancelled by the caller"));
+        case "cancel":
+          invocation.opened(frame.id)?.controller.abort(new SafeError("Cancelled by the caller"));
           return;
-        }
       }
     });
   } catch (err) {

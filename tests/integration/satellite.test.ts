@@ -229,6 +229,33 @@ test("a capability call after the answer carries a revoked token and is refused 
   expect(refused.map((c) => c.cap)).toEqual(["kv.get"]);
 });
 
+test("a late capability call is refused even while another invocation is open: it carries its own ended token", async () => {
+  const refused: Cap[] = [];
+  const served: string[] = [];
+  const slot = track(
+    slotFor(
+      misbehave,
+      {},
+      {
+        capacity: 2,
+        observeRefusals: (cap) => refused.push(cap),
+        dispatch: async (cap, inv) => {
+          served.push(`${cap.cap} in ${inv.name}`);
+          return { ok: true, value: null };
+        },
+      },
+    ),
+  );
+  // `sleep` stays open on the same process while cap_later's timer fires its call.
+  const sleeping = slot.invoke(call("sleep", { ms: 1_500 }));
+  expect(await slot.invoke(call("cap_later"))).toMatchObject({ ok: true });
+  await until("the late capability call's refusal", () => refused.length > 0);
+  expect(refused.map((c) => c.cap)).toEqual(["kv.get"]);
+  expect(served).toEqual([]);
+  expect(slot.open).toBe(1);
+  expect(await sleeping).toMatchObject({ ok: true });
+});
+
 test("a capability call inside an invocation reaches the dispatcher with the invocation's identity", async () => {
   const seen: Array<{ cap: string; name: string; strand: string }> = [];
   const slot = track(

@@ -4,7 +4,7 @@
  * invocation at a time, under a token, with a deadline — against in-memory
  * capabilities (`kv`, `net`, `db`), with no socket and no broker.
  */
-import { begin, castCap, end } from "../../cap/invocation.js";
+import { begin, castCap, end, within } from "../../cap/invocation.js";
 import { answer, type Answer, type Served } from "../answer.js";
 import type { Ctx } from "../ctx.js";
 import type { AnyHook, Declared, EventPayload, HookEvent } from "../hook.js";
@@ -209,7 +209,7 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     });
     const run = async (): Promise<Answer> => {
       try {
-        return await answer(served, { kind, name: what, args, strand: ctx.strand, deadlineMs }, ctx);
+        return await within(id, () => answer(served, { kind, name: what, args, strand: ctx.strand, deadlineMs }, ctx));
       } catch (err) {
         return crashed(err);
       }
