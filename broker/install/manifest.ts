@@ -7,6 +7,7 @@ import { dirname, join } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import * as v from "valibot";
 import { BrokerCode, TetherError } from "../base/errors.js";
+import { MAX_OPEN_INVOCATIONS } from "../../jail-runtime/wire/frames.js";
 import { OBSERVED_KINDS } from "../../jail-runtime/wire/session-kinds.js";
 import { DEFAULT_SERVICE_BODY_BYTES, MAX_SERVICE_BODY_BYTES } from "../../jail-runtime/wire/service-kinds.js";
 import { HookRow } from "./hook-row.js";
@@ -155,7 +156,7 @@ export const Limits = v.strictObject({
    * Invocations one session may have open in this extension at once (1: one at a time). They share
    * a satellite process unless `satellites` spreads them.
    */
-  concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16)), 1),
+  concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_OPEN_INVOCATIONS)), 1),
   /**
    * Processes those invocations are spread over (for CPU-bound tools; at most `concurrency`).
    * Absent means 1, and is left out of an approval's grants so older approvals keep their bytes.

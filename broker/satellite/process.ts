@@ -215,11 +215,6 @@ export class SatelliteProcess {
     return hello;
   }
 
-  /** Invocations open now (the slot keeps this within its capacity). */
-  get openCount(): number {
-    return this.#open.size;
-  }
-
   /** Runs one invocation beside any already open (the slot decides how many may be). */
   run<K extends AnyKind>(req: InvocationRequest<K>, onCap: CapHandler): RunningInvocation<K> {
     if ((this.#state !== "ready" && this.#state !== "busy") || this.#conn === null) {
@@ -350,7 +345,8 @@ export class SatelliteProcess {
     const open = this.#openByToken.get(frame.token);
     const conn = this.#conn;
     if (conn === null) return;
-    if (open === undefined || open.answered || !tokensEqual(frame.token, open.token)) {
+    // Found by its token: the lookup is the comparison.
+    if (open === undefined || open.answered) {
       // A late call from a tool that did not wait is a mistake; a stream of them is an attack on
       // the broker's time. Past the allowance the satellite is replaced.
       if (++this.#strayCaps > STRAY_CAP_ALLOWANCE) {

@@ -11,7 +11,12 @@
  * prelude hands over), so an extension's patches to globals do not reach it.
  */
 import { ErrorCode } from "../wire/codes.js";
-import { RUNTIME_NAME as WIRE_RUNTIME_NAME, type BrokerFrame, type Call } from "../wire/frames.js";
+import {
+  MAX_OPEN_INVOCATIONS,
+  RUNTIME_NAME as WIRE_RUNTIME_NAME,
+  type BrokerFrame,
+  type Call,
+} from "../wire/frames.js";
 import type { Answer, Asked } from "../ext/answer.js";
 import type { Ctx } from "../ext/ctx.js";
 import {
@@ -141,9 +146,6 @@ async function runInvocation(channel: Link, call: Call, answerer: Answerer): Pro
       error: { code: ErrorCode.crashed, msg: `Reply could not be sent: ${failed.message}` },
     });
 }
-
-/** The most invocations one satellite holds open at once: the manifest's `[limits] concurrency` bound. */
-export const MAX_OPEN_INVOCATIONS = 16;
 
 function sorted(names: readonly string[]): string[] {
   return arraySort(arraySlice(names));

@@ -25,6 +25,12 @@ export type WireError = v.InferOutput<typeof WireError>;
  */
 export const RUNTIME_NAME = `tether-deno/${WIRE_VERSION}`;
 
+/**
+ * The most invocations a satellite holds open at once (the manifest's `[limits] concurrency`
+ * cannot ask more); a `call` past it is answered `busy`.
+ */
+export const MAX_OPEN_INVOCATIONS = 16;
+
 /** S→B, first frame: proves the boot token and says what the artifact serves. */
 export const Hello = v.object({
   t: v.literal("hello"),
