@@ -1,18 +1,23 @@
 /**
  * The one writer of the invocation ledger and the capability audit.
  *
- * `begin` inserts the invocation row at once (its id is needed by audit rows
- * made during the call; in WAL mode with synchronous=NORMAL a commit is a
- * write to the WAL, not an fsync — `make bench` measures it). Finishes and
- * audit rows are queued and written together in one transaction on the next
- * turn of the event loop, off the caller's path. Rows left "running" by a
- * broker that died are closed as `lost` when the next broker opens the store.
+ * `begin` hands out an id from a block reserved ahead and appends the start
+ * to the start journal (store/start-journal.ts: one write, no database
+ * commit on the call's path). Starts, finishes and audit rows are queued and
+ * written together in one transaction on a short timer, off the caller's
+ * path; the journal is emptied once they are committed. A start whose broker
+ * died before that is read back from its journal at the next open and
+ * recorded `lost`, as are rows a dead broker left "running". The windows:
+ * none for `lost` (a call is journaled before it is sent), at most one flush
+ * (FLUSH_EVERY_MS) for a finish or an audit row.
  */
-import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { and, eq, inArray, sql } from "drizzle-orm";
-import type { Statement } from "better-sqlite3";
+import type { Statement, Transaction } from "better-sqlite3";
 import type { Store } from "./open.js";
+import { ownerAlive, SELF } from "./process-identity.js";
 import { capAudit, invocations } from "./schema.js";
+import { type JournalStart, StartJournal } from "./start-journal.js";
 
 export interface InvocationStart {
   readonly sessionId: string;
@@ -53,51 +58,63 @@ export interface HookTrace {
 export const RUNNING = "running";
 export const LOST = "lost";
 
-/** "pid:starttime" of a process, or null when it is gone (the start time defeats pid reuse). */
-function processIdentity(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return `${pid}:${fields[19] ?? "?"}`;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether the broker that owns a running row is still alive. */
-function ownerAlive(owner: string | null): boolean {
-  if (owner === null) return false;
-  const pid = Number(owner.split(":")[0]);
-  return Number.isInteger(pid) && pid > 0 && processIdentity(pid) === owner;
-}
-
-const SELF = processIdentity(process.pid) ?? `${process.pid}:?`;
-
 /** How long finishes and audit rows may wait to be written together. */
 export const FLUSH_EVERY_MS = 20;
 
+/** The journal beside a store's database file. */
+export function journalDir(store: Store): string {
+  return join(dirname(store.path), "ledger-journal");
+}
+
+/** Ids reserved at a time: a few at first (a one-call CLI leaves a small gap), more as calls keep coming. */
+const FIRST_BLOCK = 8;
+const MAX_BLOCK = 1024;
+
+interface Finish {
+  readonly finishedAt: number;
+  readonly durationMs: number;
+  readonly outcome: string;
+}
+
+/** A start not yet committed, with its finish when it came first. */
+interface PendingStart {
+  readonly row: JournalStart;
+  finish: Finish | null;
+}
+
 export class Ledger {
   readonly #store: Store;
-  // Prepared once: these run on every call and every capability call.
+  // Prepared once: these run in every batch.
   readonly #insertStart: Statement;
+  readonly #insertOrphan: Statement;
   readonly #updateFinish: Statement;
   readonly #insertAudit: Statement;
   readonly #insertTrace: Statement;
+  readonly #maxSeq: Statement;
+  readonly #write: Transaction<() => void>;
+  readonly #reserve: Transaction<(count: number) => number>;
+  readonly #journal: StartJournal;
   #traces: Array<HookTrace & { at: number }> = [];
-  #finishes: Array<{ id: number; finishedAt: number; durationMs: number; outcome: string }> = [];
+  #finishes: Array<Finish & { id: number }> = [];
   #audits: Array<AuditRow & { at: number }> = [];
+  #pending = new Map<number, PendingStart>();
   #scheduled = false;
   #closed = false;
   readonly #starts = new Map<number, number>();
+  /** The next reserved id and the last; next > last: none left. */
+  #next = 1;
+  #last = 0;
+  #block = FIRST_BLOCK;
 
   constructor(store: Store) {
     this.#store = store;
     const db = store.sqlite;
-    this.#insertStart = db.prepare(
-      "insert into invocations (session_id, extension, kind, name, strand, " +
-        "started_at, outcome, owner, hooks_bypassed) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    );
+    const columns =
+      "invocations (id, session_id, extension, kind, name, strand, started_at, " +
+      "hooks_bypassed, outcome, finished_at, duration_ms, owner, seq) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    this.#insertStart = db.prepare(`insert into ${columns}`);
+    // A journaled start whose row was committed before its broker died is already there.
+    this.#insertOrphan = db.prepare(`insert or ignore into ${columns}`);
     this.#updateFinish = db.prepare(
       "update invocations set finished_at = ?, duration_ms = ?, outcome = ? where id = ?",
     );
@@ -109,8 +126,37 @@ export class Ledger {
       "insert into hook_traces (session_id, event, subject, about_invocation_id, hook_invocation_id, " +
         "extension, answer, detail, duration_ms, at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
-    // A broker that died mid-call left rows running: nobody will finish them.
-    // Rows of brokers still alive (another `tether serve`) are theirs to finish.
+    this.#maxSeq = db.prepare("select coalesce(max(seq), 0) as seq from invocations").pluck();
+    const lastReserved = db.prepare("select last from ledger_reservations where name = 'invocations'").pluck();
+    const maxId = db.prepare("select coalesce(max(id), 0) from invocations").pluck();
+    const saveReserved = db.prepare(
+      "insert into ledger_reservations (name, last) values ('invocations', ?) " +
+        "on conflict (name) do update set last = excluded.last",
+    );
+    // Ids above every row and every block another process reserved (rows written without
+    // a reservation, by an older broker or by hand, count too).
+    this.#reserve = db.transaction((count: number): number => {
+      const from = Math.max(Number(lastReserved.get() ?? 0), Number(maxId.get())) + 1;
+      saveReserved.run(from + count - 1);
+      return from;
+    });
+    this.#write = db.transaction(() => this.#writeQueued());
+
+    // A broker that died mid-call left starts in its journal and rows running: nobody will
+    // finish them. Rows and journals of brokers still alive (another `tether serve`) are theirs.
+    const dir = journalDir(store);
+    const orphans = StartJournal.orphans(dir);
+    if (orphans.starts.length > 0) {
+      const at = Date.now();
+      db.transaction(() => {
+        let seq = Number(this.#maxSeq.get());
+        for (const [id, session, extension, kind, name, strand, startedAt, bypassed] of orphans.starts) {
+          const args = [id, session, extension, kind, name, strand, startedAt, bypassed ? 1 : 0];
+          if (this.#insertOrphan.run(...args, LOST, at, null, null, seq + 1).changes > 0) seq++;
+        }
+      }).immediate();
+    }
+    orphans.remove();
     const running = store.orm
       .select({ id: invocations.id, owner: invocations.owner })
       .from(invocations)
@@ -124,25 +170,33 @@ export class Ledger {
         .where(and(eq(invocations.outcome, RUNNING), inArray(invocations.id, dead)))
         .run();
     }
+    this.#journal = StartJournal.open(dir, SELF);
   }
 
-  /** Records that an invocation started; returns its ledger id. */
+  /** Records that an invocation started (in the journal, before it is sent); returns its ledger id. */
   begin(start: InvocationStart): number {
+    if (this.#closed) throw new Error("the ledger is closed: no invocation may start");
+    if (this.#next > this.#last) {
+      this.#next = this.#reserve.immediate(this.#block);
+      this.#last = this.#next + this.#block - 1;
+      this.#block = Math.min(MAX_BLOCK, this.#block * 2);
+    }
+    const id = this.#next++;
     const startedAt = Date.now();
-    const id = Number(
-      this.#insertStart.run(
-        start.sessionId,
-        start.extension,
-        start.kind,
-        start.name,
-        start.strand,
-        startedAt,
-        RUNNING,
-        SELF,
-        start.hooksBypassed === true ? 1 : 0,
-      ).lastInsertRowid,
-    );
+    const row: JournalStart = [
+      id,
+      start.sessionId,
+      start.extension,
+      start.kind,
+      start.name,
+      start.strand,
+      startedAt,
+      start.hooksBypassed === true,
+    ];
+    this.#journal.append(row);
+    this.#pending.set(id, { row, finish: null });
     this.#starts.set(id, startedAt);
+    this.#schedule();
     return id;
   }
 
@@ -151,7 +205,10 @@ export class Ledger {
     const finishedAt = Date.now();
     const startedAt = this.#starts.get(id) ?? finishedAt;
     this.#starts.delete(id);
-    this.#finishes.push({ id, finishedAt, durationMs: finishedAt - startedAt, outcome });
+    const finish = { finishedAt, durationMs: finishedAt - startedAt, outcome };
+    const pending = this.#pending.get(id);
+    if (pending !== undefined) pending.finish = finish;
+    else this.#finishes.push({ id, ...finish });
     this.#schedule();
   }
 
@@ -184,54 +241,83 @@ export class Ledger {
   close(): void {
     this.flush();
     this.#closed = true;
+    this.#journal.close();
   }
 
-  /** Writes everything queued, in one transaction. */
+  /** Writes everything queued, in one transaction, then empties the journal. */
   flush(): void {
     this.#scheduled = false;
     if (this.#closed) {
+      this.#pending = new Map();
       this.#finishes = [];
       this.#audits = [];
       this.#traces = [];
       return;
     }
-    if (this.#finishes.length === 0 && this.#audits.length === 0 && this.#traces.length === 0) return;
-    const finishes = this.#finishes;
-    const audits = this.#audits;
-    const traces = this.#traces;
+    if (this.#pending.size + this.#finishes.length + this.#audits.length + this.#traces.length === 0) return;
+    // Immediate: the batch's commit order (seq) is read under the write lock it commits with.
+    this.#write.immediate();
+    this.#pending = new Map();
     this.#finishes = [];
     this.#audits = [];
     this.#traces = [];
-    this.#store.sqlite.transaction(() => {
-      for (const f of finishes) this.#updateFinish.run(f.finishedAt, f.durationMs, f.outcome, f.id);
-      for (const a of audits)
-        this.#insertAudit.run(
-          a.invocationId,
-          a.sessionId,
-          a.extension,
-          a.capability,
-          a.target,
-          a.decision,
-          a.rule,
-          a.bytes,
-          a.secret ?? null,
-          a.at,
-        );
-      for (const t of traces) {
-        this.#insertTrace.run(
-          t.sessionId,
-          t.event,
-          t.subject,
-          t.aboutInvocationId,
-          t.hookInvocationId,
-          t.extension,
-          t.answer,
-          t.detail,
-          t.durationMs,
-          t.at,
-        );
-      }
-    })();
+    this.#journal.clear();
+  }
+
+  /** Inside the batch's transaction; the queues are emptied only once it commits (a failed batch is retried). */
+  #writeQueued(): void {
+    const pending = this.#pending;
+    const finishes = this.#finishes;
+    const audits = this.#audits;
+    const traces = this.#traces;
+    let seq = Number(this.#maxSeq.get());
+    // Starts first: audit rows and traces name them.
+    for (const [, { row, finish }] of pending) {
+      const [id, session, extension, kind, name, strand, startedAt, bypassed] = row;
+      this.#insertStart.run(
+        id,
+        session,
+        extension,
+        kind,
+        name,
+        strand,
+        startedAt,
+        bypassed ? 1 : 0,
+        finish?.outcome ?? RUNNING,
+        finish?.finishedAt ?? null,
+        finish?.durationMs ?? null,
+        SELF,
+        ++seq,
+      );
+    }
+    for (const f of finishes) this.#updateFinish.run(f.finishedAt, f.durationMs, f.outcome, f.id);
+    for (const a of audits)
+      this.#insertAudit.run(
+        a.invocationId,
+        a.sessionId,
+        a.extension,
+        a.capability,
+        a.target,
+        a.decision,
+        a.rule,
+        a.bytes,
+        a.secret ?? null,
+        a.at,
+      );
+    for (const t of traces) {
+      this.#insertTrace.run(
+        t.sessionId,
+        t.event,
+        t.subject,
+        t.aboutInvocationId,
+        t.hookInvocationId,
+        t.extension,
+        t.answer,
+        t.detail,
+        t.durationMs,
+        t.at,
+      );
+    }
   }
 
   /** Counts rows (for tests and `tether doctor`). */
@@ -239,6 +325,7 @@ export class Ledger {
     const orm = this.#store.orm;
     const inv = orm.select({ n: sql<number>`count(*)` }).from(invocations).get()?.n ?? 0;
     const aud = orm.select({ n: sql<number>`count(*)` }).from(capAudit).get()?.n ?? 0;
-    return { invocations: inv, audits: aud };
+    // Queued rows are not in the database yet: counted beside it.
+    return { invocations: inv + this.#pending.size, audits: aud + this.#audits.length };
   }
 }

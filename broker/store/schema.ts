@@ -106,32 +106,50 @@ export const sessions = sqliteTable("sessions", {
 });
 
 /**
- * The invocation ledger: one row per call into a satellite, inserted on the
- * call's path (a started call must survive a crash as `lost`). So each insert
- * writes one page: the id is a plain rowid, not AUTOINCREMENT (rows are never
- * deleted, so ids never repeat anyway), and there is no secondary index — each
- * cost a page per call (together half the insert). Readers go newest first by
- * id and stop at their limit (store/audit-queries.ts).
+ * The invocation ledger: one row per call into a satellite. A start is
+ * appended to the ledger's start journal on the call's path (store/start-journal.ts:
+ * a started call survives a crash as `lost`) and its row inserted with the
+ * next batch, under an id reserved ahead (ledgerReservations), so ids are
+ * unique across processes but not committed in id order; `seq` is the order
+ * rows were committed in (the fleet's shipper follows it). Rows are never
+ * deleted, so ids never repeat. Readers go newest first by id and stop at
+ * their limit (store/audit-queries.ts).
  */
-export const invocations = sqliteTable("invocations", {
-  id: integer("id").primaryKey(),
-  sessionId: text("session_id").notNull(),
-  extension: text("extension").notNull(),
-  kind: text("kind").notNull(),
-  name: text("name").notNull(),
-  strand: text("strand").notNull().default(""),
-  startedAt: integer("started_at").notNull(),
-  finishedAt: integer("finished_at"),
-  durationMs: integer("duration_ms"),
-  /** "ok" or the error code. */
-  outcome: text("outcome").notNull(),
-  /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
-  owner: text("owner"),
-  /**
-   * The operator bypassed the hook bus for this call
-   * (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked.
-   */
-  hooksBypassed: integer("hooks_bypassed", { mode: "boolean" }).notNull().default(false),
+export const invocations = sqliteTable(
+  "invocations",
+  {
+    id: integer("id").primaryKey(),
+    sessionId: text("session_id").notNull(),
+    extension: text("extension").notNull(),
+    kind: text("kind").notNull(),
+    name: text("name").notNull(),
+    strand: text("strand").notNull().default(""),
+    startedAt: integer("started_at").notNull(),
+    finishedAt: integer("finished_at"),
+    durationMs: integer("duration_ms"),
+    /** "ok" or the error code. */
+    outcome: text("outcome").notNull(),
+    /** The broker process that runs it ("pid:starttime"), so only a dead broker's rows become lost. */
+    owner: text("owner"),
+    /**
+     * The operator bypassed the hook bus for this call
+     * (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked.
+     */
+    hooksBypassed: integer("hooks_bypassed", { mode: "boolean" }).notNull().default(false),
+    /** Commit order: one more than the highest committed before it (rows of before it was added: their id). */
+    seq: integer("seq"),
+  },
+  (t) => [index("invocations_seq").on(t.seq)],
+);
+
+/**
+ * Invocation ids handed out ahead of their rows: each process reserves a block
+ * (store/ledger.ts) so a call's start needs no write to this database.
+ */
+export const ledgerReservations = sqliteTable("ledger_reservations", {
+  name: text("name").primaryKey(),
+  /** The highest id reserved so far. */
+  last: integer("last").notNull(),
 });
 
 /** The capability-call audit: every decision, allowed or denied, with the rule that decided. */

@@ -123,6 +123,30 @@ test("a host's invocations, audit and traces reach the fleet equal to its local 
   store.close();
 });
 
+test("two brokers on one home commit invocations out of id order (ids are reserved ahead): every row is shipped", async () => {
+  const store = localStore();
+  const other = openStore(store.path);
+  const [a, b] = [new Ledger(store), new Ledger(other)];
+  const shipper = new LedgerShipper(store, fleet, "host-two-writers");
+  for (let round = 0; round < 6; round++) {
+    // a's ids are below b's (a reserved first), b's batch commits first and is shipped first.
+    call(a, "s-two", round * 2);
+    call(b, "s-two", round * 2 + 1);
+    b.flush();
+    await shipper.flush();
+    a.flush();
+    await shipper.flush();
+  }
+  const { local, shipped } = await both(store, "host-two-writers");
+  expect(local.invocations).toHaveLength(12);
+  expect(shipped).toEqual(local);
+  await shipper.close();
+  a.close();
+  b.close();
+  other.close();
+  store.close();
+});
+
 test("a row shipped while running is updated when it finishes", async () => {
   const store = localStore();
   const ledger = new Ledger(store);

@@ -109,6 +109,8 @@ async function call<R = Reply>(
   const content = outcome.value.content;
   const block = content.find((c) => c.type === "json");
   if (block === undefined) throw new Error(`${ext}/${tool} answered no JSON block`);
+  // The ledger commits in batches: flush so the row is there to read.
+  broker.ledger.flush();
   const invocation = (
     broker.store.sqlite
       .prepare("select max(id) as id from invocations where extension = ? and name = ?")

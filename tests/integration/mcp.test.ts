@@ -116,15 +116,25 @@ function query<T>(sql: string, ...params: unknown[]): T[] {
 }
 
 /** The last invocation row of a tool in s1, once its finish is written (the ledger writes finishes every 20 ms). */
-async function lastRow(tool: string): Promise<{ outcome: string; duration_ms: number | null }> {
+/** The ids of the rows already committed for a tool in session s1: what a later call's row is not. */
+function rowIds(tool: string): Set<number> {
+  const rows = query<{ id: number }>("select id from invocations where session_id = 's1' and name = ?", tool);
+  return new Set(rows.map((r) => r.id));
+}
+
+/** The ledger row of the next call to a tool, once it has ended: the ledger commits in batches, so wait for it. */
+async function nextRow(tool: string, before: Set<number>): Promise<{ outcome: string; duration_ms: number | null }> {
   const deadline = Date.now() + 30_000; // a guard against a run that never writes it, not a speed claim
   for (;;) {
-    const [row] = query<{ outcome: string; duration_ms: number | null }>(
-      "select outcome, duration_ms from invocations where session_id = 's1' and name = ? order by id desc limit 1",
+    const rows = query<{ id: number; outcome: string; duration_ms: number | null }>(
+      "select id, outcome, duration_ms from invocations where session_id = 's1' and name = ?",
       tool,
     );
+    const row = rows.find((r) => !before.has(r.id));
     if ((row !== undefined && row.outcome !== "running") || Date.now() > deadline)
-      return row ?? { outcome: "(no row)", duration_ms: null };
+      return row === undefined
+        ? { outcome: "(no row)", duration_ms: null }
+        : { outcome: row.outcome, duration_ms: row.duration_ms };
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -214,6 +224,7 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
   );
 
   test("a tool_call hook's block is a tool error the model can read: blocked, by whom, why", async () => {
+    const before = rowIds("run");
     const result = (await server.client.callTool({
       name: "run",
       arguments: { text: "x", hook: "block" },
@@ -222,7 +233,7 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
     expect(texts(result)).toEqual(["blocked: Blocked by 'hooker': hooker: rm -rf is not allowed"]);
     expect(result._meta).toMatchObject({ "tether/blockedBy": "hooker" });
     // The ledger shows the call, stopped.
-    expect((await lastRow("run")).outcome).toBe("blocked");
+    expect((await nextRow("run", before)).outcome).toBe("blocked");
   });
 
   test("a result withheld by a tool_result hook is a tool error too", async () => {
@@ -294,6 +305,7 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
     async () => {
       const controller = new AbortController();
       const seen: string[] = [];
+      const before = rowIds("ticks");
       // 60 ticks take 3 s; the call is cancelled after the third.
       const call = server.client.callTool({ name: "ticks", arguments: { n: 60 } }, undefined, {
         signal: controller.signal,
@@ -310,7 +322,7 @@ describe("tether mcp over stdio, driven by the SDK's Client", () => {
       expect(texts(next)[0]).toBe("ran: after");
 
       // The ledger shows the ticks call ended cancelled (cut off by the abort), not ok after its 60 ticks.
-      const row = await lastRow("ticks");
+      const row = await nextRow("ticks", before);
       expect(row).toEqual({ outcome: "cancelled", duration_ms: expect.any(Number) });
       // Its line on stderr: written when the call ended, read from the pipe a moment later.
       await until("the cancelled line on stderr", () =>

@@ -5,15 +5,19 @@
  * sees its rows within a tick or so.
  *
  * Each tick reads, in one local read transaction, the rows past the
- * watermarks (the highest local id shipped per table) and the rows it shipped
+ * watermarks (per table, the highest local id shipped; for invocations, the
+ * highest commit order, `seq`) and the rows it shipped
  * while "running" that have finished since, and writes them in one PostgreSQL
  * transaction: one multi-row INSERT per table. The watermarks move only after
  * the commit, so a failed tick (the server down) ships the same rows on the
  * next one. They start from the fleet (`max(id)` of this host's rows), so a
  * host restarting after a crash ships what it had not and nothing twice.
  *
- * Local ids are watermarks because SQLite serialises writers: a row with a
- * lower id is never committed after one with a higher id.
+ * Audit and trace ids are watermarks because SQLite serialises writers: a
+ * row with a lower id is never committed after one with a higher id.
+ * Invocation ids are reserved ahead by each process (store/ledger.ts), so two
+ * brokers on one home commit theirs out of id order; `seq` is assigned under
+ * the write lock, in commit order.
  */
 import type { Statement } from "better-sqlite3";
 import type pg from "pg";
@@ -62,6 +66,7 @@ const INVOCATIONS: Table = {
     "outcome",
     "owner",
     "hooks_bypassed",
+    "seq",
   ],
   // A row moves from running to its end once: a finish never overwrites an
   // end already there (a takeover's 'lost', or a duplicate re-ship).
@@ -160,7 +165,7 @@ export class LedgerShipper {
     const db = local.sqlite;
     const select = (t: Table): string => t.columns.join(", ");
     this.#newInvocations = db.prepare(
-      `SELECT ${select(INVOCATIONS)} FROM invocations WHERE id > ? ORDER BY id LIMIT ?`,
+      `SELECT ${select(INVOCATIONS)} FROM invocations WHERE seq > ? ORDER BY seq LIMIT ?`,
     );
     this.#finishedInvocations = db.prepare(
       `SELECT ${select(INVOCATIONS)} FROM invocations WHERE id IN (SELECT ` +
@@ -169,7 +174,7 @@ export class LedgerShipper {
     this.#newCapAudit = db.prepare(`SELECT ${select(CAP_AUDIT)} FROM cap_audit WHERE id > ? ORDER BY id LIMIT ?`);
     this.#newHookTraces = db.prepare(`SELECT ${select(HOOK_TRACES)} FROM hook_traces WHERE id > ? ORDER BY id LIMIT ?`);
     this.#localMax = db.prepare(
-      "SELECT (SELECT coalesce(max(id), 0) FROM invocations) AS invocations, (SELECT coalesce(max(id), " +
+      "SELECT (SELECT coalesce(max(seq), 0) FROM invocations) AS invocations, (SELECT coalesce(max(id), " +
         "0) FROM cap_audit) AS capAudit, (SELECT coalesce(max(id), 0) FROM hook_traces) AS hookTraces",
     );
   }
@@ -251,9 +256,9 @@ export class LedgerShipper {
         await this.#write(batch);
       for (const row of batch.finished) this.#running.delete(row.id as number);
       for (const row of batch.invocations) if (row.outcome === RUNNING) this.#running.add(row.id as number);
-      const last = (rows: Row[], mark: number): number =>
-        rows.length > 0 ? (rows[rows.length - 1]!.id as number) : mark;
-      marks.invocations = last(batch.invocations, marks.invocations);
+      const last = (rows: Row[], mark: number, key = "id"): number =>
+        rows.length > 0 ? (rows[rows.length - 1]![key] as number) : mark;
+      marks.invocations = last(batch.invocations, marks.invocations, "seq");
       marks.capAudit = last(batch.capAudit, marks.capAudit);
       marks.hookTraces = last(batch.hookTraces, marks.hookTraces);
       this.#shipped +=
@@ -280,7 +285,9 @@ export class LedgerShipper {
   async #loadMarks(): Promise<Watermarks> {
     const pool = this.#fleet.pool;
     const max = await pool.query<{ invocations: string; cap_audit: string; hook_traces: string }>(
-      `SELECT (SELECT coalesce(max(id), 0) FROM fleet_invocations WHERE host = $1) AS invocations,
+      `SELECT greatest((SELECT coalesce(max(seq), 0) FROM fleet_invocations WHERE host = $1),
+                       -- rows shipped before seq existed: their id was their commit order
+                       (SELECT coalesce(max(id), 0) FROM fleet_invocations WHERE host = $1 AND seq IS NULL)) AS invocations,
               (SELECT coalesce(max(id), 0) FROM fleet_cap_audit WHERE host = $1) AS cap_audit,
               (SELECT coalesce(max(id), 0) FROM fleet_hook_traces WHERE host = $1) AS hook_traces`,
       [this.#host],

@@ -123,15 +123,10 @@ export const sessions = pgTable("sessions", {
 });
 
 /**
- * The invocation ledger: one row per call into a satellite, inserted on the
- * call's path (a started call must survive a crash as `lost`). So each insert
- * writes one page: the id is a plain rowid, not AUTOINCREMENT (rows are never
- * deleted, so ids never repeat anyway), and there is no secondary index — each
- * cost a page per call (together half the insert). Readers go newest first by
- * id and stop at their limit (store/audit-queries.ts).
+ * One call's ledger columns, shared by the host's own ledger and the fleet's
+ * shipped copy (a function: each table needs its own column builders).
  */
-export const invocations = pgTable("invocations", {
-  id: bigserial("id", { mode: "number" }).primaryKey(),
+const ledgerColumns = () => ({
   sessionId: text("session_id").notNull(),
   extension: text("extension").notNull(),
   kind: text("kind").notNull(),
@@ -149,6 +144,21 @@ export const invocations = pgTable("invocations", {
    * (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked.
    */
   hooksBypassed: boolean("hooks_bypassed").notNull().default(false),
+  /** Commit order (store/schema.ts); in fleet_invocations null for rows shipped before it existed (their id was their order then). */
+  seq: bigint("seq", { mode: "number" }),
+});
+
+/** The invocation ledger, as store/schema.ts describes it (ids reserved ahead, `seq` the commit order). */
+export const invocations = pgTable(
+  "invocations",
+  { id: bigserial("id", { mode: "number" }).primaryKey(), ...ledgerColumns() },
+  (t) => [index("invocations_seq").on(t.seq)],
+);
+
+/** Invocation ids handed out ahead of their rows (store/schema.ts). */
+export const ledgerReservations = pgTable("ledger_reservations", {
+  name: text("name").primaryKey(),
+  last: bigint("last", { mode: "number" }).notNull(),
 });
 
 /** The capability-call audit: every decision, allowed or denied, with the rule that decided. */
@@ -386,17 +396,7 @@ export const fleetInvocations = pgTable(
   {
     host: text("host").notNull(),
     id: bigint("id", { mode: "number" }).notNull(),
-    sessionId: text("session_id").notNull(),
-    extension: text("extension").notNull(),
-    kind: text("kind").notNull(),
-    name: text("name").notNull(),
-    strand: text("strand").notNull().default(""),
-    startedAt: bigint("started_at", { mode: "number" }).notNull(),
-    finishedAt: bigint("finished_at", { mode: "number" }),
-    durationMs: bigint("duration_ms", { mode: "number" }),
-    outcome: text("outcome").notNull(),
-    owner: text("owner"),
-    hooksBypassed: boolean("hooks_bypassed").notNull().default(false),
+    ...ledgerColumns(),
   },
   // (host, outcome): a host's running rows (shipper restart,
   // reaping); session: a takeover marks that session's rows lost.
@@ -404,6 +404,8 @@ export const fleetInvocations = pgTable(
     primaryKey({ columns: [t.host, t.id] }),
     index("fleet_invocations_host_outcome").on(t.host, t.outcome),
     index("fleet_invocations_session").on(t.sessionId),
+    // Where a host's shipper starts again.
+    index("fleet_invocations_host_seq").on(t.host, t.seq),
   ],
 );
 
