@@ -125,17 +125,18 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
 
-  process.stdout.write(
-    `tether serve: listening on ${url} (token ` +
-      `file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}\n`,
-  );
+  // The start lines go out in one write, so a reader that saw the first has them all.
+  const start = [
+    `tether serve: listening on ${url} (token file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}`,
+  ];
   // The operator console (docs/console.md) is on the same listener; a browser reaches a loopback port.
   if (url.startsWith("ws://"))
-    process.stdout.write(
-      `tether serve: the operator console is at ${url.replace(/^ws:/, "http:")}/console/ (sign in with the token)\n`,
+    start.push(
+      `tether serve: the operator console is at ${url.replace(/^ws:/, "http:")}/console/ (sign in with the token)`,
     );
   // Extension pages ([[service]] routes) on a listener of their own: never the console's origin.
-  process.stdout.write(`tether serve: extension pages are at ${pages}/ext/<name>/… (the same token)\n`);
+  start.push(`tether serve: extension pages are at ${pages}/ext/<name>/… (the same token)`);
+  process.stdout.write(`${start.join("\n")}\n`);
   // Initializers ([init]) of approved versions not yet initialized, one line each; calls meanwhile wait for theirs.
   void runPendingInits(broker, (line) => process.stderr.write(`tether serve: ${line}\n`));
   await stop;
