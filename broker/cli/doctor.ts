@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import type { BrokerOptions } from "../broker.js";
 import { parseOperatorPolicy } from "../caps/policy.js";
 import { parseHooksFile } from "../hooks/hooks-file.js";
+import { matcherWarnings } from "../hooks/matcher-warnings.js";
 import { denoBinary } from "../jail/deno-binary.js";
 import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
 import { jailLayers } from "../jail/layers.js";
@@ -84,13 +85,16 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
   let homeDir: string | null = null;
   let artifacts: Check | null = null;
   let secrets: Check | null = null;
+  let tools: string[] = [];
   try {
     const paths = prepareHome(resolveHome(options.home));
     homeDir = paths.home;
     const store = openStore(paths.db);
     const { journal, appliedMigrations: applied } = journalState(store);
     artifacts = artifactsCheck(store, paths.artifacts, join(paths.home, "cache", "deno"));
-    secrets = secretsCheck(new Registry(store, paths.artifacts), paths.home);
+    const registry = new Registry(store, paths.artifacts);
+    secrets = secretsCheck(registry, paths.home);
+    tools = registry.list().flatMap((installed) => installed.manifest.tool.map((t) => t.name));
     store.close();
     const shipped = (
       JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as { entries: unknown[] }
@@ -115,7 +119,7 @@ export function runChecks(options: Omit<BrokerOptions, "log"> = {}): Check[] {
   }
   if (artifacts !== null) checks.push(artifacts);
   if (secrets !== null) checks.push(secrets);
-  if (homeDir !== null) checks.push(homeCheck(homeDir), hooksCheck(homeDir), policyCheck(homeDir));
+  if (homeDir !== null) checks.push(homeCheck(homeDir), hooksCheck(homeDir, tools), policyCheck(homeDir));
   checks.push(socketCheck(jailIdentity(setup.identity)));
   return checks;
 }
@@ -180,19 +184,23 @@ function homeCheck(dir: string): Check {
   return { name: "home", ok: true, detail: `${dir}: mode ${octal}, writable only by its owner` };
 }
 
-/** The built-in hooks extension's file, when there is one. */
-function hooksCheck(dir: string): Check {
+/** The built-in hooks extension's file, when there is one, and its matchers against the installed tools. */
+function hooksCheck(dir: string, tools: readonly string[]): Check {
   const file = join(dir, "hooks.json");
   if (!existsSync(file))
     return { name: "hooks", ok: true, detail: `no ${file}: the built-in hooks extension has nothing to run` };
   try {
     const parsed = parseHooksFile(readFileSync(file, "utf8"), file);
+    const warnings = matcherWarnings(parsed, tools);
     return {
       name: "hooks",
+      // Still ok: the file loads and its other groups run; the warning says which never will.
       ok: true,
       detail:
-        `${file}: ${parsed.rows.length} command hooks (they run when the ` +
-        `built-in hooks extension is enabled: tether session enable hooks)`,
+        warnings.length > 0
+          ? `${parsed.rows.length} command hooks; warning: ${warnings.join("; ")}`
+          : `${file}: ${parsed.rows.length} command hooks (they run when the ` +
+            `built-in hooks extension is enabled: tether session enable hooks)`,
     };
   } catch (err) {
     return { name: "hooks", ok: false, detail: (err as Error).message };

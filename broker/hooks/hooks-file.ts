@@ -71,8 +71,19 @@ const Group = v.object({
 
 const Groups = v.optional(v.array(Group, "expected an array of matcher groups"));
 
+/** The MCP server name Tether's tools are matched under when hooks.json names none. */
+export const DEFAULT_MCP_SERVER = "tether";
+
 const HooksFileSchema = v.object(
   {
+    // Tether's own field: the name the harness gave `tether mcp` (Claude Code's
+    // `mcp__<server>__<tool>`), so matchers written against that name match.
+    mcp_server: v.optional(
+      v.pipe(
+        v.string("expected a string"),
+        v.regex(/^[A-Za-z0-9_-]{1,64}$/, "expected an MCP server name (letters, digits, _ and -, at most 64)"),
+      ),
+    ),
     hooks: v.object(
       {
         PreToolUse: Groups,
@@ -103,6 +114,8 @@ export interface CommandHookRow {
 
 export interface HooksFile {
   readonly file: string;
+  /** The MCP server name tool matchers also match under (`mcp_server`, default `tether`). */
+  readonly mcpServer: string;
   /** Every row, in file order. */
   readonly rows: readonly CommandHookRow[];
 }
@@ -152,5 +165,5 @@ export function parseHooksFile(text: string, file: string): HooksFile {
       });
     });
   }
-  return { file, rows };
+  return { file, mcpServer: parsed.output.mcp_server ?? DEFAULT_MCP_SERVER, rows };
 }

@@ -16,7 +16,9 @@
  */
 import type { KernelHost } from "../kernel/host.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
-import type { BuiltinHooks } from "../hooks/builtin-hooks.js";
+import { BUILTIN_HOOKS_NAME, type BuiltinHooks } from "../hooks/builtin-hooks.js";
+import type { HooksFile } from "../hooks/hooks-file.js";
+import { matcherWarnings } from "../hooks/matcher-warnings.js";
 import type { Failure } from "../base/outcome.js";
 import type { SessionScope } from "../kernel/session-scope.js";
 import { planActivation, type Candidate, type Plan } from "./activation.js";
@@ -198,6 +200,18 @@ export class ActiveSet {
     return this.#notes.splice(0);
   }
 
+  /** hooks.json matcher groups that match none of the session's tools: said once, when the file is loaded. */
+  #warnUnmatched(tools: readonly string[]): void {
+    let file: HooksFile | null;
+    try {
+      file = this.#builtin.load();
+    } catch {
+      return; // A broken file is the activation's reason already.
+    }
+    if (file === null) return;
+    for (const warning of matcherWarnings(file, tools)) this.#note(BUILTIN_HOOKS_NAME, warning);
+  }
+
   /** Starts one planned extension: boots it, then its loaders and preparation. Its Setup, or why not. */
   async #start(k: Known, session: SetupSession): Promise<{ ok: true; setup: Setup } | { ok: false; reason: string }> {
     if (k.builtin) {
@@ -261,6 +275,9 @@ export class ActiveSet {
           const extra = started.filter((name) => !plan.active.includes(name));
           await Promise.all(extra.map((name) => this.#letGo(name, setups.get(name), "activation_failed")));
           for (const name of extra) setups.delete(name);
+          if (started.includes(BUILTIN_HOOKS_NAME) && plan.active.includes(BUILTIN_HOOKS_NAME)) {
+            this.#warnUnmatched([...plan.tools.keys()]);
+          }
           return {
             applied: { plan, known, failed, setups },
             started: started.filter((name) => plan.active.includes(name)),

@@ -492,6 +492,28 @@ describe("bad input, doctor and known bugs, each on fresh homes", () => {
   );
 
   test.concurrent(
+    "doctor warns of a hooks.json matcher that matches none of the installed tools, naming the mcp_server to set",
+    () =>
+      inTemp(async (root) => {
+        const home = join(root, "home");
+        await installApproved(home, copyExtension(root, "weather"));
+        const group = (matcher: string) => ({ matcher, hooks: [{ type: "command", command: "true" }] });
+        writeFileSync(
+          join(home, "hooks.json"),
+          JSON.stringify({ hooks: { PreToolUse: [group("mcp__tether__fetch_url"), group("mcp__github__.*")] } }),
+        );
+        const run = await tether(home, "doctor");
+        const line = run.stdout.split("\n").find((l) => l.includes(" hooks: ")) ?? "";
+        expect(line).toMatch(/^ok {3}hooks: 2 command hooks; warning: /);
+        expect(line).toContain('hooks.PreToolUse.1.matcher "mcp__github__.*" matches none of the tools here');
+        expect(line).toContain('set "mcp_server": "github" in hooks.json');
+        // The group written with Tether's MCP name matches fetch_url: no warning for it.
+        expect(line).not.toContain("hooks.PreToolUse.0");
+      }),
+    SLOW,
+  );
+
+  test.concurrent(
     "audit --denied lists a refused capability call and nothing else",
     () =>
       inTemp(async (root) => {

@@ -404,3 +404,72 @@ describe("the built-in hooks extension over real command hooks", () => {
     expect(readFileSync(log(), "utf8").trim().split("\n").pop()).toBe("ended");
   });
 });
+
+describe("hooks.json matchers written for Claude Code (mcp__<server>__<tool>)", () => {
+  const file = () => join(broker.home, "hooks.json");
+  const seen = () => join(tmp, "claude-names.log");
+
+  afterEach(() => rmSync(file(), { force: true }));
+
+  /** A hooks.json whose one PreToolUse group logs its stdin and blocks. */
+  function writeHooks(matcher: string, extra: Record<string, unknown> = {}): void {
+    const script = join(tmp, "claude-guard.sh");
+    writeFileSync(
+      script,
+      [
+        "#!/bin/sh",
+        `cat >> ${JSON.stringify(seen())}`,
+        `echo >> ${JSON.stringify(seen())}`,
+        "echo 'held by the MCP-name matcher' >&2",
+        "exit 2",
+      ].join("\n"),
+    );
+    chmodSync(script, 0o755);
+    writeFileSync(
+      file(),
+      JSON.stringify({ ...extra, hooks: { PreToolUse: [{ matcher, hooks: [{ type: "command", command: script }] }] } }),
+    );
+  }
+
+  async function sessionWithHooks(id: string): Promise<{ session: Session; notes: readonly string[] }> {
+    const session = await openSession(id);
+    session.prefer("hooks", true);
+    const { notes } = await session.reload();
+    return { session, notes };
+  }
+
+  const lastInput = () =>
+    JSON.parse(readFileSync(seen(), "utf8").trim().split("\n").filter(Boolean).pop()!) as Record<string, unknown>;
+
+  test("a matcher naming the tool as Claude Code shows it holds a jailed call, and the script sees that name", async () => {
+    writeHooks("mcp__tether__run");
+    const { session, notes } = await sessionWithHooks("cc-names");
+    expect(notes).toEqual([]);
+    const report = await session.callTool("run", '{"text":"x"}');
+    expect(report.outcome).toEqual({
+      ok: false,
+      error: { code: "blocked", msg: "Blocked by 'hooks': held by the MCP-name matcher" },
+    });
+    expect(lastInput()).toMatchObject({ tool_name: "mcp__tether__run", hook_event_name: "PreToolUse" });
+    // Another tool is not matched under either name.
+    expect(text((await session.callTool("dependent_w", "{}")).outcome)).toBe("dependent ran");
+  });
+
+  test("mcp_server names the server the harness gave tether mcp", async () => {
+    writeHooks("^mcp__my-tools__", { mcp_server: "my-tools" });
+    const { session, notes } = await sessionWithHooks("cc-server");
+    expect(notes).toEqual([]);
+    expect((await session.callTool("run", '{"text":"x"}')).outcome).toMatchObject({ ok: false });
+    expect(lastInput()["tool_name"]).toBe("mcp__my-tools__run");
+  });
+
+  test("a matcher that can match none of the session's tools is a note at load, saying what to write", async () => {
+    writeHooks("mcp__github__.*");
+    const { session, notes } = await sessionWithHooks("cc-nothing");
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('hooks.PreToolUse.0.matcher "mcp__github__.*" matches none of the tools here');
+    expect(notes[0]).toContain('set "mcp_server": "github" in hooks.json');
+    // And it indeed holds nothing.
+    expect(text((await session.callTool("run", '{"text":"x"}')).outcome)).toBe("ran: x");
+  });
+});
