@@ -123,7 +123,19 @@ export function parseRule(text: string, options: { allowBroad?: boolean } = {}):
   let pathPrefix = "";
   if (after !== "") {
     if (!after.startsWith("/")) fail("expected a path after the host");
-    pathPrefix = after.replace(/\/+$/, "");
+    // A rule's path is a prefix. `/*` or `/**` at its end is how authors write "everything
+    // under" (and how the test kit's routes read): the same prefix, said again.
+    pathPrefix = after.replace(/(\/+\*{1,2})+\/*$/, "").replace(/\/+$/, "");
+    if (pathPrefix.includes("*")) {
+      const before = pathPrefix.slice(0, pathPrefix.indexOf("*")).replace(/\/[^/]*$/, "");
+      const origin = `${proto}://${hostPart}${port === DEFAULT_PORT[proto] ? "" : `:${port}`}`;
+      const rule = `${methods === null ? "" : `${methods.join(",")} `}${origin}${before}`;
+      fail(
+        "'*' inside a path matches nothing but a literal '*': a rule's path is a prefix, so " +
+          `'${rule}' allows ${before === "" ? "every path" : `${before} and everything under it`}; ` +
+          "write that (or one rule per path)",
+      );
+    }
     if (/%2f|%5c|\\/i.test(pathPrefix) || pathPrefix.split("/").some((seg) => seg === ".." || seg === "."))
       fail("the path prefix cannot hold dot segments or encoded slashes");
   }
