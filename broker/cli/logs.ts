@@ -71,6 +71,11 @@ export async function runLogs(ctx: CommandContext): Promise<number> {
     return EXIT.failed;
   }
 
+  // The log holds what was written, not what was done: say where the calls are (stderr, so
+  // the log on stdout stays the file's lines).
+  process.stderr.write(
+    `tether logs: ${name}'s log lines; its calls, refusals and capability decisions: tether audit --ext ${name}\n`,
+  );
   const current = readText(files.current);
   const text = readText(files.rotated) + current;
   const lines = text.split("\n");

@@ -182,6 +182,9 @@ describe("tether dev", () => {
         expect(shout).toMatchObject({ code: 0, stdout: "HI" });
         const logs = await tether(root, "logs", "--home", devHome, "echo");
         expect(logs.code).toBe(0);
+        expect(logs.stderr.split("\n")[0]).toBe(
+          "tether logs: echo's log lines; its calls, refusals and capability decisions: tether audit --ext echo",
+        );
         expect(logs.stdout.split("\n")).toContainEqual(
           expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z stderr: shouting hi$/),
         );
