@@ -5,7 +5,9 @@
  * from a throwaway folder; the bundle and the type check run in host-side
  * jails over a snapshot of the folder (docs/jail.md, Host-side work).
  */
+import { OperatorPolicySource } from "../caps/policy.js";
 import { checkExtension, type CheckReport } from "../install/check.js";
+import { resolveHome } from "../store/home.js";
 import { denoBinary } from "../jail/deno-binary.js";
 import { jailSetup } from "../jail/setup.js";
 import type { EnvironmentOptions } from "./environment.js";
@@ -32,8 +34,13 @@ export async function runCheck(
     console.error(`tether check: ${(err as Error).message}`);
     return "failed";
   }
+  // The rules are read against the operator's policy.toml as review will read them (a home
+  // that is not there reads as the defaults: nothing non-public reachable).
+  const policy = new OperatorPolicySource(resolveHome(options.home));
+  const current = policy.current();
   const report = await checkExtension(dir, {
     jail,
+    policy: { reach: current instanceof Error ? current : current.reach, file: policy.file },
     ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
     types: {},
     progress: (line) => {
@@ -53,6 +60,7 @@ export function renderCheck(report: CheckReport, dir: string): string {
     lines.push(`${MARK[s.result]} ${s.stage.padEnd(8)} ${s.summary}`);
     for (const p of s.problems) lines.push(`       ${p}`);
   }
+  for (const w of report.warnings) lines.push(`warn policy   ${w}`);
   const who = report.name === null ? dir : `${report.name} ${report.version}`;
   const count = report.stages.reduce((n, s) => n + s.problems.length, 0);
   const typesOnly = report.stages.every((s) => s.result !== "failed" || s.stage === "types");

@@ -31,6 +31,8 @@ import { diffGrants, requestedGrants, type GrantDiff, type Grants } from "../reg
 import type { Approval, Installed, Registry } from "../registry/registry.js";
 import { renderDiff } from "../registry/review.js";
 import { resolveHome } from "../store/home.js";
+import { OperatorPolicySource } from "../caps/policy.js";
+import { policyWarnings } from "../install/check.js";
 import { EXIT, UsageError, type CommandContext } from "./command.js";
 
 /** The session `--mcp` serves, and the one each build is booted in to check it. */
@@ -168,6 +170,7 @@ async function approveBuild(broker: Broker, installed: Installed, o: DevOptions)
   if (consent === null) {
     registry.approve(o.name, { by: `${o.who} (${APPROVED_BY.first})` });
     o.say(`approved ${o.name} ${installed.version} in the dev home for what it requests (${reach(requested)})`);
+    sayPolicyWarnings(requested.net, o);
     return true;
   }
   const diff = diffGrants(consent.grants, requested);
@@ -193,7 +196,27 @@ async function approveBuild(broker: Broker, installed: Installed, o: DevOptions)
     return false;
   registry.approve(o.name, { by: `${o.who} (${APPROVED_BY.widened})` });
   o.say(`approved the wider grants (${reach(requested)})`);
+  sayPolicyWarnings(requested.net, o);
   return true;
+}
+
+/**
+ * What review would warn an operator of: rules the policy leaves unreachable,
+ * read against the dev home's policy.toml (where the loop's calls are judged);
+ * an operator's home refuses them the same way unless its own policy reaches them.
+ */
+function sayPolicyWarnings(rules: readonly string[], o: DevOptions): void {
+  const policy = new OperatorPolicySource(o.devHome);
+  const current = policy.current();
+  const warnings = policyWarnings(rules, {
+    reach: current instanceof Error ? current : current.reach,
+    file: policy.file,
+  });
+  for (const w of warnings) o.say(`warning: ${w}`);
+  if (warnings.length > 0)
+    o.say(
+      "warning: an operator's home refuses these the same way unless its policy.toml reaches them (tether review says so there)",
+    );
 }
 
 /** Boots the dev home's session once: what the extension serves, or why it does not run. */

@@ -18,6 +18,8 @@ import { dryBoot, type DryBootOptions } from "./dry-boot.js";
 import { parseManifest, readManifestFile, type Manifest } from "./manifest.js";
 import { manifestProblems } from "./manifest-checks.js";
 import { typeCheck, type TypeCheckOptions } from "./type-check.js";
+import type { Reach } from "../egress/reach.js";
+import { reachWarnings } from "../egress/rule-reach.js";
 
 export const STAGES = ["manifest", "bundle", "types", "boot"] as const;
 export type Stage = (typeof STAGES)[number];
@@ -38,6 +40,12 @@ export interface CheckReport {
   readonly version: string | null;
   readonly ok: boolean;
   readonly stages: readonly StageReport[];
+  /**
+   * What review will tell the operator that no stage refuses: each `[net]` rule
+   * the operator's policy leaves unreachable (every call to it refused), with
+   * the switch it needs, as `tether review` words it.
+   */
+  readonly warnings: readonly string[];
 }
 
 export interface CheckOptions extends DryBootOptions {
@@ -47,6 +55,20 @@ export interface CheckOptions extends DryBootOptions {
    */
   readonly types: Pick<TypeCheckOptions, "timeoutMs"> | false;
   readonly progress?: (line: string) => void;
+  /** The operator's policy.toml the rules are read against (as review reads it); none: no warnings. */
+  readonly policy?: { readonly reach: Reach | Error; readonly file: string };
+}
+
+/** The review's reach warnings for `rules`, one line each (a policy that does not parse is one line). */
+export function policyWarnings(rules: readonly string[], policy: CheckOptions["policy"]): string[] {
+  if (policy === undefined || rules.length === 0) return [];
+  if (policy.reach instanceof Error)
+    return [
+      `${policy.file} does not parse, so every egress call is refused until it is fixed: ${policy.reach.message}`,
+    ];
+  return reachWarnings(rules, policy.reach, policy.file).map(
+    (w) => `${w.rule}: every call to it is refused (${w.refusal}) under ${policy.file}: ${w.fix}`,
+  );
 }
 
 const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
@@ -72,6 +94,7 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
     version: manifest?.version ?? null,
     ok: stages.every((s) => s.result !== "failed"),
     stages,
+    warnings: manifest === null ? [] : policyWarnings(manifest.net.allow, options.policy),
   });
 
   let manifest: Manifest;

@@ -173,6 +173,35 @@ describe("tether check", () => {
   );
 });
 
+describe("tether check reads the rules against the operator's policy, as review does", () => {
+  test(
+    "a loopback rule the policy leaves unreachable is a warning naming the switch (exit 0); a policy that reaches it, none",
+    async () => {
+      const dir = extension(
+        "local-api",
+        ["greet"],
+        { "index.ts": GOOD, "lib.ts": LIB },
+        '[net]\nallow = ["http://127.0.0.1:8080/api", "https://api.example.com"]\n',
+      );
+      const strict = join(root, "h-policy-strict");
+      const open = join(root, "h-policy-open");
+      mkdirSync(open, { recursive: true });
+      writeFileSync(join(open, "policy.toml"), '[net]\nreach = ["loopback"]\n');
+      const [warned, quiet] = await Promise.all([tether(strict, "check", dir), tether(open, "check", dir)]);
+      expect(warned.code).toBe(0);
+      const file = join(strict, "policy.toml");
+      expect(warned.stdout.split("\n")).toContain(
+        `warn policy   http://127.0.0.1:8080/api: every call to it is refused (operator:no-private) under ${file}: ` +
+          `add "loopback" to [net] reach in ${file} to let approved rules reach loopback addresses`,
+      );
+      expect(warned.stdout).not.toContain("https://api.example.com:");
+      expect(quiet.code).toBe(0);
+      expect(quiet.stdout).not.toContain("warn policy");
+    },
+    SLOW,
+  );
+});
+
 describe("the check as a library (checkExtension), without the type check", () => {
   const options = () => ({
     jail: envJail(),

@@ -238,6 +238,37 @@ describe("tether dev", () => {
   );
 
   test(
+    "approving a rule the policy leaves unreachable says so, with the switch, as review would",
+    async () => {
+      const src = copyEcho(join(root, "policy"));
+      appendFileSync(join(src, "manifest.toml"), '\n[net]\nallow = ["http://127.0.0.1:8080/api"]\n');
+      const devHome = join(root, "policy", "dev-home");
+      const dev: ResultPromise = execa(process.execPath, [BIN, "dev", src, "--home", devHome], {
+        env: env(root),
+        cwd: REPO,
+        stdin: "ignore",
+        reject: false,
+      });
+      const out = new Lines(dev.stdout!, dev, "tether dev");
+      try {
+        await out.wait(/^Watching /);
+        const file = join(devHome, "policy.toml");
+        expect(out.seen).toEqual(
+          expect.arrayContaining([
+            `warning: http://127.0.0.1:8080/api: every call to it is refused (operator:no-private) under ${file}: ` +
+              `add "loopback" to [net] reach in ${file} to let approved rules reach loopback addresses`,
+            "warning: an operator's home refuses these the same way unless its policy.toml reaches them (tether review says so there)",
+          ]),
+        );
+      } finally {
+        dev.kill("SIGTERM");
+      }
+      expect((await dev).exitCode).toBe(0);
+    },
+    SLOW,
+  );
+
+  test(
     "refuses the operator's home and a home it did not make, before opening anything",
     async () => {
       const src = copyEcho(join(root, "refusals"));
