@@ -238,16 +238,21 @@ export const COMMANDS: readonly Command[] = [
       if (typeof call === "string") throw new UsageError(call);
       return ctx.withBroker(async (broker) => {
         const { outcome, notes } = await callCli.runCall(broker, call, (text) => process.stderr.write(`… ${text}\n`));
-        for (const note of notes) process.stderr.write(`… note: ${note}\n`);
+        // The call's own answer first, then what hooks said about it.
+        const sayNotes = () => {
+          for (const note of notes) process.stderr.write(`… note: ${note}\n`);
+        };
         if (outcome.ok) {
           ctx.out(
             outcome,
             outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("\n"),
           );
+          sayNotes();
           return EXIT.ok;
         }
         if (ctx.json) ctx.out(outcome, "");
         else console.error(`${outcome.error.code}: ${outcome.error.msg}`);
+        sayNotes();
         return EXIT.callFailed;
       });
     },

@@ -140,6 +140,27 @@ export async function hookedToolCall(
   };
 
   const ledger = session.ledger;
+  // Arguments the tool's schema refuses are refused before any hook is asked, as the tool
+  // would refuse them: a hook sees only calls that could run, so its notes never read as if
+  // the hook broke on arguments nobody could have run with.
+  const unfit = session.toolArgs.check(schemaKey, row?.parameters ?? { type: "object" }, args);
+  if (!unfit.ok) {
+    const id = ledger.begin({
+      sessionId: session.scope.id,
+      extension,
+      kind: "tool",
+      name: tool,
+      strand: options.strand ?? "",
+    });
+    options.onInvocation?.(id);
+    ledger.finish(id, WireCode.badArguments);
+    return {
+      ...base,
+      extension,
+      invocationId: id,
+      outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${unfit.msg}` } },
+    };
+  }
   // Traced once the call's ledger row exists, so the verdicts point at it.
   const before = await session.bus.compose(
     "tool_call",

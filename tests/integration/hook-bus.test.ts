@@ -197,6 +197,24 @@ describe("tool_call and tool_result around a real tool call", () => {
     expect(report.trace[0]).toMatchObject({ extension: "hooker", answer: "refused-rewrite" });
   });
 
+  test("arguments the tool's schema refuses are refused before any hook is asked; the ledger shows the call", async () => {
+    const asked = traces("tool_call").length;
+    // Each way an argument can be unfit for `run`: wrong type, missing, not allowed, not an object.
+    for (const args of ['{"text":5}', "{}", '{"text":"x","extra":1}', "[]", '"text"']) {
+      const report = await session.callTool("run", args);
+      expect(report.outcome).toMatchObject({ ok: false, error: { code: "bad_arguments" } });
+      expect((report.outcome as { error: { msg: string } }).error.msg).toMatch(/^tool 'run': /);
+      expect(report.notes).toEqual([]);
+      expect(report.trace).toEqual([]);
+      broker.ledger.flush();
+      const row = broker.store.sqlite
+        .prepare("select outcome, name from invocations where id = ?")
+        .get(report.invocationId) as { outcome: string; name: string };
+      expect(row).toEqual({ outcome: "bad_arguments", name: "run" });
+    }
+    expect(traces("tool_call")).toHaveLength(asked);
+  });
+
   test("unhandled: nothing happened — the tool runs and the trace says unhandled", async () => {
     const report = await session.callTool("run", '{"text":"hi","hook":"unhandled"}');
     expect(text(report.outcome)).toBe("ran: hi [unhandled]");
