@@ -53,6 +53,13 @@ const DESCRIPTIONS: Record<string, string> = {
   command: "Commands (/name) this extension adds, one [[command]] row each.",
   "command.name": "The command's name: a-z, 0-9, _ and -, at most 64, starting with a letter.",
   "command.description": "What the command does; at most 4096 characters.",
+  "command.arguments":
+    "Its named arguments (an MCP prompt's), at most 16: the command's text is their values in this order, " +
+    "separated by spaces.",
+  "command.arguments.name": "The argument's name: letters, digits, _ and -, at most 64, starting with a letter.",
+  "command.arguments.description": "What the argument is; at most 1024 characters.",
+  "command.arguments.required": "Whether it must be given (default false).",
+  "command.arguments.choices": "What completion offers for it (at most 100 values of 1 to 256 characters).",
   context:
     "Context loaders, one [[context]] row each: text for the model's context, loaded when a session activates the extension. A loader that fails or times out makes the extension inactive in that session, as a whole.",
   "context.name": "The loader's name (a-z, 0-9, _ and -): a key of the module's exported `contexts`.",

@@ -88,6 +88,8 @@ export interface CapContext {
   readonly session: () => SessionPolicy;
   /** Aborted when the invocation ends (answered, cancelled, timed out, its satellite stopped). */
   readonly signal: AbortSignal;
+  /** Told each `log` line the invocation writes (after the broker's log has it). */
+  readonly onLog?: (level: "debug" | "info" | "warn" | "error", line: string) => void;
 }
 
 /** One capability call as the stages see it. */

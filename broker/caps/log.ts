@@ -28,6 +28,7 @@ export function logAct(scope: CallScope, args: v.InferOutput<typeof LogArgs>, ra
         );
       const { info, ctx, env } = scope;
       env.log[args.level](`[${info.extension}] ${line}`, { extension: info.extension, session: ctx.sessionId });
+      ctx.onLog?.(args.level, line);
       return { reply: { ok: true }, decision: "allowed", rule: "builtin:log", target: "", bytes: args.msg.length };
     },
   };

@@ -455,19 +455,30 @@ export const COMMANDS: readonly Command[] = [
         usage: "mcp --session <id> [--workspace <dir>]",
         summary: ["Serve a session's active tools as an MCP server on stdio"],
       },
+      {
+        usage: "mcp --session <id> --http <port> [--token-file <path>] [--workspace <dir>]",
+        summary: ["The same over Streamable HTTP on 127.0.0.1:<port>; each request", "carries the bearer token"],
+      },
     ],
     help:
-      "stdout is the MCP channel; everything else goes to stderr. Stops when the client " +
-      "closes stdin, or on SIGTERM/SIGINT. Registering it with a client: docs/mcp.md.",
-    options: [["session", "The session whose active tools to serve (required)"], "workspace"],
+      "On stdio, stdout is the MCP channel; everything else goes to stderr. Stops when the client " +
+      "closes stdin, or on SIGTERM/SIGINT. Over --http, every request needs the token (its file is " +
+      "made with mode 0600 on first run), a loopback Host and no other site's Origin; it stops on " +
+      "SIGTERM/SIGINT. Registering it with a client: docs/mcp.md.",
+    options: [
+      ["session", "The session whose active tools to serve (required)"],
+      "workspace",
+      "http",
+      ["token-file", "The bearer token's file for --http (default: <home>/mcp.token)"],
+    ],
     doc: `${OPERATORS}#tether-mcp`,
     run: async (ctx) => {
       const { runMcp } = await import("../mcp/command.js");
-      const v = ctx.values as { session?: string; workspace?: string };
+      const v = ctx.values as { session?: string; workspace?: string; http?: string; "token-file"?: string };
       const fleet = (await import("./fleet-join.js")).fleetOptionsOf(ctx.options);
       return runMcp({
         broker: ctx.options,
-        ...defined({ session: v.session, workspace: v.workspace }),
+        ...defined({ session: v.session, workspace: v.workspace, http: v.http, tokenFile: v["token-file"] }),
         ...(fleet !== null ? { fleet } : {}),
       });
     },

@@ -11,6 +11,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
+import { hostProblem } from "../base/loopback-host.js";
 
 export const COOKIE = "tether_console";
 
@@ -145,28 +146,7 @@ export function clearedCookie(secure: boolean): string {
   return `${COOKIE}=; HttpOnly; SameSite=Strict; Path=/console; Max-Age=0${secure ? "; Secure" : ""}`;
 }
 
-/** The names a browser on this machine reaches a loopback server by. */
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
-
-/** The host part of a Host header (`127.0.0.1:8080` → `127.0.0.1`, `[::1]:80` → `[::1]`). */
-function hostName(host: string): string {
-  const m = /^(\[[^\]]*\]|[^:]*)(?::\d+)?$/.exec(host);
-  return (m?.[1] ?? host).toLowerCase();
-}
-
-/**
- * Why a request may not be served here, or null: the Host must be a loopback
- * name (a page whose own name was made to point at 127.0.0.1 — DNS rebinding
- * — is refused). Over the Unix socket too: a browser reaches it only through
- * a forward from a TCP port (socat), and the forward passes on whatever Host
- * the page's name gave.
- */
-export function hostProblem(req: IncomingMessage): string | null {
-  const host = req.headers.host;
-  if (host === undefined || !LOOPBACK_HOSTS.has(hostName(host)))
-    return `the Host '${host ?? ""}' is not a loopback name (127.0.0.1, localhost, [::1])`;
-  return null;
-}
+export { hostProblem };
 
 /** The console's own origin, as the browser names it. */
 export function ownOrigin(req: IncomingMessage): string {

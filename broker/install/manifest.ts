@@ -40,9 +40,25 @@ export const ToolRow = v.strictObject({
 export { HookRow } from "./hook-row.js";
 export { LoginRow } from "./login-row.js";
 
+/**
+ * One named argument of a command (an MCP prompt's argument): the command's
+ * text is the given values, in this order, separated by spaces — what a user
+ * types after `/name`. `choices` are what completion offers.
+ */
+export const CommandArgument = v.strictObject({
+  name: v.pipe(
+    v.string(),
+    v.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, "expected an argument name (letters, digits, _ and -, at most 64)"),
+  ),
+  description: v.optional(v.pipe(v.string(), v.maxLength(1024))),
+  required: v.optional(v.boolean(), false),
+  choices: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(256))), v.maxLength(100)), []),
+});
+
 export const CommandRow = v.strictObject({
   name: Identifier,
   description: v.pipe(v.string(), v.maxLength(4096)),
+  arguments: v.optional(v.pipe(v.array(CommandArgument), v.maxLength(16)), []),
 });
 
 const Deadline = v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3_600_000)));
@@ -275,6 +291,15 @@ export function parseManifest(text: string, file: string, sections: KindSections
     if (commands.has(command.name))
       throw new TetherError(BrokerCode.installFailed, `${file}: command '${command.name}' is declared twice`);
     commands.add(command.name);
+    const names = new Set<string>();
+    for (const argument of command.arguments) {
+      if (names.has(argument.name))
+        throw new TetherError(
+          BrokerCode.installFailed,
+          `${file}: command '${command.name}' names its argument '${argument.name}' twice`,
+        );
+      names.add(argument.name);
+    }
   }
   for (const kind of ["context", "route", "compaction"] as const) {
     const names = new Set<string>();

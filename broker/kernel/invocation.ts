@@ -117,6 +117,7 @@ export async function runInvocation<K extends AnyKind>(
       return currentApproval(parts.registry, live.installed)?.grants ?? { ...live.approval.grants, net: [] };
     },
     session: () => scope.policy,
+    ...(options.onLog !== undefined ? { onLog: options.onLog } : {}),
   });
   let outcome: InvocationOutcome<K>;
   try {

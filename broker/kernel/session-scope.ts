@@ -35,6 +35,12 @@ export interface ScopeCallOptions extends InvokeOptions {
   readonly onInvocation?: (id: number) => void;
   /** The operator bypassed the hook bus (`tether call --no-hooks`): written on the ledger row. */
   readonly hooksBypassed?: boolean;
+  /**
+   * Told each line the invocation writes with its `log` capability, once the
+   * broker's log has it (escaped, cut, rate-bounded): `tether mcp` passes them
+   * to its client as logging notifications.
+   */
+  readonly onLog?: (level: "debug" | "info" | "warn" | "error", line: string) => void;
 }
 
 /** What an invocation came to, with its own ledger row (null when it was refused before it had one). */

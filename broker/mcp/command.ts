@@ -1,6 +1,7 @@
 /**
- * `tether mcp --session <id> [--workspace <dir>]`: the session's active tools
- * as an MCP server on stdio (docs/mcp.md).
+ * `tether mcp --session <id> [--workspace <dir>] [--http <port> [--token-file <path>]]`:
+ * the session's active tools as an MCP server on stdio, or over Streamable HTTP
+ * on a loopback port (broker/mcp/http.ts; docs/mcp.md).
  *
  * stdout is the MCP channel and nothing else writes there: the broker's log,
  * hooks' notes and this command's own lines go to stderr, and `console.log`
@@ -9,7 +10,7 @@
  * calls are cancelled first), then the broker, and the exit code is 0.
  */
 import { statSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import * as v from "valibot";
 import type { Broker, BrokerOptions } from "../broker.js";
@@ -31,6 +32,10 @@ export interface McpOptions {
   readonly onOpen?: (reload: () => Promise<void>) => void;
   /** Join this fleet's shared store (docs/fleet.md): approvals and revocations made on any host apply here. */
   readonly fleet?: FleetOptions;
+  /** Serve over Streamable HTTP on 127.0.0.1:<port> instead of stdio (the text of --http; "0" picks a port). */
+  readonly http?: string;
+  /** The bearer token's file for --http (default: <home>/mcp.token). */
+  readonly tokenFile?: string;
 }
 
 const EXIT_OK = 0;
@@ -71,6 +76,14 @@ export async function runMcp(options: McpOptions): Promise<number> {
     say(`--workspace '${options.workspace}': not a folder`);
     return EXIT_USAGE;
   }
+  let port: number | null = null;
+  if (options.http !== undefined) {
+    port = /^\d{1,5}$/.test(options.http) ? Number(options.http) : NaN;
+    if (!(port >= 0 && port <= 65535)) {
+      say(`--http '${options.http}': expected a port, 0 to 65535 (0 picks a free one)`);
+      return EXIT_USAGE;
+    }
+  }
   // Without --workspace: the one the session was last opened with (MCP clients often start
   // servers in /), else the current folder.
   let workspace = given ?? resolve(process.cwd());
@@ -95,11 +108,14 @@ export async function runMcp(options: McpOptions): Promise<number> {
   };
   // The client went away mid-write: nothing more can be said to it.
   const onStdoutError = (err: Error) => stop(`stdout failed (${err.message})`);
-  process.stdin.once("end", onStdinEnd);
-  process.stdin.once("close", onStdinEnd);
+  // Over HTTP stdin is not the channel: only a signal stops the server.
+  if (port === null) {
+    process.stdin.once("end", onStdinEnd);
+    process.stdin.once("close", onStdinEnd);
+    process.stdout.on("error", onStdoutError);
+  }
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
-  process.stdout.on("error", onStdoutError);
   const unlisten = () => {
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
@@ -161,21 +177,45 @@ export async function runMcp(options: McpOptions): Promise<number> {
         : ""),
   );
 
-  const server = createMcpServer(opened, { version: packageVersion(), onNote: (line) => say(line) });
-  const transport = new StdioServerTransport();
-  server.onerror = (err) => say(`protocol error: ${err.message}`);
-  server.onclose = () => stop("the connection closed");
-
-  options.onOpen?.(async () => {
-    const report = await opened.reload();
-    for (const failed of report.failed) say(`reload: '${failed.name}' is not active: ${oneLine(failed.reason)}`);
-    await server.sendToolListChanged().catch(() => {});
-  });
-
   let code = EXIT_OK;
+  let closeServer: () => Promise<void> = async () => {};
   try {
-    // Asked to stop while the session opened: no connection is made.
-    if (stopReason === null) await server.connect(transport);
+    let listChanged: () => Promise<void>;
+    if (port === null) {
+      const server = createMcpServer(opened, { version: packageVersion(), onNote: (line) => say(line) });
+      server.onerror = (err) => say(`protocol error: ${err.message}`);
+      server.onclose = () => stop("the connection closed");
+      listChanged = async () => {
+        await Promise.all([server.sendToolListChanged(), server.sendPromptListChanged()]).catch(() => {});
+      };
+      // Closing the server aborts every open handler's signal: calls in flight end `cancelled`.
+      closeServer = () => server.close().catch(() => {});
+      // Asked to stop while the session opened: no connection is made.
+      if (stopReason === null) await server.connect(new StdioServerTransport());
+    } else {
+      const { serveMcpHttp } = await import("./http.js");
+      const { loadOrCreateToken } = await import("../base/serve-token.js");
+      const { resolveHome } = await import("../store/home.js");
+      const tokenFile = resolve(options.tokenFile ?? join(resolveHome(options.broker?.home), "mcp.token"));
+      const http = await serveMcpHttp(opened, {
+        port,
+        token: loadOrCreateToken(tokenFile).token,
+        version: packageVersion(),
+        onNote: (line) => say(line),
+      });
+      listChanged = () => http.listChanged();
+      closeServer = () => http.close();
+      // One write: a reader that saw the first line has both.
+      process.stderr.write(
+        `tether mcp: listening on ${http.url} (Authorization: Bearer <token in ${tokenFile}>)\n` +
+          `tether mcp: or, for a client that sends no headers: ${http.capabilityUrl} (a secret, as the token is)\n`,
+      );
+    }
+    options.onOpen?.(async () => {
+      const report = await opened.reload();
+      for (const failed of report.failed) say(`reload: '${failed.name}' is not active: ${oneLine(failed.reason)}`);
+      await listChanged();
+    });
     const reason = await stopped;
     say(`${reason}; closing session '${opened.id}'`);
   } catch (err) {
@@ -189,8 +229,7 @@ export async function runMcp(options: McpOptions): Promise<number> {
     void opened.destroy().catch(() => {});
   };
   try {
-    // Closing the server aborts every open handler's signal: calls in flight end `cancelled`.
-    await server.close().catch(() => {});
+    await closeServer();
     for (const note of await opened.close()) say(`SessionEnd hook: ${note}`);
   } catch (err) {
     say(`closing the session failed: ${(err as Error).message}`);

@@ -12,14 +12,34 @@
  *   correct itself. Hooks' context lines follow as more text blocks.
  * - Partials become `notifications/progress` when the request carries a
  *   `progressToken`; `notifications/cancelled` aborts the satellite's call.
+ * - `prompts/list`, `prompts/get`: the session's `/commands` (Claude Code shows
+ *   them as slash commands): a command's declared `arguments`, or one
+ *   optional `args` (its text) when it declares none; getting one runs the
+ *   command with the values in order, separated by spaces, and answers its
+ *   content as user messages.
+ * - `completion/complete`: a command argument's `choices` that start with what
+ *   was typed.
  * - Hooks' notes (for the user, not the model) go to `onNote` and to the
- *   client as `notifications/message` logging.
+ *   client as `notifications/message` logging; so do the lines the tool's
+ *   extension writes with its `log` capability during the call (logger: the
+ *   extension), each on the call's own stream, at or above the level the
+ *   client set with `logging/setLevel`.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
   ListToolsRequestSchema,
+  McpError,
+  LoggingLevelSchema,
+  SetLevelRequestSchema,
   type CallToolResult,
+  type GetPromptResult,
+  type LoggingLevel,
+  type Prompt,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { TetherError } from "../base/errors.js";
@@ -95,14 +115,18 @@ export function resultOf(report: ToolCallReport): CallToolResult {
     : [{ type: "text", text: `${outcome.error.code}: ${outcome.error.msg}` }];
   for (const line of report.context) content.push({ type: "text", text: line });
   const reply = outcome.ok ? outcome.value : null;
-  const meta: Record<string, unknown> = {
-    "tether/extension": report.extension,
-    "tether/invocation": report.invocationId,
-  };
+  // Only what is known: a call no extension served (unknown_tool) has no extension or ledger row.
+  const meta: Record<string, unknown> = {};
+  if (report.extension !== null) meta["tether/extension"] = report.extension;
+  if (report.invocationId !== null) meta["tether/invocation"] = report.invocationId;
   if (reply?.terminate === true) meta["tether/terminate"] = true;
   if (report.halt !== null) meta["tether/halt"] = report.halt;
   if (report.blockedBy !== null) meta["tether/blockedBy"] = report.blockedBy;
-  return { content, ...(outcome.ok ? {} : { isError: true }), _meta: meta };
+  return {
+    content,
+    ...(outcome.ok ? {} : { isError: true }),
+    ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}),
+  };
 }
 
 /** What a throw (not an outcome: the session closed under the call, say) reads as. */
@@ -111,6 +135,45 @@ function thrownResult(err: unknown): CallToolResult {
   const message = err instanceof Error ? err.message : String(err);
   return { content: [{ type: "text", text: `${code}: ${message}` }], isError: true };
 }
+
+type SessionCommand = ReturnType<Session["commands"]>[number];
+
+/** A command as an MCP prompt: its declared arguments, or one optional `args` (its text). */
+function promptOf(command: SessionCommand): Prompt {
+  const args =
+    command.arguments.length > 0
+      ? command.arguments.map((a) => ({
+          name: a.name,
+          ...(a.description !== undefined ? { description: a.description } : {}),
+          required: a.required,
+        }))
+      : [{ name: "args", description: `What follows /${command.name}`, required: false }];
+  return { name: command.name, description: command.description, arguments: args };
+}
+
+/** The command's text from a prompt's arguments: the declared ones' values in order, separated by spaces. */
+function commandText(command: SessionCommand, given: Readonly<Record<string, string>>): string {
+  const declared = command.arguments.length > 0 ? command.arguments : [{ name: "args", required: false }];
+  const unknown = Object.keys(given).filter((key) => !declared.some((a) => a.name === key));
+  if (unknown.length > 0)
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `Prompt '${command.name}' takes ${declared.map((a) => a.name).join(", ")}; not ${unknown.join(", ")}`,
+    );
+  const missing = declared.filter((a) => a.required && (given[a.name] ?? "") === "").map((a) => a.name);
+  if (missing.length > 0)
+    throw new McpError(ErrorCode.InvalidParams, `Prompt '${command.name}' needs ${missing.join(", ")}`);
+  return declared
+    .map((a) => given[a.name] ?? "")
+    .filter((value) => value !== "")
+    .join(" ");
+}
+
+const namesOf = (session: Session) =>
+  session
+    .commands()
+    .map((c) => c.name)
+    .join(", ") || "no prompts";
 
 const sameNames = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && a.every((name, i) => name === b[i]);
@@ -121,7 +184,7 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
   const server = new Server(
     { name: "tether", version: options.version },
     {
-      capabilities: { tools: { listChanged: true }, logging: {} },
+      capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, completions: {}, logging: {} },
       instructions:
         `Tools of the Tether session '${session.id}', each run by a ` +
         `jailed extension. Hooks may block a call or withhold its result; ` +
@@ -137,6 +200,15 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
   let listed: string[] | null = null;
   const announced = new Set<string>();
 
+  // One server per client connection, so one level: the lowest the client wants to hear.
+  const severity = (level: LoggingLevel) => LoggingLevelSchema.options.indexOf(level);
+  let threshold: LoggingLevel = "debug";
+  server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    threshold = request.params.level;
+    return {};
+  });
+  const MCP_LEVEL = { debug: "debug", info: "info", warn: "warning", error: "error" } as const;
+
   server.setRequestHandler(ListToolsRequestSchema, () => {
     const { tools, skipped } = listedTools(session);
     for (const s of skipped) {
@@ -150,6 +222,29 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     }
     listed = tools.map((t) => t.name);
     return { tools };
+  });
+
+  server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: session.commands().map(promptOf) }));
+
+  server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+    const { name } = request.params;
+    const command = session.commands().find((c) => c.name === name);
+    if (command === undefined)
+      throw new McpError(ErrorCode.InvalidParams, `Unknown prompt '${name}': the session serves ${namesOf(session)}`);
+    const text = commandText(command, request.params.arguments ?? {});
+    const { outcome } = await session.runCommand(`/${name}${text === "" ? "" : ` ${text}`}`, { signal: extra.signal });
+    if (!outcome.ok) throw new McpError(ErrorCode.InternalError, `${outcome.error.code}: ${outcome.error.msg}`);
+    const messages: GetPromptResult["messages"] = contentOf(outcome).map((content) => ({ role: "user", content }));
+    return { description: command.description, messages };
+  });
+
+  server.setRequestHandler(CompleteRequestSchema, (request) => {
+    const { ref, argument } = request.params;
+    const command = ref.type === "ref/prompt" ? session.commands().find((c) => c.name === ref.name) : undefined;
+    const choices = command?.arguments.find((a) => a.name === argument.name)?.choices ?? [];
+    const values = choices.filter((choice) => choice.startsWith(argument.value));
+    // MCP's bound: at most 100 values in one answer.
+    return { completion: { values: values.slice(0, 100), total: values.length, hasMore: values.length > 100 } };
   });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -169,15 +264,27 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
               .then(() => extra.sendNotification({ method: "notifications/progress", params }))
               .catch((err: unknown) => note(`progress not sent: ${(err as Error).message}`));
           };
+    /** A logging notification on this call's stream, in order behind the ones before it. */
+    const logged = (level: LoggingLevel, logger: string, data: string) => {
+      if (severity(level) < severity(threshold)) return;
+      const params = { level, logger, data };
+      sent = sent
+        .then(() => extra.sendNotification({ method: "notifications/message", params }))
+        .catch((err: unknown) => note(`log line not sent: ${(err as Error).message}`));
+    };
+    // Which extension wrote a line: looked up at the first one (most calls log nothing).
+    let extension: string | null = null;
+    const writer = () => (extension ??= session.tools().find((t) => t.name === name)?.extension ?? "tether");
     let result: CallToolResult;
     try {
       const report = await session.callTool(name, args, {
         signal: extra.signal,
         ...(onReport !== undefined ? { onReport } : {}),
+        onLog: (level, line) => logged(MCP_LEVEL[level], writer(), line),
       });
       for (const line of report.notes) {
         note(`${name}: ${line}`);
-        await server.sendLoggingMessage({ level: "info", logger: "tether", data: `${name}: ${line}` }).catch(() => {});
+        logged("info", "tether", `${name}: ${line}`);
       }
       if (extra.signal.aborted)
         note(`${name}: cancelled by the client (${report.outcome.ok ? "it had finished" : report.outcome.error.code})`);

@@ -17,6 +17,7 @@
 import type { KernelHost } from "../kernel/host.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { BUILTIN_HOOKS_NAME, type BuiltinHooks } from "../hooks/builtin-hooks.js";
+import type { Manifest } from "../install/manifest.js";
 import type { HooksFile } from "../hooks/hooks-file.js";
 import { matcherWarnings } from "../hooks/matcher-warnings.js";
 import type { Failure } from "../base/outcome.js";
@@ -84,6 +85,14 @@ function emptyApplied(): Applied {
 }
 
 const BUILTIN_SETUP: Setup = { pieces: [], warnings: [], tools: null, commands: null, observes: false, managed: false };
+
+/** A `/command` the session serves, with the arguments its manifest row names (an MCP prompt's). */
+export interface SessionCommand {
+  readonly name: string;
+  readonly extension: string;
+  readonly description: string;
+  readonly arguments: Manifest["command"][number]["arguments"];
+}
 
 export class ActiveSet {
   readonly id: string;
@@ -432,13 +441,14 @@ export class ActiveSet {
   }
 
   /** The session's `/commands`, with the extension serving each. */
-  commands(): { name: string; extension: string; description: string }[] {
+  commands(): SessionCommand[] {
     this.refresh();
     const { plan, known } = this.#applied;
-    const out: { name: string; extension: string; description: string }[] = [];
+    const out: SessionCommand[] = [];
     for (const name of plan.active) {
       for (const c of known.get(name)?.installed?.manifest.command ?? []) {
-        if (plan.commands.get(c.name) === name) out.push({ name: c.name, extension: name, description: c.description });
+        if (plan.commands.get(c.name) === name)
+          out.push({ name: c.name, extension: name, description: c.description, arguments: c.arguments });
       }
     }
     return out;

@@ -14,7 +14,7 @@ import { BUILTIN_HOOKS_NAME, BuiltinHooks } from "../hooks/builtin-hooks.js";
 import type { Composed } from "../hooks/compose.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import type { ScopeCallOptions, SessionScope } from "../kernel/session-scope.js";
-import { ActiveSet, type ExtensionStatus, type ReloadReport } from "./active-set.js";
+import { ActiveSet, type ExtensionStatus, type ReloadReport, type SessionCommand } from "./active-set.js";
 import type { ContextPiece } from "./context-loaders.js";
 import { SessionBus, type HarnessEvent, type HarnessPayload } from "./bus.js";
 import { hookedToolCall, type ToolCallReport } from "./hooked-call.js";
@@ -200,7 +200,7 @@ export class Session {
   }
 
   /** The session's `/commands`, with the extension serving each. */
-  commands(): { name: string; extension: string; description: string }[] {
+  commands(): SessionCommand[] {
     return this.#active.commands();
   }
 

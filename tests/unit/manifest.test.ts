@@ -96,7 +96,7 @@ memory_mb = 256
     ]);
     expect(m.hook).toEqual([{ event: "tool_call", deadline_ms: 750, on_error: "block" }]);
     expect(m.priority).toBe(0);
-    expect(m.command).toEqual([{ name: "weather-reset", description: "Forget the cache" }]);
+    expect(m.command).toEqual([{ name: "weather-reset", description: "Forget the cache", arguments: [] }]);
     expect(m.net).toEqual({ allow: ["api.open-meteo.com"] });
     expect(m.limits).toEqual({
       memory_mb: 256,

@@ -1,0 +1,330 @@
+/**
+ * `tether mcp --http`: the real binary on a loopback port, driven by the MCP
+ * SDK's own Client over StreamableHTTPClientTransport (tools, prompts from
+ * commands, completion, extensions' log lines as logging notifications), and
+ * its gate probed by raw HTTP, class by class: every spelling of a Host that is
+ * not loopback, every Origin that is not this server's, every way a token can
+ * be missing or wrong, bodies past the bounds, sessions it does not know, and
+ * more sessions than it holds.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { LoggingMessageNotificationSchema, type LoggingMessageNotification } from "@modelcontextprotocol/sdk/types.js";
+import { MAX_BODY_BYTES, MAX_SESSIONS } from "../../broker/mcp/http.js";
+import { startMcpHttp, type McpHttpChild } from "../support/mcp-http-server.js";
+import { until } from "../support/wait.js";
+
+const SLOW = 120_000;
+
+let root: string;
+let server: McpHttpChild;
+let port: number;
+let token: string;
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "tether-mcp-http-"));
+  server = await startMcpHttp(root, "http-1", SLOW);
+  ({ port, token } = server);
+}, SLOW);
+
+afterAll(async () => {
+  // SIGTERM closes every MCP session and the Tether session, and exits 0.
+  expect(await server.stop()).toBe(0);
+  rmSync(root, { recursive: true, force: true });
+});
+
+interface Answer {
+  readonly status: number;
+  readonly body: string;
+}
+
+/** One raw request, every header as given (Host included). */
+function raw(options: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer }) {
+  return new Promise<Answer>((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        method: options.method ?? "POST",
+        path: options.path ?? "/mcp",
+        headers: options.headers ?? {},
+        setHost: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+      },
+    );
+    req.on("error", (err) => {
+      // A server that ends the connection mid-upload (413) may reset it before the answer is read.
+      if ((err as NodeJS.ErrnoException).code === "EPIPE" || (err as NodeJS.ErrnoException).code === "ECONNRESET")
+        resolve({ status: -1, body: err.message });
+      else reject(err);
+    });
+    req.end(options.body);
+  });
+}
+
+const INITIALIZE = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } },
+});
+
+/** The headers of a well-formed request; `override` replaces any of them (undefined: left out). */
+function headers(override: Record<string, string | undefined> = {}): Record<string, string> {
+  const all: Record<string, string | undefined> = {
+    host: `127.0.0.1:${port}`,
+    authorization: `Bearer ${token}`,
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    ...override,
+  };
+  return Object.fromEntries(Object.entries(all).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+async function client(): Promise<Client> {
+  const c = new Client({ name: "tether-test", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  await c.connect(transport);
+  return c;
+}
+
+describe("the SDK's own client over Streamable HTTP", () => {
+  test("tools list and call through the session; a failure is a result with isError", async () => {
+    const c = await client();
+    try {
+      const { tools } = await c.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual([
+        "test_error_handling",
+        "test_simple_text",
+        "test_tool_with_logging",
+        "test_tool_with_progress",
+      ]);
+      const ok = await c.callTool({ name: "test_simple_text", arguments: {} });
+      expect(ok.content).toEqual([{ type: "text", text: "This is a simple text response for testing." }]);
+      expect(ok._meta).toMatchObject({ "tether/extension": "conformance", "tether/invocation": expect.any(Number) });
+      const unknown = await c.callTool({ name: "nope", arguments: {} });
+      expect(unknown.isError).toBe(true);
+      // Nothing served it: no extension, no ledger row, and no null-valued _meta either.
+      expect(unknown._meta).toBeUndefined();
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("an extension's log lines during a call are logging notifications, at or above the client's level", async () => {
+    const c = await client();
+    const seen: LoggingMessageNotification["params"][] = [];
+    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      seen.push(n.params);
+    });
+    try {
+      await c.setLoggingLevel("info");
+      await c.callTool({ name: "test_tool_with_logging", arguments: {} });
+      await until("three log lines", () => seen.length >= 3);
+      expect(seen).toEqual(
+        ["Tool execution started", "Tool processing data", "Tool execution completed"].map((data) => ({
+          level: "info",
+          logger: "conformance",
+          data,
+        })),
+      );
+      await c.setLoggingLevel("error");
+      await c.callTool({ name: "test_tool_with_logging", arguments: {} });
+      // The call's answer comes after its notifications: none were sent below the level.
+      expect(seen).toHaveLength(3);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("commands are prompts: declared arguments, values passed in order, completion from their choices", async () => {
+    const c = await client();
+    try {
+      const { prompts } = await c.listPrompts();
+      expect(prompts).toEqual([
+        {
+          name: "test_simple_prompt",
+          description: "A prompt with no arguments.",
+          arguments: [{ name: "args", description: "What follows /test_simple_prompt", required: false }],
+        },
+        {
+          name: "test_prompt_with_arguments",
+          description: "A prompt that says back its two arguments.",
+          arguments: [
+            { name: "arg1", description: "First test argument", required: true },
+            { name: "arg2", description: "Second test argument", required: true },
+          ],
+        },
+      ]);
+      const got = await c.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg2: "b", arg1: "a" } });
+      expect(got.messages).toEqual([
+        { role: "user", content: { type: "text", text: "Prompt with arguments: arg1='a', arg2='b'" } },
+      ]);
+      await expect(c.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg1: "a" } })).rejects.toThrow(
+        "Prompt 'test_prompt_with_arguments' needs arg2",
+      );
+      await expect(
+        c.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg1: "a", arg2: "b", arg3: "c" } }),
+      ).rejects.toThrow("takes arg1, arg2; not arg3");
+      await expect(c.getPrompt({ name: "nope" })).rejects.toThrow("Unknown prompt 'nope'");
+      const completed = await c.complete({
+        ref: { type: "ref/prompt", name: "test_prompt_with_arguments" },
+        argument: { name: "arg1", value: "pa" },
+      });
+      expect(completed.completion).toEqual({ values: ["paris", "park"], total: 2, hasMore: false });
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe("the gate, before the SDK sees a byte", () => {
+  test("every Host that is not a loopback name is refused (403); loopback names in any case are let through", async () => {
+    const refused = [
+      "evil.example",
+      `evil.example:${port}`,
+      `127.0.0.1.evil.example:${port}`,
+      `localhost.evil.example:${port}`,
+      `evil.example@127.0.0.1:${port}`,
+      `127.0.0.2:${port}`,
+      `0.0.0.0:${port}`,
+      `[::2]:${port}`,
+      `2130706433:${port}`,
+      `0x7f.1:${port}`,
+      "",
+    ];
+    for (const host of refused) {
+      const answer = await raw({ headers: headers({ host }), body: INITIALIZE });
+      expect([host, answer.status]).toEqual([host, 403]);
+    }
+    // No Host at all: Node's HTTP server refuses an HTTP/1.1 request without one (400) before the gate.
+    const missing = await raw({ headers: headers({ host: undefined }), body: INITIALIZE });
+    expect(missing.status).toBe(400);
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`, `[::1]:${port}`]) {
+      const answer = await raw({ headers: headers({ host }), body: INITIALIZE });
+      expect([host, answer.status]).toEqual([host, 200]);
+    }
+  });
+
+  test("every Origin but this server's own is refused (403); none, or its own, is let through", async () => {
+    const refused = [
+      "http://evil.example",
+      "null",
+      `http://localhost:${port + 1}`,
+      `https://localhost:${port}`,
+      `http://127.0.0.1.evil.example:${port}`,
+      `http://localhost:${port}/path`,
+      "file://",
+      `http://user@localhost:${port}`,
+      "not a url",
+    ];
+    for (const origin of refused) {
+      const answer = await raw({ headers: headers({ origin }), body: INITIALIZE });
+      expect([origin, answer.status]).toEqual([origin, 403]);
+    }
+    for (const origin of [`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`]) {
+      const answer = await raw({ headers: headers({ origin }), body: INITIALIZE });
+      expect([origin, answer.status]).toEqual([origin, 200]);
+    }
+  });
+
+  test("every missing or wrong token is refused (401), in the header and in the path", async () => {
+    const wrongHeaders = [
+      undefined,
+      "",
+      "Bearer",
+      "Bearer ",
+      `Bearer ${token}x`,
+      `Bearer ${token.slice(0, -1)}`,
+      `Basic ${token}`,
+      `${token}`,
+      `Bearer ${token} ${token}`,
+      `Bearer ${token.toUpperCase()}`,
+    ];
+    for (const authorization of wrongHeaders) {
+      const answer = await raw({ headers: headers({ authorization }), body: INITIALIZE });
+      expect([authorization, answer.status]).toEqual([authorization, 401]);
+    }
+    for (const path of [
+      `/mcp/${token}x`,
+      `/mcp/${token.slice(0, 10)}`,
+      "/mcp/",
+      `/mcp/${token}/more`,
+      `/mcp/x${token}`,
+    ]) {
+      const answer = await raw({ path, headers: headers({ authorization: undefined }), body: INITIALIZE });
+      expect([path, answer.status]).toEqual([path, 401]);
+    }
+    // The scheme's name is case-insensitive; the path token works without a header.
+    expect((await raw({ headers: headers({ authorization: `bearer ${token}` }), body: INITIALIZE })).status).toBe(200);
+    const byPath = await raw({
+      path: `/mcp/${token}`,
+      headers: headers({ authorization: undefined }),
+      body: INITIALIZE,
+    });
+    expect(byPath.status).toBe(200);
+    // Another path is not the endpoint, whatever it carries.
+    for (const path of ["/", "/mcpx", `/x/mcp/${token}`])
+      expect((await raw({ path, headers: headers() })).status).toBe(404);
+  });
+
+  test("bodies past the bounds and documents that are not JSON are refused before the SDK parses them", async () => {
+    const tooLong = await raw({ headers: headers(), body: Buffer.alloc(MAX_BODY_BYTES + 1, 0x20) });
+    expect([413, -1]).toContain(tooLong.status);
+    const deep = `${"[".repeat(200)}${"]".repeat(200)}`;
+    const answers = await Promise.all(
+      [deep, "{", "not json", `[${"1,".repeat(20_000)}1]`].map((body) => raw({ headers: headers(), body })),
+    );
+    expect(answers.map((a) => a.status)).toEqual([400, 400, 400, 400]);
+  });
+
+  test("a session it does not know is 404; a request that names none and is no initialize is 400", async () => {
+    const unknown = await raw({ headers: headers({ "mcp-session-id": "no-such-session" }), body: "{}" });
+    expect(unknown.status).toBe(404);
+    const get = await raw({ method: "GET", headers: headers() });
+    expect(get.status).toBe(400);
+    const notInit = await raw({ headers: headers(), body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping" }) });
+    expect(notInit.status).toBe(400);
+  });
+
+  test(`at most ${MAX_SESSIONS} MCP sessions at once: the next initialize is 503 until one is closed`, async () => {
+    const ids: string[] = [];
+    const open = async (): Promise<{ status: number; id: string | null }> =>
+      new Promise((resolve, reject) => {
+        const req = request(
+          { host: "127.0.0.1", port, method: "POST", path: "/mcp", headers: headers(), setHost: false },
+          (res) => {
+            res.resume();
+            res.on("end", () => {
+              const id = res.headers["mcp-session-id"];
+              resolve({ status: res.statusCode ?? 0, id: typeof id === "string" ? id : null });
+            });
+          },
+        );
+        req.on("error", reject);
+        req.end(INITIALIZE);
+      });
+    // The probes above opened sessions too: fill up to the bound, whatever is open now.
+    for (;;) {
+      const answer = await open();
+      if (answer.status === 503) break;
+      expect(answer.status).toBe(200);
+      ids.push(answer.id!);
+      expect(ids.length).toBeLessThanOrEqual(MAX_SESSIONS);
+    }
+    const closed = await raw({ method: "DELETE", headers: headers({ "mcp-session-id": ids[0]! }) });
+    expect(closed.status).toBe(200);
+    expect((await open()).status).toBe(200);
+    for (const id of ids.slice(1)) await raw({ method: "DELETE", headers: headers({ "mcp-session-id": id }) });
+  });
+});
