@@ -62,7 +62,7 @@ browser:
 	  else echo "missing: Chromium (/usr/bin/chromium) — run 'sudo apt-get install -y chromium' (or set TETHER_CHROMIUM to a Chromium binary)"; exit 1; fi; }
 
 build: $(NODE_MODULES)
-	npx tsc -p tsconfig.build.json
+	npm run build
 
 typecheck: $(NODE_MODULES)
 	npx tsc -p tsconfig.json --noEmit

@@ -22,10 +22,16 @@ import type { Manifest } from "./manifest.js";
 import type { SourceFile } from "./source-file.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-/** The SDK sources: jail-runtime/ beside broker/ (also from dist/, where broker is compiled). */
+/**
+ * The SDK's sources: jail-runtime/ beside broker/. From dist/ (an installed
+ * package, where broker is compiled) the sources are the package's own
+ * jail-runtime/, not dist/jail-runtime (compiled, so not what an extension's
+ * bundle imports).
+ */
 export function runtimeRoot(): string {
   for (const candidate of [resolve(HERE, "../../jail-runtime"), resolve(HERE, "../../../jail-runtime")]) {
     try {
+      realpathSync(join(candidate, "ext", "mod.ts"));
       return realpathSync(candidate);
     } catch {
       // try the next
