@@ -26,6 +26,7 @@
  *   client set with `logging/setLevel`.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
   CallToolRequestSchema,
   CompleteRequestSchema,
@@ -36,10 +37,13 @@ import {
   McpError,
   LoggingLevelSchema,
   SetLevelRequestSchema,
+  type CallToolRequest,
   type CallToolResult,
   type GetPromptResult,
   type LoggingLevel,
   type Prompt,
+  type ServerNotification,
+  type ServerRequest,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { TetherError } from "../base/errors.js";
@@ -160,13 +164,27 @@ function commandText(command: SessionCommand, given: Readonly<Record<string, str
       ErrorCode.InvalidParams,
       `Prompt '${command.name}' takes ${declared.map((a) => a.name).join(", ")}; not ${unknown.join(", ")}`,
     );
-  const missing = declared.filter((a) => a.required && (given[a.name] ?? "") === "").map((a) => a.name);
+  const value = (name: string) => (given[name] ?? "").trim();
+  const missing = declared.filter((a) => a.required && value(a.name) === "").map((a) => a.name);
   if (missing.length > 0)
     throw new McpError(ErrorCode.InvalidParams, `Prompt '${command.name}' needs ${missing.join(", ")}`);
-  return declared
-    .map((a) => given[a.name] ?? "")
-    .filter((value) => value !== "")
-    .join(" ");
+  // Joined with spaces, a value holding one would fill the next argument: only the last may.
+  const spaced = declared.slice(0, -1).filter((a) => /\s/.test(value(a.name)));
+  if (spaced.length > 0)
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `Prompt '${command.name}': ${spaced.map((a) => a.name).join(", ")} may not hold spaces ` +
+        "(the command's text is the values separated by spaces; only the last argument may hold them)",
+    );
+  // They fill in order: a later value after a left-out one would be read as the left-out one.
+  const values = declared.map((a) => value(a.name));
+  const gap = values.indexOf("");
+  if (gap >= 0 && values.slice(gap).some((v) => v !== ""))
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `Prompt '${command.name}': give ${declared[gap]!.name} too (the arguments fill the command's text in order)`,
+    );
+  return values.filter((v) => v !== "").join(" ");
 }
 
 const namesOf = (session: Session) =>
@@ -174,6 +192,9 @@ const namesOf = (session: Session) =>
     .commands()
     .map((c) => c.name)
     .join(", ") || "no prompts";
+
+/** `tools/call` requests one client may have open at once. */
+export const MAX_CALLS_IN_FLIGHT = 16;
 
 const sameNames = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && a.every((name, i) => name === b[i]);
@@ -247,7 +268,30 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     return { completion: { values: values.slice(0, 100), total: values.length, hasMore: values.length > 100 } };
   });
 
+  let inFlight = 0;
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name } = request.params;
+    // One client's calls queue behind each other in the session's extensions; past this bound
+    // it is told so instead of holding every other client's calls up behind a long queue.
+    if (inFlight >= MAX_CALLS_IN_FLIGHT)
+      return {
+        content: [
+          { type: "text", text: `busy: this client has ${MAX_CALLS_IN_FLIGHT} calls open; wait for one to end` },
+        ],
+        isError: true,
+      };
+    inFlight += 1;
+    try {
+      return await callTool(request, extra);
+    } finally {
+      inFlight -= 1;
+    }
+  });
+
+  const callTool = async (
+    request: CallToolRequest,
+    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+  ): Promise<CallToolResult> => {
     const { name } = request.params;
     const args = JSON.stringify(request.params.arguments ?? {});
     const token = request.params._meta?.progressToken;
@@ -307,7 +351,7 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
       }
     }
     return result;
-  });
+  };
 
   return server;
 }

@@ -14,7 +14,8 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LoggingMessageNotificationSchema, type LoggingMessageNotification } from "@modelcontextprotocol/sdk/types.js";
-import { MAX_BODY_BYTES, MAX_SESSIONS } from "../../broker/mcp/http.js";
+import { MAX_BODY_BYTES } from "../../broker/mcp/http.js";
+import { MAX_CALLS_IN_FLIGHT } from "../../broker/mcp/server.js";
 import { startMcpHttp, type McpHttpChild } from "../support/mcp-http-server.js";
 import { until } from "../support/wait.js";
 
@@ -105,6 +106,7 @@ describe("the SDK's own client over Streamable HTTP", () => {
       const { tools } = await c.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual([
         "test_error_handling",
+        "test_hold",
         "test_simple_text",
         "test_tool_with_logging",
         "test_tool_with_progress",
@@ -177,12 +179,46 @@ describe("the SDK's own client over Streamable HTTP", () => {
         c.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg1: "a", arg2: "b", arg3: "c" } }),
       ).rejects.toThrow("takes arg1, arg2; not arg3");
       await expect(c.getPrompt({ name: "nope" })).rejects.toThrow("Unknown prompt 'nope'");
+      // Joined with spaces, a value holding one would fill the next argument; a blank one is not given.
+      await expect(
+        c.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg1: "paris injected", arg2: "b" } }),
+      ).rejects.toThrow("arg1 may not hold spaces");
+      const last = await c.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg1: "a", arg2: "b c" } });
+      expect(JSON.stringify(last.messages)).toContain("arg1='a', arg2='b'");
+      await expect(
+        c.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg1: " ", arg2: " " } }),
+      ).rejects.toThrow("needs arg1, arg2");
       const completed = await c.complete({
         ref: { type: "ref/prompt", name: "test_prompt_with_arguments" },
         argument: { name: "arg1", value: "pa" },
       });
       expect(completed.completion).toEqual({ values: ["paris", "park"], total: 2, hasMore: false });
     } finally {
+      await c.close();
+    }
+  });
+
+  test(`one client may have ${MAX_CALLS_IN_FLIGHT} calls open; the one past them is told it is busy`, async () => {
+    const c = await client();
+    const stop = new AbortController();
+    try {
+      // One more than the bound, all at once: whichever arrives last is refused at once, the rest hold.
+      const calls = Array.from({ length: MAX_CALLS_IN_FLIGHT + 1 }, () =>
+        c.callTool({ name: "test_hold", arguments: {} }, undefined, { signal: stop.signal }).catch((e: unknown) => e),
+      );
+      const first = await Promise.race(calls);
+      expect(first).toMatchObject({
+        isError: true,
+        content: [{ type: "text", text: expect.stringContaining("busy:") }],
+      });
+      stop.abort();
+      const settled = await Promise.all(calls);
+      expect(settled.filter((r) => (r as { isError?: boolean }).isError === true)).toHaveLength(1);
+      // Once they end, the client is served again.
+      const again = await c.callTool({ name: "test_simple_text", arguments: {} });
+      expect(again.isError).not.toBe(true);
+    } finally {
+      stop.abort();
       await c.close();
     }
   });
@@ -295,36 +331,5 @@ describe("the gate, before the SDK sees a byte", () => {
     expect(get.status).toBe(400);
     const notInit = await raw({ headers: headers(), body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping" }) });
     expect(notInit.status).toBe(400);
-  });
-
-  test(`at most ${MAX_SESSIONS} MCP sessions at once: the next initialize is 503 until one is closed`, async () => {
-    const ids: string[] = [];
-    const open = async (): Promise<{ status: number; id: string | null }> =>
-      new Promise((resolve, reject) => {
-        const req = request(
-          { host: "127.0.0.1", port, method: "POST", path: "/mcp", headers: headers(), setHost: false },
-          (res) => {
-            res.resume();
-            res.on("end", () => {
-              const id = res.headers["mcp-session-id"];
-              resolve({ status: res.statusCode ?? 0, id: typeof id === "string" ? id : null });
-            });
-          },
-        );
-        req.on("error", reject);
-        req.end(INITIALIZE);
-      });
-    // The probes above opened sessions too: fill up to the bound, whatever is open now.
-    for (;;) {
-      const answer = await open();
-      if (answer.status === 503) break;
-      expect(answer.status).toBe(200);
-      ids.push(answer.id!);
-      expect(ids.length).toBeLessThanOrEqual(MAX_SESSIONS);
-    }
-    const closed = await raw({ method: "DELETE", headers: headers({ "mcp-session-id": ids[0]! }) });
-    expect(closed.status).toBe(200);
-    expect((await open()).status).toBe(200);
-    for (const id of ids.slice(1)) await raw({ method: "DELETE", headers: headers({ "mcp-session-id": id }) });
   });
 });
