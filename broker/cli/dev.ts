@@ -215,7 +215,8 @@ function sayPolicyWarnings(rules: readonly string[], o: DevOptions): void {
   for (const w of warnings) o.say(`warning: ${w}`);
   if (warnings.length > 0)
     o.say(
-      "warning: an operator's home refuses these the same way unless its policy.toml reaches them (tether review says so there)",
+      "warning: an operator's home refuses these the same way unless its policy.toml reaches them " +
+        "(tether review says so there)",
     );
 }
 

@@ -127,7 +127,8 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
 
   // The start lines go out in one write, so a reader that saw the first has them all.
   const start = [
-    `tether serve: listening on ${url} (token file: ${tokenFile})${fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""}`,
+    `tether serve: listening on ${url} (token file: ${tokenFile})` +
+      (fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""),
   ];
   // The operator console (docs/console.md) is on the same listener; a browser reaches a loopback port.
   if (url.startsWith("ws://"))

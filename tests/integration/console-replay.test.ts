@@ -31,8 +31,8 @@ function version(root: string, v: string, rules: readonly string[], name = "drif
 
 /** A rule whose path reads like a second rule and a note, and the rule it hides. */
 const COMMA = [
-  "GET https://docs.example.com/a, GET https://evil.example.net/* (all left out)",
-  "GET https://evil.example.net/*",
+  "GET https://docs.example.com/a, GET https://evil.example.net (all left out)",
+  "GET https://evil.example.net",
 ];
 
 let root: string;

@@ -355,8 +355,8 @@ describe("tether serve on a loopback port", () => {
     });
 
     expect(await a.result("session.commands", { session: "listing" })).toEqual([
-      { name: "echo", extension: "worker", description: WORKER.command[0]!.description },
-      { name: "flag", extension: "hooker", description: HOOKER.command[0]!.description },
+      { name: "echo", extension: "worker", description: WORKER.command[0]!.description, arguments: [] },
+      { name: "flag", extension: "hooker", description: HOOKER.command[0]!.description, arguments: [] },
     ]);
     const status = await a.result("session.status", { session: "listing" });
     expect(status.map((s: Message) => `${s.name}:${s.state}`)).toEqual([

@@ -285,9 +285,11 @@ export class LedgerShipper {
   async #loadMarks(): Promise<Watermarks> {
     const pool = this.#fleet.pool;
     const max = await pool.query<{ invocations: string; cap_audit: string; hook_traces: string }>(
-      `SELECT greatest((SELECT coalesce(max(seq), 0) FROM fleet_invocations WHERE host = $1),
-                       -- rows shipped before seq existed: their id was their commit order
-                       (SELECT coalesce(max(id), 0) FROM fleet_invocations WHERE host = $1 AND seq IS NULL)) AS invocations,
+      `SELECT greatest(
+                (SELECT coalesce(max(seq), 0) FROM fleet_invocations WHERE host = $1),
+                -- rows shipped before seq existed: their id was their commit order
+                (SELECT coalesce(max(id), 0) FROM fleet_invocations WHERE host = $1 AND seq IS NULL)
+              ) AS invocations,
               (SELECT coalesce(max(id), 0) FROM fleet_cap_audit WHERE host = $1) AS cap_audit,
               (SELECT coalesce(max(id), 0) FROM fleet_hook_traces WHERE host = $1) AS hook_traces`,
       [this.#host],

@@ -144,7 +144,10 @@ const ledgerColumns = () => ({
    * (`tether call --no-hooks`): tool_call, tool_result and cap_call hooks were not asked.
    */
   hooksBypassed: boolean("hooks_bypassed").notNull().default(false),
-  /** Commit order (store/schema.ts); in fleet_invocations null for rows shipped before it existed (their id was their order then). */
+  /**
+   * Commit order (store/schema.ts); in fleet_invocations null for rows shipped
+   * before it existed (their id was their order then).
+   */
   seq: bigint("seq", { mode: "number" }),
 });
 
