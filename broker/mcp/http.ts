@@ -94,7 +94,7 @@ async function readBody(req: IncomingMessage): Promise<string | null> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** Which token a request carries, and where: the path's (a capability URL) or the header's. */
+/** Whether the request carries the token: in the path (a capability URL) or in its Authorization header. */
 function authorized(req: IncomingMessage, path: string, token: string): boolean {
   if (path === "/mcp") return bearerMatches(req.headers.authorization, token);
   const given = path.slice("/mcp/".length);
