@@ -270,7 +270,6 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
 
   let inFlight = 0;
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const { name } = request.params;
     // One client's calls queue behind each other in the session's extensions; past this bound
     // it is told so instead of holding every other client's calls up behind a long queue.
     if (inFlight >= MAX_CALLS_IN_FLIGHT)

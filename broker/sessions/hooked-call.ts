@@ -134,17 +134,16 @@ export async function hookedToolCall(
     };
   }
   const schemaKey = `${session.active.applied.known.get(extension)?.installed?.manifestHash ?? ""}:${tool}`;
-  const validateArguments = (rewrite: unknown): string | null => {
-    const checked = session.toolArgs.check(schemaKey, row?.parameters ?? { type: "object" }, JSON.stringify(rewrite));
+  /** Why the tool's schema refuses these arguments (JSON text), or null. */
+  const unfit = (text: string): string | null => {
+    const checked = session.toolArgs.check(schemaKey, row?.parameters ?? { type: "object" }, text);
     return checked.ok ? null : checked.msg;
   };
+  const validateArguments = (rewrite: unknown): string | null => unfit(JSON.stringify(rewrite));
 
   const ledger = session.ledger;
-  // Arguments the tool's schema refuses are refused before any hook is asked, as the tool
-  // would refuse them: a hook sees only calls that could run, so its notes never read as if
-  // the hook broke on arguments nobody could have run with.
-  const unfit = session.toolArgs.check(schemaKey, row?.parameters ?? { type: "object" }, args);
-  if (!unfit.ok) {
+  /** The ledger row of a call that never reached the satellite, finished as `outcome`. */
+  const unrun = (outcome: string): number => {
     const id = ledger.begin({
       sessionId: session.scope.id,
       extension,
@@ -152,13 +151,21 @@ export async function hookedToolCall(
       name: tool,
       strand: options.strand ?? "",
     });
+    ledger.finish(id, outcome);
+    return id;
+  };
+  // Arguments the tool's schema refuses are refused before any hook is asked, as the tool
+  // would refuse them: a hook sees only calls that could run, so its notes never read as if
+  // the hook broke on arguments nobody could have run with.
+  const refused = unfit(args);
+  if (refused !== null) {
+    const id = unrun(WireCode.badArguments);
     options.onInvocation?.(id);
-    ledger.finish(id, WireCode.badArguments);
     return {
       ...base,
       extension,
       invocationId: id,
-      outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${unfit.msg}` } },
+      outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${refused}` } },
     };
   }
   // Traced once the call's ledger row exists, so the verdicts point at it.
@@ -173,14 +180,7 @@ export async function hookedToolCall(
   const stopped = before.block ?? before.halt;
   if (stopped !== null) {
     // Neither ran: the ledger still shows the call, with who stopped it.
-    const id = ledger.begin({
-      sessionId: session.scope.id,
-      extension,
-      kind: "tool",
-      name: tool,
-      strand: options.strand ?? "",
-    });
-    ledger.finish(id, BrokerCode.blocked);
+    const id = unrun(BrokerCode.blocked);
     session.bus.traced("tool_call", before, tool, id);
     const what = before.block !== null ? "Blocked" : "The turn was halted";
     return {
@@ -200,14 +200,7 @@ export async function hookedToolCall(
   let invocationId: number | null = null;
   let outcome: InvocationOutcome<"tool">;
   if (before.result !== null) {
-    invocationId = ledger.begin({
-      sessionId: session.scope.id,
-      extension,
-      kind: "tool",
-      name: tool,
-      strand: options.strand ?? "",
-    });
-    ledger.finish(invocationId, "substituted");
+    invocationId = unrun("substituted");
     outcome = { ok: true, value: toolValueOf(before.result.value) };
   } else {
     outcome = await session.scope.callTool(extension, tool, finalArgs, {

@@ -47,6 +47,13 @@ function tetherEnv(): Record<string, string> {
   return env;
 }
 
+/** The `mcpServers` entry that starts `tether mcp` on stdio for `session` of `home` (docs/harness.md). */
+function stdioTether(home: string, session: string): unknown {
+  return {
+    tether: { command: process.execPath, args: [BIN, "mcp", "--session", session, "--home", home], env: tetherEnv() },
+  };
+}
+
 /** A home with manifests/echo installed and approved. */
 async function echoHome(name: string): Promise<string> {
   const home = join(root, name);
@@ -133,18 +140,7 @@ test(
     const home = await echoHome("stdio-home");
     const api = await startFakeMessagesApi("mcp__tether__echo", { text: "from claude code" });
     try {
-      const run = await claude(
-        "stdio",
-        api,
-        {
-          tether: {
-            command: process.execPath,
-            args: [BIN, "mcp", "--session", "cc-stdio", "--home", home],
-            env: tetherEnv(),
-          },
-        },
-        "mcp__tether__echo",
-      );
+      const run = await claude("stdio", api, stdioTether(home, "cc-stdio"), "mcp__tether__echo");
       expect({ code: run.code, result: run.result?.result }).toEqual({
         code: 0,
         result: 'the tool said: [{"type":"text","text":"from claude code"}]',
@@ -217,18 +213,7 @@ test(
     expect(enabled.exitCode).toBe(0);
     const api = await startFakeMessagesApi("mcp__tether__echo", { text: "x" });
     try {
-      const run = await claude(
-        "hooks",
-        api,
-        {
-          tether: {
-            command: process.execPath,
-            args: [BIN, "mcp", "--session", "cc-hooks", "--home", home],
-            env: tetherEnv(),
-          },
-        },
-        "mcp__tether__echo",
-      );
+      const run = await claude("hooks", api, stdioTether(home, "cc-hooks"), "mcp__tether__echo");
       expect(run.code).toBe(0);
       expect(api.results).toHaveLength(1);
       expect(api.results[0]!.is_error).toBe(true);

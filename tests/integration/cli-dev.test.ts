@@ -104,6 +104,17 @@ async function tether(root: string, ...args: string[]): Promise<Run> {
   return { code: result.exitCode, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** `tether dev <src> …args` running, and its stdout's lines. */
+function startDev(root: string, src: string, ...args: string[]): { dev: ResultPromise; out: Lines } {
+  const dev: ResultPromise = execa(process.execPath, [BIN, "dev", src, ...args], {
+    env: env(root),
+    cwd: REPO,
+    stdin: "ignore",
+    reject: false,
+  });
+  return { dev, out: new Lines(dev.stdout!, dev, "tether dev") };
+}
+
 /** Copies manifests/echo into `root`/src/echo. */
 function copyEcho(root: string): string {
   const dir = join(root, "src", "echo");
@@ -154,13 +165,7 @@ describe("tether dev", () => {
     async () => {
       const src = copyEcho(root);
       const devHome = join(root, "state", "tether-dev", "echo");
-      const dev: ResultPromise = execa(process.execPath, [BIN, "dev", src], {
-        env: env(root),
-        cwd: REPO,
-        stdin: "ignore",
-        reject: false,
-      });
-      const out = new Lines(dev.stdout!, dev, "tether dev");
+      const { dev, out } = startDev(root, src);
       try {
         await out.wait(/^Watching /);
         expect(out.seen).toEqual(
@@ -243,13 +248,7 @@ describe("tether dev", () => {
       const src = copyEcho(join(root, "policy"));
       appendFileSync(join(src, "manifest.toml"), '\n[net]\nallow = ["http://127.0.0.1:8080/api"]\n');
       const devHome = join(root, "policy", "dev-home");
-      const dev: ResultPromise = execa(process.execPath, [BIN, "dev", src, "--home", devHome], {
-        env: env(root),
-        cwd: REPO,
-        stdin: "ignore",
-        reject: false,
-      });
-      const out = new Lines(dev.stdout!, dev, "tether dev");
+      const { dev, out } = startDev(root, src, "--home", devHome);
       try {
         await out.wait(/^Watching /);
         const file = join(devHome, "policy.toml");

@@ -79,7 +79,7 @@ test("at the bound, a new client takes the place of the one idle longest; one wi
   const others: string[] = [];
   for (let i = 1; i < MAX_SESSIONS; i++) others.push(await vanish());
   // Full: the next client ends the idlest session with nothing open — the second one, not the first.
-  const newcomer = await vanish();
+  await vanish();
   expect(notes.some((n) => n.includes(`MCP session ${others[0]} ended`))).toBe(true);
   const gone = await fetch(server.url, {
     method: "POST",
@@ -94,7 +94,6 @@ test("at the bound, a new client takes the place of the one idle longest; one wi
   });
   expect(kept.status).toBe(200);
   await kept.text();
-  expect(newcomer).not.toBe(first);
   stream.abort();
 });
 
