@@ -18,6 +18,7 @@ import type { FleetMember, FleetOptions } from "../fleet.js";
 import { TetherError } from "../base/errors.js";
 import { packageVersion } from "../base/version.js";
 import type { Session } from "../sessions/session.js";
+import { announceListsChanged } from "./lists-changed.js";
 
 export interface McpOptions {
   /** The broker's options (the tether command's --home and environment); its logger writes to stderr. */
@@ -180,16 +181,19 @@ export async function runMcp(options: McpOptions): Promise<number> {
   let code = EXIT_OK;
   let closeServer: () => Promise<void> = async () => {};
   try {
-    let listChanged: () => Promise<void>;
     if (port === null) {
       const server = createMcpServer(opened, { version: packageVersion(), onNote: (line) => say(line) });
       server.onerror = (err) => say(`protocol error: ${err.message}`);
       server.onclose = () => stop("the connection closed");
-      listChanged = async () => {
-        await Promise.all([server.sendToolListChanged(), server.sendPromptListChanged()]).catch(() => {});
-      };
+      // A reload (tether dev's rebuild, a revocation) tells the client its lists changed.
+      const unwatch = opened.onChange((change) => {
+        if (change === "reloaded") void announceListsChanged(server);
+      });
       // Closing the server aborts every open handler's signal: calls in flight end `cancelled`.
-      closeServer = () => server.close().catch(() => {});
+      closeServer = () => {
+        unwatch();
+        return server.close().catch(() => {});
+      };
       // Asked to stop while the session opened: no connection is made.
       if (stopReason === null) await server.connect(new StdioServerTransport());
     } else {
@@ -203,7 +207,6 @@ export async function runMcp(options: McpOptions): Promise<number> {
         version: packageVersion(),
         onNote: (line) => say(line),
       });
-      listChanged = () => http.listChanged();
       closeServer = () => http.close();
       // One write: a reader that saw the first line has both.
       process.stderr.write(
@@ -214,7 +217,6 @@ export async function runMcp(options: McpOptions): Promise<number> {
     options.onOpen?.(async () => {
       const report = await opened.reload();
       for (const failed of report.failed) say(`reload: '${failed.name}' is not active: ${oneLine(failed.reason)}`);
-      await listChanged();
     });
     const reason = await stopped;
     say(`${reason}; closing session '${opened.id}'`);

@@ -181,6 +181,12 @@ export class ApiServer implements Handler {
     return this.#accepting;
   }
 
+  /** The API listener's loopback port, once it listens on one (null on a Unix socket). */
+  get apiPort(): number | null {
+    const m = /^ws:\/\/127\.0\.0\.1:(\d+)$/.exec(this.#listening?.url ?? "");
+    return m === null ? null : Number(m[1]);
+  }
+
   /** The extension pages' listener (`http://127.0.0.1:<port>` or `http+unix:<path>`), once it listens. */
   get pagesUrl(): string | null {
     return this.#pagesListening?.url ?? null;
@@ -345,6 +351,8 @@ export class ApiServer implements Handler {
           .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
       reload: async (id: string) => (await this.#session(id)).reload(),
       close: (id: string) => this.#end(id, (session) => session.close("other")),
+      /** The session open under `id` (done opening), or null. */
+      get: (id: string): Session | null => this.#sessions.get(id)?.opened ?? null,
     };
   }
 

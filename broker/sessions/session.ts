@@ -40,6 +40,8 @@ export type { ObserverCounters } from "./observers.js";
 
 /** A status row; an observer's also carries its delivery counters. */
 export type SessionExtensionStatus = ExtensionStatus & { readonly observer?: ObserverCounters };
+/** What `Session.onChange` tells: the active set was worked out again, or the session ends. */
+export type SessionChange = "reloaded" | "closed";
 export type { RouteReport } from "./route-call.js";
 export type { CompactInput, CompactReport, Compacted } from "./compaction.js";
 export type { NamedRow } from "./named-rows.js";
@@ -66,6 +68,8 @@ export class Session {
   readonly #observers: Observers;
   readonly #folds: FoldsRepository;
   readonly #compacted = new Set<(data: Compacted) => void>();
+  readonly #changed = new Set<(change: SessionChange) => void>();
+  #toldClosed = false;
 
   private constructor(broker: SessionHost, scope: SessionScope, options: SessionOptions) {
     this.#broker = broker;
@@ -164,7 +168,31 @@ export class Session {
       deactivated: [...report.deactivated],
       failed: report.failed.map((f) => f.name),
     });
+    this.#tell("reloaded");
     return report;
+  }
+
+  /**
+   * Tells `listener` when the session's active set was worked out again
+   * (`reloaded`: its tools, commands and context may differ) and when it ends
+   * (`closed`: once a close has let its open calls finish, or as a destroy
+   * begins); returns how to stop.
+   */
+  onChange(listener: (change: SessionChange) => void): () => void {
+    this.#changed.add(listener);
+    return () => this.#changed.delete(listener);
+  }
+
+  #tell(change: SessionChange): void {
+    if (this.#toldClosed) return;
+    if (change === "closed") this.#toldClosed = true;
+    for (const listener of [...this.#changed]) {
+      try {
+        listener(change);
+      } catch {
+        // One listener's trouble reaches neither the others nor the session.
+      }
+    }
   }
 
   /** Every extension the session knows of, active ones first in registry order, then the rest by name. */
@@ -381,6 +409,7 @@ export class Session {
   async destroy(): Promise<void> {
     if (this.#active.closed) return;
     this.#active.closed = true;
+    this.#tell("closed");
     this.#observers.destroy();
     if (this.#broker.closed) return;
     this.#scope.release();
@@ -400,6 +429,7 @@ export class Session {
     if (this.#broker.closed) {
       // The broker already stopped every satellite and closed the store.
       this.#active.closed = true;
+      this.#tell("closed");
       this.#observers.destroy();
       return [];
     }
@@ -416,6 +446,7 @@ export class Session {
     await this.#active.letGoAll("session_closed");
     this.#records.close(this.id);
     await this.#broker.fleet?.closeSession(this.id);
+    this.#tell("closed");
     return [...notes, ...this.#active.takeNotes()];
   }
 }

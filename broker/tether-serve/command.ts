@@ -131,10 +131,14 @@ export async function runServe(options: ServeCommandOptions): Promise<number> {
       (fleet !== null ? ` as host ${fleet.host} of the fleet at ${fleet.shown}` : ""),
   ];
   // The operator console (docs/console.md) is on the same listener; a browser reaches a loopback port.
-  if (url.startsWith("ws://"))
+  if (url.startsWith("ws://")) {
+    const http = url.replace(/^ws:/, "http:");
+    start.push(`tether serve: the operator console is at ${http}/console/ (sign in with the token)`);
+    // MCP clients attach to sessions opened here (docs/mcp.md, "Under tether serve").
     start.push(
-      `tether serve: the operator console is at ${url.replace(/^ws:/, "http:")}/console/ (sign in with the token)`,
+      `tether serve: MCP for the sessions opened here is at ${http}/mcp/<session> (Authorization: Bearer <token>)`,
     );
+  }
   // Extension pages ([[service]] routes) on a listener of their own: never the console's origin.
   start.push(`tether serve: extension pages are at ${pages}/ext/<name>/… (the same token)`);
   process.stdout.write(`${start.join("\n")}\n`);

@@ -3,6 +3,9 @@
  * console mounted under `/console` on its listener (docs/console.md), the
  * extension pages under `/ext/` on the pages' own listener (docs/services.md),
  * and the refresher that renews stored sign-ins as they fall due while it runs.
+ * MCP over Streamable HTTP is mounted under `/mcp/<session>` on the API
+ * listener (broker/mcp/serve-mcp.ts, docs/mcp.md): the sessions the server's
+ * clients opened, for MCP clients to attach to.
  * The server knows none of them; they are routes and a companion registered
  * with it here.
  *
@@ -14,6 +17,8 @@
  */
 import { CONSOLE_PREFIX, ConsoleHttp } from "../console/console.js";
 import { loginsOf } from "../login/logins.js";
+import { MCP_PREFIX, ServeMcp } from "../mcp/serve-mcp.js";
+import { packageVersion } from "../base/version.js";
 import { Refresher } from "../login/refresher.js";
 import { EXT_PREFIX, ServiceHttp } from "../services/http-services.js";
 import { plainText } from "../serve/plain-text.js";
@@ -29,8 +34,11 @@ export interface ServeOptions extends ApiServerOptions {
 }
 
 export class ServeServer extends ApiServer {
+  readonly #mcp: ServeMcp;
+
   constructor(options: ServeOptions) {
     super(options);
+    const sessions = this.liveSessions();
     this.alongside(new Refresher(loginsOf(options.broker), options.log));
     const services = new ServiceHttp({
       broker: options.broker,
@@ -42,7 +50,7 @@ export class ServeServer extends ApiServer {
       broker: options.broker,
       token: options.token,
       log: options.log,
-      sessions: this.liveSessions(),
+      sessions,
       accepting: () => this.accepting,
       ...(options.consoleIdleMs !== undefined ? { idleMs: options.consoleIdleMs } : {}),
       ...(options.consoleBodyMs !== undefined ? { bodyMs: options.consoleBodyMs } : {}),
@@ -59,5 +67,23 @@ export class ServeServer extends ApiServer {
       ),
     );
     this.mount("pages", EXT_PREFIX, (req, res) => services.handle(req, res, this.accepting));
+    // MCP clients attach to the sessions this server's clients opened.
+    this.#mcp = new ServeMcp({
+      token: options.token,
+      version: packageVersion(),
+      session: (id) => (this.accepting ? sessions.get(id) : null),
+      port: () => this.apiPort,
+      onNote: (line) => options.log.info(line),
+    });
+    this.mount("api", MCP_PREFIX, (req, res) => this.#mcp.handle(req, res));
+  }
+
+  override async shutdown(hurry: Promise<unknown>): Promise<void> {
+    try {
+      await super.shutdown(hurry);
+    } finally {
+      // Each session's close ended its MCP sessions already; whatever remains goes now.
+      await this.#mcp.close();
+    }
   }
 }

@@ -8,7 +8,6 @@
  * more sessions than it holds.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -17,6 +16,18 @@ import { LoggingMessageNotificationSchema, type LoggingMessageNotification } fro
 import { MAX_BODY_BYTES } from "../../broker/mcp/http.js";
 import { MAX_CALLS_IN_FLIGHT } from "../../broker/mcp/server.js";
 import { startMcpHttp, type McpHttpChild } from "../support/mcp-http-server.js";
+import {
+  foreignHosts,
+  foreignOrigins,
+  INITIALIZE,
+  loopbackHosts,
+  mcpHeaders,
+  ownOrigins,
+  type RawRequest,
+  rawRequest,
+  wrongAuthorizations,
+  wrongPathTokens,
+} from "../support/mcp-gate-probes.js";
 import { until } from "../support/wait.js";
 
 const SLOW = 120_000;
@@ -38,57 +49,10 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-interface Answer {
-  readonly status: number;
-  readonly body: string;
-}
-
-/** One raw request, every header as given (Host included). */
-function raw(options: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer }) {
-  return new Promise<Answer>((resolve, reject) => {
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        method: options.method ?? "POST",
-        path: options.path ?? "/mcp",
-        headers: options.headers ?? {},
-        setHost: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
-      },
-    );
-    req.on("error", (err) => {
-      // A server that ends the connection mid-upload (413) may reset it before the answer is read.
-      if ((err as NodeJS.ErrnoException).code === "EPIPE" || (err as NodeJS.ErrnoException).code === "ECONNRESET")
-        resolve({ status: -1, body: err.message });
-      else reject(err);
-    });
-    req.end(options.body);
-  });
-}
-
-const INITIALIZE = JSON.stringify({
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } },
-});
-
-/** The headers of a well-formed request; `override` replaces any of them (undefined: left out). */
-function headers(override: Record<string, string | undefined> = {}): Record<string, string> {
-  const all: Record<string, string | undefined> = {
-    host: `127.0.0.1:${port}`,
-    authorization: `Bearer ${token}`,
-    "content-type": "application/json",
-    accept: "application/json, text/event-stream",
-    ...override,
-  };
-  return Object.fromEntries(Object.entries(all).filter((e): e is [string, string] => e[1] !== undefined));
-}
+/** One raw request to this server. */
+const raw = (options: Omit<RawRequest, "path"> & { path?: string }) =>
+  rawRequest(port, { ...options, path: options.path ?? "/mcp" });
+const headers = (override: Record<string, string | undefined> = {}) => mcpHeaders(port, token, override);
 
 async function client(): Promise<Client> {
   const c = new Client({ name: "tether-test", version: "1.0.0" });
@@ -226,19 +190,7 @@ describe("the SDK's own client over Streamable HTTP", () => {
 
 describe("the gate, before the SDK sees a byte", () => {
   test("every Host that is not a loopback name is refused (403); loopback names in any case are let through", async () => {
-    const refused = [
-      "evil.example",
-      `evil.example:${port}`,
-      `127.0.0.1.evil.example:${port}`,
-      `localhost.evil.example:${port}`,
-      `evil.example@127.0.0.1:${port}`,
-      `127.0.0.2:${port}`,
-      `0.0.0.0:${port}`,
-      `[::2]:${port}`,
-      `2130706433:${port}`,
-      `0x7f.1:${port}`,
-      "",
-    ];
+    const refused = foreignHosts(port);
     for (const host of refused) {
       const answer = await raw({ headers: headers({ host }), body: INITIALIZE });
       expect([host, answer.status]).toEqual([host, 403]);
@@ -246,58 +198,31 @@ describe("the gate, before the SDK sees a byte", () => {
     // No Host at all: Node's HTTP server refuses an HTTP/1.1 request without one (400) before the gate.
     const missing = await raw({ headers: headers({ host: undefined }), body: INITIALIZE });
     expect(missing.status).toBe(400);
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`, `[::1]:${port}`]) {
+    for (const host of loopbackHosts(port)) {
       const answer = await raw({ headers: headers({ host }), body: INITIALIZE });
       expect([host, answer.status]).toEqual([host, 200]);
     }
   });
 
   test("every Origin but this server's own is refused (403); none, or its own, is let through", async () => {
-    const refused = [
-      "http://evil.example",
-      "null",
-      `http://localhost:${port + 1}`,
-      `https://localhost:${port}`,
-      `http://127.0.0.1.evil.example:${port}`,
-      `http://localhost:${port}/path`,
-      "file://",
-      `http://user@localhost:${port}`,
-      "not a url",
-    ];
+    const refused = foreignOrigins(port);
     for (const origin of refused) {
       const answer = await raw({ headers: headers({ origin }), body: INITIALIZE });
       expect([origin, answer.status]).toEqual([origin, 403]);
     }
-    for (const origin of [`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`]) {
+    for (const origin of ownOrigins(port)) {
       const answer = await raw({ headers: headers({ origin }), body: INITIALIZE });
       expect([origin, answer.status]).toEqual([origin, 200]);
     }
   });
 
   test("every missing or wrong token is refused (401), in the header and in the path", async () => {
-    const wrongHeaders = [
-      undefined,
-      "",
-      "Bearer",
-      "Bearer ",
-      `Bearer ${token}x`,
-      `Bearer ${token.slice(0, -1)}`,
-      `Basic ${token}`,
-      `${token}`,
-      `Bearer ${token} ${token}`,
-      `Bearer ${token.toUpperCase()}`,
-    ];
+    const wrongHeaders = wrongAuthorizations(token);
     for (const authorization of wrongHeaders) {
       const answer = await raw({ headers: headers({ authorization }), body: INITIALIZE });
       expect([authorization, answer.status]).toEqual([authorization, 401]);
     }
-    for (const path of [
-      `/mcp/${token}x`,
-      `/mcp/${token.slice(0, 10)}`,
-      "/mcp/",
-      `/mcp/${token}/more`,
-      `/mcp/x${token}`,
-    ]) {
+    for (const path of [...wrongPathTokens(token).map((t) => `/mcp/${t}`), `/mcp/${token}/more`]) {
       const answer = await raw({ path, headers: headers({ authorization: undefined }), body: INITIALIZE });
       expect([path, answer.status]).toEqual([path, 401]);
     }

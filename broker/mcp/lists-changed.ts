@@ -1,0 +1,10 @@
+/**
+ * Tells one MCP client its lists changed (after a reload): tools and prompts,
+ * the two lists a session's active set decides. A client already gone is no
+ * failure.
+ */
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+
+export async function announceListsChanged(server: Server): Promise<void> {
+  await Promise.all([server.sendToolListChanged(), server.sendPromptListChanged()]).catch(() => {});
+}
