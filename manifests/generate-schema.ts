@@ -71,6 +71,12 @@ const DESCRIPTIONS: Record<string, string> = {
   "route.name": "The route's name (a-z, 0-9, _ and -): a key of the module's exported `routes`.",
   "route.description": "What the route answers; at most 4096 characters.",
   "route.deadline_ms": "This route's time limit in milliseconds (never more than [limits] deadline_ms).",
+  "route.resource":
+    "Also serve the route as an MCP resource (tether mcp, docs/mcp.md): reading it calls the route with the JSON text {uri, params} and answers what it returns. The operator sees it at review.",
+  "route.resource.uri":
+    "The resource's URI (test://static-text), or an RFC 6570 level-1 template (test://items/{id}) whose {name} segments a read fills and hands the route as params. At most 1024 characters and 16 variables; not the scheme tether:, not a URI another route of the manifest serves.",
+  "route.resource.mime_type":
+    "Its MIME type (default text/plain). A text type (text/*, application/json, *+json, application/xml, *+xml…) is served as the route's text; any other as binary, so the route must return base64.",
   compaction:
     "Compaction strategies, one [[compaction]] row each: they summarise a session's conversation and say which messages they folded. They see the whole conversation.",
   "compaction.name":

@@ -10,11 +10,17 @@
  */
 import type { WireError } from "../../jail-runtime/wire/frames.js";
 import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
+import type { MediaBlock } from "../../jail-runtime/wire/media-blocks.js";
 
-/** A content block as the broker hands it to callers: JSON blocks parsed. */
+/**
+ * A content block as the broker hands it to callers: text, a JSON block
+ * parsed, or an image, audio or embedded resource as MCP shapes them
+ * (base64 `data` / `blob`, `mimeType`).
+ */
 export type ToolContent =
   | { readonly type: "text"; readonly text: string }
-  | { readonly type: "json"; readonly json: unknown };
+  | { readonly type: "json"; readonly json: unknown }
+  | MediaBlock;
 
 /** A tool's or command's successful value, as callers receive it. */
 export interface ToolReply {
@@ -74,8 +80,35 @@ export function replyOf(outcome: InvocationOutcome): ToolReply | null {
   return { content: outcome.value.content, terminate: outcome.value.terminate };
 }
 
+/** How many bytes a base64 text holds. */
+function decodedBytes(base64: string): number {
+  return (base64.length / 4) * 3 - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
+}
+
 /**
- * One line: text blocks as they are and JSON blocks as JSON, joined by " | ";
+ * One block as text for a person or a log: text as it is, JSON as JSON, a
+ * text resource as its text; binary data only named (`[image image/png, 120 bytes]`).
+ */
+export function blockText(block: ToolContent): string {
+  switch (block.type) {
+    case "text":
+      return block.text;
+    case "json":
+      return JSON.stringify(block.json) ?? "null";
+    case "image":
+    case "audio":
+      return `[${block.type} ${block.mimeType}, ${decodedBytes(block.data)} bytes]`;
+    case "resource": {
+      const { resource } = block;
+      if ("text" in resource) return resource.text;
+      const type = resource.mimeType !== undefined ? ` ${resource.mimeType}` : "";
+      return `[resource ${resource.uri}${type}, ${decodedBytes(resource.blob)} bytes]`;
+    }
+  }
+}
+
+/**
+ * One line: each block as `blockText` renders it, joined by " | ";
  * a failure as `error <code>: <message>`.
  *
  * @example
@@ -87,5 +120,5 @@ export function textOf(outcome: InvocationOutcome): string {
   if (!outcome.ok) return `error ${outcome.error.code}: ${outcome.error.msg}`;
   const reply = replyOf(outcome);
   if (reply === null) return JSON.stringify(outcome.value) ?? "";
-  return reply.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ");
+  return reply.content.map(blockText).join(" | ");
 }

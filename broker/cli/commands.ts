@@ -4,6 +4,7 @@
  * help, the options it reads and its `run`, which loads its module only when
  * the command runs (so help and usage errors stay fast).
  */
+import { blockText } from "../base/outcome.js";
 import { defined } from "../base/defined.js";
 import { EXIT, UsageError, confirm, type Command } from "./command.js";
 import { KEY, LOGIN, LOGINS, LOGOUT, PROVIDERS, SECRET, STATUS } from "./commands-credentials.js";
@@ -243,10 +244,7 @@ export const COMMANDS: readonly Command[] = [
           for (const note of notes) process.stderr.write(`… note: ${note}\n`);
         };
         if (outcome.ok) {
-          ctx.out(
-            outcome,
-            outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join("\n"),
-          );
+          ctx.out(outcome, outcome.value.content.map(blockText).join("\n"));
           sayNotes();
           return EXIT.ok;
         }

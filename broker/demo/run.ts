@@ -16,7 +16,7 @@ import { readDemoConsoleMs, readEnvironment } from "../cli/environment.js";
 import { queryAudit, queryHookTraces, renderAudit, type HookTraceEntry } from "../operator/audit.js";
 import { findBwrap, resolveSandbox } from "../jail/sandbox.js";
 import { buildReview, renderReview } from "../registry/review.js";
-import type { InvocationOutcome } from "../base/outcome.js";
+import { type InvocationOutcome, textOf } from "../base/outcome.js";
 import { Session, type ExtensionStatus } from "../sessions/session.js";
 import { CONSOLE_MS, consoleDemo } from "./console.js";
 import { credentialsDemo } from "./credentials.js";
@@ -57,7 +57,7 @@ function brief(message: string): string {
 
 function show(outcome: InvocationOutcome<"tool" | "command">): string {
   if (!outcome.ok) return `error ${outcome.error.code}: ${brief(outcome.error.msg)}`;
-  return outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ");
+  return textOf(outcome);
 }
 
 /** The demo's weather service, on loopback where the weather extension's rule points. */

@@ -3,12 +3,11 @@
  * observer and close over the session's storage, a host route, a compaction
  * strategy's folds — and a failed preparation that takes its dependent down.
  */
-import type { InvocationOutcome } from "../base/outcome.js";
+import { type InvocationOutcome, textOf } from "../base/outcome.js";
 import type { Session } from "../sessions/session.js";
 
 function said(outcome: InvocationOutcome<"tool">): string {
-  if (!outcome.ok) return `error ${outcome.error.code}: ${outcome.error.msg}`;
-  return outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ");
+  return textOf(outcome);
 }
 
 const oneLine = (text: string) => text.replace(/\n/g, " ⏎ ");

@@ -14,6 +14,7 @@ import { HookRow } from "./hook-row.js";
 import { SecretRow, secretProblems } from "./secret-row.js";
 import { LoginRow, endpointProblem, endpointsOf, originsOf } from "./login-row.js";
 import { MAX_KIND_ROWS, type KindSections, type ManifestKinds } from "./kind-section.js";
+import { RouteResource, routeResourceProblems } from "./route-resource.js";
 
 const Identifier = v.pipe(
   v.string(),
@@ -69,6 +70,12 @@ export const ContributionRow = v.strictObject({
   description: v.pipe(v.string(), v.maxLength(4096)),
   /** Its time limit (never more than `[limits] deadline_ms`). */
   deadline_ms: Deadline,
+});
+
+/** A `[[route]]`: a contribution the harness calls; `resource` also serves it to MCP clients (./route-resource.ts). */
+export const RouteRow = v.strictObject({
+  ...ContributionRow.entries,
+  resource: v.optional(RouteResource),
 });
 
 /** `[managed]`: prepared per session at activation, closed when the session lets it go. */
@@ -216,7 +223,7 @@ export const Manifest = v.strictObject({
   hook: v.optional(v.array(HookRow), []),
   command: v.optional(v.array(CommandRow), []),
   context: v.optional(v.array(ContributionRow), []),
-  route: v.optional(v.array(ContributionRow), []),
+  route: v.optional(v.array(RouteRow), []),
   compaction: v.optional(v.array(ContributionRow), []),
   provider: v.optional(v.array(ProviderRow), []),
   service: v.optional(v.array(ServiceRow), []),
@@ -309,6 +316,8 @@ export function parseManifest(text: string, file: string, sections: KindSections
       names.add(row.name);
     }
   }
+  const resources = routeResourceProblems(m.route, file);
+  if (resources.length > 0) throw new TetherError(BrokerCode.installFailed, resources.join("; "));
   const services = new Set<string>();
   for (const row of m.service) {
     if (services.has(row.name))

@@ -18,7 +18,6 @@ import type { FleetMember, FleetOptions } from "../fleet.js";
 import { TetherError } from "../base/errors.js";
 import { packageVersion } from "../base/version.js";
 import type { Session } from "../sessions/session.js";
-import { announceListsChanged } from "./lists-changed.js";
 
 export interface McpOptions {
   /** The broker's options (the tether command's --home and environment); its logger writes to stderr. */
@@ -185,15 +184,8 @@ export async function runMcp(options: McpOptions): Promise<number> {
       const server = createMcpServer(opened, { version: packageVersion(), onNote: (line) => say(line) });
       server.onerror = (err) => say(`protocol error: ${err.message}`);
       server.onclose = () => stop("the connection closed");
-      // A reload (tether dev's rebuild, a revocation) tells the client its lists changed.
-      const unwatch = opened.onChange((change) => {
-        if (change === "reloaded") void announceListsChanged(server);
-      });
       // Closing the server aborts every open handler's signal: calls in flight end `cancelled`.
-      closeServer = () => {
-        unwatch();
-        return server.close().catch(() => {});
-      };
+      closeServer = () => server.close().catch(() => {});
       // Asked to stop while the session opened: no connection is made.
       if (stopReason === null) await server.connect(new StdioServerTransport());
     } else {

@@ -8,8 +8,8 @@
  * bound is reached, an `initialize` ends the session idle longest among those
  * with no request or stream open, idle for at least `evictIdleMs` (503 when
  * none is); a session idle for IDLE_CLOSE_MS is ended anyway.
- * The Tether sessions are watched: a reload tells their clients the lists
- * changed, a close ends their MCP sessions.
+ * The Tether sessions are watched: a close ends their MCP sessions (each
+ * server tells its own client of a reload: server.ts).
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -18,7 +18,6 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Session } from "../sessions/session.js";
 import { refuse } from "./http-gate.js";
-import { announceListsChanged } from "./lists-changed.js";
 import { createMcpServer } from "./server.js";
 
 /** MCP sessions open at once; past it an idle one is ended, or the `initialize` refused. */
@@ -110,12 +109,6 @@ export class McpHttpSessions {
     if (transport.sessionId === undefined || !this.#open.has(transport.sessionId)) this.#unwatchIfUnused(tether);
   }
 
-  /** Tells every client of `tether` (every client, when none is named) that its lists changed. */
-  async listChanged(tether?: Session): Promise<void> {
-    const servers = [...this.#open.values()].filter((o) => tether === undefined || o.tether === tether);
-    await Promise.all(servers.map((o) => announceListsChanged(o.server)));
-  }
-
   /** Ends every MCP session (open calls are cancelled). */
   async close(): Promise<void> {
     clearInterval(this.#sweep);
@@ -136,14 +129,12 @@ export class McpHttpSessions {
     await run();
   }
 
-  /** Watches `tether` once: a reload announces new lists, a close ends its MCP sessions. */
+  /** Watches `tether` once: its close ends its MCP sessions. */
   #watch(tether: Session): void {
     if (this.#watched.has(tether)) return;
+    // A reload each server announces itself (server.ts); a close ends the MCP sessions here.
     const unwatch = tether.onChange((change) => {
-      if (change === "reloaded") {
-        void this.listChanged(tether);
-        return;
-      }
+      if (change !== "closed") return;
       for (const [id, o] of this.#open) if (o.tether === tether) this.#end(id, o);
       this.#watched.get(tether)?.();
       this.#watched.delete(tether);

@@ -69,7 +69,8 @@ export class ServeMcp {
     const parts = path.slice(MCP_PREFIX.length + 1).split("/");
     const [id, given, ...rest] = parts;
     const how =
-      "send 'Authorization: Bearer <token>' (tether serve's token file) to /mcp/<session>, or use /mcp/<session>/<token>";
+      "send 'Authorization: Bearer <token>' (tether serve's token file) to /mcp/<session>, " +
+      "or use /mcp/<session>/<token>";
     if (!path.startsWith(`${MCP_PREFIX}/`) || id === undefined || !SESSION_ID.test(id) || rest.length > 0)
       return { refused: { status: 404, message: "Not found: the MCP endpoint of a session is /mcp/<session id>" } };
     const authorized =

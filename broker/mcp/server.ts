@@ -24,8 +24,16 @@
  *   extension writes with its `log` capability during the call (logger: the
  *   extension), each on the call's own stream, at or above the level the
  *   client set with `logging/setLevel`.
+ * - `resources/list`, `resources/templates/list`, `resources/read`: the
+ *   session's context and the routes that declare a `resource` (./resources.ts),
+ *   declared only when the session serves one as the client connects; no
+ *   `subscribe` (a route cannot say when its answer changes).
+ * - `listChanged`: after a call that shows the session's tools or resources
+ *   changed (an approval revoked), and when the session reloads, the client is
+ *   told (tools and prompts always; resources when its list differs from what
+ *   the client last listed).
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
   CallToolRequestSchema,
@@ -33,7 +41,10 @@ import {
   ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  ReadResourceRequestSchema,
   McpError,
   LoggingLevelSchema,
   SetLevelRequestSchema,
@@ -49,6 +60,9 @@ import {
 import { TetherError } from "../base/errors.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import type { Session, ToolCallReport } from "../sessions/session.js";
+import { readResource, servesResources, sessionResources } from "./resources.js";
+import { announceListsChanged } from "./lists-changed.js";
+import { WatchingServer } from "./watching-server.js";
 
 export interface McpServerOptions {
   /** The server's version (the `serverInfo` an MCP client shows). */
@@ -97,12 +111,11 @@ export function listedTools(session: Session): { tools: Tool[]; skipped: { name:
   return { tools, skipped };
 }
 
-/** The content of an outcome: text blocks as they are, JSON blocks as JSON text. */
-function contentOf(outcome: InvocationOutcome<"tool"> & { ok: true }): { type: "text"; text: string }[] {
-  return outcome.value.content.map((c) => ({
-    type: "text" as const,
-    text: c.type === "text" ? c.text : (JSON.stringify(c.json) ?? "null"),
-  }));
+/** The content of an outcome: JSON blocks as JSON text; text, image, audio and resource blocks as they are. */
+function contentOf(outcome: InvocationOutcome<"tool"> & { ok: true }): CallToolResult["content"] {
+  return outcome.value.content.map((c) =>
+    c.type === "json" ? { type: "text" as const, text: JSON.stringify(c.json) ?? "null" } : c,
+  );
 }
 
 /**
@@ -202,16 +215,31 @@ const sameNames = (a: readonly string[], b: readonly string[]) =>
 /** An MCP server over `session` (not connected: `connect` it to a transport). */
 export function createMcpServer(session: Session, options: McpServerOptions): Server {
   const note = options.onNote ?? (() => {});
-  const server = new Server(
+  // Decided as the client connects: a capability cannot be declared later in the connection.
+  const withResources = servesResources(session);
+  const server = new WatchingServer(
     { name: "tether", version: options.version },
     {
-      capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, completions: {}, logging: {} },
+      capabilities: {
+        tools: { listChanged: true },
+        prompts: { listChanged: true },
+        ...(withResources ? { resources: { listChanged: true } } : {}),
+        completions: {},
+        logging: {},
+      },
       instructions:
         `Tools of the Tether session '${session.id}', each run by a ` +
         `jailed extension. Hooks may block a call or withhold its result; ` +
         `a failed call answers "<code>: <message>" (for example "blocked: ` +
         `…" with the hook's reason, or "bad_arguments: …" naming the field).`,
     },
+    // While connected: a reload (a preference changed, `tether dev` rebuilt) may change every list.
+    () =>
+      session.onChange((change) => {
+        if (change !== "reloaded") return;
+        void announceListsChanged(server);
+        void announceResources();
+      }),
   );
 
   /**
@@ -267,6 +295,70 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     // MCP's bound: at most 100 values in one answer.
     return { completion: { values: values.slice(0, 100), total: values.length, hasMore: values.length > 100 } };
   });
+
+  /** The resource URIs and templates the client last saw (null: it has not listed them yet). */
+  let listedResources: string | null = null;
+  const resourceKey = () => {
+    const { resources, templates } = sessionResources(session);
+    return JSON.stringify([resources.map((r) => r.uri).sort(), templates.map((t) => t.uriTemplate).sort()]);
+  };
+  const shadowedNoted = new Set<string>();
+  /** Lists what the session serves now, and says once which route resources an earlier extension shadows. */
+  const listResources = () => {
+    const served = sessionResources(session);
+    for (const s of served.shadowed) {
+      const key = `${s.extension}/${s.route}`;
+      if (shadowedNoted.has(key)) continue;
+      shadowedNoted.add(key);
+      note(`resource '${s.uri}' of route '${key}' is not served: '${s.by}', earlier in registry order, serves it`);
+    }
+    listedResources = resourceKey();
+    return served;
+  };
+  /** Tells the client its resource list changed, when it listed them and they did. */
+  const announceResources = async () => {
+    if (!withResources || listedResources === null) return;
+    let now: string;
+    try {
+      now = resourceKey();
+    } catch {
+      return; // The session closed: the client is about to see the connection end anyway.
+    }
+    if (now === listedResources) return;
+    listedResources = now;
+    await server.sendResourceListChanged().catch(() => {});
+  };
+
+  if (withResources) {
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: listResources().resources }));
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+      resourceTemplates: listResources().templates,
+    }));
+    server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+      const { uri } = request.params;
+      // In order, on the read's own stream, before its answer.
+      let sent: Promise<void> = Promise.resolve();
+      const logged = (level: LoggingLevel, logger: string, data: string) => {
+        if (severity(level) < severity(threshold)) return;
+        sent = sent
+          .then(() => extra.sendNotification({ method: "notifications/message", params: { level, logger, data } }))
+          .catch((err: unknown) => note(`log line not sent: ${(err as Error).message}`));
+      };
+      try {
+        return await readResource(session, uri, {
+          signal: extra.signal,
+          onNote: (line) => {
+            note(line);
+            logged("info", "tether", line);
+          },
+          onLog: (extension, level, line) => logged(MCP_LEVEL[level], extension, line),
+        });
+      } finally {
+        await sent;
+        if (!extra.signal.aborted) await announceResources();
+      }
+    });
+  }
 
   let inFlight = 0;
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -348,6 +440,7 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
         listed = now;
         await server.sendToolListChanged().catch(() => {});
       }
+      await announceResources();
     }
     return result;
   };

@@ -208,8 +208,13 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
       `It loads context: ${row.name} — ${row.description} (sees the session's id and workspace ` +
         `path)${tag(`context ${row.name}`)}`,
     );
-  for (const row of m.route)
-    lines.push(`It serves a route the harness calls: ${row.name} — ${row.description}${tag(`route ${row.name}`)}`);
+  for (const row of m.route) {
+    // An MCP client (and so the model's harness) may read it, not only the harness's own code.
+    const resource = row.resource !== undefined ? ` (MCP resource ${row.resource.uri}, ${row.resource.mime_type})` : "";
+    lines.push(
+      `It serves a route the harness calls: ${row.name} — ${row.description}${resource}${tag(`route ${row.name}`)}`,
+    );
+  }
   for (const row of m.compaction)
     lines.push(
       `It offers a compaction strategy: ${row.name} — ${row.description} (sees the whole conversation when ` +

@@ -68,7 +68,8 @@ function checkAny(
       return failure(WireCode.crashed, `'${name}' answered a malformed tool value: ${describeIssues(parsed.issues)}`);
     const content: ToolContent[] = [];
     for (const [i, block] of parsed.output.content.entries()) {
-      if (block.type === "text") {
+      if (block.type !== "json") {
+        // Text, or a media block the schema checked whole (base64, media type, URI).
         content.push(block);
         continue;
       }

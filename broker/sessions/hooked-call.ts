@@ -6,6 +6,8 @@
  * the bus stops or answers instead of the tool (the broker writes the rest).
  */
 import { randomUUID } from "node:crypto";
+import * as v from "valibot";
+import { MediaBlock } from "../../jail-runtime/wire/media-blocks.js";
 import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { BrokerCode, WireCode } from "../base/errors.js";
 import { jsonSyntaxError } from "../base/json-syntax.js";
@@ -51,7 +53,10 @@ export interface HookedCallParts {
 function isContent(value: unknown): value is ToolContent {
   if (typeof value !== "object" || value === null) return false;
   const block = value as { type?: unknown; text?: unknown };
-  return (block.type === "text" && typeof block.text === "string") || (block.type === "json" && "json" in block);
+  if (block.type === "text") return typeof block.text === "string";
+  if (block.type === "json") return "json" in block;
+  // An image, audio or resource block must be whole (valid base64, a media type): else the substitute is JSON.
+  return v.is(MediaBlock, value);
 }
 
 /**

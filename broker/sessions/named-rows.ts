@@ -7,6 +7,7 @@
 import { BrokerCode, WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
 import type { SessionScope } from "../kernel/session-scope.js";
+import type { RouteResource } from "../install/route-resource.js";
 import type { ActiveSet } from "./active-set.js";
 
 export type RowKind = "route" | "compaction";
@@ -15,6 +16,8 @@ export interface NamedRow {
   readonly name: string;
   readonly extension: string;
   readonly description: string;
+  /** A route's manifest `resource`, when it declares one: `tether mcp` serves it as an MCP resource. */
+  readonly resource?: RouteResource;
 }
 
 const NOUN: Record<RowKind, string> = { route: "route", compaction: "compaction strategy" };
@@ -27,8 +30,16 @@ export function activeRows(active: ActiveSet, scope: SessionScope, kind: RowKind
     const grants = scope.live.get(extension)?.approval.grants;
     if (manifest === undefined || grants === undefined) continue;
     const granted = kind === "route" ? grants.routes : grants.compactions;
-    for (const row of manifest[kind])
-      if (granted.includes(row.name)) out.push({ name: row.name, extension, description: row.description });
+    for (const row of manifest[kind]) {
+      if (!granted.includes(row.name)) continue;
+      const resource = "resource" in row ? row.resource : undefined;
+      out.push({
+        name: row.name,
+        extension,
+        description: row.description,
+        ...(resource !== undefined ? { resource } : {}),
+      });
+    }
   }
   return out;
 }

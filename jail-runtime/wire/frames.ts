@@ -5,6 +5,7 @@
  * capability prelude (Deno) both import this file. Field `t` names the frame.
  */
 import * as v from "valibot";
+import { AudioBlock, ImageBlock, ResourceBlock } from "./media-blocks.js";
 import { ADDED_KIND_MARK, AddedKindOnWire, BUILTIN_KIND_NAMES, ServedKinds } from "./kinds.js";
 import { WIRE_VERSION } from "./version.js";
 
@@ -100,7 +101,8 @@ export const TextBlock = v.object({ type: v.literal("text"), text: v.string() })
  * disagree (numbers, `__proto__` keys, which msgpackr renames).
  */
 export const JsonBlock = v.object({ type: v.literal("json"), json: v.string() });
-export const ContentBlock = v.variant("type", [TextBlock, JsonBlock]);
+/** Text, JSON, or a media block (media-blocks.ts: image, audio, embedded resource). */
+export const ContentBlock = v.variant("type", [TextBlock, JsonBlock, ImageBlock, AudioBlock, ResourceBlock]);
 export type ContentBlock = v.InferOutput<typeof ContentBlock>;
 
 /** A tool's successful value on the wire: content blocks and whether the run should end. */

@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/base/log.js";
-import type { InvocationOutcome } from "../../broker/base/outcome.js";
+import { blockText, type InvocationOutcome } from "../../broker/base/outcome.js";
 import { loginsOf } from "../../broker/login/logins.js";
 import { SatelliteConnection } from "../../broker/satellite/connection.js";
 import { Session } from "../../broker/sessions/session.js";
@@ -65,9 +65,7 @@ async function whoami(): Promise<InvocationOutcome<"tool">> {
 }
 
 const textOf = (outcome: InvocationOutcome<"tool">) =>
-  outcome.ok
-    ? outcome.value.content.map((c) => (c.type === "text" ? c.text : JSON.stringify(c.json))).join(" | ")
-    : `${outcome.error.code}: ${outcome.error.msg}`;
+  outcome.ok ? outcome.value.content.map(blockText).join(" | ") : `${outcome.error.code}: ${outcome.error.msg}`;
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-github-issues-"));

@@ -2,7 +2,7 @@
  * The MCP project's own conformance suite (`@modelcontextprotocol/conformance`,
  * pinned in tests/third-party/mcp-conformance, run by the Node 22 the npm
  * package `node` brings) against the real `tether mcp --http`, serving a jailed
- * extension that implements the suite's fixture tools and prompts
+ * extension that implements the suite's fixture tools, prompts and resources
  * (tests/integration/fixtures/conformance).
  *
  * Every scenario of what `tether mcp` declares and serves must pass; the
@@ -33,8 +33,14 @@ const SERVED = [
   "prompts-list",
   "prompts-get-simple",
   "prompts-get-with-args",
+  "resources-list",
+  "resources-read-text",
+  "resources-read-binary",
+  "resources-templates-read",
   "dns-rebinding-protection",
 ];
+
+const NO_SUBSCRIBE = "resources.subscribe not declared: a route cannot say when its answer changes";
 
 /** Not served yet, and why (docs/mcp.md says the same). */
 const NOT_YET: Record<string, string> = {
@@ -46,12 +52,8 @@ const NOT_YET: Record<string, string> = {
   "tools-call-elicitation": "an extension cannot ask the client's user",
   "elicitation-sep1034-defaults": "no elicitation",
   "elicitation-sep1330-enums": "no elicitation",
-  "resources-list": "resources are not declared",
-  "resources-read-text": "resources are not declared",
-  "resources-read-binary": "resources are not declared",
-  "resources-templates-read": "resources are not declared",
-  "resources-subscribe": "resources are not declared",
-  "resources-unsubscribe": "resources are not declared",
+  "resources-subscribe": NO_SUBSCRIBE,
+  "resources-unsubscribe": NO_SUBSCRIBE,
   "prompts-get-embedded-resource": "a command's content is text or JSON: no resource blocks",
   "prompts-get-with-image": "no image blocks",
 };
@@ -60,7 +62,10 @@ interface Check {
   readonly id: string;
   readonly status: string;
   readonly errorMessage?: string;
-  readonly details?: { readonly result?: { readonly content?: { type: string; text?: string }[] } };
+  readonly details?: {
+    readonly result?: { readonly content?: { type: string; text?: string }[] };
+    readonly content?: string;
+  };
 }
 
 let root: string;
@@ -106,6 +111,14 @@ test(
     const simple = byScenario.get("tools-call-simple-text")![0]!.details?.result?.content?.[0]?.text;
     expect(simple).toBe("This is a simple text response for testing.");
     expect(server!.stderr()).not.toContain("unknown_tool");
+    // The template's {id} reached the route: the fixture's own answer came back.
+    expect(byScenario.get("resources-templates-read")![0]!.details).toMatchObject({
+      content: '{"id":"123","templateTest":true,"data":"Data for ID: 123"}',
+    });
+    // Not declared, so refused: the suite's subscribe is not quietly accepted and then never honoured.
+    expect(byScenario.get("resources-subscribe")?.map((c) => [c.status, c.errorMessage])).toEqual([
+      ["FAILURE", expect.stringMatching(/Method not found|does not support resource subscriptions/)],
+    ]);
   },
   SLOW,
 );

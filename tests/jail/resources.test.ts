@@ -24,6 +24,7 @@ import { jailTmpBytes, processTree } from "../../broker/satellite/memory-watch.j
 import { REPO, bundleToTemp, slotFor, specFor, type Bundled } from "../support/satellites.js";
 import { runWithOsLayerOnly } from "./support/os-layer.js";
 import { envJail, envJailIdentity, envOptions } from "../support/env-options.js";
+import { blockText } from "../../broker/base/outcome.js";
 
 const FIXTURE = "tests/jail/fixtures/hostile-resources";
 
@@ -78,7 +79,7 @@ async function call(name: string, args: object = {}): Promise<unknown> {
   });
   if (!outcome.ok) throw new Error(`${name}: ${outcome.error.code}: ${outcome.error.msg}`);
   const block = outcome.value.content[0]!;
-  return block.type === "json" ? block.json : block.text;
+  return block.type === "json" ? block.json : blockText(block);
 }
 
 beforeAll(async () => {

@@ -193,8 +193,12 @@ describe("frame schemas refuse what the wire must not carry", () => {
   });
 
   test("ToolValue refuses unknown block types, a missing terminate and a text block without text", () => {
+    expect(rejection(ToolValue, { content: [{ type: "video", data: "" }], terminate: false })).toBe(
+      'Invalid type: Expected ("text" | "json" | "image" | "audio" | "resource") but received "video" at .content.0.type',
+    );
+    // A media block is checked whole: its media type is required.
     expect(rejection(ToolValue, { content: [{ type: "image", data: "" }], terminate: false })).toBe(
-      'Invalid type: Expected ("text" | "json") but received "image" at .content.0.type',
+      'Invalid key: Expected "mimeType" but received undefined at .content.0.mimeType',
     );
     expect(rejection(ToolValue, { content: [] })).toBe(
       'Invalid key: Expected "terminate" but received undefined at .terminate',

@@ -297,6 +297,7 @@ describe("layering", () => {
       "jail-runtime/wire/kinds.ts",
       "jail-runtime/wire/kv-args.ts",
       "jail-runtime/wire/kv-cas.ts",
+      "jail-runtime/wire/media-blocks.ts",
       "jail-runtime/wire/provider-kinds.ts",
       "jail-runtime/wire/rate.ts",
       "jail-runtime/wire/service-kinds.ts",

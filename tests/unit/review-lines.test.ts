@@ -98,3 +98,14 @@ test("a revoked extension's status line says who revoked it and when", () => {
   );
   expect(renderReview(buildReview(v1, "approved", approvalOf(v1)), v1)).toContain("status: approved\n");
 });
+
+test("a route served as an MCP resource says so, with its URI and MIME type; a route that is not, does not", () => {
+  const routes =
+    `[[route]]\nname = "logo"\ndescription = "The logo."\n` +
+    `resource = { uri = "docs://logo", mime_type = "image/png" }\n` +
+    `[[route]]\nname = "status"\ndescription = "The state."\n`;
+  const of = installed(`${HEAD}${TOOL}${routes}`, "h3");
+  const text = renderReview(buildReview(of, "pending", null), of);
+  expect(text).toContain("It serves a route the harness calls: logo — The logo. (MCP resource docs://logo, image/png)");
+  expect(text).toMatch(/It serves a route the harness calls: status — The state\.$/m);
+});

@@ -1,0 +1,72 @@
+/**
+ * How `tether mcp` reads a route's resource: a URI against its level-1
+ * template (broker/mcp/uri-template.ts: literals exactly, a variable one or
+ * more characters short of `/ ? #`, %-decoded), and the route's answer as the
+ * resource's content (broker/mcp/resource-content.ts: text for a text type,
+ * checked base64 as `blob` for any other).
+ */
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { isTextMimeType, resourceContents } from "../../broker/mcp/resource-content.js";
+import { uriTemplate } from "../../broker/mcp/uri-template.js";
+
+test("a URI fills the template's variables, %-decoded; one that does not fit matches nothing", () => {
+  const t = uriTemplate("test://template/{id}/data");
+  expect(t.match("test://template/123/data")).toEqual({ id: "123" });
+  expect(t.match("test://template/a%2Fb%20c/data")).toEqual({ id: "a/b c" });
+  expect(t.match("test://template//data")).toBeNull();
+  expect(t.match("test://template/1/2/data")).toBeNull();
+  expect(t.match("test://template/1/data/more")).toBeNull();
+  expect(t.match("test://template/%E0%A4/data")).toBeNull();
+  // The template's own characters are literals, not patterns.
+  expect(uriTemplate("q://x.y?k={v}").match("q://xzy?k=1")).toBeNull();
+  expect(uriTemplate("q://x.y?k={v}").match("q://x.y?k=1")).toEqual({ v: "1" });
+  expect(uriTemplate("q://{a}-{b}").match("q://1-2")).toEqual({ a: "1", b: "2" });
+});
+
+test.each([
+  ["text/plain", true],
+  ["text/markdown", true],
+  ["application/json", true],
+  ["application/vnd.api+json", true],
+  ["image/svg+xml", true],
+  ["APPLICATION/XML", true],
+  ["image/png", false],
+  ["application/octet-stream", false],
+  ["application/pdf", false],
+])("%s is served as text: %s", (mimeType, text) => {
+  expect(isTextMimeType(mimeType)).toBe(text);
+});
+
+const route = { extension: "docs", name: "logo" };
+
+test("a text type's answer is the text; a binary type's base64 is the blob", () => {
+  expect(resourceContents("d://r", "text/markdown", "# Hi", route)).toEqual({
+    uri: "d://r",
+    mimeType: "text/markdown",
+    text: "# Hi",
+  });
+  expect(resourceContents("d://l", "image/png", "iVBORw0KGgo=", route)).toEqual({
+    uri: "d://l",
+    mimeType: "image/png",
+    blob: "iVBORw0KGgo=",
+  });
+  expect(resourceContents("d://e", "application/octet-stream", "", route)).toMatchObject({ blob: "" });
+});
+
+test.each([
+  ["text", "not base64!"],
+  ["a missing pad", "iVBORw0KGgo"],
+  ["a line break", "iVBO\nRw0KGgo="],
+  ["the URL-safe alphabet", "iVBORw0K_-o="],
+])("a binary type's answer with %s is an MCP error saying what the route must return", (_what, answer) => {
+  let thrown: unknown;
+  try {
+    resourceContents("d://l", "image/png", answer, route);
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(McpError);
+  expect((thrown as McpError).message).toContain(
+    "route 'docs/logo' serves 'd://l' as image/png, a binary type, so it must return the bytes as base64",
+  );
+});
