@@ -113,6 +113,8 @@ export const HARNESS_EVENTS = [
   "session_start",
   "before_agent_start",
   "context",
+  "tool_call",
+  "tool_result",
   "agent_end",
   "agent_settled",
   "before_compact",
@@ -127,6 +129,8 @@ export const HarnessPayloads: Record<HarnessEvent, v.GenericSchema> = {
   session_start: v.object({ source: v.string() }),
   before_agent_start: EventPayloads.before_agent_start,
   context: EventPayloads.context,
+  tool_call: EventPayloads.tool_call,
+  tool_result: EventPayloads.tool_result,
   agent_end: EventPayloads.agent_end,
   agent_settled: EventPayloads.agent_settled,
   before_compact: EventPayloads.before_compact,
@@ -294,6 +298,9 @@ export function composedToWire(c: Composed): Record<string, unknown> {
   return {
     block: c.block,
     halt: c.halt,
+    // tool_call about a harness's own tool: a hook's rewrite of its arguments, or a substitute result.
+    rewrite: c.rewrite,
+    result: c.result,
     context: c.context,
     notes: c.notes,
     messages: c.messages ?? null,

@@ -22,10 +22,10 @@ import type { ActiveSet } from "./active-set.js";
 export const MAX_HELD = 8;
 
 /**
- * The events a harness fires itself; tool_call/tool_result come with `callTool`, route_call with
- * `route`, cap_call from the broker.
+ * The events a harness fires itself: tool_call/tool_result only about its own tools (those of the
+ * session's extensions come with `callTool`); route_call comes with `route`, cap_call from the broker.
  */
-export type HarnessEvent = Exclude<EventName, "tool_call" | "tool_result" | "cap_call" | "route_call">;
+export type HarnessEvent = Exclude<EventName, "cap_call" | "route_call">;
 /** `session_start` payloads may leave out what the session knows (its id and workspace). */
 export type HarnessPayload<E extends HarnessEvent> = E extends "session_start"
   ? { readonly source: string }
@@ -131,8 +131,9 @@ export class SessionBus {
     if (!checked.success)
       throw new TetherError(WireCode.badArguments, `event '${event}': ${describeIssues(checked.issues)}`);
     const data = checked.output as Record<string, unknown>;
+    const subject = event === "tool_call" || event === "tool_result" ? this.#harnessTool(event, data) : "";
     this.observed?.(event, data);
-    const composed = this.traced(event, await this.compose(event, data), "", null);
+    const composed = this.traced(event, await this.compose(event, data), subject, null);
     if (
       event === "agent_end" &&
       composed.block !== null &&
@@ -151,6 +152,24 @@ export class SessionBus {
       };
     }
     return composed;
+  }
+
+  /**
+   * The harness's own tool a tool_call/tool_result is fired about (a shell, a file editor the
+   * harness runs): never one of the session's, whose hooks `callTool` runs around the call itself
+   * — fired from outside too they would be asked twice, or about a call that never ran.
+   */
+  #harnessTool(event: "tool_call" | "tool_result", data: Readonly<Record<string, unknown>>): string {
+    const tool = data["tool"] as string;
+    const served = this.#active.tools().find((t) => t.name === tool);
+    if (served !== undefined)
+      throw new TetherError(
+        WireCode.badArguments,
+        `event '${event}': '${tool}' is a tool of this session (served by '${served.extension}'): ` +
+          `call it with callTool (tool.call), which runs its tool_call and tool_result hooks; fire ` +
+          `${event} only about the harness's own tools`,
+      );
+    return tool;
   }
 
   /** The `cap_call` stage for this session's capability calls. */

@@ -468,6 +468,8 @@ describe("tether serve on a loopback port", () => {
     expect(blocked).toMatchObject({
       block: { reason: "hooker: that prompt is forbidden", by: "hooker" },
       halt: null,
+      rewrite: null,
+      result: null,
       context: [],
       messages: null,
     });
@@ -560,9 +562,16 @@ describe("tether serve on a loopback port", () => {
       code: -32602,
       data: { code: "bad_arguments", field: "payload.prompt" },
     });
+    expect((await a.call("session.fire", { session: "errors", event: "route_call", payload: {} })).error).toMatchObject(
+      {
+        code: -32602,
+        data: { field: "event" },
+      },
+    );
+    // tool_call is the harness's about its own tools: its payload is checked like any event's.
     expect((await a.call("session.fire", { session: "errors", event: "tool_call", payload: {} })).error).toMatchObject({
       code: -32602,
-      data: { field: "event" },
+      data: { field: "payload.tool" },
     });
     expect((await a.call("session.open", { id: "rel", workspace: "relative/dir" })).error).toMatchObject({
       code: -32602,
