@@ -69,12 +69,27 @@ describe("the SDK's own client over Streamable HTTP", () => {
     try {
       const { tools } = await c.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual([
+        "test_audio_content",
+        "test_embedded_resource",
         "test_error_handling",
         "test_hold",
+        "test_image_content",
+        "test_multiple_content_types",
         "test_simple_text",
         "test_tool_with_logging",
         "test_tool_with_progress",
       ]);
+      // Media blocks reach the client as MCP shapes them.
+      const mixed = await c.callTool({ name: "test_multiple_content_types", arguments: {} });
+      expect((mixed.content as { type: string }[]).map((b) => b.type)).toEqual(["text", "image", "resource"]);
+      expect((mixed.content as unknown[])[2]).toEqual({
+        type: "resource",
+        resource: {
+          uri: "test://mixed-content-resource",
+          mimeType: "application/json",
+          text: '{"test":"data","value":123}',
+        },
+      });
       const ok = await c.callTool({ name: "test_simple_text", arguments: {} });
       expect(ok.content).toEqual([{ type: "text", text: "This is a simple text response for testing." }]);
       expect(ok._meta).toMatchObject({ "tether/extension": "conformance", "tether/invocation": expect.any(Number) });
@@ -117,7 +132,7 @@ describe("the SDK's own client over Streamable HTTP", () => {
     const c = await client();
     try {
       const { prompts } = await c.listPrompts();
-      expect(prompts).toEqual([
+      expect(prompts.filter((p) => ["test_simple_prompt", "test_prompt_with_arguments"].includes(p.name))).toEqual([
         {
           name: "test_simple_prompt",
           description: "A prompt with no arguments.",
