@@ -1,6 +1,6 @@
 /**
  * A `tool.call` report as pi's tool result: ok content becomes text (and
- * image) blocks, a failure an error pi shows the model (`<code>: <msg>`, no
+ * image) blocks — audio and binary resources named, not pasted as base64 — a failure an error pi shows the model (`<code>: <msg>`, no
  * stack), and the hooks' `context` rides along as text for the model.
  */
 
@@ -17,8 +17,15 @@ export function piContent(blocks) {
     if (block.type === "text" && typeof block.text === "string") return { type: "text", text: block.text };
     if (block.type === "image" && typeof block.data === "string" && typeof block.mimeType === "string")
       return { type: "image", data: block.data, mimeType: block.mimeType };
-    const resource = block.type === "resource" ? /** @type {{ text?: unknown }} */ (block.resource) : undefined;
+    const resource =
+      block.type === "resource"
+        ? /** @type {{ uri?: unknown, text?: unknown, blob?: unknown }} */ (block.resource)
+        : undefined;
     if (typeof resource?.text === "string") return { type: "text", text: resource.text };
+    // pi's models read text and images: other bytes are named, never pasted in as base64.
+    if (block.type === "audio" && typeof block.mimeType === "string")
+      return { type: "text", text: `[audio ${block.mimeType}]` };
+    if (typeof resource?.blob === "string") return { type: "text", text: `[resource ${String(resource.uri)}]` };
     const json = block.type === "json" && "json" in block ? block.json : block;
     return { type: "text", text: JSON.stringify(json).slice(0, MAX_JSON_CHARS) };
   });
