@@ -1,7 +1,8 @@
 /**
  * A `tool.call` report as pi's tool result: ok content becomes text (and
- * image) blocks — audio and binary resources named, not pasted as base64 — a failure an error pi shows the model (`<code>: <msg>`, no
- * stack), and the hooks' `context` rides along as text for the model.
+ * image) blocks — audio and binary resources named, not pasted as base64 —,
+ * a failure an error pi shows the model (`<code>: <msg>`, no stack), and the
+ * hooks' `context` rides along as text for the model.
  */
 
 /** What the model is shown of one JSON block, at most. */
