@@ -39,6 +39,7 @@ import type { CallResult, HookOutcome, SessionScope } from "./kernel/session-sco
 import { loginSecrets } from "./login/logins.js";
 import { type CompletionOptions, type CompletionReport, complete } from "./providers/completion.js";
 import { type ProvidersView, providersFor } from "./providers/view.js";
+import { modelPort } from "./providers/model-call.js";
 import { type Approval, type Installed, Registry } from "./registry/registry.js";
 import { SatelliteLauncher } from "./satellite-launcher.js";
 import { FileSecrets } from "./secrets/store.js";
@@ -157,6 +158,12 @@ export class Broker {
       kv: () => this.#fleet?.kv ?? kvRepository(this.store),
       secrets: options.secrets ?? new FileSecrets(this.home),
       logins: loginSecrets(this),
+      // A session's search: the scope's, once a session holds it (sessions/search-call.ts).
+      search: (sessionId) => this.scope(sessionId).searcher,
+      // A session's hooks as reported acts ask them, once a session holds the scope (sessions/reported-acts.ts).
+      acts: (sessionId) => this.scope(sessionId).acts,
+      // Extensions' own model calls (model.complete): the completion bridge, the sessions' run state.
+      models: modelPort(this),
       fetchBounds: (extension) => {
         let own = extensionFetches.get(extension);
         if (own === undefined)

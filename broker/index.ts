@@ -32,6 +32,9 @@ export {
   type FoldRow,
 } from "./sessions/session.js";
 export type { Step } from "./sessions/stream.js";
+export type { SearchReport, ProviderOutcome as SearchProviderOutcome } from "./sessions/search-call.js";
+export type { SearchProviderEntry, SessionSearchProviders } from "./sessions/search-providers.js";
+export type { MergedResult, SearchOptionsInput, SearchResult } from "../jail-runtime/wire/search-kinds.js";
 export type { CompletionOptions, CompletionOutcome, CompletionReport } from "./providers/completion.js";
 export type { ProvidersView } from "./providers/view.js";
 export type { ProviderEntry, ProviderModel, UnavailableProvider } from "./providers/catalog.js";

@@ -95,6 +95,30 @@ const DESCRIPTIONS: Record<string, string> = {
     "Requests a minute the route takes, from all clients together (default 60); past it 429 with Retry-After.",
   "service.deadline_ms":
     "A request's time limit in milliseconds (default 5000, never more than [limits] deadline_ms); past it 504.",
+  search:
+    "Search providers, one [[search]] row each: the module's exported `search` answers a query with results, for the sessions the extension is active in (docs/search.md). A session's search preference ranks and excludes them.",
+  "search.name":
+    "The provider's name (a-z, 0-9, _ and -): a key of the module's exported `search`. The first in registry order keeps a name two active extensions declare.",
+  "search.description": "What it searches, for the operator, the harness and the routes; at most 4096 characters.",
+  "search.deadline_ms": "One search's time limit in milliseconds (default 5000, never more than [limits] deadline_ms).",
+  capabilities:
+    "Capabilities it asks for beyond kv, skv, log, report and net.fetch (which [net] grants); each is granted by the approval.",
+  "capabilities.search":
+    "Ask the session's search providers (search.query from @tether/cap), judged and audited per call (default false).",
+  model:
+    "Model calls of its own: model.complete from @tether/cap, judged per call against this budget and routed by the session's provider preference (docs/providers.md#model-calls-from-extensions). Exclusive work: refused (busy_session) while a run of the session is active.",
+  "model.providers":
+    "Only these providers ([[provider]] names of other extensions); left out, any the broker serves. A provider more widens an upgrade.",
+  "model.max_tokens_per_call":
+    "The most max_tokens one call may ask for (1 to 10000000000); a raise widens an upgrade.",
+  "model.max_tokens_per_day":
+    "Input and output tokens its calls may use in one UTC day on this broker, as the providers report them; at least max_tokens_per_call. A raise widens an upgrade.",
+  act: "Acts of its own it may report to the session's hooks (ctx.act), one [[act]] row each, at most 64, no name twice: tool_call hooks may block them or rewrite their arguments, tool_result hooks may withhold their output.",
+  "act.name":
+    "The act's name: lowercase words of a-z, 0-9, _ and -, joined by dots (mail.submit), at most 64. [[hook]] match globs select it (mail.*).",
+  "act.description": "What the act does, for the operator at review; 1 to 4096 characters.",
+  "act.parameters":
+    "A JSON Schema (draft-07) the arguments it reports and every hook's rewrite must fit; it must compile (ajv) or install fails. None: any JSON.",
   provider:
     "Model providers, one [[provider]] row each: catalog data (models, context windows, prices) served to harnesses, and completions the module's exported `providers` answer through net.fetch. Served from the daemon scope, only while the extension is enabled globally. A later extension with a taken provider name serves no provider.",
   "provider.name":

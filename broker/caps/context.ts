@@ -17,6 +17,9 @@ import type { CapabilityWork } from "./in-flight.js";
 import type { Permits } from "./permits.js";
 import type { OperatorPolicySource, SessionPolicy } from "./policy.js";
 import type { KvStorage } from "../store/kv-storage.js";
+import type { SearchPort } from "../base/search-port.js";
+import type { ActPort } from "../base/act-port.js";
+import type { ModelPort } from "../base/model-port.js";
 
 /** A judged `net.fetch` hop as the `cap_call` hooks see it: the broker's normal forms, never the raw spelling. */
 export interface CapCallRequest {
@@ -76,6 +79,12 @@ export interface CapEnvironment {
   readonly dbs: DbProcesses;
   /** The bounds on concurrent fetches beyond the invocation's own: the extension's, then the broker's. */
   fetchBounds(extension: string): readonly Permits[];
+  /** The session's search providers (`search.query`), by the invocation's session; absent: none anywhere. */
+  readonly search?: SearchPort;
+  /** The session's hooks as reported acts ask them (`act.before`/`act.after`); absent: no session anywhere. */
+  readonly acts?: ActPort;
+  /** Model calls (`model.complete`): the completion bridge and the sessions' run state; absent: none. */
+  readonly models?: ModelPort;
 }
 
 /** Everything about the invocation a call comes from, read at dispatch. */

@@ -16,6 +16,8 @@ import { KvCasArgs, KvGetArgs, KvListArgs, KvPutArgs, kvUsage } from "../../jail
 import { kvDeleteAct, kvGetAct, kvListAct, kvPutAct, type KvFamily } from "./kv.js";
 import { kvCasAct } from "./kv-cas.js";
 import { LogArgs, logAct } from "./log.js";
+import { MODEL_COMPLETE_USAGE, ModelCompleteArgs } from "../../jail-runtime/wire/model-args.js";
+import { modelCompleteAct } from "./model-complete.js";
 import { NetFetchArgs, netFetch } from "./net-fetch.js";
 import { Permits } from "./permits.js";
 import { internalError, runAct, type Act } from "./pipeline.js";
@@ -23,6 +25,8 @@ import { Rate } from "./rate.js";
 import { REPORTS_PER_SECOND, ReportArgs, reportAct } from "./report.js";
 import { LOGS_PER_SECOND } from "./log.js";
 import { RefusalAudit } from "./refusal-audit.js";
+import { actCapabilities } from "./act.js";
+import { SEARCHES_PER_SECOND, SearchQueryArgs, searchAct } from "./search.js";
 
 export {
   noHooks,
@@ -81,11 +85,14 @@ export function capDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatch
 function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
   const reports = new Rate(REPORTS_PER_SECOND);
   const logs = new Rate(LOGS_PER_SECOND);
+  const searches = new Rate(SEARCHES_PER_SECOND);
   const table: Record<string, Runner> = {
     "report.emit": oneAct(ReportArgs, "report.emit takes {text}", (scope, args) => reportAct(scope, args, reports)),
     log: oneAct(LogArgs, "log takes {level, msg}", (scope, args) => logAct(scope, args, logs)),
     ...kvCapabilities("kv"),
     ...kvCapabilities("skv"),
+    // Reported acts (`ctx.act`): the session's tool hooks are asked about the extension's own acts.
+    ...actCapabilities(),
     "db.query": oneAct(
       DbArgs,
       "db.query takes {sql, params?} (params: an array or a record of null, number, string, boolean or {bytes " +
@@ -98,6 +105,10 @@ function buildDispatcher(env: CapEnvironment, ctx: CapContext): CapDispatcher {
         "(base64)})",
       dbAct("exec"),
     ),
+    "search.query": oneAct(SearchQueryArgs, "search.query takes {query, options?: {limit?: 1-100}}", (scope, args) =>
+      searchAct(scope, args, searches),
+    ),
+    "model.complete": oneAct(ModelCompleteArgs, MODEL_COMPLETE_USAGE, modelCompleteAct),
     "net.fetch": capability(
       NetFetchArgs,
       "net.fetch takes {url, method?, headers?, body? (base64), secret?}",

@@ -20,7 +20,10 @@ import { type InvocationOutcome, textOf } from "../base/outcome.js";
 import { Session, type ExtensionStatus } from "../sessions/session.js";
 import { CONSOLE_MS, consoleDemo } from "./console.js";
 import { credentialsDemo } from "./credentials.js";
+import { modelCallDemo } from "./model-call.js";
 import { sessionKindsDemo } from "./session-kinds.js";
+import { searchDemo } from "./search.js";
+import { actsDemo } from "./acts.js";
 import { storageDemo } from "./storage.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -206,6 +209,8 @@ async function main(): Promise<void> {
     console.log(`  echo → ${show((await session.callTool("echo", '{"text":"still here"}')).outcome)}`);
 
     await sessionKindsDemo(session, step);
+    await searchDemo(broker, session, REPO, step);
+    await actsDemo(broker, session, REPO, step);
 
     step("The harness's events: a context extension briefs the model");
     const opened = await session.fire("session_start", { source: "startup" });
@@ -293,6 +298,7 @@ async function main(): Promise<void> {
     await mcpClientDemo(workspace);
 
     await credentialsDemo(broker, REPO, step);
+    await modelCallDemo(broker, session, REPO, step);
     await storageDemo(
       () => Broker.open({ ...environment, home, graceMs: 250, log: createLogger({ level: "error" }) }),
       REPO,

@@ -27,9 +27,8 @@
  * `s3.amazonaws.com`, where anyone may own a bucket); a bare name that is a
  * listed public suffix (`com`, `co.uk`, `github.io`). The list is tldts's.
  */
-import { createRequire } from "node:module";
-import { domainToASCII } from "node:url";
 import { parse as parseDomain } from "tldts";
+import { createRequire, domainToASCII } from "./node-builtins.js";
 
 /** A host name or host pattern that is malformed. */
 export class InvalidHostError extends Error {

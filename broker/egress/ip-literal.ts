@@ -3,8 +3,8 @@
  * (every legacy IPv4 spelling included), so that a host the URL parser would
  * read as an IP is never mistaken for a name.
  */
-import { domainToASCII } from "node:url";
 import { InvalidAddressError, formatV4, formatV6, parseV6 } from "./ip-text.js";
+import { domainToASCII } from "./node-builtins.js";
 
 /** The WHATWG "IPv4 number parser": decimal, 0x hex, 0-prefixed octal; "" after a prefix is 0. */
 function ipv4Number(part: string): bigint | null {

@@ -13,7 +13,7 @@
  * (`::ffff:7f00:1`) — exactly what `new URL()` prints between its brackets.
  * A zone id is kept (`fe80::1%eth0`) so that the address can still be dialled.
  */
-import { isIPv6 } from "node:net";
+import { isIPv6 } from "./node-builtins.js";
 
 /** An address, CIDR or IP literal that is malformed (not merely a host name). */
 export class InvalidAddressError extends Error {

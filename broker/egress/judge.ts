@@ -6,10 +6,12 @@
 import type { AddressClass } from "./address-classes.js";
 import { classifyAddress } from "./address.js";
 import { parseIpLiteral } from "./ip-literal.js";
-import { normaliseHost } from "./hostname.js";
-import { denyCoversUnsafePath, prefixRefusal } from "./path-refusal.js";
+import { approvedRule, literalRefusal, sameKind, targetOf, where } from "./manifest-layer.js";
+import { denyCoversUnsafePath } from "./path-refusal.js";
 import { reachRefusal, type Reach } from "./reach.js";
-import { allowsAddress, deniesAddress, matchesUrl, namesAddress, type EgressRule, type Target } from "./rules.js";
+import { deniesAddress, matchesUrl, namesAddress, type EgressRule, type Target } from "./rules.js";
+
+export { targetOf } from "./manifest-layer.js";
 
 export interface EgressPolicy {
   /** Whose rules these are, for messages. */
@@ -49,37 +51,9 @@ export type Verdict =
     }
   | { readonly allowed: false; readonly rule: string; readonly reason: string };
 
-const DEFAULT_PORT = { "http:": 80, "https:": 443 } as const;
-
 function deny(rule: string, reason: string): Verdict {
   return { allowed: false, rule, reason };
 }
-
-/** Parses a URL once and derives the judged target; the same URL object is what gets sent. */
-export function targetOf(url: URL, method: string): Target | { error: string } {
-  if (url.protocol !== "http:" && url.protocol !== "https:")
-    return { error: `scheme '${url.protocol.replace(/:$/, "")}' is not allowed` };
-  if (url.username !== "" || url.password !== "") return { error: "credentials in the URL (userinfo) are not allowed" };
-  const ip = parseIpLiteral(url.hostname);
-  let name: string | null = null;
-  if (ip === null) {
-    try {
-      name = normaliseHost(url.hostname);
-    } catch (err) {
-      return { error: `bad host: ${(err as Error).message}` };
-    }
-  }
-  const port = url.port === "" ? DEFAULT_PORT[url.protocol] : Number(url.port);
-  return {
-    method: method.toUpperCase(),
-    scheme: url.protocol === "http:" ? "http" : "https",
-    name,
-    port,
-    path: url.pathname,
-  };
-}
-
-const where = (url: URL) => `${url.protocol}//${url.host}${url.pathname}`;
 
 /** Judges one hop. `ip` hosts are judged without a lookup; names are resolved once. */
 export async function judge(url: URL, method: string, policy: EgressPolicy, resolve: Resolver): Promise<Verdict> {
@@ -94,17 +68,13 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
       return deny(`operator:deny ${rule.text}`, `the operator's policy denies ${where(url)}`);
     }
   }
-  // An IP/CIDR rule allows only URLs written with an address; a name rule only names.
-  // (IP rules still *name* the addresses a name may resolve to, below.)
-  const sameKind = (rule: EgressRule) =>
-    (rule.host.kind === "ip" || rule.host.kind === "cidr") === (target.name === null);
-  const approved = policy.approved.find((rule) => sameKind(rule) && matchesUrl(rule, target));
-  if (approved === undefined) {
-    const unsafe = prefixRefusal(policy.approved, target); // a prefix rule refused the path: say which and why
-    if (unsafe !== null) return deny(unsafe.rule, unsafe.reason);
-    return deny("manifest:no-match", `no approved rule of '${policy.extension}' allows ${target.method} ${where(url)}`);
-  }
-  if (policy.sessionAllow !== null && !policy.sessionAllow.some((rule) => sameKind(rule) && matchesUrl(rule, target))) {
+  const found = approvedRule(policy.approved, target, url, policy.extension);
+  if ("refused" in found) return deny(found.refused.rule, found.refused.reason);
+  const approved = found.rule;
+  if (
+    policy.sessionAllow !== null &&
+    !policy.sessionAllow.some((rule) => sameKind(rule, target) && matchesUrl(rule, target))
+  ) {
     return deny("session:allow", `the session's allow list does not include ${where(url)}`);
   }
 
@@ -136,12 +106,8 @@ export async function judge(url: URL, method: string, policy: EgressPolicy, reso
       if (deniesAddress(rule, address))
         return deny(`operator:deny ${rule.text}`, `the operator's policy denies address ${address}`);
     }
-    if (
-      literal !== null &&
-      !policy.approved.some((rule) => matchesUrl(rule, target) && allowsAddress(rule, target, address))
-    ) {
-      return deny("manifest:no-match", `no approved rule of '${policy.extension}' names the address ${address}`);
-    }
+    const unnamed = literal === null ? null : literalRefusal(policy.approved, target, address, policy.extension);
+    if (unnamed !== null) return deny(unnamed.rule, unnamed.reason);
     if (cls !== "public") {
       // Named by an approved rule, then the operator's switch. Unspecified: never, named or not.
       const named = policy.approved.some((rule) => matchesUrl(rule, target) && namesAddress(rule, address));

@@ -28,11 +28,15 @@ export const HOOK_SIGHT: Readonly<Record<EventName, HookSight>> = {
     can: "rewrite the messages the model is sent, add context",
   },
   tool_call: {
-    sees: "every tool call in the session, of every extension, with its arguments, before it runs",
+    sees:
+      "every tool call in the session, of every extension, with its arguments, before it runs, and every act an " +
+      "extension reports",
     can: "block it, halt the turn, rewrite its arguments, answer in the tool's place",
   },
   tool_result: {
-    sees: "every tool call's arguments and result, of every extension in the session, after it ran",
+    sees:
+      "every tool call's arguments and result, of every extension in the session, after it ran, and every " +
+      "reported act's output",
     can: "withhold the result, halt the turn, add context",
   },
   agent_end: {

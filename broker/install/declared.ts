@@ -20,6 +20,7 @@ export function declaredOf(manifest: Manifest): Declared {
     compactions: manifest.compaction.map((c) => c.name),
     providers: manifest.provider.map((p) => p.name),
     services: manifest.service.map((s) => s.name),
+    searches: manifest.search.map((r) => r.name),
     handles,
     kinds: Object.fromEntries(
       Object.entries(manifest.kinds ?? {}).map(([kind, k]) => [kind, k.rows.map((r) => r.name)]),

@@ -33,7 +33,8 @@ export function generatedEntry(entryPath: string, manifest: Manifest): string {
     `for (const e of Object.keys(hooks)) if (!declared.includes(e)) rows.push([e, hooks[e]]);`,
     `await serving({ tools: m.tools ?? {}, commands: m.commands ?? {}, hooks: rows, ` +
       `contexts: m.contexts, routes: m.routes, compactions: m.compactions, managed: m.managed, ` +
-      `observe: m.observe, providers: m.providers, services: m.services, init: m.init, kinds: m.kinds });`,
+      `observe: m.observe, providers: m.providers, services: m.services, init: m.init, search: m.search, ` +
+      `kinds: m.kinds });`,
     ``,
   ].join("\n");
 }

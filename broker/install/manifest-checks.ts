@@ -7,6 +7,7 @@
 import { Ajv } from "ajv";
 import { parseRule, RuleError } from "../egress/rules.js";
 import type { Manifest } from "./manifest.js";
+import { actSchemaProblems } from "./act-row.js";
 
 /** Each tool whose `parameters` does not compile as JSON Schema (with `ajv`, default a fresh one). */
 export function toolSchemaProblems(
@@ -43,5 +44,9 @@ export function netRuleProblems(manifest: Manifest, file: string): string[] {
 
 /** Both: every problem of the manifest past its schema. */
 export function manifestProblems(manifest: Manifest, file: string, ajv?: Ajv): string[] {
-  return [...toolSchemaProblems(manifest, file, ajv), ...netRuleProblems(manifest, file)];
+  return [
+    ...toolSchemaProblems(manifest, file, ajv),
+    ...actSchemaProblems(manifest.act, file, ajv),
+    ...netRuleProblems(manifest, file),
+  ];
 }

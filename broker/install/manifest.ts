@@ -15,6 +15,9 @@ import { SecretRow, secretProblems } from "./secret-row.js";
 import { LoginRow, endpointProblem, endpointsOf, originsOf } from "./login-row.js";
 import { MAX_KIND_ROWS, type KindSections, type ManifestKinds } from "./kind-section.js";
 import { RouteResource, routeResourceProblems } from "./route-resource.js";
+import { CapabilitiesTable, SearchRow } from "./search-row.js";
+import { ActRows, checkActRows } from "./act-row.js";
+import { ModelTable, modelTableProblems } from "./model-table.js";
 
 const Identifier = v.pipe(
   v.string(),
@@ -227,6 +230,12 @@ export const Manifest = v.strictObject({
   compaction: v.optional(v.array(ContributionRow), []),
   provider: v.optional(v.array(ProviderRow), []),
   service: v.optional(v.array(ServiceRow), []),
+  /** Search providers its `search` export answers, in the sessions it is active in (./search-row.ts). */
+  search: v.optional(v.array(SearchRow), []),
+  /** Capabilities beyond the ones every extension has: `search = true` (./search-row.ts). */
+  capabilities: v.optional(CapabilitiesTable),
+  /** Acts of its own it may report to the session's hooks (`ctx.act`), by name (./act-row.ts). */
+  act: v.optional(ActRows, []),
   managed: v.optional(ManagedTable),
   observe: v.optional(ObserveTable),
   init: v.optional(InitTable),
@@ -236,6 +245,8 @@ export const Manifest = v.strictObject({
   secret: v.optional(v.array(SecretRow), []),
   limits: v.optional(Limits, {}),
   storage: v.optional(StorageTable),
+  /** Model calls of its own (`model.complete`), with a token budget (./model-table.ts). */
+  model: v.optional(ModelTable),
 });
 /**
  * A parsed manifest; `kinds`: the sections of kinds added beside the built-ins (./kind-section.ts),
@@ -308,7 +319,7 @@ export function parseManifest(text: string, file: string, sections: KindSections
       names.add(argument.name);
     }
   }
-  for (const kind of ["context", "route", "compaction"] as const) {
+  for (const kind of ["context", "route", "compaction", "search"] as const) {
     const names = new Set<string>();
     for (const row of m[kind]) {
       if (names.has(row.name))
@@ -347,6 +358,7 @@ export function parseManifest(text: string, file: string, sections: KindSections
     }
   }
   loginProblems(m, file);
+  checkActRows(m.act, file);
   const events = new Set<string>();
   for (const row of m.hook) {
     if (events.has(row.event))
@@ -355,6 +367,8 @@ export function parseManifest(text: string, file: string, sections: KindSections
   }
   const secrets = secretProblems(m.secret, m.net.allow, file);
   if (secrets.length > 0) throw new TetherError(BrokerCode.installFailed, secrets.join("; "));
+  const model = modelTableProblems(m.model, file);
+  if (model.length > 0) throw new TetherError(BrokerCode.installFailed, model.join("; "));
   return m;
 }
 

@@ -145,6 +145,7 @@ export function builtinKinds(args: ToolArgsChecker): KindTable {
     complete: sessionRow("complete"),
     service: sessionRow("service"),
     init: sessionRow("init"),
+    search: sessionRow("search"),
   };
 }
 

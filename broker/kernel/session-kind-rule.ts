@@ -40,6 +40,8 @@ export function sessionKindRule(
       return named(manifest.route, grants.routes, "route");
     case "compact":
       return named(manifest.compaction, grants.compactions, "compaction strategy");
+    case "search":
+      return named(manifest.search, grants.searches ?? [], "search provider");
     case "prepare":
     case "close":
       if (manifest.managed === undefined || !grants.managed)

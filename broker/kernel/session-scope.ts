@@ -14,6 +14,9 @@ import type { SatellitePool } from "../satellite/pool.js";
 import type { InvokeOptions } from "../base/invocation.js";
 import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import type { SessionKind } from "../../jail-runtime/wire/session-kinds.js";
+import type { SessionSearch } from "../base/search-port.js";
+import type { SessionActs } from "../base/act-port.js";
+import type { SessionModels } from "../base/model-port.js";
 
 /**
  * The daemon scope's id: where satellites that serve the broker as a whole run
@@ -74,6 +77,12 @@ export class SessionScope {
   readonly #host: ScopeHost;
   #policy: SessionPolicy = {};
   #capHooks: CapHookStage | null = null;
+  /** The search of the session holding this scope (the `search.query` capability asks it); null when none. */
+  searcher: SessionSearch | null = null;
+  /** The hooks of the session holding this scope, as reported acts ask them (`act.before`); null when none. */
+  acts: SessionActs | null = null;
+  /** The run state of the session holding this scope (`model.complete` is exclusive work); null when none. */
+  models: SessionModels | null = null;
 
   constructor(id: string, host: ScopeHost) {
     this.id = id;
@@ -113,6 +122,8 @@ export class SessionScope {
   /** Let go by its session: calls through the scope no longer ask its bus. */
   release(): void {
     this.#capHooks = null;
+    this.searcher = null;
+    this.acts = null;
   }
 
   /** Boots `extension`'s satellite here now (a failed boot is known before anything is asked). */

@@ -14,7 +14,7 @@ import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
 import type { KernelHost } from "../kernel/host.js";
 import { decodeSessionAnswer } from "../sessions/ask-session-kind.js";
-import { ProviderPreferencesRepository } from "../store/provider-preferences-repository.js";
+import { providerPreferencesOf } from "../store/rank-preferences-repository.js";
 import { providerCatalog, type ProviderEntry } from "./catalog.js";
 import { DAEMON_SCOPE, pruneDaemon } from "./daemon.js";
 import { rankProviders } from "./ranking.js";
@@ -76,7 +76,7 @@ function choose(
   pruneDaemon(broker, catalog).catch(() => {});
   const ranked = rankProviders(
     catalog,
-    session === undefined ? null : new ProviderPreferencesRepository(broker.store).get(session),
+    session === undefined ? null : providerPreferencesOf(broker.store).get(session),
   );
   const model = request.model;
   if (request.provider !== undefined) {

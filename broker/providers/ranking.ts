@@ -7,7 +7,7 @@
 import * as v from "valibot";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import { WireCode, TetherError } from "../base/errors.js";
-import type { ProviderPreference } from "../store/provider-preferences-repository.js";
+import type { RankPreference as ProviderPreference } from "../store/rank-preferences-repository.js";
 import type { ProviderCatalog, ProviderEntry } from "./catalog.js";
 
 const ProviderName = v.pipe(

@@ -4,7 +4,7 @@
  * served and why, and the daemon scope's state.
  */
 import type { KernelHost } from "../kernel/host.js";
-import { ProviderPreferencesRepository } from "../store/provider-preferences-repository.js";
+import { providerPreferencesOf } from "../store/rank-preferences-repository.js";
 import { providerCatalog, type UnavailableProvider } from "./catalog.js";
 import { daemonStatus, type DaemonStatus } from "./daemon.js";
 import { rankProviders, type RankedProviders } from "./ranking.js";
@@ -16,7 +16,7 @@ export interface ProvidersView extends RankedProviders {
 
 export function providersFor(broker: KernelHost, session?: string): ProvidersView {
   const catalog = providerCatalog(broker);
-  const preference = session === undefined ? null : new ProviderPreferencesRepository(broker.store).get(session);
+  const preference = session === undefined ? null : providerPreferencesOf(broker.store).get(session);
   return {
     ...rankProviders(catalog, preference),
     unavailable: catalog.unavailable,

@@ -4,6 +4,8 @@
  */
 import * as v from "valibot";
 import { Limits, type Manifest } from "../install/manifest.js";
+import { capabilitiesOf } from "../install/search-row.js";
+import { ModelGrant, modelGrant, modelItems, modelLimits } from "../install/model-table.js";
 
 /** One approved secret: which rules' requests carry it, in which header or query parameter, written how. */
 export const SecretBinding = v.object({
@@ -32,6 +34,12 @@ export const Grants = v.object({
   providers: v.optional(v.array(v.string()), []),
   /** HTTP services (`[[service]]`), each as `name METHODS path`: a new method or path widens. */
   services: v.optional(v.array(v.string()), []),
+  /** Search providers (`[[search]]`), by name; absent in an approval that granted none. */
+  searches: v.optional(v.array(v.string())),
+  /** Capabilities beyond the common ones (`[capabilities]`: `search`); absent in an approval that granted none. */
+  capabilities: v.optional(v.array(v.string())),
+  /** Acts it may report to the session's hooks (`[[act]]`), by name; absent in an approval that granted none. */
+  acts: v.optional(v.array(v.string())),
   /**
    * The kinds added beside the built-ins (`[[<kind>]]` rows), per kind the names granted; an
    * approval made before them granted none.
@@ -41,6 +49,8 @@ export const Grants = v.object({
   limits: Limits,
   /** `[storage]`: the database's quota, or null for none; an approval made before it granted none. */
   storage: v.optional(v.nullable(v.object({ max_bytes: v.number() })), null),
+  /** `[model]`: its own model calls and their token budget; absent in an approval that granted none. */
+  model: v.optional(ModelGrant),
 });
 export type Grants = v.InferOutput<typeof Grants>;
 
@@ -69,6 +79,12 @@ export function requestedGrants(manifest: Manifest): Grants {
     })),
     providers: manifest.provider.map((p) => p.name).sort(),
     services: manifest.service.map(serviceGrant).sort(),
+    // Only when declared: the grants of an extension without them stay as they were written.
+    ...(manifest.search.length > 0 ? { searches: manifest.search.map((r) => r.name).sort() } : {}),
+    ...(capabilitiesOf(manifest.capabilities).length > 0
+      ? { capabilities: capabilitiesOf(manifest.capabilities) }
+      : {}),
+    ...(manifest.act.length > 0 ? { acts: manifest.act.map((r) => r.name).sort() } : {}),
     // Only a manifest with added kinds' sections has this field: other grants stay as they were written.
     ...(manifest.kinds === undefined
       ? {}
@@ -89,6 +105,7 @@ export function requestedGrants(manifest: Manifest): Grants {
         : {}),
     },
     storage: manifest.storage === undefined ? null : { max_bytes: manifest.storage.max_bytes },
+    ...(manifest.model !== undefined ? { model: modelGrant(manifest.model)! } : {}),
   };
 }
 
@@ -137,6 +154,13 @@ export function diffGrants(approved: Grants, requested: Grants): GrantDiff {
   const dbNow = requested.storage?.max_bytes ?? 0;
   if (dbNow > dbWas) raised.push(["storage.max_bytes", dbWas, dbNow]);
   if (dbNow < dbWas) lowered.push(["storage.max_bytes", dbWas, dbNow]);
+  // A model budget, or a larger one, widens the same way (./model-table.ts).
+  const modelWas = new Map(modelLimits(approved.model));
+  for (const [key, now] of modelLimits(requested.model)) {
+    const was = modelWas.get(key) ?? 0;
+    if (now > was) raised.push([key, was, now]);
+    if (now < was) lowered.push([key, was, now]);
+  }
   return {
     addedNet: minus(requested.net, approved.net),
     removedNet: minus(approved.net, requested.net),
@@ -166,6 +190,13 @@ export function sessionItems(g: Grants): string[] {
     // A new provider widens: it is handed whole conversations (its models are catalog data, not grants).
     ...g.providers.map((n) => `provider ${n}`),
     ...g.services.map((n) => `service ${n}`),
+    // A search provider is handed a session's queries; a capability is one more thing it may reach.
+    ...(g.searches ?? []).map((n) => `search ${n}`),
+    ...(g.capabilities ?? []).map((n) => `capability ${n}`),
+    // A reported act is one more thing it does that the session's hooks are shown.
+    ...(g.acts ?? []).map((n) => `act ${n}`),
+    // Model calls of its own, and each provider it may send them to (`*`: any).
+    ...modelItems(g.model),
     // An added kind's rows widen as a built-in's do: each is one more thing it may be asked.
     ...Object.entries(g.kinds ?? {})
       .sort(([a], [b]) => (a < b ? -1 : 1))

@@ -3,6 +3,8 @@
  * upgrade the diff against what was approved, so a widening cannot be missed.
  */
 import { satellitesOf } from "../install/manifest.js";
+import { modelReviewLines } from "../install/model-table.js";
+import { actReviewLines } from "../install/act-row.js";
 import { originsOf } from "../install/login-row.js";
 import { describeRule, type RuleDescription } from "../egress/describe-rule.js";
 import type { Reach } from "../egress/reach.js";
@@ -249,6 +251,18 @@ function sessionLines(installed: Installed, diff: GrantDiff | null): string[] {
         `bytes)${tag(`service ${serviceGrant(row)}`)}`,
     );
   }
+  for (const row of m.search)
+    lines.push(
+      `It serves search provider ${row.name}: ${row.description} (sees the queries of the sessions it is ` +
+        `active in)${tag(`search ${row.name}`)}`,
+    );
+  if (m.capabilities?.search === true)
+    lines.push(
+      `It asks the session's search providers (capability search.query; sees their results)` +
+        `${tag("capability search")}`,
+    );
+  lines.push(...modelReviewLines(m.model, tag("model") !== ""));
+  lines.push(...actReviewLines(m.act, tag));
   // The added kinds' rows, each as its kind says what it sees.
   for (const [kind, section] of Object.entries(m.kinds ?? {}))
     for (const row of section.rows)

@@ -16,6 +16,8 @@ export interface Declared {
   readonly compactions?: readonly string[];
   readonly providers?: readonly string[];
   readonly services?: readonly string[];
+  /** Its `[[search]]` providers. */
+  readonly searches?: readonly string[];
   /** The handlers its manifest calls for: `prepare` (`[managed]`), `observe` (`[observe]`), `init` (`[init]`). */
   readonly handles?: readonly ("prepare" | "observe" | "init")[];
   /** The kinds added beside the built-ins: per kind, the names of its `[[<kind>]]` rows. */
@@ -26,7 +28,9 @@ export interface Declared {
 
 /** What a hello says the artifact serves. */
 export type Served = Pick<Hello, "tools" | "hooks" | "commands"> &
-  Partial<Pick<Hello, "contexts" | "routes" | "compactions" | "providers" | "services" | "handles" | "kinds">>;
+  Partial<
+    Pick<Hello, "contexts" | "routes" | "compactions" | "providers" | "services" | "searches" | "handles" | "kinds">
+  >;
 
 /** A hello that does not serve what the manifest declares: `problems` says, one line each, what to change. */
 export class ServedMismatch extends TetherError {
@@ -78,6 +82,10 @@ const KINDS: Readonly<Record<string, { missing(n: string): string; extra(n: stri
     missing: () => `export it in \`services\`, or remove its [[service]] row`,
     extra: (n: string) => `add a [[service]] row with name = "${n}", or remove it from \`services\``,
   },
+  search: {
+    missing: () => `export it in \`search\`, or remove its [[search]] row`,
+    extra: (n: string) => `add a [[search]] row with name = "${n}", or remove it from \`search\``,
+  },
   handler: {
     missing: (n: string) =>
       n === "prepare"
@@ -115,6 +123,7 @@ export function servedProblems(declared: Declared, served: Served): string[] {
     ["compaction", declared.compactions ?? [], served.compactions ?? []],
     ["provider", declared.providers ?? [], served.providers ?? []],
     ["service", declared.services ?? [], served.services ?? []],
+    ["search", declared.searches ?? [], served.searches ?? []],
     // `close` goes with `prepare` and may be left out: only what the manifest calls for is compared.
     ["handler", declared.handles ?? [], (served.handles ?? []).filter((h) => h !== "close")],
   ];
@@ -141,6 +150,18 @@ export function servedProblems(declared: Declared, served: Served): string[] {
   return problems;
 }
 
+/** Every kind but tools, hooks and commands, none served: what the two sides are compared without. */
+const noOtherKinds = () => ({
+  contexts: [],
+  routes: [],
+  compactions: [],
+  providers: [],
+  services: [],
+  handles: [],
+  kinds: {},
+  searches: [],
+});
+
 /** Throws ServedMismatch (`served_mismatch`) unless the hello serves exactly the declared tools, hooks and commands. */
 export function checkServed(name: string, declared: Declared, hello: Served): void {
   const problems = servedProblems(declared, hello);
@@ -149,10 +170,7 @@ export function checkServed(name: string, declared: Declared, hello: Served): vo
   if (problems.length === 0 && !twice(hello.tools) && !twice(hello.hooks) && !twice(hello.commands)) return;
   if (
     problems.length > 0 &&
-    servedProblems(
-      { ...declared, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [], kinds: {} },
-      { ...hello, contexts: [], routes: [], compactions: [], providers: [], services: [], handles: [], kinds: {} },
-    ).length === 0
+    servedProblems({ ...declared, ...noOtherKinds() }, { ...hello, ...noOtherKinds() }).length === 0
   ) {
     // Only the session-facing (or added) kinds differ: say just that.
     throw new ServedMismatch(

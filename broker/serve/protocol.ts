@@ -16,6 +16,7 @@ import { SessionId } from "../sessions/session-records.js";
 import { CompletionRequest } from "../../jail-runtime/wire/provider-kinds.js";
 import type { CompletionReport } from "../providers/completion.js";
 import { ProviderPreferenceInput } from "../providers/ranking.js";
+import { searchParams } from "./search-wire.js";
 
 /** JSON-RPC error codes: the spec's five, then the server's own (-32000 … -32099). */
 export const RpcCode = {
@@ -182,6 +183,7 @@ export const Params = {
     compaction_id: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))),
   }),
   "session.prefer_providers": v.strictObject({ session: Session, preference: v.nullable(ProviderPreferenceInput) }),
+  ...searchParams(Session),
   "providers.list": v.strictObject({ session: v.optional(Session) }),
   "providers.complete": v.strictObject({ session: v.optional(Session), ...CompletionRequest.entries }),
   "login.start": v.strictObject({ extension: Name, login: v.optional(Name) }),

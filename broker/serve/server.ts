@@ -47,6 +47,7 @@ import { PendingLogins } from "./logins.js";
 import { bearerMatches } from "../base/serve-token.js";
 import { plainText } from "./plain-text.js";
 import { listen, pagesWhereFor, removeSocket, type Listening, type Where } from "./transport.js";
+import { searchProvidersToWire, searchReportToWire } from "./search-wire.js";
 
 /** Where the server listens: the API and the console, and the extension pages' own listener. */
 export interface ServeListening extends Listening {
@@ -453,6 +454,21 @@ export class ApiServer implements Handler {
         const session = await this.#session(p.session);
         session.preferProviders(p.preference);
         return { preference: session.providers().preference };
+      }
+      case "session.search_providers":
+        return searchProvidersToWire(
+          (await this.#session((params as ParamsOf<"session.search_providers">).session)).searchProviders(),
+        );
+      case "session.prefer_search": {
+        const p = params as ParamsOf<"session.prefer_search">;
+        const session = await this.#session(p.session);
+        session.preferSearch(p.preference);
+        return { preference: session.searchProviders().preference };
+      }
+      case "session.search": {
+        const p = params as ParamsOf<"session.search">;
+        const session = await this.#session(p.session);
+        return searchReportToWire(await session.search(p.query, p.options ?? {}, { signal: ctx.signal }));
       }
       case "providers.list":
         return this.#broker.providers((params as ParamsOf<"providers.list">).session);

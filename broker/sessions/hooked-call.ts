@@ -18,6 +18,7 @@ import type { Ledger } from "../store/ledger.js";
 import type { ToolArgsChecker } from "../base/tool-args.js";
 import type { ActiveSet } from "./active-set.js";
 import type { SessionBus } from "./bus.js";
+import type { HeardActs, ReportedActs } from "./reported-acts.js";
 
 /** What one tool call came to, hooks included. */
 export interface ToolCallReport {
@@ -48,6 +49,8 @@ export interface HookedCallParts {
   readonly ledger: Ledger;
   /** The broker's schema checker (a hook's rewrite is checked like the caller's arguments). */
   readonly toolArgs: ToolArgsChecker;
+  /** Hears the acts the call's invocation reports (their hooks' context and notes join the report). */
+  readonly acts?: ReportedActs;
 }
 
 function isContent(value: unknown): value is ToolContent {
@@ -110,14 +113,16 @@ export async function hookedToolCall(
   if (!session.bus.hooked("tool_call", { name: tool }) && !session.bus.hooked("tool_result", { name: tool })) {
     // Nothing listens for this tool: the call as the broker makes it, with nothing composed around it.
     let invocationId: number | null = null;
+    const heard = session.acts?.hear(callId);
     const outcome = await session.scope.callTool(extension, tool, args, {
       ...options,
       onInvocation: (id) => {
         invocationId = id;
+        heard?.at(id);
         options.onInvocation?.(id);
       },
     });
-    return { ...base, outcome, extension, invocationId };
+    return { ...base, outcome, extension, invocationId, ...heard?.take() };
   }
   const row = session.active.applied.known.get(extension)?.installed?.manifest.tool.find((t) => t.name === tool);
   let parsed: unknown;
@@ -204,17 +209,27 @@ export async function hookedToolCall(
   const startedMs = Date.now();
   let invocationId: number | null = null;
   let outcome: InvocationOutcome<"tool">;
+  let acted: HeardActs | null = null;
   if (before.result !== null) {
     invocationId = unrun("substituted");
     outcome = { ok: true, value: toolValueOf(before.result.value) };
   } else {
+    const heard = session.acts?.hear(callId);
     outcome = await session.scope.callTool(extension, tool, finalArgs, {
       ...options,
       onInvocation: (id) => {
         invocationId = id;
+        heard?.at(id);
         options.onInvocation?.(id);
       },
     });
+    // The acts it reported: their hooks' context and notes come between the call's and its result's.
+    acted = heard?.take() ?? null;
+  }
+  if (acted !== null) {
+    context.push(...acted.context);
+    notes.push(...acted.notes);
+    trace.push(...acted.trace);
   }
   const finishedMs = Date.now();
   session.bus.traced("tool_call", before, tool, invocationId);
@@ -253,7 +268,7 @@ export async function hookedToolCall(
     rewrittenBy: before.rewrite?.by ?? null,
     substitutedBy: before.result?.by ?? null,
     blockedBy: after.block?.by ?? null,
-    halt: after.halt,
+    halt: after.halt ?? acted?.halt ?? null,
     context,
     notes,
     trace,

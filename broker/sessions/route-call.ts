@@ -41,6 +41,8 @@ export interface RouteParts {
   readonly bus: SessionBus;
   readonly ledger: Ledger;
   readonly workspace: string;
+  /** The session's search providers in its preference's order, handed to the route (search-providers.ts). */
+  readonly search?: () => SessionPayload<"route">["search"];
 }
 
 /**
@@ -110,6 +112,7 @@ export async function routeCall(
     route,
     request,
     active: [...plan.active],
+    search: parts.search?.() ?? [],
   };
   let invocationId: number | null = null;
   let outcome: RouteReport["outcome"];

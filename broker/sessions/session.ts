@@ -28,8 +28,13 @@ import { SessionRecords } from "./session-records.js";
 import type { CompletionOptions, CompletionReport } from "../providers/completion.js";
 import { checkProviderPreference } from "../providers/ranking.js";
 import type { ProvidersView } from "../providers/view.js";
-import { ProviderPreferencesRepository } from "../store/provider-preferences-repository.js";
+import { providerPreferencesOf } from "../store/rank-preferences-repository.js";
 import { streamed, type Step } from "./stream.js";
+import { ModelRuns } from "./model-runs.js";
+import { SessionSearchParts } from "./session-search.js";
+import { ReportedActs } from "./reported-acts.js";
+import type { SearchReport } from "./search-call.js";
+import type { SessionSearchProviders } from "./search-providers.js";
 
 export { ActiveSet, type ExtensionState, type ExtensionStatus, type ReloadReport } from "./active-set.js";
 export { MAX_SESSION_CONTEXT_BYTES } from "./composed-context.js";
@@ -46,6 +51,8 @@ export type { RouteReport } from "./route-call.js";
 export type { CompactInput, CompactReport, Compacted } from "./compaction.js";
 export type { NamedRow } from "./named-rows.js";
 export type { FoldRow } from "../store/folds-repository.js";
+export type { SearchReport } from "./search-call.js";
+export type { SessionSearchProviders } from "./search-providers.js";
 
 export interface SessionOptions {
   readonly id: string;
@@ -67,8 +74,12 @@ export class Session {
   readonly #bus: SessionBus;
   readonly #observers: Observers;
   readonly #folds: FoldsRepository;
+  readonly #search: SessionSearchParts;
+  readonly #acts: ReportedActs;
   readonly #compacted = new Set<(data: Compacted) => void>();
   readonly #changed = new Set<(change: SessionChange) => void>();
+  /** Its run state: `model.complete` is exclusive work (model-runs.ts). */
+  readonly #models: ModelRuns;
   #toldClosed = false;
 
   private constructor(broker: SessionHost, scope: SessionScope, options: SessionOptions) {
@@ -81,6 +92,7 @@ export class Session {
     this.#builtin = new BuiltinHooks(broker.home);
     this.#active = new ActiveSet(broker, scope, this.#preferences, this.#builtin, options.workspace);
     this.#bus = new SessionBus(scope, options.workspace, broker.ledger, this.#active, this.#builtin);
+    this.#models = new ModelRuns(this.id, (usage) => this.#bus.fire("usage", usage));
     this.#observers = new Observers(this.id, {
       subscribers: () =>
         activeObservers(
@@ -94,6 +106,8 @@ export class Session {
     // A compaction whose folds were stored: observers are told which strategy folded what.
     this.#compacted.add((data) => this.#observers.notify("compaction", { phase: "compacted", ...data }));
     this.#folds = new FoldsRepository(broker.store);
+    this.#search = new SessionSearchParts(broker.store, scope, this.#active);
+    this.#acts = new ReportedActs(this.#bus, this.#active, broker.toolArgs);
   }
 
   /**
@@ -124,10 +138,14 @@ export class Session {
     const session = new Session(broker, scope, { ...options, id: record.id });
     // Claimed before the boots, so a second open of the id during them is refused too.
     scope.claim((event) => session.#bus.capCall(event));
+    scope.models = session.#models;
+    scope.searcher = session.#search.forCapability();
+    scope.acts = session.#acts;
     try {
       session.#active.apply((await session.#active.activate(new Set(), resumed)).applied);
     } catch (err) {
       scope.release();
+      scope.models = null;
       await broker.fleet?.closeSession(options.id).catch(() => {});
       throw err;
     }
@@ -238,7 +256,7 @@ export class Session {
    * checked against the event's schema first.
    */
   fire<E extends HarnessEvent>(event: E, payload: HarnessPayload<E>): Promise<Composed> {
-    return this.#bus.fire(event, payload);
+    return this.#models.fired(event, () => this.#bus.fire(event, payload));
   }
 
   /**
@@ -253,6 +271,7 @@ export class Session {
         bus: this.#bus,
         ledger: this.#broker.ledger,
         toolArgs: this.#broker.toolArgs,
+        acts: this.#acts,
       },
       tool,
       args,
@@ -317,6 +336,7 @@ export class Session {
         bus: this.#bus,
         ledger: this.#broker.ledger,
         workspace: this.workspace,
+        search: () => this.#search.forRoutes(),
       },
       extension,
       name,
@@ -378,7 +398,7 @@ export class Session {
    * orders what is served globally and enables nothing (docs/providers.md).
    */
   preferProviders(preference: { rank?: readonly string[]; exclude?: readonly string[] } | null): void {
-    new ProviderPreferencesRepository(this.#broker.store).set(
+    providerPreferencesOf(this.#broker.store).set(
       this.id,
       preference === null ? null : checkProviderPreference(preference),
     );
@@ -394,6 +414,31 @@ export class Session {
     return this.#broker.complete(request, { ...options, session: this.id });
   }
 
+  /**
+   * Saves how this session ranks and excludes search providers (`rank`: names to ask first, in
+   * order; `exclude`: never these); `null` removes it. It orders its active extensions' providers
+   * and enables nothing (docs/search.md).
+   */
+  preferSearch(preference: { rank?: readonly string[]; exclude?: readonly string[] } | null): void {
+    this.#search.prefer(preference);
+  }
+
+  /** The search providers of the extensions active here, as this session's preference ranks them. */
+  searchProviders(): SessionSearchProviders {
+    this.#active.refresh();
+    return this.#search.providers();
+  }
+
+  /**
+   * Asks every search provider of this session (`search-call.ts`) and merges their results
+   * round-robin in rank order. Throws `bad_arguments` for a query or options that do not fit; never
+   * rejects for an extension's fault (a provider that fails is a note).
+   */
+  search(query: string, options: { limit?: number } = {}, call: { signal?: AbortSignal } = {}): Promise<SearchReport> {
+    this.#active.refresh();
+    return this.#search.search(query, options, call);
+  }
+
   /** Tells `listener` of each compaction whose folds were stored here; returns how to stop. */
   onCompacted(listener: (data: Compacted) => void): () => void {
     this.#compacted.add(listener);
@@ -405,10 +450,16 @@ export class Session {
     return this.#folds.list(this.id, compactionId);
   }
 
+  #endModels(): void {
+    this.#models.close();
+    if (this.#scope.models === this.#models) this.#scope.models = null;
+  }
+
   /** Aborts now: open calls end `closed`, satellites are killed; no SessionEnd hooks. Safe twice. */
   async destroy(): Promise<void> {
     if (this.#active.closed) return;
     this.#active.closed = true;
+    this.#endModels();
     this.#tell("closed");
     this.#observers.destroy();
     if (this.#broker.closed) return;
@@ -426,6 +477,8 @@ export class Session {
    */
   async close(reason = "other"): Promise<string[]> {
     if (this.#active.closed) return [];
+    // No model call from here on; the one in flight is aborted (model-runs.ts).
+    this.#models.close();
     if (this.#broker.closed) {
       // The broker already stopped every satellite and closed the store.
       this.#active.closed = true;
@@ -446,6 +499,7 @@ export class Session {
     await this.#active.letGoAll("session_closed");
     this.#records.close(this.id);
     await this.#broker.fleet?.closeSession(this.id);
+    if (this.#scope.models === this.#models) this.#scope.models = null;
     this.#tell("closed");
     return [...notes, ...this.#active.takeNotes()];
   }

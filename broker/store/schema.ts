@@ -280,6 +280,19 @@ export const providerPreferences = sqliteTable("provider_preferences", {
 });
 
 /**
+ * How a session ranks and excludes search providers (by `[[search]]` name),
+ * as JSON arrays of names; no row: its active extensions' providers in registry order.
+ */
+export const searchPreferences = sqliteTable("search_preferences", {
+  sessionId: text("session_id").primaryKey(),
+  /** JSON: the names to ask first, in order. */
+  rank: text("rank").notNull(),
+  /** JSON: the names this session never asks. */
+  exclude: text("exclude").notNull(),
+  updatedAt: integer("updated_at").notNull().default(now),
+});
+
+/**
  * The migrations applied to each extension's database (`[storage]`,
  * docs/migrations.md): the database's own `PRAGMA user_version` says how many ran
  * (it moves in the migrations' transaction); these rows say which texts, when

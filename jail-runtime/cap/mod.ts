@@ -11,6 +11,11 @@ export * as skv from "./skv.js";
 export type { CasResult } from "./kv-family.js";
 export * as db from "./db.js";
 export * as log from "./log.js";
+export { act, actBefore, ActBlocked, type ActHandle } from "./act.js";
+export * as model from "./model.js";
+export type { CompleteOptions, ModelCompletion, ModelMessage, ModelRequest } from "./model.js";
+export * as search from "./search.js";
+export type { SearchAnswer, SearchHit } from "./search.js";
 export { FetchResult, type FetchInit } from "./net.js";
 
 /** Partial progress, best effort. */

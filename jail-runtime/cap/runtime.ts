@@ -33,6 +33,7 @@ import {
   stringSlice,
 } from "./intrinsics.js";
 import * as invocation from "./invocation.js";
+import { act, actBefore } from "./act.js";
 
 /**
  * The runtime's name in `hello`: this runtime and the wire version it speaks.
@@ -118,6 +119,8 @@ async function runInvocation(channel: Link, call: Call, answerer: Answerer): Pro
       return signal.signal;
     },
     report: (text: string) => invocation.castCap("report.emit", { text: SafeString(text) }),
+    act,
+    actBefore,
   };
   const asked: Asked = {
     kind: call.kind,
@@ -174,6 +177,7 @@ export async function serveLoop(
     compactions?: string[];
     providers?: string[];
     services?: string[];
+    searches?: string[];
     handles?: Array<"prepare" | "close" | "observe" | "init">;
     /** The kinds added beside the built-ins it serves, each with its names. */
     kinds?: Record<string, string[]>;
@@ -204,6 +208,7 @@ export async function serveLoop(
     compactions: sorted(served.compactions ?? []),
     providers: sorted(served.providers ?? []),
     services: sorted(served.services ?? []),
+    searches: sorted(served.searches ?? []),
     handles: sorted(served.handles ?? []) as Array<"prepare" | "close" | "observe" | "init">,
     // Sent only when it serves any: a hello without added kinds stays as it was.
     ...(served.kinds !== undefined && objectKeys(served.kinds).length > 0 ? { kinds: served.kinds } : {}),

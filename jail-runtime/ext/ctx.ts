@@ -1,3 +1,5 @@
+import { act, actBefore } from "../cap/act.js";
+
 /** What a tool or hook is handed beside its arguments. */
 export interface Ctx {
   /** Attribution: which strand of the agent's work this call belongs to ("" when none). */
@@ -11,6 +13,14 @@ export interface Ctx {
   readonly report: (text: string) => void;
   /** Aborts when the caller cancels or the deadline passes. */
   readonly signal: AbortSignal;
+  /**
+   * Reports an act of your own (an `[[act]]` of the manifest) to the session's hooks, runs it with the
+   * arguments they leave, and tells them its output; rejects with `ActBlocked` when a hook blocked it
+   * (it did not run) or withheld the output (jail-runtime/cap/act.ts).
+   */
+  readonly act: typeof act;
+  /** The first half of `act`, for an act whose end you report later: a handle with `after` and `failed`. */
+  readonly actBefore: typeof actBefore;
 }
 
 /**
@@ -29,6 +39,8 @@ export function testCtx(overrides: Partial<Ctx> = {}): Ctx {
     deadlineMs: 30_000,
     report: () => {},
     signal: new AbortController().signal,
+    act,
+    actBefore,
     ...overrides,
   };
 }

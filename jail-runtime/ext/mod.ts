@@ -29,6 +29,7 @@ export {
   type Terminate,
 } from "./content.js";
 export { testCtx, type Ctx } from "./ctx.js";
+export { ActBlocked, type ActHandle } from "../cap/act.js";
 export { decodeArgs, describeArgIssues, BadArguments } from "./decode_args.js";
 export {
   hook,
@@ -61,6 +62,8 @@ export {
 export type { ChatMessage, Usage } from "../wire/provider-kinds.js";
 export type { Service, ServiceRequest, ServiceResponse } from "./service.js";
 export type { Init, InitPayload, InitReply } from "./init.js";
+export type { SearchProvider, SearchProviderOptions } from "./search.js";
+export type { SearchOptions, SearchResult } from "../wire/search-kinds.js";
 export type { KindHandler, KindHandlers, ServedKinds } from "./kinds.js";
 export type { SessionPayload, SessionReply, ObservedEvent, ObservedKind, Fold } from "../wire/session-kinds.js";
 export { rendered, type Rendered } from "./rendered.js";

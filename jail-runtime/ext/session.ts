@@ -36,6 +36,7 @@ import { rendered } from "./rendered.js";
 import { ProviderError, type Provider } from "./provider.js";
 import type { Service } from "./service.js";
 import type { Init } from "./init.js";
+import type { SearchProvider } from "./search.js";
 
 type Returns<T> = T | Promise<T>;
 
@@ -66,6 +67,8 @@ export interface SessionServed {
   readonly services?: Readonly<Record<string, Service>>;
   /** The initializer (`[init]`, ./init.ts), run once per approved version. */
   readonly init?: Init;
+  /** Search providers (`[[search]]`, ./search.ts), asked in the sessions it is active in. */
+  readonly search?: Readonly<Record<string, SearchProvider>>;
 }
 
 type Answer =
@@ -85,6 +88,7 @@ export function sessionNames(served: SessionServed): {
   compactions: string[];
   providers: string[];
   services: string[];
+  searches: string[];
   handles: Array<"prepare" | "close" | "observe" | "init">;
 } {
   const handles: Array<"prepare" | "close" | "observe" | "init"> = [];
@@ -98,6 +102,7 @@ export function sessionNames(served: SessionServed): {
     compactions: Object.keys(served.compactions ?? {}),
     providers: Object.keys(served.providers ?? {}),
     services: Object.keys(served.services ?? {}),
+    searches: Object.keys(served.search ?? {}),
     handles,
   };
 }
@@ -175,6 +180,20 @@ async function run(
             .join(", ")}]`,
         );
       reply = await service(input, ctx);
+      break;
+    }
+    case "search": {
+      const provider = own(served.search, name);
+      if (provider === undefined)
+        return fail(
+          ErrorCode.unknownTool,
+          `No search provider '${name}'; this extension serves [${Object.keys(served.search ?? {})
+            .sort()
+            .join(", ")}]`,
+        );
+      const asked = input as SessionPayload<"search">;
+      const options = { ...asked.options, session_id: asked.session_id, provider: asked.provider };
+      reply = { results: await provider(asked.query, options, ctx) };
       break;
     }
     case "prepare":

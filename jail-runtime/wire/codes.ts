@@ -31,6 +31,8 @@ export const ErrorCode = {
   unreachable: "unreachable",
   /** The caller cancelled the invocation. */
   cancelled: "cancelled",
+  /** `model.complete` is exclusive work: another run of the session is active, or the session is closing. */
+  busySession: "busy_session",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -55,6 +57,7 @@ export const SATELLITE_ANSWER_CODES: ReadonlySet<string> = new Set<ErrorCode>([
   ErrorCode.denied,
   ErrorCode.tokenRevoked,
   ErrorCode.unreachable,
+  ErrorCode.busySession,
 ]);
 
 /** The longest error message kept from a satellite's answer. */

@@ -7,6 +7,7 @@
  * Payloads and verdicts travel as JSON text (see frames.ts).
  */
 import * as v from "valibot";
+import { ActWithin } from "./act-within.js";
 
 const Text = v.pipe(v.string(), v.maxLength(64 * 1024));
 const Notes = v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(4096))), v.maxLength(16)));
@@ -26,6 +27,12 @@ const CapCallRequest = v.object({
   addresses: v.array(v.object({ address: v.string(), class: v.string(), ipv4: v.optional(v.string()) })),
 });
 
+/** The origin of a `usage` the broker fires for an extension's own model call (`model.complete`). */
+const ExtensionOrigin = v.custom<`extension:${string}`>(
+  (x) => typeof x === "string" && /^extension:[a-z][a-z0-9_-]{0,63}$/.test(x),
+  "expected extension:<name>",
+);
+
 /** How much of a route's request a `route_call` hook is shown: the first 64 Ki characters. */
 export const MAX_ROUTE_CALL_REQUEST = 64 * 1024;
 
@@ -34,7 +41,8 @@ export const EventPayloads = {
   session_start: v.object({ session_id: v.string(), workspace: v.string(), source: v.string() }),
   before_agent_start: v.object({ prompt: v.string() }),
   context: v.object({ messages: v.array(v.unknown()) }),
-  tool_call: v.object({ tool: v.string(), call_id: v.string(), arguments: v.unknown() }),
+  /** `within`: present when the call is an act an extension reported (./act-within.ts). */
+  tool_call: v.object({ tool: v.string(), call_id: v.string(), arguments: v.unknown(), within: ActWithin }),
   tool_result: v.object({
     tool: v.string(),
     call_id: v.string(),
@@ -43,6 +51,7 @@ export const EventPayloads = {
     result: v.unknown(),
     started_ms: v.number(),
     finished_ms: v.number(),
+    within: ActWithin,
   }),
   agent_end: v.object({ reply: v.string(), held: Count }),
   agent_settled: v.object({}),
@@ -51,7 +60,8 @@ export const EventPayloads = {
   /** Notify-only: the committed cost row's numbers and coordinates, nothing else. */
   usage: v.object({
     seq: Count,
-    origin: v.picklist(["provider_reported", "reconciliation"]),
+    /** The harness's cost rows; `extension:<name>`: a `model.complete` that extension made (the broker fires it). */
+    origin: v.union([v.picklist(["provider_reported", "reconciliation"]), ExtensionOrigin]),
     model: v.string(),
     input_tokens: Count,
     output_tokens: Count,

@@ -48,6 +48,8 @@ export const Hello = v.object({
   providers: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   /** HTTP services it serves, by name. */
   services: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
+  /** Search providers it serves (`[[search]]`), by name. */
+  searches: v.optional(v.pipe(v.array(Name), v.maxLength(1024)), []),
   /**
    * Which session handlers its module exports: `prepare` and `close` (managed), `observe`, `init`
    * (its initializer).

@@ -29,6 +29,7 @@ export type ServedField =
   | "compactions"
   | "providers"
   | "services"
+  | "searches"
   | "handles";
 
 export interface BuiltinKind {
@@ -50,6 +51,7 @@ export const BUILTIN_KINDS = {
   complete: { answer: "json_text", served: "providers" },
   service: { answer: "json_text", served: "services" },
   init: { answer: "json_text", served: "handles" },
+  search: { answer: "json_text", served: "searches" },
 } as const satisfies Readonly<Record<string, BuiltinKind>>;
 
 export type BuiltinKindName = keyof typeof BUILTIN_KINDS;

@@ -9,6 +9,7 @@
 import * as v from "valibot";
 import { CompleteAnswer, CompletePayload } from "./provider-kinds.js";
 import { ServiceAnswer, ServicePayload } from "./service-kinds.js";
+import { SearchAnswer, SearchPayload, SearchProviderInfo } from "./search-kinds.js";
 
 const Text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 const Count = v.pipe(v.number(), v.integer(), v.minValue(0));
@@ -42,6 +43,7 @@ export const SESSION_KINDS = [
   "complete",
   "service",
   "init",
+  "search",
 ] as const;
 export type SessionKind = (typeof SESSION_KINDS)[number];
 
@@ -80,7 +82,14 @@ export const SessionPayloads = {
     /** Events this observer was not told about since its last batch (it was too slow). */
     dropped: Count,
   }),
-  route: v.object({ ...SessionInfo, route: Name, request: Text(MAX_ROUTE_BYTES), active: v.array(Name) }),
+  route: v.object({
+    ...SessionInfo,
+    route: Name,
+    request: Text(MAX_ROUTE_BYTES),
+    active: v.array(Name),
+    /** The session's search providers, in its preference's order (./search-kinds.ts). */
+    search: v.optional(v.pipe(v.array(SearchProviderInfo), v.maxLength(1024)), []),
+  }),
   compact: v.object({
     session_id: Name,
     strategy: Name,
@@ -93,6 +102,7 @@ export const SessionPayloads = {
   }),
   complete: CompletePayload,
   service: ServicePayload,
+  search: SearchPayload,
   /** An initializer (`[init]`): the manifest version it initializes, and why it runs now. */
   init: v.object({
     version: Text(256),
@@ -128,6 +138,7 @@ export const SessionAnswers = {
   compact: v.strictObject({ summary: Text(MAX_CONTEXT_BYTES), folds: v.pipe(v.array(Fold), v.maxLength(MAX_FOLDS)) }),
   complete: CompleteAnswer,
   service: ServiceAnswer,
+  search: SearchAnswer,
   /** What the initializer did, in one line for the operator (`tether approve`, `tether status`). */
   init: v.strictObject({ message: v.optional(Text(MAX_INIT_MESSAGE)) }),
 } as const;

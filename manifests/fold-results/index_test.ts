@@ -44,6 +44,39 @@ Deno.test("a strategy this extension does not serve is named in the answer", asy
   const reply = await kit.compact("nope", { messages: [] });
   assertEquals(reply, {
     ok: false,
-    error: { code: "unknown_tool", msg: "No compaction strategy 'nope'; this extension serves [fold-tool-results]" },
+    error: {
+      code: "unknown_tool",
+      msg: "No compaction strategy 'nope'; this extension serves [fold-tool-results, summarise-with-model]",
+    },
   });
+});
+
+Deno.test("summarise-with-model: all but the last four messages fold into the model's summary", async () => {
+  const kit = testKit(extension, {
+    name: "fold-results",
+    model: { answer: "The user asked why the build fails; ls and cat ran.", maxTokensPerCall: 512 },
+  });
+  const messages = [user("a"), result("ls", "x"), result("cat", "yy"), user("b"), user("c"), user("d"), user("e")];
+  const reply = await kit.compact("summarise-with-model", { messages, budget: 400 });
+  assertEquals(reply, {
+    ok: true,
+    value: {
+      summary: "The user asked why the build fails; ls and cat ran.",
+      folds: [{ from: 0, to: 2, text: "The user asked why the build fails; ls and cat ran." }],
+    },
+  });
+  assertEquals(kit.model.requests.length, 1);
+  assertEquals(kit.model.requests[0]!.model, "gpt-4o-mini");
+  assertEquals(kit.model.requests[0]!.messages[1]!.content, "user: a\ntool ls: x\ntool cat: yy");
+});
+
+Deno.test("summarise-with-model: a refused model call fails the strategy, naming the rule", async () => {
+  const kit = testKit(extension, {
+    name: "fold-results",
+    model: { answer: { refuse: "session.run_active", reason: "a run is active" } },
+  });
+  const messages = [user("a"), user("b"), user("c"), user("d"), user("e")];
+  const reply = await kit.compact("summarise-with-model", { messages, budget: 400 });
+  assertEquals(reply.ok, false);
+  assertEquals(!reply.ok && reply.error.msg.includes("(rule: session.run_active)"), true);
 });

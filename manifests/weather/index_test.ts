@@ -38,8 +38,9 @@ Deno.test("forecast refuses when the service answers an error status", async () 
   assertEquals(kit.kv.keys(), []);
 });
 
-Deno.test("forecast left uncaught: a host no rule allows is the broker's refusal, with the rule", async () => {
-  const kit = testKit(weather, { name: "weather" });
+Deno.test("forecast left uncaught: a URL no approved rule allows is the broker's refusal, with the rule", async () => {
+  // An approval narrowed to no rules (`tether approve --only`): the manifest's rule allows the service.
+  const kit = testKit(weather, { name: "weather", allow: [] });
   assertEquals(await kit.tool("forecast", { city: "Lisbon" }), {
     ok: false,
     error: {
@@ -62,32 +63,41 @@ Deno.test("forecast: a full kv is refused by the quota and the tool's answer say
   });
 });
 
-Deno.test("fetch_url catches refusals: a rule the operator denies, an unreachable host, a bad scheme", async () => {
+Deno.test("fetch_url catches refusals: a URL no rule allows, the session's allow list, an unreachable host, a bad scheme", async () => {
+  // The manifest beside this test is read: routes answer only what its `[net] allow` rule allows.
   const kit = testKit(weather, {
     name: "weather",
     net: {
-      "https://evil.example/*": { refuse: "operator:deny *.evil.example" },
-      "https://down.example/*": { unreachable: "connect ECONNREFUSED 192.0.2.1:443" },
-      "https://ok.example/*": { body: "hello" },
+      "http://127.0.0.1:47311/v1/private*": { refuse: "session:allow" },
+      "http://127.0.0.1:47311/v1/slow*": { unreachable: "connect ECONNREFUSED 127.0.0.1:47311" },
+      "http://127.0.0.1:47311/v1/*": { body: "hello" },
+      "https://ok.example/*": { body: "never sent" },
     },
   });
-  assertEquals(await kit.tool("fetch_url", { url: "https://evil.example/x" }), {
+  assertEquals(await kit.tool("fetch_url", { url: "https://ok.example/a" }), {
     ok: false,
     error: {
       code: "refused",
-      msg: "denied: net.fetch refused: the operator's policy denies https://evil.example/x (rule: operator:deny *.evil.example)",
+      msg: "denied: net.fetch refused: no approved rule of 'weather' allows GET https://ok.example/a (rule: manifest:no-match)",
     },
   });
-  assertEquals(await kit.tool("fetch_url", { url: "https://down.example/" }), {
+  assertEquals(await kit.tool("fetch_url", { url: "http://127.0.0.1:47311/v1/private/x" }), {
     ok: false,
-    error: { code: "refused", msg: "unreachable: net.fetch failed: connect ECONNREFUSED 192.0.2.1:443" },
+    error: {
+      code: "refused",
+      msg: "denied: net.fetch refused: the session's allow list does not include http://127.0.0.1:47311/v1/private/x (rule: session:allow)",
+    },
+  });
+  assertEquals(await kit.tool("fetch_url", { url: "http://127.0.0.1:47311/v1/slow" }), {
+    ok: false,
+    error: { code: "refused", msg: "unreachable: net.fetch failed: connect ECONNREFUSED 127.0.0.1:47311" },
   });
   assertEquals(await kit.tool("fetch_url", { url: "file:///etc/passwd" }), {
     ok: false,
     error: { code: "refused", msg: "denied: net.fetch refused: scheme 'file' is not allowed (file://) (rule: url)" },
   });
-  assertEquals(await kit.tool("fetch_url", { url: "https://ok.example/a" }), {
+  assertEquals(await kit.tool("fetch_url", { url: "http://127.0.0.1:47311/v1/a" }), {
     ok: true,
-    value: { content: [{ type: "text", text: "200 from https://ok.example/a (5 bytes)" }], terminate: false },
+    value: { content: [{ type: "text", text: "200 from http://127.0.0.1:47311/v1/a (5 bytes)" }], terminate: false },
   });
 });

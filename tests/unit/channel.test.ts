@@ -62,6 +62,7 @@ describe("Channel", () => {
         compactions: [],
         providers: [],
         services: [],
+        searches: [],
         handles: [],
       },
       { t: "result", id: 1, ok: true, value: { content: [{ type: "text", text: "x".repeat(50) }], terminate: false } },

@@ -48,6 +48,7 @@ const hello = {
   compactions: [],
   providers: [],
   services: [],
+  searches: [],
   handles: [],
 };
 const cap = { t: "cap", id: 2, token: "tok", cap: "net.fetch", args: JSON.stringify({ url: "https://example.org" }) };
@@ -170,7 +171,7 @@ describe("frame schemas refuse what the wire must not carry", () => {
 
   test("an unknown call kind is refused at .kind", () => {
     expect(rejection(Call, { ...call, kind: "outcome" })).toBe(
-      'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service" | "init") but received "outcome" at .kind',
+      'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service" | "init" | "search") but received "outcome" at .kind',
     );
   });
 
@@ -217,7 +218,7 @@ describe("describeIssues()", () => {
     expect(describeIssues(parsed.issues)).toBe(
       [
         "Invalid value: Expected >=0 but received -1 at .id",
-        'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service" | "init") but received "x" at .kind',
+        'Invalid type: Expected ("tool" | "event" | "command" | "context" | "prepare" | "close" | "observe" | "route" | "compact" | "complete" | "service" | "init" | "search") but received "x" at .kind',
         "Invalid type: Expected string but received 7 at .name",
       ].join("; "),
     );

@@ -43,6 +43,8 @@ describe("parseManifest() on a valid manifest", () => {
       command: [],
       context: [],
       route: [],
+      search: [],
+      act: [],
       secret: [],
       compaction: [],
       provider: [],

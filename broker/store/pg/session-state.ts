@@ -26,6 +26,7 @@ type LiteRows = {
   folds: Array<Omit<typeof lite.folds.$inferSelect, "id">>;
   strategyPreferences: Array<typeof lite.strategyPreferences.$inferSelect>;
   providerPreferences: Array<typeof lite.providerPreferences.$inferSelect>;
+  searchPreferences: Array<typeof lite.searchPreferences.$inferSelect>;
 };
 
 /** The session's rows in this host's store. */
@@ -51,6 +52,7 @@ export function sessionRows(local: Store, id: string): LiteRows {
       .from(lite.providerPreferences)
       .where(eq(lite.providerPreferences.sessionId, id))
       .all(),
+    searchPreferences: orm.select().from(lite.searchPreferences).where(eq(lite.searchPreferences.sessionId, id)).all(),
   };
 }
 
@@ -79,6 +81,7 @@ export async function shipSession(fleet: PgStore, id: string, rows: LiteRows, ho
     await tx.delete(fleetSchema.folds).where(eq(fleetSchema.folds.sessionId, id));
     await tx.delete(fleetSchema.strategyPreferences).where(eq(fleetSchema.strategyPreferences.sessionId, id));
     await tx.delete(fleetSchema.providerPreferences).where(eq(fleetSchema.providerPreferences.sessionId, id));
+    await tx.delete(fleetSchema.searchPreferences).where(eq(fleetSchema.searchPreferences.sessionId, id));
     if (rows.sessions.length > 0) await tx.insert(fleetSchema.sessions).values(rows.sessions);
     if (rows.preferences.length > 0) await tx.insert(fleetSchema.preferences).values(rows.preferences);
     if (rows.folds.length > 0) await tx.insert(fleetSchema.folds).values(rows.folds);
@@ -86,6 +89,8 @@ export async function shipSession(fleet: PgStore, id: string, rows: LiteRows, ho
       await tx.insert(fleetSchema.strategyPreferences).values(rows.strategyPreferences);
     if (rows.providerPreferences.length > 0)
       await tx.insert(fleetSchema.providerPreferences).values(rows.providerPreferences);
+    if (rows.searchPreferences.length > 0)
+      await tx.insert(fleetSchema.searchPreferences).values(rows.searchPreferences);
   });
 }
 
@@ -103,6 +108,10 @@ export async function pullSession(fleet: PgStore, local: Store, id: string): Pro
     orm.select().from(fleetSchema.strategyPreferences).where(eq(fleetSchema.strategyPreferences.sessionId, id)),
     orm.select().from(fleetSchema.providerPreferences).where(eq(fleetSchema.providerPreferences.sessionId, id)),
   ]);
+  const searchPreferences = await orm
+    .select()
+    .from(fleetSchema.searchPreferences)
+    .where(eq(fleetSchema.searchPreferences.sessionId, id));
   if (sessions.length === 0) return false;
   local.orm.transaction((tx) => {
     tx.delete(lite.sessions).where(eq(lite.sessions.id, id)).run();
@@ -110,11 +119,13 @@ export async function pullSession(fleet: PgStore, local: Store, id: string): Pro
     tx.delete(lite.folds).where(eq(lite.folds.sessionId, id)).run();
     tx.delete(lite.strategyPreferences).where(eq(lite.strategyPreferences.sessionId, id)).run();
     tx.delete(lite.providerPreferences).where(eq(lite.providerPreferences.sessionId, id)).run();
+    tx.delete(lite.searchPreferences).where(eq(lite.searchPreferences.sessionId, id)).run();
     for (const row of sessions) tx.insert(lite.sessions).values(row).run();
     for (const row of preferences) tx.insert(lite.preferences).values(row).run();
     for (const { id: _id, ...row } of folds) tx.insert(lite.folds).values(row).run();
     for (const row of strategyPreferences) tx.insert(lite.strategyPreferences).values(row).run();
     for (const row of providerPreferences) tx.insert(lite.providerPreferences).values(row).run();
+    for (const row of searchPreferences) tx.insert(lite.searchPreferences).values(row).run();
   });
   return true;
 }

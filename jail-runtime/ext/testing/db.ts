@@ -8,6 +8,7 @@
  */
 import * as v from "valibot";
 import { checkStatement, splitStatements } from "../../wire/sql-allowlist.js";
+import { builtin } from "./builtin.js";
 import { refused, type CapReply } from "./reply.js";
 
 /** The broker's bounds on one query's answer (broker/store/ext-db.ts). */
@@ -51,17 +52,6 @@ interface Database {
   exec(sql: string): void;
   close(): void;
 }
-interface Builtins {
-  getBuiltinModule?(id: string): unknown;
-}
-
-/** A built-in module, loaded synchronously (Deno and Node both have `process.getBuiltinModule`). */
-function builtin<T>(id: string): T {
-  const loaded = (globalThis as { process?: Builtins }).process?.getBuiltinModule?.(id);
-  if (loaded === undefined) throw new Error(`FakeDb needs ${id}: run the tests under Deno 2 (deno test)`);
-  return loaded as T;
-}
-
 function fromBase64(text: string): Uint8Array {
   const binary = atob(text);
   const out = new Uint8Array(binary.length);
@@ -126,7 +116,7 @@ export class FakeDb {
 
   constructor(options: FakeDbOptions = {}) {
     this.maxBytes = options.maxBytes ?? DEFAULT_DB_BYTES;
-    const { DatabaseSync } = builtin<{ DatabaseSync: new (path: string) => Database }>("node:sqlite");
+    const { DatabaseSync } = builtin<{ DatabaseSync: new (path: string) => Database }>("node:sqlite", "FakeDb");
     this.#db = new DatabaseSync(":memory:");
     this.migrations = options.migrations === undefined ? [] : this.#migrate(options.migrations);
     const page = Number(this.#db.prepare("PRAGMA page_size").all()[0]?.["page_size"] ?? 4096);
@@ -143,7 +133,7 @@ export class FakeDb {
     const fs = builtin<{
       readdirSync(p: string | URL): string[];
       readFileSync(p: string | URL, encoding: "utf8"): string;
-    }>("node:fs");
+    }>("node:fs", "FakeDb");
     const files = fs.readdirSync(folder).sort();
     let current = "";
     this.#db.exec("BEGIN");

@@ -5,6 +5,7 @@
  * capabilities (`kv`, `net`, `db`), with no socket and no broker.
  */
 import { begin, castCap, end, within } from "../../cap/invocation.js";
+import { act, actBefore } from "../../cap/act.js";
 import { answer, type Answer, type Served } from "../answer.js";
 import type { Ctx } from "../ctx.js";
 import type { AnyHook, Declared, EventPayload, HookEvent } from "../hook.js";
@@ -13,7 +14,11 @@ import type { Command, Tool } from "../tool.js";
 import type { SessionKind, SessionPayload } from "../../wire/session-kinds.js";
 import { FakeDb, type FakeDbOptions } from "./db.js";
 import { FakeKv } from "./kv.js";
-import { FakeNet, type Routes } from "./net.js";
+import { readManifest, manifestBesideTest } from "./manifest.js";
+import { FakeNet, type FakeNetOptions, type Routes } from "./net.js";
+import { FakeSearch, type FakeSearchOptions } from "./search.js";
+import { FakeActs, type FakeActsOptions } from "./acts.js";
+import { FakeModel, type FakeModelOptions } from "./model.js";
 import { asDelivered, crashed } from "./outcome.js";
 import { StandIn, type LogLine } from "./stand-in.js";
 
@@ -25,17 +30,38 @@ export interface Extension extends SessionServed {
 }
 
 export interface KitOptions {
-  /** The extension's name, as refusals name it (the manifest's `name`). */
+  /**
+   * Its manifest.toml (a path, or `new URL("./manifest.toml", import.meta.url)`): `net.fetch` is
+   * judged against its `[net] allow` rules by the broker's own matcher, and its `name` names the
+   * extension. Default: the manifest.toml beside the test module, when there is one and
+   * `deno test --allow-read` lets the kit read it. `false`: none (routes alone decide).
+   */
+  readonly manifest?: string | URL | false;
+  /**
+   * The approved `[net] allow` rules, in place of the manifest's (an approval narrowed with
+   * `tether approve --only`, say); `[]` approves none.
+   */
+  readonly allow?: readonly string[];
+  /** The extension's name, as refusals name it (default the manifest's `name`, else "extension"). */
   readonly name?: string;
   /** Its `kv`: a `FakeKv`, or the entries to start with. */
   readonly kv?: FakeKv | Readonly<Record<string, unknown>>;
-  /** Its `net`: a `FakeNet`, or the routes to answer. */
+  /**
+   * Its `net`: a `FakeNet` (judged by the rules it was made with), or the routes to answer (judged
+   * first by `allow` or the manifest's rules).
+   */
   readonly net?: FakeNet | Routes;
   /**
    * Its `db` (`[storage]`): a `FakeDb`, or the options of a new one (its migrations folder, its
    * quota); default an empty one.
    */
   readonly db?: FakeDb | FakeDbOptions;
+  /** Its `search` (`search.query`): a `FakeSearch`, or the scripted providers and whether it is declared. */
+  readonly search?: FakeSearch | FakeSearchOptions;
+  /** Its reported acts (`ctx.act`): a `FakeActs`, or what the session's hooks answer about them. */
+  readonly acts?: FakeActs | FakeActsOptions;
+  /** Its `model.complete`: a `FakeModel`, or its script and `[model]` budget. */
+  readonly model?: FakeModel | FakeModelOptions;
   /** Its version (the manifest's `version`), as `init` is handed it; default "1.0.0". */
   readonly version?: string;
   /** The deadline of each invocation (the manifest's `[limits] deadline_ms`); default 30000. */
@@ -52,6 +78,12 @@ export interface TestKit {
   readonly net: FakeNet;
   /** Its database: `db.query` and `db.exec` reach it (made at first use). */
   readonly db: FakeDb;
+  /** Its `search.query`: the scripted providers, and every query served (`queries`). */
+  readonly search: FakeSearch;
+  /** Its reported acts: what the hooks were asked and answered (`acts`). */
+  readonly acts: FakeActs;
+  /** Its `model.complete`: the script, and every request served (`requests`). */
+  readonly model: FakeModel;
   /** `log.write` lines, in order. */
   readonly logs: readonly LogLine[];
   /** Partials (`ctx.report`, `report.emit`), in order. */
@@ -78,6 +110,8 @@ export interface TestKit {
   ): Promise<Answer>;
   /** Calls a host route with a request string; an `ok` answer's value is `{ response }`. */
   route(name: string, request: string, options?: CallOptions): Promise<Answer>;
+  /** Asks one of its own search providers (`[[search]]`); an `ok` answer's value is `{ results }`. */
+  searchProvider(name: string, query: string, options?: { limit?: number }, call?: CallOptions): Promise<Answer>;
   /** Runs a compaction strategy; an `ok` answer's value is `{ summary, folds }`. */
   compact(
     name: string,
@@ -160,12 +194,30 @@ let nextId = 1;
  * ```
  */
 export function testKit(extension: Extension, options: KitOptions = {}): TestKit {
-  const name = options.name ?? "extension";
+  const manifest =
+    options.manifest === undefined
+      ? manifestBesideTest()
+      : options.manifest === false
+        ? null
+        : readManifest(options.manifest);
+  const read = manifest !== null && "allow" in manifest ? manifest : null;
+  const name = options.name ?? read?.name ?? "extension";
   const kv = options.kv instanceof FakeKv ? options.kv : new FakeKv(options.kv ?? {});
-  const net = options.net instanceof FakeNet ? options.net : new FakeNet(options.net ?? {}, name);
+  const allow = options.allow ?? read?.allow;
+  const judged: FakeNetOptions =
+    allow !== undefined
+      ? { allow, source: options.allow !== undefined ? "testKit's allow" : `${read!.source}: [net] allow` }
+      : manifest !== null && "unread" in manifest
+        ? { unjudged: manifest.unread }
+        : {};
+  const net = options.net instanceof FakeNet ? options.net : new FakeNet(options.net ?? {}, name, judged);
   let db: FakeDb | null = options.db instanceof FakeDb ? options.db : null;
   const dbOf = (): FakeDb => (db ??= new FakeDb(options.db instanceof FakeDb ? {} : (options.db ?? {})));
-  const standIn = new StandIn(kv, net, dbOf);
+  const search =
+    options.search instanceof FakeSearch ? options.search : new FakeSearch({ name, ...(options.search ?? {}) });
+  const model = options.model instanceof FakeModel ? options.model : new FakeModel(options.model ?? {});
+  const acts = options.acts instanceof FakeActs ? options.acts : new FakeActs({ name, ...(options.acts ?? {}) });
+  const standIn = new StandIn(kv, net, dbOf, search, model, acts);
   let observed = 0;
   const hooks = extension.hooks ?? {};
   const served: Served = {
@@ -177,6 +229,7 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     providers: extension.providers,
     services: extension.services,
     init: extension.init,
+    search: extension.search,
     tools: extension.tools ?? {},
     commands: extension.commands ?? {},
     // As the generated entry pairs them: each hook under the event it is exported as.
@@ -200,6 +253,8 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
       deadlineMs,
       signal: controller.signal,
       report: (text: string) => castCap("report.emit", { text: String(text) }),
+      act,
+      actBefore,
     };
     const timers: ReturnType<typeof setTimeout>[] = [];
     const late = new Promise<Answer>((resolve) => {
@@ -229,6 +284,9 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
     get db() {
       return dbOf();
     },
+    search,
+    acts,
+    model,
     logs: standIn.logs,
     reports: standIn.reports,
     tool: (tool, args = {}, call) => invoke("tool", tool, JSON.stringify(args), call),
@@ -246,6 +304,13 @@ export function testKit(extension: Extension, options: KitOptions = {}): TestKit
       observed = seq - 1;
       return invoke("observe", "", JSON.stringify({ session_id: SESSION.session_id, events: batch, dropped: 0 }), call);
     },
+    searchProvider: (provider, query, searchOptions = {}, call) =>
+      invoke(
+        "search",
+        provider,
+        JSON.stringify({ session_id: SESSION.session_id, provider, query, options: searchOptions }),
+        call,
+      ),
     route: (route, request, call) =>
       invoke("route", route, JSON.stringify({ ...SESSION, route, request, active: [name] }), call),
     complete: (provider, request, call) =>

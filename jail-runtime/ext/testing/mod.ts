@@ -45,5 +45,14 @@ export {
   type Routes,
   type Unreachable,
 } from "./net.js";
+export { FakeSearch, type FakeProvider, type FakeQuery, type FakeSearchOptions } from "./search.js";
+export {
+  FakeActs,
+  type FakeAct,
+  type FakeActResultVerdict,
+  type FakeActVerdict,
+  type FakeActsOptions,
+} from "./acts.js";
+export { FakeModel, type FakeModelOptions, type ModelAnswer } from "./model.js";
 export type { LogLine } from "./stand-in.js";
 export { assertEquals } from "./assert.js";

@@ -1,11 +1,17 @@
 /**
- * A scriptable `net` for tests: routes stand for the approved `[net] allow`
- * rules and the servers behind them. A request no route takes is refused as the
- * broker refuses it (`manifest:no-match`); a route may answer a response, a
- * refusal by a named rule, or an unreachable target, each worded as the
- * broker's `net.fetch` (broker/caps/net-fetch.ts, docs/egress.md).
+ * A scriptable `net` for tests: routes stand for the servers behind the
+ * extension's approved `[net] allow` rules. Given the rules (`allow`; the kit
+ * reads them from manifest.toml), each request is first judged by the
+ * broker's own matcher (egress.ts): one no rule allows is refused as the
+ * broker refuses it (`manifest:no-match`, `path:…`) whatever the routes say,
+ * and one allowed that no route takes fails as an unanswered request would.
+ * Without rules, a request no route takes is refused `manifest:no-match`. A
+ * route may answer a response, a refusal by a named rule, or an unreachable
+ * target, each worded as the broker's `net.fetch` (broker/caps/net-fetch.ts,
+ * docs/egress.md).
  */
 import * as v from "valibot";
+import { ApprovedRules, urlRefusal } from "./egress.js";
 import { refused, type CapReply } from "./reply.js";
 
 /** A response a route answers: JSON (`json`), text or bytes (`body`), 200 unless `status` says otherwise. */
@@ -103,6 +109,21 @@ function matches(key: string, method: string, url: string): boolean {
   return url === canonical;
 }
 
+export interface FakeNetOptions {
+  /**
+   * The approved `[net] allow` rules: each request is judged against them by
+   * the broker's matcher before any route answers. Left out, routes alone
+   * decide (a request no route takes is refused `manifest:no-match`).
+   */
+  readonly allow?: readonly string[];
+  /** Where the rules come from, for the error a rule the broker would refuse throws. */
+  readonly source?: string;
+  /** Why no rules judge (said once, on stderr, at the first request): the kit could not read the manifest. */
+  readonly unjudged?: string;
+}
+
+let warned = false;
+
 /**
  * The network as an extension's tests see it. `requests` records each
  * request that reached a route or was refused, in order.
@@ -110,21 +131,32 @@ function matches(key: string, method: string, url: string): boolean {
  * @example
  * ```ts
  * import { FakeNet } from "@tether/ext/testing";
- * const net = new FakeNet({
- *   "GET https://api.example.com/v1/forecast?city=Lisbon": { json: { summary: "sunny" } },
- *   "https://api.example.com/v1/slow*": { unreachable: "connect ETIMEDOUT" },
- *   "https://evil.example/*": { refuse: "operator:deny *.evil.example" },
- * });
+ * const net = new FakeNet(
+ *   {
+ *     "GET https://api.example.com/v1/forecast?city=Lisbon": { json: { summary: "sunny" } },
+ *     "https://api.example.com/v1/slow*": { unreachable: "connect ETIMEDOUT" },
+ *     "https://api.example.com/v1/admin*": { refuse: "operator:deny https://api.example.com/v1/admin" },
+ *   },
+ *   "weather",
+ *   { allow: ["GET https://api.example.com/v1"] }, // POST, or /v2, is refused `manifest:no-match`
+ * );
  * ```
  */
 export class FakeNet {
   readonly requests: FakeRequest[] = [];
+  /** The approved rules requests are judged against; null when routes alone decide. */
+  readonly approved: ApprovedRules | null;
+  readonly #unjudged: string | null;
 
   /** `extension` is the name the broker's `manifest:no-match` refusal names. */
   constructor(
     readonly routes: Routes = {},
     readonly extension = "extension",
-  ) {}
+    options: FakeNetOptions = {},
+  ) {
+    this.approved = options.allow === undefined ? null : new ApprovedRules(options.allow, options.source);
+    this.#unjudged = this.approved === null ? (options.unjudged ?? null) : null;
+  }
 
   /** Answers one `net.fetch` capability call (decoded arguments) as the broker does. */
   async serve(args: unknown): Promise<CapReply> {
@@ -138,19 +170,8 @@ export class FakeNet {
     } catch {
       return refused("denied", "url", `net.fetch refused: '${parsed.output.url.slice(0, 200)}' is not a URL`);
     }
-    if (url.protocol !== "http:" && url.protocol !== "https:") {
-      return refused(
-        "denied",
-        "url",
-        `net.fetch refused: scheme '${url.protocol.replace(/:$/, "")}' is not allowed (${url.protocol}//${url.host})`,
-      );
-    }
-    if (url.username !== "" || url.password !== "")
-      return refused(
-        "denied",
-        "url",
-        `net.fetch refused: credentials in the URL (userinfo) are not allowed (${url.protocol}//${url.host})`,
-      );
+    const bad = urlRefusal(url, method);
+    if (bad !== null) return refused("denied", bad.rule, `net.fetch refused: ${bad.reason}`);
     const request: FakeRequest = {
       method,
       url: url.href,
@@ -159,7 +180,18 @@ export class FakeNet {
       ...(parsed.output.secret !== undefined ? { secret: parsed.output.secret } : {}),
     };
     this.requests.push(request);
+    const verdict = this.approved?.judge(url, method, this.extension);
+    if (verdict !== undefined && !verdict.allowed)
+      return refused("denied", verdict.rule, `net.fetch refused: ${verdict.reason}`);
+    if (this.#unjudged !== null && !warned) {
+      warned = true;
+      console.warn(this.#unjudged);
+    }
     const key = Object.keys(this.routes).find((k) => matches(k, method, url.href));
+    if (key === undefined && verdict !== undefined) {
+      const msg = `no route of the test answers ${method} ${where(url)} (allowed by the rule '${verdict.rule}')`;
+      return { ok: false, error: { code: "unreachable", msg: `net.fetch failed: ${msg}` } };
+    }
     if (key === undefined)
       return refused(
         "denied",

@@ -11,6 +11,9 @@ import { attach, settle } from "../../cap/invocation.js";
 import type { FakeKv } from "./kv.js";
 import type { FakeNet } from "./net.js";
 import type { FakeDb } from "./db.js";
+import { FakeSearch } from "./search.js";
+import { FakeModel } from "./model.js";
+import { FakeActs } from "./acts.js";
 import { refused, type CapReply } from "./reply.js";
 import { Rate } from "../../wire/rate.js";
 
@@ -46,6 +49,12 @@ export class StandIn {
     readonly db: () => FakeDb = () => {
       throw new Error("this kit has no db");
     },
+    /** `search.query`: the session's providers as the test scripts them (./search.ts). */
+    readonly search: FakeSearch = new FakeSearch(),
+    /** `model.complete`: the providers and the `[model]` budget as the test scripts them (./model.ts). */
+    readonly model: FakeModel = new FakeModel(),
+    /** `act.before`/`act.after`: the session's hooks as the test scripts them (./acts.ts). */
+    readonly acts: FakeActs = new FakeActs(),
   ) {}
 
   /** Takes the channel's place: from now on every capability call in this process comes here. */
@@ -103,6 +112,9 @@ export class StandIn {
     if (cap.startsWith("kv.") || cap.startsWith("skv.")) return this.kv.serve(cap, args);
     if (cap === "net.fetch") return this.net.serve(args);
     if (cap === "db.query" || cap === "db.exec") return this.db().serve(cap, args);
+    if (cap === "search.query") return this.search.serve(args);
+    if (cap === "act.before" || cap === "act.after") return this.acts.serve(cap, args);
+    if (cap === "model.complete") return this.model.serve(args);
     if (cap === "log") {
       const parsed = v.safeParse(LogArgs, args);
       if (!parsed.success) return refused("bad_arguments", "args", "log takes {level, msg}");

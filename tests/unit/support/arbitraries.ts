@@ -65,6 +65,7 @@ export const helloFrame = fc.record(
     compactions: fc.array(wireName, { maxLength: 3 }),
     providers: fc.array(wireName, { maxLength: 3 }),
     services: fc.array(wireName, { maxLength: 3 }),
+    searches: fc.array(wireName, { maxLength: 3 }),
     handles: fc.subarray(["prepare" as const, "close" as const, "observe" as const, "init" as const]),
   },
   { noNullPrototype: true },
