@@ -109,7 +109,8 @@ Deno.test("the tool_call hook blocks a shouted name and lets the rest through", 
   const denoJson = {
     // Deno reads the packages npm laid out in node_modules: nothing is fetched.
     nodeModulesDir: "manual",
-    tasks: { check: "deno check index.ts index_test.ts", test: "deno test" },
+    // --allow-read: the test kit reads manifest.toml, to judge fetches by its [net] allow as the broker does.
+    tasks: { check: "deno check index.ts index_test.ts", test: "deno test --allow-read=." },
   };
   return {
     "manifest.toml": manifest,

@@ -105,6 +105,6 @@ export async function runNew(args: readonly string[], dir: string | undefined): 
     return EXIT.failed;
   }
   const shown = relative(process.cwd(), target) || ".";
-  console.log(`created ${name} in ${shown}\nNext: cd ${shown} && deno test, then tether install ${shown}`);
+  console.log(`created ${name} in ${shown}\nNext: cd ${shown} && deno test --allow-read=. && tether install ${shown}`);
   return EXIT.ok;
 }

@@ -79,9 +79,11 @@ test("the folder has the manifest (schema first), the entry, its tests, the impo
 });
 
 test("deno test and deno check pass in it at once, offline", async () => {
-  const tested = await runDeno(["test", "--no-remote"], dir);
+  // As `tether new` says to run it: the kit reads manifest.toml and judges fetches by its rules, without a word.
+  const tested = await runDeno(["test", "--no-remote", "--allow-read=."], dir);
   if (tested.code !== 0) throw new Error(`deno test failed:\n${tested.output}`);
   expect(tested.output).toMatch(/ok \| 4 passed \| 0 failed/);
+  expect(tested.output).not.toContain("testKit could not read");
   const checked = await runDeno(["check", "--no-remote", "index.ts", "index_test.ts"], dir);
   if (checked.code !== 0) throw new Error(`deno check failed:\n${checked.output}`);
 }, 180_000);
