@@ -5,6 +5,7 @@
  * sessions, so a session puts its acts on its scope and the capability
  * environment finds them by the invocation's session id.
  */
+import type { WaitChain } from "./waits.js";
 
 /** The invocation that reported an act. */
 export interface ActReporter {
@@ -14,6 +15,8 @@ export interface ActReporter {
   readonly invocationId: number | null;
   readonly kind: string;
   readonly name: string;
+  /** The satellites waiting on the act, the reporter's last: their hooks are not asked. */
+  readonly chain: WaitChain;
 }
 
 /** One act reported before it runs. */

@@ -5,6 +5,7 @@
  * (broker/sessions/model-runs.ts). The capabilities import neither: the
  * broker puts the port in the capability environment.
  */
+import type { WaitChain } from "./waits.js";
 import type { CompletionRequest, Usage } from "../../jail-runtime/wire/provider-kinds.js";
 
 /** One completion an extension asks from inside one of its invocations. */
@@ -16,6 +17,8 @@ export interface ModelAsk {
   readonly request: CompletionRequest;
   /** The approval's `[model] providers`; null: any served provider. */
   readonly allow: readonly string[] | null;
+  /** The satellites waiting on the call, the asker's last: a provider among them is not chosen. */
+  readonly chain: WaitChain;
 }
 
 /** The provider a call goes to, chosen before it is judged further (the `cap_call` hooks see it). */

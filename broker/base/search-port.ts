@@ -4,6 +4,7 @@
  * capabilities cannot import the sessions, so a session puts its search on its
  * scope and the capability environment finds it by the invocation's session id.
  */
+import type { WaitChain } from "./waits.js";
 import type { SearchOptions, SearchQueryReply } from "../../jail-runtime/wire/search-kinds.js";
 
 /** One search an extension asks from inside one of its invocations. */
@@ -15,6 +16,8 @@ export interface SearchAsk {
   readonly options: SearchOptions;
   /** Aborts when the asking invocation ends. */
   readonly signal: AbortSignal;
+  /** The satellites waiting on the search, the asker's last: their providers are not asked. */
+  readonly chain: WaitChain;
 }
 
 /** A session's search as the capability asks it: never rejects for a provider's fault (each is a note). */

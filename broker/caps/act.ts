@@ -45,6 +45,7 @@ function reporter(scope: CallScope): ActReporter {
     invocationId: scope.ctx.invocationId,
     kind: scope.info.kind,
     name: scope.info.name,
+    chain: scope.ctx.chain,
   };
 }
 

@@ -20,6 +20,7 @@ import type { KvStorage } from "../store/kv-storage.js";
 import type { SearchPort } from "../base/search-port.js";
 import type { ActPort } from "../base/act-port.js";
 import type { ModelPort } from "../base/model-port.js";
+import type { WaitChain } from "../base/waits.js";
 
 /** A judged `net.fetch` hop as the `cap_call` hooks see it: the broker's normal forms, never the raw spelling. */
 export interface CapCallRequest {
@@ -47,6 +48,8 @@ export interface CapCallEvent {
   readonly within: string;
   /** For `net.fetch`: the judged hop. */
   readonly request?: CapCallRequest;
+  /** The satellites waiting on the call, the caller's last: their hooks are not asked. */
+  readonly chain: WaitChain;
 }
 
 /** The hook stage: a block refuses the call with the hook's reason. */
@@ -97,6 +100,8 @@ export interface CapContext {
   readonly session: () => SessionPolicy;
   /** Aborted when the invocation ends (answered, cancelled, timed out, its satellite stopped). */
   readonly signal: AbortSignal;
+  /** The satellites this invocation's calls wait under, its own last (broker/base/waits.ts). */
+  readonly chain: WaitChain;
   /** Told each `log` line the invocation writes (after the broker's log has it). */
   readonly onLog?: (level: "debug" | "info" | "warn" | "error", line: string) => void;
 }

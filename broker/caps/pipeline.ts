@@ -90,6 +90,7 @@ export async function runAct<J>(scope: CallScope, act: Act<J>): Promise<{ reply:
       capability: scope.call.cap,
       target: shown.target,
       within: `${scope.info.kind}:${scope.info.name}`,
+      chain: scope.ctx.chain,
       ...(shown.request !== undefined ? { request: shown.request } : {}),
     });
     if (verdict !== null)

@@ -62,6 +62,7 @@ export function searchAct(
         query: args.query,
         options: args.options,
         signal: ctx.signal,
+        chain: ctx.chain,
       });
       const json = JSON.stringify(reply);
       return {

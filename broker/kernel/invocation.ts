@@ -6,6 +6,7 @@
  */
 import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import { WireCode } from "../base/errors.js";
+import { waitKey } from "../base/waits.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { capDispatcher, type CapEnvironment } from "../caps/dispatcher.js";
 import { InvocationEnd } from "../caps/invocation-end.js";
@@ -106,6 +107,7 @@ export async function runInvocation<K extends AnyKind>(
       return ended.signal;
     },
     deadlineAt: Date.now() + deadlineMs,
+    chain: [...(options.chain ?? []), waitKey(scope.id, extension)],
     grants: () => {
       // Read at dispatch: a narrowed approval applies to the next capability call; a revoked one
       // allows nothing. Another process's commit is noticed first (its change stops the satellite).

@@ -8,6 +8,7 @@
 import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import { BrokerCode, TetherError, WireCode } from "../base/errors.js";
 import { failure } from "../base/outcome.js";
+import { describeChain, type WaitChain, waitKey, waits } from "../base/waits.js";
 import type { Logger } from "../base/log.js";
 import type { CapEnvironment } from "../caps/dispatcher.js";
 import type { Approval, Installed, Registry } from "../registry/registry.js";
@@ -155,6 +156,9 @@ export class Kernel implements KernelHost {
   async #base(call: Call): Promise<CallResult> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
     const { scope, extension, kind, name, payload, options } = call;
+    if (kind !== "boot") {
+      if (waits(options.chain, scope.id, extension)) return this.#reentry(call, options.chain ?? []);
+    }
     const live = this.#live(scope, extension);
     if (kind === "boot") {
       await live.slot.boot();
@@ -173,6 +177,19 @@ export class Kernel implements KernelHost {
     return row.waitCounts
       ? timedInvocation(this.#invocation, invocation, row.what(name))
       : runInvocation(this.#invocation, invocation);
+  }
+
+  /** Refuses to ask an extension that waits, further up, on the call asking it (broker/base/waits.ts). */
+  #reentry(call: Call, waiting: WaitChain): CallResult {
+    const key = waitKey(call.scope.id, call.extension);
+    const outcome = failure(
+      WireCode.busy,
+      `'${call.extension}' was not asked ${call.kind} '${call.name}': it is waiting on this very call ` +
+        `(${describeChain([...waiting, key])}); an extension is never asked again by a call it waits on — ` +
+        "answer without it",
+    );
+    const kind = call.kind as AnyKind;
+    return { outcome, invocationId: recordRefusal(this.#invocation, { ...call, kind }, WireCode.busy) };
   }
 
   /** The extension's satellites in this scope, started under the approval in force when none run. */

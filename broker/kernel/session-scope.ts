@@ -5,6 +5,7 @@
  * without a session is the hookless path a caller asks for by name
  * (`Broker.callTool`, `tether call --no-hooks`).
  */
+import type { WaitChain } from "../base/waits.js";
 import { noHooks, type CapHookStage } from "../caps/context.js";
 import type { SessionPolicy } from "../caps/policy.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
@@ -44,6 +45,11 @@ export interface ScopeCallOptions extends InvokeOptions {
    * to its client as logging notifications.
    */
   readonly onLog?: (level: "debug" | "info" | "warn" | "error", line: string) => void;
+  /**
+   * The satellites waiting on this invocation, when a capability call asks it (broker/base/waits.ts):
+   * an extension on it is not asked, and the invocation's own capability calls carry it on.
+   */
+  readonly chain?: WaitChain;
 }
 
 /** What an invocation came to, with its own ledger row (null when it was refused before it had one). */

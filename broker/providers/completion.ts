@@ -6,6 +6,7 @@
  * whole. The satellite reaches the provider's API only through `net.fetch`,
  * judged and audited under the daemon scope's id.
  */
+import type { WaitChain } from "../base/waits.js";
 import * as v from "valibot";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import { CompletionRequest, MAX_COMPLETION_REQUEST_BYTES, type Usage } from "../../jail-runtime/wire/provider-kinds.js";
@@ -26,6 +27,8 @@ export interface CompletionOptions {
   readonly onPartial?: (text: string) => void;
   /** Cancels the completion (it ends `cancelled`). */
   readonly signal?: AbortSignal;
+  /** When a capability call asks (`model.complete`): the satellites waiting on it (broker/base/waits.ts). */
+  readonly chain?: WaitChain;
 }
 
 export type CompletionOutcome =
@@ -150,6 +153,7 @@ export async function complete(
     result = await broker.scope(DAEMON_SCOPE).invoke(entry.extension, "complete", entry.name, JSON.stringify(payload), {
       ...(options.onPartial !== undefined ? { onReport: options.onPartial } : {}),
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      ...(options.chain !== undefined ? { chain: options.chain } : {}),
     });
   } catch (err) {
     // The broker refused it (closed, approval gone since the catalog was read): said as the outcome.

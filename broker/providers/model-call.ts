@@ -8,6 +8,7 @@
  * then the bridge (completion.ts) asks it, in the daemon scope, as it asks a
  * harness's completion.
  */
+import { describeChain, waits } from "../base/waits.js";
 import type { ModelAsk, ModelChoice, ModelOutcome, ModelPort } from "../base/model-port.js";
 import { TetherError, WireCode } from "../base/errors.js";
 import type { KernelHost } from "../kernel/host.js";
@@ -28,8 +29,10 @@ function choose(host: KernelHost, ask: ModelAsk): ModelChoice {
     providerCatalog(host),
     session === undefined ? null : providerPreferencesOf(host.store).get(session),
   );
+  // Never the asker's own providers, nor one whose daemon satellite waits on this call further up.
+  const waiting = (p: ProviderEntry) => waits(ask.chain, DAEMON_SCOPE, p.extension);
   const usable = ranked.providers.filter(
-    (p) => p.extension !== ask.extension && (ask.allow === null || ask.allow.includes(p.name)),
+    (p) => p.extension !== ask.extension && !waiting(p) && (ask.allow === null || ask.allow.includes(p.name)),
   );
   const { model, provider } = ask.request;
   const no = (msg: string): ModelChoice => ({ ok: false, code: WireCode.denied, rule: "model.provider", msg });
@@ -40,7 +43,9 @@ function choose(host: KernelHost, ask: ModelAsk): ModelChoice {
         ? `session '${session}'s preference excludes it`
         : ranked.providers.some((p) => p.name === provider && p.extension === ask.extension)
           ? `it is '${ask.extension}'s own`
-          : "the broker does not serve it";
+          : ranked.providers.some((p) => p.name === provider && waiting(p))
+            ? `its satellite waits on this very call (${describeChain(ask.chain)})`
+            : "the broker does not serve it";
       return no(`provider '${provider}' cannot be asked: ${why}; it may ask ${listed(usable)}`);
     }
     if (!entry.models.some((m) => m.id === model))
@@ -51,7 +56,14 @@ function choose(host: KernelHost, ask: ModelAsk): ModelChoice {
     return { ok: true, provider: entry.name, extension: entry.extension, model };
   }
   const entry = usable.find((p) => p.models.some((m) => m.id === model));
-  if (entry === undefined) return no(`no provider it may ask offers model '${model}'; it may ask ${listed(usable)}`);
+  if (entry === undefined) {
+    const waiter = ranked.providers.find((p) => waiting(p) && p.models.some((m) => m.id === model));
+    const why =
+      waiter === undefined
+        ? ""
+        : ` ('${waiter.name}' does, but its satellite waits on this very call: ${describeChain(ask.chain)})`;
+    return no(`no provider it may ask offers model '${model}'${why}; it may ask ${listed(usable)}`);
+  }
   return { ok: true, provider: entry.name, extension: entry.extension, model };
 }
 
@@ -75,7 +87,12 @@ export function modelPort(host: KernelHost): ModelPort {
         report = await complete(
           host,
           { ...ask.request, provider },
-          { ...(session !== undefined ? { session } : {}), onPartial: options.onDelta, signal: options.signal },
+          {
+            ...(session !== undefined ? { session } : {}),
+            onPartial: options.onDelta,
+            signal: options.signal,
+            chain: ask.chain,
+          },
         );
       } catch (err) {
         // The broker closed, or a request the bridge refuses: its words (never a stack).

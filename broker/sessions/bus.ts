@@ -4,6 +4,7 @@
  * ledger. The harness fires its own events here; `cap_call` comes from the
  * broker's capability pipeline, through the session's scope.
  */
+import { type WaitChain, waits } from "../base/waits.js";
 import { urlWithoutValues } from "../egress/url-without-values.js";
 import * as v from "valibot";
 import { EventPayloads, type EventName, type EventPayload } from "../../jail-runtime/wire/events.js";
@@ -67,11 +68,12 @@ export class SessionBus {
    * registry order. A hook whose `match` leaves this subject out is skipped
    * here: no satellite round trip, no trace row.
    */
-  #hooksFor(event: EventName, payload: Readonly<Record<string, unknown>>, except?: string): BusHook[] {
+  #hooksFor(event: EventName, payload: Readonly<Record<string, unknown>>, chain?: WaitChain): BusHook[] {
     const hooks: BusHook[] = [];
     const subject = subjectOf(event, payload);
     for (const name of this.#active.applied.plan.active) {
-      if (name === except) continue;
+      // A satellite waiting on the call that fires this (its own, or one further up) is not asked.
+      if (waits(chain, this.id, name)) continue;
       const k = this.#active.applied.known.get(name)!;
       const row = k.hooks.find((h) => h.event === event);
       if (row === undefined || !matchesSubject(row.match, subject)) continue;
@@ -81,7 +83,7 @@ export class SessionBus {
       }
       const payloadFor = (messages: readonly unknown[] | undefined) =>
         messages === undefined ? payload : { ...payload, messages };
-      hooks.push(satelliteBusHook(this.#scope, name, event, row.onError, payloadFor));
+      hooks.push(satelliteBusHook(this.#scope, name, event, row.onError, payloadFor, chain));
     }
     return hooks;
   }
@@ -90,9 +92,9 @@ export class SessionBus {
   async compose(
     event: EventName,
     payload: Readonly<Record<string, unknown>>,
-    extra: { except?: string; validateArguments?: (args: unknown) => string | null } = {},
+    extra: { chain?: WaitChain; validateArguments?: (args: unknown) => string | null } = {},
   ): Promise<Composed> {
-    const hooks = this.#hooksFor(event, payload, extra.except);
+    const hooks = this.#hooksFor(event, payload, extra.chain);
     const messages = event === "context" ? (payload["messages"] as readonly unknown[]) : undefined;
     return compose(event, hooks, {
       ...(extra.validateArguments !== undefined ? { validateArguments: extra.validateArguments } : {}),
@@ -175,7 +177,7 @@ export class SessionBus {
   /** The `cap_call` stage for this session's capability calls. */
   async capCall(event: CapCallEvent): Promise<{ block: string; by: string } | null> {
     // Hooks' own capability calls are not asked about (a guard's kv.get must not ask the guard),
-    // nor is the calling extension itself: its satellite is busy making this very call.
+    // nor is any satellite waiting on the call (the caller's own, making this very call, among them).
     if (this.#active.closed || event.within.startsWith("event:")) return null;
     // The judged request (normal forms, resolved addresses with their classes), never the raw spelling.
     const payload = {
@@ -187,7 +189,7 @@ export class SessionBus {
     };
     const composed = this.traced(
       "cap_call",
-      await this.compose("cap_call", payload, { except: event.extension }),
+      await this.compose("cap_call", payload, { chain: event.chain }),
       `${event.capability} ${event.target}`.trim(),
       event.invocationId,
     );

@@ -70,7 +70,7 @@ export class ReportedActs implements SessionActs {
     if (this.#active.closed) return { verdict: "proceed", arguments: ask.arguments, rewrittenBy: null };
     const payload = { tool: ask.act, call_id: ask.callId, arguments: ask.arguments, within: this.#within(ask) };
     const composed = await this.#bus.compose("tool_call", payload, {
-      except: ask.extension,
+      chain: ask.chain,
       ...(unfit !== null ? { validateArguments: unfit } : {}),
     });
     this.#bus.traced("tool_call", composed, ask.act, ask.invocationId);
@@ -101,7 +101,7 @@ export class ReportedActs implements SessionActs {
       finished_ms: ask.finishedMs,
       within: this.#within(ask),
     };
-    const composed = await this.#bus.compose("tool_result", payload, { except: ask.extension });
+    const composed = await this.#bus.compose("tool_result", payload, { chain: ask.chain });
     this.#bus.traced("tool_result", composed, ask.act, ask.invocationId);
     const heard = this.#add(ask.invocationId, composed);
     if (heard !== undefined) heard.halt ??= composed.halt;

@@ -5,6 +5,7 @@
  * is a failed hook (a note, or a block with `on_error = "block"`), not a partial
  * verdict.
  */
+import type { WaitChain } from "../base/waits.js";
 import * as v from "valibot";
 import { DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { EventVerdicts, type EventName } from "../../jail-runtime/wire/events.js";
@@ -46,10 +47,11 @@ export async function askSatelliteHook(
   extension: string,
   event: EventName,
   payload: unknown,
+  chain?: WaitChain,
 ): Promise<HookAnswer> {
   let result;
   try {
-    result = await scope.callHook(extension, event, JSON.stringify(payload));
+    result = await scope.callHook(extension, event, JSON.stringify(payload), chain !== undefined ? { chain } : {});
   } catch (err) {
     return { kind: "failed", reason: bounded((err as Error).message) };
   }
@@ -76,6 +78,11 @@ export function satelliteBusHook(
   event: EventName,
   onError: "note" | "block",
   payloadFor: (messages: readonly unknown[] | undefined) => unknown,
+  chain?: WaitChain,
 ): BusHook {
-  return { extension, onError, ask: (messages) => askSatelliteHook(scope, extension, event, payloadFor(messages)) };
+  return {
+    extension,
+    onError,
+    ask: (messages) => askSatelliteHook(scope, extension, event, payloadFor(messages), chain),
+  };
 }

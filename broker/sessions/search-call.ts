@@ -16,6 +16,7 @@
  * capability, the asking extension's own providers are left out (its
  * satellite is busy with the call that asks).
  */
+import { describeChain, type WaitChain, waits } from "../base/waits.js";
 import * as v from "valibot";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import {
@@ -67,6 +68,8 @@ export interface SearchCallOptions {
   /** The extension asking through `search.query`: its own providers are not asked. */
   readonly asker?: string;
   readonly signal?: AbortSignal;
+  /** The satellites waiting on the search (broker/base/waits.ts): their providers are not asked either. */
+  readonly chain?: WaitChain;
 }
 
 /** The query and options checked; throws `bad_arguments` naming what to change. */
@@ -87,7 +90,7 @@ async function askOne(
   scope: SessionScope,
   provider: SearchProviderEntry,
   payload: SearchPayload,
-  signal: AbortSignal | undefined,
+  call: SearchCallOptions,
 ): Promise<{ outcome: ProviderOutcome; results: readonly SearchResult[] }> {
   const base = { name: provider.name, extension: provider.extension };
   const failed = (code: string, msg: string, invocationId: number | null) => ({
@@ -97,7 +100,8 @@ async function askOne(
   let result;
   try {
     result = await scope.invoke(provider.extension, "search", provider.name, JSON.stringify(payload), {
-      ...(signal !== undefined ? { signal } : {}),
+      ...(call.signal !== undefined ? { signal: call.signal } : {}),
+      ...(call.chain !== undefined ? { chain: call.chain } : {}),
     });
   } catch (err) {
     // The broker's own refusals (closed, not approved any more) are outcomes too.
@@ -148,12 +152,18 @@ export async function sessionSearch(
 ): Promise<SearchReport> {
   const ranked = parts.providers();
   const notes: string[] = [...ranked.notes, ...ranked.unavailable.map((u) => u.reason)];
-  const asked = ranked.providers.filter((p) => p.extension !== call.asker);
+  const waiting = (p: SearchProviderEntry) => waits(call.chain, parts.scope.id, p.extension);
+  const asked = ranked.providers.filter((p) => p.extension !== call.asker && !waiting(p));
   for (const p of ranked.providers)
     if (p.extension === call.asker)
       notes.push(
         `search provider '${p.name}' was not asked: it belongs to '${p.extension}', the extension searching ` +
           `(its satellite is busy with the call that asks)`,
+      );
+    else if (waiting(p))
+      notes.push(
+        `search provider '${p.name}' was not asked: '${p.extension}' waits on this search ` +
+          `(${describeChain(call.chain ?? [])})`,
       );
   if (asked.length === 0) {
     notes.push("no search provider is active in this session to ask");
@@ -161,12 +171,9 @@ export async function sessionSearch(
   }
   const answers = await Promise.all(
     asked.map((provider) =>
-      askOne(
-        parts.scope,
-        provider,
-        { session_id: parts.scope.id, provider: provider.name, query, options },
-        call.signal,
-      ).then((answer) => ({ provider, ...answer })),
+      askOne(parts.scope, provider, { session_id: parts.scope.id, provider: provider.name, query, options }, call).then(
+        (answer) => ({ provider, ...answer }),
+      ),
     ),
   );
   for (const { outcome } of answers)

@@ -62,7 +62,7 @@ export class SessionSearchParts {
         { scope: this.#scope, providers: () => this.providers() },
         ask.query,
         ask.options,
-        { asker: ask.extension, signal: ask.signal },
+        { asker: ask.extension, signal: ask.signal, chain: ask.chain },
       );
       return {
         results: [...report.results],

@@ -17,6 +17,48 @@ export const MODEL_COMPLETE_USAGE =
   "model.complete takes {request: {provider?, model, messages: [{role, content}] (1 to 10000), max_tokens, " +
   "temperature?, stop?}}";
 
+/**
+ * What the budget charges is never less than the text itself bears: at least one
+ * token for every 8 UTF-8 bytes (real tokenizers average about 4 on English and
+ * code), whatever usage a provider reports — a provider is another extension.
+ * The broker (broker/caps/model-complete.ts) and the test kit's fake charge alike.
+ */
+export const BYTES_PER_TOKEN_FLOOR = 8;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The UTF-8 length of `text`. */
+export const utf8Length = (text: string): number => encoder.encode(text).length;
+
+/** The fewest tokens `bytes` of text are charged. */
+export const floorTokens = (bytes: number): number => Math.ceil(bytes / BYTES_PER_TOKEN_FLOOR);
+
+/** The fewest tokens a request's input is charged: its JSON's bytes over the floor. */
+export const inputFloor = (request: unknown): number => floorTokens(utf8Length(JSON.stringify(request)));
+
+/** `text` cut to at most `bytes` UTF-8 bytes, on a character boundary. */
+export function cutToBytes(text: string, bytes: number): string {
+  if (text.length * 3 <= bytes) return text;
+  const buf = encoder.encode(text);
+  if (buf.length <= bytes) return text;
+  let end = bytes;
+  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
+  return decoder.decode(buf.subarray(0, end));
+}
+
+/** The usage charged for a reply whose kept text is `text`: the reported count, never below the floors. */
+export function chargedUsage(
+  reported: { readonly input_tokens: number; readonly output_tokens: number },
+  request: unknown,
+  text: string,
+): { input_tokens: number; output_tokens: number } {
+  return {
+    input_tokens: Math.max(reported.input_tokens, inputFloor(request)),
+    output_tokens: Math.max(reported.output_tokens, floorTokens(utf8Length(text))),
+  };
+}
+
 /** The most deltas a reply carries: past it neighbours are merged (the text is whole either way). */
 export const MAX_MODEL_DELTAS = 256;
 

@@ -56,7 +56,7 @@ const model = (perCall: number, perDay: number, providers?: string[]) =>
 
 const EXTENSIONS = {
   asker: { manifest: `${ASK_ROW}${model(64, 1_000_000)}`, code: ASKER },
-  stingy: { manifest: `${ASK_ROW}${model(64, 70)}`, code: ASKER },
+  stingy: { manifest: `${ASK_ROW}${model(64, 80)}`, code: ASKER },
   undeclared: { manifest: ASK_ROW, code: ASKER },
   "only-anthropic": { manifest: `${ASK_ROW}${model(64, 10_000, ["local-anthropic"])}`, code: ASKER },
   // Hears every usage event: each payload under usage-<n> in its kv, read back by its tool.
@@ -223,12 +223,14 @@ test("refused past the per-call budget, and past the day's budget once earlier c
   expect(perCall.code).toBe("denied");
   expect(perCall.msg).toContain("asks for max_tokens 65; the approval allows at most 64 a call");
   expect(perCall.msg).toContain("(rule: model.max_tokens_per_call)");
-  // stingy: 70 tokens a day. The first call holds 64 and uses 16; the second would hold 64 of the 54 left.
+  // stingy: 80 tokens a day. A call holds its max_tokens and its input's floor (the request's 85 bytes as JSON:
+  // 11). The first holds 75 and uses 16 (as reported: above the floors); the second would hold 75 of the 64 left.
   const first = await ask(tool("stingy"), { model: "shared", max_tokens: 64 });
   expect(first.reply?.text).toBe("Hello, world!");
   const second = await ask(tool("stingy"), { model: "shared", max_tokens: 64 });
   expect(second.code).toBe("denied");
-  expect(second.msg).toContain("'stingy' has 54 of its 70 tokens a day left");
+  expect(second.msg).toContain("may use up to 75 tokens (max_tokens 64 and at least 11 of input)");
+  expect(second.msg).toContain("'stingy' has 64 of its 80 tokens a day left");
   expect(second.msg).toContain("(rule: model.max_tokens_per_day)");
   // What is left still fits a smaller call.
   expect((await ask(tool("stingy"), { model: "shared", max_tokens: 20 })).reply?.text).toBe("Hello, world!");
@@ -310,9 +312,10 @@ test("the fold-results model strategy summarises through the fake provider", asy
   expect(p.openai.requests.length).toBe(before + 1);
   const sent = JSON.stringify(p.openai.requests.at(-1)!.body);
   expect(sent).toContain("tool ls: src/ tests/");
-  expect(auditRows("fold-results")).toEqual([
-    expect.objectContaining({ target: "local-openai/gpt-4o-mini", decision: "allowed", bytes: 16 }),
-  ]);
+  // Charged: the fake's 12 + 4 tokens, but the prompt's floor (one token per 8 bytes of the request) is more.
+  const rows = auditRows("fold-results");
+  expect(rows).toEqual([expect.objectContaining({ target: "local-openai/gpt-4o-mini", decision: "allowed" })]);
+  expect(rows[0]!.bytes).toBeGreaterThan(16);
 });
 
 test(

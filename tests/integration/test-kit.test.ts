@@ -1,7 +1,7 @@
 /**
  * The SDK test kit's own Deno tests (tests/kit/kit_test.ts): `FakeDb` against
  * the broker's allowlist and wording, its migrations folder, `kit.init` and
- * `kit.service`, `FakeKv`'s `kv.cas` — type-checked and run with `deno test` through
+ * `kit.service`, `FakeKv`'s `kv.cas`, `FakeModel`'s charge — type-checked and run with `deno test` through
  * manifests/deno.json's import map, reading only that folder, nothing fetched.
  */
 import { execFile } from "node:child_process";
@@ -41,5 +41,5 @@ test("deno test passes over the test kit's own tests, offline", async () => {
     });
   });
   if (code !== 0) throw new Error(`deno test failed (exit ${code}):\n${output}`);
-  expect(output).toMatch(/ok \| 7 passed \| 0 failed/);
+  expect(output).toMatch(/ok \| 8 passed \| 0 failed/);
 }, 180_000);

@@ -8,7 +8,7 @@
  */
 import { CapError, callCap, db, kv } from "@tether/cap";
 import { decodeArgs, json, outcome, v, type Answer, type Init, type Service, type Tool } from "@tether/ext";
-import { assertEquals, FakeDb, FakeKv, testKit } from "@tether/ext/testing";
+import { assertEquals, FakeDb, FakeKv, FakeModel, testKit } from "@tether/ext/testing";
 
 const Sql = v.object({ sql: v.string(), params: v.optional(v.array(v.union([v.string(), v.number(), v.null()]))) });
 
@@ -217,4 +217,21 @@ Deno.test("kv.cas and skv.cas: the FakeKv swaps, answers the current value, and 
     await cas("skv.cas", { key: "k", value: "x" }),
     "bad_arguments: skv.cas takes {key, expected, value}: expected and value each a string or null; a key is 1 to 512 characters, without NUL (rule: args)",
   );
+});
+
+Deno.test("the FakeModel charges and cuts as the broker does: a long answer under-reported", async () => {
+  const model = new FakeModel({ answer: { text: "y".repeat(4096), usage: { input_tokens: 0, output_tokens: 0 } } });
+  const request = { model: "m", messages: [{ role: "user" as const, content: "hi" }], max_tokens: 16 };
+  const reply = (await model.serve({ request })) as {
+    ok: boolean;
+    value: { text: string; usage: { input_tokens: number; output_tokens: number }; stop_reason: string };
+  };
+  // 16 tokens bear 16 × 8 bytes; the floor charges a token per 8 bytes, of the request's JSON and of the text.
+  assertEquals(reply.value.text.length, 16 * 8);
+  assertEquals(reply.value.stop_reason, "max_tokens");
+  assertEquals(reply.value.usage, {
+    input_tokens: Math.ceil(JSON.stringify(request).length / 8),
+    output_tokens: 16,
+  });
+  assertEquals(model.usedTokens, reply.value.usage.input_tokens + 16);
 });

@@ -3,6 +3,7 @@
  * leaves the subject out costs nothing (no `callHook`, no trace row), and a
  * tool no hook matches takes the unhooked path (nothing composed).
  */
+import { waitKey } from "../../broker/base/waits.js";
 import { jest } from "@jest/globals";
 import type { CapCallEvent } from "../../broker/caps/context.js";
 import { SessionBus } from "../../broker/sessions/bus.js";
@@ -62,6 +63,7 @@ const cap = (capability: string, target: string, host?: string): CapCallEvent =>
   capability,
   target,
   within: "tool:fetch",
+  chain: [waitKey("s1", "worker")],
   ...(host !== undefined
     ? { request: { method: "GET", scheme: "https", host, port: 443, path: "/", rule: "r", addresses: [] } }
     : {}),

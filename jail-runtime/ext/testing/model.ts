@@ -9,7 +9,16 @@
  * (broker/caps/model-complete.ts).
  */
 import * as v from "valibot";
-import { boundedDeltas, MODEL_COMPLETE_USAGE, ModelCompleteArgs } from "../../wire/model-args.js";
+import {
+  BYTES_PER_TOKEN_FLOOR,
+  boundedDeltas,
+  chargedUsage,
+  cutToBytes,
+  inputFloor,
+  MODEL_COMPLETE_USAGE,
+  ModelCompleteArgs,
+  utf8Length,
+} from "../../wire/model-args.js";
 import type { CompletionRequest } from "../../wire/provider-kinds.js";
 import { refused, type CapReply } from "./reply.js";
 
@@ -40,6 +49,19 @@ export interface FakeModelOptions {
 
 /** Words and the spaces after them: "a b" → ["a ", "b"]. */
 const words = (text: string): string[] => text.match(/\S+\s*|\s+/g) ?? [];
+
+/** The deltas passed on until `bytes` are, the last one cut (the broker's streaming cut). */
+function keptDeltas(deltas: readonly string[], bytes: number): string[] {
+  const kept: string[] = [];
+  let room = bytes;
+  for (const delta of deltas) {
+    if (room <= 0) break;
+    const cut = cutToBytes(delta, room);
+    room -= utf8Length(cut);
+    kept.push(cut);
+  }
+  return kept;
+}
 
 export class FakeModel {
   /** Every request that reached the fake (refused ones included), in order. */
@@ -74,12 +96,15 @@ export class FakeModel {
         `model.complete asks provider '${request.provider}'; the approval allows only ${o.providers.join(", ")}: ` +
           `name one of them, or add it to [model] providers and approve again`,
       );
-    if (request.max_tokens > perDay - this.usedTokens)
+    // A call holds its max_tokens and its input's floor, as the broker's budget does.
+    const floor = inputFloor(request);
+    if (request.max_tokens + floor > perDay - this.usedTokens)
       return refused(
         "denied",
         "model.max_tokens_per_day",
-        `model.complete may use up to ${request.max_tokens} tokens, and the extension has ` +
-          `${Math.max(0, perDay - this.usedTokens)} of its ${perDay} tokens a day left`,
+        `model.complete may use up to ${request.max_tokens + floor} tokens (max_tokens ${request.max_tokens} and ` +
+          `at least ${floor} of input), and the extension has ${Math.max(0, perDay - this.usedTokens)} of its ` +
+          `${perDay} tokens a day left`,
       );
     const scripted = o.answer ?? "fake completion";
     const answer = typeof scripted === "function" ? await scripted(request) : scripted;
@@ -89,12 +114,19 @@ export class FakeModel {
     }
     if (typeof answer === "object" && "fail" in answer)
       return { ok: false, error: { code: "unreachable", msg: `model.complete: ${answer.fail} (refused)` } };
-    const text = typeof answer === "string" ? answer : answer.text;
-    const deltas = typeof answer === "string" || answer.deltas === undefined ? words(text) : [...answer.deltas];
-    const usage =
+    // What max_tokens bears, as the broker cuts it (stop_reason "max_tokens"), and charged as it charges.
+    const bound = request.max_tokens * BYTES_PER_TOKEN_FLOOR;
+    const whole = typeof answer === "string" ? answer : answer.text;
+    const text = cutToBytes(whole, bound);
+    const deltas = keptDeltas(
+      typeof answer === "string" || answer.deltas === undefined ? words(text) : answer.deltas,
+      bound,
+    );
+    const reported =
       typeof answer === "object" && answer.usage !== undefined
         ? answer.usage
         : { input_tokens: request.messages.length, output_tokens: Math.min(deltas.length, request.max_tokens) };
+    const usage = chargedUsage(reported, request, text);
     this.usedTokens += usage.input_tokens + usage.output_tokens;
     const provider =
       (typeof answer === "object" ? answer.provider : undefined) ?? request.provider ?? o.provider ?? "fake";
@@ -103,7 +135,7 @@ export class FakeModel {
       value: {
         text,
         usage,
-        stop_reason: "stop",
+        stop_reason: text.length < whole.length ? "max_tokens" : "stop",
         model: request.model,
         provider,
         deltas: boundedDeltas(deltas),
