@@ -35,7 +35,7 @@ import { Kernel } from "./kernel/kernel.js";
 import { builtinKinds, kindDefinitions, kindSections, kindTable } from "./kernel/kinds.js";
 import type { ApprovalChanges } from "./kernel/approval-changes.js";
 import type { CloseHook } from "./kernel/host.js";
-import type { CallResult, HookOutcome, SessionScope } from "./kernel/session-scope.js";
+import { type CallResult, DAEMON_SCOPE, type HookOutcome, type SessionScope } from "./kernel/session-scope.js";
 import { loginSecrets } from "./login/logins.js";
 import { type CompletionOptions, type CompletionReport, complete } from "./providers/completion.js";
 import { type ProvidersView, providersFor } from "./providers/view.js";
@@ -161,7 +161,14 @@ export class Broker {
       // A session's search: the scope's, once a session holds it (sessions/search-call.ts).
       search: (sessionId) => this.scope(sessionId).searcher,
       // A session's hooks as reported acts ask them, once a session holds the scope (sessions/reported-acts.ts).
-      acts: (sessionId) => this.scope(sessionId).acts,
+      acts: (sessionId) => {
+        const scope = this.scope(sessionId);
+        if (scope.acts !== null) return scope.acts;
+        if (sessionId === DAEMON_SCOPE)
+          return { unguarded: "the daemon scope (a provider, a service, an initializer) has no session's hooks" };
+        if (scope.released) return { unguarded: `session '${sessionId}' is closing: its hooks can no longer be asked` };
+        return null;
+      },
       // Extensions' own model calls (model.complete): the completion bridge, the sessions' run state.
       models: modelPort(this),
       fetchBounds: (extension) => {

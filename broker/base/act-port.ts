@@ -54,5 +54,16 @@ export interface SessionActs {
   after(ask: ActAfterAsk): Promise<{ readonly withheld: { readonly reason: string; readonly by: string } | null }>;
 }
 
-/** Where the capability environment finds a session's acts; null: no session holds that scope. */
-export type ActPort = (sessionId: string) => SessionActs | null;
+/**
+ * Why no hook can be asked where hooks would guard the act: the daemon scope (a provider, a service, an
+ * initializer: no session's hooks are its), or a session that let go of its scope (closing).
+ */
+export interface ActsUnguarded {
+  readonly unguarded: string;
+}
+
+/**
+ * Where the capability environment finds a session's acts; `unguarded`: acts are refused there; null:
+ * no session ever held that scope (the hookless library path), so nobody is there to ask.
+ */
+export type ActPort = (sessionId: string) => SessionActs | ActsUnguarded | null;

@@ -4,7 +4,9 @@
  * `tool_call` hooks (which may block it or rewrite its arguments); after, the
  * `tool_result` hooks (which may withhold its output). Judged per call like
  * every capability — the approval must grant the act, a hook may not report
- * one, an invocation has at most MAX_OPEN_ACTS begun — and audited, one row
+ * one, an invocation has at most MAX_OPEN_ACTS begun and MAX_ACTS_PER_INVOCATION
+ * reported, the daemon scope and a closing session report none (no hook could
+ * guard them) — and audited, one row
  * per call, the act's name as the target. The session's side (who is asked,
  * the composition, the trace) is broker/sessions/reported-acts.ts, reached
  * through the port in broker/base/act-port.ts; `cap_call` hooks are not asked
@@ -17,8 +19,10 @@ import {
   ACT_BEFORE_USAGE,
   ActAfterArgs,
   ActBeforeArgs,
+  jsonBytes,
   MAX_ACT_ARGUMENTS,
   MAX_ACT_RESULT,
+  MAX_ACTS_PER_INVOCATION,
   MAX_OPEN_ACTS,
 } from "../../jail-runtime/wire/act-args.js";
 import type { CapReply } from "../base/capability.js";
@@ -49,15 +53,6 @@ function reporter(scope: CallScope): ActReporter {
   };
 }
 
-/** The size of `value` as JSON text (a value JSON cannot hold counts as too large). */
-function jsonLength(value: unknown): number {
-  try {
-    return (JSON.stringify(value) ?? "null").length;
-  } catch {
-    return Number.POSITIVE_INFINITY;
-  }
-}
-
 /** Judged now: the act is granted, not reported from a hook; then the session whose hooks are asked (or none). */
 function judgeAct(scope: CallScope, name: string): { acts: SessionActs | null } | ReturnType<typeof refusal> {
   const { ctx, info, env } = scope;
@@ -77,19 +72,44 @@ function judgeAct(scope: CallScope, name: string): { acts: SessionActs | null } 
         `the tool or command that runs it`,
       name,
     );
-  return { acts: env.acts?.(ctx.sessionId) ?? null };
+  const acts = env.acts?.(ctx.sessionId) ?? null;
+  // Where hooks would guard it but none can be asked, the act is refused: never run unasked.
+  if (acts !== null && "unguarded" in acts)
+    return refusal(
+      WireCode.denied,
+      "act:unguarded",
+      `${scope.call.cap}: '${name}' cannot be reported here — ${acts.unguarded}, so no hook could guard it; ` +
+        "report it from a tool, command or route of an open session",
+      name,
+    );
+  return { acts };
 }
 
-function beforeAct(scope: CallScope, args: v.InferOutput<typeof ActBeforeArgs>, begun: Map<string, Begun>) {
+/** What one invocation's acts have reported so far: those begun and not ended, and how many in all. */
+interface InvocationActs {
+  readonly begun: Map<string, Begun>;
+  reported: number;
+}
+
+function beforeAct(scope: CallScope, args: v.InferOutput<typeof ActBeforeArgs>, mine: InvocationActs) {
+  const { begun } = mine;
   const act: Act<{ acts: SessionActs | null }> = {
     judge: () => {
       const judged = judgeAct(scope, args.name);
       if ("refused" in judged) return judged;
-      if (jsonLength(args.arguments) > MAX_ACT_ARGUMENTS)
+      if (jsonBytes(args.arguments) > MAX_ACT_ARGUMENTS)
         return refusal(
           WireCode.badArguments,
           "args",
-          `act.before: the arguments of '${args.name}' are more than ${MAX_ACT_ARGUMENTS} characters of JSON`,
+          `act.before: the arguments of '${args.name}' are more than ${MAX_ACT_ARGUMENTS} bytes of JSON`,
+          args.name,
+        );
+      if (mine.reported >= MAX_ACTS_PER_INVOCATION)
+        return refusal(
+          WireCode.denied,
+          "act:count",
+          `act.before: this invocation already reported ${MAX_ACTS_PER_INVOCATION} acts, the most one may; ` +
+            "report fewer (one act for a batch), or from separate calls",
           args.name,
         );
       if (begun.size >= MAX_OPEN_ACTS)
@@ -104,10 +124,11 @@ function beforeAct(scope: CallScope, args: v.InferOutput<typeof ActBeforeArgs>, 
     },
     shown: () => null,
     perform: async ({ acts }): Promise<Performed> => {
+      mine.reported++;
       const callId = randomUUID();
       const startedMs = Date.now();
       if (acts === null) {
-        // No session holds this scope (the hookless path): nobody to ask, the act goes ahead as reported.
+        // No session ever held this scope (the hookless library path): nobody to ask, it goes ahead as reported.
         begun.set(callId, { act: args.name, arguments: args.arguments, startedMs });
         return {
           reply: json({ call_id: callId, arguments: args.arguments, rewritten_by: null }),
@@ -170,11 +191,11 @@ function afterAct(scope: CallScope, args: v.InferOutput<typeof ActAfterArgs>, be
       begun.delete(args.call_id);
       const judged = judgeAct(scope, found.act);
       if ("refused" in judged) return judged;
-      if (jsonLength(args.result) > MAX_ACT_RESULT)
+      if (jsonBytes(args.result) > MAX_ACT_RESULT)
         return refusal(
           WireCode.badArguments,
           "args",
-          `act.after: the output of '${found.act}' is more than ${MAX_ACT_RESULT} characters of JSON; the hooks ` +
+          `act.after: the output of '${found.act}' is more than ${MAX_ACT_RESULT} bytes of JSON; the hooks ` +
             `cannot be told it, so it is not handed back`,
           found.act,
         );
@@ -207,17 +228,17 @@ function afterAct(scope: CallScope, args: v.InferOutput<typeof ActAfterArgs>, be
 
 /** The two capabilities, for one invocation's dispatcher (the acts it began are its own). */
 export function actCapabilities(): Record<string, Runner> {
-  const begun = new Map<string, Begun>();
+  const mine: InvocationActs = { begun: new Map<string, Begun>(), reported: 0 };
   return {
     "act.before": async (scope, raw) => {
       const args = v.safeParse(ActBeforeArgs, raw);
       if (!args.success) return scope.refuse(WireCode.badArguments, "args", ACT_BEFORE_USAGE);
-      return (await runAct(scope, beforeAct(scope, args.output, begun))).reply;
+      return (await runAct(scope, beforeAct(scope, args.output, mine))).reply;
     },
     "act.after": async (scope, raw) => {
       const args = v.safeParse(ActAfterArgs, raw);
       if (!args.success) return scope.refuse(WireCode.badArguments, "args", ACT_AFTER_USAGE);
-      return (await runAct(scope, afterAct(scope, args.output, begun))).reply;
+      return (await runAct(scope, afterAct(scope, args.output, mine.begun))).reply;
     },
   };
 }

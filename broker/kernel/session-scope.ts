@@ -83,6 +83,7 @@ export class SessionScope {
   readonly #host: ScopeHost;
   #policy: SessionPolicy = {};
   #capHooks: CapHookStage | null = null;
+  #released = false;
   /** The search of the session holding this scope (the `search.query` capability asks it); null when none. */
   searcher: SessionSearch | null = null;
   /** The hooks of the session holding this scope, as reported acts ask them (`act.before`); null when none. */
@@ -123,10 +124,17 @@ export class SessionScope {
         `Session '${this.id}' is already open on this broker; close it first or use another id`,
       );
     this.#capHooks = capHooks;
+    this.#released = false;
+  }
+
+  /** Whether a session held this scope and let go of it (closing or closed). */
+  get released(): boolean {
+    return this.#released;
   }
 
   /** Let go by its session: calls through the scope no longer ask its bus. */
   release(): void {
+    if (this.#capHooks !== null) this.#released = true;
     this.#capHooks = null;
     this.searcher = null;
     this.acts = null;

@@ -11,6 +11,7 @@
  * invocation), and the context and notes join the report of the tool call
  * whose invocation reported the act (`hear`, used by hooked-call.ts).
  */
+import { jsonBytes, MAX_ACT_ARGUMENTS } from "../../jail-runtime/wire/act-args.js";
 import type { ActAfterAsk, ActBeforeAnswer, ActBeforeAsk, ActReporter, SessionActs } from "../base/act-port.js";
 import type { ToolArgsChecker } from "../base/tool-args.js";
 import type { Composed, TraceRow } from "../hooks/compose.js";
@@ -67,11 +68,17 @@ export class ReportedActs implements SessionActs {
     const unfit = this.#checker(ask);
     const problem = unfit?.(ask.arguments) ?? null;
     if (problem !== null) return { verdict: "unfit", problem };
-    if (this.#active.closed) return { verdict: "proceed", arguments: ask.arguments, rewrittenBy: null };
+    // Closed between the judge and here: no hook can be asked, so the act does not run unasked.
+    if (this.#active.closed)
+      return { verdict: "blocked", reason: "the session closed: its hooks can no longer be asked", by: "session" };
     const payload = { tool: ask.act, call_id: ask.callId, arguments: ask.arguments, within: this.#within(ask) };
     const composed = await this.#bus.compose("tool_call", payload, {
       chain: ask.chain,
-      ...(unfit !== null ? { validateArguments: unfit } : {}),
+      // A hook's rewrite is held to what the act's own arguments are: its [[act]] parameters and the size bound.
+      validateArguments: (value) =>
+        jsonBytes(value) > MAX_ACT_ARGUMENTS
+          ? `the rewritten arguments are more than ${MAX_ACT_ARGUMENTS} bytes of JSON`
+          : (unfit?.(value) ?? null),
     });
     this.#bus.traced("tool_call", composed, ask.act, ask.invocationId);
     const heard = this.#add(ask.invocationId, composed);

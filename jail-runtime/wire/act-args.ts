@@ -9,12 +9,26 @@ import * as v from "valibot";
 /** An act's name: lowercase words of a-z, 0-9, `_` and `-`, joined by dots (`mail.submit`), at most 64. */
 export const ACT_NAME = /^[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*$/;
 export const MAX_ACT_NAME = 64;
-/** The most JSON text an act's arguments may take (the hooks are shown them whole). */
+/** The most bytes (UTF-8) of JSON an act's arguments may take — a hook's rewrite too (the hooks see them whole). */
 export const MAX_ACT_ARGUMENTS = 64 * 1024;
-/** The most JSON text an act's output (or error) may take when the hooks are told it. */
+/** The most bytes (UTF-8) of JSON an act's output (or error) may take when the hooks are told it. */
 export const MAX_ACT_RESULT = 256 * 1024;
 /** Acts one invocation may have begun and not yet ended at once. */
 export const MAX_OPEN_ACTS = 64;
+/**
+ * Acts one invocation may report in all: each asks every hook of the session and leaves its rows and
+ * its context in the call's report, so a loop of acts is bounded here, not by the deadline.
+ */
+export const MAX_ACTS_PER_INVOCATION = 256;
+
+/** The size of `value` as UTF-8 JSON (a value JSON cannot hold counts as too large). */
+export function jsonBytes(value: unknown): number {
+  try {
+    return new TextEncoder().encode(JSON.stringify(value) ?? "null").length;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
 
 export const ActName = v.pipe(
   v.string(),

@@ -70,3 +70,28 @@ test.each([
     "route 'docs/logo' serves 'd://l' as image/png, a binary type, so it must return the bytes as base64",
   );
 });
+
+// A backtracking matcher took seconds for one ~500-character URI against `x://{a}.{b}.{c}.{d}`
+// (and minutes past that): every separator a level-1 template may hold, 2 to 16 variables, URIs
+// of the 1024 characters a read may carry made of that separator. Each must answer at once.
+describe.each([".", "-", "_", "~", ":", ",", ";", "=", "+", "!", "*", "'", "(", "@", "$", "&"])(
+  "a template whose variables are apart by %j matches in one pass",
+  (sep) => {
+    test.each([2, 4, 8, 16])("%i variables", (n) => {
+      const names = Array.from({ length: n }, (_, i) => `v${i}`);
+      const t = uriTemplate(`x://${names.map((v) => `{${v}}`).join(sep)}`);
+      const filler = `x://${sep.repeat(1020)}`;
+      // All separators: each value is the first one it meets (a value holds one character at least), the
+      // last takes the rest; ending in a character no value holds, nothing fits — the case that backtracked.
+      const split = t.match(filler);
+      expect(split?.v0).toBe(sep);
+      expect(split?.[`v${n - 1}`]).toBe(sep.repeat(1020 - 2 * (n - 1)));
+      expect(t.match(`${filler}/`)).toBeNull();
+      // Values between them fit, the first place each separator stands ending each value.
+      const values = names.map((_, i) => `${i}`.repeat(8));
+      expect(t.match(`x://${values.join(sep)}`)).toEqual(Object.fromEntries(names.map((v, i) => [v, values[i]])));
+      // The last value takes the rest, separators and all.
+      expect(t.match(`x://${values.join(sep)}${sep}tail`)?.[`v${n - 1}`]).toBe(`${values[n - 1]}${sep}tail`);
+    });
+  },
+);
