@@ -12,7 +12,7 @@
  *    charges all it held, so the day's budget still bounds the provider work.
  * And the allow-list against spellings of a provider's name.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
@@ -134,10 +134,8 @@ function charged(extension: string): { decision: string; bytes: number | null }[
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "tether-model-budget-"));
   broker = Broker.open({ ...envOptions(), home: join(tmp, "home"), log: createLogger({ level: "error" }) });
-  fixtures = writeExtensions("tether-model-budget-ext-", EXTENSIONS);
+  fixtures = writeExtensions("tether-model-budget-ext-", EXTENSIONS, { deadlineMs: 20_000 });
   for (const name of Object.keys(EXTENSIONS)) {
-    const file = join(fixtures, name, "manifest.toml");
-    writeFileSync(file, readFileSync(file, "utf8").replace("[limits]\n", "[limits]\ndeadline_ms = 20000\n"));
     await broker.registry.install(join(fixtures, name));
     broker.registry.approve(name);
   }

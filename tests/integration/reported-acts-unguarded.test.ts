@@ -9,8 +9,7 @@
  * (`act:count`), arguments measured in bytes not characters, a hook's rewrite
  * held to the act's own size bound.
  */
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import type { Broker } from "../../broker/broker.js";
 import { kvRepository } from "../../broker/store/kv-repository.js";
 import type { Session } from "../../broker/sessions/session.js";
@@ -124,11 +123,8 @@ let session: Session;
 let fixtures: string;
 
 beforeAll(async () => {
-  fixtures = writeExtensions("tether-acts-unguarded-ext-", EXTENSIONS);
-  for (const name of Object.keys(EXTENSIONS)) {
-    const file = join(fixtures, name, "manifest.toml");
-    writeFileSync(file, readFileSync(file, "utf8").replace("[limits]\n", "[limits]\ndeadline_ms = 60000\n"));
-  }
+  // Long deadlines: a probe that fails would hang until one passed; it must fail on what it answers.
+  fixtures = writeExtensions("tether-acts-unguarded-ext-", EXTENSIONS, { deadlineMs: 60_000 });
   opened = await openHookSession("tether-acts-unguarded-", fixtures, Object.keys(EXTENSIONS), "acts-u");
   ({ broker, session } = opened);
 }, SLOW);

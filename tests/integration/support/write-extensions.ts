@@ -13,15 +13,23 @@ export interface ExtensionFiles {
   readonly code: string;
 }
 
-/** Writes each extension under a fresh temporary folder; returns that folder. */
-export function writeExtensions(prefix: string, extensions: Readonly<Record<string, ExtensionFiles>>): string {
+/**
+ * Writes each extension under a fresh temporary folder; returns that folder. `deadlineMs` sets every
+ * extension's `[limits] deadline_ms` (suites whose probes would hang until a deadline when they fail).
+ */
+export function writeExtensions(
+  prefix: string,
+  extensions: Readonly<Record<string, ExtensionFiles>>,
+  options: { readonly deadlineMs?: number } = {},
+): string {
   const root = mkdtempSync(join(tmpdir(), prefix));
+  const deadline = options.deadlineMs !== undefined ? `deadline_ms = ${options.deadlineMs}\n` : "";
   for (const [name, files] of Object.entries(extensions)) {
     const dir = join(root, name);
     mkdirSync(dir);
     writeFileSync(
       join(dir, "manifest.toml"),
-      `name = "${name}"\nversion = "1.0.0"\ndescription = "Test extension ${name}."\nentry = "index.ts"\n${files.manifest}\n[limits]\nmemory_mb = 64\nidle_s = 0\n`,
+      `name = "${name}"\nversion = "1.0.0"\ndescription = "Test extension ${name}."\nentry = "index.ts"\n${files.manifest}\n[limits]\nmemory_mb = 64\nidle_s = 0\n${deadline}`,
     );
     writeFileSync(join(dir, "index.ts"), files.code);
   }
