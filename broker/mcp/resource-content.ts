@@ -4,8 +4,9 @@
  * answers a string) and is sent as `blob`, checked first so a client is never
  * handed bytes that do not decode.
  */
+import { McpFailure } from "./mcp-failure.js";
 import * as v from "valibot";
-import { ErrorCode, McpError, type ReadResourceResult } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, type ReadResourceResult } from "@modelcontextprotocol/sdk/types.js";
 import { Base64 } from "../../jail-runtime/wire/media-blocks.js";
 
 type Contents = ReadResourceResult["contents"][number];
@@ -39,7 +40,7 @@ export function resourceContents(
 ): Contents {
   if (isTextMimeType(mimeType)) return { uri, mimeType, text: answer };
   if (!v.safeParse(Base64, answer).success)
-    throw new McpError(
+    throw new McpFailure(
       ErrorCode.InternalError,
       `route '${route.extension}/${route.name}' serves '${uri}' as ${mimeType}, a binary type, so it must return ` +
         `the bytes as base64 (RFC 4648: A-Z a-z 0-9 + /, = padding, no line breaks); it returned ` +

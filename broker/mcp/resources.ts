@@ -14,9 +14,9 @@
  * Two extensions declaring one URI: the first in registry order serves it, as
  * it keeps a colliding tool name. A fixed URI is matched before any template.
  */
+import { McpFailure } from "./mcp-failure.js";
 import {
   ErrorCode,
-  McpError,
   type ReadResourceResult,
   type Resource,
   type ResourceTemplate,
@@ -146,7 +146,7 @@ export function servesResources(session: Session): boolean {
 /** The most URIs a not-found error lists. */
 const LISTED_IN_ERRORS = 20;
 
-function notFound(session: Session, uri: string): McpError {
+function notFound(session: Session, uri: string): McpFailure {
   const served = sessionResources(session);
   const all = [...served.resources.map((r) => r.uri), ...served.templates.map((t) => t.uriTemplate)];
   const listed =
@@ -154,7 +154,7 @@ function notFound(session: Session, uri: string): McpError {
       ? "none"
       : all.slice(0, LISTED_IN_ERRORS).join(", ") +
         (all.length > LISTED_IN_ERRORS ? ` and ${all.length - LISTED_IN_ERRORS} more (resources/list)` : "");
-  return new McpError(RESOURCE_NOT_FOUND, `Resource not found: '${uri}'; this session serves ${listed}`, { uri });
+  return new McpFailure(RESOURCE_NOT_FOUND, `Resource not found: '${uri}'; this session serves ${listed}`, { uri });
 }
 
 export interface ReadOptions {
@@ -176,7 +176,7 @@ export async function readResource(
   options: ReadOptions = {},
 ): Promise<ReadResourceResult> {
   if (uri.length > MAX_RESOURCE_URI)
-    throw new McpError(
+    throw new McpFailure(
       ErrorCode.InvalidParams,
       `A resource URI here is at most ${MAX_RESOURCE_URI} characters; this one has ${uri.length}`,
     );
@@ -199,6 +199,6 @@ export async function readResource(
   });
   for (const line of report.notes) options.onNote?.(`${route.extension}/${route.name}: ${line}`);
   if (!report.outcome.ok)
-    throw new McpError(ErrorCode.InternalError, `${report.outcome.error.code}: ${report.outcome.error.msg}`);
+    throw new McpFailure(ErrorCode.InternalError, `${report.outcome.error.code}: ${report.outcome.error.msg}`);
   return { contents: [resourceContents(uri, route.resource.mime_type, report.outcome.response, route)] };
 }

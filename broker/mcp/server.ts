@@ -33,6 +33,7 @@
  *   told (tools and prompts always; resources when its list differs from what
  *   the client last listed).
  */
+import { McpFailure } from "./mcp-failure.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
@@ -45,7 +46,6 @@ import {
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
-  McpError,
   LoggingLevelSchema,
   SetLevelRequestSchema,
   type CallToolRequest,
@@ -173,18 +173,18 @@ function commandText(command: SessionCommand, given: Readonly<Record<string, str
   const declared = command.arguments.length > 0 ? command.arguments : [{ name: "args", required: false }];
   const unknown = Object.keys(given).filter((key) => !declared.some((a) => a.name === key));
   if (unknown.length > 0)
-    throw new McpError(
+    throw new McpFailure(
       ErrorCode.InvalidParams,
       `Prompt '${command.name}' takes ${declared.map((a) => a.name).join(", ")}; not ${unknown.join(", ")}`,
     );
   const value = (name: string) => (given[name] ?? "").trim();
   const missing = declared.filter((a) => a.required && value(a.name) === "").map((a) => a.name);
   if (missing.length > 0)
-    throw new McpError(ErrorCode.InvalidParams, `Prompt '${command.name}' needs ${missing.join(", ")}`);
+    throw new McpFailure(ErrorCode.InvalidParams, `Prompt '${command.name}' needs ${missing.join(", ")}`);
   // Joined with spaces, a value holding one would fill the next argument: only the last may.
   const spaced = declared.slice(0, -1).filter((a) => /\s/.test(value(a.name)));
   if (spaced.length > 0)
-    throw new McpError(
+    throw new McpFailure(
       ErrorCode.InvalidParams,
       `Prompt '${command.name}': ${spaced.map((a) => a.name).join(", ")} may not hold spaces ` +
         "(the command's text is the values separated by spaces; only the last argument may hold them)",
@@ -193,7 +193,7 @@ function commandText(command: SessionCommand, given: Readonly<Record<string, str
   const values = declared.map((a) => value(a.name));
   const gap = values.indexOf("");
   if (gap >= 0 && values.slice(gap).some((v) => v !== ""))
-    throw new McpError(
+    throw new McpFailure(
       ErrorCode.InvalidParams,
       `Prompt '${command.name}': give ${declared[gap]!.name} too (the arguments fill the command's text in order)`,
     );
@@ -279,10 +279,10 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     const { name } = request.params;
     const command = session.commands().find((c) => c.name === name);
     if (command === undefined)
-      throw new McpError(ErrorCode.InvalidParams, `Unknown prompt '${name}': the session serves ${namesOf(session)}`);
+      throw new McpFailure(ErrorCode.InvalidParams, `Unknown prompt '${name}': the session serves ${namesOf(session)}`);
     const text = commandText(command, request.params.arguments ?? {});
     const { outcome } = await session.runCommand(`/${name}${text === "" ? "" : ` ${text}`}`, { signal: extra.signal });
-    if (!outcome.ok) throw new McpError(ErrorCode.InternalError, `${outcome.error.code}: ${outcome.error.msg}`);
+    if (!outcome.ok) throw new McpFailure(ErrorCode.InternalError, `${outcome.error.code}: ${outcome.error.msg}`);
     const messages: GetPromptResult["messages"] = contentOf(outcome).map((content) => ({ role: "user", content }));
     return { description: command.description, messages };
   });

@@ -313,6 +313,8 @@ describe("tether mcp on stdio: the session's context and its routes' resources",
   test("an unknown URI is resource-not-found (-32002) naming what is served", async () => {
     const err = await readError(client, "docs://nope");
     expect(err.code).toBe(-32002);
+    // Said once: "MCP error -32002: Resource not found…", not the prefix twice.
+    expect(err.message).toMatch(/^MCP error -32002: Resource not found: 'docs:\/\/nope'/);
     expect(err.message).toContain(
       "Resource not found: 'docs://nope'; this session serves tether://context/library/notes",
     );

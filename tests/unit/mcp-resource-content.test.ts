@@ -5,7 +5,7 @@
  * resource's content (broker/mcp/resource-content.ts: text for a text type,
  * checked base64 as `blob` for any other).
  */
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { McpFailure } from "../../broker/mcp/mcp-failure.js";
 import { isTextMimeType, resourceContents } from "../../broker/mcp/resource-content.js";
 import { uriTemplate } from "../../broker/mcp/uri-template.js";
 
@@ -65,8 +65,8 @@ test.each([
   } catch (err) {
     thrown = err;
   }
-  expect(thrown).toBeInstanceOf(McpError);
-  expect((thrown as McpError).message).toContain(
+  expect(thrown).toBeInstanceOf(McpFailure);
+  expect((thrown as McpFailure).message).toContain(
     "route 'docs/logo' serves 'd://l' as image/png, a binary type, so it must return the bytes as base64",
   );
 });
