@@ -84,6 +84,7 @@ export class SessionScope {
   #policy: SessionPolicy = {};
   #capHooks: CapHookStage | null = null;
   #released = false;
+  #afterRelease: CapHookStage | null = null;
   /** The search of the session holding this scope (the `search.query` capability asks it); null when none. */
   searcher: SessionSearch | null = null;
   /** The hooks of the session holding this scope, as reported acts ask them (`act.before`); null when none. */
@@ -113,7 +114,7 @@ export class SessionScope {
 
   /** The `cap_call` stage of this session's capability calls (none when no session holds it). */
   get capHooks(): CapHookStage {
-    return this.#capHooks ?? noHooks;
+    return this.#capHooks ?? this.#afterRelease ?? noHooks;
   }
 
   /** Held by a session from here on: its bus is the `cap_call` stage. Refused while another holds it. */
@@ -125,6 +126,7 @@ export class SessionScope {
       );
     this.#capHooks = capHooks;
     this.#released = false;
+    this.#afterRelease = null;
   }
 
   /** Whether a session held this scope and let go of it (closing or closed). */
@@ -132,9 +134,14 @@ export class SessionScope {
     return this.#released;
   }
 
-  /** Let go by its session: calls through the scope no longer ask its bus. */
-  release(): void {
+  /**
+   * Let go by its session: calls through the scope no longer ask its bus. `afterwards` judges the
+   * capability calls still made here (a managed `close`, calls finishing): the session's hooks can
+   * no longer be asked, so it refuses what they would have been asked about.
+   */
+  release(afterwards?: CapHookStage): void {
     if (this.#capHooks !== null) this.#released = true;
+    this.#afterRelease = afterwards ?? null;
     this.#capHooks = null;
     this.searcher = null;
     this.acts = null;

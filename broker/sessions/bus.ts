@@ -174,6 +174,27 @@ export class SessionBus {
     return tool;
   }
 
+  /**
+   * The `cap_call` stage once the session let go of its scope (closing): no hook can be asked any
+   * more, so a capability call one would have been asked about is refused — never made unasked.
+   */
+  async unaskable(event: CapCallEvent): Promise<{ block: string; by: string } | null> {
+    if (event.within.startsWith("event:")) return null;
+    const payload = {
+      capability: event.capability,
+      target: event.target,
+      ...(event.request ? { request: event.request } : {}),
+    };
+    const subject = subjectOf("cap_call", payload);
+    for (const name of this.#active.applied.plan.active) {
+      if (waits(event.chain, this.id, name)) continue;
+      const row = this.#active.applied.known.get(name)?.hooks.find((h) => h.event === "cap_call");
+      if (row !== undefined && matchesSubject(row.match, subject))
+        return { block: `session '${this.id}' is closing: '${name}''s cap_call hook can no longer be asked`, by: name };
+    }
+    return null;
+  }
+
   /** The `cap_call` stage for this session's capability calls. */
   async capCall(event: CapCallEvent): Promise<{ block: string; by: string } | null> {
     // Hooks' own capability calls are not asked about (a guard's kv.get must not ask the guard),

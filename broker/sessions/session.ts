@@ -463,7 +463,7 @@ export class Session {
     this.#tell("closed");
     this.#observers.destroy();
     if (this.#broker.closed) return;
-    this.#scope.release();
+    this.#scope.release((event) => this.#bus.unaskable(event));
     // Aborting: no close is asked of managed extensions.
     await this.#active.letGoAll("session_closed", { abort: true });
     this.#records.close(this.id);
@@ -494,7 +494,7 @@ export class Session {
     this.#observers.notify("session", { change: "closing", reason });
     await this.#observers.close();
     this.#active.closed = true;
-    this.#scope.release();
+    this.#scope.release((event) => this.#bus.unaskable(event));
     // Managed extensions are closed (`session_closed`) before their satellites stop; a failed close is a note.
     await this.#active.letGoAll("session_closed");
     this.#records.close(this.id);

@@ -4,7 +4,9 @@
  * place an extension's code runs without a session whose hooks can be asked —
  * a provider's `complete` (daemon scope, reached through another extension's
  * `model.complete`), a managed extension's `close` while its session closes —
- * refuses the act (`act:unguarded`) instead of running it; and the bounds an
+ * refuses the act (`act:unguarded`) instead of running it, and a capability
+ * call a `cap_call` hook would have been asked about is refused while the
+ * session closes; and the bounds an
  * act is held to hold for every way around them: a loop of acts in one call
  * (`act:count`), arguments measured in bytes not characters, a hook's rewrite
  * held to the act's own size bound.
@@ -69,17 +71,34 @@ export const tools: Record<string, Tool> = {
 };
 `,
   },
-  // Reports the act from its close handler, and records what came of it.
+  // Guards every fetch: a cap_call hook that blocks them all.
+  fence: {
+    manifest: `[[hook]]\nevent = "cap_call"\nmatch = ["net.fetch"]\n`,
+    code: `import { hook } from "@tether/ext";
+export const tools = {};
+export const hooks = { cap_call: hook("cap_call", () => ({ block: "fence blocks every fetch" })) };
+`,
+  },
+  // Reports the act and fetches from its close handler, and records what came of each.
   closer: {
-    manifest: `[managed]\nclose_deadline_ms = 20000\n\n${MAIL_ACT}`,
-    code: `import { kv } from "@tether/cap";
+    manifest: `[managed]\nclose_deadline_ms = 20000\n\n${MAIL_ACT}\n[net]\nallow = ["https://127.0.0.1"]\n`,
+    code: `import { kv, net } from "@tether/cap";
 import { actBefore, ActBlocked } from "@tether/cap";
 import type { Managed } from "@tether/ext";
 ${REPORT}
 export const tools = {};
 export const managed: Managed = {
   prepare: () => ({}),
-  close: async () => { await kv.put("close-act", await report()); },
+  close: async () => {
+    await kv.put("close-act", await report());
+    let fetched: string;
+    try {
+      fetched = "fetched " + (await net.fetch("https://127.0.0.1/")).status;
+    } catch (err) {
+      fetched = "refused: " + (err as Error).message;
+    }
+    await kv.put("close-fetch", fetched);
+  },
 };
 `,
   },
@@ -175,14 +194,23 @@ test("a hook's rewrite past the act's size bound is not taken: the act runs with
   expect(report.notes.join("\n")).toContain("the rewritten arguments are more than 65536 bytes of JSON");
 });
 
+/** What the closer's close handler recorded under `key`. */
+function recorded(key: string): string | null {
+  const row = kvRepository(broker.store).get({ extension: "closer", session: null }, key);
+  return row === null ? null : (JSON.parse(row.value.toString("utf8")) as string);
+}
+
 test(
-  "from a managed close while the session closes (last: it closes the session): refused",
+  "from a managed close while the session closes (last: it closes the session): an act and a guarded fetch refused",
   async () => {
     await session.close();
-    const row = kvRepository(broker.store).get({ extension: "closer", session: null }, "close-act");
-    const recorded = row === null ? null : (JSON.parse(row.value.toString("utf8")) as string);
-    expect(recorded).toMatch(/^refused: act\.before: 'mail\.submit' cannot be reported here — session/);
+    expect(recorded("close-act")).toMatch(/^refused: act\.before: 'mail\.submit' cannot be reported here — session/);
     expect(actRows("closer")).toEqual([{ decision: "denied", rule: "act:unguarded" }]);
+    // The fence's cap_call hook can no longer be asked: the fetch it would have been asked about is not made.
+    expect(recorded("close-fetch")).toContain(
+      "Blocked by a hook: session 'acts-u' is closing: 'fence''s cap_call hook can no longer be asked",
+    );
+    // Its kv.put, which no hook guards, was made (the records above).
   },
   SLOW,
 );
