@@ -106,8 +106,18 @@ function routeResources(session: Session): RouteResources {
       shadowed.push({ route, by: `${earlier.extension}/${earlier.name}` });
       continue;
     }
-    shapes.set(shape, route);
     const template = uriTemplate(route.resource.uri);
+    // The first in registry order serves a URI: a later extension's fixed URI that an earlier one's
+    // template already reads is left out (fixed before template holds within one extension).
+    const under =
+      template.variables.length === 0
+        ? templates.find((t) => t.route.extension !== route.extension && t.template.match(route.resource.uri) !== null)
+        : undefined;
+    if (under !== undefined) {
+      shadowed.push({ route, by: `${under.route.extension}/${under.route.name}` });
+      continue;
+    }
+    shapes.set(shape, route);
     if (template.variables.length === 0) fixed.set(route.resource.uri, route);
     else templates.push({ route, template });
   }

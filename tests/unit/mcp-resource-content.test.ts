@@ -6,6 +6,7 @@
  * checked base64 as `blob` for any other).
  */
 import { McpFailure } from "../../broker/mcp/mcp-failure.js";
+import { sessionResources } from "../../broker/mcp/resources.js";
 import { isTextMimeType, resourceContents } from "../../broker/mcp/resource-content.js";
 import { uriTemplate } from "../../broker/mcp/uri-template.js";
 
@@ -95,3 +96,37 @@ describe.each([".", "-", "_", "~", ":", ",", ";", "=", "+", "!", "*", "'", "(", 
     });
   },
 );
+
+describe("which route serves a URI: the first in registry order", () => {
+  const route = (extension: string, name: string, uri: string) => ({
+    extension,
+    name,
+    description: name,
+    resource: { uri, mime_type: "text/plain" },
+  });
+  /** A session as sessionResources reads it: no context, these routes in registry order. */
+  const session = (routes: ReturnType<typeof route>[]) => ({ context: () => [], routes: () => routes }) as never;
+
+  test("a later extension's fixed URI that an earlier one's template reads is not served, and says by whom", () => {
+    const served = sessionResources(
+      session([route("lib", "item", "docs://items/{id}/v/{version}"), route("late", "hijack", "docs://items/42/v/1")]),
+    );
+    expect(served.resources).toEqual([]);
+    expect(served.templates.map((t) => t.uriTemplate)).toEqual(["docs://items/{id}/v/{version}"]);
+    expect(served.shadowed).toEqual([
+      { extension: "late", route: "hijack", uri: "docs://items/42/v/1", by: "lib/item" },
+    ]);
+  });
+
+  test("an earlier extension's fixed URI is served before a later one's template; one's own fixed URI too", () => {
+    const served = sessionResources(
+      session([
+        route("first", "pinned", "docs://items/42/v/1"),
+        route("lib", "own", "docs://items/7/v/7"),
+        route("lib", "item", "docs://items/{id}/v/{version}"),
+      ]),
+    );
+    expect(served.resources.map((r) => r.uri)).toEqual(["docs://items/42/v/1", "docs://items/7/v/7"]);
+    expect(served.shadowed).toEqual([]);
+  });
+});
