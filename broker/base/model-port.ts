@@ -49,7 +49,8 @@ export type ModelOutcome =
  */
 export interface SessionModels {
   admit(extension: string): { readonly ok: true; readonly signal: AbortSignal; release(): void } | ModelBusy;
-  used(extension: string, outcome: Extract<ModelOutcome, { ok: true }>): void;
+  /** `chain`: the asking invocation's (the `usage` hooks it fires leave those satellites out). */
+  used(extension: string, outcome: Extract<ModelOutcome, { ok: true }>, chain: WaitChain): void;
 }
 
 export interface ModelBusy {

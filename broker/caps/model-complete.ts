@@ -25,6 +25,7 @@ import {
   cutToBytes,
   inputFloor as inputFloorOf,
   type ModelCompleteArgs,
+  receivedBytes,
   utf8Length,
 } from "../../jail-runtime/wire/model-args.js";
 import { MAX_COMPLETION_REQUEST_BYTES } from "../../jail-runtime/wire/provider-kinds.js";
@@ -192,10 +193,10 @@ export function modelCompleteAct(scope: CallScope, args: ModelCompleteArgs): Act
       const text = cutToBytes(outcome.text, maxTextBytes);
       const cut = text.length < outcome.text.length;
       // Charged: what the provider reports, never less than what the request and the kept text bear.
-      const usage = chargedUsage(outcome.usage, request, text);
+      const usage = chargedUsage(outcome.usage, request, receivedBytes(text, deltas));
       const used = usage.input_tokens + usage.output_tokens;
       spent(used);
-      judged.session?.used(extension, { ...outcome, usage });
+      judged.session?.used(extension, { ...outcome, usage }, scope.ctx.chain);
       return {
         reply: {
           ok: true,

@@ -102,6 +102,7 @@ export class ActiveSet {
   readonly #builtin: BuiltinHooks;
   readonly #workspace: string;
   #applied: Applied = emptyApplied();
+  #pending: Pick<Applied, "plan" | "known"> | null = null;
   /** An approval or install changed since the active set was planned (told by the kernel's approvals). */
   #stale = false;
   readonly #unsubscribe: () => void;
@@ -138,6 +139,14 @@ export class ActiveSet {
   /** What is active now, what every known extension is, and why the wanted ones failed. */
   get applied(): Applied {
     return this.#applied;
+  }
+
+  /**
+   * The plan an activation is working toward, while it boots and prepares (null otherwise): its
+   * extensions run code (a preparation) before their hooks are in force.
+   */
+  get pending(): Pick<Applied, "plan" | "known"> | null {
+    return this.#pending;
   }
 
   /** Swaps in a new active set (after `activate`). */
@@ -278,6 +287,7 @@ export class ActiveSet {
     try {
       for (;;) {
         const plan = this.#plan(known, failed, setups);
+        this.#pending = { plan, known };
         const toStart = plan.active.filter((name) => !up.has(name));
         if (toStart.length === 0) {
           // Started (and prepared), then dropped because something it requires failed later: let it go again.
@@ -287,6 +297,7 @@ export class ActiveSet {
           if (started.includes(BUILTIN_HOOKS_NAME) && plan.active.includes(BUILTIN_HOOKS_NAME)) {
             this.#warnUnmatched([...plan.tools.keys()]);
           }
+          this.#pending = null;
           return {
             applied: { plan, known, failed, setups },
             started: started.filter((name) => plan.active.includes(name)),
@@ -308,6 +319,7 @@ export class ActiveSet {
         }
       }
     } catch (err) {
+      this.#pending = null;
       // Nothing half-applied: what this activation started is let go again.
       await Promise.all(
         started.map((name) => this.#letGo(name, setups.get(name), "activation_failed").catch(() => {})),

@@ -66,15 +66,19 @@ export class SessionBus {
   /**
    * The bus hooks for one event: each active extension that declares it, in
    * registry order. A hook whose `match` leaves this subject out is skipped
-   * here: no satellite round trip, no trace row.
+   * here: no satellite round trip, no trace row. While an activation boots and
+   * prepares, the plan it works toward is the one asked: a preparation's
+   * capability calls and acts are asked of the hooks it activates with (their
+   * satellites boot when first asked), never made before any hook is in force.
    */
   #hooksFor(event: EventName, payload: Readonly<Record<string, unknown>>, chain?: WaitChain): BusHook[] {
     const hooks: BusHook[] = [];
     const subject = subjectOf(event, payload);
-    for (const name of this.#active.applied.plan.active) {
+    const { plan, known } = this.#active.pending ?? this.#active.applied;
+    for (const name of plan.active) {
       // A satellite waiting on the call that fires this (its own, or one further up) is not asked.
       if (waits(chain, this.id, name)) continue;
-      const k = this.#active.applied.known.get(name)!;
+      const k = known.get(name)!;
       const row = k.hooks.find((h) => h.event === event);
       if (row === undefined || !matchesSubject(row.match, subject)) continue;
       if (k.builtin) {
@@ -125,7 +129,12 @@ export class SessionBus {
    * cap_call, which the session and the broker fire themselves). The payload is
    * checked against the event's schema first.
    */
-  async fire<E extends HarnessEvent>(event: E, payload: HarnessPayload<E>): Promise<Composed> {
+  async fire<E extends HarnessEvent>(
+    event: E,
+    payload: HarnessPayload<E>,
+    /** When a capability call fires it (`usage` of a model call): the satellites waiting on that call. */
+    extra: { chain?: WaitChain } = {},
+  ): Promise<Composed> {
     this.#active.refresh();
     const full: unknown =
       event === "session_start" ? { session_id: this.id, workspace: this.workspace, ...payload } : payload;
@@ -135,7 +144,12 @@ export class SessionBus {
     const data = checked.output as Record<string, unknown>;
     const subject = event === "tool_call" || event === "tool_result" ? this.#harnessTool(event, data) : "";
     this.observed?.(event, data);
-    const composed = this.traced(event, await this.compose(event, data), subject, null);
+    const composed = this.traced(
+      event,
+      await this.compose(event, data, extra.chain !== undefined ? { chain: extra.chain } : {}),
+      subject,
+      null,
+    );
     if (
       event === "agent_end" &&
       composed.block !== null &&

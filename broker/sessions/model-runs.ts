@@ -11,20 +11,21 @@
  * with `origin: "extension:<name>"` (not waited for: the asking extension's
  * own satellite is busy with the call).
  */
+import type { WaitChain } from "../base/waits.js";
 import type { Composed } from "../hooks/compose.js";
 import type { ModelBusy, ModelOutcome, SessionModels } from "../base/model-port.js";
 import type { EventPayload } from "../../jail-runtime/wire/events.js";
 
 export class ModelRuns implements SessionModels {
   readonly #id: string;
-  readonly #fireUsage: (payload: EventPayload<"usage">) => Promise<unknown>;
+  readonly #fireUsage: (payload: EventPayload<"usage">, chain: WaitChain) => Promise<unknown>;
   readonly #closing = new AbortController();
   /** `before_agent_start` fired, the turn not ended. */
   #run = false;
   /** The extension whose model call is in flight, if any. */
   #inFlight: string | null = null;
 
-  constructor(id: string, fireUsage: (payload: EventPayload<"usage">) => Promise<unknown>) {
+  constructor(id: string, fireUsage: (payload: EventPayload<"usage">, chain: WaitChain) => Promise<unknown>) {
     this.#id = id;
     this.#fireUsage = fireUsage;
   }
@@ -65,15 +66,20 @@ export class ModelRuns implements SessionModels {
     };
   }
 
-  used(extension: string, outcome: Extract<ModelOutcome, { ok: true }>): void {
-    this.#fireUsage({
-      seq: outcome.invocationId ?? 0,
-      origin: `extension:${extension}`,
-      model: outcome.model,
-      input_tokens: outcome.usage.input_tokens,
-      output_tokens: outcome.usage.output_tokens,
-      ...(outcome.costUsd !== undefined ? { cost_usd: outcome.costUsd } : {}),
-    }).catch(() => {
+  used(extension: string, outcome: Extract<ModelOutcome, { ok: true }>, chain: WaitChain): void {
+    // Fired for the asking invocation, which is still open: its hooks leave the satellites on its chain
+    // out (one asking the asker would queue behind the very call that fired it).
+    this.#fireUsage(
+      {
+        seq: outcome.invocationId ?? 0,
+        origin: `extension:${extension}`,
+        model: outcome.model,
+        input_tokens: outcome.usage.input_tokens,
+        output_tokens: outcome.usage.output_tokens,
+        ...(outcome.costUsd !== undefined ? { cost_usd: outcome.costUsd } : {}),
+      },
+      chain,
+    ).catch(() => {
       // Notify-only: a closed session or a failing hook changes nothing for the call.
     });
   }

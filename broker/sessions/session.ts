@@ -92,7 +92,7 @@ export class Session {
     this.#builtin = new BuiltinHooks(broker.home);
     this.#active = new ActiveSet(broker, scope, this.#preferences, this.#builtin, options.workspace);
     this.#bus = new SessionBus(scope, options.workspace, broker.ledger, this.#active, this.#builtin);
-    this.#models = new ModelRuns(this.id, (usage) => this.#bus.fire("usage", usage));
+    this.#models = new ModelRuns(this.id, (usage, chain) => this.#bus.fire("usage", usage, { chain }));
     this.#observers = new Observers(this.id, {
       subscribers: () =>
         activeObservers(

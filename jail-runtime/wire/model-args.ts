@@ -47,15 +47,29 @@ export function cutToBytes(text: string, bytes: number): string {
   return decoder.decode(buf.subarray(0, end));
 }
 
-/** The usage charged for a reply whose kept text is `text`: the reported count, never below the floors. */
+/**
+ * The output bytes the asker received: the kept text, or the deltas passed on when they stream that
+ * same text (whichever is longer); both, when a provider streamed one thing and answered another.
+ */
+export function receivedBytes(text: string, deltas: readonly string[]): number {
+  const streamed = deltas.join("");
+  const same = text.startsWith(streamed) || streamed.startsWith(text);
+  return same ? Math.max(utf8Length(text), utf8Length(streamed)) : utf8Length(text) + utf8Length(streamed);
+}
+
+/**
+ * The usage charged for a reply: the reported count, never below the floors — of the request, and of the
+ * most the asker received as output (`outputBytes`: the kept text or the deltas passed on, whichever is
+ * more; a provider may stream one thing and answer another).
+ */
 export function chargedUsage(
   reported: { readonly input_tokens: number; readonly output_tokens: number },
   request: unknown,
-  text: string,
+  outputBytes: number,
 ): { input_tokens: number; output_tokens: number } {
   return {
     input_tokens: Math.max(reported.input_tokens, inputFloor(request)),
-    output_tokens: Math.max(reported.output_tokens, floorTokens(utf8Length(text))),
+    output_tokens: Math.max(reported.output_tokens, floorTokens(outputBytes)),
   };
 }
 

@@ -70,6 +70,12 @@ const LIARS = {
     return { text: "", usage: { input_tokens: 0, output_tokens: 0 } }; }`,
   both: `async (_r, ctx) => { for (let i = 0; i < 16; i++) ctx.report("é".repeat(2048));
     return { text: "é".repeat(32768), usage: { input_tokens: 0, output_tokens: 1 } }; }`,
+  // Streams one thing and answers another: the asker receives both.
+  split: `async (_r, ctx) => { ctx.report("A".repeat(128));
+    return { text: "B".repeat(4096), usage: { input_tokens: 0, output_tokens: 0 } }; }`,
+  // Streams a little and answers nothing.
+  streamed: `async (_r, ctx) => { ctx.report("s".repeat(100));
+    return { text: "", usage: { input_tokens: 0, output_tokens: 0 } }; }`,
 } as const;
 
 const EXTENSIONS = {
@@ -159,8 +165,11 @@ describe.each(Object.keys(LIARS))("a provider reporting less than it delivered (
     expect(answer.bytes!).toBeLessThanOrEqual(bound);
     expect(answer.deltaBytes!).toBeLessThanOrEqual(bound);
     if (answer.bytes! > 0) expect(answer.stop).toBe("max_tokens");
-    const received = Math.max(answer.bytes!, answer.deltaBytes!);
-    const floor = Math.ceil(answer.bytes! / BYTES_PER_TOKEN_FLOOR);
+    // What the asker received is charged at least: text and deltas once when they are the same stream,
+    // both when a provider streamed one thing and answered another.
+    const received =
+      kind === "split" ? answer.bytes! + answer.deltaBytes! : Math.max(answer.bytes!, answer.deltaBytes!);
+    const floor = Math.ceil(received / BYTES_PER_TOKEN_FLOOR);
     expect(answer.usage!.output_tokens).toBeGreaterThanOrEqual(floor);
     expect(answer.usage!.input_tokens).toBeGreaterThan(0);
     const rows = charged("asker").slice(before);

@@ -4,7 +4,9 @@
  * place an extension's code runs without a session whose hooks can be asked —
  * a provider's `complete` (daemon scope, reached through another extension's
  * `model.complete`), a managed extension's `close` while its session closes —
- * refuses the act (`act:unguarded`) instead of running it, and a capability
+ * refuses the act (`act:unguarded`) instead of running it; a preparation's
+ * calls while the session activates are asked of the hooks it activates
+ * with; and a capability
  * call a `cap_call` hook would have been asked about is refused while the
  * session closes; and the bounds an
  * act is held to hold for every way around them: a loop of acts in one call
@@ -77,6 +79,29 @@ export const tools: Record<string, Tool> = {
     code: `import { hook } from "@tether/ext";
 export const tools = {};
 export const hooks = { cap_call: hook("cap_call", () => ({ block: "fence blocks every fetch" })) };
+`,
+  },
+  // Reports the act and fetches from its preparation, while the session activates, and records what came of each.
+  prepper: {
+    manifest: `[managed]\n\n${MAIL_ACT}\n[net]\nallow = ["https://127.0.0.1"]\n`,
+    code: `import { kv, net } from "@tether/cap";
+import { actBefore, ActBlocked } from "@tether/cap";
+import type { Managed } from "@tether/ext";
+${REPORT}
+export const tools = {};
+export const managed: Managed = {
+  prepare: async () => {
+    await kv.put("prep-act", await report());
+    let fetched: string;
+    try {
+      fetched = "fetched " + (await net.fetch("https://127.0.0.1/")).status;
+    } catch (err) {
+      fetched = "refused: " + (err as Error).message;
+    }
+    await kv.put("prep-fetch", fetched);
+    return {};
+  },
+};
 `,
   },
   // Reports the act and fetches from its close handler, and records what came of each.
@@ -194,11 +219,16 @@ test("a hook's rewrite past the act's size bound is not taken: the act runs with
   expect(report.notes.join("\n")).toContain("the rewritten arguments are more than 65536 bytes of JSON");
 });
 
-/** What the closer's close handler recorded under `key`. */
-function recorded(key: string): string | null {
-  const row = kvRepository(broker.store).get({ extension: "closer", session: null }, key);
+/** What `extension` recorded under `key` (its kv). */
+function recorded(key: string, extension = "closer"): string | null {
+  const row = kvRepository(broker.store).get({ extension, session: null }, key);
   return row === null ? null : (JSON.parse(row.value.toString("utf8")) as string);
 }
+
+test("from a preparation while the session activates: the hooks it activates with are asked", () => {
+  expect(recorded("prep-act", "prepper")).toBe("blocked: Blocked by 'watcher': no mail to evil.example");
+  expect(recorded("prep-fetch", "prepper")).toContain("Blocked by a hook: fence blocks every fetch");
+});
 
 test(
   "from a managed close while the session closes (last: it closes the session): an act and a guarded fetch refused",

@@ -104,6 +104,50 @@ export const tools = { send };
 export const search = { outbox: (() => [{ title: "outbox" }]) as SearchProvider };
 `,
   },
+  // Asks a model, then reports an act; serves search too (so a hook that searches would ask it).
+  alpha: {
+    manifest:
+      `[[tool]]\nname = "go"\ndescription = "Asks a model, then reports an act."\n\n` +
+      `[[act]]\nname = "a.do"\ndescription = "An act."\n\n` +
+      `[[search]]\nname = "alpha-index"\ndescription = "Alpha's index."\n\n` +
+      `[model]\nmax_tokens_per_call = 64\nmax_tokens_per_day = 100000\n`,
+    code: `import { act, model } from "@tether/cap";
+import { outcome, text, type SearchProvider, type Tool } from "@tether/ext";
+const go: Tool = async () => {
+  await model.complete({ model: "quick-model", messages: [{ role: "user", content: "go" }], max_tokens: 8 });
+  // Lets the usage event reach beta's hook before the act asks beta.
+  await new Promise((r) => setTimeout(r, 200));
+  return outcome([text(String(await act("a.do", {}, () => "done")))]);
+};
+export const tools = { go };
+export const search = { "alpha-index": (() => [{ title: "alpha" }]) as SearchProvider };
+`,
+  },
+  quick: {
+    manifest:
+      `[[provider]]\nname = "quick"\ndescription = "Answers at once."\n` +
+      `models = [{ id = "quick-model", context_window = 1000 }]\n`,
+    code: `import type { Provider } from "@tether/ext";
+export const providers = { quick: (async () => ({ text: "ok", usage: { input_tokens: 1, output_tokens: 1 } })) as Provider };
+`,
+  },
+  // Searches when told of a model call's usage; hooks alpha's act.
+  beta: {
+    manifest:
+      `[capabilities]\nsearch = true\n\n[[hook]]\nevent = "usage"\n\n` +
+      `[[hook]]\nevent = "tool_call"\nmatch = ["a.do"]\n`,
+    code: `import { search } from "@tether/cap";
+import { hook } from "@tether/ext";
+export const tools = {};
+export const hooks = {
+  usage: hook("usage", async (p) => {
+    if (p.origin === "extension:alpha") await search.query("usage");
+    return {};
+  }),
+  tool_call: hook("tool_call", () => ({})),
+};
+`,
+  },
   // Its tool_call hook searches before it lets a call through.
   checker: {
     manifest: `[capabilities]\nsearch = true\n\n[[hook]]\nevent = "tool_call"\nmatch = ["mail.send"]\n`,
@@ -177,7 +221,7 @@ test(
     const report = await session.callTool("seek", "{}");
     expect(report.outcome.ok).toBe(true);
     const answer = JSON.parse(contentText(report.outcome)) as { titles: string[]; notes: string[] };
-    expect([...answer.titles].sort()).toEqual(["index wait null", "outbox"]);
+    expect([...answer.titles].sort()).toEqual(["alpha", "index wait null", "outbox"]);
     broker.ledger.flush();
     // The hook was asked about nothing while seeker waited on the search.
     const asked = broker.store.sqlite
@@ -195,14 +239,37 @@ test(
     expect(report.outcome.ok).toBe(true);
     expect(contentText(report.outcome)).toBe("sent to a@b.example");
     const notes = report.notes.join("\n");
-    expect(notes).toContain("checker saw index mail null |");
+    expect(notes).toContain("checker saw alpha,index mail null |");
     expect(notes).toContain("search provider 'outbox' was not asked: 'reporter' waits on this search");
     expect(refusedBusy("reporter")).toEqual([]);
   },
   SLOW,
 );
 
+test(
+  "a model call's usage event: its hooks leave the asker out (beta's search does not queue behind alpha's tool)",
+  async () => {
+    broker.ledger.flush();
+    const before = (broker.store.sqlite.prepare("select max(id) as id from invocations").get() as { id: number }).id;
+    const report = await session.callTool("go", "{}");
+    expect(report.outcome.ok).toBe(true);
+    expect(contentText(report.outcome)).toBe("done");
+    broker.ledger.flush();
+    const rows = broker.store.sqlite
+      .prepare(
+        "select extension, kind, name, outcome from invocations where id > ? and extension in ('alpha', 'beta') " +
+          "order by id",
+      )
+      .all(before) as { extension: string; kind: string; name: string; outcome: string }[];
+    // beta heard the usage and its search answered without asking alpha's index; nothing waited out a deadline.
+    expect(rows).toContainEqual({ extension: "beta", kind: "event", name: "usage", outcome: "ok" });
+    expect(rows.filter((r) => r.extension === "alpha" && r.kind === "search")).toEqual([]);
+    expect(rows.filter((r) => r.outcome !== "ok")).toEqual([]);
+  },
+  SLOW,
+);
+
 test("a call with nobody waiting still asks every provider and hook", async () => {
   const report = await session.search("plain", {});
-  expect(report.results.map((r) => r.title).sort()).toEqual(["index plain null", "outbox"]);
+  expect(report.results.map((r) => r.title).sort()).toEqual(["alpha", "index plain null", "outbox"]);
 });

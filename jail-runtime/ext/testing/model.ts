@@ -17,6 +17,7 @@ import {
   inputFloor,
   MODEL_COMPLETE_USAGE,
   ModelCompleteArgs,
+  receivedBytes,
   utf8Length,
 } from "../../wire/model-args.js";
 import type { CompletionRequest } from "../../wire/provider-kinds.js";
@@ -126,7 +127,7 @@ export class FakeModel {
       typeof answer === "object" && answer.usage !== undefined
         ? answer.usage
         : { input_tokens: request.messages.length, output_tokens: Math.min(deltas.length, request.max_tokens) };
-    const usage = chargedUsage(reported, request, text);
+    const usage = chargedUsage(reported, request, receivedBytes(text, deltas));
     this.usedTokens += usage.input_tokens + usage.output_tokens;
     const provider =
       (typeof answer === "object" ? answer.provider : undefined) ?? request.provider ?? o.provider ?? "fake";
