@@ -35,6 +35,29 @@ const REPORT = `async function report(): Promise<string> {
   }
 }`;
 
+/** A managed extension whose `handlers` report mail.submit and fetch (`tryBoth(key)` records `<key>-act`, `<key>-fetch`). */
+const managedProbe = (handlers: string) => ({
+  manifest: `[managed]\nclose_deadline_ms = 20000\n\n${MAIL_ACT}\n[net]\nallow = ["https://127.0.0.1"]\n`,
+  code: `import { actBefore, ActBlocked, kv, net } from "@tether/cap";
+import type { Managed } from "@tether/ext";
+${REPORT}
+async function tryBoth(key: string): Promise<void> {
+  await kv.put(key + "-act", await report());
+  let fetched: string;
+  try {
+    fetched = "fetched " + (await net.fetch("https://127.0.0.1/")).status;
+  } catch (err) {
+    fetched = "refused: " + (err as Error).message;
+  }
+  await kv.put(key + "-fetch", fetched);
+}
+export const tools = {};
+export const managed: Managed = {
+  ${handlers}
+};
+`,
+});
+
 const EXTENSIONS = {
   watcher: {
     manifest: `[[hook]]\nevent = "tool_call"\nmatch = ["mail.*", "big.*"]\n`,
@@ -81,52 +104,10 @@ export const tools = {};
 export const hooks = { cap_call: hook("cap_call", () => ({ block: "fence blocks every fetch" })) };
 `,
   },
-  // Reports the act and fetches from its preparation, while the session activates, and records what came of each.
-  prepper: {
-    manifest: `[managed]\n\n${MAIL_ACT}\n[net]\nallow = ["https://127.0.0.1"]\n`,
-    code: `import { kv, net } from "@tether/cap";
-import { actBefore, ActBlocked } from "@tether/cap";
-import type { Managed } from "@tether/ext";
-${REPORT}
-export const tools = {};
-export const managed: Managed = {
-  prepare: async () => {
-    await kv.put("prep-act", await report());
-    let fetched: string;
-    try {
-      fetched = "fetched " + (await net.fetch("https://127.0.0.1/")).status;
-    } catch (err) {
-      fetched = "refused: " + (err as Error).message;
-    }
-    await kv.put("prep-fetch", fetched);
-    return {};
-  },
-};
-`,
-  },
-  // Reports the act and fetches from its close handler, and records what came of each.
-  closer: {
-    manifest: `[managed]\nclose_deadline_ms = 20000\n\n${MAIL_ACT}\n[net]\nallow = ["https://127.0.0.1"]\n`,
-    code: `import { kv, net } from "@tether/cap";
-import { actBefore, ActBlocked } from "@tether/cap";
-import type { Managed } from "@tether/ext";
-${REPORT}
-export const tools = {};
-export const managed: Managed = {
-  prepare: () => ({}),
-  close: async () => {
-    await kv.put("close-act", await report());
-    let fetched: string;
-    try {
-      fetched = "fetched " + (await net.fetch("https://127.0.0.1/")).status;
-    } catch (err) {
-      fetched = "refused: " + (err as Error).message;
-    }
-    await kv.put("close-fetch", fetched);
-  },
-};
-`,
-  },
+  // Reports the act and fetches from its preparation, while the session activates, and from its close handler,
+  // while the session closes; records what came of each (prep-act, prep-fetch, close-act, close-fetch).
+  prepper: managedProbe('prepare: async () => { await tryBoth("prep"); return {}; },'),
+  closer: managedProbe('prepare: () => ({}),\n  close: () => tryBoth("close"),'),
   looper: {
     manifest:
       `[[tool]]\nname = "loop"\ndescription = "Reports acts until refused."\n\n` +
