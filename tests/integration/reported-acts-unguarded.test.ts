@@ -13,13 +13,12 @@
  * (`act:count`), arguments measured in bytes not characters, a hook's rewrite
  * held to the act's own size bound.
  */
-import { rmSync } from "node:fs";
 import type { Broker } from "../../broker/broker.js";
 import { kvRepository } from "../../broker/store/kv-repository.js";
 import type { Session } from "../../broker/sessions/session.js";
 import { MAX_ACTS_PER_INVOCATION } from "../../jail-runtime/wire/act-args.js";
-import { contentText, openHookSession, type HookSession } from "../support/hook-session.js";
-import { writeExtensions } from "./support/write-extensions.js";
+import { contentText, type HookSession } from "../support/hook-session.js";
+import { openWrittenSession } from "./support/write-extensions.js";
 
 const SLOW = 120_000;
 const MAIL_ACT = `[[act]]\nname = "mail.submit"\ndescription = "Submits mail."\n`;
@@ -145,19 +144,14 @@ export const tools: Record<string, Tool> = {
 let opened: HookSession;
 let broker: Broker;
 let session: Session;
-let fixtures: string;
 
 beforeAll(async () => {
   // Long deadlines: a probe that fails would hang until one passed; it must fail on what it answers.
-  fixtures = writeExtensions("tether-acts-unguarded-ext-", EXTENSIONS, { deadlineMs: 60_000 });
-  opened = await openHookSession("tether-acts-unguarded-", fixtures, Object.keys(EXTENSIONS), "acts-u");
+  opened = await openWrittenSession("tether-acts-unguarded-", EXTENSIONS, "acts-u", { deadlineMs: 60_000 });
   ({ broker, session } = opened);
 }, SLOW);
 
-afterAll(async () => {
-  await opened?.close();
-  rmSync(fixtures, { recursive: true, force: true });
-});
+afterAll(() => opened?.close());
 
 /** The act audit rows of `extension`: decision and rule. */
 function actRows(extension: string): { decision: string; rule: string }[] {

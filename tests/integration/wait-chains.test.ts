@@ -14,11 +14,10 @@
  * deadlines are long, and each probe checks the call answered with what the
  * chain left out, and the note or refusal naming it.
  */
-import { rmSync } from "node:fs";
 import type { Broker } from "../../broker/broker.js";
 import type { Session } from "../../broker/sessions/session.js";
-import { contentText, openHookSession, type HookSession } from "../support/hook-session.js";
-import { writeExtensions } from "./support/write-extensions.js";
+import { contentText, type HookSession } from "../support/hook-session.js";
+import { openWrittenSession } from "./support/write-extensions.js";
 
 const SLOW = 120_000;
 
@@ -167,19 +166,14 @@ export const hooks = {
 let opened: HookSession;
 let broker: Broker;
 let session: Session;
-let fixtures: string;
 
 beforeAll(async () => {
   // Long deadlines: a probe that fails would hang until one passed; it must fail on what it answers.
-  fixtures = writeExtensions("tether-waits-ext-", EXTENSIONS, { deadlineMs: 60_000 });
-  opened = await openHookSession("tether-waits-", fixtures, Object.keys(EXTENSIONS), "waits-1");
+  opened = await openWrittenSession("tether-waits-", EXTENSIONS, "waits-1", { deadlineMs: 60_000 });
   ({ broker, session } = opened);
 }, SLOW);
 
-afterAll(async () => {
-  await opened?.close();
-  rmSync(fixtures, { recursive: true, force: true });
-});
+afterAll(() => opened?.close());
 
 /** The ledger rows of `extension`'s invocations refused `busy` (the kernel's backstop for the chain). */
 function refusedBusy(extension: string): { name: string; outcome: string }[] {

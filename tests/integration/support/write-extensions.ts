@@ -2,9 +2,10 @@
  * Test support: small extensions written into a temporary folder (one folder
  * each: manifest.toml and index.ts), for suites whose fixtures are a few lines.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type HookSession, openHookSession } from "../../support/hook-session.js";
 
 export interface ExtensionFiles {
   /** The manifest's rows after name, version, description and entry. */
@@ -34,4 +35,25 @@ export function writeExtensions(
     writeFileSync(join(dir, "index.ts"), files.code);
   }
   return root;
+}
+
+/**
+ * The extensions written (as `writeExtensions`) and one session opened over all of them on a fresh broker
+ * (`openHookSession`); `close()` also removes the written folder.
+ */
+export async function openWrittenSession(
+  prefix: string,
+  extensions: Readonly<Record<string, ExtensionFiles>>,
+  sessionId: string,
+  options: { readonly deadlineMs?: number } = {},
+): Promise<HookSession> {
+  const fixtures = writeExtensions(`${prefix}ext-`, extensions, options);
+  const opened = await openHookSession(prefix, fixtures, Object.keys(extensions), sessionId);
+  return {
+    ...opened,
+    close: async () => {
+      await opened.close();
+      rmSync(fixtures, { recursive: true, force: true });
+    },
+  };
 }
