@@ -6,7 +6,7 @@
  */
 import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import { WireCode } from "../base/errors.js";
-import { waitKey } from "../base/waits.js";
+import { type WaitChain, waitKey } from "../base/waits.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { capDispatcher, type CapEnvironment } from "../caps/dispatcher.js";
 import { InvocationEnd } from "../caps/invocation-end.js";
@@ -100,6 +100,7 @@ export async function runInvocation<K extends AnyKind>(
   // Capability work of this invocation stops when it ends, whatever ends it. Made at the
   // first capability call (most invocations make none).
   const ended = new InvocationEnd();
+  let chain: WaitChain | undefined;
   const dispatch = capDispatcher(parts.caps, {
     sessionId: scope.id,
     invocationId: id,
@@ -107,7 +108,10 @@ export async function runInvocation<K extends AnyKind>(
       return ended.signal;
     },
     deadlineAt: Date.now() + deadlineMs,
-    chain: [...(options.chain ?? []), waitKey(scope.id, extension)],
+    // Made when a capability first asks for it (most invocations make no call that asks another extension).
+    get chain() {
+      return (chain ??= [...(options.chain ?? []), waitKey(scope.id, extension)]);
+    },
     grants: () => {
       // Read at dispatch: a narrowed approval applies to the next capability call; a revoked one
       // allows nothing. Another process's commit is noticed first (its change stops the satellite).

@@ -156,9 +156,7 @@ export class Kernel implements KernelHost {
   async #base(call: Call): Promise<CallResult> {
     if (this.#closed) throw new TetherError(BrokerCode.closed, "The broker is closed");
     const { scope, extension, kind, name, payload, options } = call;
-    if (kind !== "boot") {
-      if (waits(options.chain, scope.id, extension)) return this.#reentry(call, options.chain ?? []);
-    }
+    if (kind !== "boot" && waits(options.chain, scope.id, extension)) return this.#reentry(call, options.chain ?? []);
     const live = this.#live(scope, extension);
     if (kind === "boot") {
       await live.slot.boot();

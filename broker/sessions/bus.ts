@@ -56,31 +56,33 @@ export class SessionBus {
    * (a session without hooks, or none that match, pays nothing for the bus).
    */
   hooked(event: EventName, subject?: HookSubject): boolean {
-    for (const name of this.#active.applied.plan.active) {
-      const row = this.#active.applied.known.get(name)?.hooks.find((h) => h.event === event);
-      if (row !== undefined && (subject === undefined || matchesSubject(row.match, subject))) return true;
-    }
-    return false;
+    return this.#matching(event, subject ?? null).next().done !== true;
   }
 
   /**
-   * The bus hooks for one event: each active extension that declares it, in
-   * registry order. A hook whose `match` leaves this subject out is skipped
-   * here: no satellite round trip, no trace row. While an activation boots and
-   * prepares, the plan it works toward is the one asked: a preparation's
-   * capability calls and acts are asked of the hooks it activates with (their
+   * Each extension whose hook for `event` takes `subject`, in registry order, leaving out the satellites
+   * waiting on the call (`chain`). While an activation boots and prepares, the plan it works toward is the
+   * one asked: a preparation's capability calls and acts are asked of the hooks it activates with (their
    * satellites boot when first asked), never made before any hook is in force.
    */
-  #hooksFor(event: EventName, payload: Readonly<Record<string, unknown>>, chain?: WaitChain): BusHook[] {
-    const hooks: BusHook[] = [];
-    const subject = subjectOf(event, payload);
+  *#matching(event: EventName, subject: HookSubject | null, chain?: WaitChain) {
     const { plan, known } = this.#active.pending ?? this.#active.applied;
     for (const name of plan.active) {
-      // A satellite waiting on the call that fires this (its own, or one further up) is not asked.
       if (waits(chain, this.id, name)) continue;
       const k = known.get(name)!;
       const row = k.hooks.find((h) => h.event === event);
-      if (row === undefined || !matchesSubject(row.match, subject)) continue;
+      if (row !== undefined && matchesSubject(row.match, subject)) yield { name, k, row };
+    }
+  }
+
+  /**
+   * The bus hooks for one event (`#matching`): a hook whose `match` leaves this
+   * subject out, or whose satellite waits on the call, is skipped here — no
+   * satellite round trip, no trace row.
+   */
+  #hooksFor(event: EventName, payload: Readonly<Record<string, unknown>>, chain?: WaitChain): BusHook[] {
+    const hooks: BusHook[] = [];
+    for (const { name, k, row } of this.#matching(event, subjectOf(event, payload), chain)) {
       if (k.builtin) {
         hooks.push(...this.#builtin.hooksFor(event, payload, { sessionId: this.id, workspace: this.workspace }));
         continue;
@@ -199,13 +201,8 @@ export class SessionBus {
       target: event.target,
       ...(event.request ? { request: event.request } : {}),
     };
-    const subject = subjectOf("cap_call", payload);
-    for (const name of this.#active.applied.plan.active) {
-      if (waits(event.chain, this.id, name)) continue;
-      const row = this.#active.applied.known.get(name)?.hooks.find((h) => h.event === "cap_call");
-      if (row !== undefined && matchesSubject(row.match, subject))
-        return { block: `session '${this.id}' is closing: '${name}''s cap_call hook can no longer be asked`, by: name };
-    }
+    for (const { name } of this.#matching("cap_call", subjectOf("cap_call", payload), event.chain))
+      return { block: `session '${this.id}' is closing: '${name}''s cap_call hook can no longer be asked`, by: name };
     return null;
   }
 
