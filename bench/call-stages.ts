@@ -9,7 +9,10 @@
  * attached for one more round; skipped without strace). CPU per call is what
  * load on the machine disturbs least, so it is what a before/after compares:
  * the same file runs in an older checkout (copy it there) and the two tables
- * are read side by side. `N` calls per round (default 2000), `ROUNDS` rounds
+ * are read side by side. The raw floor (`bench/lib/floor.ts`: Node and Deno
+ * doing the least they can over the same socket) runs in the same rounds, so
+ * its rows are the floor each column is read against ("broker" is its Node
+ * side, "satellite" its Deno side). `N` calls per round (default 2000), `ROUNDS` rounds
  * (default 3, variants interleaved), medians printed.
  */
 import { spawn } from "node:child_process";
@@ -28,6 +31,7 @@ import {
   want,
   withLimit,
 } from "./lib/home.js";
+import { FloorPeer, bundleFloorEcho } from "./lib/floor.js";
 import { comm, cpuNs, descendants } from "./lib/procs.js";
 
 const N = Number(process.env.N ?? 2000);
@@ -49,28 +53,29 @@ interface Stage {
 
 interface Variant {
   readonly name: string;
-  readonly session: Session;
+  /** One call; the floor's is a raw request to its Deno peer. */
+  readonly call: () => Promise<unknown>;
   /** Calls kept in flight. */
   readonly depth: number;
 }
 
-/** `n` calls on `session`, `depth` at a time (each finished call starts the next). */
-async function drive(session: Session, n: number, depth: number): Promise<void> {
+/** `n` calls, `depth` at a time (each finished call starts the next). */
+async function drive(call: () => Promise<unknown>, n: number, depth: number): Promise<void> {
   let started = 0;
   const lane = async () => {
     while (started < n) {
       started++;
-      await session.callTool("echo", ARGS);
+      await call();
     }
   };
   await Promise.all(Array.from({ length: depth }, lane));
 }
 
-async function measure({ session, depth }: Variant): Promise<Stage> {
+async function measure({ call, depth }: Variant): Promise<Stage> {
   const sat0 = satellitesCpuNs();
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
-  await drive(session, N, depth);
+  await drive(call, N, depth);
   const wall = Number(process.hrtime.bigint() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const sat = satellitesCpuNs() - sat0;
@@ -108,7 +113,7 @@ async function syscallsPerCall(variant: Variant): Promise<{ broker: number; sate
   const broker = countSyscalls(threadsOf(process.pid));
   const satellites = countSyscalls(sats.flatMap(threadsOf));
   await Promise.all([broker.ready, satellites.ready]);
-  await drive(variant.session, N, variant.depth);
+  await drive(variant.call, N, variant.depth);
   return { broker: (await broker.stop()) / N, satellites: (await satellites.stop()) / N };
 }
 
@@ -121,8 +126,12 @@ const hasStrace = (): Promise<boolean> =>
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+const echo = (session: Session) => () => session.callTool("echo", ARGS);
+
 const home = mkdtempSync(join(tmpdir(), "tether-stages-"));
 const broker = openBroker(home);
+const floorScript = await bundleFloorEcho();
+const floor = (await FloorPeer.boot(floorScript.script)).peer;
 try {
   await installApproved(broker, ECHO_DIR);
   await installApproved(broker, NOP_GUARD_DIR, false);
@@ -130,26 +139,23 @@ try {
   copyExtension(ECHO_DIR, wide, (m) => withLimit(renamed(m, "echo"), "concurrency = 8"));
   want(broker, "hooked", ["nop-guard"]);
   const plain = await openSession(broker, "plain", home, ["echo"]);
-  const variants: Variant[] = [
-    { name: "unhooked", session: plain, depth: 1 },
-    {
-      name: "1 matching tool_call hook",
-      session: await openSession(broker, "hooked", home, ["echo", "nop-guard"]),
-      depth: 1,
-    },
-    { name: "8 in flight, concurrency 1 (they queue)", session: plain, depth: 8 },
-  ];
+  const hooked = await openSession(broker, "hooked", home, ["echo", "nop-guard"]);
   // A second home: the same extension name, approved with concurrency 8.
   const wideHome = mkdtempSync(join(tmpdir(), "tether-stages-wide-"));
   const wideBroker = openBroker(wideHome);
   await installApproved(wideBroker, wide);
-  variants.push({
-    name: "8 in flight, concurrency 8 (one satellite)",
-    session: await openSession(wideBroker, "wide", wideHome, ["echo"]),
-    depth: 8,
-  });
+  const wideSession = await openSession(wideBroker, "wide", wideHome, ["echo"]);
+  const floorCall = () => floor.call(ARGS);
+  const variants: Variant[] = [
+    { name: "raw floor (Node⇄Deno msgpack, no jail)", call: floorCall, depth: 1 },
+    { name: "unhooked", call: echo(plain), depth: 1 },
+    { name: "1 matching tool_call hook", call: echo(hooked), depth: 1 },
+    { name: "raw floor, 8 in flight", call: floorCall, depth: 8 },
+    { name: "8 in flight, concurrency 1 (they queue)", call: echo(plain), depth: 8 },
+    { name: "8 in flight, concurrency 8 (one satellite)", call: echo(wideSession), depth: 8 },
+  ];
   const results = new Map<string, Stage[]>(variants.map((v) => [v.name, []]));
-  for (const v of variants) await drive(v.session, 300, v.depth);
+  for (const v of variants) await drive(v.call, 300, v.depth);
   for (let round = 0; round < ROUNDS; round++) for (const v of variants) results.get(v.name)!.push(await measure(v));
   const counts = new Map<string, { broker: number; satellites: number }>();
   if (await hasStrace()) for (const v of variants) counts.set(v.name, await syscallsPerCall(v));
@@ -164,10 +170,12 @@ try {
       `| ${name} | ${m((s) => s.wallUs)} | ${m((s) => s.brokerCpuUs)} | ${m((s) => s.satelliteCpuUs)} | ${sys} |`,
     );
   }
-  for (const v of new Set(variants.map((x) => x.session))) await v.close();
+  for (const session of [plain, hooked, wideSession]) await session.close();
   await wideBroker.close();
   rmSync(wideHome, { recursive: true, force: true });
 } finally {
+  await floor.close();
+  floorScript.cleanup();
   await broker.close();
   rmSync(home, { recursive: true, force: true });
 }

@@ -95,6 +95,8 @@ export class SatelliteLauncher {
       graceMs: o.graceMs ?? 500,
       ladderStepMs: o.ladderStepMs ?? 2_000,
       log: o.log,
+      // A call's start is journaled before its frame goes out (one write for the turn's starts).
+      beforeSend: () => o.ledger.writeStarts(),
     };
     return () => {
       // Per satellite: the allowance of refusal rows is each process's.

@@ -70,10 +70,10 @@ export async function openSession(
     .map((s) => s.name)
     .sort();
   if (running.join() !== [...active].sort().join()) {
+    // Read before the close: a closed session has no status.
+    const why = JSON.stringify(session.status().filter((s) => s.reason !== null));
     await session.close();
-    throw new Error(
-      `session '${id}' runs [${running.join(", ")}], not [${[...active].sort().join(", ")}]: ${JSON.stringify(session.status().filter((s) => s.reason !== null))}`,
-    );
+    throw new Error(`session '${id}' runs [${running.join(", ")}], not [${[...active].sort().join(", ")}]: ${why}`);
   }
   return session;
 }

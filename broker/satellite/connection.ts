@@ -4,7 +4,9 @@
  * Frames sent in one turn of the event loop go out in one write: the socket is
  * corked at the turn's first frame and uncorked once the turn's promise
  * callbacks have run (a read that answers several invocations starts the next
- * ones in that same turn).
+ * ones in that same turn). Before the turn's frames leave, `beforeSend` makes
+ * what they depend on durable (the ledger's journaled starts); when it cannot,
+ * the connection fails and nothing is sent.
  */
 import type { Socket } from "node:net";
 import {
@@ -27,15 +29,29 @@ export class SatelliteConnection {
   readonly #reader: FrameReader;
   readonly #maxFrameBytes: number;
   readonly #events: ConnectionEvents;
+  readonly #beforeSend: (() => void) | undefined;
   #done = false;
   #corked = false;
   readonly #uncork = (): void => {
     this.#corked = false;
-    if (!this.#done) this.#socket.uncork();
+    if (this.#done) return;
+    try {
+      this.#beforeSend?.();
+    } catch (err) {
+      this.#finish(new Error(`Not sent: the ledger's start journal could not be written (${(err as Error).message})`));
+      return;
+    }
+    this.#socket.uncork();
   };
 
-  constructor(socket: Socket, events: ConnectionEvents, maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
+  constructor(
+    socket: Socket,
+    events: ConnectionEvents,
+    maxFrameBytes = DEFAULT_MAX_FRAME_BYTES,
+    beforeSend?: () => void,
+  ) {
     this.#socket = socket;
+    this.#beforeSend = beforeSend;
     this.#maxFrameBytes = maxFrameBytes;
     this.#reader = new FrameReader(maxFrameBytes);
     this.#events = events;

@@ -20,6 +20,7 @@ export function awaitHello(
   name: string,
   maxFrameBytes: number,
   after: AfterHello,
+  beforeSend?: () => void,
 ): { conn: SatelliteConnection; hello: Promise<Hello> } {
   let conn!: SatelliteConnection;
   const hello = new Promise<Hello>((resolve, reject) => {
@@ -50,6 +51,7 @@ export function awaitHello(
         },
       },
       maxFrameBytes,
+      beforeSend,
     );
   });
   return { conn, hello };

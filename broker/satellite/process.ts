@@ -204,13 +204,19 @@ export class SatelliteProcess {
   }
 
   #awaitHello(socket: Socket): Promise<Hello> {
-    const { conn, hello } = awaitHello(socket, this.spec.name, this.spec.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, {
-      frame: (frame) => this.#onFrame(frame),
-      closed: (err) => {
-        if (this.#state === "booting") this.#lostAtBoot = err;
-        this.#onDisconnect(err);
+    const { conn, hello } = awaitHello(
+      socket,
+      this.spec.name,
+      this.spec.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      {
+        frame: (frame) => this.#onFrame(frame),
+        closed: (err) => {
+          if (this.#state === "booting") this.#lostAtBoot = err;
+          this.#onDisconnect(err);
+        },
       },
-    });
+      this.spec.beforeSend,
+    );
     this.#conn = conn;
     return hello;
   }

@@ -42,6 +42,12 @@ export interface SatelliteSpec {
   readonly denoCache?: DenoCacheSource | DenoCacheMount;
   /** CPU it may spend with no invocation open (default DEFAULT_IDLE_CPU). */
   readonly idleCpu?: IdleCpuBudget;
+  /**
+   * What must be on disk before a frame leaves for it: the ledger's journaled
+   * starts (store/start-journal.ts). A throw fails the connection instead of
+   * sending.
+   */
+  readonly beforeSend?: () => void;
   /** Told when the broker stops it for passing a bound, for the audit. */
   readonly onBoundStop?: (bound: "cpu" | "memory", detail: string) => void;
 }

@@ -2,8 +2,9 @@
  * The one writer of the invocation ledger and the capability audit.
  *
  * `begin` hands out an id from a block reserved ahead and appends the start
- * to the start journal (store/start-journal.ts: one write, no database
- * commit on the call's path). Starts, finishes and audit rows are queued and
+ * to the start journal (store/start-journal.ts: one write per event-loop
+ * turn, before the turn's frames leave; no database commit on the call's
+ * path). Starts, finishes and audit rows are queued and
  * written together in one transaction on a short timer, off the caller's
  * path; the journal is emptied once they are committed. A start whose broker
  * died before that is read back from its journal at the next open and
@@ -198,6 +199,15 @@ export class Ledger {
     this.#starts.set(id, startedAt);
     this.#schedule();
     return id;
+  }
+
+  /**
+   * Writes the starts begun this turn to the journal: what must be on disk
+   * before a frame leaves for a satellite (a satellite connection calls it
+   * before each write; the turn's end does otherwise).
+   */
+  writeStarts(): void {
+    this.#journal.write();
   }
 
   /** Records how an invocation ended ("ok" or its error code). */

@@ -6,10 +6,14 @@
  * gone is read at the next open and its starts recorded as `lost`.
  *
  * One file per open ledger, named after its process ("pid_starttime_nonce"),
- * so a live broker's journal is never read as a dead one's. An append is one
- * write(2) to a file opened O_APPEND, in the page cache once it returns: a
- * kill -9 after it cannot lose it, only power loss can (as with the
- * database's synchronous=NORMAL commits). A line torn by a kill during the
+ * so a live broker's journal is never read as a dead one's. The starts of one
+ * event-loop turn are held and written together, in one write(2) to a file
+ * opened O_APPEND, before the first frame that turn sends to a satellite
+ * leaves (the connection calls `write` first: `SatelliteSpec.beforeSend`) or
+ * at the turn's end, whichever comes first; in the page cache once it
+ * returns: a kill -9 after it cannot lose it, only power loss can (as with
+ * the database's synchronous=NORMAL commits). A start still held when the
+ * broker dies had not reached any satellite. A line torn by a kill during the
  * write is skipped at replay: that call had not been sent yet.
  */
 import { randomBytes } from "node:crypto";
@@ -56,6 +60,19 @@ function ownerOf(file: string): string | null {
 export class StartJournal {
   readonly #path: string;
   #fd: number | null;
+  /** Lines of this turn's starts, not yet written. */
+  #held = "";
+  #writeSoon = false;
+  /** Bytes of an earlier write that did not go out (a full disk): written first next time. */
+  #unwritten: Buffer | null = null;
+  readonly #endOfTurn = (): void => {
+    this.#writeSoon = false;
+    try {
+      this.write();
+    } catch {
+      // Kept: the next frame's write tries again, and its connection fails if it cannot.
+    }
+  };
 
   private constructor(path: string, fd: number) {
     this.#path = path;
@@ -70,14 +87,39 @@ export class StartJournal {
     return new StartJournal(path, fd);
   }
 
-  /** Records a start: one write, before the call goes out. */
+  /** Records a start: written with the turn's others by `write`, before any of them is sent. */
   append(start: JournalStart): void {
     if (this.#fd === null) throw new Error("the ledger's start journal is closed");
-    writeSync(this.#fd, `${JSON.stringify(start)}\n`);
+    this.#held += `${JSON.stringify(start)}\n`;
+    if (this.#writeSoon) return;
+    this.#writeSoon = true;
+    setImmediate(this.#endOfTurn);
   }
 
-  /** Forgets every start appended so far: their rows are committed. */
+  /**
+   * Writes the starts held so far: one write(2). Called before a frame leaves
+   * for a satellite; throws when the file cannot take them (what is left is
+   * kept, so no line is torn by a retry).
+   */
+  write(): void {
+    if (this.#fd === null || (this.#held.length === 0 && this.#unwritten === null)) return;
+    const fresh = Buffer.from(this.#held);
+    const bytes = this.#unwritten === null ? fresh : Buffer.concat([this.#unwritten, fresh]);
+    this.#held = "";
+    this.#unwritten = null;
+    let at = 0;
+    try {
+      while (at < bytes.length) at += writeSync(this.#fd, bytes, at);
+    } catch (err) {
+      this.#unwritten = bytes.subarray(at);
+      throw err;
+    }
+  }
+
+  /** Forgets every start appended so far, held or written: their rows are committed. */
   clear(): void {
+    this.#held = "";
+    this.#unwritten = null;
     if (this.#fd !== null) ftruncateSync(this.#fd, 0);
   }
 

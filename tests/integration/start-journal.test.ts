@@ -118,6 +118,39 @@ test("replaying a journal twice adds nothing and changes no outcome; a torn or f
   store.close();
 });
 
+test("the starts of one turn are written together: before the turn's frames leave (writeStarts), or at the turn's end", async () => {
+  const dir = home();
+  const store = openStore(join(dir, "tether.db"));
+  const ledger = new Ledger(store);
+  const [file] = journalFiles(dir);
+  const journal = join(journalDir(store), file!);
+  const lines = () =>
+    readFileSync(journal, "utf8")
+      .split("\n")
+      .filter((l) => l.length > 0).length;
+  const start = (name: string) => ledger.begin({ sessionId: "s", extension: "e", kind: "tool", name, strand: "" });
+  for (const name of ["a", "b", "c"]) start(name);
+  // Held: no satellite has been sent any of them yet.
+  expect(lines()).toBe(0);
+  ledger.writeStarts();
+  expect(lines()).toBe(3);
+  ledger.writeStarts();
+  expect(lines()).toBe(3);
+  // A start no frame follows is written when the turn ends.
+  start("d");
+  expect(lines()).toBe(3);
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(lines()).toBe(4);
+  // Committed: the journal is emptied, and a start held at the commit is not written after it.
+  start("e");
+  ledger.flush();
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(lines()).toBe(0);
+  expect(rows(store).map((r) => r.name)).toEqual(["a", "b", "c", "d", "e"]);
+  ledger.close();
+  store.close();
+});
+
 test("a live broker's journal is not read as a dead one's: another ledger opening the home leaves its starts running", () => {
   const dir = home();
   const a = openStore(join(dir, "tether.db"));
@@ -179,7 +212,7 @@ test("a real jailed call in flight when its broker is killed is lost; the call b
   const store = openStore(join(dir, "tether.db"));
   new Ledger(store).close();
   const got = rows(store);
-  expect(got.find((r) => r.id === ids.done)).toMatchObject({ name: "sleep", outcome: "ok" });
-  expect(got.find((r) => r.id === ids.inFlight)).toMatchObject({ name: "sleep", outcome: LOST });
+  expect(got.find((r) => r.id === ids.done)).toMatchObject({ name: "echo", outcome: "ok" });
+  expect(got.find((r) => r.id === ids.inFlight)).toMatchObject({ name: "count", outcome: LOST });
   store.close();
 }, 60_000);

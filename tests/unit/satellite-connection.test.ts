@@ -75,3 +75,40 @@ test("a connection closed before its turn ends is not uncorked into a destroyed 
   expect(closed).toEqual([null]);
   expect(conn.send(call(2))).toBe(false);
 });
+
+test("what must be durable first is made so before the turn's frames leave, once per turn", async () => {
+  const order: string[] = [];
+  const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} }, undefined, () => {
+    // Still corked: nothing of the turn's frames has been handed to the kernel.
+    order.push(`durable (corked ${socket.writableCorked}, ${socket.writableLength > 0 ? "frames held" : "none"})`);
+  });
+  const other = await peer;
+  const arrived = new Promise<void>((resolve) => other.once("data", () => resolve()));
+  conn.send(call(1));
+  conn.send(call(2));
+  await arrived;
+  order.push("arrived");
+  expect(order).toEqual(["durable (corked 1, frames held)", "arrived"]);
+});
+
+test("when it cannot be made durable, the connection fails and no frame of the turn is sent", async () => {
+  const closed: Array<Error | null> = [];
+  const conn = new SatelliteConnection(
+    socket,
+    { frame: () => {}, closed: (err) => closed.push(err) },
+    undefined,
+    () => {
+      throw new Error("ENOSPC: no space left on device");
+    },
+  );
+  const other = await peer;
+  let received = 0;
+  other.on("data", (chunk: Buffer) => (received += chunk.length));
+  const ended = new Promise<void>((resolve) => other.once("close", () => resolve()));
+  conn.send(call(1));
+  await ended;
+  expect(received).toBe(0);
+  expect(closed).toHaveLength(1);
+  expect(closed[0]!.message).toMatch(/^Not sent: the ledger's start journal could not be written \(ENOSPC/);
+  expect(conn.send(call(2))).toBe(false);
+});

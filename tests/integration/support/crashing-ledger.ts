@@ -6,8 +6,8 @@
  *
  *   node --import tsx crashing-ledger.ts <home> <states, comma-separated> [real]
  *
- * With `real`, the last state is a real jailed call in flight (manifests/misbehave's
- * `sleep`), made through the library on a broker opened on <home>.
+ * With `real`, the last state is a real jailed call in flight (manifests/echo's
+ * `count`, once it has reported), made through the library on a broker opened on <home>.
  */
 import { join } from "node:path";
 import { Broker } from "../../../broker/broker.js";
@@ -25,20 +25,20 @@ const ids: Record<string, number> = {};
 
 if (real === "real") {
   const broker = Broker.open({ home, log: createLogger({ level: "error" }) });
-  const { installed } = await broker.registry.install(join(REPO, "manifests/misbehave"));
+  const { installed } = await broker.registry.install(join(REPO, "manifests/echo"));
   broker.registry.approve(installed.manifest.name);
   new Preferences(broker.store).setGlobal(installed.manifest.name, true);
   const session = await Session.open(broker, { id: "s-crash", workspace: home });
-  const done = await session.callTool("sleep", '{"ms":0}');
-  if (done.outcome.ok !== true) throw new Error(`sleep 0 failed: ${JSON.stringify(done.outcome)}`);
+  const done = await session.callTool("echo", '{"text":"hi"}');
+  if (done.outcome.ok !== true) throw new Error(`echo failed: ${JSON.stringify(done.outcome)}`);
   broker.ledger.flush();
   ids.done = done.invocationId!;
+  // Killed once the satellite has the call (count's first report; it reports 100 times, a
+  // millisecond apart), not merely once the broker began it.
   await new Promise<void>((resolve) => {
-    void session.callTool("sleep", '{"ms":600000}', {
-      onInvocation: (id) => {
-        ids.inFlight = id;
-        resolve();
-      },
+    void session.callTool("count", '{"n":100}', {
+      onInvocation: (id) => (ids.inFlight = id),
+      onReport: () => resolve(),
     });
   });
 } else {
@@ -54,6 +54,8 @@ if (real === "real") {
   // After the last batch: only in the journal (and the process's queues).
   if (ids["running-finish-unwritten"] !== undefined) ledger.finish(ids["running-finish-unwritten"], "ok");
   for (const state of states) if (state === "journaled" || state === "finished-unwritten") begin(state);
+  // What a satellite connection does before the frames of these calls leave.
+  ledger.writeStarts();
   if (ids["finished-unwritten"] !== undefined) ledger.finish(ids["finished-unwritten"], "ok");
 }
 process.stdout.write(`${JSON.stringify(ids)}\n`, () => process.kill(process.pid, "SIGKILL"));
