@@ -3,7 +3,7 @@
  * library, which of them each session wants, and copies of extension folders
  * with their manifest edited (a new name, a limit, a hook matcher).
  */
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Broker } from "../../broker/broker.js";
@@ -13,7 +13,11 @@ import { Preferences } from "../../broker/sessions/preferences.js";
 import { Session } from "../../broker/sessions/session.js";
 import type { ToolCallReport } from "../../broker/sessions/session.js";
 
-export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+/** The checkout: two folders up from bench/lib, three from dist/bench/lib (compiled by `make build`). */
+export const REPO = [
+  resolve(dirname(fileURLToPath(import.meta.url)), "../.."),
+  resolve(dirname(fileURLToPath(import.meta.url)), "../../.."),
+].find((dir) => existsSync(join(dir, "manifests/echo/manifest.toml")))!;
 export const ECHO_DIR = join(REPO, "manifests/echo");
 export const NOP_GUARD_DIR = join(REPO, "bench/fixtures/nop-guard");
 

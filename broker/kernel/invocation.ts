@@ -6,14 +6,14 @@
  */
 import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import { WireCode } from "../base/errors.js";
-import { type WaitChain, waitKey } from "../base/waits.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { capDispatcher, type CapEnvironment } from "../caps/dispatcher.js";
 import { InvocationEnd } from "../caps/invocation-end.js";
+import { DeadlineError, linkedSignal } from "../caps/linked-signal.js";
 import type { Registry } from "../registry/registry.js";
 import type { Ledger } from "../store/ledger.js";
 import type { ApprovalChanges } from "./approval-changes.js";
-import { currentApproval } from "./approval-sync.js";
+import { InvocationCaps } from "./invocation-caps.js";
 import type { CallResult, Live, ScopeCallOptions, SessionScope } from "./session-scope.js";
 
 export interface InvocationParts {
@@ -65,10 +65,18 @@ export async function timedInvocation<K extends AnyKind>(
   call: Invocation<K>,
   what: string,
 ): Promise<CallResult<K>> {
-  const late = AbortSignal.timeout(call.deadlineMs + parts.graceMs);
-  const signal = call.options.signal === undefined ? late : AbortSignal.any([call.options.signal, late]);
-  const result = await runInvocation(parts, { ...call, options: { ...call.options, signal } });
-  if (!result.outcome.ok && result.outcome.error.code === WireCode.cancelled && late.aborted) {
+  // One controller and one timer, let go of when the call ends (AbortSignal.timeout with
+  // AbortSignal.any costs several times more, and its timer outlives the call).
+  const outer = call.options.signal;
+  const late = linkedSignal(outer === undefined ? [] : [outer], call.deadlineMs + parts.graceMs);
+  let result: CallResult<K>;
+  try {
+    result = await runInvocation(parts, { ...call, options: { ...call.options, signal: late.signal } });
+  } finally {
+    late.dispose();
+  }
+  const timedOut = late.signal.reason instanceof DeadlineError;
+  if (!result.outcome.ok && result.outcome.error.code === WireCode.cancelled && timedOut) {
     return {
       ...result,
       outcome: {
@@ -100,34 +108,17 @@ export async function runInvocation<K extends AnyKind>(
   // Capability work of this invocation stops when it ends, whatever ends it. Made at the
   // first capability call (most invocations make none).
   const ended = new InvocationEnd();
-  let chain: WaitChain | undefined;
-  const dispatch = capDispatcher(parts.caps, {
-    sessionId: scope.id,
-    invocationId: id,
-    get signal() {
-      return ended.signal;
-    },
-    deadlineAt: Date.now() + deadlineMs,
-    // Made when a capability first asks for it (most invocations make no call that asks another extension).
-    get chain() {
-      return (chain ??= [...(options.chain ?? []), waitKey(scope.id, extension)]);
-    },
-    grants: () => {
-      // Read at dispatch: a narrowed approval applies to the next capability call; a revoked one
-      // allows nothing. Another process's commit is noticed first (its change stops the satellite).
-      parts.approvals.notice();
-      const current = scope.live.get(extension);
-      if (current !== undefined) return current.approval.grants;
-      // No longer live: stopped by its session or the broker closing (its open call may finish
-      // under the approval it has), or by a revocation or a changed install (nothing allowed).
-      return currentApproval(parts.registry, live.installed)?.grants ?? { ...live.approval.grants, net: [] };
-    },
-    session: () => scope.policy,
-    ...(options.onLog !== undefined ? { onLog: options.onLog } : {}),
-  });
+  const dispatch = capDispatcher(parts.caps, new InvocationCaps(parts, scope, live, id, deadlineMs, ended, options));
   let outcome: InvocationOutcome<K>;
   try {
-    outcome = await live.slot.invoke({ kind, name, args, strand, deadlineMs }, { ...options, dispatch });
+    outcome = await live.slot.invoke(
+      { kind, name, args, strand, deadlineMs },
+      {
+        signal: options.signal,
+        onReport: options.onReport,
+        dispatch,
+      },
+    );
   } catch (err) {
     parts.ledger.finish(id, WireCode.crashed);
     throw err;

@@ -122,7 +122,22 @@ export async function hookedToolCall(
         options.onInvocation?.(id);
       },
     });
-    return { ...base, outcome, extension, invocationId, ...heard?.take() };
+    const acts = heard?.take();
+    // Written out, not spread over `base`: a second spread that overwrites keys costs more than the call's frame.
+    return {
+      callId,
+      arguments: args,
+      rewrittenBy: null,
+      substitutedBy: null,
+      blockedBy: null,
+      halt: acts?.halt ?? null,
+      context: acts?.context ?? [],
+      notes: acts?.notes ?? [],
+      trace: acts?.trace ?? [],
+      outcome,
+      extension,
+      invocationId,
+    };
   }
   const row = session.active.applied.known.get(extension)?.installed?.manifest.tool.find((t) => t.name === tool);
   let parsed: unknown;
