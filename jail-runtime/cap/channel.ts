@@ -23,6 +23,8 @@ import {
 
 /** The largest encoding buffer kept for the next frame; a larger one is let go. */
 const SPARE_MAX_BYTES = 1024 * 1024;
+/** Encoding buffers kept for the next frames: enough for the frames of a few invocations answered together. */
+const SPARES_KEPT = 16;
 /** Frames queued together are written in one write up to this many bytes (one syscall, not one each). */
 const COALESCE_MAX_BYTES = 64 * 1024;
 
@@ -47,7 +49,9 @@ export class Channel {
   #tail = 0;
   #pumping = false;
   #closed = false;
-  #spare: Writer | null = null;
+  // Buffers of frames written, free for the next ones (a map used as a stack: no Array.prototype method).
+  readonly #spares = new SafeMap<number, Writer>();
+  #spareCount = 0;
 
   /** `conn`'s methods are called as its own properties: the prelude passes them bound to the real connection. */
   constructor(conn: Deno.Conn) {
@@ -79,19 +83,31 @@ export class Channel {
 
   #enqueue(frame: object, resolve: () => void, reject: (err: Error) => void): Error | null {
     let bytes: Uint8Array;
-    // The buffer of the last frame written, if it is free (frames still queued hold theirs).
-    const writer = this.#spare ?? new Writer(0);
-    this.#spare = null;
+    // The buffer of a frame already written, if one is free (frames still queued hold theirs).
+    const writer = this.#takeSpare() ?? new Writer(0);
     try {
       bytes = encodeFrame(frame, undefined, writer);
     } catch (err) {
-      this.#spare = writer;
+      this.#keepSpare(writer);
       // Too large or unencodable: the caller decides what to answer instead.
       return err as Error;
     }
     mapSet(this.#queue, this.#tail++, { bytes, writer, resolve, reject });
     if (!this.#pumping) void this.#pump();
     return null;
+  }
+
+  #takeSpare(): Writer | null {
+    if (this.#spareCount === 0) return null;
+    const writer = mapGet(this.#spares, --this.#spareCount)!;
+    mapDelete(this.#spares, this.#spareCount);
+    return writer;
+  }
+
+  #keepSpare(writer: Writer): void {
+    // A buffer grown past SPARE_MAX_BYTES (one large answer) is let go.
+    if (this.#spareCount < SPARES_KEPT && writer.capacity <= SPARE_MAX_BYTES)
+      mapSet(this.#spares, this.#spareCount++, writer);
   }
 
   // Plain awaits, no .then/.catch and no promise returned from an async function:
@@ -104,7 +120,7 @@ export class Channel {
         await this.#writeAll(batch.bytes);
         for (let i = 0; i < batch.items.length; i++) {
           const item = batch.items[i]!;
-          if (item.writer.capacity <= SPARE_MAX_BYTES) this.#spare = item.writer;
+          this.#keepSpare(item.writer);
           item.resolve();
         }
       } catch (err) {

@@ -24,6 +24,7 @@ import {
   dvGetUint32,
   dvGetUint8,
   numberIsInteger,
+  ObjectPrototype,
   objectDefineProperty,
   objectKeys,
   u8Buffer,
@@ -215,8 +216,15 @@ class Reader {
       const key = this.read();
       if (typeof key !== "string" && typeof key !== "number")
         throw new SafeError(`msgpack map key of type ${typeof key}`);
-      // Defined, not assigned: `__proto__` stays an own key and Object.prototype setters are not called.
-      objectDefineProperty(out, `${key}`, { value: this.read(), enumerable: true, writable: true, configurable: true });
+      const name = `${key}`;
+      const value = this.read();
+      // Assigned only when Object.prototype has nothing of that name, so no setter (an extension's
+      // patch) can catch it (its own prototype is fixed: null); else defined, so `__proto__` stays
+      // an own key and no setter is called. Assigning keeps the object fast: defining each key
+      // cost the satellite more than the rest of a call frame's decoding.
+      if (name in ObjectPrototype)
+        objectDefineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+      else out[name] = value;
     }
     return out;
   }

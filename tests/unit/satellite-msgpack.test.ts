@@ -153,6 +153,45 @@ describe("the satellite's msgpack", () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
+  test("a setter or a read-only property an extension put on Object.prototype never sees or stops a decoded key", () => {
+    const caught: string[] = [];
+    const names = ["t", "id", "token", "args", "0", "toString", "constructor"];
+    const sent = { t: "call", id: 7, token: "x".repeat(32), args: "{}", "0": "zero", toString: "s", constructor: 1 };
+    const saved = names.map((name) => [name, Object.getOwnPropertyDescriptor(Object.prototype, name)] as const);
+    let decoded: Record<string, unknown>;
+    let error: unknown = null;
+    try {
+      for (const [i, name] of names.entries()) {
+        // Half of them setters, half read-only: assigning to either would be caught or fail.
+        Object.defineProperty(
+          Object.prototype,
+          name,
+          i % 2 === 0
+            ? { configurable: true, set: (v: unknown) => caught.push(`${name}=${typeof v}`), get: () => "patched" }
+            : { configurable: true, writable: false, value: "patched" },
+        );
+      }
+      decoded = decodeValue(packr.pack(sent)) as Record<string, unknown>;
+    } catch (err) {
+      error = err;
+    } finally {
+      // Restored before anything is checked: the test runner itself needs toString and constructor.
+      for (const [name, descriptor] of saved) {
+        delete (Object.prototype as Record<string, unknown>)[name];
+        if (descriptor !== undefined) Object.defineProperty(Object.prototype, name, descriptor);
+      }
+    }
+    expect(error).toBeNull();
+    expect(caught).toEqual([]);
+    for (const name of names)
+      expect(Object.getOwnPropertyDescriptor(decoded!, name)).toMatchObject({
+        value: sent[name as keyof typeof sent],
+        enumerable: true,
+        writable: true,
+      });
+    expect(Object.keys(decoded!)).toEqual(Object.keys(sent));
+  });
+
   test("bytes that are not one msgpack value are refused", () => {
     expect(() => decodeValue(new Uint8Array([0xc1]))).toThrow("msgpack type 0xc1 is not part of the frames");
     expect(() => decodeValue(new Uint8Array([0x92, 0x01]))).toThrow("unexpected end of msgpack data");
