@@ -250,6 +250,24 @@ export function scanMsgpack(bytes: Uint8Array, bounds: DocumentBounds = FRAME_BO
 }
 
 /**
+ * Where the string opened at `open` closes: the next quote after an even run
+ * of backslashes (an odd run escapes it), or the end of the text. Found with
+ * indexOf, not a character at a time: a 64 KiB argument took the broker
+ * ~170 µs to scan the slow way.
+ */
+function closingQuote(text: string, open: number): number {
+  let at = open;
+  for (;;) {
+    const quote = text.indexOf('"', at + 1);
+    if (quote < 0) return text.length;
+    let before = quote - 1;
+    while (before > open && text.charCodeAt(before) === 0x5c) before--;
+    if ((quote - 1 - before) % 2 === 0) return quote;
+    at = quote;
+  }
+}
+
+/**
  * Scans JSON text for depth and element count (it does not validate the grammar:
  * JSON.parse does, after). Strings are skipped with their escapes.
  */
@@ -262,14 +280,9 @@ export function scanJson(text: string, bounds: DocumentBounds = JSON_BOUNDS): vo
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // a string: skip to its closing quote
       if (expectingValue && ++elements > bounds.maxElements) tooMany(bounds);
       expectingValue = false;
-      for (i++; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
-      }
+      i = closingQuote(text, i);
     } else if (c === 0x5b || c === 0x7b) {
       if (++elements > bounds.maxElements) tooMany(bounds);
       if (++depth > bounds.maxDepth) tooDeep(bounds);

@@ -125,6 +125,60 @@ describe("JSON bombs", () => {
     refused(() => scanJson(text), "elements");
   });
 
+  test("strings are skipped exactly as a character-at-a-time scan skips them, escapes and all, in JSON or not", () => {
+    // The scan before strings were skipped with indexOf: what it counted, every text must still count.
+    const reference = (text: string): { elements: number; depth: number } => {
+      let depth = 0;
+      let deepest = 0;
+      let elements = 0;
+      let expectingValue = true;
+      for (let i = 0; i < text.length; i++) {
+        const c = text.charCodeAt(i);
+        if (c === 0x22) {
+          if (expectingValue) elements++;
+          expectingValue = false;
+          for (i++; i < text.length; i++) {
+            const d = text.charCodeAt(i);
+            if (d === 0x5c) i++;
+            else if (d === 0x22) break;
+          }
+        } else if (c === 0x5b || c === 0x7b) {
+          elements++;
+          deepest = Math.max(deepest, ++depth);
+          expectingValue = true;
+        } else if (c === 0x5d || c === 0x7d) {
+          depth--;
+          expectingValue = false;
+        } else if (c === 0x2c || c === 0x3a) expectingValue = true;
+        else if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+          // white space
+        } else if (expectingValue) {
+          elements++;
+          expectingValue = false;
+        }
+      }
+      return { elements, depth: deepest };
+    };
+    const tricky = fc.string({
+      unit: fc.constantFrom('"', "\\", "[", "{", "]", "}", ",", ":", "a", "1", " "),
+      maxLength: 40,
+    });
+    const texts = fc.oneof(
+      tricky,
+      fc.jsonValue().map((v) => JSON.stringify(v)),
+      fc.array(tricky, { maxLength: 5 }).map((parts) => JSON.stringify({ [parts.join("")]: parts })),
+    );
+    fc.assert(
+      fc.property(texts, (text) => {
+        const { elements, depth } = reference(text);
+        scanJson(text, { maxDepth: depth, maxElements: elements });
+        if (elements > 0) refused(() => scanJson(text, { maxDepth: depth, maxElements: elements - 1 }), "elements");
+        if (depth > 0) refused(() => scanJson(text, { maxDepth: depth - 1, maxElements: elements }), "depth");
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   test("brackets and quotes inside strings do not count", () => {
     scanJson(JSON.stringify({ a: `[[[[{{{{\\"]]]${"[".repeat(10_000)}` }), { maxDepth: 2, maxElements: 10 });
   });
