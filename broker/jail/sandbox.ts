@@ -138,6 +138,17 @@ export const JAIL_FILE_BYTES = JAIL_TMP_BYTES;
 /** Processes and threads of the jail uid, all satellites together (RLIMIT_NPROC; the cgroup bounds each one). */
 export const JAIL_NPROC = 4096;
 
+/**
+ * MiB per semi-space of a satellite's young generation. V8 sizes it from the old
+ * space (memory_mb / 128: 512 KiB at 64 MiB), so a call that moves 64 KiB ran a
+ * scavenge once or twice per call and spent over half its CPU collecting; 2 MiB
+ * halved a 64 KiB call's CPU. The young generation is at most three of these,
+ * inside the RSS bound (2 × memory_mb + 128 MiB, satellite/memory-watch.ts).
+ */
+export function semiSpaceMb(memoryMb: number): number {
+  return Math.min(16, Math.max(2, Math.round(memoryMb / 32)));
+}
+
 /** The Deno half of the jail: `run` and its flags, for `artifact` connecting to `socket`. */
 export function denoRunArgs(artifact: string, socket: string, memoryMb: number): string[] {
   return [
@@ -150,7 +161,7 @@ export function denoRunArgs(artifact: string, socket: string, memoryMb: number):
     `--allow-net=unix:${socket}`,
     `--allow-read=${socket}`,
     `--allow-write=${socket}`,
-    `--v8-flags=--max-old-space-size=${memoryMb}`,
+    `--v8-flags=--max-old-space-size=${memoryMb},--max-semi-space-size=${semiSpaceMb(memoryMb)}`,
     artifact,
     socket,
   ];
