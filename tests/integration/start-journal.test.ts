@@ -14,6 +14,10 @@ import { spawn } from "node:child_process";
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Broker } from "../../broker/broker.js";
+import { createLogger } from "../../broker/base/log.js";
+import { Preferences } from "../../broker/sessions/preferences.js";
+import { Session } from "../../broker/sessions/session.js";
 import { journalDir, Ledger, LOST } from "../../broker/store/ledger.js";
 import { openStore, type Store } from "../../broker/store/open.js";
 import { REPO } from "../support/satellites.js";
@@ -215,4 +219,32 @@ test("a real jailed call in flight when its broker is killed is lost; the call b
   expect(got.find((r) => r.id === ids.done)).toMatchObject({ name: "echo", outcome: "ok" });
   expect(got.find((r) => r.id === ids.inFlight)).toMatchObject({ name: "count", outcome: LOST });
   store.close();
+}, 60_000);
+
+test("a jailed call's start is on disk before its frame leaves: the satellite's connection writes the journal first", async () => {
+  const dir = home();
+  const broker = Broker.open({ home: dir, log: createLogger({ level: "error" }) });
+  try {
+    const { installed } = await broker.registry.install(join(REPO, "manifests/echo"));
+    broker.registry.approve(installed.manifest.name);
+    new Preferences(broker.store).setGlobal(installed.manifest.name, true);
+    const session = await Session.open(broker, { id: "s-order", workspace: dir });
+    const [file] = journalFiles(dir);
+    const journal = join(journalDir(broker.store), file!);
+    // What the journal held each time a frame was about to leave for a satellite.
+    const seen: string[] = [];
+    const write = broker.ledger.writeStarts.bind(broker.ledger);
+    broker.ledger.writeStarts = () => {
+      write();
+      seen.push(readFileSync(journal, "utf8"));
+    };
+    let id = 0;
+    const done = await session.callTool("echo", '{"text":"hi"}', { onInvocation: (i) => (id = i) });
+    expect(done.outcome.ok).toBe(true);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen[0]).toContain(`[${id},"s-order","echo","tool","echo",`);
+    await session.close();
+  } finally {
+    await broker.close();
+  }
 }, 60_000);

@@ -9,6 +9,7 @@
  * With `real`, the last state is a real jailed call in flight (manifests/echo's
  * `count`, once it has reported), made through the library on a broker opened on <home>.
  */
+import { writeSync } from "node:fs";
 import { join } from "node:path";
 import { Broker } from "../../../broker/broker.js";
 import { createLogger } from "../../../broker/base/log.js";
@@ -34,12 +35,14 @@ if (real === "real") {
   broker.ledger.flush();
   ids.done = done.invocationId!;
   // Killed once the satellite has the call (count's first report; it reports 100 times, a
-  // millisecond apart), not merely once the broker began it.
-  await new Promise<void>((resolve) => {
-    void session.callTool("count", '{"n":100}', {
-      onInvocation: (id) => (ids.inFlight = id),
-      onReport: () => resolve(),
-    });
+  // millisecond apart), not merely once the broker began it; in that very callback, so the
+  // call cannot have finished first.
+  void session.callTool("count", '{"n":100}', {
+    onInvocation: (id) => (ids.inFlight = id),
+    onReport: () => {
+      writeSync(1, `${JSON.stringify(ids)}\n`);
+      process.kill(process.pid, "SIGKILL");
+    },
   });
 } else {
   const store = openStore(join(home, "tether.db"));
@@ -58,5 +61,5 @@ if (real === "real") {
   ledger.writeStarts();
   if (ids["finished-unwritten"] !== undefined) ledger.finish(ids["finished-unwritten"], "ok");
 }
-process.stdout.write(`${JSON.stringify(ids)}\n`, () => process.kill(process.pid, "SIGKILL"));
+if (real !== "real") process.stdout.write(`${JSON.stringify(ids)}\n`, () => process.kill(process.pid, "SIGKILL"));
 setInterval(() => {}, 60_000);
