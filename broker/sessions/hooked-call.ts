@@ -77,6 +77,35 @@ function toolValueOf(substitute: unknown): ToolReply {
 }
 
 /**
+ * The report of a call no hook stood around: the caller's arguments, and what the hooks of the acts it
+ * reported said. One literal, not spreads: a spread whose keys a second spread overwrote cost more than
+ * the call's frame.
+ */
+function plainReport(
+  callId: string,
+  args: string,
+  outcome: InvocationOutcome<"tool">,
+  extension: string | null,
+  invocationId: number | null,
+  acts?: HeardActs,
+): ToolCallReport {
+  return {
+    callId,
+    arguments: args,
+    rewrittenBy: null,
+    substitutedBy: null,
+    blockedBy: null,
+    halt: acts?.halt ?? null,
+    context: acts?.context ?? [],
+    notes: acts?.notes ?? [],
+    trace: acts?.trace ?? [],
+    outcome,
+    extension,
+    invocationId,
+  };
+}
+
+/**
  * Calls a tool by name, with the hook bus around it: `tool_call` hooks may
  * block, halt, rewrite the arguments (re-validated against the tool's schema)
  * or answer a substitute result; `tool_result` hooks see the outcome and may
@@ -91,24 +120,9 @@ export async function hookedToolCall(
   session.active.refresh();
   const callId = options.callId ?? randomUUID();
   const extension = session.active.applied.plan.tools.get(tool);
-  const base = {
-    callId,
-    arguments: args,
-    rewrittenBy: null,
-    substitutedBy: null,
-    blockedBy: null,
-    halt: null,
-    context: [],
-    notes: [],
-    trace: [],
-  };
   if (extension === undefined) {
-    return {
-      ...base,
-      outcome: session.active.notServed("tool", tool, [...session.active.applied.plan.tools.keys()]),
-      extension: null,
-      invocationId: null,
-    };
+    const outcome = session.active.notServed("tool", tool, [...session.active.applied.plan.tools.keys()]);
+    return plainReport(callId, args, outcome, null, null);
   }
   if (!session.bus.hooked("tool_call", { name: tool }) && !session.bus.hooked("tool_result", { name: tool })) {
     // Nothing listens for this tool: the call as the broker makes it, with nothing composed around it.
@@ -122,23 +136,19 @@ export async function hookedToolCall(
         options.onInvocation?.(id);
       },
     });
-    const acts = heard?.take();
-    // Written out, not spread over `base`: a second spread that overwrites keys costs more than the call's frame.
-    return {
-      callId,
-      arguments: args,
-      rewrittenBy: null,
-      substitutedBy: null,
-      blockedBy: null,
-      halt: acts?.halt ?? null,
-      context: acts?.context ?? [],
-      notes: acts?.notes ?? [],
-      trace: acts?.trace ?? [],
-      outcome,
-      extension,
-      invocationId,
-    };
+    return plainReport(callId, args, outcome, extension, invocationId, heard?.take());
   }
+  const base = {
+    callId,
+    arguments: args,
+    rewrittenBy: null,
+    substitutedBy: null,
+    blockedBy: null,
+    halt: null,
+    context: [],
+    notes: [],
+    trace: [],
+  };
   const row = session.active.applied.known.get(extension)?.installed?.manifest.tool.find((t) => t.name === tool);
   let parsed: unknown;
   try {
