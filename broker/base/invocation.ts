@@ -21,4 +21,10 @@ export interface InvokeOptions {
   readonly onReport?: (text: string) => void;
   /** Serves this invocation's capability calls (overrides the slot's dispatcher). */
   readonly dispatch?: CapDispatcher;
+  /**
+   * A time limit counted from the ask, the wait for a turn included: past it, a
+   * queued call leaves the queue and an open one is cancelled, and either ends
+   * `timeout` with `message`. One timer on the slot's job, not an AbortSignal.
+   */
+  readonly late?: { readonly afterMs: number; readonly message: string };
 }

@@ -12,7 +12,7 @@ export interface LinkedSignal {
   dispose(): void;
 }
 
-export class DeadlineError extends Error {
+class DeadlineError extends Error {
   override readonly name = "TimeoutError";
   constructor() {
     super("the invocation's deadline passed");

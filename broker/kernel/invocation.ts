@@ -6,10 +6,10 @@
  */
 import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import { WireCode } from "../base/errors.js";
+import type { InvokeOptions } from "../base/invocation.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import { capDispatcher, type CapEnvironment } from "../caps/dispatcher.js";
 import { InvocationEnd } from "../caps/invocation-end.js";
-import { DeadlineError, linkedSignal } from "../caps/linked-signal.js";
 import type { Registry } from "../registry/registry.js";
 import type { Ledger } from "../store/ledger.js";
 import type { ApprovalChanges } from "./approval-changes.js";
@@ -60,38 +60,24 @@ export function recordRefusal(parts: InvocationParts, call: Refused, code: strin
 }
 
 /** The invocation with its time limit covering the wait for the satellite: late is `timeout`, named by `what`. */
-export async function timedInvocation<K extends AnyKind>(
+export function timedInvocation<K extends AnyKind>(
   parts: InvocationParts,
   call: Invocation<K>,
   what: string,
 ): Promise<CallResult<K>> {
-  // One controller and one timer, let go of when the call ends (AbortSignal.timeout with
-  // AbortSignal.any costs several times more, and its timer outlives the call).
-  const outer = call.options.signal;
-  const late = linkedSignal(outer === undefined ? [] : [outer], call.deadlineMs + parts.graceMs);
-  let result: CallResult<K>;
-  try {
-    result = await runInvocation(parts, { ...call, options: { ...call.options, signal: late.signal } });
-  } finally {
-    late.dispose();
-  }
-  const timedOut = late.signal.reason instanceof DeadlineError;
-  if (!result.outcome.ok && result.outcome.error.code === WireCode.cancelled && timedOut) {
-    return {
-      ...result,
-      outcome: {
-        ok: false,
-        error: { code: WireCode.timeout, msg: `${what} passed its time limit of ${call.deadlineMs} ms` },
-      },
-    };
-  }
-  return result;
+  // The slot keeps the limit with one timer on the queued job (an AbortSignal per hook, with
+  // its listeners, cost several times more on the hook path).
+  return runInvocation(parts, call, {
+    afterMs: call.deadlineMs + parts.graceMs,
+    message: `${what} passed its time limit of ${call.deadlineMs} ms`,
+  });
 }
 
 /** One invocation of a live satellite, with its ledger row and capability dispatcher. */
 export async function runInvocation<K extends AnyKind>(
   parts: InvocationParts,
   call: Invocation<K>,
+  late?: InvokeOptions["late"],
 ): Promise<CallResult<K>> {
   const { live, scope, kind, name, args, deadlineMs, options } = call;
   const extension = live.slot.name;
@@ -117,6 +103,7 @@ export async function runInvocation<K extends AnyKind>(
         signal: options.signal,
         onReport: options.onReport,
         dispatch,
+        late,
       },
     );
   } catch (err) {

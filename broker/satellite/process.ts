@@ -269,10 +269,10 @@ export class SatelliteProcess {
       id,
       outcome,
       settled,
-      cancel: (reason = "Cancelled by the caller") => {
+      cancel: (reason = "Cancelled by the caller", code = WireCode.cancelled) => {
         if (this.#open.get(id) !== open || open.answered) return;
         // The token dies with the caller's interest: no capability after this.
-        open.resolveOutcome(failure(WireCode.cancelled, reason));
+        open.resolveOutcome(failure(code, reason));
         this.#conn?.send({ t: "cancel", id });
       },
     };

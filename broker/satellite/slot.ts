@@ -115,19 +115,27 @@ export class SatelliteSlot {
         },
         detach: () => {},
       };
-      const signal = options.signal;
-      if (signal !== undefined) {
-        const onAbort = () => {
+      const { signal, late } = options;
+      if (signal !== undefined || late !== undefined) {
+        const stop = (code: WireCode, queued: string, open?: string) => {
           if (!job.started) {
             const at = this.#queue.indexOf(job);
             if (at >= 0) this.#queue.splice(at, 1);
-            job.resolve(failure(WireCode.cancelled, "Cancelled while waiting its turn"));
+            job.resolve(failure(code, queued));
           } else {
-            job.running?.cancel();
+            job.running?.cancel(open, code);
           }
         };
-        signal.addEventListener("abort", onAbort, { once: true });
-        job.detach = () => signal.removeEventListener("abort", onAbort);
+        const onAbort = () => stop(WireCode.cancelled, "Cancelled while waiting its turn");
+        signal?.addEventListener("abort", onAbort, { once: true });
+        const timer =
+          late === undefined
+            ? undefined
+            : setTimeout(() => stop(WireCode.timeout, late.message, late.message), late.afterMs);
+        job.detach = () => {
+          signal?.removeEventListener("abort", onAbort);
+          clearTimeout(timer);
+        };
       }
       this.#queue.push(job);
       this.#clearIdle();

@@ -4,6 +4,7 @@
  */
 import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
 import type { CapHandler } from "../base/capability.js";
+import type { WireCode } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import type { DenoCacheMount, DenoCacheSource } from "../jail/deno-cache.js";
@@ -58,8 +59,8 @@ export interface RunningInvocation<K extends AnyKind = AnyKind> {
   readonly outcome: Promise<InvocationOutcome<K>>;
   /** Settles when the satellite is done with this invocation (result, death or kill). */
   readonly settled: Promise<void>;
-  /** Best effort: asks the satellite to stop; the caller gets `cancelled` now. */
-  cancel(reason?: string): void;
+  /** Best effort: asks the satellite to stop; the caller gets `code` (`cancelled` unless told) now. */
+  cancel(reason?: string, code?: WireCode): void;
 }
 
 /**

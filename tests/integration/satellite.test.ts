@@ -221,6 +221,37 @@ test("cancelling a queued call removes it before it reaches the satellite", asyn
   expect((await first).ok).toBe(true);
 });
 
+test("a call whose limit counts its wait ends timeout while still queued, and never reaches the satellite", async () => {
+  const slot = track(slotFor(misbehave));
+  await slot.invoke(call("sleep", { ms: 1 })); // booted: the first call below holds the satellite
+  const holder = new AbortController();
+  let firstDone = false;
+  const first = slot.invoke(call("sleep", { ms: 30_000 }, 60_000), { signal: holder.signal }).finally(() => {
+    firstDone = true;
+  });
+  const late = { afterMs: 100, message: "hook 'x' passed its time limit of 50 ms" };
+  const queued = slot.invoke(call("sleep", { ms: 1 }), { late });
+  expect(await queued).toEqual({ ok: false, error: { code: "timeout", msg: late.message } });
+  // It answered while the call ahead of it still held the satellite: the slot's timer, not a turn.
+  expect(firstDone).toBe(false);
+  expect(slot.open).toBe(1);
+  holder.abort();
+  expect(await first).toMatchObject({ ok: false, error: { code: "cancelled" } });
+});
+
+test("an open call past its limit is cancelled and ends timeout; the satellite goes on", async () => {
+  const slot = track(slotFor(misbehave));
+  await slot.invoke(call("sleep", { ms: 1 })); // booted: the next call starts at once
+  const late = { afterMs: 200, message: "hook 'x' passed its time limit of 150 ms" };
+  expect(await slot.invoke(call("sleep", { ms: 30_000 }, 60_000), { late })).toEqual({
+    ok: false,
+    error: { code: "timeout", msg: late.message },
+  });
+  // The satellite was told to stop (its sleep ended early): the same process serves the next call.
+  expect(await slot.invoke(call("sleep", { ms: 1 }))).toMatchObject({ ok: true });
+  expect(slot.boots).toBe(1);
+});
+
 test("a capability call after the answer carries a revoked token and is refused token_revoked", async () => {
   const refused: Cap[] = [];
   const slot = track(slotFor(misbehave, {}, { observeRefusals: (cap) => refused.push(cap) }));
