@@ -14,8 +14,8 @@ import { failure, type Failure } from "../base/outcome.js";
 import { DAEMON_SCOPE } from "../kernel/session-scope.js";
 import type { Approval, Installed } from "../registry/registry.js";
 import type { KernelHost } from "../kernel/host.js";
-import type { Interceptor } from "../kernel/interceptor.js";
-import type { HookOutcome, SessionScope } from "../kernel/session-scope.js";
+import type { Call, Interceptor } from "../kernel/interceptor.js";
+import type { CallResult, HookOutcome, SessionScope } from "../kernel/session-scope.js";
 import { SessionAnswers, type SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
 import * as v from "valibot";
 import { InitRecords, type InitKey } from "../store/init-records.js";
@@ -59,6 +59,8 @@ export class Initializers {
   readonly #records: InitRecords;
   /** Runs of this process, by version: in flight or settled (a failure is not run again here). */
   readonly #runs = new Map<string, Promise<InitReport>>();
+  /** The versions whose run here (or an earlier one on record) succeeded: the gate lets them by at once. */
+  readonly #succeeded = new Set<string>();
 
   constructor(broker: KernelHost) {
     this.#broker = broker;
@@ -78,15 +80,20 @@ export class Initializers {
     return this.#ensure(installed, approval, reason);
   }
 
-  /** null when `extension` may be invoked (no `[init]`, or it ran); else the `inactive` failure. */
-  async gate(scope: SessionScope, extension: string): Promise<Failure | null> {
+  /**
+   * null when `extension` may be invoked (no `[init]`, or it ran); else the `inactive` failure.
+   * Answered at once when nothing is to wait for (every call passes here: no promise for those).
+   */
+  gate(scope: SessionScope, extension: string): null | Promise<Failure | null> {
     if (this.#broker.closed) return null;
     // Another process's change noticed first: a live satellite of a replaced approval is gone from `live` after this.
     this.#broker.approvals.notice();
     const { installed, approval } = scope.live.get(extension) ?? this.#broker.approved(extension);
     if (installed.manifest.init === undefined) return null;
-    const report = await this.#ensure(installed, approval, "start");
-    return report.ok ? null : failure(BrokerCode.inactive, inactiveMessage(extension, report.error ?? ""));
+    if (this.#succeeded.has(text(keyOf(installed, approval)))) return null;
+    return this.#ensure(installed, approval, "start").then((report) =>
+      report.ok ? null : failure(BrokerCode.inactive, inactiveMessage(extension, report.error ?? "")),
+    );
   }
 
   #ensure(installed: Installed, approval: Approval, reason: SessionPayload<"init">["reason"]): Promise<InitReport> {
@@ -99,6 +106,9 @@ export class Initializers {
     }
     const run = this.#run(installed, key, reason);
     this.#runs.set(text(key), run);
+    void run.then((report) => {
+      if (report.ok) this.#succeeded.add(text(key));
+    });
     return run;
   }
 
@@ -149,11 +159,14 @@ export class Initializers {
  * `inactive`. The init itself is what the gate waits for.
  */
 export function initGate(inits: Initializers): Interceptor {
-  return (next) => async (call) => {
-    if (call.kind === "init") return next(call);
-    const refused = await inits.gate(call.scope, call.extension);
-    if (refused === null) return next(call);
+  const answer = (call: Call, refused: Failure): CallResult => {
     if (call.kind === "boot") throw new TetherError(BrokerCode.inactive, refused.error.msg);
     return { outcome: refused, invocationId: null };
+  };
+  return (next) => (call) => {
+    if (call.kind === "init") return next(call);
+    const gated = inits.gate(call.scope, call.extension);
+    if (gated === null) return next(call);
+    return gated.then((refused) => (refused === null ? next(call) : answer(call, refused)));
   };
 }

@@ -15,8 +15,11 @@ import {
   ProtocolError,
   decodeFrame,
   encodeFrame,
+  tagIndex,
 } from "../../jail-runtime/wire/codec.js";
 import { SatelliteFrame, type BrokerFrame } from "../../jail-runtime/wire/frames.js";
+
+const SATELLITE_FRAME_TAGS = tagIndex(SatelliteFrame);
 
 export interface ConnectionEvents {
   frame(frame: SatelliteFrame): void;
@@ -60,7 +63,7 @@ export class SatelliteConnection {
       if (this.#done) return;
       try {
         for (const body of this.#reader.push(chunk)) {
-          events.frame(decodeFrame(body, SatelliteFrame));
+          events.frame(decodeFrame(body, SatelliteFrame, SATELLITE_FRAME_TAGS));
           if (this.#done) return;
         }
       } catch (err) {

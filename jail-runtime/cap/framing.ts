@@ -5,7 +5,7 @@
  * same schemas (`wire/frames.ts`), the same error codes and the same wording.
  */
 import type * as v from "valibot";
-import { DEFAULT_MAX_FRAME_BYTES, ProtocolError, checkFrame } from "../wire/codec.js";
+import { DEFAULT_MAX_FRAME_BYTES, ProtocolError, checkFrame, tagIndex } from "../wire/codec.js";
 import { BrokerFrame } from "../wire/frames.js";
 import {
   DV,
@@ -26,6 +26,8 @@ import {
 import { Writer, decodeValue, encodeValue } from "./msgpack.js";
 
 const HEADER_BYTES = 4;
+/** Made when the runtime loads, before any extension code runs. */
+const BROKER_FRAME_TAGS = tagIndex(BrokerFrame);
 
 /**
  * Encodes one frame, header included, into `out` (a fresh writer, or one the
@@ -49,7 +51,7 @@ export function encodeFrame(
 
 /** Decodes one frame body the broker sent and checks it against the broker's frame schemas. */
 export function decodeBrokerFrame(body: Uint8Array): v.InferOutput<typeof BrokerFrame> {
-  return checkFrame(BrokerFrame, () => decodeValue(body), arrayIsArray);
+  return checkFrame(BrokerFrame, () => decodeValue(body), arrayIsArray, BROKER_FRAME_TAGS);
 }
 
 /**

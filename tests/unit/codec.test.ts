@@ -14,6 +14,7 @@ import {
   ProtocolError,
   decodeFrame,
   encodeFrame,
+  tagIndex,
   type ProtocolErrorCode,
 } from "../../jail-runtime/wire/codec.js";
 import { BrokerFrame, SatelliteFrame, type Cap } from "../../jail-runtime/wire/frames.js";
@@ -107,6 +108,41 @@ describe("encodeFrame() and decodeFrame()", () => {
   test("decodeFrame() strips fields the schema does not name", () => {
     const body = packr.pack({ t: "cancel", id: 3, smuggled: { a: 1 } });
     expect(decodeFrame(body, BrokerFrame)).toStrictEqual({ t: "cancel", id: 3 });
+  });
+
+  test("a frame checked against the option its tag names answers exactly what the whole variant answers", () => {
+    const tags = { satellite: tagIndex(SatelliteFrame), broker: tagIndex(BrokerFrame) };
+    expect(tags.satellite.tags).toEqual(["hello", "cap", "result"]);
+    expect(tags.broker.tags).toEqual(["call", "cap_result", "cancel"]);
+    const verdict = (fn: () => unknown): unknown => {
+      try {
+        return { frame: fn() };
+      } catch (err) {
+        return { error: (err as ProtocolError).message };
+      }
+    };
+    // Valid frames, and each spoiled one way: retagged (another option's tag, an unknown one, none),
+    // a field dropped, a field given another value.
+    const tag = fc.constantFrom<unknown>("hello", "cap", "result", "call", "cap_result", "cancel", "nope", 7, null);
+    const spoil = fc.oneof(
+      fc.constant(null),
+      fc.record({ retag: tag }),
+      fc.record({ drop: fc.nat() }),
+      fc.record({ swap: fc.nat(), to: fc.jsonValue({ maxDepth: 2 }) }),
+    );
+    fc.assert(
+      fc.property(anyFrame, spoil, ({ frame, schema }, how) => {
+        const raw: Record<string, unknown> = { ...(frame as Record<string, unknown>) };
+        const keys = Object.keys(raw);
+        if (how !== null && "retag" in how) raw["t"] = how.retag;
+        if (how !== null && "drop" in how) delete raw[keys[how.drop % keys.length]!];
+        if (how !== null && "swap" in how) raw[keys[how.swap % keys.length]!] = how.to;
+        const body = packr.pack(raw);
+        const index = schema === SatelliteFrame ? tags.satellite : tags.broker;
+        expect(verdict(() => decodeFrame(body, schema, index))).toEqual(verdict(() => decodeFrame(body, schema)));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   test("decodeFrame() turns any bytes into a frame or a malformed_frame error, never another failure", () => {
