@@ -12,13 +12,17 @@
  * are read side by side. The raw floor (`bench/lib/floor.ts`: Node and Deno
  * doing the least they can over the same socket) runs in the same rounds, so
  * its rows are the floor each column is read against ("broker" is its Node
- * side, "satellite" its Deno side). `N` calls per round (default 2000), `ROUNDS` rounds
+ * side, "satellite" its Deno side). The last rows enter the same call lower
+ * down the broker (its session scope, its satellite's queue, the process
+ * itself): the difference between two rows is what the layer between them
+ * costs. `N` calls per round (default 2000), `ROUNDS` rounds
  * (default 3, variants interleaved), medians printed.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { CapHandler } from "../broker/base/capability.js";
 import type { Session } from "../broker/sessions/session.js";
 import {
   ECHO_DIR,
@@ -146,6 +150,32 @@ try {
   await installApproved(wideBroker, wide);
   const wideSession = await openSession(wideBroker, "wide", wideHome, ["echo"]);
   const floorCall = () => floor.call(ARGS);
+  // The same echo call entered lower down the broker's stack: what each layer above costs.
+  const layers = (session: string, label: string): Variant[] => {
+    const live = (session === "wide" ? wideBroker : broker).scope(session).live.get("echo");
+    if (live === undefined) throw new Error(`echo is not live in session '${session}'`);
+    const scope = (session === "wide" ? wideBroker : broker).scope(session);
+    const request = { kind: "tool", name: "echo", args: ARGS, strand: "", deadlineMs: 30_000 } as const;
+    const depth = session === "wide" ? 8 : 1;
+    const refuse: CapHandler = async () => ({ ok: false, error: { code: "denied", msg: "not in this bench" } });
+    return [
+      {
+        name: `${label}, at SessionScope.callTool (no hook bus)`,
+        call: () => scope.callTool("echo", "echo", ARGS),
+        depth,
+      },
+      {
+        name: `${label}, at SatelliteSlot.invoke (no kernel: ledger, rule, capabilities)`,
+        call: () => live.slot.invoke(request),
+        depth,
+      },
+      {
+        name: `${label}, at SatelliteProcess.run (no queue)`,
+        call: () => live.slot.process!.run(request, refuse).outcome,
+        depth,
+      },
+    ];
+  };
   const variants: Variant[] = [
     { name: "raw floor (Node⇄Deno msgpack, no jail)", call: floorCall, depth: 1 },
     { name: "unhooked", call: echo(plain), depth: 1 },
@@ -153,6 +183,8 @@ try {
     { name: "raw floor, 8 in flight", call: floorCall, depth: 8 },
     { name: "8 in flight, concurrency 1 (they queue)", call: echo(plain), depth: 8 },
     { name: "8 in flight, concurrency 8 (one satellite)", call: echo(wideSession), depth: 8 },
+    ...layers("plain", "unhooked"),
+    ...layers("wide", "8 in flight on one satellite"),
   ];
   const results = new Map<string, Stage[]>(variants.map((v) => [v.name, []]));
   for (const v of variants) await drive(v.call, 300, v.depth);
