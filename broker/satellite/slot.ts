@@ -139,39 +139,51 @@ export class SatelliteSlot {
       }
       this.#queue.push(job);
       this.#clearIdle();
-      void this.#pump();
+      this.#pump();
     });
   }
 
   /**
-   * Starts queued jobs while there is room on the process, booting it first if
-   * needed; each finished job pumps again. `#pumping` covers the boot, so one
-   * pump at a time hands out the room.
+   * Starts queued jobs while there is room on the live process; with none
+   * live, boots one first (`#pumping` covers the boot, so one pump at a time
+   * hands out the room). Each finished job pumps again. Synchronous while a
+   * process is live: every call passes here, and a promise per pass cost more
+   * than the rest of the queue.
    */
-  async #pump(): Promise<void> {
+  #pump(): void {
     if (this.#pumping) return;
     this.#pumping = true;
+    let booting = false;
     try {
       while (this.#queue.length > 0 && this.#current.size < this.capacity) {
-        let process: SatelliteProcess;
-        try {
-          process = await this.#ready();
-        } catch (err) {
-          // Everyone waiting was waiting on this boot: tell them all why it failed.
-          const code = err instanceof TetherError ? err.code : BrokerCode.bootFailed;
-          for (const job of this.#queue.splice(0)) job.resolve(failure(code, (err as Error).message));
-          break;
+        const live = this.#process;
+        if (live === null || (live.state !== "ready" && live.state !== "busy")) {
+          booting = true;
+          void this.#bootThenPump();
+          return;
         }
-        // Open invocations on a process that died finish with it (its death answers them).
-        if (this.#current.size >= this.capacity) break;
-        const job = this.#queue.shift();
-        if (job === undefined) break;
-        void this.#runJob(process, job).then(() => this.#pump());
+        void this.#runJob(live, this.#queue.shift()!);
       }
+    } finally {
+      if (!booting) this.#pumping = false;
+    }
+    if (this.#queue.length === 0 && this.#current.size === 0) this.#onIdle();
+  }
+
+  /**
+   * Boots a process for the queue (`#pumping` is held until it is up), then
+   * pumps; a failed boot fails everyone waiting on it, with its reason.
+   */
+  async #bootThenPump(): Promise<void> {
+    try {
+      await this.#ready();
+    } catch (err) {
+      const code = err instanceof TetherError ? err.code : BrokerCode.bootFailed;
+      for (const job of this.#queue.splice(0)) job.resolve(failure(code, (err as Error).message));
     } finally {
       this.#pumping = false;
     }
-    if (this.#queue.length === 0 && this.#current.size === 0) this.#onIdle();
+    this.#pump();
   }
 
   async #runJob(process: SatelliteProcess, job: Job): Promise<void> {
@@ -212,6 +224,7 @@ export class SatelliteSlot {
       running = process.run(job.req, onCap);
     } catch (err) {
       job.resolve(failure(WireCode.crashed, (err as Error).message));
+      this.#pump();
       return;
     }
     job.running = running;
@@ -223,6 +236,7 @@ export class SatelliteSlot {
     } finally {
       this.#current.delete(job);
     }
+    this.#pump();
   }
 
   /**

@@ -18,6 +18,7 @@ import { satelliteBusHook } from "./satellite-hooks.js";
 import type { SessionScope } from "../kernel/session-scope.js";
 import type { Ledger } from "../store/ledger.js";
 import type { ActiveSet } from "./active-set.js";
+import type { Known } from "./known.js";
 
 /** How often hooks may keep one turn going (`agent_end` blocks) before the bus stops honouring them. */
 export const MAX_HELD = 8;
@@ -31,6 +32,13 @@ export type HarnessEvent = Exclude<EventName, "cap_call" | "route_call">;
 export type HarnessPayload<E extends HarnessEvent> = E extends "session_start"
   ? { readonly source: string }
   : EventPayload<E>;
+
+/** An active extension whose hook for an event takes the subject: its name, what is known of it, and its hook row. */
+interface Match {
+  readonly name: string;
+  readonly k: Known;
+  readonly row: Known["hooks"][number];
+}
 
 export class SessionBus {
   readonly id: string;
@@ -56,7 +64,7 @@ export class SessionBus {
    * (a session without hooks, or none that match, pays nothing for the bus).
    */
   hooked(event: EventName, subject?: HookSubject): boolean {
-    return this.#matching(event, subject ?? null).next().done !== true;
+    return this.#matching(event, subject ?? null).length > 0;
   }
 
   /**
@@ -65,14 +73,20 @@ export class SessionBus {
    * one asked: a preparation's capability calls and acts are asked of the hooks it activates with (their
    * satellites boot when first asked), never made before any hook is in force.
    */
-  *#matching(event: EventName, subject: HookSubject | null, chain?: WaitChain) {
+  #matching(event: EventName, subject: HookSubject | null, chain?: WaitChain): Match[] {
+    // A plain loop and an array (asked twice on every tool call: no generator, no closure per row).
+    const found: Match[] = [];
     const { plan, known } = this.#active.pending ?? this.#active.applied;
     for (const name of plan.active) {
       if (waits(chain, this.id, name)) continue;
       const k = known.get(name)!;
-      const row = k.hooks.find((h) => h.event === event);
-      if (row !== undefined && matchesSubject(row.match, subject)) yield { name, k, row };
+      for (const row of k.hooks)
+        if (row.event === event) {
+          if (matchesSubject(row.match, subject)) found.push({ name, k, row });
+          break;
+        }
     }
+    return found;
   }
 
   /**
