@@ -74,26 +74,28 @@ lint: $(NODE_MODULES)
 format: $(NODE_MODULES)
 	npx biome format --write .
 
-test: $(NODE_MODULES) sandbox postgres browser typecheck lint
-	$(JEST) --selectProjects unit integration jail fleet browser
+# dist/ is built first and the tests' spawns of bin/tether.js run it (TETHER_FROM_DIST=1):
+# hundreds of spawns each skip tsx's start-up (docs/development.md).
+test: $(NODE_MODULES) sandbox postgres browser typecheck lint build
+	TETHER_FROM_DIST=1 $(JEST) --selectProjects unit integration jail fleet browser
 	bash tests/support/jail-unprivileged.sh
 
 # Some unit tests run SQLite in its database jail: the sandbox layer is needed here too.
 unit: $(NODE_MODULES) sandbox
 	$(JEST) --selectProjects unit
 
-integration: $(NODE_MODULES) sandbox
-	$(JEST) --selectProjects integration
+integration: $(NODE_MODULES) sandbox build
+	TETHER_FROM_DIST=1 $(JEST) --selectProjects integration
 
 jail-test: $(NODE_MODULES) sandbox
 	$(JEST) --selectProjects jail
 	bash tests/support/jail-unprivileged.sh
 
-fleet-test: $(NODE_MODULES) postgres
-	$(JEST) --selectProjects fleet
+fleet-test: $(NODE_MODULES) postgres build
+	TETHER_FROM_DIST=1 $(JEST) --selectProjects fleet
 
-browser-test: $(NODE_MODULES) browser
-	$(JEST) --selectProjects browser
+browser-test: $(NODE_MODULES) browser build
+	TETHER_FROM_DIST=1 $(JEST) --selectProjects browser
 
 bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/invoke.ts

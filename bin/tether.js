@@ -2,13 +2,20 @@
 // The `tether` command. From the installed package (npm install -g, no
 // tsconfig.json beside bin/): the compiled JavaScript in dist/, no TypeScript
 // at run time. From a checkout: the TypeScript sources through tsx, so the
-// sources are what runs (no build step to forget).
+// sources are what runs (no build step to forget) — unless TETHER_FROM_DIST=1
+// says dist/ was just built from them (`make test` does: its hundreds of
+// spawns then skip tsx's start-up).
 import { existsSync } from "node:fs";
 
 const compiled = new URL("../dist/broker/cli/main.js", import.meta.url);
 const checkout = existsSync(new URL("../tsconfig.json", import.meta.url));
+const fromDist = process.env.TETHER_FROM_DIST === "1";
+if (fromDist && !existsSync(compiled)) {
+  process.stderr.write("TETHER_FROM_DIST=1 but dist/ is not built: run 'npm run build' (or unset it)\n");
+  process.exit(2);
+}
 let main;
-if (!checkout && existsSync(compiled)) {
+if ((!checkout || fromDist) && existsSync(compiled)) {
   ({ main } = await import(compiled.href));
 } else {
   const { register } = await import("tsx/esm/api");
