@@ -101,6 +101,7 @@ export class Ledger {
   #pending = new Map<number, PendingStart>();
   #scheduled = false;
   #closed = false;
+  /** When each start already committed while still running began (a finish before its batch reads its queued start). */
   readonly #starts = new Map<number, number>();
   /** The next reserved id and the last; next > last: none left. */
   #next = 1;
@@ -196,7 +197,6 @@ export class Ledger {
     ];
     this.#journal.append(row);
     this.#pending.set(id, { row, finish: null });
-    this.#starts.set(id, startedAt);
     this.#schedule();
     return id;
   }
@@ -213,10 +213,14 @@ export class Ledger {
   /** Records how an invocation ended ("ok" or its error code). */
   finish(id: number, outcome: string): void {
     const finishedAt = Date.now();
-    const startedAt = this.#starts.get(id) ?? finishedAt;
-    this.#starts.delete(id);
-    const finish = { finishedAt, durationMs: finishedAt - startedAt, outcome };
     const pending = this.#pending.get(id);
+    let startedAt: number;
+    if (pending !== undefined) startedAt = pending.row[6];
+    else {
+      startedAt = this.#starts.get(id) ?? finishedAt;
+      this.#starts.delete(id);
+    }
+    const finish = { finishedAt, durationMs: finishedAt - startedAt, outcome };
     if (pending !== undefined) pending.finish = finish;
     else this.#finishes.push({ id, ...finish });
     this.#schedule();
@@ -267,6 +271,8 @@ export class Ledger {
     if (this.#pending.size + this.#finishes.length + this.#audits.length + this.#traces.length === 0) return;
     // Immediate: the batch's commit order (seq) is read under the write lock it commits with.
     this.#write.immediate();
+    // Starts committed still running: their finish comes later, and needs when they began.
+    for (const [id, { row, finish }] of this.#pending) if (finish === null) this.#starts.set(id, row[6]);
     this.#pending = new Map();
     this.#finishes = [];
     this.#audits = [];

@@ -248,3 +248,29 @@ test("a jailed call's start is on disk before its frame leaves: the satellite's 
     await broker.close();
   }
 }, 60_000);
+
+test("a call's duration counts from its start, whether it finished before its row's batch or after the batch committed it running", () => {
+  const dir = home();
+  const store = openStore(join(dir, "tether.db"));
+  const ledger = new Ledger(store);
+  const realNow = Date.now;
+  let now = 1_000_000;
+  Date.now = () => now;
+  try {
+    const start = { sessionId: "s", extension: "echo", kind: "tool", name: "echo", strand: "" };
+    const quick = ledger.begin(start);
+    const long = ledger.begin(start);
+    now += 40;
+    ledger.finish(quick, "ok");
+    ledger.flush(); // the long call's row is committed running
+    now += 2_000;
+    ledger.finish(long, "ok");
+    ledger.flush();
+  } finally {
+    Date.now = realNow;
+  }
+  const durations = store.sqlite.prepare("select duration_ms from invocations order by id").pluck().all();
+  expect(durations).toEqual([40, 2_040]);
+  ledger.close();
+  store.close();
+});
