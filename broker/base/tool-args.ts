@@ -32,9 +32,22 @@ export type ArgsCheck = { ok: true } | { ok: false; msg: string };
 export class ToolArgsChecker {
   readonly #ajv = new Ajv({ allErrors: true, strict: false });
   readonly #compiled = new Map<string, ValidateFunction>();
+  /**
+   * The last check: a hooked call checks the caller's arguments before its hooks
+   * are asked, and the kernel checks the same text again before the tool runs.
+   */
+  #last: { readonly cacheKey: string; readonly args: string; readonly answer: ArgsCheck } | null = null;
 
   /** Checks `args` (JSON text) against `schema`; `cacheKey` identifies the schema. */
   check(cacheKey: string, schema: object, args: string): ArgsCheck {
+    const last = this.#last;
+    if (last !== null && last.args === args && last.cacheKey === cacheKey) return last.answer;
+    const answer = this.#check(cacheKey, schema, args);
+    this.#last = { cacheKey, args, answer };
+    return answer;
+  }
+
+  #check(cacheKey: string, schema: object, args: string): ArgsCheck {
     let value: unknown;
     try {
       value = parseBoundedJson(args, CALLER_JSON_BOUNDS);

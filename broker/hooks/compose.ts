@@ -108,6 +108,19 @@ export interface ComposeOptions {
   readonly now?: () => number;
 }
 
+/** What no hook at all composes to (an event nobody hooks need not be composed). */
+export const NOTHING_COMPOSED: Composed = Object.freeze({
+  block: null,
+  rewrite: null,
+  halt: null,
+  result: null,
+  context: Object.freeze([]),
+  notes: Object.freeze([]),
+  messages: undefined,
+  compactText: "",
+  trace: Object.freeze([]),
+});
+
 /** Asks every hook in order and composes their answers. */
 export async function compose(
   event: BusEvent,

@@ -11,7 +11,7 @@ import { MediaBlock } from "../../jail-runtime/wire/media-blocks.js";
 import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { BrokerCode, WireCode } from "../base/errors.js";
 import { jsonSyntaxError } from "../base/json-syntax.js";
-import type { TraceRow } from "../hooks/compose.js";
+import { NOTHING_COMPOSED, type TraceRow } from "../hooks/compose.js";
 import type { InvocationOutcome, ToolContent, ToolReply } from "../base/outcome.js";
 import type { ScopeCallOptions, SessionScope } from "../kernel/session-scope.js";
 import type { Ledger } from "../store/ledger.js";
@@ -259,22 +259,24 @@ export async function hookedToolCall(
   const finishedMs = Date.now();
   session.bus.traced("tool_call", before, tool, invocationId);
 
-  const resultPayload = {
-    tool,
-    call_id: callId,
-    // Parsed once: the caller's arguments as parsed above, or the rewrite as the hook gave it.
-    arguments: before.rewrite !== null ? before.rewrite.arguments : parsed,
-    ok: outcome.ok,
-    result: outcome.ok ? outcome.value : outcome.error,
-    started_ms: startedMs,
-    finished_ms: finishedMs,
-  };
-  const after = session.bus.traced(
-    "tool_result",
-    await session.bus.compose("tool_result", resultPayload),
-    tool,
-    invocationId,
-  );
+  // Only a tool_call hook listens (the common guard): the result is composed of nothing.
+  const after = session.bus.hooked("tool_result", { name: tool })
+    ? session.bus.traced(
+        "tool_result",
+        await session.bus.compose("tool_result", {
+          tool,
+          call_id: callId,
+          // Parsed once: the caller's arguments as parsed above, or the rewrite as the hook gave it.
+          arguments: before.rewrite !== null ? before.rewrite.arguments : parsed,
+          ok: outcome.ok,
+          result: outcome.ok ? outcome.value : outcome.error,
+          started_ms: startedMs,
+          finished_ms: finishedMs,
+        }),
+        tool,
+        invocationId,
+      )
+    : NOTHING_COMPOSED;
   context.push(...after.context);
   notes.push(...after.notes);
   trace.push(...after.trace);
