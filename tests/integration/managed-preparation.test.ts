@@ -76,8 +76,8 @@ describe("failed preparations", () => {
 
   test("one past its time limit: failed as a timeout; close still runs, in a fresh satellite", () => {
     expect(byName(session.status())["slowprep"]?.reason).toMatch(/^preparation failed: timeout: .*300 ms/);
-    // The ledger row is the broker's cancel at the limit (as for a hook); the reason says timeout.
-    expect(invoked("slowprep", "prepare")).toEqual(["cancelled"]);
+    // The broker cut it off at its limit (as it does a hook): the ledger row and the reason both say timeout.
+    expect(invoked("slowprep", "prepare")).toEqual(["timeout"]);
     expect(invoked("slowprep", "close")).toEqual(["ok"]);
     expect(closes("slowprep", "prep-a")).toEqual(["prepare_failed"]);
   });
