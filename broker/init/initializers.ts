@@ -164,9 +164,15 @@ export function initGate(inits: Initializers): Interceptor {
     return { outcome: refused, invocationId: null };
   };
   return (next) => (call) => {
-    if (call.kind === "init") return next(call);
-    const gated = inits.gate(call.scope, call.extension);
-    if (gated === null) return next(call);
-    return gated.then((refused) => (refused === null ? next(call) : answer(call, refused)));
+    // Not an async function (a promise per call for nothing), so a throw is turned into a
+    // rejection here, as one would have been: callers hold a promise, never a throw.
+    try {
+      if (call.kind === "init") return next(call);
+      const gated = inits.gate(call.scope, call.extension);
+      if (gated === null) return next(call);
+      return gated.then((refused) => (refused === null ? next(call) : answer(call, refused)));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   };
 }
