@@ -152,9 +152,9 @@ try {
   const floorCall = () => floor.call(ARGS);
   // The same echo call entered lower down the broker's stack: what each layer above costs.
   const layers = (session: string, label: string): Variant[] => {
-    const live = (session === "wide" ? wideBroker : broker).scope(session).live.get("echo");
-    if (live === undefined) throw new Error(`echo is not live in session '${session}'`);
     const scope = (session === "wide" ? wideBroker : broker).scope(session);
+    const live = scope.live.get("echo");
+    if (live === undefined) throw new Error(`echo is not live in session '${session}'`);
     const request = { kind: "tool", name: "echo", args: ARGS, strand: "", deadlineMs: 30_000 } as const;
     const depth = session === "wide" ? 8 : 1;
     const refuse: CapHandler = async () => ({ ok: false, error: { code: "denied", msg: "not in this bench" } });

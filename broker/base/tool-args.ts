@@ -36,14 +36,18 @@ export class ToolArgsChecker {
    * The last check: a hooked call checks the caller's arguments before its hooks
    * are asked, and the kernel checks the same text again before the tool runs.
    */
-  #last: { readonly cacheKey: string; readonly args: string; readonly answer: ArgsCheck } | null = null;
+  #lastKey: string | null = null;
+  #lastArgs: string | null = null;
+  #lastAnswer: ArgsCheck = { ok: true };
 
   /** Checks `args` (JSON text) against `schema`; `cacheKey` identifies the schema. */
   check(cacheKey: string, schema: object, args: string): ArgsCheck {
-    const last = this.#last;
-    if (last !== null && last.args === args && last.cacheKey === cacheKey) return last.answer;
+    // Three fields, not a record: every call checks once, and only a hooked call asks twice.
+    if (args === this.#lastArgs && cacheKey === this.#lastKey) return this.#lastAnswer;
     const answer = this.#check(cacheKey, schema, args);
-    this.#last = { cacheKey, args, answer };
+    this.#lastKey = cacheKey;
+    this.#lastArgs = args;
+    this.#lastAnswer = answer;
     return answer;
   }
 

@@ -12,7 +12,7 @@ import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../..
 import { BrokerCode, WireCode } from "../base/errors.js";
 import { jsonSyntaxError } from "../base/json-syntax.js";
 import { NOTHING_COMPOSED, type TraceRow } from "../hooks/compose.js";
-import type { InvocationOutcome, ToolContent, ToolReply } from "../base/outcome.js";
+import { failure, type InvocationOutcome, type ToolContent, type ToolReply } from "../base/outcome.js";
 import type { ScopeCallOptions, SessionScope } from "../kernel/session-scope.js";
 import type { Ledger } from "../store/ledger.js";
 import type { ToolArgsChecker } from "../base/tool-args.js";
@@ -77,8 +77,8 @@ function toolValueOf(substitute: unknown): ToolReply {
 }
 
 /**
- * The report of a call no hook stood around: the caller's arguments, and what the hooks of the acts it
- * reported said. One literal, not spreads: a spread whose keys a second spread overwrote cost more than
+ * The report of a call no hook changed (none stood around it, or it was refused before any was
+ * asked): the caller's arguments, and what the hooks of the acts it reported said. One literal, not spreads: a spread whose keys a second spread overwrote cost more than
  * the call's frame.
  */
 function plainReport(
@@ -138,17 +138,6 @@ export async function hookedToolCall(
     });
     return plainReport(callId, args, outcome, extension, invocationId, heard?.take());
   }
-  const base = {
-    callId,
-    arguments: args,
-    rewrittenBy: null,
-    substitutedBy: null,
-    blockedBy: null,
-    halt: null,
-    context: [],
-    notes: [],
-    trace: [],
-  };
   const row = session.active.applied.known.get(extension)?.installed?.manifest.tool.find((t) => t.name === tool);
   let parsed: unknown;
   try {
@@ -161,12 +150,8 @@ export async function hookedToolCall(
         : at === null
           ? "Arguments are not JSON"
           : `Arguments are not JSON: ${at.message}`;
-    return {
-      ...base,
-      extension,
-      invocationId: null,
-      outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${what}` } },
-    };
+    const outcome = failure(WireCode.badArguments, `tool '${tool}': ${what}`);
+    return plainReport(callId, args, outcome, extension, null);
   }
   const schemaKey = `${session.active.applied.known.get(extension)?.installed?.manifestHash ?? ""}:${tool}`;
   /** Why the tool's schema refuses these arguments (JSON text), or null. */
@@ -196,12 +181,7 @@ export async function hookedToolCall(
   if (refused !== null) {
     const id = unrun(WireCode.badArguments);
     options.onInvocation?.(id);
-    return {
-      ...base,
-      extension,
-      invocationId: id,
-      outcome: { ok: false, error: { code: WireCode.badArguments, msg: `tool '${tool}': ${refused}` } },
-    };
+    return plainReport(callId, args, failure(WireCode.badArguments, `tool '${tool}': ${refused}`), extension, id);
   }
   // Traced once the call's ledger row exists, so the verdicts point at it.
   const before = await session.bus.compose(
@@ -218,11 +198,9 @@ export async function hookedToolCall(
     const id = unrun(BrokerCode.blocked);
     session.bus.traced("tool_call", before, tool, id);
     const what = before.block !== null ? "Blocked" : "The turn was halted";
+    const outcome = failure(BrokerCode.blocked, `${what} by '${stopped.by}': ${stopped.reason}`);
     return {
-      ...base,
-      extension,
-      invocationId: id,
-      outcome: { ok: false, error: { code: BrokerCode.blocked, msg: `${what} by '${stopped.by}': ${stopped.reason}` } },
+      ...plainReport(callId, args, outcome, extension, id),
       blockedBy: stopped.by,
       halt: before.halt,
       context,
