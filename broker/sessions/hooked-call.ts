@@ -78,8 +78,8 @@ function toolValueOf(substitute: unknown): ToolReply {
 
 /**
  * The report of a call no hook changed (none stood around it, or it was refused before any was
- * asked): the caller's arguments, and what the hooks of the acts it reported said. One literal, not spreads: a spread whose keys a second spread overwrote cost more than
- * the call's frame.
+ * asked): the caller's arguments, and what the hooks of the acts it reported said. One literal,
+ * not spreads: a spread whose keys a second spread overwrote cost more than the call's frame.
  */
 function plainReport(
   callId: string,
