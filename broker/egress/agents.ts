@@ -7,7 +7,8 @@
  * once, so the pool never holds more sockets than its bound.
  */
 import type { LookupFunction } from "node:net";
-import { Agent } from "undici";
+import type { Agent } from "undici";
+import { undici } from "./undici.js";
 
 /**
  * Agents kept; each holds at most SOCKETS_PER_AGENT sockets, as many as one
@@ -33,7 +34,9 @@ export class EgressAgents {
   #closed = false;
 
   /** The agent for (extension, origin, address): connects to `address` only, the name never looked up again. */
-  pinned(extension: string, origin: string, address: string, family: 4 | 6): Agent {
+  async pinned(extension: string, origin: string, address: string, family: 4 | 6): Promise<Agent> {
+    const { Agent } = await undici();
+    // After the load: the pool may have closed while undici loaded.
     if (this.#closed) throw new Error("the broker's egress pool is closed");
     const key = `${extension}\u0000${origin}|${address}`;
     let agent = this.#agents.get(key);

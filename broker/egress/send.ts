@@ -6,9 +6,9 @@
  * body is never read: its connection is closed. The request's Accept-Encoding
  * is the broker's, and the body comes back decoded (content-coding.ts).
  */
-import { request } from "undici";
 import type { EgressAgents } from "./agents.js";
 import { decodeContent, withBrokerEncoding } from "./content-coding.js";
+import { undici } from "./undici.js";
 
 /** What one hop sends: the exchange as it stands, with whatever the broker adds at send time (a secret). */
 export interface HopRequest {
@@ -78,12 +78,13 @@ export async function sendHop(
   const url = hop.url;
   let res;
   try {
+    const { request } = await undici();
     res = await request(url, {
       method: hop.method as "GET",
       // The broker's Accept-Encoding, never the extension's: it decodes what comes back before anyone reads it.
       headers: Object.fromEntries(withBrokerEncoding(hop.headers)),
       body: hop.body ?? null,
-      dispatcher: agents.pinned(extension, url.origin, pinned.address, pinned.family),
+      dispatcher: await agents.pinned(extension, url.origin, pinned.address, pinned.family),
       // undici's own timers are coarse (they can fire ~0.5 s early): the signal is exact.
       headersTimeout: 0,
       bodyTimeout: 0,

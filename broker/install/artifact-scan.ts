@@ -8,7 +8,7 @@
  * (it reads nothing), computed imports and `new Worker(…)` (Deno checks their
  * reads: docs/jail.md, J03–J10, J61–J65; measured with Deno 2.9.6).
  */
-import * as esbuild from "esbuild";
+import type * as esbuild from "esbuild";
 import { BrokerCode, TetherError } from "../base/errors.js";
 
 /** Nowhere on disk: a glob-style import in the artifact must not make the scan list or read files. */
@@ -38,7 +38,8 @@ export async function scanArtifact(code: string, name: string): Promise<void> {
     },
   };
   try {
-    await esbuild.build({
+    // Imported at the first scan, not with this module (most commands scan nothing).
+    await (await import("esbuild")).build({
       stdin: { contents: code, resolveDir: NOWHERE, sourcefile: "artifact.js", loader: "js" },
       bundle: true,
       write: false,

@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, type Stats } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import * as esbuild from "esbuild";
+import type * as esbuild from "esbuild";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { scanArtifact } from "./artifact-scan.js";
 import { migrationsTrailer, readMigrations } from "./migrations.js";
@@ -369,7 +369,8 @@ export async function bundleFolder(
   const read = new Set<string>();
   let result: esbuild.BuildResult<{ write: false }>;
   try {
-    result = await esbuild.build({
+    // Imported at the first build, not with this module: the broker loads it, and most commands build nothing.
+    result = await (await import("esbuild")).build({
       entryPoints: [ENTRY_NAME],
       ...ARTIFACT_BUILD_OPTIONS,
       nodePaths: [],

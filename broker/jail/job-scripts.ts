@@ -7,10 +7,10 @@
  * renamed into place, as they are).
  */
 import { createHash } from "node:crypto";
+import { createRequire } from "node:module";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import * as esbuild from "esbuild";
 import { nativeDir } from "./native/compile.js";
 
 export type JobScript = "bundle-job" | "db-child";
@@ -33,11 +33,22 @@ function entryOf(script: JobScript): string {
 
 const built = new Map<JobScript, string>();
 
+/**
+ * esbuild's API, loaded at the first build: most commands, and every `tether mcp` or
+ * `tether serve` that builds no job, start without it. Required, not imported: jobScript
+ * stays synchronous (esbuild's package is CommonJS either way).
+ */
+let api: typeof import("esbuild") | null = null;
+function esbuild(): typeof import("esbuild") {
+  api ??= createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
+  return api;
+}
+
 /** The job's script, built when this source was never built here; `dir` defaults to build/ beside build/native. */
 export function jobScript(script: JobScript, dir: string = join(dirname(nativeDir()), "jobs")): string {
   const hit = built.get(script);
   if (hit !== undefined && existsSync(hit)) return hit;
-  const result = esbuild.buildSync({
+  const result = esbuild().buildSync({
     entryPoints: [entryOf(script)],
     bundle: true,
     write: false,

@@ -7,7 +7,8 @@
  * endpoint without query values). The only rule it may use is the endpoint's
  * own URL, exactly: what the manifest names and the operator approved.
  */
-import { Agent, fetch as undiciFetch } from "undici";
+import type { fetch as undiciFetch } from "undici";
+import { undici } from "../egress/undici.js";
 import { pinnedLookup } from "../egress/agents.js";
 import { judge, type Resolver } from "../egress/judge.js";
 import { parseRule } from "../egress/rules.js";
@@ -74,12 +75,11 @@ export function judgedFetch(options: JudgedFetchOptions): typeof fetch {
       throw new SignInRefused(verdict.rule, verdict.reason);
     }
     const pinned = verdict.addresses[0]!;
+    const { Agent, fetch: fetchWith } = await undici();
     const agent = new Agent({ connect: { lookup: pinnedLookup(pinned.address, pinned.family) } });
     audit("allowed", verdict.rule);
     try {
-      const res = await undiciFetch(url, { ...(init as object), dispatcher: agent } as Parameters<
-        typeof undiciFetch
-      >[1]);
+      const res = await fetchWith(url, { ...(init as object), dispatcher: agent } as Parameters<typeof undiciFetch>[1]);
       // The body is read by the caller; the agent closes once it is.
       return res as unknown as Response;
     } finally {

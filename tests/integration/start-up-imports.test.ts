@@ -1,0 +1,59 @@
+/**
+ * What a command loads before it does anything: undici (brokered requests,
+ * sign-ins) and esbuild (installs, job scripts) are the largest packages the
+ * broker uses and most commands never need them, so they are imported at
+ * their first use, not with the modules that use them (~125 ms of every
+ * `tether list` here; docs/performance.md). A static import added anywhere
+ * under these entry points would put them back on every start: a child
+ * Node loads each entry through tsx with a resolve hook that refuses those
+ * packages, so such an import fails here, naming the module that asked.
+ */
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { REPO } from "../unit/support/repo-files.js";
+
+const run = promisify(execFile);
+
+/** Packages no module may import at load time. */
+const LAZY = ["undici", "esbuild"];
+
+/** What the broker, a session and `tether mcp` load before their first call. */
+const ENTRIES = ["broker/broker.ts", "broker/sessions/session.ts", "broker/mcp/command.ts", "broker/mcp/server.ts"];
+
+const HOOK = `
+const lazy = new Set(${JSON.stringify(LAZY)});
+export async function resolve(specifier, context, next) {
+  const bare = specifier.startsWith("@") ? specifier.split("/").slice(0, 2).join("/") : specifier.split("/")[0];
+  if (lazy.has(bare)) throw new Error("imported at load time: " + specifier + " (from " + context.parentURL + ")");
+  return next(specifier, context);
+}`;
+
+/** Loads `code` (an ES module's text, after tsx and the hook are registered) in a child Node; its stderr, or "" when it loaded. */
+async function loadRefusing(code: string): Promise<string> {
+  const script = `
+    const { register: tsx } = await import("tsx/esm/api");
+    tsx();
+    const { register } = await import("node:module");
+    // Registered last, so asked first: it sees every specifier before tsx resolves it.
+    register("data:text/javascript," + encodeURIComponent(${JSON.stringify(HOOK)}));
+    ${code}`;
+  try {
+    await run(process.execPath, ["--input-type=module", "-e", script], { cwd: REPO, timeout: 60_000 });
+    return "";
+  } catch (err) {
+    return String((err as { stderr?: string }).stderr ?? err);
+  }
+}
+
+test.each(ENTRIES)("%s loads without undici or esbuild", async (entry) => {
+  const url = pathToFileURL(join(REPO, entry)).href;
+  expect(await loadRefusing(`await import(${JSON.stringify(url)});`)).toBe("");
+});
+
+test.each(LAZY)("the probe itself refuses %s when a module imports it", async (name) => {
+  // A module importing it statically, as a broker file would: the hook must name it.
+  const module = `data:text/javascript,${encodeURIComponent(`import * as m from "${name}"; export default m;`)}`;
+  expect(await loadRefusing(`await import(${JSON.stringify(module)});`)).toContain(`imported at load time: ${name}`);
+});
