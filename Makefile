@@ -97,7 +97,8 @@ fleet-test: $(NODE_MODULES) postgres build
 browser-test: $(NODE_MODULES) browser build
 	TETHER_FROM_DIST=1 $(JEST) --selectProjects browser
 
-bench: $(NODE_MODULES) sandbox postgres
+# dist/ first: the benches' `tether mcp` children run the compiled CLI, as an installed package does.
+bench: $(NODE_MODULES) sandbox postgres build
 	npx tsx bench/invoke.ts
 	npx tsx bench/ledger.ts
 	npx tsx bench/db.ts
@@ -110,7 +111,7 @@ bench: $(NODE_MODULES) sandbox postgres
 	npx tsx bench/boot.ts
 	npx tsx bench/neighbours.ts
 	npx tsx bench/call-stages.ts
-	npx tsx bench/vs-mcp.ts
+	TETHER_FROM_DIST=1 npx tsx bench/vs-mcp.ts
 	npx tsx bench/scale.ts
 
 # CONSOLE=1: then the operator console over the demo's home for a minute (broker/demo/console.ts).

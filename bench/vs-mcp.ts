@@ -158,7 +158,11 @@ interface Setup {
 
 async function setUp(runTmp: string, home: string, workspace: string, floorScript: string): Promise<Setup> {
   const closers: (() => Promise<unknown>)[] = [];
-  const notes: string[] = [];
+  const notes: string[] = [
+    FROM_DIST
+      ? "tether mcp ran the compiled dist/ (TETHER_FROM_DIST=1), as an installed package does"
+      : "tether mcp ran the TypeScript sources through tsx: `make bench` runs the compiled dist/, as installed",
+  ];
   const variants: Variant[] = [];
   const close = async () => {
     for (const c of closers.reverse()) await c().catch((err: unknown) => log(`closing: ${(err as Error).message}`));
@@ -310,8 +314,15 @@ async function setUp(runTmp: string, home: string, workspace: string, floorScrip
 }
 
 /** The environment of a `tether` child: the bench's home, the run's TMPDIR, quiet logs. */
+/**
+ * `make bench` builds dist/ and sets TETHER_FROM_DIST=1: the `tether mcp` child then runs the
+ * compiled JavaScript, as an installed package does. Without it (`npx tsx bench/vs-mcp.ts` in a
+ * checkout) the child runs the sources through tsx, which costs its cold start ~0.5 s more.
+ */
+const FROM_DIST = process.env["TETHER_FROM_DIST"] === "1";
+
 function tetherEnv(home: string, runTmp: string): Record<string, string> {
-  return { TETHER_HOME: home, TETHER_LOG: "error", TMPDIR: runTmp };
+  return { TETHER_HOME: home, TETHER_LOG: "error", TMPDIR: runTmp, ...(FROM_DIST ? { TETHER_FROM_DIST: "1" } : {}) };
 }
 
 /**
