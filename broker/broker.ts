@@ -44,6 +44,7 @@ import { type Approval, type Installed, Registry } from "./registry/registry.js"
 import { SatelliteLauncher } from "./satellite-launcher.js";
 import { FileSecrets } from "./secrets/store.js";
 import { dataVersionReader } from "./store/data-version.js";
+import { registryStateReader } from "./store/registry-state.js";
 import { DbProcesses } from "./store/db-processes.js";
 import { prepareHome, resolveHome } from "./store/home.js";
 import { kvRepository } from "./store/kv-repository.js";
@@ -114,7 +115,7 @@ export class Broker {
       log: this.log,
       caps,
       kinds,
-      dataVersion: dataVersionReader(this.store),
+      storeReads: { dataVersion: dataVersionReader(this.store), registryState: registryStateReader(this.store) },
       launch: (session, installed, approval) => launcher.pool(session, installed, approval, caps.operator.current()),
       graceMs: options.graceMs ?? 500,
     });

@@ -8,7 +8,11 @@
  * of SQLite's data_version: `notice()`, which the kernel calls before every
  * invocation and every capability call, reads it when the last read is
  * NOTICE_EVERY_MS old or more, and the kernel calls `heard()` every
- * FALLBACK_EVERY_MS besides. So an invocation or capability call that starts
+ * FALLBACK_EVERY_MS besides. data_version moves with every commit of another
+ * connection, most of them another broker's ledger rows: when it moved, the
+ * installs and approvals themselves are read (store/registry-state.ts) and
+ * only a change there is told — else every broker on a home would bring its
+ * sessions in line again after each of its neighbours' calls. So an invocation or capability call that starts
  * NOTICE_EVERY_MS or more after another process committed a change runs
  * under the change, whether or not its stamp was heard (docs/performance.md).
  * Subscribers stop or update live satellites and mark active sets stale;
@@ -21,22 +25,34 @@ export const NOTICE_EVERY_MS = 2;
 /** How often data_version is read when nothing asks (what a missed stamp waits for at most). */
 export const FALLBACK_EVERY_MS = 1_000;
 
+/** What is read of the store: its data_version, and the installs and approvals as one string. */
+export interface StoreReads {
+  readonly dataVersion: () => number;
+  readonly registryState: () => string;
+}
+
 export class ApprovalChanges {
-  readonly #dataVersion: () => number;
+  readonly #reads: StoreReads;
   readonly #now: () => number;
   readonly #listeners = new Set<() => void>();
   #seenDataVersion: number;
+  #seenState: string;
   /** When data_version was last read (the monotonic clock, ms). */
   #readAt: number;
   #epoch = 0;
 
   /** `now`: a monotonic clock in ms (default performance.now; tests pass their own). */
-  constructor(registry: Registry, dataVersion: () => number, now: () => number = () => performance.now()) {
-    this.#dataVersion = dataVersion;
+  constructor(registry: Registry, reads: StoreReads, now: () => number = () => performance.now()) {
+    this.#reads = reads;
     this.#now = now;
-    this.#seenDataVersion = dataVersion();
+    this.#seenDataVersion = reads.dataVersion();
+    this.#seenState = reads.registryState();
     this.#readAt = now();
-    registry.onChange(() => this.#changed());
+    registry.onChange(() => {
+      // Its own write: told at once, and the state it left is what a later look compares with.
+      this.#seenState = reads.registryState();
+      this.#changed();
+    });
   }
 
   /** How many changes were told so far: a caller that kept the number knows whether any came since. */
@@ -67,9 +83,12 @@ export class ApprovalChanges {
 
   #look(now: number): void {
     this.#readAt = now;
-    const version = this.#dataVersion();
+    const version = this.#reads.dataVersion();
     if (version === this.#seenDataVersion) return;
     this.#seenDataVersion = version;
+    const state = this.#reads.registryState();
+    if (state === this.#seenState) return;
+    this.#seenState = state;
     this.#changed();
   }
 

@@ -16,7 +16,7 @@ import type { SatellitePool } from "../satellite/pool.js";
 import type { Ledger } from "../store/ledger.js";
 import type { Store } from "../store/open.js";
 import { watchChangeStamp } from "../store/change-stamp.js";
-import { ApprovalChanges, FALLBACK_EVERY_MS } from "./approval-changes.js";
+import { ApprovalChanges, FALLBACK_EVERY_MS, type StoreReads } from "./approval-changes.js";
 import { approvalInForce, syncApprovals } from "./approval-sync.js";
 import type { CloseHook, KernelHost } from "./host.js";
 import { type Call, composed, type Interceptor, type Invoke } from "./interceptor.js";
@@ -32,8 +32,8 @@ export interface KernelParts {
   readonly log: Logger;
   readonly caps: CapEnvironment;
   readonly kinds: KindTable;
-  /** Reads the store's data_version (another process's commits move it). */
-  readonly dataVersion: () => number;
+  /** Reads the store's data_version (another process's commits move it) and its installs and approvals. */
+  readonly storeReads: StoreReads;
   /** Starts the satellites of an approved extension in a session. */
   readonly launch: (session: string, installed: Installed, approval: Approval) => SatellitePool;
   readonly graceMs: number;
@@ -59,7 +59,7 @@ export class Kernel implements KernelHost {
   constructor(parts: KernelParts) {
     this.#parts = parts;
     ({ home: this.home, store: this.store, registry: this.registry, ledger: this.ledger, log: this.log } = parts);
-    this.approvals = new ApprovalChanges(parts.registry, parts.dataVersion);
+    this.approvals = new ApprovalChanges(parts.registry, parts.storeReads);
     // The one subscriber that brings live satellites in line with a change.
     this.approvals.subscribe(() =>
       syncApprovals(this.registry, this.#scopes.values(), this.log, () => parts.caps.work.recheck()),

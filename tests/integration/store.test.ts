@@ -144,6 +144,41 @@ test("a revocation from another process is heard without a call: the running sat
   }
 });
 
+test("another broker's calls on the home are no change: its ledger commits move data_version, not the approvals", async () => {
+  const dir = copyExtension("echo");
+  const home = join(tmp, "home");
+  const broker = Broker.open({ ...envOptions(), home });
+  const other = Broker.open({ ...envOptions(), home });
+  try {
+    await broker.registry.install(dir);
+    broker.registry.approve("echo");
+    expect(await broker.callTool("echo", "echo", '{"text":"a"}', { session: "default" })).toMatchObject({ ok: true });
+    const epoch = broker.approvalEpoch;
+    const version = () => broker.store.sqlite.pragma("data_version", { simple: true }) as number;
+    // The neighbour's calls, as they reach the store: ledger rows, committed in its batches.
+    for (let i = 0; i < 5; i++) {
+      const before = version();
+      const id = other.ledger.begin({ sessionId: "n", extension: "echo", kind: "tool", name: "echo", strand: "" });
+      other.ledger.finish(id, "ok");
+      other.ledger.flush();
+      expect(version()).not.toBe(before);
+      broker.approvals.heard();
+    }
+    expect(broker.approvalEpoch).toBe(epoch);
+    expect(broker.scope("default").live.has("echo")).toBe(true);
+    // A change among them is told: the neighbour revokes.
+    const heard = nextChange(broker);
+    other.registry.revoke("echo");
+    broker.approvals.heard();
+    await heard;
+    expect(broker.approvalEpoch).toBe(epoch + 1);
+    expect(broker.scope("default").live.has("echo")).toBe(false);
+  } finally {
+    await other.close();
+    await broker.destroy();
+  }
+});
+
 test("a revocation written past the registry (no stamp) is found by the fallback read: the satellite stops without a call", async () => {
   const dir = copyExtension("echo");
   const home = join(tmp, "home");

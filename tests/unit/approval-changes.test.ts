@@ -7,16 +7,21 @@
 import { ApprovalChanges, NOTICE_EVERY_MS } from "../../broker/kernel/approval-changes.js";
 import type { Registry } from "../../broker/registry/registry.js";
 
-/** A store whose data_version the test moves, a clock the test sets, and a registry that only tells. */
+/**
+ * A store whose data_version and registry state the test moves, a clock the test sets, and a
+ * registry that only tells.
+ */
 function fixture() {
   let version = 7;
+  let state = 0;
   let clock = 1_000;
   let reads = 0;
+  let stateReads = 0;
   let told: (() => void) | undefined;
   const registry = { onChange: (listener: () => void) => ((told = listener), () => {}) } as unknown as Registry;
   const changes = new ApprovalChanges(
     registry,
-    () => (reads++, version),
+    { dataVersion: () => (reads++, version), registryState: () => (stateReads++, `approvals #${state}`) },
     () => clock,
   );
   const seen: number[] = [];
@@ -24,10 +29,18 @@ function fixture() {
   return {
     changes,
     seen,
-    commitElsewhere: () => version++,
+    /** Another process changed an install or an approval. */
+    commitElsewhere: () => (version++, state++),
+    /** Another process committed something else (its ledger rows): data_version moves, the registry does not. */
+    commitOtherElsewhere: () => version++,
     advance: (ms: number) => (clock += ms),
     reads: () => reads,
-    localWrite: () => told?.(),
+    stateReads: () => stateReads,
+    /** This process's registry wrote (the store's state moves with it) and told. */
+    localWrite: () => {
+      state++;
+      told?.();
+    },
   };
 }
 
@@ -79,5 +92,45 @@ describe("another process's change", () => {
     expect(f.seen).toHaveLength(1);
     expect(f.changes.epoch).toBe(1);
     expect(f.reads()).toBe(before);
+  });
+});
+
+describe("another process's commit that changes no install or approval", () => {
+  test("tells nothing, and reads the registry's state once per move of data_version", () => {
+    const f = fixture();
+    const before = f.stateReads();
+    for (let i = 0; i < 100; i++) {
+      f.commitOtherElsewhere();
+      f.changes.heard();
+    }
+    expect(f.seen).toEqual([]);
+    expect(f.changes.epoch).toBe(0);
+    expect(f.stateReads() - before).toBe(100);
+    // data_version standing still: not even the state is read.
+    f.changes.heard();
+    expect(f.stateReads() - before).toBe(100);
+  });
+
+  test("a change among such commits is still told, once", () => {
+    const f = fixture();
+    f.commitOtherElsewhere();
+    f.changes.heard();
+    f.commitElsewhere();
+    f.commitOtherElsewhere();
+    f.changes.heard();
+    f.commitOtherElsewhere();
+    f.changes.heard();
+    expect(f.seen).toHaveLength(1);
+  });
+
+  test("after this process's own write, a neighbour's unrelated commit tells nothing more", () => {
+    const f = fixture();
+    f.localWrite();
+    expect(f.seen).toHaveLength(1);
+    // The own write moved the registry's state but not data_version (own commits never do):
+    // the next foreign commit must compare with the state the own write left.
+    f.commitOtherElsewhere();
+    f.changes.heard();
+    expect(f.seen).toHaveLength(1);
   });
 });
