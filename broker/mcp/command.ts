@@ -11,7 +11,6 @@
  */
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import * as v from "valibot";
 import type { Broker, BrokerOptions } from "../broker.js";
 import type { FleetMember, FleetOptions } from "../fleet.js";
@@ -123,13 +122,16 @@ export async function runMcp(options: McpOptions): Promise<number> {
     process.stdin.off("close", onStdinEnd);
     process.stdout.off("error", onStdoutError);
   };
-  const [{ Broker }, { Session }, { SessionRecords }, { createLogger }, { createMcpServer }] = await Promise.all([
+  const [{ Broker }, { Session }, { SessionRecords }, { createLogger }] = await Promise.all([
     import("../broker.js"),
     import("../sessions/session.js"),
     import("../sessions/session-records.js"),
     import("../base/log.js"),
-    import("./server.js"),
   ]);
+  // The MCP SDK (its server and zod: a fifth of the start-up here) loads while the session's
+  // satellites boot, which is mostly waiting on their processes.
+  const mcpModules = Promise.all([import("./server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
+  mcpModules.catch(() => {}); // Awaited below; a session that fails to open first must not leave it unhandled.
 
   let broker: Broker | null = null;
   let session: Session | null = null;
@@ -181,6 +183,7 @@ export async function runMcp(options: McpOptions): Promise<number> {
   let closeServer: () => Promise<void> = async () => {};
   try {
     if (port === null) {
+      const [{ createMcpServer }, { StdioServerTransport }] = await mcpModules;
       const server = createMcpServer(opened, { version: packageVersion(), onNote: (line) => say(line) });
       server.onerror = (err) => say(`protocol error: ${err.message}`);
       server.onclose = () => stop("the connection closed");
