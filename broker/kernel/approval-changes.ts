@@ -12,9 +12,10 @@
  * connection, most of them another broker's ledger rows: when it moved, the
  * installs and approvals themselves are read (store/registry-state.ts) and
  * only a change there is told — else every broker on a home would bring its
- * sessions in line again after each of its neighbours' calls. So an invocation or capability call that starts
- * NOTICE_EVERY_MS or more after another process committed a change runs
- * under the change, whether or not its stamp was heard (docs/performance.md).
+ * sessions in line again after each of its neighbours' calls. So an
+ * invocation or capability call that starts NOTICE_EVERY_MS or more after
+ * another process committed a change runs under the change, whether or not
+ * its stamp was heard (docs/performance.md).
  * Subscribers stop or update live satellites and mark active sets stale;
  * reading anything here has no effect.
  */

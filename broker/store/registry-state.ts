@@ -8,7 +8,11 @@
  */
 import type { Store } from "./open.js";
 
-/** A reader of the registry's state (prepared once; its cost grows with the rows, read only after a foreign commit). */
+/**
+ * A reader of the registry's state: each install, and each extension's latest approval (the one
+ * in force, or its revocation; older ones decide nothing). Prepared once; read only after another
+ * connection's commit, and its cost grows with the installs, not with the approvals' history.
+ */
 export function registryStateReader(store: Store): () => string {
   const query = store.sqlite
     .prepare<[], string>(
@@ -16,7 +20,7 @@ export function registryStateReader(store: Store): () => string {
         "artifact_hash || ' ' || artifact_path || ' ' || updated_at as row from installs order by name)), '') " +
         "|| char(30) || coalesce((select group_concat(row, char(10)) from (select id || ' ' || extension || ' ' || " +
         "manifest_hash || ' ' || artifact_hash || ' ' || coalesce(revoked_at, '-') || ' ' || grants as row " +
-        "from approvals order by id)), '')",
+        "from approvals where id in (select max(id) from approvals group by extension) order by id)), '')",
     )
     .pluck();
   return () => query.get() as string;
