@@ -96,8 +96,18 @@ export async function typeCheck(dir: string, manifest: Manifest, options: TypeCh
   try {
     const imports = Object.fromEntries(Object.entries(SDK_ALIASES).map(([name, path]) => [name, join(sdk, path)]));
     // The SDK imports its own files as `./x.js` (Node-style ESM): sloppy imports read them as the `.ts` they are.
+    // skipLibCheck: declaration files are read and used but not checked themselves — valibot's 600 KB of them
+    // were half of every check's time (5.0 → 2.7 s for manifests/echo here); the author's code is checked as before.
     const config = { host: join(work, "deno.json") };
-    writeFileSync(config.host, JSON.stringify({ nodeModulesDir: "manual", unstable: ["sloppy-imports"], imports }));
+    writeFileSync(
+      config.host,
+      JSON.stringify({
+        nodeModulesDir: "manual",
+        unstable: ["sloppy-imports"],
+        compilerOptions: { skipLibCheck: true },
+        imports,
+      }),
+    );
     const timeoutMs = options.timeoutMs ?? 120_000;
     const job = typeCheckJob(root, snapshot, config.host, join(root, manifest.entry), options);
     const run = await runHostJob(job, "", timeoutMs, REPORT_BYTES);
