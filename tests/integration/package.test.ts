@@ -6,7 +6,7 @@
  * `approve`, `call` and `mcp` (driven by the MCP SDK's client) on a fresh home.
  * The tests run in order: the second serves what the first installed.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -14,7 +14,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { execa } from "execa";
 import { REPO } from "../support/satellites.js";
 
-/** tsc for the prepack, and npm building better-sqlite3 from source when no prebuilt binary is reachable. */
+/** tsc for the prepack, and npm building better-sqlite3 from source if the local prebuild below does not fit. */
 const SLOW = 600_000;
 /** The dependencies whose install scripts must run (npm 11 asks): the same list as package.json's allowScripts. */
 const SCRIPTS = "better-sqlite3,deno,esbuild,msgpackr-extract";
@@ -22,8 +22,23 @@ const SCRIPTS = "better-sqlite3,deno,esbuild,msgpackr-extract";
 let root: string;
 let tether: string;
 
+/**
+ * better-sqlite3's addon as this checkout built it, offered to its install script (prebuild-install) as a local
+ * prebuild under the name it looks for: no network here reaches its prebuilt binaries, and compiling SQLite
+ * again was ~100 s of this file's ~115. A different version or ABI finds no file and is compiled as before.
+ */
+async function localSqlitePrebuild(dir: string): Promise<Record<string, string>> {
+  const pkg = join(REPO, "node_modules", "better-sqlite3");
+  const { version } = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")) as { version: string };
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  mkdirSync(dir);
+  await execa("tar", ["-czf", join(dir, name), "-C", pkg, "build/Release/better_sqlite3.node"]);
+  return { npm_config_better_sqlite3_local_prebuilds: dir };
+}
+
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "tether-package-"));
+  const prebuilds = await localSqlitePrebuild(join(root, "prebuilds"));
   const packed = await execa("npm", ["pack", "--pack-destination", root], { cwd: REPO, reject: false });
   expect(packed.exitCode).toBe(0);
   const tarball = readdirSync(root).find((f) => f.endsWith(".tgz"));
@@ -42,7 +57,7 @@ beforeAll(async () => {
       "--no-fund",
       `--allow-scripts=${SCRIPTS}`,
     ],
-    { cwd: root, reject: false },
+    { cwd: root, reject: false, env: prebuilds },
   );
   expect({ code: installed.exitCode, stderr: installed.exitCode === 0 ? "" : installed.stderr }).toEqual({
     code: 0,
