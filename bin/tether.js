@@ -7,7 +7,9 @@
 // spawns then skip tsx's start-up).
 import { existsSync } from "node:fs";
 
-const compiled = new URL("../dist/broker/cli/main.js", import.meta.url);
+// dist/cli/ is the compiled command bundled into a few files (scripts/bundle-cli.mjs): it
+// starts in about half the time of dist/broker/'s ~500 modules.
+const compiled = new URL("../dist/cli/main.js", import.meta.url);
 const checkout = existsSync(new URL("../tsconfig.json", import.meta.url));
 const fromDist = process.env.TETHER_FROM_DIST === "1";
 if (fromDist && !existsSync(compiled)) {

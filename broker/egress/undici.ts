@@ -9,6 +9,8 @@ type Undici = typeof import("undici");
 let loading: Promise<Undici> | null = null;
 
 export function undici(): Promise<Undici> {
-  loading ??= import("undici");
+  // undici is CommonJS: Node's import() gives its exports by name and as `default`, the command's bundle
+  // (scripts/bundle-cli.mjs) only as `default` — so they are read from there.
+  loading ??= import("undici").then((m) => (m as Undici & { default?: Undici }).default ?? m);
   return loading;
 }

@@ -78,6 +78,8 @@ test(
   async () => {
     const pkg = join(root, "prefix", "lib", "node_modules", "tether");
     expect(existsSync(join(pkg, "dist", "broker", "cli", "main.js"))).toBe(true);
+    // The command's bundle (scripts/bundle-cli.mjs), which bin/tether.js runs.
+    expect(existsSync(join(pkg, "dist", "cli", "main.js"))).toBe(true);
     // What makes bin/tether.js pick the compiled code: no checkout around it.
     expect(existsSync(join(pkg, "tsconfig.json"))).toBe(false);
     expect(existsSync(join(pkg, "node_modules", "tsx"))).toBe(false);
