@@ -14,7 +14,7 @@ import Database from "better-sqlite3";
 import { execa } from "execa";
 import { Broker } from "../../broker/broker.js";
 import { silentLogger } from "../../broker/base/log.js";
-import { envOptions } from "../support/env-options.js";
+import { envOptions, passedEnv } from "../support/env-options.js";
 import { startFakeMessagesApi, type FakeMessagesApi } from "../support/fake-messages-api.js";
 import { startMcpHttp } from "../support/mcp-http-server.js";
 import { REPO } from "../support/satellites.js";
@@ -39,12 +39,7 @@ function claudeBinary(): string {
 
 /** What `tether mcp` needs from this environment when Claude Code starts it (it passes only `env`). */
 function tetherEnv(): Record<string, string> {
-  const env: Record<string, string> = { TETHER_LOG: "error" };
-  for (const key of ["TETHER_INSECURE_NO_SANDBOX", "TETHER_DENO", "PATH"]) {
-    const value = process.env[key];
-    if (value !== undefined) env[key] = value;
-  }
-  return env;
+  return { ...passedEnv(), TETHER_LOG: "error", ...(process.env.PATH !== undefined ? { PATH: process.env.PATH } : {}) };
 }
 
 /** The `mcpServers` entry that starts `tether mcp` on stdio for `session` of `home` (docs/harness.md). */

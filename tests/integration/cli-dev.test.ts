@@ -28,6 +28,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { execa, type ResultPromise } from "execa";
 import { REPO } from "../support/satellites.js";
+import { passedEnv } from "../support/env-options.js";
 
 const BIN = join(REPO, "bin", "tether.js");
 /** Per test: tsx start-ups, bundles and satellite boots, on a machine that may be loaded. */
@@ -297,9 +298,8 @@ describe("tether dev", () => {
     async () => {
       const src = copyEcho(join(root, "mcp"));
       const devHome = join(root, "mcp", "dev-home");
-      const passed: Record<string, string> = { TETHER_HOME: join(root, "operator-home") };
-      for (const key of ["TETHER_INSECURE_NO_SANDBOX", "TETHER_DENO", "PATH", "HOME"])
-        if (process.env[key] !== undefined) passed[key] = process.env[key]!;
+      const passed: Record<string, string> = { ...passedEnv(), TETHER_HOME: join(root, "operator-home") };
+      for (const key of ["PATH", "HOME"]) if (process.env[key] !== undefined) passed[key] = process.env[key]!;
       const transport = new StdioClientTransport({
         command: process.execPath,
         args: [BIN, "dev", src, "--mcp", "--home", devHome],

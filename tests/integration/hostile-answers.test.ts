@@ -23,7 +23,7 @@ import { textOf } from "../../broker/base/outcome.js";
 import { Session } from "../../broker/sessions/session.js";
 import { REPO } from "../support/satellites.js";
 import { buildFakeArtifact, installFakeAndWorker } from "./support/fake-extension.js";
-import { envOptions } from "../support/env-options.js";
+import { envOptions, passedEnv } from "../support/env-options.js";
 
 const BIN = join(REPO, "bin", "tether.js");
 const SLOW = 120_000;
@@ -51,12 +51,7 @@ let home: string;
 
 /** The environment the spawned CLI runs in (only what it needs). */
 function cliEnv(): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmp };
-  for (const key of ["TETHER_INSECURE_NO_SANDBOX", "TETHER_DENO", "TETHER_LOG", "TETHER_JAIL_ROOT", "TETHER_CGROUP"]) {
-    const value = process.env[key];
-    if (value !== undefined) env[key] = value;
-  }
-  return env;
+  return { ...passedEnv(), PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmp };
 }
 
 beforeAll(async () => {

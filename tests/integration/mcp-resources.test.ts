@@ -21,7 +21,7 @@ import Database from "better-sqlite3";
 import { Broker } from "../../broker/broker.js";
 import { silentLogger } from "../../broker/base/log.js";
 import { createMcpServer } from "../../broker/mcp/server.js";
-import { envOptions } from "../support/env-options.js";
+import { envOptions, passedEnv } from "../support/env-options.js";
 import { openHookSession, type HookSession } from "../support/hook-session.js";
 import { REPO } from "../support/satellites.js";
 import { until } from "../support/wait.js";
@@ -113,12 +113,7 @@ export const tools: Record<string, Tool> = { noop: () => outcome([text("ok")]) }
 
 /** What the spawned server needs from this environment (the transport passes only a safe default set). */
 function passthroughEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const key of ["TETHER_INSECURE_NO_SANDBOX", "TETHER_DENO", "TETHER_LOG"]) {
-    const value = process.env[key];
-    if (value !== undefined) env[key] = value;
-  }
-  return env;
+  return passedEnv();
 }
 
 /** A client that records each resource list the server said changed (refetched at once). */

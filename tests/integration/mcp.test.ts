@@ -32,7 +32,7 @@ import { Broker } from "../../broker/broker.js";
 import { readManifest } from "../../broker/install/manifest.js";
 import { silentLogger } from "../../broker/base/log.js";
 import { REPO } from "../support/satellites.js";
-import { envOptions } from "../support/env-options.js";
+import { envOptions, passedEnv } from "../support/env-options.js";
 import { until } from "../support/wait.js";
 
 const BIN = join(REPO, "bin", "tether.js");
@@ -44,12 +44,7 @@ const SLOW = 120_000;
 
 /** What the spawned server needs from this environment (the transport passes only a safe default set). */
 function passthroughEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const key of ["TETHER_INSECURE_NO_SANDBOX", "TETHER_DENO", "TETHER_LOG"]) {
-    const value = process.env[key];
-    if (value !== undefined) env[key] = value;
-  }
-  return env;
+  return passedEnv();
 }
 
 interface Server {

@@ -17,7 +17,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { denoBinary } from "../../broker/jail/deno-binary.js";
-import { TETHER_VARIABLES } from "../../broker/cli/environment.js";
+import { passedEnv } from "../support/env-options.js";
 import { REPO } from "../support/satellites.js";
 import { applyPatch, ELIDED, matchLines, normalise, walkthroughSteps, type Step } from "../support/walkthrough.js";
 
@@ -93,13 +93,9 @@ function machine(): { root: string; home: string; env: Record<string, string> } 
   );
   chmodSync(join(bin, "tether"), 0o755);
   symlinkSync(denoBinary(), join(bin, "deno"));
-  // How this run jails satellites (an unprivileged rerun, a Deno of its own) carries over; the home never does.
-  const jail = Object.fromEntries(
-    TETHER_VARIABLES.filter((name) => name !== "TETHER_HOME" && process.env[name] !== undefined).map((name) => [
-      name,
-      process.env[name]!,
-    ]),
-  );
+  // How this run jails satellites (an unprivileged rerun, a Deno of its own) and which build runs carry over;
+  // the home never does.
+  const jail = passedEnv();
   const env = {
     ...jail,
     HOME: home,

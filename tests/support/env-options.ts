@@ -43,3 +43,31 @@ export function envJailIdentity(): JailIdentity | null {
 export function envSandbox(): SandboxMode {
   return resolveSandbox(envOptions().sandbox);
 }
+
+/** The variables that say how a spawned `tether` jails and runs; never its home, store or fleet. */
+const PASSED = [
+  "TETHER_INSECURE_NO_SANDBOX",
+  "TETHER_DENO",
+  "TETHER_LOG",
+  "TETHER_JAIL_UID",
+  "TETHER_JAIL_GID",
+  "TETHER_JAIL_ROOT",
+  "TETHER_CGROUP",
+  "TETHER_NATIVE_DIR",
+  // bin/tether.js: the compiled command (`make test` builds it first) rather than the sources through tsx.
+  "TETHER_FROM_DIST",
+] as const;
+
+/**
+ * For a `tether` spawned with an environment of its own (an MCP client's
+ * transport, a harness, a newcomer's shell): what this run's environment says
+ * of how it jails and which build runs — so those spawns run as the others do.
+ */
+export function passedEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of PASSED) {
+    const value = process.env[key];
+    if (value !== undefined && value !== "") env[key] = value;
+  }
+  return env;
+}
