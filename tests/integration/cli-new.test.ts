@@ -75,7 +75,10 @@ test("the folder has the manifest (schema first), the entry, its tests, the impo
   ]) {
     expect(existsSync(join(dir, file))).toBe(true);
   }
-  expect(JSON.parse(readFileSync(join(dir, "deno.json"), "utf8"))).toMatchObject({ nodeModulesDir: "manual" });
+  expect(JSON.parse(readFileSync(join(dir, "deno.json"), "utf8"))).toMatchObject({
+    nodeModulesDir: "manual",
+    compilerOptions: { skipLibCheck: true },
+  });
 });
 
 test("deno test and deno check pass in it at once, offline", async () => {
