@@ -7,9 +7,9 @@
 // can be rewritten to its own compiled file's URL relative to the output: the files it
 // finds beside it (native programs, migrations, the SDK, job entries) are found as before.
 // Packages with native parts or binaries found by path stay outside, loaded from node_modules.
-import { rmSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { dirname, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 
@@ -38,13 +38,17 @@ const ownUrls = {
   },
 };
 
-/** Builds dist/cli/ from dist/broker/ (tsc first). */
+/**
+ * Builds dist/cli/ from dist/broker/ (tsc first). A `tether` may be running from it meanwhile (a test
+ * spawning one while another packs the checkout, a developer's `tether mcp`): no file is ever missing or
+ * half written. Chunks are named by their content's hash, so this build's are new files; each is written
+ * under a temporary name and renamed, the entry (main.js) last; then last build's chunks are removed.
+ */
 export async function bundleCli() {
-  // Chunks are named by their hash: last build's would stay beside this one's.
-  rmSync(OUT, { recursive: true, force: true });
-  await build({
+  const result = await build({
     entryPoints: { main: "dist/broker/cli/main.js" },
     outdir: OUT,
+    write: false,
     bundle: true,
     splitting: true,
     format: "esm",
@@ -60,6 +64,16 @@ export async function bundleCli() {
     logLevel: "warning",
     plugins: [ownUrls],
   });
+  mkdirSync(OUT, { recursive: true });
+  const entry = join(OUT, "main.js");
+  const files = [...result.outputFiles].sort((a, b) => Number(a.path === entry) - Number(b.path === entry));
+  for (const file of files) {
+    const scratch = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(scratch, file.contents);
+    renameSync(scratch, file.path);
+  }
+  const built = new Set(files.map((file) => basename(file.path)));
+  for (const name of readdirSync(OUT)) if (!built.has(name)) rmSync(join(OUT, name), { force: true });
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href)

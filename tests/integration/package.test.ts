@@ -1,5 +1,5 @@
 /**
- * The broker as an installable package: `npm pack` (its prepack builds dist/),
+ * The broker as an installable package: `npm pack` (its prepack builds dist/, unless `make test` just did),
  * then `npm install -g` of the tarball into an empty prefix, from npm's cache
  * (`--prefer-offline`: the registry only for what the cache lacks), and the
  * installed `tether` — compiled JavaScript, no tsx — runs `doctor`, `install`,
@@ -39,7 +39,13 @@ async function localSqlitePrebuild(dir: string): Promise<Record<string, string>>
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "tether-package-"));
   const prebuilds = await localSqlitePrebuild(join(root, "prebuilds"));
-  const packed = await execa("npm", ["pack", "--pack-destination", root], { cwd: REPO, reject: false });
+  // Under `make test` (TETHER_FROM_DIST=1) dist/ was just built, and other test files are running `tether`
+  // from it: the prepack's rebuild would rewrite it under them, so it is skipped. Alone, the prepack builds.
+  const fresh = process.env["TETHER_FROM_DIST"] === "1";
+  const packed = await execa("npm", ["pack", "--pack-destination", root, ...(fresh ? ["--ignore-scripts"] : [])], {
+    cwd: REPO,
+    reject: false,
+  });
   expect(packed.exitCode).toBe(0);
   const tarball = readdirSync(root).find((f) => f.endsWith(".tgz"));
   expect(tarball).toBeDefined();
