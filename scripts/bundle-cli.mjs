@@ -39,10 +39,10 @@ const ownUrls = {
 };
 
 /**
- * Builds dist/cli/ from dist/broker/ (tsc first). A `tether` may be running from it meanwhile (a test
- * spawning one while another packs the checkout, a developer's `tether mcp`): no file is ever missing or
- * half written. Chunks are named by their content's hash, so this build's are new files; each is written
- * under a temporary name and renamed, the entry (main.js) last; then last build's chunks are removed.
+ * Builds dist/cli/ from dist/broker/ (tsc first). A `tether` may start from it meanwhile (a developer's,
+ * a test's): it finds every file whole. Chunks are named by their content's hash, so this build's are new
+ * files; each is written under a temporary name and renamed, the entry (main.js) last; then last build's
+ * chunks are removed — a process still running the last build may not find one it imports lazily after that.
  */
 export async function bundleCli() {
   const result = await build({
