@@ -1,8 +1,8 @@
 # Every target installs what it needs by itself.
 SHELL := /bin/bash
 NODE_MODULES := node_modules/.package-lock.json
-# Two test files at a time: most of a file's time is spent waiting on satellites, sockets and
-# the database, so two workers on two cores finish sooner than jest's default of one (cores - 1).
+# Two test files at a time: one (jest's default, cores - 1) leaves a core idle while its file waits
+# on satellites, sockets and the database; with two, both cores are busy throughout (docs/development.md).
 JEST_WORKERS ?= 2
 JEST := node --experimental-vm-modules node_modules/jest/bin/jest.js --maxWorkers=$(JEST_WORKERS)
 
