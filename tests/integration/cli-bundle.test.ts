@@ -5,12 +5,14 @@
  * packages only some commands need (undici's chunk, esbuild, TypeScript)
  * only when one does; only the packages it leaves out (native addons,
  * binaries found by path) load from node_modules/. A child Node runs bin/tether.js with a load hook that
- * records every ES module it loads.
+ * records every ES module it loads. And every lazy import of a CommonJS
+ * package the bundle holds reads its exports from `default`, the only name
+ * a chunk gives (a source scan: the whole class, not the one found).
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { EXTERNAL } from "../../scripts/bundle-cli.mjs";
@@ -63,3 +65,33 @@ test.each([["list", "--home", "home"], ["--version"]])(
     expect(ours.length).toBeLessThan(100);
   },
 );
+
+/** Every `import("pkg")` of a package in the broker's sources: file, line, package. */
+function packageImports(): Array<{ file: string; line: string; pkg: string }> {
+  const found: Array<{ file: string; line: string; pkg: string }> = [];
+  for (const entry of readdirSync(join(REPO, "broker"), { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith(".ts")) continue;
+    const file = join(entry.parentPath, entry.name);
+    for (const line of readFileSync(file, "utf8").split("\n")) {
+      for (const m of line.matchAll(/(?<!typeof )\bimport\("((?:@[^/"]+\/)?[^./"][^/"]*)[^"]*"\)/g)) {
+        if (!m[1]!.startsWith("node:")) found.push({ file: relative(REPO, file), line: line.trim(), pkg: m[1]! });
+      }
+    }
+  }
+  return found;
+}
+
+test("a CommonJS package the bundle holds is read from `default` wherever it is imported lazily", () => {
+  // In a chunk of the bundle such a package exports only `default` (Node's own import() also gives its names):
+  // reading a name straight off the namespace works from dist/broker/ and fails from dist/cli/.
+  const imports = packageImports();
+  expect(imports.map((i) => i.pkg)).toContain("undici");
+  const unread = imports.filter(({ line, pkg }) => {
+    if (EXTERNAL.includes(pkg)) return false;
+    const manifest = JSON.parse(readFileSync(join(REPO, "node_modules", pkg, "package.json"), "utf8")) as {
+      type?: string;
+    };
+    return manifest.type !== "module" && !line.includes(".default");
+  });
+  expect(unread).toEqual([]);
+});
