@@ -58,6 +58,17 @@ const AT = /^\s+at (file:\/\/\S+?):(\d+):(\d+)$/;
 const ERROR = /^(TS\d+) \[ERROR\]: (.*)$/;
 
 /**
+ * The deno.json a check of code against the SDK's sources uses, `imports` mapping its names to them.
+ * The SDK imports its own files as `./x.js` (Node-style ESM): sloppy imports read them as the `.ts` they
+ * are. skipLibCheck: declaration files are read and used but not checked themselves — valibot's 600 KB of
+ * them were half of every check's time (5.0 → 2.7 s for manifests/echo here); the author's code is checked
+ * as before.
+ */
+export function sdkCheckConfig(imports: Readonly<Record<string, string>>): object {
+  return { nodeModulesDir: "manual", unstable: ["sloppy-imports"], compilerOptions: { skipLibCheck: true }, imports };
+}
+
+/**
  * The type-check jail over `snapshot` of the folder at `root`:
  * Deno checking `entry` with the config at `config` (a host file).
  */
@@ -95,19 +106,8 @@ export async function typeCheck(dir: string, manifest: Manifest, options: TypeCh
   const work = mkdtempSync(join(tmpdir(), "tether-type-check-"));
   try {
     const imports = Object.fromEntries(Object.entries(SDK_ALIASES).map(([name, path]) => [name, join(sdk, path)]));
-    // The SDK imports its own files as `./x.js` (Node-style ESM): sloppy imports read them as the `.ts` they are.
-    // skipLibCheck: declaration files are read and used but not checked themselves — valibot's 600 KB of them
-    // were half of every check's time (5.0 → 2.7 s for manifests/echo here); the author's code is checked as before.
     const config = { host: join(work, "deno.json") };
-    writeFileSync(
-      config.host,
-      JSON.stringify({
-        nodeModulesDir: "manual",
-        unstable: ["sloppy-imports"],
-        compilerOptions: { skipLibCheck: true },
-        imports,
-      }),
-    );
+    writeFileSync(config.host, JSON.stringify(sdkCheckConfig(imports)));
     const timeoutMs = options.timeoutMs ?? 120_000;
     const job = typeCheckJob(root, snapshot, config.host, join(root, manifest.entry), options);
     const run = await runHostJob(job, "", timeoutMs, REPORT_BYTES);

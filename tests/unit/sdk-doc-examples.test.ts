@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { denoBinary } from "../../broker/jail/deno-binary.js";
+import { sdkCheckConfig } from "../../broker/install/type-check.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const RUNTIME = join(REPO, "jail-runtime");
@@ -35,16 +36,8 @@ beforeAll(() => {
     "@tether/ext/testing": join(RUNTIME, "ext", "testing", "mod.ts"),
     "@tether/cap": join(RUNTIME, "cap", "mod.ts"),
   };
-  // The SDK imports its own files as `./x.js` (Node-style ESM): sloppy imports read them as the `.ts` they are.
-  writeFileSync(
-    join(dir, "deno.json"),
-    JSON.stringify({
-      nodeModulesDir: "manual",
-      unstable: ["sloppy-imports"],
-      compilerOptions: { skipLibCheck: true },
-      imports,
-    }),
-  );
+  // What `tether check` gives Deno, with the test kit mapped too.
+  writeFileSync(join(dir, "deno.json"), JSON.stringify(sdkCheckConfig(imports)));
   writeFileSync(
     join(dir, "package.json"),
     JSON.stringify({ type: "module", dependencies: { valibot: "*", msgpackr: "*" } }),
