@@ -30,7 +30,12 @@ export type ArgsCheck = { ok: true } | { ok: false; msg: string };
 
 /** A broker's tool-argument checker: its own Ajv and the schemas it compiled. */
 export class ToolArgsChecker {
-  readonly #ajv = new Ajv({ allErrors: true, strict: false });
+  /**
+   * Schemas are not checked against JSON Schema's meta-schema here: install did that
+   * (install/manifest-checks.ts) before the manifest could be approved. Compiling the
+   * meta-schema was ~32 ms of a fresh process's first call.
+   */
+  readonly #ajv = new Ajv({ allErrors: true, strict: false, validateSchema: false });
   readonly #compiled = new Map<string, ValidateFunction>();
   /**
    * The last check: a hooked call checks the caller's arguments before its hooks

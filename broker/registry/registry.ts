@@ -69,8 +69,8 @@ export class Registry {
 
   /** Who approvals are recorded as approved by, when `approve` is not told. */
   readonly #operator: string;
-  /** Compiles tool schemas at install (a broker's own: what it compiled goes with it). */
-  readonly #ajv = new Ajv({ allErrors: true, strict: false });
+  /** Compiles tool schemas at install (a broker's own: what it compiled goes with it); made at the first install. */
+  #ajv: Ajv | null = null;
   /** Parsed manifests by hash: a manifest text never changes under its hash. */
   readonly #manifests = new Map<string, Manifest>();
 
@@ -108,7 +108,7 @@ export class Registry {
     progress(`reading ${file}`);
     const text = readManifestFile(file);
     const manifest = parseManifest(text, file, this.#sections);
-    const problems = manifestProblems(manifest, file, this.#ajv);
+    const problems = manifestProblems(manifest, file, (this.#ajv ??= new Ajv({ allErrors: true, strict: false })));
     if (problems.length > 0) throw new TetherError(BrokerCode.installFailed, problems.join("; "));
     const previous = this.get(manifest.name);
     if (
