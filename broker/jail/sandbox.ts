@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { denoForJail, jailIdentity, type JailIdentity } from "./identity.js";
 import { realPath, sharedLibraries } from "./libraries.js";
-import { nativeProgram } from "./native/compile.js";
+import { nativeDir, nativeProgram } from "./native/compile.js";
 
 /** Which OS isolation layer is active. `none` is an explicit, insecure operator choice. */
 export type SandboxMode = "bwrap" | "none";
@@ -293,7 +293,8 @@ export function launchCommand(spec: LaunchSpec): Launch {
     args.push("--perms", "0555", "--size", "4096", "--tmpfs", `/proc/${dir}`, "--remount-ro", `/proc/${dir}`);
   args.push("--dev", "/dev", "--size", String(spec.tmpBytes ?? JAIL_TMP_BYTES), "--tmpfs", "/tmp");
   const runtime = spec.runtime ?? { host: spec.deno, jail: JAIL_DENO };
-  for (const lib of sharedLibraries(runtime.host)) args.push("--ro-bind", realPath(lib), lib);
+  for (const lib of sharedLibraries(runtime.host, nativeDir(spec.nativeDir)))
+    args.push("--ro-bind", realPath(lib), lib);
   args.push("--ro-bind", denoForJail(runtime.host, identity), runtime.jail);
   // The artifact is copied in from a descriptor the broker opened: the jail's uid needs no path to it.
   if (spec.artifact !== undefined) args.push("--ro-bind-data", passFile(spec.artifact), JAIL_ARTIFACT);
