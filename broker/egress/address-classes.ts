@@ -82,13 +82,11 @@ const V4_METADATA = new Set(
   ].map(v4),
 );
 
-const V6_METADATA = new Set(
-  [
-    "fd00:ec2::254", // AWS instance metadata over IPv6
-    "fd00:ec2::23", // AWS EKS Pod Identity agent over IPv6
-    "fd20:ce::254", // GCP metadata server for IPv6-only instances
-  ].map(v6),
-);
+const V6_METADATA = [
+  "fd00:ec2::254", // AWS instance metadata over IPv6
+  "fd00:ec2::23", // AWS EKS Pod Identity agent over IPv6
+  "fd20:ce::254", // GCP metadata server for IPv6-only instances
+];
 
 /** IPv4 ranges, first match wins (metadata is checked before these). */
 const V4_RANGES: ReadonlyArray<readonly [string, number, AddressClass]> = [
@@ -133,29 +131,35 @@ const v6Row = (text: string, prefix: number, cls: AddressClass): ClassRow<bigint
 
 /**
  * Every IPv6 address's class that carries no IPv4 (see `embedding.ts` for
- * those), first match wins; the last row is everything else.
+ * those), first match wins; the last row is everything else. Built at first
+ * use: its constants are parsed by Node's `isIPv6`, whose first call compiles
+ * a pattern (~10 ms) every broker process paid at start-up, judging or not.
  */
-export const V6_CLASS_TABLE: ReadonlyArray<ClassRow<bigint>> = [
-  ...[...V6_METADATA].map((base) => ({ base, prefix: 128, cls: "metadata" as const })),
-  v6Row("::", 128, "unspecified"),
-  v6Row("::1", 128, "loopback"),
-  v6Row("ff00::", 8, "multicast"),
-  v6Row("fe80::", 10, "link_local"),
-  v6Row("fec0::", 10, "private"), // site local (deprecated)
-  v6Row("fc00::", 7, "private"), // unique local
-  v6Row("2001:db8::", 32, "documentation"),
-  v6Row("3fff::", 20, "documentation"),
-  v6Row("2001:2::", 48, "benchmarking"),
-  // Globally reachable assignments inside 2001::/23 (IANA special-purpose registry).
-  v6Row("2001:1::1", 128, "public"), // PCP anycast
-  v6Row("2001:1::2", 128, "public"), // TURN anycast
-  v6Row("2001:1::3", 128, "public"), // DNS-SD SRP anycast
-  v6Row("2001:3::", 32, "public"), // AMT
-  v6Row("2001:4:112::", 48, "public"), // AS112-v6
-  v6Row("2001::", 23, "reserved"), // IETF protocol assignments
-  v6Row("2000::", 3, "public"), // global unicast
-  v6Row("::", 0, "reserved"), // everything outside 2000::/3 not named above
-];
+let v6Table: ReadonlyArray<ClassRow<bigint>> | null = null;
+export function v6ClassTable(): ReadonlyArray<ClassRow<bigint>> {
+  v6Table ??= [
+    ...V6_METADATA.map((text) => v6Row(text, 128, "metadata")),
+    v6Row("::", 128, "unspecified"),
+    v6Row("::1", 128, "loopback"),
+    v6Row("ff00::", 8, "multicast"),
+    v6Row("fe80::", 10, "link_local"),
+    v6Row("fec0::", 10, "private"), // site local (deprecated)
+    v6Row("fc00::", 7, "private"), // unique local
+    v6Row("2001:db8::", 32, "documentation"),
+    v6Row("3fff::", 20, "documentation"),
+    v6Row("2001:2::", 48, "benchmarking"),
+    // Globally reachable assignments inside 2001::/23 (IANA special-purpose registry).
+    v6Row("2001:1::1", 128, "public"), // PCP anycast
+    v6Row("2001:1::2", 128, "public"), // TURN anycast
+    v6Row("2001:1::3", 128, "public"), // DNS-SD SRP anycast
+    v6Row("2001:3::", 32, "public"), // AMT
+    v6Row("2001:4:112::", 48, "public"), // AS112-v6
+    v6Row("2001::", 23, "reserved"), // IETF protocol assignments
+    v6Row("2000::", 3, "public"), // global unicast
+    v6Row("::", 0, "reserved"), // everything outside 2000::/3 not named above
+  ];
+  return v6Table;
+}
 
 type V6Verdict = { cls: AddressClass; embedded?: { value: number; via: Embedding } };
 
@@ -178,6 +182,6 @@ export function decisiveIPv4(value: bigint): Required<V6Verdict> | null {
 export function classifyV6(value: bigint): V6Verdict {
   const decisive = decisiveIPv4(value);
   if (decisive !== null) return decisive;
-  for (const row of V6_CLASS_TABLE) if (inV6(value, row.base, row.prefix)) return { cls: row.cls };
+  for (const row of v6ClassTable()) if (inV6(value, row.base, row.prefix)) return { cls: row.cls };
   return { cls: "reserved" };
 }

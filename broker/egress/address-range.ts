@@ -19,10 +19,10 @@
  * allow, the one the classifier judged the address by (`decisiveIPv4`), so a
  * rule naming a Teredo server cannot vouch for the loopback client beside it.
  */
-import { decisiveIPv4, V4_CLASS_TABLE, V6_CLASS_TABLE, type AddressClass, type ClassRow } from "./address-classes.js";
+import { decisiveIPv4, V4_CLASS_TABLE, v6ClassTable, type AddressClass, type ClassRow } from "./address-classes.js";
 import { inV4, inV6, parseCidr } from "./cidr.js";
 import { carriedIPv4, carriedIPv4Ranges, type Embedding, type V4Range } from "./embedding.js";
-import { formatV4, formatV6, key, parseAddress } from "./ip-text.js";
+import { formatV4, formatV6, key, MAPPED, parseAddress } from "./ip-text.js";
 
 export interface AddressRange {
   /** Canonical `address/prefix` as written (`10.0.0.0/24`, `64:ff9b::a00:0/120`). */
@@ -36,8 +36,6 @@ export interface AddressRange {
   /** Forms through which it reaches every IPv4 address. */
   readonly whole: readonly Embedding[];
 }
-
-const MAPPED_BASE = 0xffff_0000_0000n;
 
 /** `address/prefix` or a bare address (strict, as `parseCidr`); null when malformed. */
 export function parseAddressRange(text: string): AddressRange | null {
@@ -53,7 +51,7 @@ export function parseAddressRange(text: string): AddressRange | null {
 }
 
 /** Is the whole range IPv4 (written as IPv4 or as IPv4-mapped)? */
-const isV4 = (range: AddressRange) => range.prefix >= 96 && inV6(range.base, MAPPED_BASE, 96);
+const isV4 = (range: AddressRange) => range.prefix >= 96 && inV6(range.base, MAPPED, 96);
 
 /**
  * Does `range` match `address` (strict text, as a resolver prints it)? `which`
@@ -72,8 +70,7 @@ export function rangeMatches(range: AddressRange, address: string, which: "decis
     v4s = decisive === null ? [] : [decisive.embedded.value];
   }
   return v4s.some(
-    (v) =>
-      inV6(MAPPED_BASE | BigInt(v), range.base, range.prefix) || range.carried.some((r) => inV4(v, r.base, r.prefix)),
+    (v) => inV6(MAPPED | BigInt(v), range.base, range.prefix) || range.carried.some((r) => inV4(v, r.base, r.prefix)),
   );
 }
 
@@ -147,7 +144,7 @@ export function rangeClasses(range: AddressRange): AddressClass[] {
     }
   } else {
     // Pure IPv6, or a range that holds whole embedding blocks (and so also every IPv4, above).
-    for (const cls of touched(V6_CLASS_TABLE, range.base, range.prefix, inV6)) out.add(cls);
+    for (const cls of touched(v6ClassTable(), range.base, range.prefix, inV6)) out.add(cls);
   }
   return [...out];
 }

@@ -9,7 +9,7 @@ import { ADDRESS_CLASSES, type AddressClass } from "../../broker/egress/address-
 import { classifyAddress } from "../../broker/egress/address.js";
 import { cidrContains, parseCidr } from "../../broker/egress/cidr.js";
 import { parseIpLiteral } from "../../broker/egress/ip-literal.js";
-import { InvalidAddressError } from "../../broker/egress/ip-text.js";
+import { InvalidAddressError, MAPPED, v6 } from "../../broker/egress/ip-text.js";
 
 const NONE = { hostInterfaces: [] as string[] };
 const classOf = (ip: string) => classifyAddress(ip, NONE).class;
@@ -21,6 +21,10 @@ function v4Value(text: string): number {
   return text.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
 }
 const hex16 = (n: number) => n.toString(16);
+
+test("the IPv4-mapped block's constant is ::ffff:0:0 (written as a literal to keep isIPv6 out of start-up)", () => {
+  expect(MAPPED).toBe(v6("::ffff:0:0"));
+});
 
 describe("classifyAddress: IPv4", () => {
   test.each<[string, AddressClass]>([
