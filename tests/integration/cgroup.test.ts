@@ -55,7 +55,7 @@ beforeAll(() => {
     bundle: true,
     platform: "node",
     format: "esm",
-    packages: "external",
+    // Packages too: the children run it from a scratch folder, where none resolve.
     outfile: bundle,
     logLevel: "silent",
   });
