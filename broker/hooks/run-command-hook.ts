@@ -24,7 +24,6 @@
  *   environment only (`extendEnv: false`) plus `CLAUDE_PROJECT_DIR` and
  *   `TETHER_PROJECT_DIR` set to the workspace.
  */
-import { execa } from "execa";
 import type { HookAnswer, Verdict } from "./compose.js";
 import type { CommandHookRow } from "./hooks-file.js";
 
@@ -62,6 +61,8 @@ interface Ran {
 async function run(row: CommandHookRow, stdin: string, options: RunOptions): Promise<Ran> {
   const limit = options.maxOutputBytes ?? MAX_OUTPUT_BYTES;
   const timeoutMs = Math.round((row.timeoutS ?? options.defaultTimeoutS ?? DEFAULT_TIMEOUT_S) * 1000);
+  // Loaded at the first command hook: a broker with none never loads execa (~50 ms).
+  const { execa } = await import("execa");
   const child = execa("sh", ["-c", row.command], {
     cwd: options.cwd,
     env: { ...options.env, CLAUDE_PROJECT_DIR: options.cwd, TETHER_PROJECT_DIR: options.cwd },

@@ -16,7 +16,6 @@ import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ResultPromise } from "execa";
 import { createSatelliteCgroup, type SatelliteCgroup } from "./cgroup.js";
 import type { SatelliteLimits } from "./cgroup-limits.js";
 import { denoBinary } from "./deno-binary.js";
@@ -24,7 +23,7 @@ import { jailIdentity, makeSatelliteDir, type JailIdentity } from "./identity.js
 import { launchCommand, type JailBind, type Launch, type SandboxMode } from "./sandbox.js";
 import { seccompFilter } from "./seccomp.js";
 import type { JailSetup } from "./setup.js";
-import { spawnJailed } from "./spawn.js";
+import { type JailedChild, spawnJailed } from "./spawn.js";
 
 /** Where a host-side job's program sits inside its jail. */
 export const JOB_NODE = "/opt/tether/node";
@@ -146,7 +145,7 @@ function prepare(job: HostJob): Prepared {
   return { launch, cgroup, cleanup };
 }
 
-export type RunningJob = ResultPromise<{ buffer: false; encoding: "buffer" }>;
+export type RunningJob = JailedChild;
 
 /**
  * Starts a long-lived job (a database process): its stdin,
@@ -213,10 +212,10 @@ export async function runHostJob(
     child.kill("SIGKILL");
   }, timeoutMs);
   try {
-    const r = await child;
+    const r = await child.exited;
     return {
-      exitCode: r.exitCode ?? null,
-      signal: r.signal ?? null,
+      exitCode: r.exitCode,
+      signal: r.signal,
       stdout: Buffer.concat(chunks),
       stderr: Buffer.concat(stderr).toString("utf8"),
       timedOut,

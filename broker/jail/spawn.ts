@@ -2,9 +2,16 @@
  * Starts a launch (see sandbox.ts): the launcher gets exactly stdin, stdout,
  * stderr, bwrap's options on descriptor 3 and the passed files after it; it
  * closes everything else before bwrap runs.
+ *
+ * Node's own spawn, not execa: every satellite and host job starts here, and
+ * execa cost a broker process ~50 ms to load and ~10 ms more on its first
+ * spawn, on the path to a command's first answer. What execa's `cleanup` did
+ * is kept: a broker that exits kills what it started (`process.on("exit")`);
+ * one that dies by a signal leaves its jails to bwrap's --die-with-parent and
+ * to their stdin's end of file.
  */
+import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
-import { execa, type ResultPromise } from "execa";
 import type { Launch } from "./sandbox.js";
 
 export interface SpawnOptions {
@@ -12,38 +19,61 @@ export interface SpawnOptions {
   readonly detached?: boolean;
 }
 
-type Stdio = ["pipe", "pipe", "pipe", ...Array<"pipe" | number>];
+/** How a jailed process ended: its exit code, or the signal that ended it. */
+export interface JailedExit {
+  readonly exitCode: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
 
-export function spawnJailed(
-  launch: Launch,
-  options: SpawnOptions = {},
-): ResultPromise<{ buffer: false; encoding: "buffer" }> {
+/** A started launch: the process, and `exited`, settled once it ended and its output was read. */
+export type JailedChild = ChildProcess & {
+  /** Resolves once the process exited and its stdout and stderr closed; rejects only when it could not start. */
+  readonly exited: Promise<JailedExit>;
+};
+
+/** What this process started and has not seen end: killed if the broker exits first. */
+const running = new Set<ChildProcess>();
+let killOnExit = false;
+
+function watchExit(): void {
+  if (killOnExit) return;
+  killOnExit = true;
+  process.on("exit", () => {
+    for (const child of running) child.kill("SIGKILL");
+  });
+}
+
+export function spawnJailed(launch: Launch, options: SpawnOptions = {}): JailedChild {
+  watchExit();
   // Opened for the spawn only: the child inherits them, bwrap copies them into the jail.
   const fds = launch.files.map((file) => openSync(file, "r"));
-  let child: ResultPromise<{ buffer: false; encoding: "buffer" }>;
+  let child: ChildProcess;
   try {
-    const stdio: Stdio =
-      launch.bwrapOptions === null ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", ...fds];
-    child = execa(launch.file, [...launch.args], {
+    child = spawn(launch.file, [...launch.args], {
       env: launch.env,
-      extendEnv: false,
-      // A number in stdio is a descriptor of ours the child inherits (execa's types list only 3–9;
-      // its runtime, like Node's spawn, takes any).
-      stdio: stdio as unknown as ["pipe", "pipe", "pipe"],
-      buffer: false,
-      reject: false,
-      cleanup: true,
+      // A number is a descriptor of ours the child inherits at that position.
+      stdio: launch.bwrapOptions === null ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe", ...fds],
       detached: options.detached ?? false,
-      forceKillAfterDelay: false,
-      encoding: "buffer",
-    }) as ResultPromise<{ buffer: false; encoding: "buffer" }>;
+    });
   } finally {
     for (const fd of fds) closeSync(fd);
   }
+  const exited = new Promise<JailedExit>((resolve, reject) => {
+    // `close` comes after `exit`, once stdout and stderr have ended: what it wrote has been read.
+    child.once("close", (code, signal) => {
+      running.delete(child);
+      resolve({ exitCode: code, signal });
+    });
+    // A process that never started (no such file, no permission) has no pid and no `close` of its own.
+    child.once("error", (err) => {
+      if (child.pid === undefined) reject(err);
+    });
+  });
+  if (child.pid !== undefined) running.add(child);
   if (launch.bwrapOptions !== null) {
     const optionsPipe = child.stdio[3] as NodeJS.WritableStream | undefined;
     optionsPipe?.on("error", () => {});
     optionsPipe?.end(launch.bwrapOptions.map((a) => `${a}\0`).join(""));
   }
-  return child;
+  return Object.assign(child, { exited });
 }

@@ -194,7 +194,7 @@ export function checkServed(name: string, declared: Declared, hello: Served): vo
 }
 
 /** A process's exit as a message fragment ("exited with code 1"). */
-export function describeExit(code: number | undefined, signal: string | undefined, memoryMb: number): string {
+export function describeExit(code: number | null, signal: string | null, memoryMb: number): string {
   // V8 aborts with SIGTRAP (exit 133) when --max-old-space-size is exceeded.
   if (code === 133 || signal === "SIGTRAP") return `ran out of memory (limit ${memoryMb} MiB) and exited`;
   return signal ? `exited with signal ${signal}` : `exited with code ${code}`;

@@ -2,12 +2,12 @@
  * The shutdown ladder: stdin EOF, then SIGTERM, then SIGKILL, each after a
  * bounded wait for the process to exit.
  */
-import type { ResultPromise } from "execa";
+import type { JailedChild } from "../jail/spawn.js";
 import type { Logger } from "../base/log.js";
 
 /** Walks the ladder until `exited` settles; resolves once it has. */
 export async function walkShutdownLadder(
-  child: ResultPromise,
+  child: JailedChild,
   exited: Promise<void>,
   stepMs: number,
   log: Logger,

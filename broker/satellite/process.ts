@@ -9,7 +9,6 @@
 import { chownSync, rmSync, unlinkSync } from "node:fs";
 import type { Server, Socket } from "node:net";
 import { join } from "node:path";
-import type { ResultPromise } from "execa";
 import { DEFAULT_MAX_FRAME_BYTES } from "../../jail-runtime/wire/codec.js";
 import type { Cap, Hello, SatelliteFrame, WireError } from "../../jail-runtime/wire/frames.js";
 import { type AnyKind, kindOnWire } from "../../jail-runtime/wire/kinds.js";
@@ -20,7 +19,7 @@ import type { Logger } from "../base/log.js";
 import { failure, type InvocationOutcome } from "../base/outcome.js";
 import { createSatelliteCgroup, satelliteLimits, type SatelliteCgroup } from "../jail/cgroup.js";
 import { jailIdentity, makeSatelliteDir, type JailIdentity } from "../jail/identity.js";
-import { spawnJailed } from "../jail/spawn.js";
+import { type JailedChild, spawnJailed } from "../jail/spawn.js";
 import { checkAnswer } from "./answer.js";
 import { bootRace, listenForOne, satelliteLaunch } from "./boot.js";
 import type { SatelliteConnection } from "./connection.js";
@@ -42,7 +41,7 @@ export class SatelliteProcess {
   /** Who the jail runs as: with no OS sandbox, Deno reads the artifact from the host as the broker. */
   readonly #identity: JailIdentity | null;
   #state: SatelliteState = "booting";
-  #child: ResultPromise | null = null;
+  #child: JailedChild | null = null;
   #conn: SatelliteConnection | null = null;
   #server: Server | null = null;
   #dir: string | null = null;
@@ -139,7 +138,7 @@ export class SatelliteProcess {
     this.#stderr = captureOutput(child.stderr, "stderr", this.#log);
     child.stdin?.on("error", () => {});
     child.stdin?.write(`${bootToken}\n`);
-    this.#exited = child.then(
+    this.#exited = child.exited.then(
       (r) =>
         this.#onExit(
           this.#cgroup?.oomKilled() === true ? this.#cgroupOom() : describeExit(r.exitCode, r.signal, spec.memoryMb),

@@ -150,7 +150,7 @@ class DbProcess {
     const started = startHostJob(job);
     this.#child = started.child;
     this.pid = started.child.pid;
-    this.#child.catch(() => {});
+    this.#child.exited.catch(() => {});
     this.#child.unref?.();
     this.#child.stderr?.resume();
     // Its answers are read like any input: one bounded JSON line each, checked; anything else ends the process.

@@ -1,9 +1,10 @@
 /**
  * What a command loads before it does anything: undici (brokered requests,
- * sign-ins) and esbuild (installs, job scripts) are the largest packages the
- * broker uses and most commands never need them, so they are imported at
- * their first use, not with the modules that use them (~125 ms of every
- * `tether list` here; docs/performance.md). A static import added anywhere
+ * sign-ins), esbuild (installs, job scripts) and execa (command hooks) are
+ * the largest packages the broker uses and most commands never need them, so
+ * they are imported at their first use, not with the modules that use them
+ * (~125 ms of every `tether list` here, and execa ~50 ms more from the
+ * bundle; docs/performance.md). Jails start with Node's own spawn. A static import added anywhere
  * under these entry points would put them back on every start: a child
  * Node loads each entry through tsx with a resolve hook that refuses those
  * packages, so such an import fails here, naming the module that asked.
@@ -17,7 +18,7 @@ import { REPO } from "../unit/support/repo-files.js";
 const run = promisify(execFile);
 
 /** Packages no module may import at load time. */
-const LAZY = ["undici", "esbuild"];
+const LAZY = ["undici", "esbuild", "execa"];
 
 /** What the broker, a session and `tether mcp` load before their first call. */
 const ENTRIES = ["broker/broker.ts", "broker/sessions/session.ts", "broker/mcp/command.ts", "broker/mcp/server.ts"];
@@ -47,7 +48,7 @@ async function loadRefusing(code: string): Promise<string> {
   }
 }
 
-test.each(ENTRIES)("%s loads without undici or esbuild", async (entry) => {
+test.each(ENTRIES)("%s loads without undici, esbuild or execa", async (entry) => {
   const url = pathToFileURL(join(REPO, entry)).href;
   expect(await loadRefusing(`await import(${JSON.stringify(url)});`)).toBe("");
 });

@@ -224,7 +224,7 @@ async function runJailed(
   payload: readonly string[],
   extraFiles: Array<{ host: string; jail: string }>,
   stdin: string,
-): Promise<{ code: number | undefined; stdout: string; stderr: string }> {
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const launch = launchCommand({
     sandbox: "bwrap",
     deno: denoBinary(envJail().deno),
@@ -248,7 +248,7 @@ async function runJailed(
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   child.stdin?.end(stdin);
   const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  const result = await child;
+  const result = await child.exited;
   clearTimeout(timer);
   return { code: result.exitCode, stdout, stderr };
 }

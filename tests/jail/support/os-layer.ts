@@ -44,7 +44,7 @@ export async function runWithOsLayerOnly(script: string): Promise<unknown> {
       new Response(child.stdout as never).text(),
       new Response(child.stderr as never).text(),
     ]);
-    await child;
+    await child.exited;
     const last = out.trim().split("\n").pop();
     if (!last) throw new Error(`the OS-layer probe printed nothing; stderr: ${err.slice(-2000)}`);
     return JSON.parse(last);
