@@ -23,7 +23,7 @@ import { jailIdentity, makeSatelliteDir, type JailIdentity } from "./identity.js
 import { launchCommand, type JailBind, type Launch, type SandboxMode } from "./sandbox.js";
 import { seccompFilter } from "./seccomp.js";
 import type { JailSetup } from "./setup.js";
-import { type JailedChild, spawnJailed } from "./spawn.js";
+import { type JailedChild, type JailedExit, spawnJailed } from "./spawn.js";
 
 /** Where a host-side job's program sits inside its jail. */
 export const JOB_NODE = "/opt/tether/node";
@@ -174,6 +174,8 @@ export interface JobResult {
   readonly overflowed: boolean;
   /** The kernel killed it for passing its memory bound. */
   readonly oomKilled: boolean;
+  /** It never ran: why the process could not be started (no such file, no process left). */
+  readonly startError?: string;
 }
 
 /** Runs a job to its end with `input` on stdin, at most `timeoutMs` and `maxOutputBytes` of stdout. */
@@ -183,7 +185,23 @@ export async function runHostJob(
   timeoutMs: number,
   maxOutputBytes: number,
 ): Promise<JobResult> {
-  const { child, oomKilled, done } = startHostJob(job);
+  const notStarted = (err: unknown): JobResult => ({
+    exitCode: null,
+    signal: null,
+    stdout: Buffer.alloc(0),
+    stderr: "",
+    timedOut: false,
+    overflowed: false,
+    oomKilled: false,
+    startError: (err as Error).message,
+  });
+  let started: ReturnType<typeof startHostJob>;
+  try {
+    started = startHostJob(job);
+  } catch (err) {
+    return notStarted(err);
+  }
+  const { child, oomKilled, done } = started;
   const chunks: Buffer[] = [];
   let size = 0;
   let overflowed = false;
@@ -212,7 +230,12 @@ export async function runHostJob(
     child.kill("SIGKILL");
   }, timeoutMs);
   try {
-    const r = await child.exited;
+    let r: JailedExit;
+    try {
+      r = await child.exited;
+    } catch (err) {
+      return notStarted(err);
+    }
     return {
       exitCode: r.exitCode,
       signal: r.signal,
@@ -271,6 +294,7 @@ export function runHostJobSync(job: HostJob, input: string, timeoutMs: number, m
 
 /** One line saying why a job that should have answered did not. */
 export function jobFailure(job: Pick<HostJob, "label">, r: JobResult, timeoutMs: number): string {
+  if (r.startError !== undefined) return `the ${job.label} could not start: ${r.startError}`;
   if (r.timedOut) return `the ${job.label} did not finish within ${timeoutMs / 1000} s and was stopped`;
   if (r.overflowed) return `the ${job.label} wrote more output than the broker reads and was stopped`;
   if (r.oomKilled) return `the ${job.label} passed its memory bound and was stopped`;

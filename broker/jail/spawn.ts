@@ -5,10 +5,12 @@
  *
  * Node's own spawn, not execa: every satellite and host job starts here, and
  * execa cost a broker process ~50 ms to load and ~10 ms more on its first
- * spawn, on the path to a command's first answer. What execa's `cleanup` did
- * is kept: a broker that exits kills what it started (`process.on("exit")`);
- * one that dies by a signal leaves its jails to bwrap's --die-with-parent and
- * to their stdin's end of file.
+ * spawn, on the path to a command's first answer. A broker that exits kills
+ * what it started, detached satellites included (`process.on("exit")`; execa's
+ * `cleanup` spared detached children, and also ran on SIGHUP, SIGINT and
+ * SIGTERM, which the commands handle themselves). A broker that dies by a
+ * signal leaves its jails to bwrap's --die-with-parent and to their stdin's
+ * end of file.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
@@ -25,7 +27,11 @@ export interface JailedExit {
   readonly signal: NodeJS.Signals | null;
 }
 
-/** A started launch: the process, and `exited`, settled once it ended and its output was read. */
+/**
+ * A started launch: the process, and `exited`, settled once it ended and its output was read.
+ * Nothing reads stdout and stderr for the caller (execa drained what nobody read): read them
+ * or `resume()` them, or a child that writes more than a pipe holds blocks for ever.
+ */
 export type JailedChild = ChildProcess & {
   /** Resolves once the process exited and its stdout and stderr closed; rejects only when it could not start. */
   readonly exited: Promise<JailedExit>;
@@ -64,8 +70,9 @@ export function spawnJailed(launch: Launch, options: SpawnOptions = {}): JailedC
       running.delete(child);
       resolve({ exitCode: code, signal });
     });
-    // A process that never started (no such file, no permission) has no pid and no `close` of its own.
-    child.once("error", (err) => {
+    // A process that never started (no such file, no permission) has no pid; its `close` comes after.
+    // `on`: a later error (a failed kill) must not be thrown for want of a listener.
+    child.on("error", (err) => {
       if (child.pid === undefined) reject(err);
     });
   });

@@ -246,6 +246,7 @@ async function runJailed(
   let stderr = "";
   child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  child.stdin?.on("error", () => {}); // a jail that dies early closes its stdin first
   child.stdin?.end(stdin);
   const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
   const result = await child.exited;

@@ -39,6 +39,7 @@ export async function runWithOsLayerOnly(script: string): Promise<unknown> {
       cgroupProcs: cgroup?.procsFiles ?? [],
     });
     const child = spawnJailed(launch);
+    child.stdin?.on("error", () => {});
     child.stdin?.end();
     const [out, err] = await Promise.all([
       new Response(child.stdout as never).text(),
