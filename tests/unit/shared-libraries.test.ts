@@ -114,7 +114,6 @@ test("a list ldd could not make is not kept", () => {
   expect(existsSync(keep) ? keptFiles() : []).toEqual([]);
 });
 
-
 test("another loader environment (LD_LIBRARY_PATH) gets its own list", () => {
   librariesOf(binary, keep);
   const before = process.env["LD_LIBRARY_PATH"];
