@@ -427,6 +427,9 @@ describe("layering", () => {
     // LANG, ...), as a shell would pass them. That is the hooks' environment, not the
     // broker's configuration: nothing there changes what the broker does.
     "broker/hooks/builtin-hooks.ts": "passes PATH, HOME, LANG and a few more on to the operator's command hooks",
+    // `ldd` inherits the broker's environment, and the loader's variables change what it finds: the
+    // kept library list is keyed by them. What the broker does is not configured by them.
+    "broker/jail/libraries.ts": "keys the kept library list by LD_LIBRARY_PATH and LD_PRELOAD, which ldd inherits",
   };
 
   test("no file under broker/ but broker/cli/ reads process.env (the environment is read once, at the edge)", () => {
