@@ -7,10 +7,13 @@
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
+import { jobFailure, runHostJob, type HostJob } from "../../broker/jail/host-job.js";
+import { nativeProgram } from "../../broker/jail/native/compile.js";
 import { spawnJailed } from "../../broker/jail/spawn.js";
+import { envJail } from "../support/env-options.js";
 import type { Launch } from "../../broker/jail/sandbox.js";
 import { REPO } from "../unit/support/repo-files.js";
 
@@ -96,6 +99,28 @@ process.exit(0);
     const pids = JSON.parse(stdout) as number[];
     expect(pids).toHaveLength(2);
     for (const pid of pids) expect(running(pid)).toBe(false);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a host job whose launcher cannot start says so (an install error, not an unexpected one)", async () => {
+  // A native folder whose launcher is there but not executable: the spawn itself fails (EACCES).
+  const dir = mkdtempSync(join(tmpdir(), "tether-native-"));
+  try {
+    writeFileSync(join(dir, basename(nativeProgram("jail-exec", envJail().nativeDir))), "", { mode: 0o644 });
+    const job: HostJob = {
+      label: "bundler",
+      runtime: "node",
+      script: join(dir, "none.js"),
+      args: [],
+      memoryBytes: 64 * 1024 * 1024,
+      jail: { ...envJail(), nativeDir: dir },
+      sandbox: "none",
+    };
+    const r = await runHostJob(job, "", 30_000, 1024);
+    expect(r.startError).toMatch(/EACCES/);
+    expect(jobFailure(job, r, 30_000)).toMatch(/^the bundler could not start: .*EACCES/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
