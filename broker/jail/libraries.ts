@@ -13,7 +13,16 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  type Stats,
+  writeFileSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
 
@@ -80,8 +89,7 @@ function keptFile(binary: string, dir: string): string | null {
 }
 
 /** Owned by this user or root, and writable by nobody else. */
-function ownAndClosed(path: string): boolean {
-  const st = statSync(path);
+function ownAndClosed(st: Stats): boolean {
   const owner = st.uid === 0 || st.uid === process.geteuid?.();
   return owner && (st.mode & 0o022) === 0;
 }
@@ -92,7 +100,8 @@ const LIBRARY_NAME = /\.so(\.[0-9]+)*$/;
 /** The kept list, if there is one that can be trusted and every library it names is still a library file. */
 function readKept(file: string): readonly string[] | null {
   try {
-    if (!ownAndClosed(dirname(file)) || !ownAndClosed(file) || !statSync(file).isFile()) return null;
+    const st = statSync(file);
+    if (!ownAndClosed(statSync(dirname(file))) || !ownAndClosed(st) || !st.isFile()) return null;
     const text = readFileSync(file, "utf8");
     if (text.length > KEPT_BYTES) return null;
     const parsed = v.safeParse(KeptList, JSON.parse(text));
