@@ -27,7 +27,7 @@
  * `s3.amazonaws.com`, where anyone may own a bucket); a bare name that is a
  * listed public suffix (`com`, `co.uk`, `github.io`). The list is tldts's.
  */
-import { parse as parseDomain } from "tldts";
+import type { parse as TldtsParse } from "tldts";
 import { createRequire, domainToASCII } from "./node-builtins.js";
 
 /** A host name or host pattern that is malformed. */
@@ -126,16 +126,26 @@ function loadTrie(): { trie: SuffixTrie; edgeOffset: Uint32Array } {
   return { trie: { nodeFlags, edgeStart, edgeLength, edgeChild, labelText, rulesRoot }, edgeOffset };
 }
 
-const { trie: TRIE, edgeOffset: EDGE_OFFSET } = loadTrie();
+/**
+ * The list and tldts are loaded at their first use, not with this module: only a rule's
+ * check needs them, and every broker loads this module (~25 ms of a command's start).
+ */
+let loaded: { trie: SuffixTrie; edgeOffset: Uint32Array } | null = null;
+const suffixTrie = () => (loaded ??= loadTrie());
+let tldtsParse: typeof TldtsParse | null = null;
+function parseDomain(...args: Parameters<typeof TldtsParse>): ReturnType<typeof TldtsParse> {
+  tldtsParse ??= (createRequire(import.meta.url)("tldts") as { parse: typeof TldtsParse }).parse;
+  return tldtsParse(...args);
+}
 const RULE_FLAGS = 1 | 2;
 
-function edgeLabel(edge: number): string {
-  const start = EDGE_OFFSET[edge]!;
-  return TRIE.labelText.slice(start, start + TRIE.edgeLength[edge]!);
+function edgeLabel(trie: SuffixTrie, edgeOffset: Uint32Array, edge: number): string {
+  const start = edgeOffset[edge]!;
+  return trie.labelText.slice(start, start + trie.edgeLength[edge]!);
 }
 
-function* edgesOf(node: number): Generator<number> {
-  for (let edge = TRIE.edgeStart[node]!; edge < TRIE.edgeStart[node + 1]!; edge += 1) yield edge;
+function* edgesOf(trie: SuffixTrie, node: number): Generator<number> {
+  for (let edge = trie.edgeStart[node]!; edge < trie.edgeStart[node + 1]!; edge += 1) yield edge;
 }
 
 /** Labels of the trie are mostly A-labels, but some IDN rules are stored as U-labels. */
@@ -149,13 +159,14 @@ function sameLabel(trieLabel: string, label: string): boolean {
  * label), or null. Follows both the exact and the wildcard edge at each step.
  */
 export function suffixBelow(name: string): string | null {
-  let nodes = [TRIE.rulesRoot];
+  const { trie, edgeOffset } = suffixTrie();
+  let nodes = [trie.rulesRoot];
   for (const label of name.split(".").reverse()) {
     const next: number[] = [];
     for (const node of nodes) {
-      for (const edge of edgesOf(node)) {
-        const text = edgeLabel(edge);
-        if (text === "*" || sameLabel(text, label)) next.push(TRIE.edgeChild[edge]!);
+      for (const edge of edgesOf(trie, node)) {
+        const text = edgeLabel(trie, edgeOffset, edge);
+        if (text === "*" || sameLabel(text, label)) next.push(trie.edgeChild[edge]!);
       }
     }
     if (next.length === 0) return null;
@@ -167,11 +178,11 @@ export function suffixBelow(name: string): string | null {
   while (frontier.length > 0) {
     const deeper: typeof frontier = [];
     for (const { node, labels } of frontier) {
-      for (const edge of edgesOf(node)) {
-        const child = TRIE.edgeChild[edge]!;
-        const text = edgeLabel(edge);
+      for (const edge of edgesOf(trie, node)) {
+        const child = trie.edgeChild[edge]!;
+        const text = edgeLabel(trie, edgeOffset, edge);
         const path = [text, ...labels];
-        if ((TRIE.nodeFlags[child]! & RULE_FLAGS) !== 0) {
+        if ((trie.nodeFlags[child]! & RULE_FLAGS) !== 0) {
           const label = /^[\x00-\x7f]*$/.test(text) ? text : domainToASCII(text) || text;
           return [label, ...labels, name].join(".");
         }

@@ -1,13 +1,15 @@
 /**
  * What a command loads before it does anything: undici (brokered requests,
- * sign-ins), esbuild (installs, job scripts) and execa (command hooks) are
+ * sign-ins), esbuild (installs, job scripts), execa (command hooks) and tldts
+ * (the public suffix list, for a rule's check) are
  * the largest packages the broker uses and most commands never need them, so
  * they are imported at their first use, not with the modules that use them
  * (~125 ms of every `tether list` here, and execa ~50 ms more from the
  * bundle; docs/performance.md). Jails start with Node's own spawn. A static import added anywhere
  * under these entry points would put them back on every start: a child
  * Node loads each entry through tsx with a resolve hook that refuses those
- * packages, so such an import fails here, naming the module that asked.
+ * packages, so such an import fails here, naming the module that asked; and
+ * one required (CommonJS, past the hook) while the entry loads is named too.
  */
 import { execFile } from "node:child_process";
 import { join } from "node:path";
@@ -18,7 +20,9 @@ import { REPO } from "../unit/support/repo-files.js";
 const run = promisify(execFile);
 
 /** Packages no module may import at load time. */
-const LAZY = ["undici", "esbuild", "execa"];
+const LAZY = ["undici", "esbuild", "execa", "tldts"];
+/** Of those, the ones looked for in require()'s cache too (not esbuild: tsx itself requires it to load the entry). */
+const LAZY_REQUIRED = LAZY.filter((name) => name !== "esbuild");
 
 /** What the broker, a session and `tether mcp` load before their first call. */
 const ENTRIES = ["broker/broker.ts", "broker/sessions/session.ts", "broker/mcp/command.ts", "broker/mcp/server.ts"];
@@ -39,7 +43,11 @@ async function loadRefusing(code: string): Promise<string> {
     const { register } = await import("node:module");
     // Registered last, so asked first: it sees every specifier before tsx resolves it.
     register("data:text/javascript," + encodeURIComponent(${JSON.stringify(HOOK)}));
-    ${code}`;
+    ${code}
+    // require() does not pass the resolve hook: what it loaded is in its cache.
+    const cache = (await import("node:module")).createRequire(process.cwd() + "/").cache;
+    const required = Object.keys(cache).filter((file) => ${JSON.stringify(LAZY_REQUIRED)}.some((name) => file.includes("/node_modules/" + name + "/")));
+    if (required.length > 0) throw new Error("required at load time: " + required.join(", "));`;
   try {
     await run(process.execPath, ["--input-type=module", "-e", script], { cwd: REPO, timeout: 60_000 });
     return "";
@@ -48,7 +56,7 @@ async function loadRefusing(code: string): Promise<string> {
   }
 }
 
-test.each(ENTRIES)("%s loads without undici, esbuild or execa", async (entry) => {
+test.each(ENTRIES)("%s loads without undici, esbuild, execa or tldts", async (entry) => {
   const url = pathToFileURL(join(REPO, entry)).href;
   expect(await loadRefusing(`await import(${JSON.stringify(url)});`)).toBe("");
 });
@@ -57,4 +65,12 @@ test.each(LAZY)("the probe itself refuses %s when a module imports it", async (n
   // A module importing it statically, as a broker file would: the hook must name it.
   const module = `data:text/javascript,${encodeURIComponent(`import * as m from "${name}"; export default m;`)}`;
   expect(await loadRefusing(`await import(${JSON.stringify(module)});`)).toContain(`imported at load time: ${name}`);
+});
+
+test("the probe itself names a package required while the entry loads", async () => {
+  // As hostname.ts once loaded the suffix list: createRequire at module level.
+  const module = `data:text/javascript,${encodeURIComponent(
+    `import { createRequire } from "node:module"; createRequire(${JSON.stringify(`${REPO}/`)})("tldts/dist/cjs/src/data/trie.js");`,
+  )}`;
+  expect(await loadRefusing(`await import(${JSON.stringify(module)});`)).toContain("required at load time: ");
 });
