@@ -2,15 +2,19 @@
  * The scripts host-side jobs run inside the jail (host-job.ts): the broker's
  * own sources (never an extension's), bundled by esbuild into one CommonJS
  * file each with every package they import, so the jail gets one file to
- * run and no `node_modules/` to see. Built once per source hash into
- * build/jobs/ beside the native programs (written to a temporary name and
- * renamed into place, as they are).
+ * run and no `node_modules/` to see. Kept in build/jobs/ beside the native
+ * programs, named by their hash, each with its recipe: the build's settings
+ * and the hash of every file it was built from. A process uses the kept
+ * script while its recipe still holds, and builds it (~150 ms of esbuild,
+ * blocking, in every process that ran a job) only when a source changed.
  */
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
-import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import * as v from "valibot";
+import { readKept, writeKept } from "./kept-file.js";
 import { nativeDir } from "./native/compile.js";
 
 export type JobScript = "bundle-job" | "db-child";
@@ -31,7 +35,8 @@ function entryOf(script: JobScript): string {
   throw new Error(`Cannot find the source of the ${script} job beside the broker`);
 }
 
-const built = new Map<JobScript, string>();
+/** This process's scripts, by folder and job. */
+const built = new Map<string, string>();
 
 /**
  * esbuild's API, loaded at the first build: most commands, and every `tether mcp` or
@@ -44,14 +49,35 @@ function esbuild(): typeof import("esbuild") {
   return api;
 }
 
-/** The job's script, built when this source was never built here; `dir` defaults to build/ beside build/native. */
-export function jobScript(script: JobScript, dir: string = join(dirname(nativeDir()), "jobs")): string {
-  const hit = built.get(script);
-  if (hit !== undefined && existsSync(hit)) return hit;
-  const result = esbuild().buildSync({
-    entryPoints: [entryOf(script)],
+const SHA256 = /^[0-9a-f]{64}$/;
+
+/** A kept script's recipe: what it was built from, bounded (a job bundles a few dozen files). */
+const Recipe = v.object({
+  settings: v.pipe(v.string(), v.regex(SHA256)),
+  script: v.pipe(v.string(), v.regex(/^[a-z-]+-[0-9a-f]{16}\.cjs$/)),
+  inputs: v.pipe(
+    v.record(v.pipe(v.string(), v.startsWith("/"), v.maxLength(4096)), v.pipe(v.string(), v.regex(SHA256))),
+    v.check((inputs) => Object.keys(inputs).length <= 1024, "too many inputs"),
+  ),
+});
+const RECIPE_BYTES = 512 * 1024;
+const SCRIPT_BYTES = 64 * 1024 * 1024;
+
+function sha256(bytes: string | Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+type JobBuild = import("esbuild").BuildOptions & { absWorkingDir: string; write: false; metafile: true };
+
+function buildOptions(script: JobScript): JobBuild {
+  const entry = entryOf(script);
+  return {
+    entryPoints: [entry],
+    // Paths in the output are relative to the entry's folder, whatever this process's cwd.
+    absWorkingDir: dirname(entry),
     bundle: true,
     write: false,
+    metafile: true,
     format: "cjs",
     platform: "node",
     target: "node20",
@@ -60,18 +86,62 @@ export function jobScript(script: JobScript, dir: string = join(dirname(nativeDi
     // esbuild's own API says a bundled copy should be told where its binary is: ESBUILD_BINARY_PATH, set by the job.
     define: { "import.meta.url": "__tether_job_url" },
     banner: { js: 'const __tether_job_url = require("node:url").pathToFileURL(__filename).href;' },
-  });
-  const code = result.outputFiles[0]!.contents;
-  const hash = createHash("sha256").update(code).digest("hex").slice(0, 16);
-  const file = join(dir, `${script}-${hash}.cjs`);
-  if (!existsSync(file)) {
-    // Readable by the jail's unprivileged uid too: a root broker's
-    // jobs run as it (and get a copy by descriptor anyway).
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
-    const scratch = `${file}.${process.pid}.tmp`;
-    writeFileSync(scratch, code, { mode: 0o644 });
-    renameSync(scratch, file);
+  };
+}
+
+/** The build's settings and esbuild's version (its package.json, not esbuild itself), as one hash. */
+function settingsOf(script: JobScript): string {
+  const { version } = createRequire(import.meta.url)("esbuild/package.json") as { version: string };
+  return sha256(JSON.stringify({ esbuild: version, options: buildOptions(script) }));
+}
+
+/** The kept script in `dir`, when its recipe, every input it names and the script itself still hold; else null. */
+export function keptScript(script: JobScript, dir: string): string | null {
+  const text = readKept(join(dir, `${script}.recipe.json`), RECIPE_BYTES);
+  if (text === null) return null;
+  try {
+    const recipe = v.parse(Recipe, JSON.parse(text));
+    if (recipe.settings !== settingsOf(script) || !recipe.script.startsWith(`${script}-`)) return null;
+    for (const [path, hash] of Object.entries(recipe.inputs)) if (sha256(readFileSync(path)) !== hash) return null;
+    const file = join(dir, recipe.script);
+    const code = readKept(file, SCRIPT_BYTES);
+    return code !== null && sha256(code).startsWith(recipe.script.slice(script.length + 1, -4)) ? file : null;
+  } catch {
+    return null;
   }
-  built.set(script, file);
+}
+
+/** The job's script, built unless a kept one's recipe holds; `dir` defaults to build/ beside build/native. */
+export function jobScript(script: JobScript, dir: string = join(dirname(nativeDir()), "jobs")): string {
+  const key = join(dir, script);
+  const hit = built.get(key);
+  if (hit !== undefined && existsSync(hit)) return hit;
+  const kept = keptScript(script, dir);
+  if (kept !== null) {
+    built.set(key, kept);
+    return kept;
+  }
+  const options = buildOptions(script);
+  const result = esbuild().buildSync(options);
+  const code = result.outputFiles[0]!.text;
+  const name = `${script}-${sha256(code).slice(0, 16)}.cjs`;
+  const file = join(dir, name);
+  // Kept 0644: a root broker's jobs run as the jail's uid (and get a copy by descriptor anyway).
+  if (readKept(file, SCRIPT_BYTES) !== code) writeKept(file, code);
+  if (readKept(file, SCRIPT_BYTES) !== code)
+    throw new Error(
+      `The ${script} job's script could not be kept in ${dir} (a folder this user owns and only it may write)`,
+    );
+  built.set(key, file);
+  const inputs: Record<string, string> = {};
+  for (const input of Object.keys(result.metafile.inputs)) {
+    const path = resolve(options.absWorkingDir, input);
+    try {
+      inputs[path] = sha256(readFileSync(path));
+    } catch {
+      return file; // an input that is not a file: no recipe can vouch for it, so none is kept
+    }
+  }
+  writeKept(join(dir, `${script}.recipe.json`), JSON.stringify({ settings: settingsOf(script), script: name, inputs }));
   return file;
 }

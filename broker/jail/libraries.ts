@@ -13,18 +13,10 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import {
-  mkdirSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  statSync,
-  type Stats,
-  writeFileSync,
-} from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { realpathSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
 import * as v from "valibot";
+import { readKept, writeKept } from "./kept-file.js";
 
 const cache = new Map<string, readonly string[]>();
 
@@ -47,10 +39,10 @@ export function sharedLibraries(binary: string, keepDir?: string): readonly stri
 /** sharedLibraries without this process's memory: the kept list if it holds, else ldd's (kept when complete). */
 export function librariesOf(binary: string, keepDir?: string): readonly string[] {
   const kept = keepDir !== undefined ? keptFile(binary, keepDir) : null;
-  const hit = kept !== null ? readKept(kept) : null;
+  const hit = kept !== null ? readKeptList(kept) : null;
   if (hit !== null) return hit;
   const { list, complete } = readLdd(binary);
-  if (kept !== null && complete) writeKept(kept, list);
+  if (kept !== null && complete) writeKept(kept, JSON.stringify(list));
   return list;
 }
 
@@ -88,48 +80,20 @@ function keptFile(binary: string, dir: string): string | null {
   }
 }
 
-/** Owned by this user or root, and writable by nobody else. */
-function ownAndClosed(st: Stats): boolean {
-  const owner = st.uid === 0 || st.uid === process.geteuid?.();
-  return owner && (st.mode & 0o022) === 0;
-}
-
 /** A shared library's name: `libc.so.6`, `ld-linux-x86-64.so.2`, `libfoo.so`. */
 const LIBRARY_NAME = /\.so(\.[0-9]+)*$/;
 
 /** The kept list, if there is one that can be trusted and every library it names is still a library file. */
-function readKept(file: string): readonly string[] | null {
+function readKeptList(file: string): readonly string[] | null {
+  const text = readKept(file, KEPT_BYTES);
+  if (text === null) return null;
   try {
-    const st = statSync(file);
-    if (!ownAndClosed(statSync(dirname(file))) || !ownAndClosed(st) || !st.isFile()) return null;
-    const text = readFileSync(file, "utf8");
-    if (text.length > KEPT_BYTES) return null;
     const parsed = v.safeParse(KeptList, JSON.parse(text));
     if (!parsed.success || parsed.output.length === 0) return null;
     for (const path of parsed.output) if (!LIBRARY_NAME.test(basename(path)) || !statSync(path).isFile()) return null;
     return parsed.output;
   } catch {
     return null;
-  }
-}
-
-/**
- * Written under a temporary name of its own (never through one planted there) and renamed: a
- * reader sees the whole list or none. A folder this broker cannot write (an installed
- * package's, read-only) keeps nothing: ldd next time.
- */
-function writeKept(file: string, list: readonly string[]): void {
-  try {
-    mkdirSync(dirname(file), { recursive: true });
-  } catch {
-    return;
-  }
-  const scratch = `${file}.${process.pid}.tmp`;
-  try {
-    writeFileSync(scratch, JSON.stringify(list), { mode: 0o644, flag: "wx" });
-    renameSync(scratch, file);
-  } catch {
-    rmSync(scratch, { force: true });
   }
 }
 

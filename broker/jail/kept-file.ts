@@ -1,0 +1,47 @@
+/**
+ * Files the broker keeps beside its compiled jail programs (build/native and
+ * build/jobs) to skip work on the next start: the library list of a binary, a
+ * job script's recipe. They are read back only from a regular file and folder
+ * this user (or root) owns and nobody else may write — as trusted as the
+ * launcher beside them, which runs as root — and written under a temporary
+ * name of their own, then renamed, so a reader sees a whole file or none.
+ */
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, type Stats, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+
+/** Owned by this user or root, and writable by nobody else. */
+export function ownAndClosed(st: Stats): boolean {
+  const owner = st.uid === 0 || st.uid === process.geteuid?.();
+  return owner && (st.mode & 0o022) === 0;
+}
+
+/** The text of a kept file, or null when there is none that can be trusted or it is larger than `maxBytes`. */
+export function readKept(file: string, maxBytes: number): string | null {
+  try {
+    const st = statSync(file);
+    if (!ownAndClosed(statSync(dirname(file))) || !ownAndClosed(st) || !st.isFile() || st.size > maxBytes) return null;
+    return readFileSync(file, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Keeps `text` at `file`, written under a temporary name of its own (never through one
+ * planted there) and renamed. A folder this broker cannot write (an installed package's,
+ * read-only) keeps nothing: the work is done again next time.
+ */
+export function writeKept(file: string, text: string | Uint8Array): void {
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o755 });
+  } catch {
+    return;
+  }
+  const scratch = `${file}.${process.pid}.tmp`;
+  try {
+    writeFileSync(scratch, text, { mode: 0o644, flag: "wx" });
+    renameSync(scratch, file);
+  } catch {
+    rmSync(scratch, { force: true });
+  }
+}
