@@ -14,12 +14,16 @@
 import {
   chmodSync,
   chownSync,
+  closeSync,
   copyFileSync,
   existsSync,
+  linkSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
+  readSync,
   renameSync,
   rmSync,
   statSync,
@@ -145,18 +149,39 @@ export function reachableByOthers(path: string): boolean {
 
 /**
  * The Deno binary as the jail's uid can run it: in place when reachable, else a copy in
- * the jail root (named by the binary's path, size and mtime, so it is made once per binary).
+ * the jail root. The copy is named by its content (`deno-content-<sha256>`), so every
+ * checkout or install of the same Deno shares one file (~95 MB; each used to leave its
+ * own), and linked under a name for this binary's path, size and mtime, so a later
+ * broker finds it without reading the binary again.
  */
 export function denoForJail(deno: string, identity: JailIdentity | null): string {
   if (identity === null || reachableByOthers(deno)) return deno;
   const st = statSync(deno);
   const key = createHash("sha256").update(`${deno}\0${st.size}\0${st.mtimeMs}`).digest("hex").slice(0, 16);
-  const target = join(jailRoot(identity.root), `deno-${key}`);
-  if (!existsSync(target)) {
-    const scratch = `${target}.${process.pid}.tmp`;
-    copyFileSync(deno, scratch);
-    chmodSync(scratch, 0o755);
-    renameSync(scratch, target);
-  }
+  const root = jailRoot(identity.root);
+  const target = join(root, `deno-${key}`);
+  if (existsSync(target)) return target;
+  const scratch = join(root, `deno-${key}.${process.pid}.tmp`);
+  copyFileSync(deno, scratch);
+  chmodSync(scratch, 0o755);
+  // Named by what was copied (not by the source, which could change meanwhile).
+  const content = join(root, `deno-content-${fileSha256(scratch).slice(0, 32)}`);
+  if (existsSync(content)) rmSync(scratch);
+  else renameSync(scratch, content);
+  const link = `${target}.${process.pid}.link`;
+  linkSync(content, link);
+  renameSync(link, target);
   return target;
+}
+
+function fileSha256(path: string): string {
+  const hash = createHash("sha256");
+  const fd = openSync(path, "r");
+  try {
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    for (let n = readSync(fd, chunk); n > 0; n = readSync(fd, chunk)) hash.update(chunk.subarray(0, n));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest("hex");
 }
