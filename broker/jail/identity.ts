@@ -169,6 +169,7 @@ export function denoForJail(deno: string, identity: JailIdentity | null): string
   if (existsSync(content)) rmSync(scratch);
   else renameSync(scratch, content);
   const link = `${target}.${process.pid}.link`;
+  rmSync(link, { force: true }); // one a crashed broker with this pid left
   linkSync(content, link);
   renameSync(link, target);
   return target;

@@ -95,13 +95,23 @@ function settingsOf(script: JobScript): string {
   return sha256(JSON.stringify({ esbuild: version, options: buildOptions(script) }));
 }
 
+/**
+ * A recipe per job and settings: the broker run from its sources (tsx, the tests) and
+ * from dist/ build the same job from different entries, and would otherwise replace
+ * each other's recipe at every turn.
+ */
+function recipeFile(script: JobScript, dir: string, settings: string): string {
+  return join(dir, `${script}-${settings.slice(0, 16)}.recipe.json`);
+}
+
 /** The kept script in `dir`, when its recipe, every input it names and the script itself still hold; else null. */
 export function keptScript(script: JobScript, dir: string): string | null {
-  const text = readKept(join(dir, `${script}.recipe.json`), RECIPE_BYTES);
+  const settings = settingsOf(script);
+  const text = readKept(recipeFile(script, dir, settings), RECIPE_BYTES);
   if (text === null) return null;
   try {
     const recipe = v.parse(Recipe, JSON.parse(text));
-    if (recipe.settings !== settingsOf(script) || !recipe.script.startsWith(`${script}-`)) return null;
+    if (recipe.settings !== settings || !recipe.script.startsWith(`${script}-`)) return null;
     for (const [path, hash] of Object.entries(recipe.inputs)) if (sha256(readFileSync(path)) !== hash) return null;
     const file = join(dir, recipe.script);
     const code = readKept(file, SCRIPT_BYTES);
@@ -142,6 +152,7 @@ export function jobScript(script: JobScript, dir: string = join(dirname(nativeDi
       return file; // an input that is not a file: no recipe can vouch for it, so none is kept
     }
   }
-  writeKept(join(dir, `${script}.recipe.json`), JSON.stringify({ settings: settingsOf(script), script: name, inputs }));
+  const settings = settingsOf(script);
+  writeKept(recipeFile(script, dir, settings), JSON.stringify({ settings, script: name, inputs }));
   return file;
 }

@@ -6,7 +6,7 @@
  * else may write.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { jobScript, keptScript } from "../../broker/jail/job-scripts.js";
@@ -23,7 +23,7 @@ interface Recipe {
 let dir: string;
 let script: string;
 let recipeText: string;
-const recipePath = () => join(dir, "db-child.recipe.json");
+const recipePath = () => join(dir, readdirSync(dir).find((n) => /^db-child-[0-9a-f]{16}\.recipe\.json$/.test(n))!);
 const recipe = () => JSON.parse(readFileSync(recipePath(), "utf8")) as Recipe;
 const spoil = (change: (r: Recipe) => void) => {
   const r = JSON.parse(recipeText) as Recipe;
