@@ -3,7 +3,8 @@
  * capability environment (context.ts) holds one and the policy stage
  * (egress-policy.ts) reads the environment: neither need import the other.
  */
-import { parseRule, type EgressRule } from "../egress/rules.js";
+import { InvalidHostError } from "../egress/hostname.js";
+import { parseRule, RuleError, type EgressRule } from "../egress/rules.js";
 
 /**
  * Parsed rules by their text, one per broker (its capability environment holds it):
@@ -20,7 +21,9 @@ export class ParsedRules {
       if (rule === undefined) {
         try {
           rule = parseRule(text);
-        } catch {
+        } catch (err) {
+          // Anything else (the suffix list failed to load) is this request's failure, not the rule's: not remembered.
+          if (!(err instanceof RuleError || err instanceof InvalidHostError)) throw err;
           rule = null;
         }
         if (this.#byText.size > 10_000) this.#byText.clear();

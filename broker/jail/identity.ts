@@ -30,7 +30,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, parse } from "node:path";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 
 /** An unused high uid/gid: above systemd's container and dynamic ranges, below 2^31. It owns nothing on the host. */
 export const DEFAULT_JAIL_UID = 2_147_000_000;
@@ -161,17 +161,26 @@ export function denoForJail(deno: string, identity: JailIdentity | null): string
   const root = jailRoot(identity.root);
   const target = join(root, `deno-${key}`);
   if (existsSync(target)) return target;
-  const scratch = join(root, `deno-${key}.${process.pid}.tmp`);
-  copyFileSync(deno, scratch);
-  chmodSync(scratch, 0o755);
-  // Named by what was copied (not by the source, which could change meanwhile).
-  const content = join(root, `deno-content-${fileSha256(scratch).slice(0, 32)}`);
-  if (existsSync(content)) rmSync(scratch);
-  else renameSync(scratch, content);
-  const link = `${target}.${process.pid}.link`;
-  rmSync(link, { force: true }); // one a crashed broker with this pid left
-  linkSync(content, link);
-  renameSync(link, target);
+  const scratch = join(root, `deno-${key}.${randomBytes(8).toString("hex")}.tmp`);
+  const link = `${scratch}.link`;
+  try {
+    copyFileSync(deno, scratch);
+    chmodSync(scratch, 0o755);
+    // Named by what was copied (not by the source, which could change meanwhile).
+    const content = join(root, `deno-content-${fileSha256(scratch).slice(0, 32)}`);
+    if (!existsSync(content)) renameSync(scratch, content);
+    try {
+      linkSync(content, link);
+      renameSync(link, target);
+    } catch {
+      // No hard links here: this key gets a copy of its own, as before.
+      if (!existsSync(scratch)) copyFileSync(content, scratch);
+      renameSync(scratch, target);
+    }
+  } finally {
+    rmSync(scratch, { force: true });
+    rmSync(link, { force: true });
+  }
   return target;
 }
 

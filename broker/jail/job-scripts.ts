@@ -10,7 +10,8 @@
  */
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as v from "valibot";
@@ -132,27 +133,63 @@ export function jobScript(script: JobScript, dir: string = join(dirname(nativeDi
     return kept;
   }
   const options = buildOptions(script);
+  const started = Date.now();
   const result = esbuild().buildSync(options);
   const code = result.outputFiles[0]!.text;
   const name = `${script}-${sha256(code).slice(0, 16)}.cjs`;
   const file = join(dir, name);
   // Kept 0644: a root broker's jobs run as the jail's uid (and get a copy by descriptor anyway).
   if (readKept(file, SCRIPT_BYTES) !== code) writeKept(file, code);
-  if (readKept(file, SCRIPT_BYTES) !== code)
-    throw new Error(
-      `The ${script} job's script could not be kept in ${dir} (a folder this user owns and only it may write)`,
-    );
+  if (readKept(file, SCRIPT_BYTES) !== code) {
+    // A folder this process cannot keep files in, or cannot trust (another user's checkout): built each time.
+    const own = privateScript(name, code);
+    built.set(key, own);
+    return own;
+  }
   built.set(key, file);
-  const inputs: Record<string, string> = {};
-  for (const input of Object.keys(result.metafile.inputs)) {
-    const path = resolve(options.absWorkingDir, input);
-    try {
-      inputs[path] = sha256(readFileSync(path));
-    } catch {
-      return file; // an input that is not a file: no recipe can vouch for it, so none is kept
+  const inputs = recipeInputs(Object.keys(result.metafile.inputs), options.absWorkingDir, started);
+  const settings = settingsOf(script);
+  if (inputs !== null) writeKept(recipeFile(script, dir, settings), JSON.stringify({ settings, script: name, inputs }));
+  return file;
+}
+
+/**
+ * Each file the build read, by hash: its modules, and the package.json and tsconfig.json
+ * files above them (esbuild reads both: a package's entry, a compiler setting). Null when
+ * one is not a file, or changed since the build began: no recipe can vouch for the script.
+ */
+function recipeInputs(modules: readonly string[], from: string, started: number): Record<string, string> | null {
+  const files = new Set(modules.map((m) => resolve(from, m)));
+  const seen = new Set<string>();
+  for (const module of [...files]) {
+    for (let dir = dirname(module); !seen.has(dir); dir = dirname(dir)) {
+      seen.add(dir);
+      for (const config of ["package.json", "tsconfig.json"])
+        if (existsSync(join(dir, config))) files.add(join(dir, config));
     }
   }
-  const settings = settingsOf(script);
-  writeKept(recipeFile(script, dir, settings), JSON.stringify({ settings, script: name, inputs }));
+  const inputs: Record<string, string> = {};
+  try {
+    for (const path of files) {
+      const st = statSync(path);
+      if (!st.isFile() || st.mtimeMs >= started || st.ctimeMs >= started) return null;
+      inputs[path] = sha256(readFileSync(path));
+    }
+  } catch {
+    return null;
+  }
+  return inputs;
+}
+
+let privateDir: string | null = null;
+/** A script in this process's own folder (0700, removed at exit), when build/jobs cannot keep it. */
+function privateScript(name: string, code: string): string {
+  if (privateDir === null) {
+    const dir = mkdtempSync(join(tmpdir(), "tether-jobs-"));
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    privateDir = dir;
+  }
+  const file = join(privateDir, name);
+  writeFileSync(file, code, { mode: 0o600 });
   return file;
 }

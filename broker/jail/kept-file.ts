@@ -6,6 +6,7 @@
  * launcher beside them, which runs as root — and written under a temporary
  * name of their own, then renamed, so a reader sees a whole file or none.
  */
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, type Stats, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 
@@ -27,8 +28,8 @@ export function readKept(file: string, maxBytes: number): string | null {
 }
 
 /**
- * Keeps `text` at `file`, written under a temporary name of its own (never through one
- * planted there) and renamed. A folder this broker cannot write (an installed package's,
+ * Keeps `text` at `file`, written under a fresh temporary name of its own (never through
+ * one planted there) and renamed. A folder this broker cannot write (an installed package's,
  * read-only) keeps nothing: the work is done again next time.
  */
 export function writeKept(file: string, text: string | Uint8Array): void {
@@ -37,9 +38,14 @@ export function writeKept(file: string, text: string | Uint8Array): void {
   } catch {
     return;
   }
-  const scratch = `${file}.${process.pid}.tmp`;
+  // A name no other process (another pid namespace's same pid included) is writing.
+  const scratch = `${file}.${randomBytes(8).toString("hex")}.tmp`;
   try {
     writeFileSync(scratch, text, { mode: 0o644, flag: "wx" });
+  } catch {
+    return; // not created: nothing of ours to remove
+  }
+  try {
     renameSync(scratch, file);
   } catch {
     rmSync(scratch, { force: true });

@@ -6,7 +6,17 @@
  * else may write.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { jobScript, keptScript } from "../../broker/jail/job-scripts.js";
@@ -51,12 +61,54 @@ test("the built script is kept under its hash, with a recipe naming every file i
   const r = recipe();
   expect(r.script).toBe(basename(script));
   expect(Object.keys(r.inputs)).toContain(join(REPO, "broker/store/db-child.ts"));
+  // What esbuild also reads: a package's entry, the compiler's settings.
+  expect(Object.keys(r.inputs)).toEqual(
+    expect.arrayContaining([join(REPO, "package.json"), join(REPO, "tsconfig.json")]),
+  );
   expect(Object.keys(r.inputs).some((path) => path.includes("/node_modules/better-sqlite3/"))).toBe(true);
   for (const [path, hash] of Object.entries(r.inputs)) expect(sha256(readFileSync(path))).toBe(hash);
 });
 
 test("a kept script whose recipe holds is used again, with no build", () => {
   expect(keptScript("db-child", dir)).toBe(script);
+});
+
+test("a new process finds the kept script through its recipe and builds nothing", () => {
+  // The same folder by another name: this process's memory of it does not answer.
+  const alias = join(`${dir}-alias`);
+  symlinkSync(dir, alias);
+  try {
+    const before = statSync(recipePath());
+    expect(jobScript("db-child", alias)).toBe(join(alias, basename(script)));
+    // A build would have kept its recipe again (a new file, renamed over this one).
+    const after = statSync(recipePath());
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
+  } finally {
+    rmSync(alias, { force: true });
+  }
+});
+
+test("a folder that cannot be trusted keeps nothing, and the job still gets its script", () => {
+  const open = mkdtempSync(join(tmpdir(), "tether-jobs-open-"));
+  try {
+    chmodSync(open, 0o777);
+    const own = jobScript("db-child", open);
+    expect(own.startsWith(`${open}/`)).toBe(false);
+    expect(readFileSync(own, "utf8")).toBe(readFileSync(script, "utf8"));
+    expect(keptScript("db-child", open)).toBeNull();
+  } finally {
+    rmSync(open, { recursive: true, force: true });
+  }
+});
+
+const asRoot = process.getuid?.() === 0 ? test : test.skip;
+asRoot("is not used: a recipe another user owns (as root: nobody's)", () => {
+  chownSync(recipePath(), 65534, 65534);
+  try {
+    expect(keptScript("db-child", dir)).toBeNull();
+  } finally {
+    chownSync(recipePath(), 0, 0);
+  }
 });
 
 test("a job with no kept script in the folder has none", () => {
