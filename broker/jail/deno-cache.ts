@@ -13,7 +13,6 @@
  * into a fresh folder renamed into place when done, so a broker that dies
  * mid-warm-up or two brokers warming at once leave no half-written cache.
  */
-import { createHash } from "node:crypto";
 import {
   chownSync,
   existsSync,
@@ -30,7 +29,7 @@ import { copyExactly } from "./copy-exactly.js";
 import { join } from "node:path";
 import { runHostJob, type HostJob, type HostJobSetup } from "./host-job.js";
 import { sqliteJob } from "../store/db-processes.js";
-import { jailIdentity, makeSatelliteDir, type JailIdentity } from "./identity.js";
+import { binaryKey, jailIdentity, makeSatelliteDir, type JailIdentity } from "./identity.js";
 import { DENO_CACHE_FILES, DENO_CACHE_MAX_BYTES } from "./sandbox.js";
 
 export { DENO_CACHE_MAX_BYTES };
@@ -43,12 +42,6 @@ export interface DenoCacheMount {
 /** Resolves to the read-only mount for a boot, or null to boot with a fresh, private cache. */
 export type DenoCacheSource = () => Promise<DenoCacheMount | null>;
 // `writable: false` means "copy these files in"; `true` is the warm-up's own bind.
-
-/** What identifies the Deno binary for caching: its path, size and modification time. */
-function binaryKey(deno: string): string {
-  const st = statSync(deno);
-  return createHash("sha256").update(`${deno}\0${st.size}\0${st.mtimeMs}`).digest("hex").slice(0, 16);
-}
 
 /**
  * Deno keeps its caches as SQLite files in WAL mode, and a warm-up may leave

@@ -147,6 +147,12 @@ export function reachableByOthers(path: string): boolean {
   return (statSync(path).mode & 0o005) === 0o005;
 }
 
+/** A binary by its path, size and mtime: what a copy of it, or a cache made with it, is named by. */
+export function binaryKey(binary: string): string {
+  const st = statSync(binary);
+  return createHash("sha256").update(`${binary}\0${st.size}\0${st.mtimeMs}`).digest("hex").slice(0, 16);
+}
+
 /**
  * The Deno binary as the jail's uid can run it: in place when reachable, else a copy in
  * the jail root. The copy is named by its content (`deno-content-<sha256>`), so every
@@ -156,8 +162,7 @@ export function reachableByOthers(path: string): boolean {
  */
 export function denoForJail(deno: string, identity: JailIdentity | null): string {
   if (identity === null || reachableByOthers(deno)) return deno;
-  const st = statSync(deno);
-  const key = createHash("sha256").update(`${deno}\0${st.size}\0${st.mtimeMs}`).digest("hex").slice(0, 16);
+  const key = binaryKey(deno);
   const root = jailRoot(identity.root);
   const target = join(root, `deno-${key}`);
   if (existsSync(target)) return target;

@@ -91,9 +91,9 @@ function buildOptions(script: JobScript): JobBuild {
 }
 
 /** The build's settings and esbuild's version (its package.json, not esbuild itself), as one hash. */
-function settingsOf(script: JobScript): string {
+function settingsOf(options: JobBuild): string {
   const { version } = createRequire(import.meta.url)("esbuild/package.json") as { version: string };
-  return sha256(JSON.stringify({ esbuild: version, options: buildOptions(script) }));
+  return sha256(JSON.stringify({ esbuild: version, options }));
 }
 
 /**
@@ -106,8 +106,7 @@ function recipeFile(script: JobScript, dir: string, settings: string): string {
 }
 
 /** The kept script in `dir`, when its recipe, every input it names and the script itself still hold; else null. */
-export function keptScript(script: JobScript, dir: string): string | null {
-  const settings = settingsOf(script);
+export function keptScript(script: JobScript, dir: string, settings = settingsOf(buildOptions(script))): string | null {
   const text = readKept(recipeFile(script, dir, settings), RECIPE_BYTES);
   if (text === null) return null;
   try {
@@ -127,12 +126,13 @@ export function jobScript(script: JobScript, dir: string = join(dirname(nativeDi
   const key = join(dir, script);
   const hit = built.get(key);
   if (hit !== undefined && existsSync(hit)) return hit;
-  const kept = keptScript(script, dir);
+  const options = buildOptions(script);
+  const settings = settingsOf(options);
+  const kept = keptScript(script, dir, settings);
   if (kept !== null) {
     built.set(key, kept);
     return kept;
   }
-  const options = buildOptions(script);
   const started = Date.now();
   const result = esbuild().buildSync(options);
   const code = result.outputFiles[0]!.text;
@@ -148,7 +148,6 @@ export function jobScript(script: JobScript, dir: string = join(dirname(nativeDi
   }
   built.set(key, file);
   const inputs = recipeInputs(Object.keys(result.metafile.inputs), options.absWorkingDir, started);
-  const settings = settingsOf(script);
   if (inputs !== null) writeKept(recipeFile(script, dir, settings), JSON.stringify({ settings, script: name, inputs }));
   return file;
 }
@@ -158,7 +157,7 @@ export function jobScript(script: JobScript, dir: string = join(dirname(nativeDi
  * files above them (esbuild reads both: a package's entry, a compiler setting). Null when
  * one is not a file, or changed since the build began: no recipe can vouch for the script.
  */
-function recipeInputs(modules: readonly string[], from: string, started: number): Record<string, string> | null {
+export function recipeInputs(modules: readonly string[], from: string, started: number): Record<string, string> | null {
   const files = new Set(modules.map((m) => resolve(from, m)));
   const seen = new Set<string>();
   for (const module of [...files]) {

@@ -19,7 +19,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { jobScript, keptScript } from "../../broker/jail/job-scripts.js";
+import { jobScript, keptScript, recipeInputs } from "../../broker/jail/job-scripts.js";
 import { REPO } from "./support/repo-files.js";
 
 const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
@@ -159,4 +159,24 @@ test("is not used: a script changed after it was kept (its hash no longer matche
     writeFileSync(script, code);
   }
   expect(keptScript("db-child", dir)).toBe(script);
+});
+
+test("no recipe vouches for a build whose inputs changed after it began, or that read what is not a file", () => {
+  const src = mkdtempSync(join(tmpdir(), "tether-jobs-src-"));
+  try {
+    writeFileSync(join(src, "package.json"), "{}");
+    writeFileSync(join(src, "job.ts"), "export {};\n");
+    const began = Date.now() + 60_000; // as if the build began after these files were written
+    const inputs = recipeInputs(["job.ts"], src, began);
+    expect(inputs).toEqual({
+      [join(src, "job.ts")]: sha256("export {};\n"),
+      [join(src, "package.json")]: sha256("{}"),
+    });
+    // Written since the build began: the script may hold the older text.
+    expect(recipeInputs(["job.ts"], src, Date.now() - 60_000)).toBeNull();
+    expect(recipeInputs(["gone.ts"], src, began)).toBeNull();
+    expect(recipeInputs(["."], src, began)).toBeNull();
+  } finally {
+    rmSync(src, { recursive: true, force: true });
+  }
 });
