@@ -14,6 +14,9 @@ const common = {
 export default {
   // A global option: inside a project it is ignored (and the default is 5 s).
   testTimeout: 60_000,
+  // One bundle cache per run (tests/support/bundle-cache-global-setup.mjs).
+  globalSetup: "<rootDir>/tests/support/bundle-cache-global-setup.mjs",
+  globalTeardown: "<rootDir>/tests/support/bundle-cache-global-teardown.mjs",
   reporters: [
     "default",
     "<rootDir>/tests/support/jail-class-reporter.cjs",

@@ -43,6 +43,12 @@ export interface BrokerOptions extends JailOptions {
    * `<home>/secrets/`, broker/secrets/store.ts): the seam for a keyring.
    */
   readonly secrets?: SecretSource;
+  /**
+   * Where bundles are kept to be reused, found by everything the bundling jail saw (an
+   * absolute folder; broker/install/bundle-cache.ts); false keeps none. Default
+   * `~/.cache/tether/bundles`.
+   */
+  readonly bundleCache?: string | false;
   /** Reuse Deno's caches per approved artifact (default true; see broker/jail/deno-cache.ts). */
   readonly denoCache?: boolean;
   /**

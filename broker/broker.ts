@@ -85,7 +85,11 @@ export class Broker {
       options.extensionLogs === false ? log : teeExtensionLogs(log, new ExtensionLogs(extensionLogDir(this.home)));
     this.store = openStore(paths.db);
     // Bundling, migrations and extensions' SQL run in host-side jails set up as the satellites' are.
-    const jobs = { jail, ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}) };
+    const jobs = {
+      jail,
+      ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+      ...(options.bundleCache !== undefined ? { bundleCache: options.bundleCache } : {}),
+    };
     // The kinds table first: an added kind that takes a taken name fails the open before anything starts.
     const kinds = kindTable(builtinKinds(this.toolArgs), options.kinds);
     this.registry = new Registry(this.store, paths.artifacts, {

@@ -42,6 +42,7 @@ export async function runCheck(
     jail,
     policy: { reach: current instanceof Error ? current : current.reach, file: policy.file },
     ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+    ...(options.bundleCache !== undefined ? { bundleCache: options.bundleCache } : {}),
     types: {},
     progress: (line) => {
       if (!json) process.stderr.write(`… ${line}\n`);

@@ -9,8 +9,10 @@
  * An empty variable counts as unset. A value outside what a variable accepts
  * is refused, naming the variable and what it takes, before anything runs.
  */
+import { isAbsolute } from "node:path";
 import * as v from "valibot";
 import type { BrokerOptions } from "../broker.js";
+import { xdgBundleCache } from "../install/bundle-cache.js";
 import { CGROUP_MODES } from "../jail/cgroup-detect.js";
 import { isJailId } from "../jail/identity.js";
 import { LOG_LEVELS } from "../base/log.js";
@@ -61,6 +63,17 @@ const VARIABLES = {
   TETHER_CGROUP: { accepts: CGROUP_MODES.join(", "), schema: v.picklist(CGROUP_MODES), option: "cgroup" },
   TETHER_NATIVE_DIR: { accepts: "a folder path", schema: v.string(), option: "nativeDir" },
   TETHER_OPERATOR: { accepts: "a name", schema: v.string(), option: "operator" },
+  TETHER_BUNDLE_CACHE: {
+    accepts: "off (keep no bundles) or an absolute folder path (where bundles are kept)",
+    schema: v.union([
+      v.pipe(
+        v.literal("off"),
+        v.transform(() => false as const),
+      ),
+      v.pipe(v.string(), v.check(isAbsolute)),
+    ]),
+    option: "bundleCache",
+  },
   TETHER_STORE: {
     accepts: "a PostgreSQL URL (postgres://role:password@host:5432/database)",
     schema: v.pipe(v.string(), v.regex(/^postgres(?:ql)?:\/\//)),
@@ -103,6 +116,9 @@ export function readEnvironment(env: Readonly<Record<string, string | undefined>
     if (checked.output !== undefined) options[option] = checked.output;
   }
   if (problems.length > 0) throw new EnvironmentError(problems);
+  // The XDG base directory for caches, when TETHER_BUNDLE_CACHE does not say (a relative one is ignored, as XDG says).
+  if (options.bundleCache === undefined && env.XDG_CACHE_HOME !== undefined && isAbsolute(env.XDG_CACHE_HOME))
+    options.bundleCache = xdgBundleCache(env.XDG_CACHE_HOME);
   if (options.operator === undefined) {
     const fallback = env.USER || env.LOGNAME;
     if (fallback) options.operator = fallback;

@@ -58,8 +58,10 @@ Environment: TETHER_HOME, TETHER_LOG (debug, info, warn, error), TETHER_DENO,
 TETHER_INSECURE_NO_SANDBOX=1, TETHER_JAIL_UID/GID, TETHER_JAIL_ROOT,
 TETHER_CGROUP (auto, none, v1, v2), TETHER_NATIVE_DIR, TETHER_OPERATOR,
 TETHER_STORE (postgres://…), TETHER_FLEET_HOST (this host's name in the fleet),
-TETHER_FLEET_LEASE_MS (how soon a dead host's sessions open elsewhere);
-NO_COLOR (no colour on a terminal), XDG_STATE_HOME (where tether dev keeps dev homes).
+TETHER_FLEET_LEASE_MS (how soon a dead host's sessions open elsewhere),
+TETHER_BUNDLE_CACHE (where bundles are kept; off: none);
+NO_COLOR (no colour on a terminal), XDG_STATE_HOME (where tether dev keeps dev homes),
+XDG_CACHE_HOME (where bundles are kept, without TETHER_BUNDLE_CACHE).
 
 Exit codes: 0 ok, 1 failed (the message says what to run next), 2 bad usage,
 3 not confirmed, 4 the called tool answered an error.`;

@@ -12,12 +12,22 @@ import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { lstatSync, readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
-import { isAbsolute, join, relative } from "node:path";
+import * as v from "valibot";
+import { basename, isAbsolute, join, relative } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { jobFailure, placed, runHostJob, type HostJob, type HostJobSetup } from "../jail/host-job.js";
+import { binaryKey } from "../jail/identity.js";
 import { jobScript } from "../jail/job-scripts.js";
 import { resolveSandbox } from "../jail/sandbox.js";
-import type { BundleAnswer } from "./bundle-job.js";
+import {
+  BundleOutput,
+  bundleKey,
+  keepBundle,
+  keptBundle,
+  openBundleCache,
+  treeStamp,
+  type KeptAnswer,
+} from "./bundle-cache.js";
 import { runtimeRoot, type Artifact } from "./bundle-core.js";
 import { snapshotFolder, type FolderSnapshot } from "./folder-snapshot.js";
 import type { Manifest } from "./manifest.js";
@@ -112,24 +122,68 @@ export async function bundleExtension(dir: string, manifest: Manifest, setup: Ho
   const snapshot = snapshotFolder(root, setup.jail?.identity);
   try {
     const job = bundleJob(root, snapshot, setup);
-    const request = JSON.stringify({ root, sdk: runtimeRoot(), manifest, problems: snapshot.problems });
-    const r = await runHostJob(job, request, BUNDLE_DEADLINE_MS, ANSWER_BYTES);
-    let answer: BundleAnswer;
-    try {
-      answer = JSON.parse(r.stdout.toString("utf8")) as BundleAnswer;
-    } catch {
-      throw new TetherError(
-        BrokerCode.installFailed,
-        `Cannot bundle '${manifest.name}': ${jobFailure(job, r, BUNDLE_DEADLINE_MS)}`,
-      );
-    }
-    if (!answer.ok) throw new TetherError(BrokerCode.installFailed, String(answer.message));
-    const code = String(answer.code);
+    const request = { root, sdk: runtimeRoot(), manifest, problems: snapshot.problems };
+    const cache = job.sandbox === "bwrap" ? openBundleCache(setup.bundleCache) : null;
+    const key = cache === null ? "" : jobKey(job, setup, request, snapshot);
+    const kept = cache === null ? null : keptBundle(cache, key);
+    const answer = kept ?? (await runBundleJob(job, request, manifest));
+    if (cache !== null && kept === null) keepBundle(cache, key, answer);
+    const code = answer.code;
     const sources = answer.sources.map((path) => sourceFromSnapshot(snapshot, path));
     return { code, sha256: createHash("sha256").update(code).digest("hex"), sources };
   } finally {
     snapshot.remove();
   }
+}
+
+/** The bundling job's answer, or the install error that says why there is none. */
+async function runBundleJob(job: HostJob, request: object, manifest: Manifest): Promise<KeptAnswer> {
+  const r = await runHostJob(job, JSON.stringify(request), BUNDLE_DEADLINE_MS, ANSWER_BYTES);
+  let answer: unknown;
+  try {
+    answer = JSON.parse(r.stdout.toString("utf8"));
+  } catch {
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `Cannot bundle '${manifest.name}': ${jobFailure(job, r, BUNDLE_DEADLINE_MS)}`,
+    );
+  }
+  const failed = v.safeParse(BundleFailure, answer);
+  if (failed.success) throw new TetherError(BrokerCode.installFailed, failed.output.message);
+  const bundle = v.safeParse(BundleOutput, answer);
+  if (!bundle.success)
+    throw new TetherError(
+      BrokerCode.installFailed,
+      `Cannot bundle '${manifest.name}': the bundling jail's answer is not a bundle`,
+    );
+  return bundle.output;
+}
+
+/** A bundling job's failure: the message it gives the author. */
+const BundleFailure = v.object({ ok: v.literal(false), message: v.string() });
+
+/**
+ * What the jailed job sees, as a cache key: its script (named by its content, which holds
+ * esbuild's JS and so the binary version it accepts), esbuild's binary and Node (by path,
+ * size and mtime; Node's version), the jail's settings, the job's binds (the snapshot's by
+ * where it is shown), files, environment and limits, the request, the folder's copy (by
+ * content) and the SDK with its packages (every entry's stat, which any edit changes).
+ */
+function jobKey(job: HostJob, setup: HostJobSetup, request: object, snapshot: FolderSnapshot): string {
+  const sdk = runtimeRoot();
+  return bundleKey({
+    script: basename(job.script ?? ""),
+    esbuild: binaryKey(esbuildBinary()),
+    node: `${process.version} ${binaryKey(process.execPath)}`,
+    jail: setup.jail ?? {},
+    binds: (job.binds ?? []).map((bind) => (bind.host === snapshot.dir ? { snapshotAt: bind.jail } : bind)),
+    files: job.files,
+    env: job.env,
+    limits: { cpus: job.cpus, memoryBytes: job.memoryBytes },
+    request,
+    folder: snapshot.digest,
+    sdk: treeStamp([sdk, ...sdkPackageDirs(sdk)]),
+  });
 }
 
 /** A source the job says it read: a regular file of the snapshot reached by no link (the answer is the jail's word). */

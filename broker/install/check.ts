@@ -55,6 +55,8 @@ export interface CheckOptions extends DryBootOptions {
    */
   readonly types: Pick<TypeCheckOptions, "timeoutMs"> | false;
   readonly progress?: (line: string) => void;
+  /** Where bundles are kept to be reused (HostJobSetup's `bundleCache`). */
+  readonly bundleCache?: string | false;
   /** The operator's policy.toml the rules are read against (as review reads it); none: no warnings. */
   readonly policy?: { readonly reach: Reach | Error; readonly file: string };
 }
@@ -108,7 +110,11 @@ export async function checkExtension(dir: string, options: CheckOptions): Promis
     return report(null);
   }
   const m = manifest;
-  const jobSetup = { jail: options.jail, ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}) };
+  const jobSetup = {
+    jail: options.jail,
+    ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+    ...(options.bundleCache !== undefined ? { bundleCache: options.bundleCache } : {}),
+  };
   done(
     "manifest",
     manifestProblems(m, "manifest.toml"),

@@ -15,6 +15,7 @@
  * the reason recorded; the bundler refuses it by that reason if it is ever
  * read, as it refused the original. `.git/` at the top is left out.
  */
+import { createHash } from "node:crypto";
 import {
   chownSync,
   lstatSync,
@@ -49,6 +50,11 @@ export interface FolderSnapshot {
   readonly dir: string;
   /** Files that could not be copied faithfully, by path in the folder (with /): why each is refused if read. */
   readonly problems: Readonly<Record<string, string>>;
+  /**
+   * What a job over the copy can see, hashed while copying (sha256, hex): every entry's path,
+   * kind and mode, a file's bytes, a link's text, a problem's reason. Equal digests, equal copies.
+   */
+  readonly digest: string;
   /** Regular files and their sizes: the bounds' measure. */
   readonly files: number;
   readonly bytes: number;
@@ -80,6 +86,7 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
   const dir = join(realpathSync(base), "folder");
   const remove = () => rmSync(base, { recursive: true, force: true });
   const problems: Record<string, string> = {};
+  const hash = createHash("sha256");
   let entries = 0;
   let files = 0;
   let bytes = 0;
@@ -123,13 +130,25 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
     mkdirSync(dir, { mode: 0o755 });
     for (const { source, target, st } of plan) {
       const problem = problemOf(st);
-      if (st.isSymbolicLink()) symlinkSync(readlinkSync(source), target);
-      else if (st.isDirectory()) mkdirSync(target, { mode: 0o755 });
-      else if (problem !== undefined || !st.isFile()) {
-        problems[shown(source)] =
-          problem ?? "is not a regular file; replace it with a regular file in the extension folder";
+      // Each field ends in a NUL, which no path, link text or reason holds.
+      hash.update(`${shown(source)}\0`);
+      if (st.isSymbolicLink()) {
+        const text = readlinkSync(source);
+        symlinkSync(text, target);
+        hash.update(`link\0${text}\0`);
+      } else if (st.isDirectory()) {
+        mkdirSync(target, { mode: 0o755 });
+        hash.update("dir\0");
+      } else if (problem !== undefined || !st.isFile()) {
+        const reason = problem ?? "is not a regular file; replace it with a regular file in the extension folder";
+        problems[shown(source)] = reason;
         writeFileSync(target, "", { mode: 0o644 });
-      } else copyExactly(source, target, st);
+        hash.update(`problem\0${reason}\0`);
+      } else {
+        // The mode written, taken from the descriptor the bytes were read through.
+        const { bytes, mode } = copyExactly(source, target, st);
+        hash.update(`file\0${mode}\0${bytes.length}\0`).update(bytes);
+      }
     }
     if (owner !== null) chownTree(base, owner.uid, owner.gid);
   } catch (err) {
@@ -140,7 +159,7 @@ export function snapshotFolder(root: string, identity: JailIdentityOptions = {})
       `Cannot read the extension folder ${root}: ${(err as Error).message}`,
     );
   }
-  return { dir, problems, files, bytes, remove };
+  return { dir, problems, digest: hash.digest("hex"), files, bytes, remove };
 }
 
 /**

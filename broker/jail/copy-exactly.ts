@@ -8,9 +8,10 @@ import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, writ
  * Copies the regular file `source` as it was when `seen` was taken, or throws: opened
  * without following a link or blocking on a FIFO, and checked on its descriptor — the
  * same file (device and inode), still one name, its real path still `source` (no folder
- * on the way was swapped for a link since the walk), at most the size seen.
+ * on the way was swapped for a link since the walk), at most the size seen. Returns the
+ * bytes and the mode written.
  */
-export function copyExactly(source: string, target: string, seen: Stats): void {
+export function copyExactly(source: string, target: string, seen: Stats): { bytes: Buffer; mode: number } {
   const changed = (): never => {
     throw new Error(`'${source}' changed while it was copied; try again when nothing is writing to it`);
   };
@@ -31,7 +32,10 @@ export function copyExactly(source: string, target: string, seen: Stats): void {
       if (n === 0) break;
       at += n;
     }
-    writeFileSync(target, bytes.subarray(0, at), { mode: st.mode & 0o777 });
+    const copied = bytes.subarray(0, at);
+    const mode = st.mode & 0o777;
+    writeFileSync(target, copied, { mode });
+    return { bytes: copied, mode };
   } finally {
     closeSync(fd);
   }

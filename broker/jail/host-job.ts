@@ -34,6 +34,11 @@ export interface HostJobSetup {
   readonly jail?: JailSetup;
   /** bwrap unless "none" (insecure) is asked for; refused when bwrap is missing. */
   readonly sandbox?: SandboxMode;
+  /**
+   * Where bundles are kept to be reused (an absolute folder; broker/install/bundle-cache.ts);
+   * false: none; absent: ~/.cache/tether/bundles.
+   */
+  readonly bundleCache?: string | false;
 }
 
 export interface HostJob {

@@ -7,7 +7,19 @@
  * name of their own, then renamed, so a reader sees a whole file or none.
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, type Stats, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  type Stats,
+  writeFileSync,
+} from "node:fs";
 import { dirname } from "node:path";
 
 /** Owned by this user or root, and writable by nobody else. */
@@ -16,14 +28,27 @@ export function ownAndClosed(st: Stats): boolean {
   return owner && (st.mode & 0o022) === 0;
 }
 
-/** The text of a kept file, or null when there is none that can be trusted or it is larger than `maxBytes`. */
+/**
+ * The text of a kept file, or null when there is none that can be trusted or it is larger
+ * than `maxBytes`. Opened without following a link or blocking on a FIFO, and judged and
+ * read through that one descriptor (nothing swapped in between).
+ */
 export function readKept(file: string, maxBytes: number): string | null {
+  let fd: number;
   try {
-    const st = statSync(file);
-    if (!ownAndClosed(statSync(dirname(file))) || !ownAndClosed(st) || !st.isFile() || st.size > maxBytes) return null;
-    return readFileSync(file, "utf8");
+    if (!ownAndClosed(statSync(dirname(file)))) return null;
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return null;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!ownAndClosed(st) || !st.isFile() || st.size > maxBytes) return null;
+    return readFileSync(fd, "utf8");
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -42,8 +67,10 @@ export function writeKept(file: string, text: string | Uint8Array): void {
   const scratch = `${file}.${randomBytes(8).toString("hex")}.tmp`;
   try {
     writeFileSync(scratch, text, { mode: 0o644, flag: "wx" });
-  } catch {
-    return; // not created: nothing of ours to remove
+  } catch (err) {
+    // Created and then not written whole (a full disk): ours to remove. Not created: nothing of ours.
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") rmSync(scratch, { force: true });
+    return;
   }
   try {
     renameSync(scratch, file);

@@ -54,6 +54,8 @@ const PASSED = [
   "TETHER_JAIL_ROOT",
   "TETHER_CGROUP",
   "TETHER_NATIVE_DIR",
+  // This run's bundle cache (tests/support/bundle-cache-global-setup.mjs).
+  "TETHER_BUNDLE_CACHE",
   // bin/tether.js: the compiled command (`make test` builds it first) rather than the sources through tsx.
   "TETHER_FROM_DIST",
 ] as const;

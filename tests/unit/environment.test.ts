@@ -29,6 +29,7 @@ test("each variable sets its option", () => {
       TETHER_CGROUP: "v1",
       TETHER_NATIVE_DIR: "/var/cache/tether-native",
       TETHER_OPERATOR: "alice",
+      TETHER_BUNDLE_CACHE: "/var/cache/tether-bundles",
     }),
   ).toEqual({
     home: "/srv/tether",
@@ -41,8 +42,10 @@ test("each variable sets its option", () => {
     cgroup: "v1",
     nativeDir: "/var/cache/tether-native",
     operator: "alice",
+    bundleCache: "/var/cache/tether-bundles",
   });
   expect(readEnvironment({ TETHER_INSECURE_NO_SANDBOX: "0" })).toEqual({});
+  expect(readEnvironment({ TETHER_BUNDLE_CACHE: "off" })).toEqual({ bundleCache: false });
 });
 
 test("the approver falls back to USER, then LOGNAME", () => {
