@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bundleExtension } from "../../broker/install/bundle.js";
 import { readManifest } from "../../broker/install/manifest.js";
+import { envBundleCache } from "../support/env-options.js";
 import { TetherError } from "../../broker/base/errors.js";
 
 let root: string;
@@ -33,7 +34,7 @@ function extension(files: Record<string, string>): string {
 
 async function bundleError(dir: string): Promise<TetherError> {
   try {
-    await bundleExtension(dir, readManifest(dir));
+    await bundleExtension(dir, readManifest(dir), envBundleCache());
   } catch (err) {
     expect(err).toBeInstanceOf(TetherError);
     return err as TetherError;
@@ -57,7 +58,7 @@ test("an extension importing its own files and the SDK bundles into one artifact
     "lib/x.ts": "export const x = 1;\n",
     "data.json": '{"n": 2}',
   });
-  const artifact = await bundleExtension(dir, readManifest(dir));
+  const artifact = await bundleExtension(dir, readManifest(dir), envBundleCache());
   expect(artifact.sha256).toMatch(/^[0-9a-f]{64}$/);
   expect(artifact.code).toContain("serving");
   expect(artifact.code).not.toMatch(/from\s*["']\.\/lib/); // inlined, not left as an import
@@ -115,7 +116,7 @@ test("a symlink inside the folder that points outside is refused", async () => {
 test("an entry outside the folder is refused", async () => {
   const dir = extension({});
   writeFileSync(join(dir, "manifest.toml"), MANIFEST.replace('entry = "index.ts"', 'entry = "../outside.ts"'));
-  await expect(bundleExtension(dir, readManifest(dir))).rejects.toThrow(
+  await expect(bundleExtension(dir, readManifest(dir), envBundleCache())).rejects.toThrow(
     "entry '../outside.ts' is outside the extension folder",
   );
 });

@@ -20,6 +20,7 @@ import { Preferences } from "../../broker/sessions/preferences.js";
 import { Session } from "../../broker/sessions/session.js";
 import { journalDir, Ledger, LOST } from "../../broker/store/ledger.js";
 import { openStore, type Store } from "../../broker/store/open.js";
+import { envBundleCache } from "../support/env-options.js";
 import { REPO } from "../support/satellites.js";
 import { START_STATES, type StartState } from "./support/start-states.js";
 
@@ -223,7 +224,7 @@ test("a real jailed call in flight when its broker is killed is lost; the call b
 
 test("a jailed call's start is on disk before its frame leaves: the satellite's connection writes the journal first", async () => {
   const dir = home();
-  const broker = Broker.open({ home: dir, log: createLogger({ level: "error" }) });
+  const broker = Broker.open({ ...envBundleCache(), home: dir, log: createLogger({ level: "error" }) });
   try {
     const { installed } = await broker.registry.install(join(REPO, "manifests/echo"));
     broker.registry.approve(installed.manifest.name);

@@ -36,6 +36,7 @@ import {
 } from "../../broker/install/folder-snapshot.js";
 import { scanArtifact } from "../../broker/install/artifact-scan.js";
 import { MANIFEST_BYTES, readManifest } from "../../broker/install/manifest.js";
+import { envBundleCache } from "../support/env-options.js";
 import { checkExtension } from "../../broker/install/check.js";
 import { TetherError } from "../../broker/base/errors.js";
 
@@ -87,7 +88,7 @@ async function outcomeOf(dir: string): Promise<{ error?: TetherError; code?: str
   let code: string | undefined;
   let error: unknown;
   try {
-    ({ code } = await bundleExtension(dir, readManifest(dir)));
+    ({ code } = await bundleExtension(dir, readManifest(dir), envBundleCache()));
   } catch (err) {
     error = err;
   }
@@ -485,7 +486,7 @@ test("there are example extensions to bundle", () => {
 
 test.each(EXAMPLES)("the example extension manifests/%s bundles", async (name) => {
   const dir = join(REPO, "manifests", name);
-  const artifact = await bundleExtension(dir, readManifest(dir));
+  const artifact = await bundleExtension(dir, readManifest(dir), envBundleCache());
   expect(artifact.sha256).toMatch(/^[0-9a-f]{64}$/);
 });
 

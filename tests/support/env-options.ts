@@ -29,6 +29,12 @@ export function envOptions(): Omit<BrokerOptions, "log" | "home"> {
   return read;
 }
 
+/** This run's bundle cache (tests/support/bundle-cache-global-setup.mjs), as the option a job setup takes. */
+export function envBundleCache(): { bundleCache?: string | false } {
+  const cache = envOptions().bundleCache;
+  return cache !== undefined ? { bundleCache: cache } : {};
+}
+
 /** The jail setup those options describe (Deno's path, the jail uid and root, cgroups, the native folder). */
 export function envJail(): JailSetup {
   return jailSetup(envOptions());

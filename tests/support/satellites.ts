@@ -12,7 +12,7 @@ import type { SandboxMode } from "../../broker/jail/sandbox.js";
 import { silentLogger, type Logger } from "../../broker/base/log.js";
 import type { SatelliteSpec } from "../../broker/satellite/spec.js";
 import { SatelliteSlot, type SlotOptions } from "../../broker/satellite/slot.js";
-import { envJail, envOptions, envSandbox } from "./env-options.js";
+import { envBundleCache, envJail, envSandbox } from "./env-options.js";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -26,9 +26,7 @@ export interface Bundled {
 export async function bundleToTemp(dir: string): Promise<Bundled> {
   const abs = resolve(REPO, dir);
   const manifest = readManifest(abs);
-  // This run's bundle cache (tests/support/bundle-cache-global-setup.mjs).
-  const cache = envOptions().bundleCache;
-  const { code } = await bundleExtension(abs, manifest, cache !== undefined ? { bundleCache: cache } : {});
+  const { code } = await bundleExtension(abs, manifest, envBundleCache());
   const tmp = mkdtempSync(join(tmpdir(), "tether-art-"));
   const artifact = join(tmp, `${manifest.name}.js`);
   writeFileSync(artifact, code);

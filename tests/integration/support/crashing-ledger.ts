@@ -17,6 +17,7 @@ import { Preferences } from "../../../broker/sessions/preferences.js";
 import { Session } from "../../../broker/sessions/session.js";
 import { Ledger } from "../../../broker/store/ledger.js";
 import { openStore } from "../../../broker/store/open.js";
+import { envBundleCache } from "../../support/env-options.js";
 import { REPO } from "../../support/satellites.js";
 import type { StartState } from "./start-states.js";
 
@@ -25,7 +26,7 @@ const states = list.split(",") as StartState[];
 const ids: Record<string, number> = {};
 
 if (real === "real") {
-  const broker = Broker.open({ home, log: createLogger({ level: "error" }) });
+  const broker = Broker.open({ ...envBundleCache(), home, log: createLogger({ level: "error" }) });
   const { installed } = await broker.registry.install(join(REPO, "manifests/echo"));
   broker.registry.approve(installed.manifest.name);
   new Preferences(broker.store).setGlobal(installed.manifest.name, true);
