@@ -19,7 +19,6 @@ import { createHash } from "node:crypto";
 import {
   closeSync,
   constants,
-  fchmodSync,
   fstatSync,
   lstatSync,
   mkdirSync,
@@ -29,10 +28,11 @@ import {
   realpathSync,
   rmSync,
   utimesSync,
+  writeFileSync,
   type Stats,
 } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, isAbsolute, join, sep } from "node:path";
+import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import * as v from "valibot";
 import { readKept, writeKept } from "../jail/kept-file.js";
 
@@ -49,35 +49,67 @@ const Kept = v.object({ key: v.string(), answer: BundleOutput });
 /** The bundles' folder under an XDG cache folder (`$XDG_CACHE_HOME`). */
 export const xdgBundleCache = (cacheHome: string): string => join(cacheHome, "tether", "bundles");
 
+/** The cache folder's tag (the Cache Directory Tagging convention: backup tools skip it). */
+const TAG_NAME = "CACHEDIR.TAG";
+const TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# Bundles kept by tether (broker/install/bundle-cache.ts).\n";
+
 /**
  * The cache's folder — the one `told` names (false: none), else `~/.cache/tether/bundles` —
- * made if missing and closed to others (0700), or null when it cannot be trusted: it, or a
- * folder or link on the way to it, is another user's or writable by others (a root-owned
- * sticky folder such as /tmp excepted: nobody can swap another's entry there). So a root
- * broker run with another user's HOME keeps nothing there, and no planted link leads it
- * to change or fill a folder it did not make.
+ * or null when it cannot be trusted. Only a plain absolute path (no `.` or `..` part, `//`
+ * or trailing `/`: each can lead elsewhere than it reads); every link on the way this
+ * user's or root's, every folder on its real path theirs and writable by nobody else (a
+ * root-owned sticky folder such as /tmp excepted: nobody can swap another's entry there);
+ * missing folders made one at a time, 0700, each checked before the next; the folder
+ * itself no link, this user's, open to nobody else — never changed to be — and tagged as
+ * the cache's (an empty folder is tagged; one holding anything else is not the cache's).
+ * So a root broker run with another user's HOME keeps nothing there, and no planted link
+ * or misnamed path leads it to change, fill or trim a folder that is not the cache's.
  */
 export function openBundleCache(told: string | false | undefined, home = homedir()): string | null {
   if (told === false) return null;
   const dir = told ?? xdgBundleCache(join(home, ".cache"));
-  if (!isAbsolute(dir)) return null;
+  if (!isAbsolute(dir) || resolve(dir) !== dir) return null;
   try {
     const me = process.geteuid?.() ?? -1;
     if (!safePath(dir, me)) return null;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeMissing(dir, me);
     if (!safePath(dir, me)) return null;
-    // The folder itself: by a descriptor that is not a link's, this user's alone.
     const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
     try {
-      if (fstatSync(fd).uid !== me) return null;
-      fchmodSync(fd, 0o700);
+      const st = fstatSync(fd);
+      if (st.uid !== me || (st.mode & 0o7077) !== 0) return null;
     } finally {
       closeSync(fd);
     }
-    return dir;
+    return tagged(dir, me) ? dir : null;
   } catch {
     return null;
   }
+}
+
+/** Makes the missing folders of `dir` one at a time (0700), each a folder of this user's, no link, before the next. */
+function makeMissing(dir: string, me: number): void {
+  const missing: string[] = [];
+  for (let at = dir; lstatOrNull(at) === null; at = dirname(at)) missing.unshift(at);
+  for (const folder of missing) {
+    mkdirSync(folder, { mode: 0o700 });
+    const st = lstatSync(folder);
+    if (!st.isDirectory() || st.uid !== me) throw new Error(`${folder} is not a folder of this user's`);
+  }
+}
+
+/** Whether `dir` is the cache's: its tag this user's file, or the folder empty and now tagged. */
+function tagged(dir: string, me: number): boolean {
+  const tag = join(dir, TAG_NAME);
+  const isOurs = (st: Stats | null) => st?.isFile() === true && st.uid === me;
+  if (lstatOrNull(tag) !== null) return isOurs(lstatOrNull(tag));
+  if (readdirSync(dir).length > 0) return false;
+  try {
+    writeFileSync(tag, TAG, { mode: 0o600, flag: "wx" });
+  } catch {
+    // another broker tagged it meanwhile
+  }
+  return isOurs(lstatOrNull(tag));
 }
 
 /** Whether nobody but this user (`me`) and root can change what `path` leads to. */
@@ -90,10 +122,10 @@ function safePath(path: string, me: number): boolean {
     if (st === null) break;
     if (st.isSymbolicLink() && !trusted(st)) return false;
   }
-  // ...then each folder on the real path to the deepest that exists.
+  // ...then each folder on the real path (as the kernel resolves it) to the deepest that exists.
   let real = path;
   while (lstatOrNull(real) === null) real = dirname(real);
-  const folders = realpathSync(real).split(sep).filter(Boolean);
+  const folders = realpathSync.native(real).split(sep).filter(Boolean);
   for (let i = 0; i <= folders.length; i++) {
     const st = lstatSync(sep + folders.slice(0, i).join(sep));
     const closed = (st.mode & 0o022) === 0 || ((st.mode & 0o1000) !== 0 && st.uid === 0);
@@ -183,8 +215,8 @@ function trim(dir: string): void {
       try {
         const st = lstatSync(file);
         if (/^[0-9a-f]{64}\.json$/.test(name)) return [{ file, used: st.mtimeMs, bytes: st.size }];
-        if (name.endsWith(".tmp")) {
-          if (Date.now() - st.mtimeMs > SCRATCH_LEFT_MS) rmSync(file, { force: true });
+        if (/^[0-9a-f]{64}\.json\.[0-9a-f]{16}\.tmp$/.test(name)) {
+          if (Date.now() - st.mtimeMs > SCRATCH_LEFT_MS) removeQuietly(file);
           else scratchBytes += st.size;
         }
       } catch {
@@ -198,7 +230,16 @@ function trim(dir: string): void {
   let bytes = scratchBytes + entries.reduce((sum, e) => sum + e.bytes, 0);
   entries.sort((a, b) => a.used - b.used);
   for (let i = 0; i < entries.length && (entries.length - i > MAX_ENTRIES || bytes > MAX_BYTES); i++) {
-    rmSync(entries[i]!.file, { force: true });
+    removeQuietly(entries[i]!.file);
     bytes -= entries[i]!.bytes;
+  }
+}
+
+/** A kept file removed, or left when it cannot be (a read-only folder): trimming never fails a bundle. */
+function removeQuietly(file: string): void {
+  try {
+    rmSync(file, { force: true });
+  } catch {
+    // left for the next trim
   }
 }

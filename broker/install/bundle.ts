@@ -123,11 +123,12 @@ export async function bundleExtension(dir: string, manifest: Manifest, setup: Ho
   try {
     const job = bundleJob(root, snapshot, setup);
     const request = { root, sdk: runtimeRoot(), manifest, problems: snapshot.problems };
+    // The cache is an optimisation: anything wrong with it is a miss, never a failed bundle.
     const cache = job.sandbox === "bwrap" ? openBundleCache(setup.bundleCache) : null;
-    const key = cache === null ? "" : jobKey(job, setup, request, snapshot);
-    const kept = cache === null ? null : keptBundle(cache, key);
+    const key = cache === null ? null : orNull(() => jobKey(job, setup, request, snapshot));
+    const kept = cache === null || key === null ? null : keptBundle(cache, key);
     const answer = kept ?? (await runBundleJob(job, request, manifest));
-    if (cache !== null && kept === null) keepBundle(cache, key, answer);
+    if (cache !== null && key !== null && kept === null) orNull(() => keepBundle(cache, key, answer));
     const code = answer.code;
     const sources = answer.sources.map((path) => sourceFromSnapshot(snapshot, path));
     return { code, sha256: createHash("sha256").update(code).digest("hex"), sources };
@@ -202,6 +203,14 @@ function sourceFromSnapshot(snapshot: FolderSnapshot, path: string): SourceFile 
     );
   const content = readFileSync(full);
   return { path, sha256: createHash("sha256").update(content).digest("hex"), content };
+}
+
+function orNull<T>(work: () => T): T | null {
+  try {
+    return work();
+  } catch {
+    return null;
+  }
 }
 
 function realOrNull(path: string): string | null {

@@ -33,9 +33,14 @@ export function copyExactly(source: string, target: string, seen: Stats): { byte
       at += n;
     }
     const copied = bytes.subarray(0, at);
-    const mode = st.mode & 0o777;
-    writeFileSync(target, copied, { mode });
-    return { bytes: copied, mode };
+    // A new file (never one planted at the target), its mode read back as made (the umask applied).
+    const out = openSync(target, "wx", st.mode & 0o777);
+    try {
+      writeFileSync(out, copied);
+      return { bytes: copied, mode: fstatSync(out).mode & 0o777 };
+    } finally {
+      closeSync(out);
+    }
   } finally {
     closeSync(fd);
   }

@@ -13,7 +13,7 @@ import {
   fstatSync,
   mkdirSync,
   openSync,
-  readFileSync,
+  readSync,
   renameSync,
   rmSync,
   statSync,
@@ -44,7 +44,11 @@ export function readKept(file: string, maxBytes: number): string | null {
   try {
     const st = fstatSync(fd);
     if (!ownAndClosed(st) || !st.isFile() || st.size > maxBytes) return null;
-    return readFileSync(fd, "utf8");
+    // At most the size judged, whatever the file grows to meanwhile.
+    const bytes = Buffer.alloc(st.size);
+    let at = 0;
+    for (let n = 1; at < bytes.length && n > 0; at += n) n = readSync(fd, bytes, at, bytes.length - at, at);
+    return bytes.toString("utf8", 0, at);
   } catch {
     return null;
   } finally {

@@ -64,7 +64,7 @@ function extension(text: string): string {
 }
 
 const bundle = (dir: string) => bundleExtension(dir, readManifest(dir), setup());
-const keptFiles = () => readdirSync(cache).filter((name) => name.endsWith(".json"));
+const keptFiles = () => readdirSync(cache).filter((name) => /^[0-9a-f]{64}\.json$/.test(name));
 
 /** Replaces the artifact in every kept answer with `code`, keeping the file's owner and modes. */
 function editKept(code: string): void {
@@ -261,9 +261,50 @@ describe("a folder nobody else can change, or none", () => {
   });
 
   test("a sticky root-owned folder on the way (/tmp) is fine; the cache folder itself open to others is not", () => {
+    expect(statSync(tmpdir()).mode & 0o1000).not.toBe(0);
     expect(openBundleCache(cache)).toBe(cache);
     chmodSync(cache, 0o777);
     expect(openBundleCache(cache)).toBeNull();
+    chmodSync(cache, 0o1700);
+    expect(openBundleCache(cache)).toBeNull();
+  });
+
+  test("a folder of the user's that others may read is not the cache, nor changed to be", () => {
+    const shared = mkdtempSync(join(base, "shared-"));
+    chmodSync(shared, 0o755);
+    expect(openBundleCache(shared)).toBeNull();
+    expect(statSync(shared).mode & 0o777).toBe(0o755);
+    expect(readdirSync(shared)).toEqual([]);
+  });
+
+  test("a closed folder holding other files is not the cache; an empty one is tagged and used", () => {
+    const busy = mkdtempSync(join(base, "busy-"));
+    writeFileSync(join(busy, "notes.txt"), "mine");
+    expect(openBundleCache(busy)).toBeNull();
+    expect(readdirSync(busy)).toEqual(["notes.txt"]);
+    const empty = mkdtempSync(join(base, "empty-"));
+    expect(openBundleCache(empty)).toBe(empty);
+    expect(readFileSync(join(empty, "CACHEDIR.TAG"), "utf8")).toMatch(/^Signature: 8a477f597d28d172789f06886806bc55\n/);
+    writeFileSync(join(empty, "notes.txt"), "mine now");
+    expect(openBundleCache(empty)).toBe(empty);
+  });
+
+  test.each([
+    ["a trailing slash (which follows a final link)", (dir: string) => `${dir}/`],
+    ["a '..' part", (dir: string) => `${join(dir, "x")}/../${dir.split("/").pop()}`],
+    ["a '.' part", (dir: string) => `${dir}/.`],
+    ["a doubled slash", (dir: string) => dir.replace(/\/([^/]*)$/, "//$1")],
+  ])("a path with %s: none", (_what, spell) => {
+    const dir = mkdtempSync(join(base, "spelled-"));
+    expect(openBundleCache(dir)).toBe(dir);
+    expect(openBundleCache(spell(dir))).toBeNull();
+  });
+
+  test("made missing folders are 0700, each the user's", () => {
+    const top = mkdtempSync(join(base, "deep-"));
+    const dir = join(top, "a", "b", "bundles");
+    expect(openBundleCache(dir)).toBe(dir);
+    for (const folder of [join(top, "a"), join(top, "a", "b"), dir]) expect(statSync(folder).mode & 0o777).toBe(0o700);
   });
 
   (process.geteuid?.() === 0 ? test : test.skip)(
@@ -299,6 +340,7 @@ test("the command's environment: off keeps nothing, a relative path is refused, 
 });
 
 test("the least recently used go first past the bound; a hit counts as a use; old scratch files go", () => {
+  expect(openBundleCache(cache)).toBe(cache);
   const answer = { ok: true as const, code: "x", sources: [] };
   const keys = Array.from({ length: MAX_ENTRIES + 2 }, (_, i) => i.toString(16).padStart(64, "0"));
   const at = (i: number) => new Date(1_700_000_000_000 + i * 1000);
@@ -311,6 +353,11 @@ test("the least recently used go first past the bound; a hit counts as a use; ol
   const leftOver = join(cache, `${keys[0]}.json.0123456789abcdef.tmp`);
   const writing = join(cache, `${keys[1]}.json.fedcba9876543210.tmp`);
   writeFileSync(leftOver, "half");
+  // Not the cache's own names: never trimmed.
+  for (const other of ["other.tmp", "notes.json"]) {
+    writeFileSync(join(cache, other), "");
+    utimesSync(join(cache, other), at(0), at(0));
+  }
   writeFileSync(writing, "half");
   utimesSync(leftOver, at(0), at(0));
   keepBundle(cache, keys[MAX_ENTRIES]!, answer);
@@ -321,7 +368,8 @@ test("the least recently used go first past the bound; a hit counts as a use; ol
   expect(left).not.toContain(`${keys[1]}.json`);
   expect(left).not.toContain(`${keys[2]}.json`);
   expect(left).toContain(`${keys[3]}.json`);
-  expect(readdirSync(cache).filter((name) => name.endsWith(".tmp"))).toEqual([basename(writing)]);
+  expect(readdirSync(cache).filter((name) => name.endsWith(".tmp"))).toEqual([basename(writing), "other.tmp"].sort());
+  expect(readdirSync(cache)).toEqual(expect.arrayContaining(["CACHEDIR.TAG", "other.tmp", "notes.json"]));
 });
 
 describe("what the key sees", () => {
