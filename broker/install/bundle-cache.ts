@@ -134,13 +134,16 @@ function safePath(path: string, me: number): boolean {
   return true;
 }
 
-function lstatOrNull(path: string): Stats | null {
+/** What `work` gives, or null when it throws. */
+export function orNull<T>(work: () => T): T | null {
   try {
-    return lstatSync(path);
+    return work();
   } catch {
     return null;
   }
 }
+
+const lstatOrNull = (path: string): Stats | null => orNull(() => lstatSync(path));
 
 /** Every entry under each of `dirs` by path, kind, size, mode, inode and change times: what would show an edit. */
 export function treeStamp(dirs: readonly string[]): string {

@@ -25,6 +25,7 @@ import {
   keepBundle,
   keptBundle,
   openBundleCache,
+  orNull,
   treeStamp,
   type KeptAnswer,
 } from "./bundle-cache.js";
@@ -205,18 +206,4 @@ function sourceFromSnapshot(snapshot: FolderSnapshot, path: string): SourceFile 
   return { path, sha256: createHash("sha256").update(content).digest("hex"), content };
 }
 
-function orNull<T>(work: () => T): T | null {
-  try {
-    return work();
-  } catch {
-    return null;
-  }
-}
-
-function realOrNull(path: string): string | null {
-  try {
-    return realpathSync(path);
-  } catch {
-    return null;
-  }
-}
+const realOrNull = (path: string): string | null => orNull(() => realpathSync(path));
