@@ -28,7 +28,7 @@ import {
   type RegistrySnapshot,
 } from "./store/pg/registry-mirror.js";
 import { pullSession, sessionDigest, sessionRows, shipSession } from "./store/pg/session-state.js";
-import { holderOf, SessionLeases } from "./store/pg/session-leases.js";
+import { DEFAULT_LEASE_MS, holderOf, SessionLeases } from "./store/pg/session-leases.js";
 import { LedgerShipper } from "./store/pg/ledger-shipper.js";
 import { explainPgError } from "./store/pg/rights.js";
 import { FleetKv } from "./store/pg/fleet-kv.js";
@@ -154,7 +154,8 @@ export class FleetMember implements SessionFleet {
 
   /** Connects `broker` to the fleet's store: records the host, pulls the registry, listens for changes. */
   static async join(broker: FleetHost, options: FleetOptions): Promise<FleetMember> {
-    const store = await openPgStore(options.url);
+    // A transaction left open by this host frozen past its lease ends with the lease (open.ts).
+    const store = await openPgStore(options.url, { idleInTransactionMs: options.leaseMs ?? DEFAULT_LEASE_MS });
     const member = new FleetMember(broker, store, options);
     try {
       await recordHost(store, options.host, packageVersion());
@@ -183,7 +184,7 @@ export class FleetMember implements SessionFleet {
     // Any serving host marks lost the running calls of sessions whose host died and which nobody reopened.
     member.#reaping = setInterval(
       () => void member.#leases.reapExpiredHosts().catch(() => {}),
-      options.leaseMs ?? 15_000,
+      options.leaseMs ?? DEFAULT_LEASE_MS,
     );
     member.#reaping.unref();
     member.#listener = listenRegistry(

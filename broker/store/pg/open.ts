@@ -72,11 +72,26 @@ export function shownUrl(url: string): string {
 /** Whether `url` names a PostgreSQL store. */
 export const isPgUrl = (url: string): boolean => /^postgres(?:ql)?:\/\//.test(url);
 
-export async function openPgStore(url: string, options: { connectTimeoutMs?: number } = {}): Promise<PgStore> {
+export interface PgStoreOptions {
+  readonly connectTimeoutMs?: number;
+  /**
+   * How long the server lets one of this store's connections sit inside a transaction
+   * waiting for its next statement before it ends the connection (PostgreSQL's
+   * idle_in_transaction_session_timeout). A fleet host sets its lease: a host frozen
+   * mid-transaction (stopped, swapped out) would otherwise hold its row locks for as long
+   * as it stays frozen, and the host taking its sessions over would wait on them.
+   */
+  readonly idleInTransactionMs?: number;
+}
+
+export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
   const pool = new pg.Pool({
     connectionString: url,
     max: 8,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    ...(options.idleInTransactionMs !== undefined
+      ? { idle_in_transaction_session_timeout: options.idleInTransactionMs }
+      : {}),
   });
   pool.on("error", () => {}); // an idle client's failure is seen by the next query
   // A checked-out client's lost connection (a partition mid-transaction) is also emitted as an event: the

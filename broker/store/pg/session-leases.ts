@@ -15,6 +15,9 @@ import { BrokerCode, TetherError } from "../../base/errors.js";
 import { LOST, RUNNING } from "../ledger.js";
 import type { PgStore } from "./open.js";
 
+/** A session lease's length unless the fleet says otherwise (TETHER_FLEET_LEASE_MS). */
+export const DEFAULT_LEASE_MS = 15_000;
+
 export interface SessionLeasesOptions {
   /** How long a lease lasts without a heartbeat (ms; default 15000); the heartbeat runs every third of it. */
   readonly ttlMs?: number;
@@ -56,7 +59,7 @@ export class SessionLeases {
   constructor(fleet: PgStore, host: string, options: SessionLeasesOptions = {}) {
     this.#fleet = fleet;
     this.#host = host;
-    this.#ttlMs = options.ttlMs ?? 15_000;
+    this.#ttlMs = options.ttlMs ?? DEFAULT_LEASE_MS;
     this.#log = options.log ?? (() => {});
     this.#onLost = options.onLost ?? (() => {});
   }
