@@ -34,6 +34,7 @@ import {
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import * as v from "valibot";
+import { orNull } from "../base/or-null.js";
 import { readKept, writeKept } from "../jail/kept-file.js";
 
 /** The most kept bundles, and the most bytes they may take together. */
@@ -102,7 +103,8 @@ function makeMissing(dir: string, me: number): void {
 function tagged(dir: string, me: number): boolean {
   const tag = join(dir, TAG_NAME);
   const isOurs = (st: Stats | null) => st?.isFile() === true && st.uid === me;
-  if (lstatOrNull(tag) !== null) return isOurs(lstatOrNull(tag));
+  const found = lstatOrNull(tag);
+  if (found !== null) return isOurs(found);
   if (readdirSync(dir).length > 0) return false;
   try {
     writeFileSync(tag, TAG, { mode: 0o600, flag: "wx" });
@@ -132,15 +134,6 @@ function safePath(path: string, me: number): boolean {
     if (!st.isDirectory() || !trusted(st) || !closed) return false;
   }
   return true;
-}
-
-/** What `work` gives, or null when it throws. */
-export function orNull<T>(work: () => T): T | null {
-  try {
-    return work();
-  } catch {
-    return null;
-  }
 }
 
 const lstatOrNull = (path: string): Stats | null => orNull(() => lstatSync(path));

@@ -15,6 +15,7 @@ import { createRequire } from "node:module";
 import * as v from "valibot";
 import { basename, isAbsolute, join, relative } from "node:path";
 import { BrokerCode, TetherError } from "../base/errors.js";
+import { orNull } from "../base/or-null.js";
 import { jobFailure, placed, runHostJob, type HostJob, type HostJobSetup } from "../jail/host-job.js";
 import { binaryKey } from "../jail/identity.js";
 import { jobScript } from "../jail/job-scripts.js";
@@ -25,7 +26,6 @@ import {
   keepBundle,
   keptBundle,
   openBundleCache,
-  orNull,
   treeStamp,
   type KeptAnswer,
 } from "./bundle-cache.js";

@@ -2,7 +2,8 @@
  * Copying a file a jail or an author could change meanwhile, without ever
  * following what it was changed into (folder-snapshot.ts, deno-cache.ts).
  */
-import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, writeFileSync, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readlinkSync, writeFileSync, type Stats } from "node:fs";
+import { readAtMost } from "../base/read-at-most.js";
 
 /**
  * Copies the regular file `source` as it was when `seen` was taken, or throws: opened
@@ -25,14 +26,7 @@ export function copyExactly(source: string, target: string, seen: Stats): { byte
     const st = fstatSync(fd);
     if (!st.isFile() || st.dev !== seen.dev || st.ino !== seen.ino || st.nlink !== 1 || st.size > seen.size) changed();
     if (readlinkSync(`/proc/self/fd/${fd}`) !== source) changed();
-    const bytes = Buffer.alloc(seen.size);
-    let at = 0;
-    while (at < bytes.length) {
-      const n = readSync(fd, bytes, at, bytes.length - at, at);
-      if (n === 0) break;
-      at += n;
-    }
-    const copied = bytes.subarray(0, at);
+    const copied = readAtMost(fd, seen.size);
     // A new file (never one planted at the target), its mode read back as made (the umask applied).
     const out = openSync(target, "wx", st.mode & 0o777);
     try {

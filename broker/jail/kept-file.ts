@@ -13,13 +13,13 @@ import {
   fstatSync,
   mkdirSync,
   openSync,
-  readSync,
   renameSync,
   rmSync,
   statSync,
   type Stats,
   writeFileSync,
 } from "node:fs";
+import { readAtMost } from "../base/read-at-most.js";
 import { dirname } from "node:path";
 
 /** Owned by this user or root, and writable by nobody else. */
@@ -44,11 +44,7 @@ export function readKept(file: string, maxBytes: number): string | null {
   try {
     const st = fstatSync(fd);
     if (!ownAndClosed(st) || !st.isFile() || st.size > maxBytes) return null;
-    // At most the size judged, whatever the file grows to meanwhile.
-    const bytes = Buffer.alloc(st.size);
-    let at = 0;
-    for (let n = 1; at < bytes.length && n > 0; at += n) n = readSync(fd, bytes, at, bytes.length - at, at);
-    return bytes.toString("utf8", 0, at);
+    return readAtMost(fd, st.size).toString("utf8");
   } catch {
     return null;
   } finally {

@@ -21,11 +21,11 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
-  readSync,
   renameSync,
   rmSync,
   writeSync,
 } from "node:fs";
+import { readAtMost } from "../base/read-at-most.js";
 import { join } from "node:path";
 
 /** What the capabilities read: a secret's value now, or null when it is not set. */
@@ -169,14 +169,7 @@ export class FileSecrets implements SecretSource {
         );
       if (st.size > MAX_SECRET_BYTES)
         throw new SecretStoreError(`${file} is over ${MAX_SECRET_BYTES} bytes; it is not a secret tether wrote`);
-      const buffer = Buffer.alloc(st.size);
-      let at = 0;
-      while (at < st.size) {
-        const n = readSync(fd, buffer, at, st.size - at, at);
-        if (n === 0) break;
-        at += n;
-      }
-      return buffer.subarray(0, at).toString("utf8");
+      return readAtMost(fd, st.size).toString("utf8");
     } finally {
       closeSync(fd);
     }
