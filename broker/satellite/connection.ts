@@ -1,12 +1,15 @@
 /**
  * The broker's end of one satellite socket: decodes and checks every frame the
  * satellite sends, and closes the connection at the first protocol violation.
- * Frames sent in one turn of the event loop go out in one write: the socket is
- * corked at the turn's first frame and uncorked once the turn's promise
- * callbacks have run (a read that answers several invocations starts the next
- * ones in that same turn). Before the turn's frames leave, `beforeSend` makes
- * what they depend on durable (the ledger's journaled starts); when it cannot,
- * the connection fails and nothing is sent.
+ * A turn of the event loop sends its first frame at once and the rest in one
+ * write when the turn ends (the socket corked until its promise callbacks have
+ * run): a read that answers several invocations starts the next ones in that
+ * turn, and the satellite works on the first while the broker finishes the
+ * others, where holding them all made the two wait on each other in turn.
+ * Before any frame leaves, `beforeSend` makes what it depends on durable (the
+ * ledger's journaled starts); when it cannot, the frame is held to the turn's
+ * end, and if it cannot then either, the connection fails and nothing of the
+ * turn is sent.
  */
 import type { Socket } from "node:net";
 import {
@@ -46,6 +49,16 @@ export class SatelliteConnection {
     }
     this.#socket.uncork();
   };
+
+  /** Whether what the frames sent so far depend on is durable; a failure is left to the turn's end to report. */
+  #durable(): boolean {
+    try {
+      this.#beforeSend?.();
+      return true;
+    } catch {
+      return false;
+    }
+  }
 
   constructor(
     socket: Socket,
@@ -89,12 +102,16 @@ export class SatelliteConnection {
   /** Sends one frame; false when the connection is gone. */
   send(frame: BrokerFrame): boolean {
     if (this.#done) return false;
+    const bytes = encodeFrame(frame, this.#maxFrameBytes);
     if (!this.#corked) {
       this.#corked = true;
-      this.#socket.cork();
       setImmediate(this.#uncork);
+      const now = this.#durable();
+      if (now) this.#socket.write(bytes);
+      this.#socket.cork();
+      if (now) return true;
     }
-    this.#socket.write(encodeFrame(frame, this.#maxFrameBytes));
+    this.#socket.write(bytes);
     return true;
   }
 

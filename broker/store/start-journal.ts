@@ -6,11 +6,11 @@
  * gone is read at the next open and its starts recorded as `lost`.
  *
  * One file per open ledger, named after its process ("pid_starttime_nonce"),
- * so a live broker's journal is never read as a dead one's. The starts of one
- * event-loop turn are held and written together, in one write(2) to a file
- * opened O_APPEND, before the first frame that turn sends to a satellite
- * leaves (the connection calls `write` first: `SatelliteSpec.beforeSend`) or
- * at the turn's end, whichever comes first; in the page cache once it
+ * so a live broker's journal is never read as a dead one's. The starts held
+ * so far are written together, in one write(2) to a file opened O_APPEND,
+ * before any frame leaves for a satellite (the connection calls `write`
+ * first: `SatelliteSpec.beforeSend`; a turn's first frame leaves at once, the
+ * rest at the turn's end) or at the turn's end; in the page cache once it
  * returns: a kill -9 after it cannot lose it, only power loss can (as with
  * the database's synchronous=NORMAL commits). A start still held when the
  * broker dies had not reached any satellite. A line torn by a kill during the

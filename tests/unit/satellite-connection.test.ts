@@ -1,7 +1,9 @@
 /**
- * The broker's end of a satellite socket writes the frames of one event-loop
- * turn together: corked at the turn's first frame, uncorked after the turn,
- * so several calls started by one read leave in one write.
+ * The broker's end of a satellite socket sends a turn's first frame at once
+ * and the frames after it together when the turn ends (the socket corked
+ * until then), so several calls started by one read leave in two writes and
+ * the satellite starts on the first while the broker goes on. No frame is
+ * handed to the kernel before what it depends on was made durable.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, connect, type Server, type Socket } from "node:net";
@@ -45,26 +47,76 @@ const call = (id: number) =>
     deadline_ms: 1000,
   }) as const;
 
-test("frames sent in one turn are held until the turn ends, then all arrive in order", async () => {
-  const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} });
-  const other = await peer;
+/** Frames handed to the kernel, write by write, with whether the sending turn was still running; `seen` is told at once. */
+function spyOnWrites(
+  on: Socket,
+  inTurn: () => boolean,
+  seen: (ids: number[]) => void = () => {},
+): Array<{ ids: number[]; inTurn: boolean }> {
+  const writes: Array<{ ids: number[]; inTurn: boolean }> = [];
+  const reader = new FrameReader();
+  const idsOf = (chunks: Buffer[]) =>
+    chunks.flatMap((chunk) =>
+      [...reader.push(chunk)].map((body) => (decodeFrame(body, BrokerFrame) as { id: number }).id),
+    );
+  const socket = on as unknown as {
+    _write(chunk: Buffer, encoding: string, cb: (err?: Error) => void): void;
+    _writev(chunks: Array<{ chunk: Buffer }>, cb: (err?: Error) => void): void;
+  };
+  const write = socket._write.bind(on);
+  const writev = socket._writev.bind(on);
+  const handDown = (ids: number[]) => {
+    seen(ids);
+    writes.push({ ids, inTurn: inTurn() });
+  };
+  socket._write = (chunk, encoding, cb) => {
+    handDown(idsOf([chunk]));
+    write(chunk, encoding, cb);
+  };
+  socket._writev = (chunks, cb) => {
+    handDown(idsOf(chunks.map((c) => c.chunk)));
+    writev(chunks, cb);
+  };
+  return writes;
+}
+
+/** Every frame `other` receives, by id, resolved once `count` have come. */
+function receive(other: Socket, count: number): Promise<number[]> {
   const reader = new FrameReader();
   const ids: number[] = [];
-  const arrived = new Promise<void>((resolve) =>
+  return new Promise((resolve) =>
     other.on("data", (chunk: Buffer) => {
       for (const body of reader.push(chunk)) ids.push((decodeFrame(body, BrokerFrame) as { id: number }).id);
-      if (ids.length === 3) resolve();
+      if (ids.length === count) resolve(ids);
     }),
   );
-  for (const id of [1, 2, 3]) expect(conn.send(call(id))).toBe(true);
-  // Nothing has been handed to the kernel yet: the three wait for one write.
-  expect(socket.writableCorked).toBe(1);
-  expect(socket.writableLength).toBeGreaterThan(0);
-  await new Promise((resolve) => setImmediate(resolve));
-  expect(socket.writableCorked).toBe(0);
-  await arrived;
-  expect(ids).toEqual([1, 2, 3]);
-});
+}
+
+const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+test.each([[[1]], [[2]], [[3]], [[8]], [[1, 3, 2, 5, 1]]])(
+  "turns of %j frames: each turn's first leaves at once, the rest in one write at its end, all in order",
+  async (sizes: number[]) => {
+    const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} });
+    let inTurn = false;
+    const writes = spyOnWrites(socket, () => inTurn);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const arrived = receive(await peer, total);
+    const expected: Array<{ ids: number[]; inTurn: boolean }> = [];
+    let id = 0;
+    for (const size of sizes) {
+      const turn = Array.from({ length: size }, () => ++id);
+      inTurn = true;
+      for (const frame of turn) expect(conn.send(call(frame))).toBe(true);
+      inTurn = false;
+      expected.push({ ids: turn.slice(0, 1), inTurn: true });
+      if (size > 1) expected.push({ ids: turn.slice(1), inTurn: false });
+      await endOfTurn();
+    }
+    expect(await arrived).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    expect(writes).toEqual(expected);
+  },
+);
 
 test("a connection closed before its turn ends is not uncorked into a destroyed socket", async () => {
   const closed: Array<Error | null> = [];
@@ -76,19 +128,46 @@ test("a connection closed before its turn ends is not uncorked into a destroyed 
   expect(conn.send(call(2))).toBe(false);
 });
 
-test("what must be durable first is made so before the turn's frames leave, once per turn", async () => {
-  const order: string[] = [];
+test.each([[[1]], [[4]], [[2, 1, 3]]])(
+  "turns of %j frames: no frame is handed to the kernel before a durable point after its send",
+  async (sizes: number[]) => {
+    let sent = 0;
+    let durableUpTo = 0;
+    const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} }, undefined, () => {
+      durableUpTo = sent;
+    });
+    // A frame handed down is late when no durable point came after its send.
+    const late: number[] = [];
+    const writes = spyOnWrites(
+      socket,
+      () => false,
+      (ids) => late.push(...ids.filter((frame) => frame > durableUpTo)),
+    );
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const arrived = receive(await peer, total);
+    for (const size of sizes) {
+      for (let i = 0; i < size; i++) conn.send(call(++sent));
+      await endOfTurn();
+    }
+    await arrived;
+    expect(writes.flatMap((w) => w.ids)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    expect(late).toEqual([]);
+  },
+);
+
+test("when the turn's first frame cannot be made durable at once, it waits with the rest for the turn's end", async () => {
+  let tries = 0;
   const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} }, undefined, () => {
-    // Still corked: nothing of the turn's frames has been handed to the kernel.
-    order.push(`durable (corked ${socket.writableCorked}, ${socket.writableLength > 0 ? "frames held" : "none"})`);
+    if (tries++ === 0) throw new Error("EAGAIN: try again");
   });
-  const other = await peer;
-  const arrived = new Promise<void>((resolve) => other.once("data", () => resolve()));
-  conn.send(call(1));
-  conn.send(call(2));
-  await arrived;
-  order.push("arrived");
-  expect(order).toEqual(["durable (corked 1, frames held)", "arrived"]);
+  let inTurn = true;
+  const writes = spyOnWrites(socket, () => inTurn);
+  const arrived = receive(await peer, 3);
+  for (const id of [1, 2, 3]) expect(conn.send(call(id))).toBe(true);
+  inTurn = false;
+  expect(await arrived).toEqual([1, 2, 3]);
+  expect(writes).toEqual([{ ids: [1, 2, 3], inTurn: false }]);
+  expect(tries).toBe(2);
 });
 
 test("when it cannot be made durable, the connection fails and no frame of the turn is sent", async () => {
