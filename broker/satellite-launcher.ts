@@ -95,7 +95,7 @@ export class SatelliteLauncher {
       graceMs: o.graceMs ?? 500,
       ladderStepMs: o.ladderStepMs ?? 2_000,
       log: o.log,
-      // A call's start is journaled before its frame goes out (one write for the turn's starts).
+      // A call's start is journaled before its frame goes out (the starts held so far in one write).
       beforeSend: () => o.ledger.writeStarts(),
     };
     return () => {

@@ -1,15 +1,16 @@
 /**
  * The broker's end of one satellite socket: decodes and checks every frame the
  * satellite sends, and closes the connection at the first protocol violation.
- * A turn of the event loop sends its first frame at once and the rest in one
- * write when the turn ends (the socket corked until its promise callbacks have
- * run): a read that answers several invocations starts the next ones in that
- * turn, and the satellite works on the first while the broker finishes the
- * others, where holding them all made the two wait on each other in turn.
+ * A turn of the event loop hands its first frame to the socket at once (it
+ * leaves then, unless an earlier write is still going out) and the rest in
+ * one write when the turn ends (the socket corked until its promise callbacks
+ * have run): a read that answers several invocations starts the next ones in
+ * that turn, and the satellite works on the first while the broker finishes
+ * the others, where holding them all made the two wait on each other in turn.
  * Before any frame leaves, `beforeSend` makes what it depends on durable (the
- * ledger's journaled starts); when it cannot, the frame is held to the turn's
- * end, and if it cannot then either, the connection fails and nothing of the
- * turn is sent.
+ * ledger's journaled starts); when it cannot, the first frame is held to the
+ * turn's end, and if it cannot then either, the connection fails and the
+ * frames still held are not sent.
  */
 import type { Socket } from "node:net";
 import {
@@ -107,8 +108,11 @@ export class SatelliteConnection {
       this.#corked = true;
       setImmediate(this.#uncork);
       const now = this.#durable();
-      if (now) this.#socket.write(bytes);
-      this.#socket.cork();
+      try {
+        if (now) this.#socket.write(bytes);
+      } finally {
+        this.#socket.cork();
+      }
       if (now) return true;
     }
     this.#socket.write(bytes);

@@ -45,8 +45,9 @@ export interface SatelliteSpec {
   readonly idleCpu?: IdleCpuBudget;
   /**
    * What must be on disk before a frame leaves for it: the ledger's journaled
-   * starts (store/start-journal.ts). A throw fails the connection instead of
-   * sending.
+   * starts (store/start-journal.ts). A throw before a turn's first frame holds
+   * it to the turn's end; a throw there fails the connection, and the frames
+   * still held are not sent.
    */
   readonly beforeSend?: () => void;
   /** Told when the broker stops it for passing a bound, for the audit. */

@@ -70,7 +70,7 @@ export class StartJournal {
     try {
       this.write();
     } catch {
-      // Kept: the next frame's write tries again, and its connection fails if it cannot.
+      // Kept: the next frame's write tries again (a turn's first frame waits for the turn's end if it cannot).
     }
   };
 
@@ -87,7 +87,7 @@ export class StartJournal {
     return new StartJournal(path, fd);
   }
 
-  /** Records a start: written with the turn's others by `write`, before any of them is sent. */
+  /** Records a start: written with the others held by the next `write`, before any of them is sent. */
   append(start: JournalStart): void {
     if (this.#fd === null) throw new Error("the ledger's start journal is closed");
     this.#held += `${JSON.stringify(start)}\n`;

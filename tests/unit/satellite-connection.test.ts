@@ -118,14 +118,65 @@ test.each([[[1]], [[2]], [[3]], [[8]], [[1, 3, 2, 5, 1]]])(
   },
 );
 
-test("a connection closed before its turn ends is not uncorked into a destroyed socket", async () => {
+test("a connection closed before its turn ends sends nothing it held, and makes nothing durable for it", async () => {
   const closed: Array<Error | null> = [];
-  const conn = new SatelliteConnection(socket, { frame: () => {}, closed: (err) => closed.push(err) });
+  let durablePoints = 0;
+  const conn = new SatelliteConnection(
+    socket,
+    { frame: () => {}, closed: (err) => closed.push(err) },
+    undefined,
+    () => durablePoints++,
+  );
+  const writes = spyOnWrites(socket, () => false);
   conn.send(call(1));
+  conn.send(call(2));
   conn.close();
-  await new Promise((resolve) => setImmediate(resolve));
+  await endOfTurn();
   expect(closed).toEqual([null]);
-  expect(conn.send(call(2))).toBe(false);
+  expect(writes.map((w) => w.ids)).toEqual([[1]]);
+  expect(durablePoints).toBe(1);
+  expect(conn.send(call(3))).toBe(false);
+});
+
+test("frames sent after an await in the same turn wait for the turn's end with the rest", async () => {
+  const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} });
+  let inTurn = true;
+  const writes = spyOnWrites(socket, () => inTurn);
+  const arrived = receive(await peer, 3);
+  conn.send(call(1));
+  await Promise.resolve();
+  conn.send(call(2));
+  await Promise.resolve();
+  conn.send(call(3));
+  inTurn = false;
+  expect(await arrived).toEqual([1, 2, 3]);
+  expect(writes).toEqual([
+    { ids: [1], inTurn: true },
+    { ids: [2, 3], inTurn: false },
+  ]);
+});
+
+test("when the turn's end cannot be made durable after its first frame left, the rest are not sent", async () => {
+  const closed: Array<Error | null> = [];
+  let points = 0;
+  const conn = new SatelliteConnection(
+    socket,
+    { frame: () => {}, closed: (err) => closed.push(err) },
+    undefined,
+    () => {
+      if (points++ > 0) throw new Error("ENOSPC: no space left on device");
+    },
+  );
+  const other = await peer;
+  const writes = spyOnWrites(socket, () => false);
+  const received = receive(other, 1);
+  const ended = new Promise<void>((resolve) => other.once("close", () => resolve()));
+  for (const id of [1, 2, 3]) conn.send(call(id));
+  expect(await received).toEqual([1]);
+  await ended;
+  expect(writes.map((w) => w.ids)).toEqual([[1]]);
+  expect(closed).toHaveLength(1);
+  expect(closed[0]!.message).toMatch(/^Not sent: the ledger's start journal could not be written \(ENOSPC/);
 });
 
 test.each([[[1]], [[4]], [[2, 1, 3]]])(
@@ -170,7 +221,7 @@ test("when the turn's first frame cannot be made durable at once, it waits with 
   expect(tries).toBe(2);
 });
 
-test("when it cannot be made durable, the connection fails and no frame of the turn is sent", async () => {
+test("when no frame of a turn can be made durable, the connection fails and none is sent", async () => {
   const closed: Array<Error | null> = [];
   const conn = new SatelliteConnection(
     socket,
