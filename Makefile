@@ -97,7 +97,7 @@ fleet-test: $(NODE_MODULES) postgres build
 browser-test: $(NODE_MODULES) browser build
 	TETHER_FROM_DIST=1 $(JEST) --selectProjects browser
 
-# dist/ first: the benches' `tether mcp` children run the compiled CLI, as an installed package does.
+# dist/ first: the call path's benches and their `tether mcp` children run compiled, as an installed package does.
 bench: $(NODE_MODULES) sandbox postgres build
 	npx tsx bench/invoke.ts
 	npx tsx bench/ledger.ts
@@ -110,8 +110,8 @@ bench: $(NODE_MODULES) sandbox postgres build
 	npx tsx bench/hooks.ts
 	npx tsx bench/boot.ts
 	npx tsx bench/neighbours.ts
-	npx tsx bench/call-stages.ts
-	TETHER_FROM_DIST=1 npx tsx bench/vs-mcp.ts
+	node dist/bench/call-stages.js
+	TETHER_FROM_DIST=1 node dist/bench/vs-mcp.js
 	npx tsx bench/scale.ts
 
 # CONSOLE=1: then the operator console over the demo's home for a minute (broker/demo/console.ts).

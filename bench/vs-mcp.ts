@@ -159,6 +159,9 @@ interface Setup {
 async function setUp(runTmp: string, home: string, workspace: string, floorScript: string): Promise<Setup> {
   const closers: (() => Promise<unknown>)[] = [];
   const notes: string[] = [
+    COMPILED
+      ? "the library ran compiled (dist/bench/vs-mcp.js), as an installed package does"
+      : "the library ran through tsx, which costs its calls more: `make bench` runs dist/bench/vs-mcp.js",
     FROM_DIST
       ? "tether mcp ran the compiled dist/ (TETHER_FROM_DIST=1), as an installed package does"
       : "tether mcp ran the TypeScript sources through tsx: `make bench` runs the compiled dist/, as installed",
@@ -320,6 +323,8 @@ async function setUp(runTmp: string, home: string, workspace: string, floorScrip
  * checkout) the child runs the sources through tsx, which costs its cold start ~0.5 s more.
  */
 const FROM_DIST = process.env["TETHER_FROM_DIST"] === "1";
+/** This file as `make build` compiled it (dist/bench/vs-mcp.js), not through tsx: tsx's transform adds to every call. */
+const COMPILED = import.meta.url.endsWith(".js");
 
 function tetherEnv(home: string, runTmp: string): Record<string, string> {
   return { TETHER_HOME: home, TETHER_LOG: "error", TMPDIR: runTmp, ...(FROM_DIST ? { TETHER_FROM_DIST: "1" } : {}) };
