@@ -6,9 +6,10 @@
  * one write before a frame leaves — a turn's first frame to each satellite,
  * then the rest at the turn's end; no database commit on the call's path).
  * Starts, finishes and audit rows are queued and written together in one
- * transaction on a short timer, off the caller's path; the journal is emptied once they are committed. A start whose broker
- * died before that is read back from its journal at the next open and
- * recorded `lost`, as are rows a dead broker left "running". The windows:
+ * transaction on a short timer, off the caller's path; the journal is
+ * emptied once they are committed. A start whose broker died before that is
+ * read back from its journal at the next open and recorded `lost`, as are
+ * rows a dead broker left "running". The windows:
  * none for `lost` (a call is journaled before it is sent), at most one flush
  * (FLUSH_EVERY_MS) for a finish or an audit row.
  */
