@@ -38,6 +38,16 @@ function running(pid: number): boolean {
   }
 }
 
+/** Whether `pid` is gone (or a zombie) within `ms`: it is not this process's child, so there is no exit event to wait on. */
+async function endsWithin(pid: number, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (running(pid)) {
+    if (Date.now() > until) return false;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return true;
+}
+
 test("exited gives the exit code, and what the process wrote has been read by then", async () => {
   const child = spawnJailed(shell('read line; echo "got $line"; exit 3'));
   let out = "";
@@ -98,7 +108,8 @@ process.exit(0);
     const { stdout } = await run(process.execPath, ["--import", "tsx", script], { cwd: REPO, timeout: 60_000 });
     const pids = JSON.parse(stdout) as number[];
     expect(pids).toHaveLength(2);
-    for (const pid of pids) expect(running(pid)).toBe(false);
+    // SIGKILL was sent as the broker exited; the process ends when the kernel next runs it (later, on a busy machine).
+    for (const pid of pids) expect(await endsWithin(pid, 10_000)).toBe(true);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
