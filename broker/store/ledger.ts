@@ -203,7 +203,7 @@ export class Ledger {
   }
 
   /**
-   * Writes the starts begun this turn to the journal: what must be on disk
+   * Writes the starts held so far to the journal: what must be on disk
    * before a frame leaves for a satellite (a satellite connection calls it
    * before each write; the turn's end does otherwise).
    */

@@ -60,7 +60,7 @@ function ownerOf(file: string): string | null {
 export class StartJournal {
   readonly #path: string;
   #fd: number | null;
-  /** Lines of this turn's starts, not yet written. */
+  /** Lines of the starts appended since the last write, not yet written. */
   #held = "";
   #writeSoon = false;
   /** Bytes of an earlier write that did not go out (a full disk): written first next time. */

@@ -109,11 +109,12 @@ process.exit(0);
     const pids = JSON.parse(stdout) as number[];
     expect(pids).toHaveLength(2);
     // SIGKILL was sent as the broker exited; the process ends when the kernel next runs it (later, on a busy machine).
+    expect(running(process.pid)).toBe(true); // this /proc shows processes: "ended" below is seen, not assumed
     for (const pid of pids) expect(await endsWithin(pid, 10_000)).toBe(true);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-});
+}, 90_000); // the broker's run (up to 60 s) and the two waits: a slow failure reads as one, not as a timeout
 
 test("a host job whose launcher cannot start says so (an install error, not an unexpected one)", async () => {
   // A native folder whose launcher is there but not executable: the spawn itself fails (EACCES).
