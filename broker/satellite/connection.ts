@@ -42,22 +42,21 @@ export class SatelliteConnection {
   readonly #uncork = (): void => {
     this.#corked = false;
     if (this.#done) return;
-    try {
-      this.#beforeSend?.();
-    } catch (err) {
-      this.#finish(new Error(`Not sent: the ledger's start journal could not be written (${(err as Error).message})`));
+    const failed = this.#makeDurable();
+    if (failed !== null) {
+      this.#finish(new Error(`Not sent: the ledger's start journal could not be written (${failed.message})`));
       return;
     }
     this.#socket.uncork();
   };
 
-  /** Whether what the frames sent so far depend on is durable; a failure is left to the turn's end to report. */
-  #durable(): boolean {
+  /** Makes what the frames sent so far depend on durable: null, or why it could not. */
+  #makeDurable(): Error | null {
     try {
       this.#beforeSend?.();
-      return true;
-    } catch {
-      return false;
+      return null;
+    } catch (err) {
+      return err as Error;
     }
   }
 
@@ -107,7 +106,8 @@ export class SatelliteConnection {
     if (!this.#corked) {
       this.#corked = true;
       setImmediate(this.#uncork);
-      const now = this.#durable();
+      // When it cannot be made durable now, the frame waits for the turn's end, which reports a second failure.
+      const now = this.#makeDurable() === null;
       try {
         if (now) this.#socket.write(bytes);
       } finally {
