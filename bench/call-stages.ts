@@ -36,16 +36,16 @@ import {
   withLimit,
 } from "./lib/home.js";
 import { FloorPeer, bundleFloorEcho } from "./lib/floor.js";
-import { comm, cpuNs, descendants } from "./lib/procs.js";
+import { comm, cpuNs, descendants, sleeps } from "./lib/procs.js";
 
 const N = Number(process.env.N ?? 2000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const ARGS = '{"text":"hi"}';
 
-/** CPU used so far by every Deno process under this one, in ns. */
-function satellitesCpuNs(): number {
+/** `read` summed over every Deno process under this one (satellites and the floor's peer). */
+function overDeno(read: (pid: number) => number): number {
   let total = 0;
-  for (const pid of descendants(process.pid)) if (comm(pid) === "deno") total += cpuNs(pid);
+  for (const pid of descendants(process.pid)) if (comm(pid) === "deno") total += read(pid);
   return total;
 }
 
@@ -53,6 +53,8 @@ interface Stage {
   wallUs: number;
   brokerCpuUs: number;
   satelliteCpuUs: number;
+  /** How often the Deno side went to sleep (and so had to be woken). */
+  satelliteSleeps: number;
 }
 
 interface Variant {
@@ -76,14 +78,21 @@ async function drive(call: () => Promise<unknown>, n: number, depth: number): Pr
 }
 
 async function measure({ call, depth }: Variant): Promise<Stage> {
-  const sat0 = satellitesCpuNs();
+  const sat0 = overDeno(cpuNs);
+  const slept0 = overDeno(sleeps);
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   await drive(call, N, depth);
   const wall = Number(process.hrtime.bigint() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  const sat = satellitesCpuNs() - sat0;
-  return { wallUs: wall / N, brokerCpuUs: (cpu.user + cpu.system) / N, satelliteCpuUs: sat / 1000 / N };
+  const sat = overDeno(cpuNs) - sat0;
+  const slept = overDeno(sleeps) - slept0;
+  return {
+    wallUs: wall / N,
+    brokerCpuUs: (cpu.user + cpu.system) / N,
+    satelliteCpuUs: sat / 1000 / N,
+    satelliteSleeps: slept / N,
+  };
 }
 
 /** Every thread of `pid` (strace attaches to each). */
@@ -192,14 +201,17 @@ try {
   const counts = new Map<string, { broker: number; satellites: number }>();
   if (await hasStrace()) for (const v of variants) counts.set(v.name, await syscallsPerCall(v));
   console.log(`${N} calls × ${ROUNDS} rounds; medians per call`);
-  console.log("| variant | wall µs | broker CPU µs | satellite CPU µs | broker syscalls | satellite syscalls |");
-  console.log("|---|---|---|---|---|---|");
+  console.log(
+    "| variant | wall µs | broker CPU µs | satellite CPU µs | satellite sleeps | broker syscalls | satellite syscalls |",
+  );
+  console.log("|---|---|---|---|---|---|---|");
   for (const [name, stages] of results) {
-    const m = (pick: (s: Stage) => number) => median(stages.map(pick)).toFixed(1);
+    const m = (pick: (s: Stage) => number, digits = 1) => median(stages.map(pick)).toFixed(digits);
     const c = counts.get(name);
     const sys = c === undefined ? "— | —" : `${c.broker.toFixed(1)} | ${c.satellites.toFixed(1)}`;
     console.log(
-      `| ${name} | ${m((s) => s.wallUs)} | ${m((s) => s.brokerCpuUs)} | ${m((s) => s.satelliteCpuUs)} | ${sys} |`,
+      `| ${name} | ${m((s) => s.wallUs)} | ${m((s) => s.brokerCpuUs)} | ${m((s) => s.satelliteCpuUs)} | ` +
+        `${m((s) => s.satelliteSleeps, 2)} | ${sys} |`,
     );
   }
   for (const session of [plain, hooked, wideSession]) await session.close();

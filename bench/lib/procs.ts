@@ -82,6 +82,25 @@ export function cpuNs(pid: number): number {
   return total;
 }
 
+/**
+ * Times all threads of `pid` went to sleep so far (voluntary context switches,
+ * /proc/<pid>/task/<tid>/status): each is a wake-up someone paid for.
+ */
+export function sleeps(pid: number): number {
+  let total = 0;
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return Number.NaN;
+  }
+  for (const tid of tids) {
+    const m = /^voluntary_ctxt_switches:\s+(\d+)/m.exec(read(`/proc/${pid}/task/${tid}/status`) ?? "");
+    if (m !== null) total += Number(m[1]);
+  }
+  return total;
+}
+
 /** A kB field of /proc/<pid>/smaps_rollup (Pss, Private_Clean, Private_Dirty, ...), or NaN. */
 export function smapsKiB(pid: number, field: string): number {
   const m = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m").exec(read(`/proc/${pid}/smaps_rollup`) ?? "");
