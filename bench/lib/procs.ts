@@ -66,20 +66,22 @@ export function statusKiB(pid: number, field: string): number {
   return m ? Number(m[1]) : Number.NaN;
 }
 
-/** CPU time used so far by all threads of `pid`, in ns (from /proc/<pid>/task/<tid>/schedstat). */
-export function cpuNs(pid: number): number {
-  let total = 0;
-  let tids: string[] = [];
+/** `count` summed over every thread of `pid` (each thread's /proc/<pid>/task/<tid> folder), or NaN when it is gone. */
+function overThreads(pid: number, count: (taskDir: string) => number): number {
+  let tids: string[];
   try {
     tids = readdirSync(`/proc/${pid}/task`);
   } catch {
     return Number.NaN;
   }
-  for (const tid of tids) {
-    const text = read(`/proc/${pid}/task/${tid}/schedstat`);
-    if (text !== null) total += Number(text.split(" ")[0]);
-  }
+  let total = 0;
+  for (const tid of tids) total += count(`/proc/${pid}/task/${tid}`);
   return total;
+}
+
+/** CPU time used so far by all threads of `pid`, in ns (from /proc/<pid>/task/<tid>/schedstat). */
+export function cpuNs(pid: number): number {
+  return overThreads(pid, (dir) => Number(read(`${dir}/schedstat`)?.split(" ")[0] ?? 0));
 }
 
 /**
@@ -87,18 +89,9 @@ export function cpuNs(pid: number): number {
  * /proc/<pid>/task/<tid>/status): each is a wake-up someone paid for.
  */
 export function sleeps(pid: number): number {
-  let total = 0;
-  let tids: string[] = [];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return Number.NaN;
-  }
-  for (const tid of tids) {
-    const m = /^voluntary_ctxt_switches:\s+(\d+)/m.exec(read(`/proc/${pid}/task/${tid}/status`) ?? "");
-    if (m !== null) total += Number(m[1]);
-  }
-  return total;
+  return overThreads(pid, (dir) =>
+    Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(read(`${dir}/status`) ?? "")?.[1] ?? 0),
+  );
 }
 
 /** A kB field of /proc/<pid>/smaps_rollup (Pss, Private_Clean, Private_Dirty, ...), or NaN. */
