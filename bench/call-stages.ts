@@ -2,7 +2,9 @@
  * `npx tsx bench/call-stages.ts`: where one warm tiny call's time goes, by
  * process — the wall time of `Session.callTool` on echo, the broker's CPU
  * (this process, `process.cpuUsage`) and the satellite's CPU (its jailed
- * Deno, from /proc schedstat) per call — unhooked, and with one matching
+ * Deno, from /proc schedstat) per call, and how often the Deno side went to
+ * sleep per call (its voluntary context switches: each a wake-up someone
+ * paid for) — unhooked, and with one matching
  * `tool_call` hook (whose satellite's CPU counts too), and 8 calls in flight
  * on one session, with `[limits] concurrency` 1 (they queue) and 8 (all open
  * on one satellite). Then the syscalls per call of each process (`strace -c`
