@@ -94,10 +94,17 @@ function receive(other: Socket, count: number): Promise<number[]> {
 
 const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
 
+/** A connection over `socket` whose durable point is `beforeSend`, and the errors it closed with. */
+function connection(beforeSend?: () => void): { conn: SatelliteConnection; closed: Array<Error | null> } {
+  const closed: Array<Error | null> = [];
+  const events = { frame: () => {}, closed: (err: Error | null) => closed.push(err) };
+  return { conn: new SatelliteConnection(socket, events, undefined, beforeSend), closed };
+}
+
 test.each([[[1]], [[2]], [[3]], [[8]], [[1, 3, 2, 5, 1]]])(
   "turns of %j frames: each turn's first leaves at once, the rest in one write at its end, all in order",
   async (sizes: number[]) => {
-    const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} });
+    const { conn } = connection();
     let inTurn = false;
     const writes = spyOnWrites(socket, () => inTurn);
     const total = sizes.reduce((a, b) => a + b, 0);
@@ -119,14 +126,8 @@ test.each([[[1]], [[2]], [[3]], [[8]], [[1, 3, 2, 5, 1]]])(
 );
 
 test("a connection closed before its turn ends sends nothing it held, and makes nothing durable for it", async () => {
-  const closed: Array<Error | null> = [];
   let durablePoints = 0;
-  const conn = new SatelliteConnection(
-    socket,
-    { frame: () => {}, closed: (err) => closed.push(err) },
-    undefined,
-    () => durablePoints++,
-  );
+  const { conn, closed } = connection(() => durablePoints++);
   const writes = spyOnWrites(socket, () => false);
   conn.send(call(1));
   conn.send(call(2));
@@ -139,7 +140,7 @@ test("a connection closed before its turn ends sends nothing it held, and makes 
 });
 
 test("frames sent after an await in the same turn wait for the turn's end with the rest", async () => {
-  const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} });
+  const { conn } = connection();
   let inTurn = true;
   const writes = spyOnWrites(socket, () => inTurn);
   const arrived = receive(await peer, 3);
@@ -157,16 +158,10 @@ test("frames sent after an await in the same turn wait for the turn's end with t
 });
 
 test("when the turn's end cannot be made durable after its first frame left, the rest are not sent", async () => {
-  const closed: Array<Error | null> = [];
   let points = 0;
-  const conn = new SatelliteConnection(
-    socket,
-    { frame: () => {}, closed: (err) => closed.push(err) },
-    undefined,
-    () => {
-      if (points++ > 0) throw new Error("ENOSPC: no space left on device");
-    },
-  );
+  const { conn, closed } = connection(() => {
+    if (points++ > 0) throw new Error("ENOSPC: no space left on device");
+  });
   const other = await peer;
   const writes = spyOnWrites(socket, () => false);
   const received = receive(other, 1);
@@ -184,7 +179,7 @@ test.each([[[1]], [[4]], [[2, 1, 3]]])(
   async (sizes: number[]) => {
     let sent = 0;
     let durableUpTo = 0;
-    const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} }, undefined, () => {
+    const { conn } = connection(() => {
       durableUpTo = sent;
     });
     // A frame handed down is late when no durable point came after its send.
@@ -208,7 +203,7 @@ test.each([[[1]], [[4]], [[2, 1, 3]]])(
 
 test("when the turn's first frame cannot be made durable at once, it waits with the rest for the turn's end", async () => {
   let tries = 0;
-  const conn = new SatelliteConnection(socket, { frame: () => {}, closed: () => {} }, undefined, () => {
+  const { conn } = connection(() => {
     if (tries++ === 0) throw new Error("EAGAIN: try again");
   });
   let inTurn = true;
@@ -222,15 +217,9 @@ test("when the turn's first frame cannot be made durable at once, it waits with 
 });
 
 test("when no frame of a turn can be made durable, the connection fails and none is sent", async () => {
-  const closed: Array<Error | null> = [];
-  const conn = new SatelliteConnection(
-    socket,
-    { frame: () => {}, closed: (err) => closed.push(err) },
-    undefined,
-    () => {
-      throw new Error("ENOSPC: no space left on device");
-    },
-  );
+  const { conn, closed } = connection(() => {
+    throw new Error("ENOSPC: no space left on device");
+  });
   const other = await peer;
   let received = 0;
   other.on("data", (chunk: Buffer) => (received += chunk.length));
