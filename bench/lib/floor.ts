@@ -26,16 +26,19 @@ const FIXTURES =
 export const FLOOR_BOOT_SCRIPT = join(FIXTURES, "floor-boot.js");
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
+export const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
 
 /** The same Deno flags the broker passes (minus the bwrap layer and the cleared-env details). */
 const denoArgs = denoRunArgs;
 
-/** Bundles bench/fixtures/floor-echo.js (msgpackr inlined, as in an artifact) into a temp folder with no package.json. */
-export async function bundleFloorEcho(): Promise<{ script: string; cleanup: () => void }> {
-  const result = await esbuild.build({ ...ARTIFACT_BUILD_OPTIONS, entryPoints: [join(FIXTURES, "floor-echo.js")] });
+/**
+ * Bundles a script of bench/fixtures (floor-echo.js unless named; msgpackr inlined, as in an artifact)
+ * into a temp folder with no package.json.
+ */
+export async function bundleFloorEcho(fixture = "floor-echo.js"): Promise<{ script: string; cleanup: () => void }> {
+  const result = await esbuild.build({ ...ARTIFACT_BUILD_OPTIONS, entryPoints: [join(FIXTURES, fixture)] });
   const dir = mkdtempSync(join(tmpdir(), "tether-bench-floor-"));
-  const script = join(dir, "floor-echo.js");
+  const script = join(dir, fixture);
   writeFileSync(script, result.outputFiles[0]!.text);
   return { script, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
@@ -45,7 +48,7 @@ export async function bundleFloorEcho(): Promise<{ script: string; cleanup: () =
  * Pieces of a partial frame are only listed; they are joined once, when the
  * whole frame has arrived, so a frame costs one copy however many reads it took.
  */
-class Frames {
+export class Frames {
   #chunks: Buffer[] = [];
   #bytes = 0;
   /** Bytes needed before parsing is worth trying: a header, or the whole pending frame. */
@@ -72,7 +75,7 @@ class Frames {
   }
 }
 
-function encode(frame: object): Buffer {
+export function encode(frame: object): Buffer {
   const body = packr.pack(frame);
   const out = Buffer.allocUnsafe(4 + body.length);
   out.writeUInt32BE(body.length, 0);
