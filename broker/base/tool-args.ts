@@ -3,7 +3,8 @@
  * call reaches a satellite. Schemas are compiled once per (extension, hash),
  * by the checker of one broker (it owns one: nothing compiled outlives it).
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
+import { ajvClass, ajvLoaded, preloadAjv } from "./ajv.js";
 import { CALLER_JSON_BOUNDS, DocumentBoundsError, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { jsonSyntaxError } from "./json-syntax.js";
 
@@ -35,7 +36,7 @@ export class ToolArgsChecker {
    * (install/manifest-checks.ts) before the manifest could be approved. Compiling the
    * meta-schema was ~32 ms of a fresh process's first call.
    */
-  readonly #ajv = new Ajv({ allErrors: true, strict: false, validateSchema: false });
+  #ajv: Ajv | null = null;
   readonly #compiled = new Map<string, ValidateFunction>();
   /**
    * The last check: a hooked call checks the caller's arguments before its hooks
@@ -44,6 +45,19 @@ export class ToolArgsChecker {
   #lastKey: string | null = null;
   #lastArgs: string | null = null;
   #lastAnswer: ArgsCheck = { ok: true };
+
+  /** Whether a check can compile now without loading Ajv first. */
+  get ready(): boolean {
+    return ajvLoaded();
+  }
+
+  /**
+   * Loads Ajv without blocking (a session's open does while its satellites boot); settles when it is
+   * loaded. A check before then loads it on the spot, from node_modules rather than the command's bundle.
+   */
+  load(): Promise<void> {
+    return preloadAjv();
+  }
 
   /** Checks `args` (JSON text) against `schema`; `cacheKey` identifies the schema. */
   check(cacheKey: string, schema: object, args: string): ArgsCheck {
@@ -68,6 +82,7 @@ export class ToolArgsChecker {
     }
     let validate = this.#compiled.get(cacheKey);
     if (validate === undefined) {
+      this.#ajv ??= new (ajvClass())({ allErrors: true, strict: false, validateSchema: false });
       validate = this.#ajv.compile(schema);
       this.#compiled.set(cacheKey, validate);
     }

@@ -6,7 +6,8 @@
  * arguments it reports and every hook's rewrite must fit. Granted by the
  * approval; a new one widens an upgrade.
  */
-import { Ajv } from "ajv";
+import type { Ajv } from "ajv";
+import { ajvClass } from "../base/ajv.js";
 import * as v from "valibot";
 import { ActName } from "../../jail-runtime/wire/act-args.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
@@ -43,7 +44,7 @@ export function checkActRows(rows: readonly ActRow[], file: string): void {
 export function actSchemaProblems(
   rows: readonly ActRow[],
   file: string,
-  ajv: Ajv = new Ajv({ allErrors: true, strict: false }),
+  ajv: Ajv = new (ajvClass())({ allErrors: true, strict: false }),
 ): string[] {
   const problems: string[] = [];
   for (const [i, row] of rows.entries()) {

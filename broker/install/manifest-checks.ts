@@ -4,7 +4,8 @@
  * rule parses and is not too broad to mean anything. Every problem is listed,
  * each naming the file, the field and the tool or rule.
  */
-import { Ajv } from "ajv";
+import type { Ajv } from "ajv";
+import { ajvClass } from "../base/ajv.js";
 import { parseRule, RuleError } from "../egress/rules.js";
 import type { Manifest } from "./manifest.js";
 import { actSchemaProblems } from "./act-row.js";
@@ -13,7 +14,7 @@ import { actSchemaProblems } from "./act-row.js";
 export function toolSchemaProblems(
   manifest: Manifest,
   file: string,
-  ajv: Ajv = new Ajv({ allErrors: true, strict: false }),
+  ajv: Ajv = new (ajvClass())({ allErrors: true, strict: false }),
 ): string[] {
   const problems: string[] = [];
   for (const [i, tool] of manifest.tool.entries()) {

@@ -6,7 +6,8 @@ import { createHash } from "node:crypto";
 import { realpathSync, renameSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { Ajv } from "ajv";
+import type { Ajv } from "ajv";
+import { ajvClass } from "../base/ajv.js";
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { bundleExtension, type Artifact } from "../install/bundle.js";
@@ -108,7 +109,11 @@ export class Registry {
     progress(`reading ${file}`);
     const text = readManifestFile(file);
     const manifest = parseManifest(text, file, this.#sections);
-    const problems = manifestProblems(manifest, file, (this.#ajv ??= new Ajv({ allErrors: true, strict: false })));
+    const problems = manifestProblems(
+      manifest,
+      file,
+      (this.#ajv ??= new (ajvClass())({ allErrors: true, strict: false })),
+    );
     if (problems.length > 0) throw new TetherError(BrokerCode.installFailed, problems.join("; "));
     const previous = this.get(manifest.name);
     if (

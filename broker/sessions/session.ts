@@ -142,7 +142,10 @@ export class Session {
     scope.searcher = session.#search.forCapability();
     scope.acts = session.#acts;
     try {
-      session.#active.apply((await session.#active.activate(new Set(), resumed)).applied);
+      const activating = session.#active.activate(new Set(), resumed);
+      // Ajv loads while the satellites boot (started just above): the first tool call checks its arguments with it.
+      void broker.toolArgs.load();
+      session.#active.apply((await activating).applied);
     } catch (err) {
       scope.release();
       scope.models = null;

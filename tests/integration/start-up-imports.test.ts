@@ -5,7 +5,8 @@
  * the largest packages the broker uses and most commands never need them, so
  * they are imported at their first use, not with the modules that use them
  * (~125 ms of every `tether list` here, and execa ~50 ms more from the
- * bundle; docs/performance.md). Jails start with Node's own spawn. A static import added anywhere
+ * bundle; docs/performance.md). Ajv too, but for the MCP server, whose SDK
+ * imports it: a session loads it while its satellites boot. Jails start with Node's own spawn. A static import added anywhere
  * under these entry points would put them back on every start: a child
  * Node loads each entry through tsx with a resolve hook that refuses those
  * packages, so such an import fails here, naming the module that asked; and
@@ -21,32 +22,42 @@ const run = promisify(execFile);
 
 /** Packages no module may import at load time. */
 const LAZY = ["undici", "esbuild", "execa", "tldts"];
-/** Of those, the ones looked for in require()'s cache too (not esbuild: tsx itself requires it to load the entry). */
-const LAZY_REQUIRED = LAZY.filter((name) => name !== "esbuild");
+/** And one no module but the MCP server may (the SDK's own import). */
+const LAZY_BUT_FOR_MCP = [...LAZY, "ajv"];
 
-/** What the broker, a session and `tether mcp` load before their first call. */
-const ENTRIES = ["broker/broker.ts", "broker/sessions/session.ts", "broker/mcp/command.ts", "broker/mcp/server.ts"];
+/** What the broker, a session and `tether mcp` load before their first call, each with the packages it must not. */
+const ENTRIES: [string, string[]][] = [
+  ["broker/broker.ts", LAZY_BUT_FOR_MCP],
+  ["broker/sessions/session.ts", LAZY_BUT_FOR_MCP],
+  ["broker/mcp/command.ts", LAZY_BUT_FOR_MCP],
+  ["broker/mcp/server.ts", LAZY],
+];
 
-const HOOK = `
-const lazy = new Set(${JSON.stringify(LAZY)});
+const hook = (lazy: readonly string[]) => `
+const lazy = new Set(${JSON.stringify(lazy)});
 export async function resolve(specifier, context, next) {
   const bare = specifier.startsWith("@") ? specifier.split("/").slice(0, 2).join("/") : specifier.split("/")[0];
   if (lazy.has(bare)) throw new Error("imported at load time: " + specifier + " (from " + context.parentURL + ")");
   return next(specifier, context);
 }`;
 
-/** Loads `code` (an ES module's text, after tsx and the hook are registered) in a child Node; its stderr, or "" when it loaded. */
-async function loadRefusing(code: string): Promise<string> {
+/**
+ * Loads `code` (an ES module's text, after tsx and the hook are registered) in a child Node, refusing the
+ * packages `lazy` names; its stderr, or "" when it loaded.
+ */
+async function loadRefusing(code: string, lazy: readonly string[] = LAZY): Promise<string> {
+  // Looked for in require()'s cache too, but esbuild: tsx itself requires it to load the entry.
+  const lazyRequired = lazy.filter((name) => name !== "esbuild");
   const script = `
     const { register: tsx } = await import("tsx/esm/api");
     tsx();
     const { register } = await import("node:module");
     // Registered last, so asked first: it sees every specifier before tsx resolves it.
-    register("data:text/javascript," + encodeURIComponent(${JSON.stringify(HOOK)}));
+    register("data:text/javascript," + encodeURIComponent(${JSON.stringify(hook(lazy))}));
     ${code}
     // require() does not pass the resolve hook: what it loaded is in its cache.
     const cache = (await import("node:module")).createRequire(process.cwd() + "/").cache;
-    const required = Object.keys(cache).filter((file) => ${JSON.stringify(LAZY_REQUIRED)}.some((name) => file.includes("/node_modules/" + name + "/")));
+    const required = Object.keys(cache).filter((file) => ${JSON.stringify(lazyRequired)}.some((name) => file.includes("/node_modules/" + name + "/")));
     if (required.length > 0) throw new Error("required at load time: " + required.join(", "));`;
   try {
     await run(process.execPath, ["--input-type=module", "-e", script], { cwd: REPO, timeout: 60_000 });
@@ -56,15 +67,17 @@ async function loadRefusing(code: string): Promise<string> {
   }
 }
 
-test.each(ENTRIES)("%s loads without undici, esbuild, execa or tldts", async (entry) => {
+test.each(ENTRIES)("%s loads without any of %p", async (entry, lazy) => {
   const url = pathToFileURL(join(REPO, entry)).href;
-  expect(await loadRefusing(`await import(${JSON.stringify(url)});`)).toBe("");
+  expect(await loadRefusing(`await import(${JSON.stringify(url)});`, lazy)).toBe("");
 });
 
-test.each(LAZY)("the probe itself refuses %s when a module imports it", async (name) => {
+test.each(LAZY_BUT_FOR_MCP)("the probe itself refuses %s when a module imports it", async (name) => {
   // A module importing it statically, as a broker file would: the hook must name it.
   const module = `data:text/javascript,${encodeURIComponent(`import * as m from "${name}"; export default m;`)}`;
-  expect(await loadRefusing(`await import(${JSON.stringify(module)});`)).toContain(`imported at load time: ${name}`);
+  expect(await loadRefusing(`await import(${JSON.stringify(module)});`, LAZY_BUT_FOR_MCP)).toContain(
+    `imported at load time: ${name}`,
+  );
 });
 
 test("the probe itself names a package required while the entry loads", async () => {
