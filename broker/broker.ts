@@ -301,9 +301,6 @@ export class Broker {
    * caller asks for by name. Never rejects for the extension's faults: they are answers.
    */
   callTool(extension: string, tool: string, args: string, options: CallOptions): Promise<InvocationOutcome<"tool">> {
-    // No session's boot to load Ajv behind: loaded before the arguments are checked, the once.
-    if (!this.toolArgs.ready)
-      return this.toolArgs.load().then(() => this.scope(options.session).callTool(extension, tool, args, options));
     return this.scope(options.session).callTool(extension, tool, args, options);
   }
 

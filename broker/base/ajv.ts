@@ -37,7 +37,10 @@ export function preloadAjv(): Promise<void> {
   if (loading === null) {
     const imported = import("ajv").then((m) => (m as unknown as Exports).default.Ajv);
     loading = imported.then(
-      (ajv) => void (loaded ??= ajv),
+      (ajv) => {
+        // Anything but the class (a package that changed its exports) leaves ajvClass to require it.
+        if (typeof ajv === "function") loaded ??= ajv;
+      },
       () => {},
     );
   }

@@ -84,6 +84,8 @@ export async function runCall(
   cwd = process.cwd(),
 ): Promise<CallResult> {
   if (call.noHooks) {
+    // No session's boot to load Ajv behind: the command's own chunk of it, before the arguments are checked.
+    await broker.toolArgs.load();
     const outcome = await broker.callTool(call.extension, call.tool, call.args, {
       session: call.session,
       onReport,

@@ -12,6 +12,7 @@
 import { MIGRATIONS_DIR } from "./migrations.js";
 import { realpathSync } from "node:fs";
 import { join } from "node:path";
+import { preloadAjv } from "../base/ajv.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { bundleExtension, type Artifact } from "./bundle.js";
 import { dryBoot, type DryBootOptions } from "./dry-boot.js";
@@ -79,6 +80,8 @@ const messageOf = (err: unknown) =>
 
 /** Checks `dir`; never throws for a problem of the extension (each is in the report). */
 export async function checkExtension(dir: string, options: CheckOptions): Promise<CheckReport> {
+  // The schemas are compiled below: Ajv through import() (from the command, its bundled chunk).
+  await preloadAjv();
   const progress = options.progress ?? (() => {});
   const stages: StageReport[] = [];
   const skip = (stage: Stage, why: string) => stages.push({ stage, result: "skipped", summary: why, problems: [] });

@@ -7,7 +7,7 @@ import { realpathSync, renameSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { Ajv } from "ajv";
-import { ajvClass } from "../base/ajv.js";
+import { ajvClass, preloadAjv } from "../base/ajv.js";
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { bundleExtension, type Artifact } from "../install/bundle.js";
@@ -109,6 +109,8 @@ export class Registry {
     progress(`reading ${file}`);
     const text = readManifestFile(file);
     const manifest = parseManifest(text, file, this.#sections);
+    // Through import() (from the command, its bundled chunk), not required file by file.
+    await preloadAjv();
     const problems = manifestProblems(
       manifest,
       file,

@@ -3,13 +3,17 @@
  * kind of capability work — a request waiting for its answer, a redirect
  * chain, a body still streaming — waits for (or aborts) that work, writes
  * its audit rows before the store closes, and nothing writes to the store
- * afterwards: no uncaught exception, no row lost.
+ * afterwards: no uncaught exception, no row lost. A call asked just before
+ * `close()` is among that work, even a process's first.
  */
+import { execFile } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { Broker } from "../../broker/broker.js";
 import { silentLogger } from "../../broker/base/log.js";
@@ -149,3 +153,30 @@ describe.each(KINDS)("in the middle of %s", (kind, start, finish) => {
     expect(rowsOf(broker)).toEqual(rows);
   });
 });
+
+test("a process's first call, asked just before close(), is let finish: it is under way once callTool returns", async () => {
+  const home = join(tmp, "first-call");
+  const setup = Broker.open({ ...envOptions(), home, log: silentLogger });
+  await setup.registry.install(join(REPO, "manifests/echo"));
+  setup.registry.approve("echo");
+  await setup.close();
+  // A fresh process: nothing that loads at its first use (Ajv, among others) is loaded yet.
+  const url = (path: string) => JSON.stringify(pathToFileURL(join(REPO, path)).href);
+  const script = join(tmp, "first-call.mts");
+  writeFileSync(
+    script,
+    `import { Broker } from ${url("broker/broker.ts")};
+import { silentLogger } from ${url("broker/base/log.ts")};
+import { envOptions } from ${url("tests/support/env-options.ts")};
+const broker = Broker.open({ ...envOptions(), home: ${JSON.stringify(home)}, log: silentLogger });
+const call = broker.callTool("echo", "echo", '{"text":"hi"}', { session: "default" });
+await broker.close();
+console.log(JSON.stringify(await call));
+`,
+  );
+  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], {
+    cwd: REPO,
+    timeout: 60_000,
+  });
+  expect(JSON.parse(stdout)).toMatchObject({ ok: true, value: { content: [{ type: "text", text: "hi" }] } });
+}, 90_000);

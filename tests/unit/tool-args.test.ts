@@ -8,6 +8,14 @@ import { ToolArgsChecker } from "../../broker/base/tool-args.js";
 
 const SCHEMA = { type: "object", properties: { n: { type: "integer" } }, required: ["n"], additionalProperties: false };
 
+test("a checker checks before anything loaded Ajv: it requires it then", () => {
+  // This file's first test, in a module registry of its own: nothing preloaded Ajv (broker/base/ajv.ts).
+  const checker = new ToolArgsChecker();
+  expect(checker.ready).toBe(false);
+  expect(checker.check("k", SCHEMA, '{"n":"x"}')).toEqual({ ok: false, msg: "expected integer at .n" });
+  expect(checker.ready).toBe(true);
+});
+
 test("every check answers for its own text and key, in any order of repeats", () => {
   const texts = ['{"n":1}', '{"n":"x"}', "{}", "not json", '{"n":2,"m":3}', '{"n":1}'];
   const keys = ["h1:t", "h2:t"];
