@@ -56,7 +56,20 @@ export class ToolArgsChecker {
    * loaded. A check before then loads it on the spot, from node_modules rather than the command's bundle.
    */
   load(): Promise<void> {
-    return preloadAjv();
+    return preloadAjv().then(() => {
+      // Its instance too (~4 ms of Ajv's own set-up), so the first check only compiles; never rejects
+      // (a session's open does not wait for it): should the instance fail, the first check says why.
+      try {
+        if (ajvLoaded()) this.#instance();
+      } catch {
+        // reported by the first check, which makes it again
+      }
+    });
+  }
+
+  #instance(): Ajv {
+    this.#ajv ??= new (ajvClass())({ allErrors: true, strict: false, validateSchema: false });
+    return this.#ajv;
   }
 
   /** Checks `args` (JSON text) against `schema`; `cacheKey` identifies the schema. */
@@ -82,8 +95,7 @@ export class ToolArgsChecker {
     }
     let validate = this.#compiled.get(cacheKey);
     if (validate === undefined) {
-      this.#ajv ??= new (ajvClass())({ allErrors: true, strict: false, validateSchema: false });
-      validate = this.#ajv.compile(schema);
+      validate = this.#instance().compile(schema);
       this.#compiled.set(cacheKey, validate);
     }
     if (validate(value)) return { ok: true };
