@@ -46,11 +46,6 @@ export class ToolArgsChecker {
   #lastArgs: string | null = null;
   #lastAnswer: ArgsCheck = { ok: true };
 
-  /** Whether a check can compile now without loading Ajv first. */
-  get ready(): boolean {
-    return ajvLoaded();
-  }
-
   /**
    * Loads Ajv without blocking (a session's open does while its satellites boot); settles when it is
    * loaded. A check before then loads it on the spot, from node_modules rather than the command's bundle.
