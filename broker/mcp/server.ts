@@ -73,6 +73,12 @@ export interface McpServerOptions {
 
 type InputSchema = Tool["inputSchema"];
 
+/** Whether some object could satisfy `parameters` (MCP arguments are always an object). */
+function describesObjects(parameters: Readonly<Record<string, unknown>>): boolean {
+  const type = parameters["type"];
+  return type === undefined || type === "object" || (Array.isArray(type) && type.includes("object"));
+}
+
 /**
  * A manifest's `parameters` as an MCP `inputSchema`, or null when no object
  * could ever satisfy it (MCP arguments are always an object).
@@ -84,8 +90,7 @@ type InputSchema = Tool["inputSchema"];
  *   `Tool` type rejects) become their object forms `{}` and `{ "not": {} }`.
  */
 export function inputSchemaOf(parameters: Readonly<Record<string, unknown>>): InputSchema | null {
-  const type = parameters["type"];
-  if (type !== undefined && type !== "object" && !(Array.isArray(type) && type.includes("object"))) return null;
+  if (!describesObjects(parameters)) return null;
   const schema: Record<string, unknown> = { ...parameters, type: "object" };
   const properties = parameters["properties"];
   if (typeof properties === "object" && properties !== null && !Array.isArray(properties)) {
@@ -109,6 +114,17 @@ export function listedTools(session: Session): { tools: Tool[]; skipped: { name:
     else tools.push({ name: t.name, description: t.description, inputSchema });
   }
   return { tools, skipped };
+}
+
+/**
+ * The names `tools/list` shows now, in its order: what a call compares with
+ * what the client last listed (without building every tool's schema, which
+ * cost ~1.8 µs a tool on every call).
+ */
+function listedToolNames(session: Session): string[] {
+  const names: string[] = [];
+  for (const t of session.tools()) if (describesObjects(t.parameters)) names.push(t.name);
+  return names;
 }
 
 /** The content of an outcome: JSON blocks as JSON text; text, image, audio and resource blocks as they are. */
@@ -432,7 +448,7 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     if (listed !== null && !extra.signal.aborted) {
       let now: string[] | null = null;
       try {
-        now = listedTools(session).tools.map((t) => t.name);
+        now = listedToolNames(session);
       } catch {
         // The session closed: the client is about to see the connection end anyway.
       }
