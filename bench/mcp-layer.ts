@@ -7,9 +7,10 @@
  * (the SDK's own share, both sides), and of the same client calling
  * `createMcpServer` over the session. The server's own cost is the last less
  * the first two. The echo extension is installed with `TOOLS` more tools
- * (default 60: a session with several extensions), since what a server does
- * per listed tool on every call shows only with many. The client lists the
- * tools first, as a harness does. `N` calls per round (default 2000),
+ * (default 60: a session with several extensions) and `ROUTES` resources and
+ * as many resource templates (default 10), since what a server does per
+ * listed item on every call shows only with many. The client lists the tools
+ * and the resources first, as a harness does. `N` calls per round (default 2000),
  * `ROUNDS` rounds (default 9), the variants' order reversed every other round;
  * medians printed. `ONLY` (a regular expression) keeps the variants it names.
  */
@@ -26,24 +27,35 @@ import { ECHO_DIR, copyExtension, installApproved, openBroker, openSession } fro
 const N = Number(process.env.N ?? 2000);
 const ROUNDS = Number(process.env.ROUNDS ?? 9);
 const TOOLS = Number(process.env.TOOLS ?? 60);
+const ROUTES = Number(process.env.ROUTES ?? 10);
 const ARGS = { text: "hi" };
 
-/** The echo extension with `count` more tools, each with a schema of three properties. */
-function wideEcho(dir: string, count: number): void {
+/**
+ * The echo extension with `count` more tools, each with a schema of three properties, and `routes`
+ * resource routes of each kind (a fixed URI, a URI template).
+ */
+function wideEcho(dir: string, count: number, routes: number): void {
   const tool = (i: number) =>
     `\n[[tool]]\nname = "t${i}"\ndescription = "Tool ${i}."\nparameters = { type = "object", properties = ` +
     `{ path = { type = "string", description = "A path" }, limit = { type = "integer" }, ` +
     `recursive = { type = "boolean" } }, required = ["path"] }\n`;
-  const more = Array.from({ length: count }, (_, i) => tool(i)).join("");
+  const route = (i: number) =>
+    `\n[[route]]\nname = "f${i}"\ndescription = "Fixed ${i}."\nresource = { uri = "docs://fixed/${i}" }\n` +
+    `\n[[route]]\nname = "t${i}"\ndescription = "Template ${i}."\nresource = { uri = "docs://items${i}/{id}" }\n`;
+  const more =
+    Array.from({ length: count }, (_, i) => tool(i)).join("") +
+    Array.from({ length: routes }, (_, i) => route(i)).join("");
   copyExtension(ECHO_DIR, dir, (m) => m.replace("[limits]", `${more}\n[limits]`));
   writeFileSync(
     join(dir, "index.ts"),
-    `import { decodeArgs, outcome, text, v, type Tool } from "@tether/ext";
+    `import { decodeArgs, outcome, text, v, type Route, type Tool } from "@tether/ext";
 export const tools: Record<string, Tool> = {
   echo: (args) => outcome([text(decodeArgs(v.object({ text: v.string() }), args).text)]),
   count: () => outcome([text("0")]),
 };
 for (let i = 0; i < ${count}; i++) tools["t" + i] = () => outcome([text("t")]);
+export const routes: Record<string, Route> = {};
+for (let i = 0; i < ${routes}; i++) routes["f" + i] = routes["t" + i] = () => "r";
 `,
   );
 }
@@ -61,11 +73,15 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 const home = mkdtempSync(join(tmpdir(), "tether-mcp-layer-"));
 const broker = openBroker(home);
 try {
-  wideEcho(join(home, "echo"), TOOLS);
+  wideEcho(join(home, "echo"), TOOLS, ROUTES);
   await installApproved(broker, join(home, "echo"));
   const session = await openSession(broker, "plain", home, ["echo"]);
   const tether = await connected(createMcpServer(session, { version: "0" }));
   await tether.listTools();
+  if (ROUTES > 0) {
+    const listed = (await tether.listResources()).resources.length;
+    if (listed !== ROUTES) throw new Error(`the server lists ${listed} resources, not ${ROUTES}`);
+  }
   const bare = new Server({ name: "bare", version: "0" }, { capabilities: { tools: {} } });
   bare.setRequestHandler(CallToolRequestSchema, (request) => ({
     content: [{ type: "text", text: String((request.params.arguments as typeof ARGS).text) }],
@@ -89,7 +105,10 @@ try {
       cpu.get(name)!.push((used.user + used.system) / N);
     }
   }
-  console.log(`tether mcp's server over a session, in one process: echo with ${TOOLS} more tools, ${N} calls a round`);
+  console.log(
+    `tether mcp's server over a session, in one process: echo with ${TOOLS} more tools and ${ROUTES} resources ` +
+      `and templates each, ${N} calls a round`,
+  );
   console.log("broker CPU µs per call, medians of", ROUNDS, "rounds");
   for (const [name, xs] of cpu) console.log(`  ${name.padEnd(34)} ${median(xs).toFixed(1).padStart(7)}`);
   const [plain, sdkOnly, server] = [...Object.keys(all)].map((name) => cpu.get(name));

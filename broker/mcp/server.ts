@@ -116,11 +116,7 @@ export function listedTools(session: Session): { tools: Tool[]; skipped: { name:
   return { tools, skipped };
 }
 
-/**
- * The names `tools/list` shows now, in its order: what a call compares with
- * what the client last listed (without building every tool's schema, which
- * cost ~1.8 µs a tool on every call).
- */
+/** The names `tools/list` shows now, in its order (without building every tool's schema). */
 function listedToolNames(session: Session): string[] {
   const names: string[] = [];
   for (const t of session.tools()) if (describesObjects(t.parameters)) names.push(t.name);
@@ -259,10 +255,12 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
   );
 
   /**
-   * The tool names the client last saw (null: it has not listed
-   * them yet); a change is announced after the call that shows it.
+   * The tool names the client last saw and the session's revision they were
+   * compared at (null: it has not listed them yet); a change is announced
+   * after the call that shows it. The names are worked out again only when
+   * the revision grew: per call, that cost ~1.8 µs a tool.
    */
-  let listed: string[] | null = null;
+  let listed: { names: string[]; revision: number } | null = null;
   const announced = new Set<string>();
 
   // One server per client connection, so one level: the lowest the client wants to hear.
@@ -275,6 +273,8 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
   const MCP_LEVEL = { debug: "debug", info: "info", warn: "warning", error: "error" } as const;
 
   server.setRequestHandler(ListToolsRequestSchema, () => {
+    // Read first: a change noticed while the list is worked out leaves an older revision, compared again later.
+    const revision = session.revision();
     const { tools, skipped } = listedTools(session);
     for (const s of skipped) {
       const key = `${s.extension}:${s.name}`;
@@ -285,7 +285,7 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
           `schema does not describe an object, and MCP arguments always are one`,
       );
     }
-    listed = tools.map((t) => t.name);
+    listed = { names: tools.map((t) => t.name), revision };
     return { tools };
   });
 
@@ -312,8 +312,11 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     return { completion: { values: values.slice(0, 100), total: values.length, hasMore: values.length > 100 } };
   });
 
-  /** The resource URIs and templates the client last saw (null: it has not listed them yet). */
-  let listedResources: string | null = null;
+  /**
+   * The resource URIs and templates the client last saw, and the session's revision they were compared
+   * at (null: it has not listed them yet).
+   */
+  let listedResources: { key: string; revision: number } | null = null;
   const resourceKey = () => {
     const { resources, templates } = sessionResources(session);
     return JSON.stringify([resources.map((r) => r.uri).sort(), templates.map((t) => t.uriTemplate).sort()]);
@@ -321,6 +324,7 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
   const shadowedNoted = new Set<string>();
   /** Lists what the session serves now, and says once which route resources an earlier extension shadows. */
   const listResources = () => {
+    const revision = session.revision();
     const served = sessionResources(session);
     for (const s of served.shadowed) {
       const key = `${s.extension}/${s.route}`;
@@ -328,21 +332,23 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
       shadowedNoted.add(key);
       note(`resource '${s.uri}' of route '${key}' is not served: '${s.by}', earlier in registry order, serves it`);
     }
-    listedResources = resourceKey();
+    listedResources = { key: resourceKey(), revision };
     return served;
   };
   /** Tells the client its resource list changed, when it listed them and they did. */
   const announceResources = async () => {
     if (!withResources || listedResources === null) return;
-    let now: string;
+    let now: { key: string; revision: number };
     try {
-      now = resourceKey();
+      const revision = session.revision();
+      if (revision === listedResources.revision) return;
+      now = { key: resourceKey(), revision };
     } catch {
       return; // The session closed: the client is about to see the connection end anyway.
     }
-    if (now === listedResources) return;
+    const same = now.key === listedResources.key;
     listedResources = now;
-    await server.sendResourceListChanged().catch(() => {});
+    if (!same) await server.sendResourceListChanged().catch(() => {});
   };
 
   if (withResources) {
@@ -446,15 +452,17 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     await sent;
     // A hook may have dropped an extension (its approval was revoked, say): tell the client its list changed.
     if (listed !== null && !extra.signal.aborted) {
-      let now: string[] | null = null;
+      let now: { names: string[]; revision: number } | null = null;
       try {
-        now = listedToolNames(session);
+        const revision = session.revision();
+        if (revision !== listed.revision) now = { names: listedToolNames(session), revision };
       } catch {
         // The session closed: the client is about to see the connection end anyway.
       }
-      if (now !== null && !sameNames(listed, now)) {
+      if (now !== null) {
+        const same = sameNames(listed.names, now.names);
         listed = now;
-        await server.sendToolListChanged().catch(() => {});
+        if (!same) await server.sendToolListChanged().catch(() => {});
       }
       await announceResources();
     }

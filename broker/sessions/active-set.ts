@@ -102,6 +102,8 @@ export class ActiveSet {
   readonly #builtin: BuiltinHooks;
   readonly #workspace: string;
   #applied: Applied = emptyApplied();
+  /** Grows with every new active set (see `revision`). */
+  #revision = 0;
   #pending: Pick<Applied, "plan" | "known"> | null = null;
   /** An approval or install changed since the active set was planned (told by the kernel's approvals). */
   #stale = false;
@@ -151,8 +153,24 @@ export class ActiveSet {
 
   /** Swaps in a new active set (after `activate`). */
   apply(applied: Applied): void {
+    this.#set(applied);
+  }
+
+  #set(applied: Applied): void {
     this.#applied = applied;
+    this.#revision += 1;
     this.#stale = false;
+  }
+
+  /**
+   * Grows whenever the active set is worked out again (a reload, an
+   * approval or install change, noticed here first): what `tools`,
+   * `commands`, `context` and the active routes answer can only have
+   * changed if it grew.
+   */
+  revision(): number {
+    this.refresh();
+    return this.#revision;
   }
 
   #preference(k: Known): Preference {
@@ -340,7 +358,7 @@ export class ActiveSet {
     // Anything that was active and is not now: its status says why (the plan's reason); its satellite
     // stops. No close: an extension whose approval is gone is asked nothing more.
     const dropped = [...before].filter((name) => !plan.active.includes(name));
-    this.#applied = { ...this.#applied, plan, known };
+    this.#set({ ...this.#applied, plan, known });
     for (const name of dropped) void this.#scope.deactivate(name).catch(() => {});
   }
 
@@ -367,8 +385,7 @@ export class ActiveSet {
     const after = new Set(applied.plan.active);
     const deactivated = [...before].filter((name) => !after.has(name));
     const activated = applied.plan.active.filter((name) => !before.has(name));
-    this.#applied = applied;
-    this.#stale = false;
+    this.#set(applied);
     await Promise.all(deactivated.map((name) => this.#letGo(name, previous.get(name), "reloaded_out")));
     const failed = [...applied.failed].map(([name, reason]) => ({ name, reason }));
     return { activated, deactivated, failed, notes: this.takeNotes() };

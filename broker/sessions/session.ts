@@ -243,6 +243,16 @@ export class Session {
     return this.#active.context();
   }
 
+  /**
+   * Grows whenever the session's active set is worked out again (a reload;
+   * an approval or install change, noticed at this read as at any other):
+   * `tools()`, `commands()`, `context()` and `routes()` answer as they did
+   * while it stands. What lists them for a client compares it, not the lists.
+   */
+  revision(): number {
+    return this.#active.revision();
+  }
+
   /** The tools the model may call in this session, with the extension serving each. */
   tools(): { name: string; extension: string; description: string; parameters: Record<string, unknown> }[] {
     return this.#active.tools();
