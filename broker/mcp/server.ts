@@ -60,7 +60,7 @@ import {
 import { TetherError } from "../base/errors.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import type { Session, ToolCallReport } from "../sessions/session.js";
-import { readResource, servesResources, sessionResources } from "./resources.js";
+import { readResource, servesResources, sessionResources, type SessionResources } from "./resources.js";
 import { announceListsChanged } from "./lists-changed.js";
 import { WatchingServer } from "./watching-server.js";
 
@@ -317,10 +317,9 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
    * at (null: it has not listed them yet).
    */
   let listedResources: { key: string; revision: number } | null = null;
-  const resourceKey = () => {
-    const { resources, templates } = sessionResources(session);
-    return JSON.stringify([resources.map((r) => r.uri).sort(), templates.map((t) => t.uriTemplate).sort()]);
-  };
+  /** What identifies a list the client was given: its URIs and templates. */
+  const keyOf = ({ resources, templates }: SessionResources) =>
+    JSON.stringify([resources.map((r) => r.uri).sort(), templates.map((t) => t.uriTemplate).sort()]);
   const shadowedNoted = new Set<string>();
   /** Lists what the session serves now, and says once which route resources an earlier extension shadows. */
   const listResources = () => {
@@ -332,7 +331,8 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
       shadowedNoted.add(key);
       note(`resource '${s.uri}' of route '${key}' is not served: '${s.by}', earlier in registry order, serves it`);
     }
-    listedResources = { key: resourceKey(), revision };
+    // The key of what the client is given (a second look could notice a change it was not told of).
+    listedResources = { key: keyOf(served), revision };
     return served;
   };
   /** Tells the client its resource list changed, when it listed them and they did. */
@@ -342,7 +342,7 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     try {
       const revision = session.revision();
       if (revision === listedResources.revision) return;
-      now = { key: resourceKey(), revision };
+      now = { key: keyOf(sessionResources(session)), revision };
     } catch {
       return; // The session closed: the client is about to see the connection end anyway.
     }
@@ -450,8 +450,9 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
       result = thrownResult(err);
     }
     await sent;
-    // A hook may have dropped an extension (its approval was revoked, say): tell the client its list changed.
-    if (listed !== null && !extra.signal.aborted) {
+    // A hook may have dropped an extension (its approval was revoked, say): tell the client a list it has changed.
+    if (extra.signal.aborted) return result;
+    if (listed !== null) {
       let now: { names: string[]; revision: number } | null = null;
       try {
         const revision = session.revision();
@@ -464,8 +465,8 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
         listed = now;
         if (!same) await server.sendToolListChanged().catch(() => {});
       }
-      await announceResources();
     }
+    await announceResources();
     return result;
   };
 

@@ -66,6 +66,8 @@ interface Applied {
   readonly failed: ReadonlyMap<string, string>;
   /** What each active extension's loaders and preparation gave this session. */
   readonly setups: ReadonlyMap<string, Setup>;
+  /** The approvals' epoch when `known` was read: a change told since then is still to be noticed. */
+  readonly epoch: number;
 }
 
 function emptyApplied(): Applied {
@@ -81,6 +83,7 @@ function emptyApplied(): Applied {
     known: new Map(),
     failed: new Map(),
     setups: new Map(),
+    epoch: 0,
   };
 }
 
@@ -159,18 +162,20 @@ export class ActiveSet {
   #set(applied: Applied): void {
     this.#applied = applied;
     this.#revision += 1;
-    this.#stale = false;
+    // A change told while an activation booted came after it read the installs and approvals.
+    this.#stale = this.#broker.approvals.epoch !== applied.epoch;
   }
 
   /**
    * Grows whenever the active set is worked out again (a reload, an
-   * approval or install change, noticed here first): what `tools`,
-   * `commands`, `context` and the active routes answer can only have
+   * approval or install change, noticed here first) or a live satellite of
+   * the session comes or goes (whose approval's grants name its routes): what
+   * `tools`, `commands`, `context` and the active routes answer can only have
    * changed if it grew.
    */
   revision(): number {
     this.refresh();
-    return this.#revision;
+    return this.#revision + this.#scope.live.changes;
   }
 
   #preference(k: Known): Preference {
@@ -297,6 +302,7 @@ export class ActiveSet {
    * preparation the session was open before.
    */
   async activate(running: ReadonlySet<string>, resumed: boolean): Promise<{ applied: Applied; started: string[] }> {
+    const epoch = this.#broker.approvals.epoch;
     const known = knownExtensions(this.#broker);
     const failed = new Map<string, string>();
     const setups = new Map([...this.#applied.setups].filter(([name]) => running.has(name)));
@@ -317,7 +323,7 @@ export class ActiveSet {
           }
           this.#pending = null;
           return {
-            applied: { plan, known, failed, setups },
+            applied: { plan, known, failed, setups, epoch },
             started: started.filter((name) => plan.active.includes(name)),
           };
         }
@@ -352,13 +358,14 @@ export class ActiveSet {
     this.#broker.approvals.notice();
     if (!this.#stale) return;
     this.#stale = false;
+    const epoch = this.#broker.approvals.epoch;
     const known = knownExtensions(this.#broker);
     const before = new Set(this.#applied.plan.active);
     const plan = this.#plan(known, this.#applied.failed, this.#applied.setups, before);
     // Anything that was active and is not now: its status says why (the plan's reason); its satellite
     // stops. No close: an extension whose approval is gone is asked nothing more.
     const dropped = [...before].filter((name) => !plan.active.includes(name));
-    this.#set({ ...this.#applied, plan, known });
+    this.#set({ ...this.#applied, plan, known, epoch });
     for (const name of dropped) void this.#scope.deactivate(name).catch(() => {});
   }
 

@@ -245,9 +245,11 @@ export class Session {
 
   /**
    * Grows whenever the session's active set is worked out again (a reload;
-   * an approval or install change, noticed at this read as at any other):
-   * `tools()`, `commands()`, `context()` and `routes()` answer as they did
-   * while it stands. What lists them for a client compares it, not the lists.
+   * an approval or install change, noticed at this read as at any other) and
+   * whenever one of its extensions' satellites comes or goes (its approval's
+   * grants name its routes): `tools()`, `commands()`, `context()` and
+   * `routes()` answer as they did while it stands. What lists them for a
+   * client compares it, not the lists.
    */
   revision(): number {
     return this.#active.revision();

@@ -6,10 +6,14 @@
  * list now, and tells the client only when they differ — a tool MCP cannot
  * list (its schema describes no object) stays out of both, so an extension
  * that serves only such a tool drops out unannounced; one whose tools or
- * resources were listed is announced after the next call. The server awaits
- * each notification before it answers, so each check reads what arrived by
- * the time the call's answer did.
+ * resources were listed is announced after the next call, also when the
+ * change came while that call ran; a route resource that comes back with its
+ * extension's satellite is announced too. The server awaits each
+ * notification before it answers, so each check reads what arrived by the
+ * time the call's answer did.
  */
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import {
@@ -18,8 +22,9 @@ import {
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpServer } from "../../broker/mcp/server.js";
-import type { HookSession } from "../support/hook-session.js";
-import { openWrittenSession } from "./support/write-extensions.js";
+import type { Session } from "../../broker/sessions/session.js";
+import { type HookSession, openHookSession } from "../support/hook-session.js";
+import { type ExtensionFiles, openWrittenSession, writeExtensions } from "./support/write-extensions.js";
 
 const SLOW = 120_000;
 
@@ -35,9 +40,20 @@ parameters = { type = "object", properties = { text = { type = "string" } } }
 name = "odd"
 description = "Takes a string or a number, which no MCP call can send."
 parameters = { type = ["string", "number"] }
+
+[[tool]]
+name = "work"
+description = "Reports a partial, then answers worked."
 `,
     code: `import { outcome, text, type Tool } from "@tether/ext";
-export const tools: Record<string, Tool> = { run: () => outcome([text("ran")]), odd: () => outcome([text("odd")]) };
+export const tools: Record<string, Tool> = {
+  run: () => outcome([text("ran")]),
+  odd: () => outcome([text("odd")]),
+  work: (_args, ctx) => {
+    ctx.report("working");
+    return outcome([text("worked")]);
+  },
+};
 `,
   },
   other: {
@@ -75,6 +91,23 @@ export const routes: Record<string, Route> = { readme: () => "# Readme" };
   },
 };
 
+/** An SDK client over a fresh `tether mcp` server on `session`, counting each list_changed it is sent. */
+async function connect(session: Session): Promise<{ client: Client; announced: { tools: number; resources: number } }> {
+  const server = createMcpServer(session, { version: "0.0.0-test" });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: "tether-mcp-tool-list-test", version: "1.0.0" });
+  const announced = { tools: 0, resources: 0 };
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    announced.tools += 1;
+  });
+  client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+    announced.resources += 1;
+  });
+  await client.connect(clientSide);
+  return { client, announced };
+}
+
 describe("list_changed: told when what the client listed changed, and only then", () => {
   let opened: HookSession;
 
@@ -86,24 +119,13 @@ describe("list_changed: told when what the client listed changed, and only then"
     "calls announce nothing while the lists stand (unlistable tools included); each change is announced once",
     async () => {
       opened = await openWrittenSession("tether-mcp-tool-list-", EXTENSIONS, "t1");
-      const server = createMcpServer(opened.session, { version: "0.0.0-test" });
-      const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-      await server.connect(serverSide);
-      const client = new Client({ name: "tether-mcp-tool-list-test", version: "1.0.0" });
-      const announced = { tools: 0, resources: 0 };
-      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-        announced.tools += 1;
-      });
-      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
-        announced.resources += 1;
-      });
-      await client.connect(clientSide);
+      const { client, announced } = await connect(opened.session);
       const run = async () => {
         const result = (await client.callTool({ name: "run", arguments: {} })) as CallToolResult;
         expect(result.content).toEqual([{ type: "text", text: "ran" }]);
       };
 
-      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["run", "more"]);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["run", "work", "more"]);
       expect((await client.listResources()).resources.map((r) => r.uri)).toEqual(["docs://readme"]);
       await run();
       await client.callTool({ name: "more", arguments: {} });
@@ -115,16 +137,116 @@ describe("list_changed: told when what the client listed changed, and only then"
       await run();
       expect(announced).toEqual({ tools: 0, resources: 0 });
 
-      expect(opened.broker.registry.revoke("other")).toBe(true);
-      await run();
+      // Revoked while the call runs (its partial's progress notification reaches the client first).
+      const revoked: boolean[] = [];
+      const worked = (await client.callTool({ name: "work", arguments: {} }, undefined, {
+        onprogress: () => revoked.push(opened.broker.registry.revoke("other")),
+      })) as CallToolResult;
+      expect(worked.content).toEqual([{ type: "text", text: "worked" }]);
+      expect(revoked).toEqual([true]);
       expect(announced).toEqual({ tools: 1, resources: 0 });
-      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["run"]);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["run", "work"]);
 
       expect(opened.broker.registry.revoke("docs")).toBe(true);
       await run();
       expect(announced).toEqual({ tools: 1, resources: 1 });
       await run();
       expect(announced).toEqual({ tools: 1, resources: 1 });
+      await client.close();
+    },
+    SLOW,
+  );
+});
+
+/** An extension with one tool, whose builds differ by what it answers. */
+const spare = (answer: string): ExtensionFiles => ({
+  manifest: `
+[[tool]]
+name = "spare"
+description = "Answers its build."
+`,
+  code: `import { outcome, text, type Tool } from "@tether/ext";
+export const tools: Record<string, Tool> = { spare: () => outcome([text("${answer}")]) };
+`,
+});
+
+/** An extension with a tool and a route resource, whose builds differ by what the tool answers. */
+const docs = (answer: string): ExtensionFiles => ({
+  manifest: `
+[[tool]]
+name = "ping"
+description = "Answers its build."
+
+[[route]]
+name = "readme"
+description = "The readme."
+resource = { uri = "docs://readme", mime_type = "text/markdown" }
+`,
+  code: `import { outcome, text, type Route, type Tool } from "@tether/ext";
+export const tools: Record<string, Tool> = { ping: () => outcome([text("${answer}")]) };
+export const routes: Record<string, Route> = { readme: () => "# Readme" };
+`,
+});
+
+describe("list_changed with extensions active and no satellite up (a new build approved at once)", () => {
+  let opened: HookSession | undefined;
+  let fixtures: string;
+
+  afterEach(async () => {
+    await opened?.close();
+    opened = undefined;
+    rmSync(fixtures, { recursive: true, force: true });
+  });
+
+  test(
+    "a revocation heard during a call is told after it; routes that come back with their satellite are told",
+    async () => {
+      const extensions = { main: EXTENSIONS.mixed, docs: docs("build 1"), spare: spare("build 1") };
+      fixtures = writeExtensions("tether-mcp-live-ext-", extensions);
+      opened = await openHookSession("tether-mcp-live-", fixtures, ["main", "docs", "spare"], "t2");
+      const { client, announced } = await connect(opened.session);
+      const tools = async () => (await client.listTools()).tools.map((t) => t.name);
+      expect(await tools()).toEqual(["ping", "run", "work", "spare"]);
+      const served = async () => (await client.listResources()).resources.map((r) => r.uri);
+      let told = await served();
+      let heard = 0;
+      /** Lists the resources again when the server said they changed: what the client believes is served. */
+      const follow = async () => {
+        if (announced.resources === heard) return;
+        heard = announced.resources;
+        told = await served();
+      };
+      expect(told).toEqual(["docs://readme"]);
+
+      // Each running satellite's install changed (stopped at once); the new build is approved in the same breath.
+      const broker = opened.broker;
+      for (const [name, build] of [
+        ["docs", docs("build 2")],
+        ["spare", spare("build 2")],
+      ] as const) {
+        writeFileSync(join(fixtures, name, "index.ts"), build.code);
+        await broker.registry.install(join(fixtures, name));
+        broker.registry.approve(name);
+      }
+      await client.callTool({ name: "run", arguments: {} });
+      await follow();
+      expect(announced.tools).toBe(0);
+
+      // spare, active with no satellite up, is revoked while a call runs: the client hears of it after that call.
+      const revoked: boolean[] = [];
+      await client.callTool({ name: "work", arguments: {} }, undefined, {
+        onprogress: () => revoked.push(broker.registry.revoke("spare")),
+      });
+      expect(revoked).toEqual([true]);
+      expect(announced.tools).toBe(1);
+      expect(await tools()).toEqual(["ping", "run", "work"]);
+
+      // The first call to docs boots the new build's satellite under the new approval.
+      const pinged = (await client.callTool({ name: "ping", arguments: {} })) as CallToolResult;
+      expect(pinged.content).toEqual([{ type: "text", text: "build 2" }]);
+      await follow();
+      expect(told).toEqual(await served());
+      expect(told).toEqual(["docs://readme"]);
       await client.close();
     },
     SLOW,
