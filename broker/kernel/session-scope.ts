@@ -8,7 +8,6 @@
 import type { WaitChain } from "../base/waits.js";
 import { noHooks, type CapHookStage } from "../caps/context.js";
 import type { SessionPolicy } from "../caps/policy.js";
-import { CountedMap } from "../base/counted-map.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import type { Approval, Installed } from "../registry/registry.js";
 import type { InvocationOutcome } from "../base/outcome.js";
@@ -80,7 +79,7 @@ export interface ScopeHost {
 export class SessionScope {
   readonly id: string;
   /** This session's satellites, by extension. */
-  readonly live = new CountedMap<string, Live>();
+  readonly live = new Map<string, Live>();
   readonly #host: ScopeHost;
   #policy: SessionPolicy = {};
   #capHooks: CapHookStage | null = null;

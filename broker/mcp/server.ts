@@ -123,6 +123,15 @@ function listedToolNames(session: Session): string[] {
   return names;
 }
 
+const RESOURCE_LISTS = ["resources", "templates"] as const;
+type ResourceList = (typeof RESOURCE_LISTS)[number];
+
+/** What identifies each resource list a client is given: its URIs, or its URI templates. */
+const resourceListKey: Record<ResourceList, (served: SessionResources) => string> = {
+  resources: (served) => JSON.stringify(served.resources.map((r) => r.uri).sort()),
+  templates: (served) => JSON.stringify(served.templates.map((t) => t.uriTemplate).sort()),
+};
+
 /** The content of an outcome: JSON blocks as JSON text; text, image, audio and resource blocks as they are. */
 function contentOf(outcome: InvocationOutcome<"tool"> & { ok: true }): CallToolResult["content"] {
   return outcome.value.content.map((c) =>
@@ -313,16 +322,14 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
   });
 
   /**
-   * The resource URIs and templates the client last saw, and the session's revision they were compared
-   * at (null: it has not listed them yet).
+   * What the client was last given of each list (`resources/list`, `resources/templates/list`: each answers
+   * one) and the session's revision it was compared at; null: not asked for yet.
    */
-  let listedResources: { key: string; revision: number } | null = null;
-  /** What identifies a list the client was given: its URIs and templates. */
-  const keyOf = ({ resources, templates }: SessionResources) =>
-    JSON.stringify([resources.map((r) => r.uri).sort(), templates.map((t) => t.uriTemplate).sort()]);
+  const given: Record<ResourceList, { key: string; revision: number } | null> = { resources: null, templates: null };
   const shadowedNoted = new Set<string>();
   /** Lists what the session serves now, and says once which route resources an earlier extension shadows. */
-  const listResources = () => {
+  const listResources = (which: ResourceList) => {
+    // Read first: a change noticed while the list is worked out leaves an older revision, compared again later.
     const revision = session.revision();
     const served = sessionResources(session);
     for (const s of served.shadowed) {
@@ -332,29 +339,34 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
       note(`resource '${s.uri}' of route '${key}' is not served: '${s.by}', earlier in registry order, serves it`);
     }
     // The key of what the client is given (a second look could notice a change it was not told of).
-    listedResources = { key: keyOf(served), revision };
+    given[which] = { key: resourceListKey[which](served), revision };
     return served;
   };
-  /** Tells the client its resource list changed, when it listed them and they did. */
+  /** Tells the client its resource list changed, when it was given one and that one changed since. */
   const announceResources = async () => {
-    if (!withResources || listedResources === null) return;
-    let now: { key: string; revision: number };
+    if (!withResources || (given.resources === null && given.templates === null)) return;
+    let changed = false;
     try {
       const revision = session.revision();
-      if (revision === listedResources.revision) return;
-      now = { key: keyOf(sessionResources(session)), revision };
+      let served: SessionResources | null = null;
+      for (const which of RESOURCE_LISTS) {
+        const was = given[which];
+        if (was === null || was.revision === revision) continue;
+        served ??= sessionResources(session);
+        const key = resourceListKey[which](served);
+        if (key !== was.key) changed = true;
+        given[which] = { key, revision };
+      }
     } catch {
       return; // The session closed: the client is about to see the connection end anyway.
     }
-    const same = now.key === listedResources.key;
-    listedResources = now;
-    if (!same) await server.sendResourceListChanged().catch(() => {});
+    if (changed) await server.sendResourceListChanged().catch(() => {});
   };
 
   if (withResources) {
-    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: listResources().resources }));
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: listResources("resources").resources }));
     server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
-      resourceTemplates: listResources().templates,
+      resourceTemplates: listResources("templates").templates,
     }));
     server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
       const { uri } = request.params;

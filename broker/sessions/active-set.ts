@@ -168,14 +168,13 @@ export class ActiveSet {
 
   /**
    * Grows whenever the active set is worked out again (a reload, an
-   * approval or install change, noticed here first) or a live satellite of
-   * the session comes or goes (whose approval's grants name its routes): what
-   * `tools`, `commands`, `context` and the active routes answer can only have
+   * approval or install change, noticed here first): what `tools`,
+   * `commands`, `context` and the active routes answer can only have
    * changed if it grew.
    */
   revision(): number {
     this.refresh();
-    return this.#revision + this.#scope.live.changes;
+    return this.#revision;
   }
 
   #preference(k: Known): Preference {

@@ -101,10 +101,10 @@ export function chooseStrategy(
   parts: Pick<CompactionParts, "scope" | "active" | "folds">,
   named?: string,
 ): { row: NamedRow; note: string | null } | Failure {
-  const rows = activeRows(parts.active, parts.scope, "compaction");
+  const rows = activeRows(parts.active, "compaction");
   if (named !== undefined) {
     const row = rows.find((r) => r.name === named);
-    return row !== undefined ? { row, note: null } : notServedRow(parts.active, parts.scope, "compaction", named);
+    return row !== undefined ? { row, note: null } : notServedRow(parts.active, "compaction", named);
   }
   if (rows.length === 0) return failure(BrokerCode.inactive, "no compaction strategy is active in this session");
   const preferred = parts.folds.preferredStrategy(parts.scope.id);

@@ -6,7 +6,7 @@
 import type { KernelHost } from "../kernel/host.js";
 import { BUILTIN_HOOKS_NAME, BUILTIN_HOOKS_PRIORITY, BUILTIN_HOOK_EVENTS } from "../hooks/builtin-hooks.js";
 import { matchOf } from "../install/hook-row.js";
-import type { Installed } from "../registry/registry.js";
+import type { Approval, Installed } from "../registry/registry.js";
 
 /** What an extension contributes and needs, as declared. */
 export interface Contributions {
@@ -34,6 +34,11 @@ export interface Known extends Contributions {
   }[];
   readonly installed: Installed | null;
   readonly notApproved: string | null;
+  /**
+   * The grants of the approval in force as the session read it (null: none stands, or built in): its
+   * routes and compaction strategies are served by them, whether or not a satellite is up yet.
+   */
+  readonly grants: Approval["grants"] | null;
 }
 
 /** Everything the session could run: installed extensions and the built-ins. */
@@ -42,8 +47,9 @@ export function knownExtensions(broker: KernelHost): Map<string, Known> {
   for (const installed of broker.registry.list()) {
     const m = installed.manifest;
     let notApproved: string | null = null;
+    let grants: Approval["grants"] | null = null;
     try {
-      broker.approved(m.name);
+      grants = broker.approved(m.name).approval.grants;
     } catch (err) {
       notApproved = (err as Error).message;
     }
@@ -61,6 +67,7 @@ export function knownExtensions(broker: KernelHost): Map<string, Known> {
       hooks: m.hook.map((h) => ({ event: h.event, onError: h.on_error ?? "note", match: matchOf(h) })),
       installed,
       notApproved,
+      grants,
     });
   }
   known.set(BUILTIN_HOOKS_NAME, {
@@ -78,6 +85,7 @@ export function knownExtensions(broker: KernelHost): Map<string, Known> {
     hooks: BUILTIN_HOOK_EVENTS.map((event) => ({ event, onError: "note" as const, match: undefined })),
     installed: null,
     notApproved: null,
+    grants: null,
   });
   return known;
 }

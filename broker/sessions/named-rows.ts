@@ -6,7 +6,6 @@
  */
 import { BrokerCode, WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
-import type { SessionScope } from "../kernel/session-scope.js";
 import type { RouteResource } from "../install/route-resource.js";
 import type { ActiveSet } from "./active-set.js";
 
@@ -22,12 +21,16 @@ export interface NamedRow {
 
 const NOUN: Record<RowKind, string> = { route: "route", compaction: "compaction strategy" };
 
-/** The approved rows of `kind` of the session's active extensions, in registry order. */
-export function activeRows(active: ActiveSet, scope: SessionScope, kind: RowKind): NamedRow[] {
+/**
+ * The approved rows of `kind` of the session's active extensions, in registry order: granted by the
+ * approval the active set was planned under (a call to one boots the extension's satellite when none runs).
+ */
+export function activeRows(active: ActiveSet, kind: RowKind): NamedRow[] {
   const out: NamedRow[] = [];
   for (const extension of active.applied.plan.active) {
-    const manifest = active.applied.known.get(extension)?.installed?.manifest;
-    const grants = scope.live.get(extension)?.approval.grants;
+    const k = active.applied.known.get(extension);
+    const manifest = k?.installed?.manifest;
+    const grants = k?.grants ?? undefined;
     if (manifest === undefined || grants === undefined) continue;
     const granted = kind === "route" ? grants.routes : grants.compactions;
     for (const row of manifest[kind]) {
@@ -49,13 +52,7 @@ export function activeRows(active: ActiveSet, scope: SessionScope, kind: RowKind
  * reason when an extension that is not active declares it, else `unknown_tool`
  * listing what the session serves.
  */
-export function notServedRow(
-  active: ActiveSet,
-  scope: SessionScope,
-  kind: RowKind,
-  name: string,
-  extension?: string,
-): Failure {
+export function notServedRow(active: ActiveSet, kind: RowKind, name: string, extension?: string): Failure {
   const { plan, known } = active.applied;
   for (const k of known.values()) {
     if (extension !== undefined && k.name !== extension) continue;
@@ -66,7 +63,7 @@ export function notServedRow(
       `The ${NOUN[kind]} '${name}' belongs to '${k.name}', which is inactive in this session: ${reason}`,
     );
   }
-  const served = activeRows(active, scope, kind).map((r) => (kind === "route" ? `${r.extension}/${r.name}` : r.name));
+  const served = activeRows(active, kind).map((r) => (kind === "route" ? `${r.extension}/${r.name}` : r.name));
   const what = extension !== undefined && kind === "route" ? `${extension}/${name}` : name;
   return failure(
     WireCode.unknownTool,

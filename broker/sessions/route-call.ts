@@ -59,8 +59,8 @@ export async function routeCall(
   parts.active.refresh();
   const base = { extension, route, invocationId: null, blockedBy: null, notes: [], trace: [] };
   const { plan } = parts.active.applied;
-  if (!activeRows(parts.active, parts.scope, "route").some((r) => r.extension === extension && r.name === route)) {
-    return { ...base, outcome: notServedRow(parts.active, parts.scope, "route", route, extension) };
+  if (!activeRows(parts.active, "route").some((r) => r.extension === extension && r.name === route)) {
+    return { ...base, outcome: notServedRow(parts.active, "route", route, extension) };
   }
   if (typeof request !== "string")
     return {

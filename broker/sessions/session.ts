@@ -33,6 +33,7 @@ import { streamed, type Step } from "./stream.js";
 import { ModelRuns } from "./model-runs.js";
 import { SessionSearchParts } from "./session-search.js";
 import { ReportedActs } from "./reported-acts.js";
+import { answeringLostApproval } from "./lost-approval.js";
 import type { SearchReport } from "./search-call.js";
 import type { SessionSearchProviders } from "./search-providers.js";
 
@@ -245,11 +246,9 @@ export class Session {
 
   /**
    * Grows whenever the session's active set is worked out again (a reload;
-   * an approval or install change, noticed at this read as at any other) and
-   * whenever one of its extensions' satellites comes or goes (its approval's
-   * grants name its routes): `tools()`, `commands()`, `context()` and
-   * `routes()` answer as they did while it stands. What lists them for a
-   * client compares it, not the lists.
+   * an approval or install change, noticed at this read as at any other):
+   * `tools()`, `commands()`, `context()` and `routes()` answer as they did
+   * while it stands. What lists them for a client compares it, not the lists.
    */
   revision(): number {
     return this.#active.revision();
@@ -328,14 +327,14 @@ export class Session {
     const extension = plan.commands.get(name);
     if (extension === undefined)
       return { extension: null, outcome: this.#active.notServed("command", name, [...plan.commands.keys()]) };
-    const outcome = await this.#scope.runCommand(extension, name, match[2] ?? "", options);
+    const outcome = await answeringLostApproval(this.#scope.runCommand(extension, name, match[2] ?? "", options));
     return { extension, outcome };
   }
 
   /** The host routes the harness may call here, in registry order (`route`). */
   routes(): NamedRow[] {
     this.#active.refresh();
-    return activeRows(this.#active, this.#scope, "route");
+    return activeRows(this.#active, "route");
   }
 
   /**
@@ -368,7 +367,7 @@ export class Session {
     this.#active.refresh();
     const chosen = chooseStrategy({ scope: this.#scope, active: this.#active, folds: this.#folds });
     return {
-      strategies: activeRows(this.#active, this.#scope, "compaction"),
+      strategies: activeRows(this.#active, "compaction"),
       current: "ok" in chosen ? null : chosen.row.name,
       preferred: this.#folds.preferredStrategy(this.id),
     };

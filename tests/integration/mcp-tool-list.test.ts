@@ -7,8 +7,9 @@
  * list (its schema describes no object) stays out of both, so an extension
  * that serves only such a tool drops out unannounced; one whose tools or
  * resources were listed is announced after the next call, also when the
- * change came while that call ran; a route resource that comes back with its
- * extension's satellite is announced too. The server awaits each
+ * change came while that call ran, and each resource list is compared with
+ * what the client was given of it; a route is served by the approval in force
+ * whether or not its extension's satellite is up. The server awaits each
  * notification before it answers, so each check reads what arrived by the
  * time the call's answer did.
  */
@@ -188,6 +189,34 @@ export const routes: Record<string, Route> = { readme: () => "# Readme" };
 `,
 });
 
+describe("resources/list_changed to a client that listed only part of what is served", () => {
+  let opened: HookSession | undefined;
+
+  afterEach(async () => {
+    await opened?.close();
+    opened = undefined;
+  });
+
+  test(
+    "listed the resources, then the templates after a revocation: told after the next call, tools never listed",
+    async () => {
+      opened = await openWrittenSession("tether-mcp-resource-lists-", EXTENSIONS, "t3");
+      const { client, announced } = await connect(opened.session);
+      expect((await client.listResources()).resources.map((r) => r.uri)).toEqual(["docs://readme"]);
+      expect(opened.broker.registry.revoke("docs")).toBe(true);
+      // Worked out after the revocation: this list is the new one, the resources the client holds are not.
+      expect((await client.listResourceTemplates()).resourceTemplates).toEqual([]);
+      await client.callTool({ name: "run", arguments: {} });
+      expect(announced).toEqual({ tools: 0, resources: 1 });
+      expect((await client.listResources()).resources).toEqual([]);
+      await client.callTool({ name: "run", arguments: {} });
+      expect(announced).toEqual({ tools: 0, resources: 1 });
+      await client.close();
+    },
+    SLOW,
+  );
+});
+
 describe("list_changed with extensions active and no satellite up (a new build approved at once)", () => {
   let opened: HookSession | undefined;
   let fixtures: string;
@@ -199,24 +228,16 @@ describe("list_changed with extensions active and no satellite up (a new build a
   });
 
   test(
-    "a revocation heard during a call is told after it; routes that come back with their satellite are told",
+    "routes stay served with no satellite up; a revocation heard during a call is told after it",
     async () => {
       const extensions = { main: EXTENSIONS.mixed, docs: docs("build 1"), spare: spare("build 1") };
       fixtures = writeExtensions("tether-mcp-live-ext-", extensions);
       opened = await openHookSession("tether-mcp-live-", fixtures, ["main", "docs", "spare"], "t2");
       const { client, announced } = await connect(opened.session);
       const tools = async () => (await client.listTools()).tools.map((t) => t.name);
-      expect(await tools()).toEqual(["ping", "run", "work", "spare"]);
       const served = async () => (await client.listResources()).resources.map((r) => r.uri);
-      let told = await served();
-      let heard = 0;
-      /** Lists the resources again when the server said they changed: what the client believes is served. */
-      const follow = async () => {
-        if (announced.resources === heard) return;
-        heard = announced.resources;
-        told = await served();
-      };
-      expect(told).toEqual(["docs://readme"]);
+      expect(await tools()).toEqual(["ping", "run", "work", "spare"]);
+      expect(await served()).toEqual(["docs://readme"]);
 
       // Each running satellite's install changed (stopped at once); the new build is approved in the same breath.
       const broker = opened.broker;
@@ -229,8 +250,11 @@ describe("list_changed with extensions active and no satellite up (a new build a
         broker.registry.approve(name);
       }
       await client.callTool({ name: "run", arguments: {} });
-      await follow();
-      expect(announced.tools).toBe(0);
+      expect(announced).toEqual({ tools: 0, resources: 0 });
+      expect(await served()).toEqual(["docs://readme"]);
+      // Read with no satellite of docs up: the read boots the new build's.
+      const read = await client.readResource({ uri: "docs://readme" });
+      expect(read.contents).toEqual([{ uri: "docs://readme", mimeType: "text/markdown", text: "# Readme" }]);
 
       // spare, active with no satellite up, is revoked while a call runs: the client hears of it after that call.
       const revoked: boolean[] = [];
@@ -238,15 +262,10 @@ describe("list_changed with extensions active and no satellite up (a new build a
         onprogress: () => revoked.push(broker.registry.revoke("spare")),
       });
       expect(revoked).toEqual([true]);
-      expect(announced.tools).toBe(1);
+      expect(announced).toEqual({ tools: 1, resources: 0 });
       expect(await tools()).toEqual(["ping", "run", "work"]);
-
-      // The first call to docs boots the new build's satellite under the new approval.
       const pinged = (await client.callTool({ name: "ping", arguments: {} })) as CallToolResult;
       expect(pinged.content).toEqual([{ type: "text", text: "build 2" }]);
-      await follow();
-      expect(told).toEqual(await served());
-      expect(told).toEqual(["docs://readme"]);
       await client.close();
     },
     SLOW,

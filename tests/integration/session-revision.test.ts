@@ -1,11 +1,21 @@
 /**
  * `Session.revision()`: it stands while nothing changes (calls included) and
  * grows with every new active set; and an approval change told while a
- * reload's boots run (after the reload read the installs and approvals) is
- * not lost with the reload's result — the next read notices it.
+ * reload's or an open's boots run (after they read the installs and
+ * approvals) is not lost with their result — the next read notices it; and
+ * one told after a call's look at the approvals, before its extension's
+ * satellite starts for it, is the call's answer (`not_approved`), not a
+ * rejection.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Broker } from "../../broker/broker.js";
+import { createLogger } from "../../broker/base/log.js";
+import { Session } from "../../broker/sessions/session.js";
+import { envOptions } from "../support/env-options.js";
 import type { HookSession } from "../support/hook-session.js";
-import { openWrittenSession } from "./support/write-extensions.js";
+import { openWrittenSession, writeExtensions } from "./support/write-extensions.js";
 
 const SLOW = 120_000;
 
@@ -71,3 +81,123 @@ describe("Session.revision", () => {
     SLOW,
   );
 });
+
+/** A broker on a fresh home whose log revokes `extension` when a line holds `revoke <extension> now`. */
+function revokingBroker(tmp: string, revoked: boolean[]): Broker {
+  const broker: Broker = Broker.open({
+    ...envOptions(),
+    home: join(tmp, "home"),
+    log: createLogger({
+      level: "info",
+      sink: (_level, msg) => {
+        const asked = /revoke (\w+) now/.exec(msg);
+        if (asked !== null) revoked.push(broker.registry.revoke(asked[1]!));
+      },
+    }),
+  });
+  return broker;
+}
+
+test(
+  "a revocation told while a call's tool_call hook runs: the call answers not_approved, it does not reject",
+  async () => {
+    // guard's hook logs a line, which the broker's log hears (and revokes main on), and answers only once
+    // the broker answered that very capability call: main's approval is gone before its satellite is asked.
+    const fixtures = writeExtensions("tether-session-revision-hook-ext-", {
+      main: EXTENSIONS.main,
+      guard: {
+        manifest: `
+[[hook]]
+event = "tool_call"
+`,
+        code: `import { callCap } from "@tether/cap";
+import { hook } from "@tether/ext";
+export const tools = {};
+export const hooks = {
+  tool_call: hook("tool_call", async () => {
+    await callCap("log", { level: "info", msg: "revoke main now" });
+    return {};
+  }),
+};
+`,
+      },
+    });
+    const tmp = mkdtempSync(join(tmpdir(), "tether-session-revision-hook-"));
+    const revoked: boolean[] = [];
+    const broker = revokingBroker(tmp, revoked);
+    let session: Session | undefined;
+    try {
+      for (const name of ["main", "guard"]) {
+        await broker.registry.install(join(fixtures, name));
+        broker.registry.approve(name);
+      }
+      session = await Session.open(broker, { id: "h1", workspace: tmp });
+      const report = await session.callTool("run", "{}");
+      expect(revoked).toEqual([true]);
+      expect(report.outcome).toEqual({
+        ok: false,
+        error: {
+          code: "not_approved",
+          msg: "Extension 'main' was revoked. Run: tether review main, then tether approve main to allow it again",
+        },
+      });
+      const again = await session.callTool("run", "{}");
+      expect(again.outcome.ok ? null : again.outcome.error.code).toBe("inactive");
+    } finally {
+      await session?.close();
+      await broker.close();
+      rmSync(tmp, { recursive: true, force: true });
+      rmSync(fixtures, { recursive: true, force: true });
+    }
+  },
+  SLOW,
+);
+
+test(
+  "a revocation told while Session.open boots its extensions is noticed at the first read after it",
+  async () => {
+    // main's context loader runs during the open's boots: it logs a line, which the broker's log hears (and
+    // revokes docs on), and the loader returns only once the broker answered that very capability call.
+    const fixtures = writeExtensions("tether-session-revision-open-ext-", {
+      main: {
+        manifest: `${EXTENSIONS.main.manifest}
+[[context]]
+name = "notes"
+description = "Logs one line, and waits for the broker's answer to it."
+`,
+        code: `${EXTENSIONS.main.code}
+import { callCap } from "@tether/cap";
+import type { ContextLoader } from "@tether/ext";
+export const contexts: Record<string, ContextLoader> = {
+  notes: async () => {
+    await callCap("log", { level: "info", msg: "revoke docs now" });
+    return "notes";
+  },
+};
+`,
+      },
+      docs: EXTENSIONS.docs,
+    });
+    const tmp = mkdtempSync(join(tmpdir(), "tether-session-revision-open-"));
+    const revoked: boolean[] = [];
+    const broker = revokingBroker(tmp, revoked);
+    let session: Session | undefined;
+    try {
+      for (const name of ["main", "docs"]) {
+        await broker.registry.install(join(fixtures, name));
+        broker.registry.approve(name);
+      }
+      session = await Session.open(broker, { id: "o1", workspace: tmp });
+      expect(revoked).toEqual([true]);
+      expect(session.tools().map((t) => t.name)).toEqual(["run"]);
+      const ping = await session.callTool("ping", "{}");
+      expect(ping.outcome.ok ? null : ping.outcome.error.code).toBe("inactive");
+    } finally {
+      await session?.close();
+      await broker.close();
+      rmSync(tmp, { recursive: true, force: true });
+      rmSync(fixtures, { recursive: true, force: true });
+    }
+  },
+  SLOW,
+);
