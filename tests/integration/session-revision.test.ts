@@ -15,7 +15,7 @@ import { createLogger } from "../../broker/base/log.js";
 import { Session } from "../../broker/sessions/session.js";
 import { envOptions } from "../support/env-options.js";
 import type { HookSession } from "../support/hook-session.js";
-import { openWrittenSession, writeExtensions } from "./support/write-extensions.js";
+import { type ExtensionFiles, openWrittenSession, writeExtensions } from "./support/write-extensions.js";
 
 const SLOW = 120_000;
 
@@ -82,8 +82,18 @@ describe("Session.revision", () => {
   );
 });
 
-/** A broker on a fresh home whose log revokes `extension` when a line holds `revoke <extension> now`. */
-function revokingBroker(tmp: string, revoked: boolean[]): Broker {
+/**
+ * `extensions` installed and approved on a broker of a fresh home whose log revokes an extension when a line
+ * holds `revoke <name> now`, and a session opened over them (which `body` gets with what was revoked); all of
+ * it closed and removed after.
+ */
+async function withRevokingLog(
+  extensions: Readonly<Record<string, ExtensionFiles>>,
+  body: (session: Session, revoked: readonly boolean[]) => Promise<void>,
+): Promise<void> {
+  const fixtures = writeExtensions("tether-session-revision-ext-", extensions);
+  const tmp = mkdtempSync(join(tmpdir(), "tether-session-revision-"));
+  const revoked: boolean[] = [];
   const broker: Broker = Broker.open({
     ...envOptions(),
     home: join(tmp, "home"),
@@ -95,7 +105,20 @@ function revokingBroker(tmp: string, revoked: boolean[]): Broker {
       },
     }),
   });
-  return broker;
+  let session: Session | undefined;
+  try {
+    for (const name of Object.keys(extensions)) {
+      await broker.registry.install(join(fixtures, name));
+      broker.registry.approve(name);
+    }
+    session = await Session.open(broker, { id: "s1", workspace: tmp });
+    await body(session, revoked);
+  } finally {
+    await session?.close();
+    await broker.close();
+    rmSync(tmp, { recursive: true, force: true });
+    rmSync(fixtures, { recursive: true, force: true });
+  }
 }
 
 test(
@@ -103,14 +126,12 @@ test(
   async () => {
     // guard's hook logs a line, which the broker's log hears (and revokes main on), and answers only once
     // the broker answered that very capability call: main's approval is gone before its satellite is asked.
-    const fixtures = writeExtensions("tether-session-revision-hook-ext-", {
-      main: EXTENSIONS.main,
-      guard: {
-        manifest: `
+    const guard: ExtensionFiles = {
+      manifest: `
 [[hook]]
 event = "tool_call"
 `,
-        code: `import { callCap } from "@tether/cap";
+      code: `import { callCap } from "@tether/cap";
 import { hook } from "@tether/ext";
 export const tools = {};
 export const hooks = {
@@ -120,18 +141,8 @@ export const hooks = {
   }),
 };
 `,
-      },
-    });
-    const tmp = mkdtempSync(join(tmpdir(), "tether-session-revision-hook-"));
-    const revoked: boolean[] = [];
-    const broker = revokingBroker(tmp, revoked);
-    let session: Session | undefined;
-    try {
-      for (const name of ["main", "guard"]) {
-        await broker.registry.install(join(fixtures, name));
-        broker.registry.approve(name);
-      }
-      session = await Session.open(broker, { id: "h1", workspace: tmp });
+    };
+    await withRevokingLog({ main: EXTENSIONS.main, guard }, async (session, revoked) => {
       const report = await session.callTool("run", "{}");
       expect(revoked).toEqual([true]);
       expect(report.outcome).toEqual({
@@ -143,12 +154,7 @@ export const hooks = {
       });
       const again = await session.callTool("run", "{}");
       expect(again.outcome.ok ? null : again.outcome.error.code).toBe("inactive");
-    } finally {
-      await session?.close();
-      await broker.close();
-      rmSync(tmp, { recursive: true, force: true });
-      rmSync(fixtures, { recursive: true, force: true });
-    }
+    });
   },
   SLOW,
 );
@@ -158,14 +164,13 @@ test(
   async () => {
     // main's context loader runs during the open's boots: it logs a line, which the broker's log hears (and
     // revokes docs on), and the loader returns only once the broker answered that very capability call.
-    const fixtures = writeExtensions("tether-session-revision-open-ext-", {
-      main: {
-        manifest: `${EXTENSIONS.main.manifest}
+    const main: ExtensionFiles = {
+      manifest: `${EXTENSIONS.main.manifest}
 [[context]]
 name = "notes"
 description = "Logs one line, and waits for the broker's answer to it."
 `,
-        code: `${EXTENSIONS.main.code}
+      code: `${EXTENSIONS.main.code}
 import { callCap } from "@tether/cap";
 import type { ContextLoader } from "@tether/ext";
 export const contexts: Record<string, ContextLoader> = {
@@ -175,29 +180,13 @@ export const contexts: Record<string, ContextLoader> = {
   },
 };
 `,
-      },
-      docs: EXTENSIONS.docs,
-    });
-    const tmp = mkdtempSync(join(tmpdir(), "tether-session-revision-open-"));
-    const revoked: boolean[] = [];
-    const broker = revokingBroker(tmp, revoked);
-    let session: Session | undefined;
-    try {
-      for (const name of ["main", "docs"]) {
-        await broker.registry.install(join(fixtures, name));
-        broker.registry.approve(name);
-      }
-      session = await Session.open(broker, { id: "o1", workspace: tmp });
+    };
+    await withRevokingLog({ main, docs: EXTENSIONS.docs }, async (session, revoked) => {
       expect(revoked).toEqual([true]);
       expect(session.tools().map((t) => t.name)).toEqual(["run"]);
       const ping = await session.callTool("ping", "{}");
       expect(ping.outcome.ok ? null : ping.outcome.error.code).toBe("inactive");
-    } finally {
-      await session?.close();
-      await broker.close();
-      rmSync(tmp, { recursive: true, force: true });
-      rmSync(fixtures, { recursive: true, force: true });
-    }
+    });
   },
   SLOW,
 );
