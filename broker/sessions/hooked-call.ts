@@ -17,7 +17,7 @@ import type { ScopeCallOptions, SessionScope } from "../kernel/session-scope.js"
 import type { Ledger } from "../store/ledger.js";
 import type { ToolArgsChecker } from "../base/tool-args.js";
 import type { ActiveSet } from "./active-set.js";
-import { answeringLostApproval } from "./lost-approval.js";
+import { lostApprovalOutcome } from "./lost-approval.js";
 import type { SessionBus } from "./bus.js";
 import type { HeardActs, ReportedActs } from "./reported-acts.js";
 
@@ -129,16 +129,19 @@ export async function hookedToolCall(
     // Nothing listens for this tool: the call as the broker makes it, with nothing composed around it.
     let invocationId: number | null = null;
     const heard = session.acts?.hear(callId);
-    const outcome = await answeringLostApproval(
-      session.scope.callTool(extension, tool, args, {
+    let outcome: InvocationOutcome<"tool">;
+    try {
+      outcome = await session.scope.callTool(extension, tool, args, {
         ...options,
         onInvocation: (id) => {
           invocationId = id;
           heard?.at(id);
           options.onInvocation?.(id);
         },
-      }),
-    );
+      });
+    } catch (err) {
+      outcome = lostApprovalOutcome(err);
+    }
     return plainReport(callId, args, outcome, extension, invocationId, heard?.take());
   }
   const row = session.active.applied.known.get(extension)?.installed?.manifest.tool.find((t) => t.name === tool);
@@ -221,16 +224,18 @@ export async function hookedToolCall(
     outcome = { ok: true, value: toolValueOf(before.result.value) };
   } else {
     const heard = session.acts?.hear(callId);
-    outcome = await answeringLostApproval(
-      session.scope.callTool(extension, tool, finalArgs, {
+    try {
+      outcome = await session.scope.callTool(extension, tool, finalArgs, {
         ...options,
         onInvocation: (id) => {
           invocationId = id;
           heard?.at(id);
           options.onInvocation?.(id);
         },
-      }),
-    );
+      });
+    } catch (err) {
+      outcome = lostApprovalOutcome(err);
+    }
     // The acts it reported: their hooks' context and notes come between the call's and its result's.
     acted = heard?.take() ?? null;
   }

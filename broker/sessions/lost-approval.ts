@@ -5,17 +5,14 @@
  * a session answers it as an outcome — its calls never reject for that.
  */
 import { BrokerCode, TetherError } from "../base/errors.js";
-import type { AnyKind } from "../../jail-runtime/wire/kinds.js";
-import { failure, type InvocationOutcome } from "../base/outcome.js";
+import { failure, type Failure } from "../base/outcome.js";
 
-/** `pending`'s outcome, or `not_approved` with the broker's message when the approval was lost meanwhile. */
-export async function answeringLostApproval<K extends AnyKind>(
-  pending: Promise<InvocationOutcome<K>>,
-): Promise<InvocationOutcome<K>> {
-  try {
-    return await pending;
-  } catch (err) {
-    if (err instanceof TetherError && err.code === BrokerCode.notApproved) return failure(err.code, err.message);
-    throw err;
-  }
+/**
+ * What a session's call answers for `err`, thrown by the kernel under it: `not_approved` with the broker's
+ * message when the approval was lost meanwhile; anything else is thrown on. (Caught where the call is awaited:
+ * a wrapping promise would cost every call a turn.)
+ */
+export function lostApprovalOutcome(err: unknown): Failure {
+  if (err instanceof TetherError && err.code === BrokerCode.notApproved) return failure(err.code, err.message);
+  throw err;
 }

@@ -33,7 +33,7 @@ import { streamed, type Step } from "./stream.js";
 import { ModelRuns } from "./model-runs.js";
 import { SessionSearchParts } from "./session-search.js";
 import { ReportedActs } from "./reported-acts.js";
-import { answeringLostApproval } from "./lost-approval.js";
+import { lostApprovalOutcome } from "./lost-approval.js";
 import type { SearchReport } from "./search-call.js";
 import type { SessionSearchProviders } from "./search-providers.js";
 
@@ -327,7 +327,12 @@ export class Session {
     const extension = plan.commands.get(name);
     if (extension === undefined)
       return { extension: null, outcome: this.#active.notServed("command", name, [...plan.commands.keys()]) };
-    const outcome = await answeringLostApproval(this.#scope.runCommand(extension, name, match[2] ?? "", options));
+    let outcome: InvocationOutcome<"command">;
+    try {
+      outcome = await this.#scope.runCommand(extension, name, match[2] ?? "", options);
+    } catch (err) {
+      outcome = lostApprovalOutcome(err);
+    }
     return { extension, outcome };
   }
 
