@@ -12,7 +12,8 @@
  */
 import type { ObservedKind, SessionPayload } from "../../jail-runtime/wire/session-kinds.js";
 import type { Logger } from "../base/log.js";
-import type { Live, SessionScope } from "../kernel/session-scope.js";
+import type { SessionScope } from "../kernel/session-scope.js";
+import type { Known } from "./known.js";
 import {
   ObserverQueue,
   OBSERVER_QUEUE_BOUND,
@@ -201,19 +202,21 @@ function seqRange(batch: ObserverBatch): string {
 }
 
 /**
- * The observers among a session's active extensions: each live one whose
- * approval grants `observe` kinds its manifest declares, in registry order.
+ * The observers among a session's active extensions: each one whose approval
+ * (the one the active set was planned under, whether or not a satellite is up
+ * yet) grants `observe` kinds its manifest declares, in registry order.
  */
 export function activeObservers(
   active: readonly string[],
-  live: ReadonlyMap<string, Live>,
+  known: ReadonlyMap<string, Known>,
 ): Map<string, readonly ObservedKind[]> {
   const out = new Map<string, readonly ObservedKind[]>();
   for (const name of active) {
-    const entry = live.get(name);
-    const declared = entry?.installed.manifest.observe?.events;
-    if (entry === undefined || declared === undefined) continue;
-    const kinds = declared.filter((k) => entry.approval.grants.observe.includes(k));
+    const k = known.get(name);
+    const declared = k?.installed?.manifest.observe?.events;
+    const granted = k?.grants?.observe;
+    if (declared === undefined || granted === undefined) continue;
+    const kinds = declared.filter((kind) => granted.includes(kind));
     if (kinds.length > 0) out.set(name, kinds);
   }
   return out;

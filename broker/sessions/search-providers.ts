@@ -14,7 +14,6 @@
 import * as v from "valibot";
 import { describeIssues } from "../../jail-runtime/wire/frames.js";
 import { TetherError, WireCode } from "../base/errors.js";
-import type { SessionScope } from "../kernel/session-scope.js";
 import type { RankPreference as SearchPreference } from "../store/rank-preferences-repository.js";
 import type { ActiveSet } from "./active-set.js";
 
@@ -69,13 +68,15 @@ export interface SessionSearchProviders {
 }
 
 /** The approved `[[search]]` rows of the session's active extensions, in registry order, one owner per name. */
-function eligible(active: ActiveSet, scope: SessionScope): Pick<SessionSearchProviders, "providers" | "unavailable"> {
+function eligible(active: ActiveSet): Pick<SessionSearchProviders, "providers" | "unavailable"> {
   const providers: SearchProviderEntry[] = [];
   const unavailable: { name: string; extension: string; reason: string }[] = [];
   const owners = new Map<string, string>();
   for (const extension of active.applied.plan.active) {
-    const manifest = active.applied.known.get(extension)?.installed?.manifest;
-    const granted = scope.live.get(extension)?.approval.grants.searches ?? [];
+    const k = active.applied.known.get(extension);
+    const manifest = k?.installed?.manifest;
+    // The approval the active set was planned under: served whether or not a satellite is up yet.
+    const granted = k?.grants?.searches ?? [];
     if (manifest === undefined) continue;
     for (const row of manifest.search ?? []) {
       if (!granted.includes(row.name)) continue;
@@ -103,12 +104,8 @@ function eligible(active: ActiveSet, scope: SessionScope): Pick<SessionSearchPro
 }
 
 /** The session's search providers as its preference ranks them (`preference`: the saved one, or null). */
-export function searchProvidersOf(
-  active: ActiveSet,
-  scope: SessionScope,
-  preference: SearchPreference | null,
-): SessionSearchProviders {
-  const { providers: all, unavailable } = eligible(active, scope);
+export function searchProvidersOf(active: ActiveSet, preference: SearchPreference | null): SessionSearchProviders {
+  const { providers: all, unavailable } = eligible(active);
   if (preference === null) return { providers: all, excluded: [], unavailable, preference, notes: [] };
   const served = new Set(all.map((p) => p.name));
   const notes = [...preference.rank, ...preference.exclude]

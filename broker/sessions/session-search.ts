@@ -35,7 +35,7 @@ export class SessionSearchParts {
   }
 
   providers(): SessionSearchProviders {
-    return searchProvidersOf(this.#active, this.#scope, this.#preferences.get(this.#scope.id));
+    return searchProvidersOf(this.#active, this.#preferences.get(this.#scope.id));
   }
 
   /** Rejects with `bad_arguments` for a query or options that do not fit. */

@@ -98,7 +98,7 @@ export class Session {
       subscribers: () =>
         activeObservers(
           this.#active.applied.plan.active.filter((name) => this.#active.applied.setups.get(name)?.observes !== false),
-          scope.live,
+          this.#active.applied.known,
         ),
       deliver: deliverThrough(scope),
       log: broker.log,

@@ -1,13 +1,13 @@
 /**
  * `Session.revision()`: it stands while nothing changes (calls included) and
  * grows with every new active set; and an approval change told while a
- * reload's or an open's boots run (after they read the installs and
- * approvals) is not lost with their result — the next read notices it; and
- * one told after a call's look at the approvals, before its extension's
- * satellite starts for it, is the call's answer (`not_approved`), not a
- * rejection.
+ * reload's boots run (after it read the installs and approvals) is not lost
+ * with its result — the next read notices it. An approval lost after a call's
+ * look at the approvals, before its extension's satellite starts for it (a
+ * revocation while a hook runs, an artifact changed on disk), is the call's
+ * answer (`not_approved`), not a rejection.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker } from "../../broker/broker.js";
@@ -89,7 +89,7 @@ describe("Session.revision", () => {
  */
 async function withRevokingLog(
   extensions: Readonly<Record<string, ExtensionFiles>>,
-  body: (session: Session, revoked: readonly boolean[]) => Promise<void>,
+  body: (session: Session, revoked: readonly boolean[], broker: Broker) => Promise<void>,
 ): Promise<void> {
   const fixtures = writeExtensions("tether-session-revision-ext-", extensions);
   const tmp = mkdtempSync(join(tmpdir(), "tether-session-revision-"));
@@ -112,7 +112,7 @@ async function withRevokingLog(
       broker.registry.approve(name);
     }
     session = await Session.open(broker, { id: "s1", workspace: tmp });
-    await body(session, revoked);
+    await body(session, revoked, broker);
   } finally {
     await session?.close();
     await broker.close();
@@ -160,32 +160,56 @@ export const hooks = {
 );
 
 test(
-  "a revocation told while Session.open boots its extensions is noticed at the first read after it",
+  "an artifact changed on disk while no satellite runs: the call and the command answer not_approved, not a rejection",
   async () => {
-    // main's context loader runs during the open's boots: it logs a line, which the broker's log hears (and
-    // revokes docs on), and the loader returns only once the broker answered that very capability call.
     const main: ExtensionFiles = {
       manifest: `${EXTENSIONS.main.manifest}
-[[context]]
-name = "notes"
-description = "Logs one line, and waits for the broker's answer to it."
+[[command]]
+name = "hello"
+description = "Answers hello."
 `,
       code: `${EXTENSIONS.main.code}
-import { callCap } from "@tether/cap";
-import type { ContextLoader } from "@tether/ext";
-export const contexts: Record<string, ContextLoader> = {
-  notes: async () => {
-    await callCap("log", { level: "info", msg: "revoke docs now" });
-    return "notes";
-  },
-};
+import type { Command } from "@tether/ext";
+export const commands: Record<string, Command> = { hello: () => outcome([text("hello")]) };
 `,
     };
-    await withRevokingLog({ main, docs: EXTENSIONS.docs }, async (session, revoked) => {
-      expect(revoked).toEqual([true]);
-      expect(session.tools().map((t) => t.name)).toEqual(["run"]);
-      const ping = await session.callTool("ping", "{}");
-      expect(ping.outcome.ok ? null : ping.outcome.error.code).toBe("inactive");
+    await withRevokingLog({ main }, async (session, _revoked, broker) => {
+      expect((await session.runCommand("/hello")).outcome.ok).toBe(true);
+      // Its satellite stopped; the next call starts one from the artifact, which no longer matches its approval.
+      await broker.deactivate(session.id, "main");
+      writeFileSync(broker.registry.get("main")!.artifactPath, "// not what was approved\n");
+      const call = await session.callTool("run", "{}");
+      const command = await session.runCommand("/hello");
+      for (const outcome of [call.outcome, command.outcome]) {
+        expect(outcome.ok ? null : outcome.error.code).toBe("not_approved");
+        expect(outcome.ok ? null : outcome.error.msg).toMatch(/^The artifact of 'main' /);
+      }
+    });
+  },
+  SLOW,
+);
+
+test(
+  "an extension active with no satellite up: its search provider stays listed, and a search boots it",
+  async () => {
+    const finder: ExtensionFiles = {
+      manifest: `
+[[search]]
+name = "notes"
+description = "One note."
+`,
+      code: `import type { SearchProvider } from "@tether/ext";
+export const tools = {};
+export const search: Record<string, SearchProvider> = { notes: () => [{ title: "the note", snippet: "found" }] };
+`,
+    };
+    await withRevokingLog({ finder }, async (session, _revoked, broker) => {
+      const listed = () => session.searchProviders().providers.map((p) => `${p.extension}/${p.name}`);
+      expect(listed()).toEqual(["finder/notes"]);
+      await broker.deactivate(session.id, "finder");
+      expect(listed()).toEqual(["finder/notes"]);
+      const found = await session.search("note");
+      expect(found.results.map((r) => r.title)).toEqual(["the note"]);
     });
   },
   SLOW,
