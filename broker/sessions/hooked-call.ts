@@ -19,7 +19,7 @@ import type { ToolArgsChecker } from "../base/tool-args.js";
 import type { ActiveSet } from "./active-set.js";
 import { lostApprovalOutcome } from "./lost-approval.js";
 import type { SessionBus } from "./bus.js";
-import type { HeardActs, ReportedActs } from "./reported-acts.js";
+import type { ActListener, HeardActs, ReportedActs } from "./reported-acts.js";
 
 /** What one tool call came to, hooks included. */
 export interface ToolCallReport {
@@ -107,6 +107,26 @@ function plainReport(
 }
 
 /**
+ * The caller's options for the tool's invocation, hearing its ledger row: `at` is told it first, then the
+ * listener of the acts it reports, then the caller. (The call is awaited where it is made, where a lost
+ * approval is caught: a helper awaiting it would cost every call a turn.)
+ */
+function hearingRow(
+  options: ScopeCallOptions,
+  heard: ActListener | undefined,
+  at: (id: number) => void,
+): ScopeCallOptions {
+  return {
+    ...options,
+    onInvocation: (id) => {
+      at(id);
+      heard?.at(id);
+      options.onInvocation?.(id);
+    },
+  };
+}
+
+/**
  * Calls a tool by name, with the hook bus around it: `tool_call` hooks may
  * block, halt, rewrite the arguments (re-validated against the tool's schema)
  * or answer a substitute result; `tool_result` hooks see the outcome and may
@@ -131,14 +151,12 @@ export async function hookedToolCall(
     const heard = session.acts?.hear(callId);
     let outcome: InvocationOutcome<"tool">;
     try {
-      outcome = await session.scope.callTool(extension, tool, args, {
-        ...options,
-        onInvocation: (id) => {
-          invocationId = id;
-          heard?.at(id);
-          options.onInvocation?.(id);
-        },
-      });
+      outcome = await session.scope.callTool(
+        extension,
+        tool,
+        args,
+        hearingRow(options, heard, (id) => (invocationId = id)),
+      );
     } catch (err) {
       outcome = lostApprovalOutcome(err);
     }
@@ -225,14 +243,12 @@ export async function hookedToolCall(
   } else {
     const heard = session.acts?.hear(callId);
     try {
-      outcome = await session.scope.callTool(extension, tool, finalArgs, {
-        ...options,
-        onInvocation: (id) => {
-          invocationId = id;
-          heard?.at(id);
-          options.onInvocation?.(id);
-        },
-      });
+      outcome = await session.scope.callTool(
+        extension,
+        tool,
+        finalArgs,
+        hearingRow(options, heard, (id) => (invocationId = id)),
+      );
     } catch (err) {
       outcome = lostApprovalOutcome(err);
     }
