@@ -30,8 +30,8 @@ export function activeRows(active: ActiveSet, kind: RowKind): NamedRow[] {
   for (const extension of active.applied.plan.active) {
     const k = active.applied.known.get(extension);
     const manifest = k?.installed?.manifest;
-    const grants = k?.grants ?? undefined;
-    if (manifest === undefined || grants === undefined) continue;
+    const grants = k?.grants;
+    if (manifest === undefined || grants === undefined || grants === null) continue;
     const granted = kind === "route" ? grants.routes : grants.compactions;
     for (const row of manifest[kind]) {
       if (!granted.includes(row.name)) continue;

@@ -95,11 +95,16 @@ export class Session {
     this.#bus = new SessionBus(scope, options.workspace, broker.ledger, this.#active, this.#builtin);
     this.#models = new ModelRuns(this.id, (usage, chain) => this.#bus.fire("usage", usage, { chain }));
     this.#observers = new Observers(this.id, {
-      subscribers: () =>
-        activeObservers(
-          this.#active.applied.plan.active.filter((name) => this.#active.applied.setups.get(name)?.observes !== false),
-          this.#active.applied.known,
-        ),
+      subscribers: () => {
+        // The active set as it stands: an approval lost since the last look leaves its observer out (as every
+        // list the session answers notices first).
+        if (!this.#active.closed) this.#active.refresh();
+        const { plan, setups, known } = this.#active.applied;
+        return activeObservers(
+          plan.active.filter((name) => setups.get(name)?.observes !== false),
+          known,
+        );
+      },
       deliver: deliverThrough(scope),
       log: broker.log,
     });

@@ -214,3 +214,29 @@ export const search: Record<string, SearchProvider> = { notes: () => [{ title: "
   },
   SLOW,
 );
+
+test(
+  "an observer whose approval was revoked is left out of the next event, not sent it to fail",
+  async () => {
+    const watcher: ExtensionFiles = {
+      manifest: `
+[observe]
+events = ["turn"]
+`,
+      code: `import type { Observer } from "@tether/ext";
+export const tools = {};
+export const observe: Observer = () => {};
+`,
+    };
+    await withRevokingLog({ watcher }, async (session, _revoked, broker) => {
+      session.observers.notify("turn", { n: 1 });
+      await session.observers.idle();
+      expect(session.observers.counters("watcher")).toMatchObject({ delivered: 1, failed: 0 });
+      expect(broker.registry.revoke("watcher")).toBe(true);
+      session.observers.notify("turn", { n: 2 });
+      await session.observers.idle();
+      expect(session.observers.counters("watcher")).toBeNull();
+    });
+  },
+  SLOW,
+);
