@@ -1,8 +1,8 @@
 /**
  * `Session.revision()`: it stands while nothing changes (calls included) and
  * grows with every new active set; and an approval change told while a
- * reload's boots run (after it read the installs and approvals) is not lost
- * with its result — the next read notices it. An approval lost after a call's
+ * reload's or an open's boots run (after it read the installs and approvals)
+ * is not lost with its result — the next read notices it. An approval lost after a call's
  * look at the approvals, before its extension's satellite starts for it (a
  * revocation while a hook runs, an artifact changed on disk), is the call's
  * answer (`not_approved`), not a rejection.
@@ -120,6 +120,34 @@ async function withRevokingLog(
     rmSync(fixtures, { recursive: true, force: true });
   }
 }
+
+test(
+  "a revocation told while the open's boots run (after it read the approvals) is noticed at the first read",
+  async () => {
+    // main's initializer runs during the open's activation, after the plan was made from the approvals
+    // (docs active): its log line has the broker revoke docs before the open applies that plan.
+    const main: ExtensionFiles = {
+      manifest: `${EXTENSIONS.main.manifest}
+[init]
+`,
+      code: `${EXTENSIONS.main.code}
+import { callCap } from "@tether/cap";
+import type { Init } from "@tether/ext";
+export const init: Init = async () => {
+  await callCap("log", { level: "info", msg: "revoke docs now" });
+};
+`,
+    };
+    await withRevokingLog({ main, docs: EXTENSIONS.docs }, async (session, revoked) => {
+      expect(revoked).toEqual([true]);
+      expect(session.tools().map((t) => t.name)).toEqual(["run"]);
+      const ping = await session.callTool("ping", "{}");
+      expect(ping.outcome.ok ? null : ping.outcome.error.code).toBe("inactive");
+      expect((await session.callTool("run", "{}")).outcome.ok).toBe(true);
+    });
+  },
+  SLOW,
+);
 
 test(
   "a revocation told while a call's tool_call hook runs: the call answers not_approved, it does not reject",
