@@ -7,7 +7,8 @@
  * list (its schema describes no object) stays out of both, so an extension
  * that serves only such a tool drops out unannounced; one whose tools or
  * resources were listed is announced after the next call, also when the
- * change came while that call ran, and each resource list is compared with
+ * change came while that call ran (a reload's, announced as it happens, is
+ * not announced again by the next call), and each resource list is compared with
  * what the client was given of it; a route is served by the approval in force
  * whether or not its extension's satellite is up. The server awaits each
  * notification before it answers, so each check reads what arrived by the
@@ -153,6 +154,24 @@ describe("list_changed: told when what the client listed changed, and only then"
       expect(announced).toEqual({ tools: 1, resources: 1 });
       await run();
       expect(announced).toEqual({ tools: 1, resources: 1 });
+      await client.close();
+    },
+    SLOW,
+  );
+
+  test(
+    "a reload that changed the tools is announced once: the next call does not announce it again",
+    async () => {
+      opened = await openWrittenSession("tether-mcp-tool-list-", EXTENSIONS, "t2");
+      const { client, announced } = await connect(opened.session);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["run", "work", "more"]);
+      opened.session.prefer("other", false);
+      await opened.session.reload();
+      await client.callTool({ name: "run", arguments: {} });
+      expect(announced.tools).toBe(1);
+      await client.callTool({ name: "run", arguments: {} });
+      expect(announced.tools).toBe(1);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["run", "work"]);
       await client.close();
     },
     SLOW,
