@@ -258,13 +258,13 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     () =>
       session.onChange((change) => {
         if (change !== "reloaded") return;
+        void announceListsChanged(server);
+        void announceResources();
         // Told now, so the calls after it have nothing more to tell of this change (the client lists again).
         if (listed !== null) {
           const revision = session.revision();
           listed = { names: listedToolNames(session), revision };
         }
-        void announceListsChanged(server);
-        void announceResources();
       }),
   );
 
