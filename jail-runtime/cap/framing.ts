@@ -5,7 +5,7 @@
  * same schemas (`wire/frames.ts`), the same error codes and the same wording.
  */
 import type * as v from "valibot";
-import { DEFAULT_MAX_FRAME_BYTES, ProtocolError, checkFrame, tagIndex } from "../wire/codec.js";
+import { DEFAULT_MAX_FRAME_BYTES, ProtocolError, checkFrame, tagIndex } from "../wire/frame-check.js";
 import { BrokerFrame } from "../wire/frames.js";
 import {
   DV,

@@ -1,29 +1,24 @@
 /**
- * Frame codec: a 4-byte big-endian length, then one msgpack map.
- *
- * Shared by the broker and the satellite runtime; no runtime-specific imports.
+ * Frame codec: a 4-byte big-endian length, then one msgpack map — the
+ * broker's side, with msgpackr; no runtime-specific imports. The satellite
+ * frames with its own msgpack code (`cap/framing.ts`); both check what they
+ * decode with `frame-check.ts`, which keeps msgpackr out of every artifact.
  */
 import { Packr, Unpackr } from "msgpackr";
-import * as v from "valibot";
+import type * as v from "valibot";
 import { FRAME_BOUNDS, scanMsgpack, type DocumentBoundsError } from "./document-bounds.js";
-import { describeIssues } from "./frames.js";
+import { DEFAULT_MAX_FRAME_BYTES, ProtocolError, checkFrame, type TagIndex } from "./frame-check.js";
 
-/** Default bound on one frame's body, enforced by both sides. */
-export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+export {
+  DEFAULT_MAX_FRAME_BYTES,
+  ProtocolError,
+  checkFrame,
+  tagIndex,
+  type ProtocolErrorCode,
+  type TagIndex,
+} from "./frame-check.js";
+
 const HEADER_BYTES = 4;
-
-export type ProtocolErrorCode = "frame_too_large" | "malformed_frame" | "truncated_frame" | "unexpected_frame";
-
-/** A violation of the wire protocol: the connection that carried it is closed. */
-export class ProtocolError extends Error {
-  override readonly name = "ProtocolError";
-  constructor(
-    readonly code: ProtocolErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 // Plain maps, no records: nothing a peer sends can define structures for us.
 const packr = new Packr({ useRecords: false, moreTypes: false });
@@ -49,43 +44,6 @@ export function encodeFrame(frame: object, maxFrameBytes = DEFAULT_MAX_FRAME_BYT
   return out;
 }
 
-/**
- * A variant of frame schemas by their literal tags (`t`), made once before any
- * frame is read: a frame is checked against the one option its tag names.
- * valibot's variant tries each option's tag in turn, building objects per
- * try (a third of a small frame's check). Plain loops and indexing only: the
- * satellite's copy runs beside extension code, which may have patched methods.
- */
-export interface TagIndex {
-  readonly key: string;
-  readonly tags: readonly unknown[];
-  readonly options: readonly v.GenericSchema[];
-}
-
-export function tagIndex(
-  schema: v.VariantSchema<string, v.VariantOptions<string>, v.ErrorMessage<v.VariantIssue> | undefined>,
-): TagIndex {
-  const tags: unknown[] = [];
-  const options: v.GenericSchema[] = [];
-  for (let i = 0; i < schema.options.length; i++) {
-    const option = schema.options[i]!;
-    const tag = (option as { entries: Record<string, v.GenericSchema> }).entries[schema.key];
-    // Only literal tags are indexed; any other option leaves the variant to valibot.
-    if (option.type !== "object" || tag?.type !== "literal") return { key: schema.key, tags: [], options: [] };
-    tags[i] = (tag as v.LiteralSchema<v.Literal, undefined>).literal;
-    options[i] = option;
-  }
-  return { key: schema.key, tags, options };
-}
-
-/** The option of `index` that `raw`'s tag names, or `fallback` (the whole variant, for its error). */
-function optionFor(index: TagIndex | undefined, raw: object, fallback: v.GenericSchema): v.GenericSchema {
-  if (index === undefined) return fallback;
-  const tag = (raw as Record<string, unknown>)[index.key];
-  for (let i = 0; i < index.tags.length; i++) if (index.tags[i] === tag) return index.options[i]!;
-  return fallback;
-}
-
 /** Decodes one frame body and checks it against `schema` (the option its tag names, when `index` is given). */
 export function decodeFrame<S extends v.GenericSchema>(
   body: Uint8Array,
@@ -105,36 +63,6 @@ export function decodeFrame<S extends v.GenericSchema>(
     );
   }
   return checkFrame(schema, () => unpackr.unpack(body), Array.isArray, index);
-}
-
-/**
- * Decodes a frame body with `decode` and checks it against `schema`, in the
- * wording both sides of the wire share. `isArray` is the caller's: the
- * satellite passes one captured before extension code ran.
- */
-export function checkFrame<S extends v.GenericSchema>(
-  schema: S,
-  decode: () => unknown,
-  isArray: (value: unknown) => boolean,
-  index?: TagIndex,
-): v.InferOutput<S> {
-  let raw: unknown;
-  try {
-    raw = decode();
-  } catch (err) {
-    throw new ProtocolError("malformed_frame", `Frame is not msgpack: ${(err as Error).message}`);
-  }
-  if (typeof raw !== "object" || raw === null || isArray(raw))
-    throw new ProtocolError("malformed_frame", "Frame is not a msgpack map");
-  const parsed = v.safeParse(optionFor(index, raw, schema), raw);
-  if (!parsed.success) {
-    const t = (raw as { t?: unknown }).t;
-    throw new ProtocolError(
-      "malformed_frame",
-      `Bad ${typeof t === "string" ? `'${t.slice(0, 32)}' ` : ""}frame: ${describeIssues(parsed.issues)}`,
-    );
-  }
-  return parsed.output;
 }
 
 /**

@@ -304,6 +304,7 @@ describe("layering", () => {
       "jail-runtime/wire/codes.ts",
       "jail-runtime/wire/document-bounds.ts",
       "jail-runtime/wire/events.ts",
+      "jail-runtime/wire/frame-check.ts",
       "jail-runtime/wire/frames.ts",
       "jail-runtime/wire/kinds.ts",
       "jail-runtime/wire/kv-args.ts",
@@ -347,6 +348,26 @@ describe("layering", () => {
       e.to === null ? !["valibot", "msgpackr"].includes(e.specifier) : !e.to.startsWith("jail-runtime/wire/"),
     );
     expect(offending).toEqual([]);
+  });
+
+  // The satellite frames with its own msgpack code: msgpackr in an artifact would load Deno's Node layer at
+  // every boot (its `typeof Buffer`), and be parsed there for nothing.
+  test("the satellite's runtime (cap/, ext/), followed transitively, reaches no msgpackr", () => {
+    const runtime = jailFiles.filter((f) => /^jail-runtime\/(cap|ext)\//.test(f) && !f.startsWith(TEST_KIT));
+    const seen = new Set<string>();
+    const queue = [...runtime];
+    const packages = new Set<string>();
+    while (queue.length > 0) {
+      const file = queue.shift()!;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      for (const e of edges([file])) {
+        if (e.to === null) packages.add(`${e.specifier} (from ${file})`);
+        else if (!e.to.startsWith(TEST_KIT)) queue.push(e.to);
+      }
+    }
+    expect(seen.has("jail-runtime/wire/frame-check.ts")).toBe(true);
+    expect([...packages].filter((p) => p.startsWith("msgpackr"))).toEqual([]);
   });
 
   test("jail-runtime/wire/ uses no runtime's globals (no Deno, process, Buffer, require)", () => {
