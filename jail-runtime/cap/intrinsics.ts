@@ -11,8 +11,8 @@
  * as a bound function, which looks nothing up when it is called.
  *
  * Plain JavaScript and web built-ins only (Node runs this file too, in unit
- * tests), and `AsyncLocalStorage`, which both build in; the Deno APIs are
- * captured by the prelude itself.
+ * tests), and the async context (Deno's core variable, or Node's
+ * `AsyncLocalStorage`); the Deno APIs are captured by the prelude itself.
  */
 
 type Uncurried<T, A extends unknown[], R> = (self: T, ...args: A) => R;
@@ -151,10 +151,37 @@ export const promiseThen = uncurry(
 );
 export const abortSignal = getter<AbortController, AbortSignal>(AbortController.prototype, "signal");
 export const abort = uncurry(AbortController.prototype.abort as (this: AbortController, reason?: unknown) => void);
-export const setTimer = setTimeout.bind(globalThis) as (fn: () => void, ms: number) => unknown;
-export const clearTimer = clearTimeout.bind(globalThis) as (timer: unknown) => void;
+
+const bindTo = uncurry(Function.prototype.bind as (this: unknown, self: unknown) => unknown);
+
+/**
+ * A global function, read at its first use: Deno's `setTimeout` and `clearTimeout` are getters that load
+ * its timers when first read (~4 ms of a boot), and most satellites never set one (only a call that reads
+ * `ctx.signal` does). The getter is captured now, so a global an extension replaced is not what is read.
+ */
+function atFirstUse<F extends (...args: never[]) => unknown>(name: string): () => F {
+  const own = Object.getOwnPropertyDescriptor(globalThis, name);
+  const read = own?.get;
+  if (read === undefined) {
+    const fn = bindTo(own?.value as F, globalThis) as F;
+    return () => fn;
+  }
+  const readIt = uncurry(read);
+  let fn: F | undefined;
+  return () => (fn ??= bindTo(readIt(globalThis) as F, globalThis) as F);
+}
+const setTimeoutFn = atFirstUse<(fn: () => void, ms: number) => unknown>("setTimeout");
+const clearTimeoutFn = atFirstUse<(timer: unknown) => void>("clearTimeout");
+export const setTimer = (fn: () => void, ms: number): unknown => setTimeoutFn()(fn, ms);
+export const clearTimer = (timer: unknown): void => clearTimeoutFn()(timer);
 export const dateNow = Date.now.bind(Date) as () => number;
 export const logError = console.error.bind(console) as (...data: unknown[]) => void;
+
+/** A value carried across awaits and timers. */
+interface ContextVariable<T> {
+  run(store: T, fn: () => unknown): unknown;
+  get(): T | undefined;
+}
 
 /** What `AsyncLocalStorage` offers here (its types are Node's; the SDK compiles without them). */
 interface LocalStorage<T> {
@@ -163,17 +190,68 @@ interface LocalStorage<T> {
 }
 type LocalStorageClass = new <T>() => LocalStorage<T>;
 
-// Fetched, not imported: an import of `node:async_hooks` would make every author's `deno check` need
-// Node's type package, and the artifact would keep an import the install's scan refuses.
-const AsyncLocalStorage = (
-  (globalThis as { process?: { getBuiltinModule?(id: string): unknown } }).process?.getBuiltinModule?.(
-    "node:async_hooks",
-  ) as { AsyncLocalStorage?: LocalStorageClass } | undefined
-)?.AsyncLocalStorage;
-if (AsyncLocalStorage === undefined)
-  throw new Error("tether satellite: this runtime has no AsyncLocalStorage (Deno 2 and Node 20.16 have)");
-const storageRun = uncurry(AsyncLocalStorage.prototype.run as LocalStorage<unknown>["run"]);
-const storageGet = uncurry(AsyncLocalStorage.prototype.getStore as LocalStorage<unknown>["getStore"]);
+/** The part of Deno's core the runtime uses: the async-context variable its AsyncLocalStorage is built on. */
+interface DenoCore {
+  readonly AsyncVariable?: new () => { enter(value: unknown): unknown; get(): unknown };
+  readonly setAsyncContext?: (mapping: unknown) => void;
+}
+
+/**
+ * Deno's own async variable, as Deno's `node:async_hooks` AsyncLocalStorage uses it (`run`: `enter`, then
+ * `setAsyncContext` back to what it returned; `getStore`: `get`). Fetching `node:async_hooks` instead
+ * loads Deno's Node compatibility layer, ~10 ms of every satellite's boot. Null off Deno (Node, in unit
+ * tests), or on a Deno without it; `tests/unit/satellite-async-context.test.ts` holds the pinned Deno to it.
+ */
+function denoVariables(): (<T>() => ContextVariable<T>) | null {
+  const deno = (globalThis as { Deno?: { readonly internal?: unknown } }).Deno;
+  const internal = deno?.internal;
+  if (typeof internal !== "symbol") return null;
+  const core = (deno as Record<symbol, { core?: DenoCore } | undefined>)[internal]?.core;
+  const Variable = core?.AsyncVariable;
+  const setContext = core?.setAsyncContext;
+  if (typeof Variable !== "function" || typeof setContext !== "function") return null;
+  const enter = uncurry(Variable.prototype.enter as (this: object, value: unknown) => unknown);
+  const get = uncurry(Variable.prototype.get as (this: object) => unknown);
+  return <T>(): ContextVariable<T> => {
+    const variable = new Variable();
+    return {
+      run: (store, fn) => {
+        const before = enter(variable, store);
+        try {
+          return fn();
+        } finally {
+          setContext(before);
+        }
+      },
+      get: () => get(variable) as T | undefined,
+    };
+  };
+}
+
+/** Node's AsyncLocalStorage, fetched, not imported (see below); it throws where there is none. */
+function localStorages(): <T>() => ContextVariable<T> {
+  // Fetched, not imported: an import of `node:async_hooks` would make every author's `deno check` need
+  // Node's type package, and the artifact would keep an import the install's scan refuses.
+  const AsyncLocalStorage = (
+    (globalThis as { process?: { getBuiltinModule?(id: string): unknown } }).process?.getBuiltinModule?.(
+      "node:async_hooks",
+    ) as { AsyncLocalStorage?: LocalStorageClass } | undefined
+  )?.AsyncLocalStorage;
+  if (AsyncLocalStorage === undefined)
+    throw new Error("tether satellite: this runtime has no AsyncLocalStorage (Deno 2 and Node 20.16 have)");
+  const storageRun = uncurry(AsyncLocalStorage.prototype.run as LocalStorage<unknown>["run"]);
+  const storageGet = uncurry(AsyncLocalStorage.prototype.getStore as LocalStorage<unknown>["getStore"]);
+  return <T>(): ContextVariable<T> => {
+    const storage = new AsyncLocalStorage<T>();
+    return { run: (store, fn) => storageRun(storage, store, fn), get: () => storageGet(storage) as T | undefined };
+  };
+}
+
+const fromDeno = denoVariables();
+/** Where the invocation context comes from here: Deno's core, or Node's `node:async_hooks`. */
+export const asyncContextSource: "deno core" | "node:async_hooks" =
+  fromDeno !== null ? "deno core" : "node:async_hooks";
+const contextVariable = fromDeno ?? localStorages();
 
 /**
  * Which open invocation the running code belongs to, carried across awaits
@@ -181,13 +259,13 @@ const storageGet = uncurry(AsyncLocalStorage.prototype.getStore as LocalStorage<
  * made it, not of whichever one happens to be open (several may be).
  */
 export class InvocationContext<T> {
-  readonly #storage: LocalStorage<T> = new AsyncLocalStorage!<T>();
+  readonly #variable: ContextVariable<T> = contextVariable<T>();
 
   run<R>(store: T, fn: () => R): R {
-    return storageRun(this.#storage, store, fn) as R;
+    return this.#variable.run(store, fn) as R;
   }
 
   get(): T | undefined {
-    return storageGet(this.#storage) as T | undefined;
+    return this.#variable.get();
   }
 }
