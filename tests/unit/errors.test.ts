@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BROKER_CODES, BrokerCode, TetherError, WIRE_CODES, WireCode } from "../../broker/base/errors.js";
-import { ProtocolError, type ProtocolErrorCode } from "../../jail-runtime/wire/codec.js";
+import { ProtocolError, type ProtocolErrorCode } from "../../jail-runtime/wire/frame-check.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const DOC = readFileSync(resolve(REPO, "docs/errors.md"), "utf8");
