@@ -14,11 +14,12 @@
  * are read side by side. The raw floor (`bench/lib/floor.ts`: Node and Deno
  * doing the least they can over the same socket) runs in the same rounds, so
  * its rows are the floor each column is read against ("broker" is its Node
- * side, "satellite" its Deno side). The last rows enter the same call lower
- * down the broker (its session scope, its satellite's queue, the process
- * itself): the difference between two rows is what the layer between them
- * costs. `N` calls per round (default 2000), `ROUNDS` rounds
- * (default 3, variants interleaved), medians printed.
+ * side, "satellite" its Deno side; a hooked call's floor is two Deno peers
+ * asked in turn, so that three processes take turns on the CPUs as there).
+ * The last rows enter the same call lower down the broker (its session scope,
+ * its satellite's queue, the process itself): the difference between two rows
+ * is what the layer between them costs. `N` calls per round (default 2000),
+ * `ROUNDS` rounds (default 3, variants interleaved), medians printed.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -147,6 +148,8 @@ const home = mkdtempSync(join(tmpdir(), "tether-stages-"));
 const broker = openBroker(home);
 const floorScript = await bundleFloorEcho();
 const floor = (await FloorPeer.boot(floorScript.script)).peer;
+// A second peer: a hooked call's floor is a round trip to the hook's process, then one to the tool's.
+const floorHook = (await FloorPeer.boot(floorScript.script)).peer;
 try {
   await installApproved(broker, ECHO_DIR);
   await installApproved(broker, NOP_GUARD_DIR, false);
@@ -161,6 +164,10 @@ try {
   await installApproved(wideBroker, wide);
   const wideSession = await openSession(wideBroker, "wide", wideHome, ["echo"]);
   const floorCall = () => floor.call(ARGS);
+  const floorTwoPeers = async () => {
+    await floorHook.call(ARGS);
+    return floor.call(ARGS);
+  };
   // The same echo call entered lower down the broker's stack: what each layer above costs.
   const layers = (session: string, label: string): Variant[] => {
     const scope = (session === "wide" ? wideBroker : broker).scope(session);
@@ -191,6 +198,7 @@ try {
     { name: "raw floor (Node⇄Deno msgpack, no jail)", call: floorCall, depth: 1 },
     { name: "unhooked", call: echo(plain), depth: 1 },
     { name: "1 matching tool_call hook", call: echo(hooked), depth: 1 },
+    { name: "raw floor, two peers in turn (a hooked call's floor)", call: floorTwoPeers, depth: 1 },
     { name: "raw floor, 8 in flight", call: floorCall, depth: 8 },
     { name: "8 in flight, concurrency 1 (they queue)", call: echo(plain), depth: 8 },
     { name: "8 in flight, concurrency 8 (one satellite)", call: echo(wideSession), depth: 8 },
@@ -221,6 +229,7 @@ try {
   rmSync(wideHome, { recursive: true, force: true });
 } finally {
   await floor.close();
+  await floorHook.close();
   floorScript.cleanup();
   await broker.close();
   rmSync(home, { recursive: true, force: true });
