@@ -5,7 +5,11 @@
  * An extension may then patch globals and prototypes (JSON, Promise.prototype,
  * Uint8Array.prototype, TextEncoder.prototype …) for itself; the runtime keeps
  * calling these originals, so its frames, its dispatch and its channel are not
- * changed by that.
+ * changed by that. (Deno's own wrappers of its socket reads and writes look up
+ * `Function.prototype.call` when called, so a patch there sees the channel's
+ * bytes: all of them the extension's own. What protects anything is the
+ * broker, which judges every frame; this keeps an extension's patches from
+ * breaking its runtime by accident.)
  *
  * A method is kept uncurried — `u8Set(bytes, src, at)` for `bytes.set(src, at)` —
  * as a bound function, which looks nothing up when it is called.
