@@ -23,7 +23,7 @@ import {
 import type { SessionKind } from "../../jail-runtime/wire/session-kinds.js";
 import { WireCode } from "../base/errors.js";
 import { failure, type Failure } from "../base/outcome.js";
-import type { ToolArgsChecker } from "../base/tool-args.js";
+import { type ToolArgsChecker, toolArgsKey } from "../base/tool-args.js";
 import type { KindSection, KindSections } from "../install/kind-section.js";
 import { isManifestKey, type Manifest } from "../install/manifest.js";
 import type { Grants } from "../registry/grants.js";
@@ -84,7 +84,7 @@ function toolRow(args: ToolArgsChecker): KindRow {
         return refused(
           failure(WireCode.unknownTool, `Unknown tool '${name}'; '${extension}' serves [${list(grants.tools)}]`),
         );
-      const checked = args.check(`${installed.manifestHash}:${name}`, row.parameters, payload);
+      const checked = args.check(toolArgsKey(installed.manifestHash, name), row.parameters, payload);
       // Refused before it reached the satellite; the ledger still shows it.
       if (!checked.ok) return refused(failure(WireCode.badArguments, `tool '${name}': ${checked.msg}`), true);
       return { deadlineMs: Math.min(row.deadline_ms ?? grants.limits.deadline_ms, grants.limits.deadline_ms) };

@@ -15,7 +15,7 @@ import { NOTHING_COMPOSED, type TraceRow } from "../hooks/compose.js";
 import { failure, type InvocationOutcome, type ToolContent, type ToolReply } from "../base/outcome.js";
 import type { ScopeCallOptions, SessionScope } from "../kernel/session-scope.js";
 import type { Ledger } from "../store/ledger.js";
-import type { ToolArgsChecker } from "../base/tool-args.js";
+import { type ToolArgsChecker, toolArgsKey } from "../base/tool-args.js";
 import type { ActiveSet } from "./active-set.js";
 import { lostApprovalOutcome } from "./lost-approval.js";
 import type { SessionBus } from "./bus.js";
@@ -177,7 +177,7 @@ export async function hookedToolCall(
     const outcome = failure(WireCode.badArguments, `tool '${tool}': ${what}`);
     return plainReport(callId, args, outcome, extension, null);
   }
-  const schemaKey = `${session.active.applied.known.get(extension)?.installed?.manifestHash ?? ""}:${tool}`;
+  const schemaKey = toolArgsKey(session.active.applied.known.get(extension)?.installed?.manifestHash ?? "", tool);
   /** Why the tool's schema refuses these arguments (JSON text), or null. */
   const unfit = (text: string): string | null => {
     const checked = session.toolArgs.check(schemaKey, row?.parameters ?? { type: "object" }, text);

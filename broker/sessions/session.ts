@@ -34,6 +34,7 @@ import { ModelRuns } from "./model-runs.js";
 import { SessionSearchParts } from "./session-search.js";
 import { ReportedActs } from "./reported-acts.js";
 import { lostApprovalOutcome } from "./lost-approval.js";
+import { planToolSchemas } from "./plan-tool-schemas.js";
 import type { SearchReport } from "./search-call.js";
 import type { SessionSearchProviders } from "./search-providers.js";
 
@@ -149,8 +150,10 @@ export class Session {
     scope.acts = session.#acts;
     try {
       const activating = session.#active.activate(new Set(), resumed);
-      // Ajv loads while the satellites boot (started just above): the first tool call checks its arguments with it.
-      void broker.toolArgs.load();
+      // While the satellites boot (started just above): Ajv loads and compiles the schemas of the tools the
+      // session will serve, which each tool's first call would otherwise compile.
+      const pending = session.#active.pending;
+      broker.toolArgs.precompile(pending === null ? [] : planToolSchemas(pending), activating);
       session.#active.apply((await activating).applied);
     } catch (err) {
       scope.release();
