@@ -356,7 +356,7 @@ export class ActiveSet {
     if (this.closed) throw new TetherError(BrokerCode.closed, `Session '${this.id}' is closed`);
     this.#broker.approvals.notice();
     if (!this.#stale) return;
-    this.#stale = false;
+    // #set decides whether it is still stale (by the epoch read here); a read that throws leaves it so.
     const epoch = this.#broker.approvals.epoch;
     const known = knownExtensions(this.#broker);
     const before = new Set(this.#applied.plan.active);
