@@ -4,7 +4,7 @@
  * github-issues extension's request and redacted from what comes back; then the
  * model providers' catalog and a streamed completion from a fake
  * OpenAI-compatible server. The servers listen on the loopback ports the
- * example manifests name (47312, 47313, 47320).
+ * example manifests name (./ports.ts).
  */
 import { join } from "node:path";
 import type { Broker } from "../broker.js";
@@ -13,6 +13,7 @@ import { loginsOf } from "../login/logins.js";
 import { startGithubApi, type GithubApi } from "../../examples/servers/github-api.js";
 import { fakeOpenAi, type FakeProvider } from "../../examples/servers/fake-providers.js";
 import { startOAuthServer, type OAuthServer } from "../../examples/servers/oauth-server.js";
+import { DEMO_PORTS } from "./ports.js";
 
 const SESSION = "credentials";
 
@@ -35,17 +36,19 @@ export async function credentialsDemo(broker: Broker, repo: string, step: (title
   let api: GithubApi | null = null;
   let provider: FakeProvider | null = null;
   try {
-    oauth = await listen("OAuth server", 47312, () => startOAuthServer(47312));
+    oauth = await listen("OAuth server", DEMO_PORTS.oauth, () => startOAuthServer(DEMO_PORTS.oauth));
     // The device flow polls every `interval` seconds: one, so the demo waits a second, not five.
     oauth.knobs.interval = 1;
     const issuer = oauth;
-    api = await listen("GitHub-style API", 47313, () => startGithubApi(issuer, 47313));
+    api = await listen("GitHub-style API", DEMO_PORTS.githubApi, () => startGithubApi(issuer, DEMO_PORTS.githubApi));
     const script = {
       deltas: ["The ", "token ", "stayed ", "with ", "the ", "broker", "."],
       inputTokens: 9,
       outputTokens: 7,
     };
-    provider = await listen("OpenAI-compatible provider", 47320, () => fakeOpenAi(script, 47320));
+    provider = await listen("OpenAI-compatible provider", DEMO_PORTS.openAi, () =>
+      fakeOpenAi(script, DEMO_PORTS.openAi),
+    );
 
     step("Credentials: the broker signs in; the token fills the extension's requests and never enters the jail");
     for (const name of ["github-issues", "openai-compatible"]) {

@@ -3,7 +3,7 @@
  * strategy `summarise-with-model` asks a model itself (`model.complete`,
  * budgeted by its `[model]` table), routed through the session's provider
  * preference to the OpenAI-compatible example provider, against the fake
- * server of examples/servers/ on the loopback port its manifest names (47320).
+ * server of examples/servers/ on the loopback port its manifest names (./ports.ts).
  * First while a run of the session is active — refused, `busy_session` — then
  * once the turn has settled.
  */
@@ -12,6 +12,7 @@ import type { Broker } from "../broker.js";
 import { queryAudit } from "../operator/audit.js";
 import type { Session } from "../sessions/session.js";
 import { fakeOpenAi } from "../../examples/servers/fake-providers.js";
+import { DEMO_PORTS } from "./ports.js";
 
 const CONVERSATION = [
   { role: "user", content: "Why does the build fail?" },
@@ -37,9 +38,11 @@ export async function modelCallDemo(
   };
   let provider;
   try {
-    provider = await fakeOpenAi(script, 47320);
+    provider = await fakeOpenAi(script, DEMO_PORTS.openAi);
   } catch (err) {
-    throw new Error(`cannot start the demo OpenAI-compatible provider on 127.0.0.1:47320: ${(err as Error).message}`);
+    throw new Error(
+      `cannot start the demo OpenAI-compatible provider on 127.0.0.1:${DEMO_PORTS.openAi}: ${(err as Error).message}`,
+    );
   }
   try {
     if (broker.registry.get("openai-compatible") === null) {

@@ -19,6 +19,7 @@ import { buildReview, renderReview } from "../registry/review.js";
 import { type InvocationOutcome, textOf } from "../base/outcome.js";
 import { Session, type ExtensionStatus } from "../sessions/session.js";
 import { CONSOLE_MS, consoleDemo } from "./console.js";
+import { DEMO_PORTS } from "./ports.js";
 import { credentialsDemo } from "./credentials.js";
 import { modelCallDemo } from "./model-call.js";
 import { sessionKindsDemo } from "./session-kinds.js";
@@ -77,9 +78,9 @@ function startWeatherService(): Promise<Server> {
   });
   return new Promise((resolve, reject) => {
     server.once("error", (err) =>
-      reject(new Error(`cannot start the demo weather service on 127.0.0.1:47311: ${err.message}`)),
+      reject(new Error(`cannot start the demo weather service on 127.0.0.1:${DEMO_PORTS.weather}: ${err.message}`)),
     );
-    server.listen(47311, "127.0.0.1", () => resolve(server));
+    server.listen(DEMO_PORTS.weather, "127.0.0.1", () => resolve(server));
   });
 }
 
@@ -266,19 +267,18 @@ async function main(): Promise<void> {
       onReport: (t) => console.log(`  partial: ${t}`),
     });
     console.log(`  forecast → ${show(forecast.outcome)}`);
-    console.log(`  fetch http://127.0.0.1:47311/admin → ${await fetchUrl("http://127.0.0.1:47311/admin")}`);
+    const admin = `http://127.0.0.1:${DEMO_PORTS.weather}/admin`;
+    console.log(`  fetch ${admin} → ${await fetchUrl(admin)}`);
     console.log(`  fetch https://api.evil.example/ → ${await fetchUrl("https://api.evil.example/")}`);
     console.log(
       `  fetch http://169.254.169.254/latest/meta-data/ ` +
         `→ ${await fetchUrl("http://169.254.169.254/latest/meta-data/")}`,
     );
-    console.log(
-      `  fetch http://2130706433:47311/v1/forecast?city=Porto (the rule's own address, written ` +
-        `in decimal) → ${await fetchUrl("http://2130706433:47311/v1/forecast?city=Porto")}`,
-    );
+    const decimal = `http://2130706433:${DEMO_PORTS.weather}/v1/forecast?city=Porto`;
+    console.log(`  fetch ${decimal} (the rule's own address, written in decimal) → ${await fetchUrl(decimal)}`);
 
     step("The operator flags a host: the guard's cap_call hook refuses what policy and approval allow");
-    const porto = "http://127.0.0.1:47311/v1/forecast?city=Porto";
+    const porto = `http://127.0.0.1:${DEMO_PORTS.weather}/v1/forecast?city=Porto`;
     console.log(`  fetch ${porto} → ${await fetchUrl(porto)}`);
     console.log(`  /flag 127.0.0.1 → ${show((await session.runCommand("/flag 127.0.0.1")).outcome)}`);
     console.log(`  fetch ${porto} → ${await fetchUrl(porto)}`);
