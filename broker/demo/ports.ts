@@ -6,11 +6,11 @@
  */
 export const DEMO_PORTS = {
   /** The weather service (manifests/weather's `[net] allow`). */
-  weather: 47311,
+  weather: 17311,
   /** The OAuth server (manifests/github-issues's `[[login]]` endpoints). */
-  oauth: 47312,
+  oauth: 17312,
   /** The GitHub-style API (manifests/github-issues's `[net] allow` and secret rule). */
-  githubApi: 47313,
+  githubApi: 17313,
   /** The OpenAI-compatible provider (manifests/openai-compatible's `base_url` and `[net] allow`). */
-  openAi: 47320,
+  openAi: 17320,
 } as const;

@@ -1,8 +1,8 @@
 import { assertEquals, testKit } from "@tether/ext/testing";
 import * as anthropic from "./index.ts";
 
-const URL = "http://127.0.0.1:47321/v1/messages";
-const BASE = "http://127.0.0.1:47321/v1";
+const URL = "http://127.0.0.1:17321/v1/messages";
+const BASE = "http://127.0.0.1:17321/v1";
 const event = (name: string, body: unknown) => `event: ${name}\ndata: ${JSON.stringify(body)}\n\n`;
 const STREAM =
   event("message_start", {

@@ -1,7 +1,7 @@
 import { net } from "@tether/cap";
 import { decodeArgs, json, outcome, refuse, text, v, type Tool } from "@tether/ext";
 
-const API = "http://127.0.0.1:47313";
+const API = "http://127.0.0.1:17313";
 
 /** GET under the API with the sign-in's token, which the broker adds (this code never holds it). */
 async function get(path: string) {

@@ -1,7 +1,7 @@
 import { assertEquals, testKit } from "@tether/ext/testing";
 import * as github from "./index.ts";
 
-const API = "http://127.0.0.1:47313";
+const API = "http://127.0.0.1:17313";
 // The broker would add the token and redact its echo: here the API's answer already says `[secret]`.
 const ME = { login: "octo-operator", id: 1, debug: { authorization: "[secret]" } };
 

@@ -1,8 +1,8 @@
 import { assertEquals, testKit } from "@tether/ext/testing";
 import * as openai from "./index.ts";
 
-const URL = "http://127.0.0.1:47320/v1/chat/completions";
-const BASE = "http://127.0.0.1:47320/v1";
+const URL = "http://127.0.0.1:17320/v1/chat/completions";
+const BASE = "http://127.0.0.1:17320/v1";
 const chunk = (body: unknown) => `data: ${JSON.stringify(body)}\n\n`;
 const STREAM =
   chunk({ model: "gpt-4o-mini", choices: [{ delta: { role: "assistant", content: "" } }] }) +

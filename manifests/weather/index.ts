@@ -1,7 +1,7 @@
 import { CapError, kv, net } from "@tether/cap";
 import { decodeArgs, json, outcome, refuse, text, v, type Tool } from "@tether/ext";
 
-const SERVICE = "http://127.0.0.1:47311/v1";
+const SERVICE = "http://127.0.0.1:17311/v1";
 
 export const tools: Record<string, Tool> = {
   forecast: async (args, ctx) => {

@@ -3,7 +3,7 @@ import * as weather from "./index.ts";
 
 const LISBON = { city: "Lisbon", summary: "sunny", high_c: 24 };
 // The routes stand for the approved `[net] allow` rule and the service behind it.
-const SERVICE = { "GET http://127.0.0.1:47311/v1/forecast?city=Lisbon": { json: LISBON } };
+const SERVICE = { "GET http://127.0.0.1:17311/v1/forecast?city=Lisbon": { json: LISBON } };
 
 Deno.test("forecast asks the service, remembers the city and answers text and JSON", async () => {
   const kit = testKit(weather, { name: "weather", net: SERVICE });
@@ -22,14 +22,14 @@ Deno.test("forecast asks the service, remembers the city and answers text and JS
   assertEquals(kit.reports, ["asking the weather service about Lisbon"]);
   assertEquals(
     kit.net.requests.map((r) => `${r.method} ${r.url}`),
-    ["GET http://127.0.0.1:47311/v1/forecast?city=Lisbon"],
+    ["GET http://127.0.0.1:17311/v1/forecast?city=Lisbon"],
   );
 });
 
 Deno.test("forecast refuses when the service answers an error status", async () => {
   const kit = testKit(weather, {
     name: "weather",
-    net: { "GET http://127.0.0.1:47311/v1/forecast*": { status: 503, body: "down" } },
+    net: { "GET http://127.0.0.1:17311/v1/forecast*": { status: 503, body: "down" } },
   });
   assertEquals(await kit.tool("forecast", { city: "Oslo" }), {
     ok: false,
@@ -45,7 +45,7 @@ Deno.test("forecast left uncaught: a URL no approved rule allows is the broker's
     ok: false,
     error: {
       code: "denied",
-      msg: "tool 'forecast': net.fetch refused: no approved rule of 'weather' allows GET http://127.0.0.1:47311/v1/forecast (rule: manifest:no-match)",
+      msg: "tool 'forecast': net.fetch refused: no approved rule of 'weather' allows GET http://127.0.0.1:17311/v1/forecast (rule: manifest:no-match)",
     },
   });
 });
@@ -68,9 +68,9 @@ Deno.test("fetch_url catches refusals: a URL no rule allows, the session's allow
   const kit = testKit(weather, {
     name: "weather",
     net: {
-      "http://127.0.0.1:47311/v1/private*": { refuse: "session:allow" },
-      "http://127.0.0.1:47311/v1/slow*": { unreachable: "connect ECONNREFUSED 127.0.0.1:47311" },
-      "http://127.0.0.1:47311/v1/*": { body: "hello" },
+      "http://127.0.0.1:17311/v1/private*": { refuse: "session:allow" },
+      "http://127.0.0.1:17311/v1/slow*": { unreachable: "connect ECONNREFUSED 127.0.0.1:17311" },
+      "http://127.0.0.1:17311/v1/*": { body: "hello" },
       "https://ok.example/*": { body: "never sent" },
     },
   });
@@ -81,23 +81,23 @@ Deno.test("fetch_url catches refusals: a URL no rule allows, the session's allow
       msg: "denied: net.fetch refused: no approved rule of 'weather' allows GET https://ok.example/a (rule: manifest:no-match)",
     },
   });
-  assertEquals(await kit.tool("fetch_url", { url: "http://127.0.0.1:47311/v1/private/x" }), {
+  assertEquals(await kit.tool("fetch_url", { url: "http://127.0.0.1:17311/v1/private/x" }), {
     ok: false,
     error: {
       code: "refused",
-      msg: "denied: net.fetch refused: the session's allow list does not include http://127.0.0.1:47311/v1/private/x (rule: session:allow)",
+      msg: "denied: net.fetch refused: the session's allow list does not include http://127.0.0.1:17311/v1/private/x (rule: session:allow)",
     },
   });
-  assertEquals(await kit.tool("fetch_url", { url: "http://127.0.0.1:47311/v1/slow" }), {
+  assertEquals(await kit.tool("fetch_url", { url: "http://127.0.0.1:17311/v1/slow" }), {
     ok: false,
-    error: { code: "refused", msg: "unreachable: net.fetch failed: connect ECONNREFUSED 127.0.0.1:47311" },
+    error: { code: "refused", msg: "unreachable: net.fetch failed: connect ECONNREFUSED 127.0.0.1:17311" },
   });
   assertEquals(await kit.tool("fetch_url", { url: "file:///etc/passwd" }), {
     ok: false,
     error: { code: "refused", msg: "denied: net.fetch refused: scheme 'file' is not allowed (file://) (rule: url)" },
   });
-  assertEquals(await kit.tool("fetch_url", { url: "http://127.0.0.1:47311/v1/a" }), {
+  assertEquals(await kit.tool("fetch_url", { url: "http://127.0.0.1:17311/v1/a" }), {
     ok: true,
-    value: { content: [{ type: "text", text: "200 from http://127.0.0.1:47311/v1/a (5 bytes)" }], terminate: false },
+    value: { content: [{ type: "text", text: "200 from http://127.0.0.1:17311/v1/a (5 bytes)" }], terminate: false },
   });
 });

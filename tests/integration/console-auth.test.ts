@@ -43,7 +43,7 @@ afterAll(async () => {
 
 /** Every state-changing route, with the fields that would make it act at once. */
 const ROUTES: ReadonlyArray<readonly [string, Record<string, string | string[]>]> = [
-  ["/console/ext/weather/approve", { confirm: "yes", rule: "GET http://127.0.0.1:47311/v1" }],
+  ["/console/ext/weather/approve", { confirm: "yes", rule: "GET http://127.0.0.1:17311/v1" }],
   ["/console/ext/echo/revoke", { confirm: "yes" }],
   ["/console/ext/echo/uninstall", { confirm: "yes" }],
   ["/console/sessions/probe/reload", { confirm: "yes" }],

@@ -7,7 +7,7 @@
  *
  * Until the console itself is served, the URL answers 426 (serve's pointer to
  * its WebSocket protocol): any HTTP answer counts here. The demo's example
- * services listen on the fixed ports its manifests name (47311–47320): a
+ * services listen on the fixed ports its manifests name (17311–17320): a
  * `make demo` running meanwhile on this machine makes the spawned one fail.
  */
 import { spawn } from "node:child_process";

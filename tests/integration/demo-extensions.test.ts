@@ -22,7 +22,7 @@ import { envOptions } from "../support/env-options.js";
 
 const EXTENSIONS = ["echo", "weather", "guard", "briefing", "flaky", "flaky-digest"];
 /** The weather rule's own URL: the operator policy (allow_private) and the approval allow it. */
-const PORTO = "http://127.0.0.1:47311/v1/forecast?city=Porto";
+const PORTO = "http://127.0.0.1:17311/v1/forecast?city=Porto";
 
 interface TraceRow {
   event: string;
@@ -200,7 +200,7 @@ describe("guard: /flag and cap_call", () => {
 
   test("the flag covers the host however the URL spells it (127.0.0.1 written as one decimal number)", async () => {
     const outcome = (
-      await session.callTool("fetch_url", JSON.stringify({ url: "http://2130706433:47311/v1/forecast?city=Porto" }))
+      await session.callTool("fetch_url", JSON.stringify({ url: "http://2130706433:17311/v1/forecast?city=Porto" }))
     ).outcome;
     expect(errorOf(outcome)?.msg).toMatch(hookRefusal);
   });

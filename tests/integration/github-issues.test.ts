@@ -53,8 +53,8 @@ function copyExample(): string {
     writeFileSync(
       path,
       readFileSync(path, "utf8")
-        .replaceAll("http://127.0.0.1:47312", oauth.url)
-        .replaceAll("http://127.0.0.1:47313", api.url),
+        .replaceAll("http://127.0.0.1:17312", oauth.url)
+        .replaceAll("http://127.0.0.1:17313", api.url),
     );
   }
   return dir;

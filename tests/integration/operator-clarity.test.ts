@@ -144,7 +144,7 @@ test(
     const src = copy("weather", "weather-narrow");
     edit(
       join(src, "manifest.toml"),
-      'allow = ["GET http://127.0.0.1:47311/v1"]',
+      'allow = ["GET http://127.0.0.1:17311/v1"]',
       'allow = ["https://api.example.com", "https://tracker.example.com"]',
     );
     ok(await tether(home, "install", src));
@@ -241,12 +241,12 @@ test(
     const policy = join(home, "policy.toml");
     const flag = `      ! every call to its loopback addresses is refused (operator:no-private): add "loopback" to [net] reach in ${policy} to let approved rules reach loopback addresses`;
     const review = ok(await tether(home, "review", "weather"));
-    expect(review.stdout).toContain(`  the network: GET http://127.0.0.1:47311/v1\n      means: `);
+    expect(review.stdout).toContain(`  the network: GET http://127.0.0.1:17311/v1\n      means: `);
     expect(review.stdout).toContain(flag);
     const json = JSON.parse(ok(await tether(home, "review", "weather", "--json")).stdout) as { reach: unknown[] };
     expect(json.reach).toEqual([
       {
-        rule: "GET http://127.0.0.1:47311/v1",
+        rule: "GET http://127.0.0.1:17311/v1",
         class: "loopback",
         refusal: "operator:no-private",
         fix: expect.stringContaining('add "loopback"'),
@@ -259,7 +259,7 @@ test(
       "call",
       "weather",
       "fetch_url",
-      JSON.stringify({ url: "http://127.0.0.1:47311/v1/forecast" }),
+      JSON.stringify({ url: "http://127.0.0.1:17311/v1/forecast" }),
     );
     expect(call.code).toBe(4);
     expect(call.stderr).toContain("(rule: operator:no-private)");

@@ -58,12 +58,12 @@ export async function openProviderHome(prefix: string): Promise<ProviderHome> {
   const broker = Broker.open({ ...envOptions(), home, log: createLogger({ level: "error" }) });
   writeFileSync(join(broker.home, "policy.toml"), "[net]\nallow_private = true\n");
   const folders = [
-    copyExample(tmp, "openai-compatible", "47320", openai, "openai-compatible"),
-    copyExample(tmp, "anthropic-compatible", "47321", anthropic, "anthropic-compatible"),
-    copyExample(tmp, "openai-compatible", "47320", openai, "zz-twin", (t) =>
+    copyExample(tmp, "openai-compatible", "17320", openai, "openai-compatible"),
+    copyExample(tmp, "anthropic-compatible", "17321", anthropic, "anthropic-compatible"),
+    copyExample(tmp, "openai-compatible", "17320", openai, "zz-twin", (t) =>
       t.replace('name = "openai-compatible"', 'name = "zz-twin"'),
     ),
-    copyExample(tmp, "anthropic-compatible", "47321", anthropic, "off-anthropic", (t) =>
+    copyExample(tmp, "anthropic-compatible", "17321", anthropic, "off-anthropic", (t) =>
       t
         .replace('name = "anthropic-compatible"', 'name = "off-anthropic"')
         .replace('name = "local-anthropic"', 'name = "off-anthropic"')

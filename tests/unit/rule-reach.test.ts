@@ -8,9 +8,9 @@ import { reachWarnings } from "../../broker/egress/rule-reach.js";
 const FILE = "/home/op/.tether/policy.toml";
 
 test("a loopback address rule under the default policy: refused operator:no-private until loopback is in [net] reach", () => {
-  expect(reachWarnings(["GET http://127.0.0.1:47311/v1"], NO_REACH, FILE)).toEqual([
+  expect(reachWarnings(["GET http://127.0.0.1:17311/v1"], NO_REACH, FILE)).toEqual([
     {
-      rule: "GET http://127.0.0.1:47311/v1",
+      rule: "GET http://127.0.0.1:17311/v1",
       class: "loopback",
       refusal: "operator:no-private",
       fix: `add "loopback" to [net] reach in ${FILE} to let approved rules reach loopback addresses`,
