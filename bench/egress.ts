@@ -18,7 +18,7 @@ import { createLogger } from "../broker/base/log.js";
 import { fmt, median, table } from "./lib/stats.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const PORT = 47399;
+const PORT = 17399;
 const N = 200;
 const ROUNDS = 5;
 
