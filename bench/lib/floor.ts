@@ -17,7 +17,7 @@ import { denoBinary } from "../../broker/jail/deno-binary.js";
 import { denoRunArgs } from "../../broker/jail/sandbox.js";
 
 /** bench/fixtures, from bench/lib (tsx) or from dist/bench/lib (compiled by `make build`). */
-const FIXTURES =
+export const FIXTURES =
   [
     resolve(dirname(fileURLToPath(import.meta.url)), "../fixtures"),
     resolve(dirname(fileURLToPath(import.meta.url)), "../../../bench/fixtures"),
