@@ -60,7 +60,7 @@ for (let i = 0; i < ${routes}; i++) routes["f" + i] = routes["t" + i] = () => "r
   );
 }
 
-async function connected(server: Server): Promise<Client> {
+async function connected(server: Pick<Server, "connect">): Promise<Client> {
   const client = new Client({ name: "mcp-layer-bench", version: "0" });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
