@@ -181,7 +181,9 @@ export class McpEngine {
       case "invalid":
         return this.onerror?.(
           new Error(
-            `Not a JSON-RPC message${incoming.issues === null ? " (not an object)" : `: ${describeIssues(incoming.issues)}`}`,
+            incoming.issues === null
+              ? "Not a JSON-RPC message (not an object)"
+              : `Not a JSON-RPC message: ${describeIssues(incoming.issues)}`,
           ),
         );
     }

@@ -16,7 +16,10 @@ export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = [
   "2024-10-07",
 ];
 
-/** The version `initialize` answers: the one the client asked for when supported, else the latest (the client decides whether to go on). */
+/**
+ * The version `initialize` answers: the one the client asked for when supported, else the
+ * latest (the client then decides whether to go on).
+ */
 export function negotiatedVersion(requested: string): string {
   return SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
 }
