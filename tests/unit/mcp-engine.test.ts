@@ -328,6 +328,26 @@ describe("stdio: newline-delimited JSON, bounded", () => {
     expect(errors[1]).toMatch(/nested deeper than 64/);
   });
 
+  test("a request past the JSON bounds is answered -32602 for its id, read without parsing it", async () => {
+    const { stdin, out } = await stdio(1 << 20);
+    const deep = `${"[".repeat(1000)}${"]".repeat(1000)}`;
+    stdin.write(
+      `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"e","arguments":{"a":${deep}}},"id":"x\\"y"}\n`,
+    );
+    stdin.write(`{"id": 12, "params": {"id": 5, "deep": ${deep}}, "method": "tools/call", "jsonrpc": "2.0"}\n`);
+    // Not a request (no method), or no id to answer: nothing is sent.
+    stdin.write(`{"jsonrpc":"2.0","id":13,"result":${deep}}\n`);
+    stdin.write(`{"jsonrpc":"2.0","method":"m","params":${deep}}\n`);
+    stdin.write(`{"jsonrpc":"2.0","method":"m","id":1.5,"params":${deep}}\n`);
+    await settle();
+    await settle();
+    const error = { code: -32602, message: expect.stringContaining("nested deeper than 64 levels") };
+    expect(out.map((line) => JSON.parse(line))).toEqual([
+      { jsonrpc: "2.0", id: 'x"y', error },
+      { jsonrpc: "2.0", id: 12, error },
+    ]);
+  });
+
   test("a line past the byte bound is refused as it is read, skipped to its newline, and the next is served", async () => {
     const { engine, stdin, out, errors } = await stdio(100);
     let closed = false;

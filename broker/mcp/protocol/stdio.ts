@@ -5,14 +5,23 @@
  * and then closes), a line is bounded while it is read (MAX_LINE_BYTES, as a
  * request body over HTTP): one past it is refused (`onerror`) and skipped,
  * and the connection goes on. Each line is parsed within CALLER_JSON_BOUNDS
- * (the bounds of every caller's JSON); one that is not JSON is said
- * (`onerror`) and skipped, never answered, as the SDK's transport does.
+ * (the bounds of every caller's JSON, as `tether serve`'s messages and an
+ * HTTP body): a request past them is answered -32602 naming the bound, for
+ * its id when one can be read (salvage.ts), so its client is not left
+ * waiting; a line that is not JSON is said (`onerror`) and skipped, never
+ * answered, as the SDK's transport does.
  */
 import type { Readable, Writable } from "node:stream";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { CALLER_JSON_BOUNDS, parseBoundedJson } from "../../../jail-runtime/wire/document-bounds.js";
+import {
+  CALLER_JSON_BOUNDS,
+  DocumentBoundsError,
+  parseBoundedJson,
+} from "../../../jail-runtime/wire/document-bounds.js";
+import { ErrorCode } from "./error-codes.js";
 import { MAX_BODY_BYTES } from "../http-gate.js";
 import { BoundedLines } from "./lines.js";
+import { requestIdOf } from "./salvage.js";
 import type { Transport } from "./transport.js";
 
 /** The longest message line read (bytes, without its newline): what an HTTP request's body may be. */
@@ -55,6 +64,16 @@ export class StdioTransport implements Transport {
       message = parseBoundedJson(text, CALLER_JSON_BOUNDS);
     } catch (err) {
       this.onerror?.(err as Error);
+      const id = err instanceof DocumentBoundsError ? requestIdOf(text) : undefined;
+      if (id !== undefined)
+        this.send({
+          jsonrpc: "2.0",
+          id,
+          error: {
+            code: ErrorCode.InvalidParams,
+            message: `Invalid params: the message is ${(err as Error).message} (the bound for any JSON document)`,
+          },
+        }).catch((sendErr: unknown) => this.onerror?.(sendErr as Error));
       return;
     }
     try {
