@@ -34,6 +34,8 @@ function fakeTransport(sessionId?: string) {
   return { transport, sent };
 }
 
+const EVERY_CAPABILITY = { tools: {}, prompts: {}, resources: {}, completions: {}, logging: {} };
+
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 async function connected(capabilities: ConstructorParameters<typeof McpEngine>[1]["capabilities"] = { tools: {} }) {
@@ -145,7 +147,7 @@ describe("errors", () => {
     ["logging/setLevel", { level: "loud" }, "params.level"],
     ["tools/list", { cursor: 1 }, "params.cursor"],
   ])("%s with %j is -32602 naming %s; the handler never runs", async (method, params, field) => {
-    const { engine, transport, sent } = await connected();
+    const { engine, transport, sent } = await connected(EVERY_CAPABILITY);
     let ran = false;
     const handler = () => {
       ran = true;
@@ -260,6 +262,15 @@ describe("cancellation and close", () => {
 });
 
 describe("notifications out", () => {
+  test("a handler needs its capability declared, as the SDK's server says; logging answers setLevel itself", async () => {
+    const { engine, transport, sent } = await connected({ tools: {}, logging: {} });
+    expect(() => engine.setRequestHandler("resources/read", () => ({ contents: [] }))).toThrow(/resources/);
+    expect(() => engine.setRequestHandler("prompts/list", () => ({ prompts: [] }))).toThrow(/prompts/);
+    transport.deliver(request(1, "logging/setLevel", { level: "error" }));
+    await settle();
+    expect(sent[0]?.message).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
+  });
+
   test("list_changed needs its capability, as the SDK's server says", async () => {
     const { engine, sent } = await connected({ tools: { listChanged: true }, prompts: {} });
     await engine.sendToolListChanged();

@@ -75,6 +75,19 @@ const NOTIFICATION_NEEDS: Readonly<Record<string, keyof ServerCapabilities>> = {
   "notifications/prompts/list_changed": "prompts",
 };
 
+/** Which capability a method's handler needs declared (the SDK refuses to register it without). */
+const HANDLER_NEEDS: Readonly<Partial<Record<Method, keyof ServerCapabilities>>> = {
+  "logging/setLevel": "logging",
+  "tools/list": "tools",
+  "tools/call": "tools",
+  "prompts/list": "prompts",
+  "prompts/get": "prompts",
+  "completion/complete": "completions",
+  "resources/list": "resources",
+  "resources/templates/list": "resources",
+  "resources/read": "resources",
+};
+
 export class McpEngine {
   readonly #info: ServerInfo;
   readonly #capabilities: ServerCapabilities;
@@ -102,10 +115,15 @@ export class McpEngine {
       ...(this.#instructions ? { instructions: this.#instructions } : {}),
     }));
     this.setRequestHandler("ping", () => ({}));
+    // As the SDK's server: a declared logging capability answers setLevel until a handler of its own replaces this.
+    if (this.#capabilities.logging !== undefined) this.setRequestHandler("logging/setLevel", () => ({}));
   }
 
   /** The method's handler, in place of any before it. */
   setRequestHandler<M extends Method>(method: M, handler: RequestHandler<M>): void {
+    const needs = HANDLER_NEEDS[method];
+    if (needs !== undefined && this.#capabilities[needs] === undefined)
+      throw new Error(`Server does not support ${needs} (required for ${method})`);
     this.#handlers.set(method, handler as (params: never, extra: RequestExtra) => unknown);
   }
 
