@@ -5,8 +5,9 @@
  * `Session.callTool` on echo, of the SDK's `Client` calling a bare SDK
  * `Server` whose handler answers at once over the SDK's in-memory transport
  * (the SDK's own share, both sides), and of the same client calling
- * `createMcpServer` over the session. The server's own cost is the last less
- * the first two. The echo extension is installed with `TOOLS` more tools
+ * `createMcpServer` over the session (Tether's own engine, not the SDK's
+ * server). The server's own cost is the last less the first two (which takes
+ * off the bare SDK server's share too, so it reads a little low). The echo extension is installed with `TOOLS` more tools
  * (default 60: a session with several extensions) and `ROUTES` resources and
  * as many resource templates (default 10), since what a server does per
  * listed item on every call shows only with many. The client lists the tools
@@ -60,7 +61,7 @@ for (let i = 0; i < ${routes}; i++) routes["f" + i] = routes["t" + i] = () => "r
   );
 }
 
-async function connected(server: Server): Promise<Client> {
+async function connected(server: Pick<Server, "connect">): Promise<Client> {
   const client = new Client({ name: "mcp-layer-bench", version: "0" });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);

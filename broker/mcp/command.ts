@@ -50,6 +50,12 @@ function consoleToStderr(): () => void {
   return () => Object.assign(console, saved);
 }
 
+/**
+ * What serving over stdio loads: the server and its stdio transport, neither of which
+ * loads the MCP SDK or zod (the HTTP path, --http, loads the SDK's transport, and only then).
+ */
+export const stdioServerModules = () => Promise.all([import("./server.js"), import("./protocol/stdio.js")]);
+
 export async function runMcp(options: McpOptions): Promise<number> {
   if (options.session === undefined || options.session.trim() === "") {
     say(
@@ -128,9 +134,8 @@ export async function runMcp(options: McpOptions): Promise<number> {
     import("../sessions/session-records.js"),
     import("../base/log.js"),
   ]);
-  // The MCP SDK (its server and zod: a fifth of the start-up here) loads while the session's
-  // satellites boot, which is mostly waiting on their processes.
-  const mcpModules = Promise.all([import("./server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
+  // The MCP server loads while the session's satellites boot, which is mostly waiting on their processes.
+  const mcpModules = stdioServerModules();
   mcpModules.catch(() => {}); // Awaited below; a session that fails to open first must not leave it unhandled.
 
   let broker: Broker | null = null;
@@ -183,14 +188,14 @@ export async function runMcp(options: McpOptions): Promise<number> {
   let closeServer: () => Promise<void> = async () => {};
   try {
     if (port === null) {
-      const [{ createMcpServer }, { StdioServerTransport }] = await mcpModules;
+      const [{ createMcpServer }, { StdioTransport }] = await mcpModules;
       const server = createMcpServer(opened, { version: packageVersion(), onNote: (line) => say(line) });
       server.onerror = (err) => say(`protocol error: ${err.message}`);
       server.onclose = () => stop("the connection closed");
       // Closing the server aborts every open handler's signal: calls in flight end `cancelled`.
       closeServer = () => server.close().catch(() => {});
       // Asked to stop while the session opened: no connection is made.
-      if (stopReason === null) await server.connect(new StdioServerTransport());
+      if (stopReason === null) await server.connect(new StdioTransport());
     } else {
       const { serveMcpHttp } = await import("./http.js");
       const { loadOrCreateToken } = await import("../base/serve-token.js");

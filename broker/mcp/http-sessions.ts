@@ -1,5 +1,6 @@
 /**
- * The MCP sessions of a Streamable HTTP endpoint, each one SDK `Server` over
+ * The MCP sessions of a Streamable HTTP endpoint, each one server (server.ts,
+ * on the SDK's Streamable HTTP transport) over
  * a Tether session (so every client's calls go through that session's hooks,
  * ledger and approvals):
  *   `Mcp-Session-Id` names an open one bound to this Tether session (else 404)
@@ -13,11 +14,11 @@
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Session } from "../sessions/session.js";
 import { refuse } from "./http-gate.js";
+import type { McpEngine } from "./protocol/engine.js";
 import { createMcpServer } from "./server.js";
 
 /** MCP sessions open at once; past it an idle one is ended, or the `initialize` refused. */
@@ -39,7 +40,7 @@ export interface McpSessionsOptions {
 interface Open {
   readonly tether: Session;
   readonly transport: StreamableHTTPServerTransport;
-  readonly server: Server;
+  readonly server: McpEngine;
   /** Requests and streams of this session not yet answered or closed. */
   busy: number;
   /** When its last request or stream ended (Date.now()). */

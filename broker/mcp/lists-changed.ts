@@ -3,8 +3,8 @@
  * the two lists a session's active set decides. A client already gone is no
  * failure.
  */
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { McpEngine } from "./protocol/engine.js";
 
-export async function announceListsChanged(server: Server): Promise<void> {
+export async function announceListsChanged(server: McpEngine): Promise<void> {
   await Promise.all([server.sendToolListChanged(), server.sendPromptListChanged()]).catch(() => {});
 }

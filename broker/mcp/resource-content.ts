@@ -6,7 +6,8 @@
  */
 import { McpFailure } from "./mcp-failure.js";
 import * as v from "valibot";
-import { ErrorCode, type ReadResourceResult } from "@modelcontextprotocol/sdk/types.js";
+import type { ReadResourceResult } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode } from "./protocol/error-codes.js";
 import { Base64 } from "../../jail-runtime/wire/media-blocks.js";
 
 type Contents = ReadResourceResult["contents"][number];

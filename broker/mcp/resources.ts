@@ -15,12 +15,8 @@
  * it keeps a colliding tool name. A fixed URI is matched before any template.
  */
 import { McpFailure } from "./mcp-failure.js";
-import {
-  ErrorCode,
-  type ReadResourceResult,
-  type Resource,
-  type ResourceTemplate,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { ReadResourceResult, Resource, ResourceTemplate } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode } from "./protocol/error-codes.js";
 import { MAX_RESOURCE_URI, type RouteResource } from "../install/route-resource.js";
 import type { NamedRow, Session } from "../sessions/session.js";
 import { resourceContents } from "./resource-content.js";

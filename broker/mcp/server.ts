@@ -1,7 +1,7 @@
 /**
- * A session's active tools as an MCP server (the low-level SDK `Server`: it
- * takes each tool's JSON Schema as it is, where `McpServer.registerTool`
- * wants zod).
+ * A session's active tools as an MCP server (Tether's own engine,
+ * ./protocol/: it takes each tool's JSON Schema as it is, and loads neither
+ * the MCP SDK nor zod, most of the start-up and of the cost per call).
  *
  * - `tools/list`: each active tool, its description, its manifest
  *   `parameters` as `inputSchema` (with `type: "object"` at the top).
@@ -34,29 +34,10 @@
  *   the client last listed).
  */
 import { McpFailure } from "./mcp-failure.js";
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import {
-  CallToolRequestSchema,
-  CompleteRequestSchema,
-  ErrorCode,
-  GetPromptRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-  LoggingLevelSchema,
-  SetLevelRequestSchema,
-  type CallToolRequest,
-  type CallToolResult,
-  type GetPromptResult,
-  type LoggingLevel,
-  type Prompt,
-  type ServerNotification,
-  type ServerRequest,
-  type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, GetPromptResult, Prompt, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { McpEngine, RequestExtra } from "./protocol/engine.js";
+import { ErrorCode } from "./protocol/error-codes.js";
+import { LOGGING_LEVELS, type LoggingLevel, type ParamsOf } from "./protocol/methods.js";
 import { TetherError } from "../base/errors.js";
 import type { InvocationOutcome } from "../base/outcome.js";
 import type { Session, ToolCallReport } from "../sessions/session.js";
@@ -234,7 +215,7 @@ const sameNames = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && a.every((name, i) => name === b[i]);
 
 /** An MCP server over `session` (not connected: `connect` it to a transport). */
-export function createMcpServer(session: Session, options: McpServerOptions): Server {
+export function createMcpServer(session: Session, options: McpServerOptions): McpEngine {
   const note = options.onNote ?? (() => {});
   // Decided as the client connects: a capability cannot be declared later in the connection.
   const withResources = servesResources(session);
@@ -278,15 +259,15 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
   const announced = new Set<string>();
 
   // One server per client connection, so one level: the lowest the client wants to hear.
-  const severity = (level: LoggingLevel) => LoggingLevelSchema.options.indexOf(level);
+  const severity = (level: LoggingLevel) => LOGGING_LEVELS.indexOf(level);
   let threshold: LoggingLevel = "debug";
-  server.setRequestHandler(SetLevelRequestSchema, (request) => {
-    threshold = request.params.level;
+  server.setRequestHandler("logging/setLevel", (params) => {
+    threshold = params.level;
     return {};
   });
   const MCP_LEVEL = { debug: "debug", info: "info", warn: "warning", error: "error" } as const;
 
-  server.setRequestHandler(ListToolsRequestSchema, () => {
+  server.setRequestHandler("tools/list", () => {
     // Read first: a change noticed while the list is worked out leaves an older revision, compared again later.
     const revision = session.revision();
     const { tools, skipped } = listedTools(session);
@@ -303,22 +284,22 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
     return { tools };
   });
 
-  server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: session.commands().map(promptOf) }));
+  server.setRequestHandler("prompts/list", () => ({ prompts: session.commands().map(promptOf) }));
 
-  server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
-    const { name } = request.params;
+  server.setRequestHandler("prompts/get", async (params, extra) => {
+    const { name } = params;
     const command = session.commands().find((c) => c.name === name);
     if (command === undefined)
       throw new McpFailure(ErrorCode.InvalidParams, `Unknown prompt '${name}': the session serves ${namesOf(session)}`);
-    const text = commandText(command, request.params.arguments ?? {});
+    const text = commandText(command, params.arguments ?? {});
     const { outcome } = await session.runCommand(`/${name}${text === "" ? "" : ` ${text}`}`, { signal: extra.signal });
     if (!outcome.ok) throw new McpFailure(ErrorCode.InternalError, `${outcome.error.code}: ${outcome.error.msg}`);
     const messages: GetPromptResult["messages"] = contentOf(outcome).map((content) => ({ role: "user", content }));
     return { description: command.description, messages };
   });
 
-  server.setRequestHandler(CompleteRequestSchema, (request) => {
-    const { ref, argument } = request.params;
+  server.setRequestHandler("completion/complete", (params) => {
+    const { ref, argument } = params;
     const command = ref.type === "ref/prompt" ? session.commands().find((c) => c.name === ref.name) : undefined;
     const choices = command?.arguments.find((a) => a.name === argument.name)?.choices ?? [];
     const values = choices.filter((choice) => choice.startsWith(argument.value));
@@ -369,12 +350,12 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
   };
 
   if (withResources) {
-    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: listResources("resources").resources }));
-    server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    server.setRequestHandler("resources/list", () => ({ resources: listResources("resources").resources }));
+    server.setRequestHandler("resources/templates/list", () => ({
       resourceTemplates: listResources("templates").templates,
     }));
-    server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
-      const { uri } = request.params;
+    server.setRequestHandler("resources/read", async (params, extra) => {
+      const { uri } = params;
       // In order, on the read's own stream, before its answer.
       let sent: Promise<void> = Promise.resolve();
       const logged = (level: LoggingLevel, logger: string, data: string) => {
@@ -400,7 +381,7 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
   }
 
   let inFlight = 0;
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  server.setRequestHandler("tools/call", async (params, extra) => {
     // One client's calls queue behind each other in the session's extensions; past this bound
     // it is told so instead of holding every other client's calls up behind a long queue.
     if (inFlight >= MAX_CALLS_IN_FLIGHT)
@@ -412,19 +393,16 @@ export function createMcpServer(session: Session, options: McpServerOptions): Se
       };
     inFlight += 1;
     try {
-      return await callTool(request, extra);
+      return await callTool(params, extra);
     } finally {
       inFlight -= 1;
     }
   });
 
-  const callTool = async (
-    request: CallToolRequest,
-    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
-  ): Promise<CallToolResult> => {
-    const { name } = request.params;
-    const args = JSON.stringify(request.params.arguments ?? {});
-    const token = request.params._meta?.progressToken;
+  const callTool = async (params: ParamsOf<"tools/call">, extra: RequestExtra): Promise<CallToolResult> => {
+    const { name } = params;
+    const args = JSON.stringify(params.arguments ?? {});
+    const token = params._meta?.progressToken;
     let progress = 0;
     // Sent in order: each partial's notification is queued behind the one before it.
     let sent: Promise<void> = Promise.resolve();

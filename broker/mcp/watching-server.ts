@@ -1,24 +1,23 @@
 /**
- * The SDK's low-level `Server`, watching something for as long as it is
+ * The engine (protocol/engine.ts), watching something for as long as it is
  * connected: `watch` is called as a transport connects, and what it returns
  * (the unwatch) when that transport closes — so a server whose client went
  * away leaves no listener behind on a session that outlives it.
  */
-import { Server, type ServerOptions } from "@modelcontextprotocol/sdk/server/index.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { Implementation } from "@modelcontextprotocol/sdk/types.js";
+import { McpEngine, type EngineOptions, type ServerInfo } from "./protocol/engine.js";
+import type { Transport } from "./protocol/transport.js";
 
-export class WatchingServer extends Server {
+export class WatchingServer extends McpEngine {
   readonly #watch: () => () => void;
 
-  constructor(info: Implementation, options: ServerOptions, watch: () => () => void) {
+  constructor(info: ServerInfo, options: EngineOptions, watch: () => () => void) {
     super(info, options);
     this.#watch = watch;
   }
 
   override async connect(transport: Transport): Promise<void> {
     const unwatch = this.#watch();
-    // The SDK calls a transport's own onclose before its own close handling.
+    // The engine calls a transport's own onclose before its own close handling.
     const prior = transport.onclose;
     transport.onclose = () => {
       unwatch();

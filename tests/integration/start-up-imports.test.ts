@@ -5,8 +5,10 @@
  * the largest packages the broker uses and most commands never need them, so
  * they are imported at their first use, not with the modules that use them
  * (~125 ms of every `tether list` here, and execa ~50 ms more from the
- * bundle; docs/performance.md). Ajv too, but for the MCP server, whose SDK
- * imports it: a session loads it while its satellites boot. Jails start with Node's own spawn. A static import added anywhere
+ * bundle; docs/performance.md). Ajv too. `tether mcp` over stdio, and the
+ * MCP server itself, load neither the MCP SDK nor zod at all (its own engine,
+ * broker/mcp/protocol/: the SDK and its zod schemas were ~175 ms of start-up);
+ * only --http loads the SDK's transport. Jails start with Node's own spawn. A static import added anywhere
  * under these entry points would put them back on every start: a child
  * Node loads each entry through tsx with a resolve hook that refuses those
  * packages, so such an import fails here, naming the module that asked; and
@@ -22,15 +24,17 @@ const run = promisify(execFile);
 
 /** Packages no module may import at load time. */
 const LAZY = ["undici", "esbuild", "execa", "tldts"];
-/** And one no module but the MCP server may (the SDK's own import). */
+/** And one the broker loads at its first use (the SDK's HTTP transport, under --http, imports it too). */
 const LAZY_BUT_FOR_MCP = [...LAZY, "ajv"];
+/** And what `tether mcp` over stdio never loads: the MCP SDK and zod (its own engine serves). */
+const NO_SDK = [...LAZY_BUT_FOR_MCP, "@modelcontextprotocol/sdk", "zod"];
 
 /** What the broker, a session and `tether mcp` load before their first call, each with the packages it must not. */
 const ENTRIES: [string, string[]][] = [
   ["broker/broker.ts", LAZY_BUT_FOR_MCP],
   ["broker/sessions/session.ts", LAZY_BUT_FOR_MCP],
-  ["broker/mcp/command.ts", LAZY_BUT_FOR_MCP],
-  ["broker/mcp/server.ts", LAZY],
+  ["broker/mcp/command.ts", NO_SDK],
+  ["broker/mcp/server.ts", NO_SDK],
 ];
 
 const hook = (lazy: readonly string[]) => `
@@ -72,10 +76,15 @@ test.each(ENTRIES)("%s loads without any of %p", async (entry, lazy) => {
   expect(await loadRefusing(`await import(${JSON.stringify(url)});`, lazy)).toBe("");
 });
 
-test.each(LAZY_BUT_FOR_MCP)("the probe itself refuses %s when a module imports it", async (name) => {
+test("`tether mcp`'s stdio path (the server and its transport, loaded as the session opens) loads neither the SDK nor zod", async () => {
+  const url = pathToFileURL(join(REPO, "broker/mcp/command.ts")).href;
+  expect(await loadRefusing(`await (await import(${JSON.stringify(url)})).stdioServerModules();`, NO_SDK)).toBe("");
+});
+
+test.each(NO_SDK)("the probe itself refuses %s when a module imports it", async (name) => {
   // A module importing it statically, as a broker file would: the hook must name it.
   const module = `data:text/javascript,${encodeURIComponent(`import * as m from "${name}"; export default m;`)}`;
-  expect(await loadRefusing(`await import(${JSON.stringify(module)});`, LAZY_BUT_FOR_MCP)).toContain(
+  expect(await loadRefusing(`await import(${JSON.stringify(module)});`, NO_SDK)).toContain(
     `imported at load time: ${name}`,
   );
 });
