@@ -160,11 +160,12 @@ export class Ledger {
       }).immediate();
     }
     orphans.remove();
-    const running = store.orm
-      .select({ id: invocations.id, owner: invocations.owner })
-      .from(invocations)
-      .where(eq(invocations.outcome, RUNNING))
-      .all();
+    // The literal, not a parameter: only then can SQLite read the partial index of running rows
+    // (schema.ts) rather than every row the home ever recorded.
+    const running = db.prepare(`select id, owner from invocations where outcome = '${RUNNING}'`).all() as Array<{
+      id: number;
+      owner: string | null;
+    }>;
     const dead = running.filter((r) => !ownerAlive(r.owner)).map((r) => r.id);
     if (dead.length > 0) {
       store.orm

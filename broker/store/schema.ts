@@ -139,7 +139,12 @@ export const invocations = sqliteTable(
     /** Commit order: one more than the highest committed before it (rows of before it was added: their id). */
     seq: integer("seq"),
   },
-  (t) => [index("invocations_seq").on(t.seq)],
+  (t) => [
+    index("invocations_seq").on(t.seq),
+    // Only the rows still running: every open looks for those a dead broker left, and a home
+    // keeps every call it ever made. Read with the literal (`outcome = 'running'`), not a parameter.
+    index("invocations_running").on(t.id).where(sql`outcome = 'running'`),
+  ],
 );
 
 /**

@@ -1,0 +1,1 @@
+CREATE INDEX `invocations_running` ON `invocations` (`id`) WHERE outcome = 'running';
