@@ -14,6 +14,7 @@ import Database from "better-sqlite3";
 import { Broker } from "../../broker/broker.js";
 import { createLogger } from "../../broker/base/log.js";
 import { Session } from "../../broker/sessions/session.js";
+import { SessionRecords } from "../../broker/sessions/session-records.js";
 import { envOptions } from "../support/env-options.js";
 
 /** The tables whose rows grow as a home is used. */
@@ -56,6 +57,8 @@ test("no statement of a broker's open, a session's open, a call or the closes sc
     prepared.clear();
 
     const broker = Broker.open({ ...envOptions(), home, log: createLogger({ level: "error" }) });
+    // As `tether mcp` opens one: its saved record first.
+    expect(new SessionRecords(broker.store).get("s1")).toBeNull();
     const session = await Session.open(broker, { id: "s1", workspace: home });
     expect((await session.callTool("echo", '{"text":"hi"}')).outcome.ok).toBe(true);
     await session.close();
