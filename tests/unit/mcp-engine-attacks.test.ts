@@ -1,0 +1,84 @@
+/**
+ * Tether's MCP engine (broker/mcp/protocol/) under hostile or odd input: what
+ * a client sends reaches the handlers as it was sent (as the SDK's `Server`
+ * gave it), and the stdio framing holds no more memory than its bound.
+ */
+import { McpEngine } from "../../broker/mcp/protocol/engine.js";
+import type { Transport } from "../../broker/mcp/protocol/transport.js";
+
+function fakeTransport() {
+  const sent: Record<string, unknown>[] = [];
+  const transport: Transport & { deliver(message: unknown): void } = {
+    start: async () => {},
+    send: async (message) => {
+      sent.push(message as Record<string, unknown>);
+    },
+    close: async () => transport.onclose?.(),
+    deliver: (message) => transport.onmessage?.(message as never),
+  };
+  return { transport, sent };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+const request = (id: number | string, method: string, params?: unknown) => ({
+  jsonrpc: "2.0",
+  id,
+  method,
+  ...(params !== undefined ? { params } : {}),
+});
+
+describe("arguments reach the handler as the client sent them", () => {
+  // Keys that name Object.prototype's members (or valibot's reserved ones) are arguments like any other.
+  const ARGUMENTS =
+    '{"constructor":"a","prototype":"b","toString":"c","hasOwnProperty":"d","__proto__":{"x":1},"ok":1}';
+
+  test("tools/call: constructor and prototype are kept; __proto__ is dropped (as the SDK's zod drops it)", async () => {
+    const engine = new McpEngine({ name: "t", version: "0" }, { capabilities: { tools: {}, prompts: {} } });
+    const seen: unknown[] = [];
+    engine.setRequestHandler("tools/call", (params) => {
+      seen.push(params.arguments);
+      return { content: [] };
+    });
+    engine.setRequestHandler("prompts/get", (params) => {
+      seen.push(params.arguments);
+      return { messages: [] };
+    });
+    const { transport, sent } = fakeTransport();
+    await engine.connect(transport);
+    transport.deliver(
+      JSON.parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":${ARGUMENTS}}}`),
+    );
+    transport.deliver(
+      JSON.parse(
+        '{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"p","arguments":{"constructor":"a","prototype":"b"}}}',
+      ),
+    );
+    await settle();
+    expect(sent.map((m) => m["id"])).toEqual([1, 2]);
+    expect(sent.every((m) => m["error"] === undefined)).toBe(true);
+    const [tool, prompt] = seen as Record<string, unknown>[];
+    expect(Object.keys(tool!)).toEqual(["constructor", "prototype", "toString", "hasOwnProperty", "ok"]);
+    expect(JSON.stringify(tool)).toBe('{"constructor":"a","prototype":"b","toString":"c","hasOwnProperty":"d","ok":1}');
+    expect(Object.getPrototypeOf(tool)).toBe(Object.prototype);
+    expect(prompt).toEqual({ constructor: "a", prototype: "b" });
+  });
+
+  test("prompts/get: a prompt argument that is no string is -32602 naming it, whatever its name", async () => {
+    const engine = new McpEngine({ name: "t", version: "0" }, { capabilities: { prompts: {} } });
+    engine.setRequestHandler("prompts/get", () => ({ messages: [] }));
+    const { transport, sent } = fakeTransport();
+    await engine.connect(transport);
+    transport.deliver(request(1, "prompts/get", { name: "p", arguments: { constructor: 5 } }));
+    transport.deliver(request(2, "prompts/get", { name: "p", arguments: { a: "x", b: [] } }));
+    transport.deliver(request(3, "prompts/get", { name: "p", arguments: ["x"] }));
+    await settle();
+    expect(sent.map((m) => [m["id"], (m["error"] as { code: number; message: string }).code])).toEqual([
+      [1, -32602],
+      [2, -32602],
+      [3, -32602],
+    ]);
+    expect((sent[0]!["error"] as { message: string }).message).toMatch(/params\.arguments\.constructor/);
+    expect((sent[1]!["error"] as { message: string }).message).toMatch(/params\.arguments\.b/);
+  });
+});
