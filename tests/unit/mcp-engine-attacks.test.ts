@@ -3,7 +3,10 @@
  * a client sends reaches the handlers as it was sent (as the SDK's `Server`
  * gave it), and the stdio framing holds no more memory than its bound.
  */
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { McpEngine } from "../../broker/mcp/protocol/engine.js";
+import { BoundedLines } from "../../broker/mcp/protocol/lines.js";
 import type { Transport } from "../../broker/mcp/protocol/transport.js";
 
 function fakeTransport() {
@@ -80,5 +83,34 @@ describe("arguments reach the handler as the client sent them", () => {
     ]);
     expect((sent[0]!["error"] as { message: string }).message).toMatch(/params\.arguments\.constructor/);
     expect((sent[1]!["error"] as { message: string }).message).toMatch(/params\.arguments\.b/);
+  });
+});
+
+describe("stdio framing: memory", () => {
+  test("an unfinished line sent a byte at a time holds about its bytes, not an object per chunk", () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const max = 1 << 20;
+    const lines: number[] = [];
+    let tooLong = 0;
+    const reader = new BoundedLines(
+      max,
+      (bytes) => lines.push(bytes.length),
+      () => tooLong++,
+    );
+    const used = () => {
+      gc();
+      const m = process.memoryUsage();
+      return m.heapUsed + m.arrayBuffers;
+    };
+    const before = used();
+    const byte = Buffer.from("x");
+    for (let i = 0; i < max; i++) reader.push(byte);
+    const held = used() - before;
+    // The bound is a megabyte: a few of them at most, not a hundred.
+    expect(held).toBeLessThan(4 * max);
+    reader.push(Buffer.from("\n"));
+    expect(lines).toEqual([max]);
+    expect(tooLong).toBe(0);
   });
 });
