@@ -7,6 +7,8 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { McpEngine } from "../../broker/mcp/protocol/engine.js";
 import { BoundedLines } from "../../broker/mcp/protocol/lines.js";
+import { createMcpServer } from "../../broker/mcp/server.js";
+import type { Session } from "../../broker/sessions/session.js";
 import type { Transport } from "../../broker/mcp/protocol/transport.js";
 
 function fakeTransport() {
@@ -112,5 +114,43 @@ describe("stdio framing: memory", () => {
     reader.push(Buffer.from("\n"));
     expect(lines).toEqual([max]);
     expect(tooLong).toBe(0);
+  });
+});
+
+describe("prompts/get: argument names are looked up as the client's own members only", () => {
+  test("a declared argument named as an Object.prototype member, left out, is empty (not that member)", async () => {
+    const ran: string[] = [];
+    const session = {
+      id: "s",
+      context: () => [],
+      routes: () => [],
+      tools: () => [],
+      revision: () => 0,
+      onChange: () => () => {},
+      commands: () => [
+        {
+          name: "c",
+          description: "a command",
+          arguments: [
+            { name: "first", required: false, choices: [] },
+            { name: "constructor", required: false, choices: [] },
+            { name: "toString", required: false, choices: [] },
+          ],
+        },
+      ],
+      runCommand: async (text: string) => {
+        ran.push(text);
+        return { outcome: { ok: true, value: { content: [{ type: "text", text }] } } };
+      },
+    } as unknown as Session;
+    const server = createMcpServer(session, { version: "0" });
+    const { transport, sent } = fakeTransport();
+    await server.connect(transport);
+    transport.deliver(request(1, "prompts/get", { name: "c" }));
+    transport.deliver(request(2, "prompts/get", { name: "c", arguments: { first: "a", constructor: "b" } }));
+    await settle();
+    await settle();
+    expect(sent.map((m) => m["error"] ?? "ok")).toEqual(["ok", "ok"]);
+    expect(ran).toEqual(["/c", "/c a b"]);
   });
 });
