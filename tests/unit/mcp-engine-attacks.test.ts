@@ -7,6 +7,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { McpEngine } from "../../broker/mcp/protocol/engine.js";
 import { BoundedLines } from "../../broker/mcp/protocol/lines.js";
+import { requestIdOf } from "../../broker/mcp/protocol/salvage.js";
 import { createMcpServer } from "../../broker/mcp/server.js";
 import type { Session } from "../../broker/sessions/session.js";
 import type { Transport } from "../../broker/mcp/protocol/transport.js";
@@ -152,5 +153,25 @@ describe("prompts/get: argument names are looked up as the client's own members 
     await settle();
     expect(sent.map((m) => m["error"] ?? "ok")).toEqual(["ok", "ok"]);
     expect(ran).toEqual(["/c", "/c a b"]);
+  });
+});
+
+describe("salvage: the id of a request past the JSON bounds is the one JSON.parse would read", () => {
+  const deep = `${"[".repeat(100)}${"]".repeat(100)}`;
+  test.each([
+    ['{"method":"m","id":1,"i\\u0064":2,"p":DEEP}', 2],
+    ['{"method":"m","\\u0069d":"a","p":DEEP}', "a"],
+    ['{"\\u006dethod":"m","id":3,"p":DEEP}', 3],
+    ['{"method":"m","id":4,"i\\u0064":null,"p":DEEP}', undefined],
+    ['{"method":"m","id":5,"p":DEEP,"id":6}', 6],
+    ['{"method":"m","id":7,"p":{"id":8,"q":DEEP}}', 7],
+    ['{"method":"m","p":"\\"id\\":9","q":DEEP}', undefined],
+    ['{"result":{"method":"m"},"id":10,"q":DEEP}', undefined],
+  ])("%s", (template, id) => {
+    const text = template.replace("DEEP", deep);
+    expect(requestIdOf(text)).toBe(id);
+    // The reference: JSON.parse's reading of the same text, for the ids it can hold.
+    const parsed = JSON.parse(text) as { id?: unknown; method?: unknown };
+    expect(parsed.method === undefined ? undefined : (parsed.id ?? undefined)).toBe(id);
   });
 });

@@ -17,6 +17,15 @@ function closingQuote(text: string, open: number): number {
   return text.length;
 }
 
+/** A quoted key's text as JSON reads it (undefined: no JSON string). */
+function keyOf(quoted: string): string | undefined {
+  try {
+    return JSON.parse(quoted) as string;
+  } catch {
+    return undefined;
+  }
+}
+
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /** The value of the top member at `from` (just after its key): a string or a safe integer, else undefined. */
@@ -52,7 +61,9 @@ export function requestIdOf(text: string): RequestId | undefined {
     if (c === 0x22) {
       const end = closingQuote(text, i);
       if (depth === 1 && expectingKey) {
-        const key = text.slice(i + 1, end);
+        // Escaped (`"i\u0064"`), a key is the one JSON.parse reads: a duplicate `id` written so is the id.
+        const raw = text.slice(i + 1, end);
+        const key = raw.includes("\\") ? keyOf(text.slice(i, end + 1)) : raw;
         if (key === "id") id = idAt(text, end + 1);
         else if (key === "method") method = true;
       }
