@@ -167,11 +167,21 @@ describe("salvage: the id of a request past the JSON bounds is the one JSON.pars
     ['{"method":"m","id":7,"p":{"id":8,"q":DEEP}}', 7],
     ['{"method":"m","p":"\\"id\\":9","q":DEEP}', undefined],
     ['{"result":{"method":"m"},"id":10,"q":DEEP}', undefined],
+    // Numbers JSON reads as safe integers, however written; others are no id.
+    ['{"method":"m","id":1.0,"p":DEEP}', 1],
+    ['{"method":"m","id":1e2,"p":DEEP}', 100],
+    ['{"method":"m","id":25E-1,"p":DEEP}', undefined],
+    ['{"method":"m","id":-0,"p":DEEP}', -0],
+    ['{"method":"m","id":1.5,"p":DEEP}', undefined],
+    ['{"method":"m","id":1e400,"p":DEEP}', undefined],
+    ['{"method":"m","id":12345678901234567890,"p":DEEP}', undefined],
+    ['{"method":"m","id":9007199254740991,"p":DEEP}', 9007199254740991],
   ])("%s", (template, id) => {
     const text = template.replace("DEEP", deep);
     expect(requestIdOf(text)).toBe(id);
     // The reference: JSON.parse's reading of the same text, for the ids it can hold.
     const parsed = JSON.parse(text) as { id?: unknown; method?: unknown };
-    expect(parsed.method === undefined ? undefined : (parsed.id ?? undefined)).toBe(id);
+    const isId = typeof parsed.id === "string" || Number.isSafeInteger(parsed.id);
+    expect(parsed.method !== undefined && isId ? parsed.id : undefined).toBe(id);
   });
 });

@@ -42,8 +42,10 @@ function idAt(text: string, from: number): RequestId | undefined {
       return undefined;
     }
   }
-  const number = /^-?\d{1,16}(?![\d.eE])/.exec(text.slice(i, i + 18));
-  const value = number === null ? Number.NaN : Number(number[0]);
+  // Any JSON number (`1.0` and `1e2` are ids 1 and 100 to JSON.parse), within a short window:
+  // one that may run past it is no id read.
+  const number = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(text.slice(i, i + 64));
+  const value = number === null || number[0].length === 64 ? Number.NaN : Number(number[0]);
   return Number.isSafeInteger(value) ? value : undefined;
 }
 
