@@ -5,9 +5,11 @@
  */
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { PassThrough } from "node:stream";
 import { McpEngine } from "../../broker/mcp/protocol/engine.js";
 import { BoundedLines } from "../../broker/mcp/protocol/lines.js";
 import { requestIdOf } from "../../broker/mcp/protocol/salvage.js";
+import { StdioTransport } from "../../broker/mcp/protocol/stdio.js";
 import { createMcpServer } from "../../broker/mcp/server.js";
 import type { Session } from "../../broker/sessions/session.js";
 import type { Transport } from "../../broker/mcp/protocol/transport.js";
@@ -183,5 +185,32 @@ describe("salvage: the id of a request past the JSON bounds is the one JSON.pars
     const parsed = JSON.parse(text) as { id?: unknown; method?: unknown };
     const isId = typeof parsed.id === "string" || Number.isSafeInteger(parsed.id);
     expect(parsed.method !== undefined && isId ? parsed.id : undefined).toBe(id);
+  });
+});
+
+describe("stdio framing: the line bound", () => {
+  /** A ping of exactly `bytes` bytes. */
+  const ping = (id: number, bytes: number) => {
+    const bare = JSON.stringify({ ...request(id, "ping"), params: { _meta: { pad: "" } } });
+    return JSON.stringify({ ...request(id, "ping"), params: { _meta: { pad: "x".repeat(bytes - bare.length) } } });
+  };
+
+  test("a line exactly at the bound is served whether its newline is \\n or \\r\\n; one byte more is refused", async () => {
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const engine = new McpEngine({ name: "t", version: "0" }, { capabilities: {} });
+    const errors: string[] = [];
+    engine.onerror = (err) => errors.push(err.message);
+    await engine.connect(new StdioTransport(stdin, stdout, 100));
+    const out: string[] = [];
+    stdout.on("data", (chunk: Buffer) => out.push(...chunk.toString("utf8").split("\n").filter(Boolean)));
+    expect(Buffer.byteLength(ping(1, 100))).toBe(100);
+    stdin.write(`${ping(1, 100)}\n${ping(2, 100)}\r\n${ping(3, 101)}\n${ping(4, 101)}\r\n${ping(5, 100)}\r\r\n`);
+    stdin.write(ping(6, 100));
+    stdin.write("\r");
+    stdin.write("\n");
+    await settle();
+    expect(out.map((line) => (JSON.parse(line) as { id: number }).id)).toEqual([1, 2, 6]);
+    expect(errors).toEqual(Array(3).fill(expect.stringMatching(/longer than 100 bytes/)));
   });
 });
