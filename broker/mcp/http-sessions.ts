@@ -106,8 +106,12 @@ export class McpHttpSessions {
     await server.connect(transport);
     const created = entry;
     await this.#served(created, res, () => transport.handleRequest(req, res, body));
-    // An initialize the transport refused made no session: nothing to watch for it.
-    if (transport.sessionId === undefined || !this.#open.has(transport.sessionId)) this.#unwatchIfUnused(tether);
+    // An initialize the transport refused made no session: its server is closed (it watches the
+    // Tether session while connected), and nothing is watched for it.
+    if (transport.sessionId === undefined || !this.#open.has(transport.sessionId)) {
+      await server.close().catch(() => {});
+      this.#unwatchIfUnused(tether);
+    }
   }
 
   /** Ends every MCP session (open calls are cancelled). */

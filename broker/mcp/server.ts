@@ -179,7 +179,8 @@ function commandText(command: SessionCommand, given: Readonly<Record<string, str
       ErrorCode.InvalidParams,
       `Prompt '${command.name}' takes ${declared.map((a) => a.name).join(", ")}; not ${unknown.join(", ")}`,
     );
-  const value = (name: string) => (given[name] ?? "").trim();
+  // The client's own members only: an argument named `constructor` or `toString` left out is not Object's.
+  const value = (name: string) => (Object.hasOwn(given, name) ? given[name]! : "").trim();
   const missing = declared.filter((a) => a.required && value(a.name) === "").map((a) => a.name);
   if (missing.length > 0)
     throw new McpFailure(ErrorCode.InvalidParams, `Prompt '${command.name}' needs ${missing.join(", ")}`);

@@ -3,8 +3,17 @@
  * is read: bytes past the bound are never held, the rest of that line is
  * skipped up to its newline, and the lines after it read as before.
  */
+const EMPTY = Buffer.alloc(0);
+/** The most of a line's buffer kept for the next line. */
+const KEPT_BYTES = 64 * 1024;
+
 export class BoundedLines {
-  #held: Buffer[] = [];
+  /**
+   * The unfinished line's bytes: the first `#size` of one buffer, grown by doubling up to the
+   * bound (a buffer per chunk cost ~100 bytes of heap each: a line sent a byte at a time held
+   * a hundred times its size).
+   */
+  #held: Buffer = EMPTY;
   #size = 0;
   /** Inside a line past the bound: dropping bytes until its newline. */
   #skipping = false;
@@ -34,7 +43,7 @@ export class BoundedLines {
         this.tooLong();
         continue;
       }
-      const bytes = this.#held.length === 0 ? part : Buffer.concat([...this.#held, part]);
+      const bytes = this.#size === 0 ? part : Buffer.concat([this.#held.subarray(0, this.#size), part]);
       this.#clear();
       this.line(bytes);
     }
@@ -47,13 +56,19 @@ export class BoundedLines {
       return;
     }
     // Copied: a stream may reuse its chunk's memory, and a slice would pin all of it.
-    this.#held.push(Buffer.from(rest));
-    this.#size += rest.length;
+    const size = this.#size + rest.length;
+    if (size > this.#held.length) {
+      const grown = Buffer.allocUnsafe(Math.min(this.max, Math.max(size, 2 * this.#held.length, 1024)));
+      this.#held.copy(grown, 0, 0, this.#size);
+      this.#held = grown;
+    }
+    rest.copy(this.#held, this.#size);
+    this.#size = size;
   }
 
-  /** Drops what is held of an unfinished line. */
+  /** Drops what is held of an unfinished line (a long line's buffer with it). */
   #clear(): void {
-    this.#held = [];
+    if (this.#held.length > KEPT_BYTES) this.#held = EMPTY;
     this.#size = 0;
   }
 

@@ -22,11 +22,45 @@ export const LOGGING_LEVELS = [
 export type LoggingLevel = (typeof LOGGING_LEVELS)[number];
 
 const meta = { _meta: v.optional(RequestMeta) };
-/** A map of strings (prompt arguments): an object, not an array. */
-const StringRecord = v.pipe(
-  v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object"),
-  v.record(v.string(), v.string()),
-);
+
+/**
+ * Arguments by name (an object, not an array), each value `value`'s, every
+ * member kept as the client sent it but `__proto__` (the SDK's zod drops it
+ * too). Not valibot's `record`: it drops `constructor` and `prototype` as
+ * well, unchecked, and with them a tool's or a prompt's argument of that name.
+ */
+function argumentsOf<const T extends v.GenericSchema>(value: T) {
+  return v.pipe(
+    v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object"),
+    v.rawCheck(({ dataset, addIssue }) => {
+      const input = dataset.value;
+      if (!isPlainObject(input)) return;
+      for (const key of Object.keys(input)) {
+        const parsed = v.safeParse(value, input[key]);
+        if (!parsed.success)
+          addIssue({
+            message: parsed.issues[0].message,
+            path: [{ type: "object", origin: "value", input, key, value: input[key] }],
+          });
+      }
+    }),
+    v.transform((input) => {
+      const members: Record<string, v.InferOutput<T>> = {};
+      // Defined, not assigned: a key never reaches a setter (`__proto__`'s is left out anyway).
+      for (const key of Object.keys(input))
+        if (key !== "__proto__")
+          Object.defineProperty(members, key, {
+            value: input[key],
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+      return members;
+    }),
+  );
+}
+/** A map of strings (prompt arguments). */
+const StringRecord = argumentsOf(v.string());
 
 /** Params that may be left out (a list's): `{}` then. */
 const optionalParams = <const T extends v.ObjectEntries>(entries: T) =>
@@ -46,12 +80,7 @@ export const REQUEST_PARAMS = {
   "tools/list": Paginated,
   "tools/call": params({
     name: v.string(),
-    arguments: v.optional(
-      v.pipe(
-        v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object"),
-        v.record(v.string(), v.unknown()),
-      ),
-    ),
+    arguments: v.optional(argumentsOf(v.unknown())),
     task: v.optional(objectOf({ ttl: v.optional(v.number()) })),
   }),
   "prompts/list": Paginated,

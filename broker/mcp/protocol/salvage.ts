@@ -17,6 +17,15 @@ function closingQuote(text: string, open: number): number {
   return text.length;
 }
 
+/** A quoted key's text as JSON reads it (undefined: no JSON string). */
+function keyOf(quoted: string): string | undefined {
+  try {
+    return JSON.parse(quoted) as string;
+  } catch {
+    return undefined;
+  }
+}
+
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /** The value of the top member at `from` (just after its key): a string or a safe integer, else undefined. */
@@ -33,8 +42,10 @@ function idAt(text: string, from: number): RequestId | undefined {
       return undefined;
     }
   }
-  const number = /^-?\d{1,16}(?![\d.eE])/.exec(text.slice(i, i + 18));
-  const value = number === null ? Number.NaN : Number(number[0]);
+  // Any JSON number (`1.0` and `1e2` are ids 1 and 100 to JSON.parse), within a short window:
+  // one that may run past it is no id read.
+  const number = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(text.slice(i, i + 64));
+  const value = number === null || number[0].length === 64 ? Number.NaN : Number(number[0]);
   return Number.isSafeInteger(value) ? value : undefined;
 }
 
@@ -52,7 +63,9 @@ export function requestIdOf(text: string): RequestId | undefined {
     if (c === 0x22) {
       const end = closingQuote(text, i);
       if (depth === 1 && expectingKey) {
-        const key = text.slice(i + 1, end);
+        // Escaped (`"i\u0064"`), a key is the one JSON.parse reads: a duplicate `id` written so is the id.
+        const raw = text.slice(i + 1, end);
+        const key = raw.includes("\\") ? keyOf(text.slice(i, end + 1)) : raw;
         if (key === "id") id = idAt(text, end + 1);
         else if (key === "method") method = true;
       }

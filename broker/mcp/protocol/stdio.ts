@@ -31,6 +31,7 @@ export class StdioTransport implements Transport {
   readonly #stdin: Readable;
   readonly #stdout: Writable;
   readonly #lines: BoundedLines;
+  readonly #maxLineBytes: number;
   #started = false;
 
   onclose?: () => void;
@@ -40,13 +41,18 @@ export class StdioTransport implements Transport {
   constructor(stdin: Readable = process.stdin, stdout: Writable = process.stdout, maxLineBytes = MAX_LINE_BYTES) {
     this.#stdin = stdin;
     this.#stdout = stdout;
+    this.#maxLineBytes = maxLineBytes;
+    // One byte more is read: a trailing `\r` is the newline's (`\r\n`), not the line's (#line).
     this.#lines = new BoundedLines(
-      maxLineBytes,
+      maxLineBytes + 1,
       (bytes) => this.#line(bytes),
-      () =>
-        this.onerror?.(
-          new Error(`a message line longer than ${maxLineBytes} bytes was refused (the bound for one message)`),
-        ),
+      () => this.#tooLong(),
+    );
+  }
+
+  #tooLong(): void {
+    this.onerror?.(
+      new Error(`a message line longer than ${this.#maxLineBytes} bytes was refused (the bound for one message)`),
     );
   }
 
@@ -57,8 +63,9 @@ export class StdioTransport implements Transport {
   readonly #onerror = (error: Error) => this.onerror?.(error);
 
   #line(bytes: Buffer): void {
-    let text = bytes.toString("utf8");
-    if (text.endsWith("\r")) text = text.slice(0, -1);
+    const end = bytes.length > 0 && bytes[bytes.length - 1] === 0x0d ? bytes.length - 1 : bytes.length;
+    if (end > this.#maxLineBytes) return this.#tooLong();
+    const text = bytes.toString("utf8", 0, end);
     let message: unknown;
     try {
       message = parseBoundedJson(text, CALLER_JSON_BOUNDS);
