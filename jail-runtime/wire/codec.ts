@@ -8,6 +8,7 @@ import { Packr, Unpackr } from "msgpackr";
 import type * as v from "valibot";
 import { FRAME_BOUNDS, scanMsgpack, type DocumentBoundsError } from "./document-bounds.js";
 import { DEFAULT_MAX_FRAME_BYTES, ProtocolError, checkFrame, type TagIndex } from "./frame-check.js";
+import { HeldBytes } from "./held-bytes.js";
 
 export {
   DEFAULT_MAX_FRAME_BYTES,
@@ -66,104 +67,87 @@ export function decodeFrame<S extends v.GenericSchema>(
 }
 
 /**
- * Splits a byte stream into frame bodies. Handles split and coalesced writes;
- * chunks are kept as a list and joined once per frame, so a frame that arrives
- * in many pieces costs one copy, not one per piece.
+ * Splits a byte stream into frame bodies. Frames a chunk holds whole are handed out as views of it;
+ * the bytes of one still arriving are held in one buffer (`HeldBytes`), however the peer splits them:
+ * a satellite writing a byte at a time cannot make a frame's bytes cost an object each.
  */
 export class FrameReader {
   readonly #max: number;
-  #chunks: Uint8Array[] = [];
-  #head = 0; // index of the first unread chunk; avoids O(n) shift() per chunk
-  #buffered = 0;
+  readonly #held: HeldBytes;
+  /** The body size the held header announced, or -1 while no header is whole. */
   #need = -1;
 
   constructor(maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
     this.#max = maxFrameBytes;
+    this.#held = new HeldBytes(HEADER_BYTES + maxFrameBytes);
   }
 
-  /** Bytes held that do not yet form a whole frame. */
+  /** Bytes held toward the next frame (its header's once it was read are not counted). */
   get buffered(): number {
-    return this.#buffered;
+    return this.#need < 0 ? this.#held.size : this.#held.size - HEADER_BYTES;
   }
 
   /** Feeds bytes; returns every complete frame body they finish. Throws ProtocolError on an oversized frame. */
   push(chunk: Uint8Array): Uint8Array[] {
-    if (chunk.length > 0) {
-      this.#chunks.push(chunk);
-      this.#buffered += chunk.length;
-    }
     const frames: Uint8Array[] = [];
+    let at = 0;
     for (;;) {
-      if (this.#need < 0) {
-        if (this.#buffered < HEADER_BYTES) break;
-        const header = this.#take(HEADER_BYTES);
-        const size = new DataView(header.buffer, header.byteOffset, HEADER_BYTES).getUint32(0, false);
-        if (size > this.#max) {
-          this.#reset();
-          throw new ProtocolError("frame_too_large", `Frame of ${size} bytes exceeds the ${this.#max}-byte limit`);
+      if (this.#held.size > 0) {
+        // A header or a frame begun in an earlier chunk: completed from this one.
+        const whole = this.#need < 0 ? HEADER_BYTES : HEADER_BYTES + this.#need;
+        const part = Math.min(whole - this.#held.size, chunk.length - at);
+        this.#held.append(chunk.subarray(at, at + part), whole);
+        at += part;
+        if (this.#held.size < whole) return frames;
+        if (this.#need < 0) {
+          this.#need = this.#size(this.#held.view(), 0);
+          continue;
         }
-        this.#need = size;
+        frames.push(this.#held.view().subarray(HEADER_BYTES));
+        this.#held.release();
+        this.#need = -1;
+        continue;
       }
-      if (this.#buffered < this.#need) break;
-      frames.push(this.#take(this.#need));
-      this.#need = -1;
+      const left = chunk.length - at;
+      if (left === 0) return frames;
+      if (left < HEADER_BYTES) {
+        this.#held.append(chunk.subarray(at));
+        return frames;
+      }
+      const size = this.#size(chunk, at);
+      if (left - HEADER_BYTES >= size) {
+        // Whole in this chunk: a view, no copy.
+        frames.push(chunk.subarray(at + HEADER_BYTES, at + HEADER_BYTES + size));
+        at += HEADER_BYTES + size;
+        continue;
+      }
+      this.#need = size;
+      this.#held.append(chunk.subarray(at), HEADER_BYTES + size);
+      return frames;
     }
-    return frames;
   }
 
   /** Call at end of stream: a partial frame left over is a protocol error. */
   end(): void {
-    if (this.#buffered > 0 || this.#need >= 0) {
-      const held = this.#buffered;
+    if (this.#held.size > 0) {
+      const held = this.buffered;
       this.#reset();
       throw new ProtocolError("truncated_frame", `Stream ended inside a frame (${held} bytes held)`);
     }
   }
 
+  /** The body size the header at `at` announces; past the limit, a ProtocolError (and nothing held). */
+  #size(bytes: Uint8Array, at: number): number {
+    const size = new DataView(bytes.buffer, bytes.byteOffset + at, HEADER_BYTES).getUint32(0, false);
+    if (size > this.#max) {
+      this.#reset();
+      throw new ProtocolError("frame_too_large", `Frame of ${size} bytes exceeds the ${this.#max}-byte limit`);
+    }
+    return size;
+  }
+
   #reset(): void {
-    this.#chunks = [];
-    this.#head = 0;
-    this.#buffered = 0;
+    this.#held.release();
     this.#need = -1;
-  }
-
-  #dropHead(): void {
-    this.#head++;
-    if (this.#head === this.#chunks.length) {
-      this.#chunks = [];
-      this.#head = 0;
-    } else if (this.#head >= 1024) {
-      this.#chunks = this.#chunks.slice(this.#head);
-      this.#head = 0;
-    }
-  }
-
-  #take(n: number): Uint8Array {
-    const first = this.#chunks[this.#head];
-    if (first !== undefined && first.length >= n) {
-      // Common case: the bytes sit in one chunk; hand out a view, no copy.
-      const out = first.subarray(0, n);
-      if (first.length === n) this.#dropHead();
-      else this.#chunks[this.#head] = first.subarray(n);
-      this.#buffered -= n;
-      return out;
-    }
-    const out = new Uint8Array(n);
-    let filled = 0;
-    while (filled < n) {
-      const chunk = this.#chunks[this.#head]!;
-      const want = n - filled;
-      if (chunk.length <= want) {
-        out.set(chunk, filled);
-        filled += chunk.length;
-        this.#dropHead();
-      } else {
-        out.set(chunk.subarray(0, want), filled);
-        this.#chunks[this.#head] = chunk.subarray(want);
-        filled += want;
-      }
-    }
-    this.#buffered -= n;
-    return out;
   }
 }

@@ -5,6 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import fc from "fast-check";
 import { Packr } from "msgpackr";
 import * as v from "valibot";
@@ -397,6 +399,29 @@ describe("FrameReader", () => {
     const value = (decoded as { value: Uint8Array }).value;
     expect(value).toBeInstanceOf(Uint8Array);
     expect(Buffer.compare(Buffer.from(value.buffer, value.byteOffset, value.byteLength), Buffer.from(payload))).toBe(0);
+  });
+
+  test("a frame sent a byte at a time holds about its bytes, not an object per chunk", () => {
+    // A satellite writing its channel a byte at a time is read a byte a chunk; kept as they came, each
+    // chunk is an object (~100 bytes of heap), so a frame's byte bound would not bound the broker's memory.
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const used = () => {
+      gc();
+      const m = process.memoryUsage();
+      return m.heapUsed + m.arrayBuffers;
+    };
+    const bytes = encodeFrame({ t: "result", id: 5, ok: true, value: "x".repeat(1024 * 1024) });
+    const reader = new FrameReader();
+    const before = used();
+    let early = 0;
+    for (let i = 0; i < bytes.length - 1; i++) early += reader.push(bytes.subarray(i, i + 1)).length;
+    const held = used() - before;
+    expect(early).toBe(0);
+    const [body] = reader.push(bytes.subarray(bytes.length - 1));
+    expect(decodeFrame(body!, SatelliteFrame)).toMatchObject({ t: "result", id: 5, ok: true });
+    // Twice its bytes at most while it grows by doubling; one object per byte would be ~100 times.
+    expect(held).toBeLessThan(4 * bytes.length);
   });
 
   test("push() refuses a header over the maximum with frame_too_large and resets the reader", () => {

@@ -306,6 +306,7 @@ describe("layering", () => {
       "jail-runtime/wire/events.ts",
       "jail-runtime/wire/frame-check.ts",
       "jail-runtime/wire/frames.ts",
+      "jail-runtime/wire/held-bytes.ts",
       "jail-runtime/wire/kinds.ts",
       "jail-runtime/wire/kv-args.ts",
       "jail-runtime/wire/kv-cas.ts",
