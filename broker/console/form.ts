@@ -6,6 +6,8 @@
  */
 import type { IncomingMessage } from "node:http";
 import * as v from "valibot";
+import { HeldBytes } from "../../jail-runtime/wire/held-bytes.js";
+import { bufferOf } from "../base/buffer-of.js";
 
 /** At most this many bytes of a form body. */
 export const MAX_FORM_BYTES = 64 * 1024;
@@ -43,7 +45,8 @@ export function readBody(req: IncomingMessage, max = MAX_FORM_BYTES, deadlineMs 
     return Promise.reject(tooLarge());
   }
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    // One buffer however the browser splits the body (`HeldBytes`); past `max` only counted.
+    const held = new HeldBytes(max);
     let size = 0;
     let settled = false;
     const finish = (err: FormError | null) => {
@@ -52,7 +55,7 @@ export function readBody(req: IncomingMessage, max = MAX_FORM_BYTES, deadlineMs 
       clearTimeout(timer);
       req.off("data", onData);
       if (err !== null) reject(err);
-      else resolve(Buffer.concat(chunks));
+      else resolve(bufferOf(held.view()));
     };
     const timer = setTimeout(
       () => finish(new FormError(408, `the form did not arrive within ${deadlineMs} ms`)),
@@ -65,7 +68,7 @@ export function readBody(req: IncomingMessage, max = MAX_FORM_BYTES, deadlineMs 
         req.destroy();
         return finish(tooLarge());
       }
-      if (size <= max) chunks.push(chunk);
+      if (size <= max) held.append(chunk);
     };
     req.on("data", onData);
     req.once("end", () => finish(size > max ? tooLarge() : null));

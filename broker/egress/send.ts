@@ -9,6 +9,7 @@
 import type { EgressAgents } from "./agents.js";
 import { decodeContent, withBrokerEncoding } from "./content-coding.js";
 import { undici } from "./undici.js";
+import { HeldBytes } from "../../jail-runtime/wire/held-bytes.js";
 
 /** What one hop sends: the exchange as it stands, with whatever the broker adds at send time (a secret). */
 export interface HopRequest {
@@ -29,21 +30,11 @@ export type HopResult =
   | { readonly kind: "redirect"; readonly status: number; readonly location: string }
   | { readonly kind: "failed"; readonly failure: string; readonly limit?: "body" };
 
+/** The body, at most `max` bytes (null: it was longer), held as it comes in one buffer (`HeldBytes`). */
 async function readBounded(body: AsyncIterable<Uint8Array>, max: number): Promise<Uint8Array | null> {
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for await (const chunk of body) {
-    total += chunk.length;
-    if (total > max) return null;
-    chunks.push(chunk);
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
+  const held = new HeldBytes(max);
+  for await (const chunk of body) if (!held.append(chunk)) return null;
+  return held.view();
 }
 
 /**

@@ -26,6 +26,8 @@
  */
 import type { HookAnswer, Verdict } from "./compose.js";
 import type { CommandHookRow } from "./hooks-file.js";
+import { HeldBytes } from "../../jail-runtime/wire/held-bytes.js";
+import { bufferOf } from "../base/buffer-of.js";
 
 export const DEFAULT_TIMEOUT_S = 60;
 export const MAX_OUTPUT_BYTES = 64 * 1024;
@@ -78,15 +80,12 @@ async function run(row: CommandHookRow, stdin: string, options: RunOptions): Pro
     encoding: "buffer",
   });
   const collect = (stream: NodeJS.ReadableStream | null) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    // One buffer however the command splits its writes (`HeldBytes`); what passes `limit` is dropped.
+    const held = new HeldBytes(limit);
     stream?.on("data", (chunk: Buffer) => {
-      if (size >= limit) return;
-      const part = chunk.subarray(0, limit - size);
-      chunks.push(part);
-      size += part.length;
+      held.append(chunk.subarray(0, limit - held.size));
     });
-    return () => Buffer.concat(chunks).toString("utf8");
+    return () => bufferOf(held.view()).toString("utf8");
   };
   const stdout = collect(child.stdout);
   const stderr = collect(child.stderr);

@@ -24,6 +24,12 @@ import { launchCommand, type JailBind, type Launch, type SandboxMode } from "./s
 import { seccompFilter } from "./seccomp.js";
 import type { JailSetup } from "./setup.js";
 import { type JailedChild, type JailedExit, spawnJailed } from "./spawn.js";
+import { HeldBytes } from "../../jail-runtime/wire/held-bytes.js";
+import { bufferOf } from "../base/buffer-of.js";
+
+/** How much of a job's stderr is kept: its end, which says why it failed. */
+const STDERR_TAIL_BYTES = 65_536;
+const tailOf = (bytes: Buffer): Buffer => bytes.subarray(Math.max(0, bytes.length - STDERR_TAIL_BYTES));
 
 /** Where a host-side job's program sits inside its jail. */
 export const JOB_NODE = "/opt/tether/node";
@@ -207,26 +213,22 @@ export async function runHostJob(
     return notStarted(err);
   }
   const { child, oomKilled, done } = started;
-  const chunks: Buffer[] = [];
-  let size = 0;
+  // One buffer however the job splits its writes (`HeldBytes`).
+  const stdout = new HeldBytes(maxOutputBytes);
   let overflowed = false;
   let timedOut = false;
-  const stderr: Buffer[] = [];
-  let stderrSize = 0;
+  // The tail is what says why: the last STDERR_TAIL_BYTES, held in one buffer and cut back when full.
+  const stderr = new HeldBytes(4 * STDERR_TAIL_BYTES);
   child.stdout?.on("data", (chunk: Buffer) => {
-    size += chunk.length;
-    if (size > maxOutputBytes) {
-      overflowed = true;
-      child.kill("SIGKILL");
-      return;
-    }
-    chunks.push(chunk);
+    if (overflowed || stdout.append(chunk)) return;
+    overflowed = true;
+    child.kill("SIGKILL");
   });
   child.stderr?.on("data", (chunk: Buffer) => {
-    // The tail is what says why: keep the last 64 KiB.
-    stderr.push(chunk);
-    stderrSize += chunk.length;
-    while (stderrSize > 65_536 && stderr.length > 1) stderrSize -= stderr.shift()!.length;
+    if (stderr.append(chunk)) return;
+    const all = Buffer.concat([bufferOf(stderr.view()), chunk]);
+    stderr.release();
+    stderr.append(all.subarray(Math.max(0, all.length - STDERR_TAIL_BYTES)));
   });
   child.stdin?.on("error", () => {});
   child.stdin?.end(input);
@@ -244,8 +246,8 @@ export async function runHostJob(
     return {
       exitCode: r.exitCode,
       signal: r.signal,
-      stdout: Buffer.concat(chunks),
-      stderr: Buffer.concat(stderr).toString("utf8"),
+      stdout: bufferOf(stdout.view()),
+      stderr: tailOf(bufferOf(stderr.view())).toString("utf8"),
       timedOut,
       overflowed,
       oomKilled: oomKilled(),

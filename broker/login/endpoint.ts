@@ -10,6 +10,8 @@
 import { parseBoundedJson, type DocumentBounds } from "../../jail-runtime/wire/document-bounds.js";
 import { BrokerCode, TetherError } from "../base/errors.js";
 import { SignInRefused } from "./judged-fetch.js";
+import { HeldBytes } from "../../jail-runtime/wire/held-bytes.js";
+import { bufferOf } from "../base/buffer-of.js";
 
 /** A token response is a handful of fields: anything larger is not one. */
 export const MAX_ENDPOINT_BODY = 64 * 1024;
@@ -55,19 +57,17 @@ export interface PostOptions {
 async function boundedText(res: Response, max: number): Promise<string | null> {
   if (res.body === null) return "";
   const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+  // One buffer however the server splits its answer (`HeldBytes`).
+  const held = new HeldBytes(max);
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    size += value.byteLength;
-    if (size > max) {
+    if (!held.append(value)) {
       await reader.cancel().catch(() => {});
       return null;
     }
-    chunks.push(value);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return bufferOf(held.view()).toString("utf8");
 }
 
 /** A description fit to show: printable, short, and repeating no secret. */

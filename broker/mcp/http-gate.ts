@@ -9,6 +9,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { CALLER_JSON_BOUNDS, parseBoundedJson } from "../../jail-runtime/wire/document-bounds.js";
 import { hostProblem, originProblem } from "../base/loopback-host.js";
+import { HeldBytes } from "../../jail-runtime/wire/held-bytes.js";
+import { bufferOf } from "../base/buffer-of.js";
 
 /** The largest request body read (an MCP message from a client; tool arguments included). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -45,23 +47,13 @@ export function refuse(req: IncomingMessage, res: ServerResponse, refusal: Refus
 }
 
 /**
- * The request's body, at most `MAX_BODY_BYTES` (null: it was longer), held in one buffer grown by
- * doubling: a body sent a byte at a time arrives a Buffer a byte, ~200 bytes of memory each if kept.
+ * The request's body, at most `MAX_BODY_BYTES` (null: it was longer), held in one buffer
+ * (`HeldBytes`): a body sent a byte at a time arrives a Buffer a byte, ~200 bytes of memory each if kept.
  */
 async function readBody(req: IncomingMessage): Promise<string | null> {
-  let held = Buffer.alloc(0);
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    if (size + chunk.length > MAX_BODY_BYTES) return null;
-    if (size + chunk.length > held.length) {
-      const grown = Buffer.allocUnsafe(Math.min(MAX_BODY_BYTES, Math.max(size + chunk.length, 2 * held.length, 1024)));
-      held.copy(grown, 0, 0, size);
-      held = grown;
-    }
-    chunk.copy(held, size);
-    size += chunk.length;
-  }
-  return held.toString("utf8", 0, size);
+  const held = new HeldBytes(MAX_BODY_BYTES);
+  for await (const chunk of req as AsyncIterable<Buffer>) if (!held.append(chunk)) return null;
+  return bufferOf(held.view()).toString("utf8");
 }
 
 export interface GateOptions<T> {

@@ -6,6 +6,8 @@
  */
 import type { IncomingMessage } from "node:http";
 import { MAX_HEADER_CHARS, MAX_SERVICE_HEADERS } from "../../jail-runtime/wire/service-kinds.js";
+import { HeldBytes } from "../../jail-runtime/wire/held-bytes.js";
+import { bufferOf } from "../base/buffer-of.js";
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and their kin: about one connection, never passed on. */
 const HOP_BY_HOP = new Set([
@@ -127,8 +129,8 @@ export type BodyRead =
  */
 export function readBody(req: IncomingMessage, max: number, deadlineMs: number): Promise<BodyRead> {
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    // One buffer however the client splits its body (`HeldBytes`).
+    const held = new HeldBytes(max);
     let settled = false;
     const finish = (result: BodyRead) => {
       if (settled) return;
@@ -141,12 +143,10 @@ export function readBody(req: IncomingMessage, max: number, deadlineMs: number):
     const timer = setTimeout(() => finish({ ok: false, status: 408 }), deadlineMs);
     timer.unref();
     const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) return finish({ ok: false, status: 413 });
-      chunks.push(chunk);
+      if (!held.append(chunk)) return finish({ ok: false, status: 413 });
     };
     req.on("data", onData);
-    req.once("end", () => finish({ ok: true, body: Buffer.concat(chunks) }));
+    req.once("end", () => finish({ ok: true, body: bufferOf(held.view()) }));
     req.once("error", () => finish({ ok: false, status: 408 }));
   });
 }

@@ -1,20 +1,14 @@
 /**
  * Newline-delimited lines from chunks of bytes, each at most a bound while it
  * is read: bytes past the bound are never held, the rest of that line is
- * skipped up to its newline, and the lines after it read as before.
+ * skipped up to its newline, and the lines after it read as before. An
+ * unfinished line is held in one buffer (`HeldBytes`), however it is split.
  */
-const EMPTY = Buffer.alloc(0);
-/** The most of a line's buffer kept for the next line. */
-const KEPT_BYTES = 64 * 1024;
+import { HeldBytes } from "../../../jail-runtime/wire/held-bytes.js";
+import { bufferOf } from "../../base/buffer-of.js";
 
 export class BoundedLines {
-  /**
-   * The unfinished line's bytes: the first `#size` of one buffer, grown by doubling up to the
-   * bound (a buffer per chunk cost ~100 bytes of heap each: a line sent a byte at a time held
-   * a hundred times its size).
-   */
-  #held: Buffer = EMPTY;
-  #size = 0;
+  readonly #held: HeldBytes;
   /** Inside a line past the bound: dropping bytes until its newline. */
   #skipping = false;
 
@@ -27,7 +21,9 @@ export class BoundedLines {
     readonly max: number,
     private readonly line: (bytes: Buffer) => void,
     private readonly tooLong: () => void,
-  ) {}
+  ) {
+    this.#held = new HeldBytes(max);
+  }
 
   push(chunk: Buffer): void {
     let from = 0;
@@ -38,42 +34,29 @@ export class BoundedLines {
         this.#skipping = false;
         continue;
       }
-      if (this.#size + part.length > this.max) {
-        this.#clear();
-        this.tooLong();
+      if (this.#held.size === 0) {
+        // The whole line in this chunk: handed out as it is.
+        if (part.length > this.max) this.tooLong();
+        else this.line(part);
         continue;
       }
-      const bytes = this.#size === 0 ? part : Buffer.concat([this.#held.subarray(0, this.#size), part]);
-      this.#clear();
-      this.line(bytes);
+      const fits = this.#held.append(part);
+      const bytes = bufferOf(this.#held.view());
+      this.#held.release();
+      if (fits) this.line(bytes);
+      else this.tooLong();
     }
     if (from >= chunk.length || this.#skipping) return;
-    const rest = chunk.subarray(from);
-    if (this.#size + rest.length > this.max) {
-      this.#clear();
+    // Copied into the held buffer: a stream may reuse its chunk's memory, and a slice would pin all of it.
+    if (!this.#held.append(chunk.subarray(from))) {
+      this.#held.release();
       this.#skipping = true;
       this.tooLong();
-      return;
     }
-    // Copied: a stream may reuse its chunk's memory, and a slice would pin all of it.
-    const size = this.#size + rest.length;
-    if (size > this.#held.length) {
-      const grown = Buffer.allocUnsafe(Math.min(this.max, Math.max(size, 2 * this.#held.length, 1024)));
-      this.#held.copy(grown, 0, 0, this.#size);
-      this.#held = grown;
-    }
-    rest.copy(this.#held, this.#size);
-    this.#size = size;
-  }
-
-  /** Drops what is held of an unfinished line (a long line's buffer with it). */
-  #clear(): void {
-    if (this.#held.length > KEPT_BYTES) this.#held = EMPTY;
-    this.#size = 0;
   }
 
   clear(): void {
-    this.#clear();
+    this.#held.release();
     this.#skipping = false;
   }
 }
