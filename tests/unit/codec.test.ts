@@ -5,8 +5,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import fc from "fast-check";
 import { Packr } from "msgpackr";
 import * as v from "valibot";
@@ -21,6 +19,7 @@ import {
 } from "../../jail-runtime/wire/codec.js";
 import { BrokerFrame, SatelliteFrame, type Cap } from "../../jail-runtime/wire/frames.js";
 import { anyFrame, concat, encodeStream, splitAt, type Directed } from "./support/arbitraries.js";
+import { memoryInUse } from "./support/memory-in-use.js";
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
@@ -404,19 +403,12 @@ describe("FrameReader", () => {
   test("a frame sent a byte at a time holds about its bytes, not an object per chunk", () => {
     // A satellite writing its channel a byte at a time is read a byte a chunk; kept as they came, each
     // chunk is an object (~100 bytes of heap), so a frame's byte bound would not bound the broker's memory.
-    setFlagsFromString("--expose-gc");
-    const gc = runInNewContext("gc") as () => void;
-    const used = () => {
-      gc();
-      const m = process.memoryUsage();
-      return m.heapUsed + m.arrayBuffers;
-    };
     const bytes = encodeFrame({ t: "result", id: 5, ok: true, value: "x".repeat(1024 * 1024) });
     const reader = new FrameReader();
-    const before = used();
+    const before = memoryInUse();
     let early = 0;
     for (let i = 0; i < bytes.length - 1; i++) early += reader.push(bytes.subarray(i, i + 1)).length;
-    const held = used() - before;
+    const held = memoryInUse() - before;
     expect(early).toBe(0);
     const [body] = reader.push(bytes.subarray(bytes.length - 1));
     expect(decodeFrame(body!, SatelliteFrame)).toMatchObject({ t: "result", id: 5, ok: true });

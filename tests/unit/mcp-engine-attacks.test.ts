@@ -3,8 +3,6 @@
  * a client sends reaches the handlers as it was sent (as the SDK's `Server`
  * gave it), and the stdio framing holds no more memory than its bound.
  */
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { PassThrough } from "node:stream";
 import { McpEngine } from "../../broker/mcp/protocol/engine.js";
 import { BoundedLines } from "../../broker/mcp/protocol/lines.js";
@@ -13,6 +11,7 @@ import { StdioTransport } from "../../broker/mcp/protocol/stdio.js";
 import { createMcpServer } from "../../broker/mcp/server.js";
 import type { Session } from "../../broker/sessions/session.js";
 import type { Transport } from "../../broker/mcp/protocol/transport.js";
+import { memoryInUse } from "./support/memory-in-use.js";
 
 function fakeTransport() {
   const sent: Record<string, unknown>[] = [];
@@ -93,8 +92,6 @@ describe("arguments reach the handler as the client sent them", () => {
 
 describe("stdio framing: memory", () => {
   test("an unfinished line sent a byte at a time holds about its bytes, not an object per chunk", () => {
-    setFlagsFromString("--expose-gc");
-    const gc = runInNewContext("gc") as () => void;
     const max = 1 << 20;
     const lines: number[] = [];
     let tooLong = 0;
@@ -103,15 +100,10 @@ describe("stdio framing: memory", () => {
       (bytes) => lines.push(bytes.length),
       () => tooLong++,
     );
-    const used = () => {
-      gc();
-      const m = process.memoryUsage();
-      return m.heapUsed + m.arrayBuffers;
-    };
-    const before = used();
+    const before = memoryInUse();
     const byte = Buffer.from("x");
     for (let i = 0; i < max; i++) reader.push(byte);
-    const held = used() - before;
+    const held = memoryInUse() - before;
     // The bound is a megabyte: a few of them at most, not a hundred.
     expect(held).toBeLessThan(4 * max);
     reader.push(Buffer.from("\n"));

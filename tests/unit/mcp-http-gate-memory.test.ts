@@ -5,26 +5,18 @@
  * each when every chunk is kept.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { admit } from "../../broker/mcp/http-gate.js";
+import { memoryInUse } from "./support/memory-in-use.js";
 
 test("a body sent a byte at a time holds about its bytes, not an object per chunk", async () => {
-  setFlagsFromString("--expose-gc");
-  const gc = runInNewContext("gc") as () => void;
-  const used = () => {
-    gc();
-    const m = process.memoryUsage();
-    return m.heapUsed + m.arrayBuffers;
-  };
   const body = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"${"x".repeat(1 << 20)}"}}}`;
   const bytes = Buffer.from(body);
   let before = 0;
   let peak = 0;
   async function* chunks() {
-    before = used();
+    before = memoryInUse();
     for (let i = 0; i < bytes.length; i++) {
-      if (i === bytes.length - 1) peak = used() - before;
+      if (i === bytes.length - 1) peak = memoryInUse() - before;
       yield bytes.subarray(i, i + 1);
     }
   }
