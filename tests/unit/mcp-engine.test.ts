@@ -7,7 +7,7 @@
 import { PassThrough } from "node:stream";
 import * as sdkTypes from "@modelcontextprotocol/sdk/types.js";
 import { McpFailure } from "../../broker/mcp/mcp-failure.js";
-import { McpEngine } from "../../broker/mcp/protocol/engine.js";
+import { MAX_REQUESTS_IN_FLIGHT, McpEngine } from "../../broker/mcp/protocol/engine.js";
 import { BoundedLines } from "../../broker/mcp/protocol/lines.js";
 import { StdioTransport } from "../../broker/mcp/protocol/stdio.js";
 import type { Transport, TransportSendOptions } from "../../broker/mcp/protocol/transport.js";
@@ -390,4 +390,30 @@ describe("stdio: newline-delimited JSON, bounded", () => {
     expect(lines).toEqual(["12345678", "abc", ""]);
     expect(tooLong).toBe(1);
   });
+});
+
+test("a client's requests past MAX_REQUESTS_IN_FLIGHT open at once are answered busy at once; one ending makes room", async () => {
+  const { engine, transport, sent } = await connected();
+  const release: Array<() => void> = [];
+  engine.setRequestHandler("tools/list", () => new Promise((resolve) => release.push(() => resolve({ tools: [] }))));
+  for (let id = 1; id <= MAX_REQUESTS_IN_FLIGHT + 2; id++) transport.deliver(request(id, "tools/list"));
+  await settle();
+  const busy = sent.filter((s) => (s.message["error"] as { code?: number } | undefined)?.code === -32001);
+  expect(busy.map((s) => s.message["id"])).toEqual([MAX_REQUESTS_IN_FLIGHT + 1, MAX_REQUESTS_IN_FLIGHT + 2]);
+  expect((busy[0]!.message["error"] as { message: string }).message).toBe(
+    `busy: this client has ${MAX_REQUESTS_IN_FLIGHT} requests open; wait for one to end`,
+  );
+  // Pings are requests too, and wait their turn the same way.
+  transport.deliver(request("p", "ping"));
+  await settle();
+  expect(sent.at(-1)?.message["id"]).toBe("p");
+  expect(sent.at(-1)?.message["error"]).toBeDefined();
+  release.shift()!();
+  await settle();
+  transport.deliver(request("q", "ping"));
+  await settle();
+  expect(sent.at(-1)?.message).toEqual({ jsonrpc: "2.0", id: "q", result: {} });
+  for (const r of release) r();
+  await settle();
+  expect(sent.filter((s) => "result" in s.message && s.message["id"] !== "q")).toHaveLength(MAX_REQUESTS_IN_FLIGHT);
 });

@@ -88,6 +88,13 @@ const HANDLER_NEEDS: Readonly<Partial<Record<Method, keyof ServerCapabilities>>>
   "resources/read": "resources",
 };
 
+/**
+ * Requests one client may have open at once (each may hold an extension's invocation, queued in the
+ * session); past it a request is answered `busy` at once, so a client that never waits piles nothing up.
+ * `tools/call` has a tighter bound of its own (server.ts), answered as a tool error.
+ */
+export const MAX_REQUESTS_IN_FLIGHT = 64;
+
 export class McpEngine {
   readonly #info: ServerInfo;
   readonly #capabilities: ServerCapabilities;
@@ -215,6 +222,11 @@ export class McpEngine {
       transport
         .send({ jsonrpc: "2.0", id, error: { code: ErrorCode.MethodNotFound, message: "Method not found" } })
         .catch(failed);
+      return;
+    }
+    if (this.#inFlight.size >= MAX_REQUESTS_IN_FLIGHT) {
+      const message = `busy: this client has ${MAX_REQUESTS_IN_FLIGHT} requests open; wait for one to end`;
+      transport.send({ jsonrpc: "2.0", id, error: { code: ErrorCode.Busy, message } }).catch(failed);
       return;
     }
     const controller = new AbortController();

@@ -10,4 +10,6 @@ export const ErrorCode = {
   MethodNotFound: -32601,
   InvalidParams: -32602,
   InternalError: -32603,
+  /** Too many requests of this client open at once (the code `tether serve` answers the same with). */
+  Busy: -32001,
 } as const;
