@@ -25,6 +25,16 @@ import { SatelliteFrame, type BrokerFrame } from "../../jail-runtime/wire/frames
 
 const SATELLITE_FRAME_TAGS = tagIndex(SatelliteFrame);
 
+/**
+ * The most bytes sent and not yet read by the satellite the broker holds for it (Node's write buffer
+ * grows without bound): room for two frames of the largest size. A satellite that asks and never reads
+ * the answers is disconnected past it, so it cannot make the broker hold what it is owed.
+ */
+export function unreadBound(maxFrameBytes: number): number {
+  return 2 * (4 + maxFrameBytes);
+}
+export const MAX_UNREAD_BYTES = unreadBound(DEFAULT_MAX_FRAME_BYTES);
+
 export interface ConnectionEvents {
   frame(frame: SatelliteFrame): void;
   /** The connection ended; `err` is set when it ended on a protocol violation or socket error. */
@@ -35,6 +45,7 @@ export class SatelliteConnection {
   readonly #socket: Socket;
   readonly #reader: FrameReader;
   readonly #maxFrameBytes: number;
+  readonly #maxUnread: number;
   readonly #events: ConnectionEvents;
   readonly #beforeSend: (() => void) | undefined;
   #done = false;
@@ -69,6 +80,7 @@ export class SatelliteConnection {
     this.#socket = socket;
     this.#beforeSend = beforeSend;
     this.#maxFrameBytes = maxFrameBytes;
+    this.#maxUnread = unreadBound(maxFrameBytes);
     this.#reader = new FrameReader(maxFrameBytes);
     this.#events = events;
     const finish = (err: ProtocolError | Error | null) => this.#finish(err);
@@ -113,10 +125,23 @@ export class SatelliteConnection {
       } finally {
         this.#socket.cork();
       }
-      if (now) return true;
+      if (now) {
+        this.#checkUnread();
+        return true;
+      }
     }
     this.#socket.write(bytes);
+    this.#checkUnread();
     return true;
+  }
+
+  /** Past MAX_UNREAD_BYTES (`unreadBound`) sent and not read, the satellite is disconnected. */
+  #checkUnread(): void {
+    const unread = this.#socket.writableLength;
+    if (unread <= this.#maxUnread) return;
+    this.#finish(
+      new Error(`The satellite has not read ${unread} bytes sent to it, over the ${this.#maxUnread}-byte bound`),
+    );
   }
 
   /** Ends the connection now; `closed` fires with `err`. */

@@ -34,6 +34,15 @@ import { mintToken, tokensEqual } from "./tokens.js";
 
 /** Capability calls with no open invocation's token a satellite may make in its life before it is replaced. */
 export const STRAY_CAP_ALLOWANCE = 16;
+/**
+ * Capability calls of one invocation being served at once, and the characters of their arguments:
+ * each holds its arguments (up to a frame) and whatever it waits on (a fetch permit, a session's hook)
+ * until it settles. Past either bound a call is refused `busy` at once, unserved (one call alone is
+ * always served); the satellite may call again when an answer comes back. A read's frames are all
+ * handed on before any answer settles, so the count is not small: fire-and-forget logs come in bursts.
+ */
+export const MAX_CAPS_IN_FLIGHT = 1024;
+export const MAX_CAP_ARGS_IN_FLIGHT = 32 * 1024 * 1024;
 
 export class SatelliteProcess {
   readonly spec: SatelliteSpec;
@@ -57,6 +66,8 @@ export class SatelliteProcess {
   #idleMeter: IdleCpuMeter | null = null;
   /** Capability calls refused for their token so far (see STRAY_CAP_ALLOWANCE). */
   #strayCaps = 0;
+  /** Capability calls being served, by invocation (see MAX_CAPS_IN_FLIGHT). */
+  readonly #capsInFlight = new WeakMap<Open, { calls: number; chars: number }>();
   #cgroup: SatelliteCgroup | null = null;
   #observeRefusal: CapRefusalObserver = () => {};
   /** Why the connection ended after the hello but before the boot finished (frames coalesced with the hello). */
@@ -368,22 +379,51 @@ export class SatelliteProcess {
       conn.send({ t: "cap_result", id: frame.id, ok: false, error });
       return;
     }
-    open.onCap(frame).then(
-      (reply) => {
-        // The answer goes back only if the satellite is still alive to read it.
-        if (reply.ok) conn.send({ t: "cap_result", id: frame.id, ok: true, value: reply.value ?? null });
-        else conn.send({ t: "cap_result", id: frame.id, ok: false, error: reply.error });
-      },
-      (err: Error) => {
-        this.#log.error("capability handler failed", { cap: frame.cap, err: err.message });
-        conn.send({
-          t: "cap_result",
-          id: frame.id,
-          ok: false,
-          error: { code: WireCode.crashed, msg: `The broker failed serving '${frame.cap}'` },
-        });
-      },
-    );
+    const inFlight = this.#capsInFlight.get(open) ?? { calls: 0, chars: 0 };
+    if (
+      inFlight.calls > 0 &&
+      (inFlight.calls >= MAX_CAPS_IN_FLIGHT || inFlight.chars + frame.args.length > MAX_CAP_ARGS_IN_FLIGHT)
+    ) {
+      conn.send({
+        t: "cap_result",
+        id: frame.id,
+        ok: false,
+        error: {
+          code: WireCode.busy,
+          msg:
+            `Capability '${frame.cap.slice(0, 64)}' refused: ${inFlight.calls} calls of this invocation are being ` +
+            `served (at most ${MAX_CAPS_IN_FLIGHT}, with ${MAX_CAP_ARGS_IN_FLIGHT} characters of arguments); ` +
+            "wait for an answer",
+        },
+      });
+      return;
+    }
+    inFlight.calls++;
+    inFlight.chars += frame.args.length;
+    this.#capsInFlight.set(open, inFlight);
+    const served = () => {
+      inFlight.calls--;
+      inFlight.chars -= frame.args.length;
+    };
+    open
+      .onCap(frame)
+      .finally(served)
+      .then(
+        (reply) => {
+          // The answer goes back only if the satellite is still alive to read it.
+          if (reply.ok) conn.send({ t: "cap_result", id: frame.id, ok: true, value: reply.value ?? null });
+          else conn.send({ t: "cap_result", id: frame.id, ok: false, error: reply.error });
+        },
+        (err: Error) => {
+          this.#log.error("capability handler failed", { cap: frame.cap, err: err.message });
+          conn.send({
+            t: "cap_result",
+            id: frame.id,
+            ok: false,
+            error: { code: WireCode.crashed, msg: `The broker failed serving '${frame.cap}'` },
+          });
+        },
+      );
   }
 
   #violation(what: string): void {

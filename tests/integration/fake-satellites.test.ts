@@ -20,6 +20,8 @@ import type { SatelliteSlot, SlotOptions } from "../../broker/satellite/slot.js"
 import type { InvokeOptions } from "../../broker/base/invocation.js";
 import { Session } from "../../broker/sessions/session.js";
 import type { Cap } from "../../jail-runtime/wire/frames.js";
+import type { CapReply } from "../../broker/base/capability.js";
+import { MAX_CAPS_IN_FLIGHT } from "../../broker/satellite/process.js";
 import { bundleToTemp, slotFor, type Bundled } from "../support/satellites.js";
 import { SCRIPT_NAMES, SERVED_TOOLS } from "./fixtures/fake-satellites/scripts.js";
 import { FAKE_DIR, buildFakeArtifact, installFakeAndWorker, readServeArtifact } from "./support/fake-extension.js";
@@ -380,6 +382,34 @@ describe("answers the broker does not take as they are", () => {
     expect(slot.replacementBackoffMs).toBe(200);
     expect(await slot.invoke(call("echo", { text: "again" }))).toEqual(textReply("again"));
     expect(slot.boots).toBe(3);
+    await stillServing();
+  });
+});
+
+describe("capability calls in flight", () => {
+  test("an invocation has at most MAX_CAPS_IN_FLIGHT capability calls being served; past them each is refused busy at once", async () => {
+    const { slot } = fakeSlot("serve");
+    let pending = 0;
+    let most = 0;
+    const waiting: Array<() => void> = [];
+    // A capability that takes its time (a fetch waiting for a permit, a hook asking a slow session).
+    const dispatch = () => {
+      most = Math.max(most, ++pending);
+      return new Promise<CapReply>((resolve) =>
+        waiting.push(() => {
+          pending--;
+          resolve({ ok: true, value: null });
+        }),
+      );
+    };
+    const count = 5_000;
+    const answer = slot.invoke(call("cap_flood", { count }, 30_000), { dispatch });
+    // Unbounded, every call the satellite sent is soon being served at once; bounded, most wait here.
+    await until(() => most >= count, 3_000);
+    for (const release of waiting.splice(0)) release();
+    const r = await answer;
+    expect(most).toBeLessThanOrEqual(MAX_CAPS_IN_FLIGHT);
+    expect(jsonOf(r)).toEqual({ busy: count - MAX_CAPS_IN_FLIGHT });
     await stillServing();
   });
 });
