@@ -23,7 +23,9 @@ const HEADER_BYTES = 4;
 
 // Plain maps, no records: nothing a peer sends can define structures for us.
 const packr = new Packr({ useRecords: false, moreTypes: false });
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
+// copyBuffers: a binary value is decoded as a copy, not a view of the frame's bytes (a view kept anywhere
+// would keep the whole frame, up to 16 MiB, or the socket's read alive).
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number", copyBuffers: true });
 
 /** `n` bytes, not zeroed where the runtime can (Node's Buffer); zeroed elsewhere. */
 const unzeroed: (n: number) => Uint8Array =

@@ -400,6 +400,15 @@ describe("FrameReader", () => {
     expect(Buffer.compare(Buffer.from(value.buffer, value.byteOffset, value.byteLength), Buffer.from(payload))).toBe(0);
   });
 
+  test("a binary value is decoded as a copy: nothing decoded keeps the frame's bytes alive", () => {
+    const bytes = encodeFrame({ t: "result", id: 3, ok: true, value: { blob: new Uint8Array(64).fill(7) } });
+    const [body] = new FrameReader().push(bytes);
+    const { value } = decodeFrame(body!, SatelliteFrame) as { value: { blob: Uint8Array } };
+    expect([...value.blob]).toEqual(Array(64).fill(7));
+    expect(value.blob.buffer).not.toBe(body!.buffer);
+    expect(value.blob.buffer.byteLength).toBe(64);
+  });
+
   test("a frame sent a byte at a time holds about its bytes, not an object per chunk", () => {
     // A satellite writing its channel a byte at a time is read a byte a chunk; kept as they came, each
     // chunk is an object (~100 bytes of heap), so a frame's byte bound would not bound the broker's memory.
