@@ -66,8 +66,6 @@ export class SatelliteProcess {
   #idleMeter: IdleCpuMeter | null = null;
   /** Capability calls refused for their token so far (see STRAY_CAP_ALLOWANCE). */
   #strayCaps = 0;
-  /** Capability calls being served, by invocation (see MAX_CAPS_IN_FLIGHT). */
-  readonly #capsInFlight = new WeakMap<Open, { calls: number; chars: number }>();
   #cgroup: SatelliteCgroup | null = null;
   #observeRefusal: CapRefusalObserver = () => {};
   /** Why the connection ended after the hello but before the boot finished (frames coalesced with the hello). */
@@ -258,6 +256,8 @@ export class SatelliteProcess {
       },
       resolveSettled,
       timer: setTimeout(() => this.#onDeadline(open, req.deadlineMs), req.deadlineMs + this.spec.graceMs),
+      capsInFlight: 0,
+      capArgsInFlight: 0,
     };
     this.#open.set(id, open);
     this.#openByToken.set(token, open);
@@ -379,10 +379,10 @@ export class SatelliteProcess {
       conn.send({ t: "cap_result", id: frame.id, ok: false, error });
       return;
     }
-    const inFlight = this.#capsInFlight.get(open) ?? { calls: 0, chars: 0 };
+    const chars = frame.args.length;
     if (
-      inFlight.calls > 0 &&
-      (inFlight.calls >= MAX_CAPS_IN_FLIGHT || inFlight.chars + frame.args.length > MAX_CAP_ARGS_IN_FLIGHT)
+      open.capsInFlight > 0 &&
+      (open.capsInFlight >= MAX_CAPS_IN_FLIGHT || open.capArgsInFlight + chars > MAX_CAP_ARGS_IN_FLIGHT)
     ) {
       conn.send({
         t: "cap_result",
@@ -391,39 +391,37 @@ export class SatelliteProcess {
         error: {
           code: WireCode.busy,
           msg:
-            `Capability '${frame.cap.slice(0, 64)}' refused: ${inFlight.calls} calls of this invocation are being ` +
+            `Capability '${frame.cap.slice(0, 64)}' refused: ${open.capsInFlight} calls of this invocation are being ` +
             `served (at most ${MAX_CAPS_IN_FLIGHT}, with ${MAX_CAP_ARGS_IN_FLIGHT} characters of arguments); ` +
             "wait for an answer",
         },
       });
       return;
     }
-    inFlight.calls++;
-    inFlight.chars += frame.args.length;
-    this.#capsInFlight.set(open, inFlight);
+    open.capsInFlight++;
+    open.capArgsInFlight += chars;
     const served = () => {
-      inFlight.calls--;
-      inFlight.chars -= frame.args.length;
+      open.capsInFlight--;
+      open.capArgsInFlight -= chars;
     };
-    open
-      .onCap(frame)
-      .finally(served)
-      .then(
-        (reply) => {
-          // The answer goes back only if the satellite is still alive to read it.
-          if (reply.ok) conn.send({ t: "cap_result", id: frame.id, ok: true, value: reply.value ?? null });
-          else conn.send({ t: "cap_result", id: frame.id, ok: false, error: reply.error });
-        },
-        (err: Error) => {
-          this.#log.error("capability handler failed", { cap: frame.cap, err: err.message });
-          conn.send({
-            t: "cap_result",
-            id: frame.id,
-            ok: false,
-            error: { code: WireCode.crashed, msg: `The broker failed serving '${frame.cap}'` },
-          });
-        },
-      );
+    open.onCap(frame).then(
+      (reply) => {
+        served();
+        // The answer goes back only if the satellite is still alive to read it.
+        if (reply.ok) conn.send({ t: "cap_result", id: frame.id, ok: true, value: reply.value ?? null });
+        else conn.send({ t: "cap_result", id: frame.id, ok: false, error: reply.error });
+      },
+      (err: Error) => {
+        served();
+        this.#log.error("capability handler failed", { cap: frame.cap, err: err.message });
+        conn.send({
+          t: "cap_result",
+          id: frame.id,
+          ok: false,
+          error: { code: WireCode.crashed, msg: `The broker failed serving '${frame.cap}'` },
+        });
+      },
+    );
   }
 
   #violation(what: string): void {

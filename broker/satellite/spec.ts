@@ -79,4 +79,7 @@ export interface OpenInvocation {
   resolveOutcome(outcome: InvocationOutcome): void;
   resolveSettled(): void;
   timer: NodeJS.Timeout;
+  /** Its capability calls being served, and the characters of their arguments (see MAX_CAPS_IN_FLIGHT). */
+  capsInFlight: number;
+  capArgsInFlight: number;
 }
