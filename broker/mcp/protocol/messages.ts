@@ -11,9 +11,12 @@ import * as v from "valibot";
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
+/** A JSON object, as a schema (arrays refused). */
+export const PlainObject = v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object");
+
 /** `schema`, refusing arrays first. */
 export function objectOf<const TEntries extends v.ObjectEntries>(entries: TEntries) {
-  return v.pipe(v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object"), v.object(entries));
+  return v.pipe(PlainObject, v.object(entries));
 }
 
 export const RequestId = v.union([v.string(), v.pipe(v.number(), v.safeInteger())]);
@@ -22,16 +25,10 @@ export type RequestId = v.InferOutput<typeof RequestId>;
 export const ProgressToken = RequestId;
 
 /** A request's `_meta`: what the server reads of it is the progress token; the rest is kept. */
-export const RequestMeta = v.pipe(
-  v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object"),
-  v.looseObject({ progressToken: v.optional(ProgressToken) }),
-);
+export const RequestMeta = v.pipe(PlainObject, v.looseObject({ progressToken: v.optional(ProgressToken) }));
 
 /** Any request's or notification's params: an object, `_meta` checked, the method's own members left to it. */
-const BaseParams = v.pipe(
-  v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object"),
-  v.looseObject({ _meta: v.optional(RequestMeta) }),
-);
+const BaseParams = v.pipe(PlainObject, v.looseObject({ _meta: v.optional(RequestMeta) }));
 
 const JSONRPC = v.literal("2.0");
 
@@ -53,7 +50,7 @@ export type JsonRpcNotification = v.InferOutput<typeof JsonRpcNotification>;
 const JsonRpcResult = v.strictObject({
   jsonrpc: JSONRPC,
   id: RequestId,
-  result: v.pipe(v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object"), v.looseObject({})),
+  result: v.pipe(PlainObject, v.looseObject({})),
 });
 
 const JsonRpcError = v.strictObject({

@@ -6,7 +6,7 @@
  * `params.name`, as the SDK's does.
  */
 import * as v from "valibot";
-import { isPlainObject, objectOf, ProgressToken, RequestId, RequestMeta } from "./messages.js";
+import { isPlainObject, objectOf, PlainObject, ProgressToken, RequestId, RequestMeta } from "./messages.js";
 
 /** MCP's logging levels, least severe first (the order `logging/setLevel` compares by). */
 export const LOGGING_LEVELS = [
@@ -31,7 +31,7 @@ const meta = { _meta: v.optional(RequestMeta) };
  */
 function argumentsOf<const T extends v.GenericSchema>(value: T) {
   return v.pipe(
-    v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object"),
+    PlainObject,
     v.rawCheck(({ dataset, addIssue }) => {
       const input = dataset.value;
       if (!isPlainObject(input)) return;
@@ -72,7 +72,7 @@ const Paginated = optionalParams({ cursor: v.optional(v.string()) });
 export const REQUEST_PARAMS = {
   initialize: params({
     protocolVersion: v.string(),
-    capabilities: v.custom<Record<string, unknown>>(isPlainObject, "Invalid type: Expected Object"),
+    capabilities: PlainObject,
     clientInfo: objectOf({ name: v.string(), version: v.string() }),
   }),
   ping: optionalParams({}),
